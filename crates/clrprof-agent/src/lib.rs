@@ -1,0 +1,1 @@
+//! clrprof-agent (placeholder)

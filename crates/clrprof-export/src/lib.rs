@@ -1,0 +1,1 @@
+//! clrprof-export (placeholder)

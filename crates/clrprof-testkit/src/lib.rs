@@ -1,0 +1,1 @@
+//! clrprof-testkit (placeholder)
