@@ -1,1 +1,19 @@
-//! clrprof-testkit (placeholder)
+//! Support for clrprof's acceptance tests: finds the workspace and the .NET SDK, builds the
+//! test apps under `apps/` (once per source change, shared by concurrently running test
+//! binaries) and reads the `RESULT key=value` lines those apps print about themselves.
+//!
+//! ```no_run
+//! let app = clrprof_testkit::app("Scenarios");
+//! let out = app.command(&["fib", "25"]).output().unwrap();
+//! let results = clrprof_testkit::parse_results(&String::from_utf8_lossy(&out.stdout));
+//! assert_eq!(results["fib_calls"], "242785");
+//! ```
+
+mod apps;
+mod paths;
+mod results;
+mod source_hash;
+
+pub use apps::{BuiltApp, app};
+pub use paths::{dotnet, target_dir, workspace_root};
+pub use results::parse_results;

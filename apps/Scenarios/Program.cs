@@ -1,0 +1,62 @@
+using System.Runtime.CompilerServices;
+
+namespace Scenarios;
+
+/// <summary>Dispatches on args[0] to one scenario; see apps/README.md for the list.</summary>
+public static class Program
+{
+    private static readonly (string Name, string Usage, Func<ScenarioArgs, int> Run)[] All =
+    [
+        ("exceptions", "exceptions [n=7]", Exceptions.Run),
+        ("threads", "threads", Threads.Run),
+        ("gc", "gc [n=3]", Gc.Run),
+        ("classes", "classes", Classes.Run),
+        ("alloc", "alloc [n=10000]", Alloc.Run),
+        ("wait", "wait", Wait.Run),
+        ("fib", "fib [n=25]", FibScenario.Run),
+        ("calls", "calls", Calls.Run),
+        ("deep-exceptions", "deep-exceptions", DeepExceptions.Run),
+        ("threads64", "threads64 [calls=10000]", Threads64.Run),
+        ("abi", "abi", Abi.Run),
+        ("hot", "hot [seconds=3]", Hot.RunHot),
+        ("sleeper", "sleeper [seconds=3]", Sleeper.Run),
+        ("churn", "churn [seconds=10]", Churn.Run),
+        ("serve", "serve", Serve.Run),
+    ];
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static int Main(string[] args)
+    {
+        if (args.Length == 0)
+        {
+            return Usage("no scenario given");
+        }
+        foreach (var (name, _, run) in All)
+        {
+            if (name == args[0])
+            {
+                var scenarioArgs = ScenarioArgs.Parse(args.AsSpan(1));
+                if (scenarioArgs is null)
+                {
+                    return Usage($"bad arguments for {name}");
+                }
+                int rc = run(scenarioArgs);
+                // Not a tail call: keeps Main on the stack below every scenario.
+                Console.Out.Flush();
+                return rc;
+            }
+        }
+        return Usage($"unknown scenario '{args[0]}'");
+    }
+
+    private static int Usage(string problem)
+    {
+        Console.Error.WriteLine($"Scenarios: {problem}");
+        Console.Error.WriteLine("usage: dotnet Scenarios.dll <scenario> [args]");
+        foreach (var (_, usage, _) in All)
+        {
+            Console.Error.WriteLine($"  {usage}");
+        }
+        return 2;
+    }
+}

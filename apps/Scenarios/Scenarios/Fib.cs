@@ -1,0 +1,28 @@
+using System.Runtime.CompilerServices;
+
+namespace Scenarios;
+
+/// <summary>
+/// `fib [n=25]`: naive recursive <c>Scenarios.FibScenario.Fib</c>, counting its own calls
+/// (2·F(n+1) − 1: 242785 for n = 25).
+/// </summary>
+public static class FibScenario
+{
+    private static long s_calls;
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static int Run(ScenarioArgs args)
+    {
+        int n = args.Int("n", 25);
+        int fib = Fib(n);
+        Results.Print(("fib_calls", s_calls), ("fib", fib), ("n", n));
+        return 0;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static int Fib(int n)
+    {
+        s_calls++;
+        return n < 2 ? n : Fib(n - 1) + Fib(n - 2);
+    }
+}

@@ -1,0 +1,284 @@
+//! Building the .NET test apps under `apps/`, once per source change.
+//!
+//! `app("Scenarios")` runs `dotnet build -c Release -o <target>/testapps/Scenarios` (with
+//! intermediate files under `<target>/testapps/.artifacts/Scenarios`, never in the source
+//! tree). A fingerprint of the app's sources is stored next to the output after a successful
+//! build; later calls, from this process or any other, skip the build while it matches. An
+//! exclusive file lock (`<target>/testapps/<name>.lock`) makes concurrently running test
+//! binaries wait for each other instead of building the same app at once, and within one
+//! process each app is checked only once.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::paths::{dotnet, target_dir, workspace_root};
+use crate::source_hash;
+
+/// A built test app.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BuiltApp {
+    /// The app's main assembly, e.g. `<target>/testapps/Scenarios/Scenarios.dll`.
+    pub dll: PathBuf,
+    /// The build output directory holding `dll` and everything it ships with.
+    pub dir: PathBuf,
+}
+
+impl BuiltApp {
+    /// `dotnet <dll> <args…>`, ready to be adjusted (env, stdin, …) and run.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(dotnet());
+        cmd.arg(&self.dll).args(args);
+        cmd.env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
+            .env("DOTNET_NOLOGO", "1");
+        cmd
+    }
+}
+
+/// The extra arguments of every build; part of the fingerprint, so changing them rebuilds.
+const BUILD_ARGS: &[&str] = &[
+    "-c",
+    "Release",
+    "-nologo",
+    "-nodeReuse:false",
+    // No compiler server left running after the build.
+    "-p:UseSharedCompilation=false",
+];
+
+/// A build still running after this long is killed and reported as failed.
+const BUILD_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Builds `apps/<name>` if its sources changed since the last successful build (by any test
+/// process) and returns where it is. Panics with the build's output when the build fails.
+pub fn app(name: &str) -> BuiltApp {
+    type Cell = Arc<OnceLock<Result<BuiltApp, String>>>;
+    static CELLS: Mutex<BTreeMap<String, Cell>> = Mutex::new(BTreeMap::new());
+    let cell = CELLS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .entry(name.to_owned())
+        .or_default()
+        .clone();
+    // Other threads asking for the same app wait here; a failure is remembered, so every
+    // test that needs the app fails fast with the same message.
+    match cell.get_or_init(|| build_if_changed(name)) {
+        Ok(app) => app.clone(),
+        Err(message) => panic!("{message}"),
+    }
+}
+
+fn build_if_changed(name: &str) -> Result<BuiltApp, String> {
+    let fail = |what: &str, err: &dyn std::fmt::Display| {
+        format!("clrprof-testkit: apps/{name}: {what}: {err}")
+    };
+    if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
+        return Err(format!("clrprof-testkit: bad app name {name:?}"));
+    }
+    let apps_dir = workspace_root().join("apps");
+    let app_dir = apps_dir.join(name);
+    let project = project_file(&app_dir)?;
+    let assembly = assembly_name(&project);
+
+    let testapps = target_dir().join("testapps");
+    let out = testapps.join(name);
+    let artifacts = testapps.join(".artifacts").join(name);
+    let stamp = testapps.join(format!("{name}.stamp"));
+    let log = testapps.join(format!("{name}.build.log"));
+    let built = BuiltApp {
+        dll: out.join(format!("{assembly}.dll")),
+        dir: out.clone(),
+    };
+    fs::create_dir_all(&testapps).map_err(|e| fail("create the output directory", &e))?;
+
+    // Held until this function returns: one build of an app at a time, across processes.
+    let lock_path = testapps.join(format!("{name}.lock"));
+    let lock = File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&lock_path)
+        .map_err(|e| fail(&format!("open {}", lock_path.display()), &e))?;
+    lock.lock()
+        .map_err(|e| fail(&format!("lock {}", lock_path.display()), &e))?;
+
+    let recipe = format!("{BUILD_ARGS:?} {}", dotnet().display());
+    let fingerprint = source_hash::fingerprint(&apps_dir, name, &recipe)
+        .map_err(|e| fail("read the sources", &e))?;
+    if fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == fingerprint) && built.dll.is_file() {
+        return Ok(built);
+    }
+    let _ = fs::remove_file(&stamp);
+
+    run_build(name, &app_dir, &project, &out, &artifacts, &log)?;
+    if !built.dll.is_file() {
+        return Err(format!(
+            "clrprof-testkit: apps/{name} built, but {} does not exist (see {})",
+            built.dll.display(),
+            log.display()
+        ));
+    }
+    let tmp = stamp.with_extension(format!("stamp.{}", std::process::id()));
+    fs::write(&tmp, &fingerprint)
+        .and_then(|()| fs::rename(&tmp, &stamp))
+        .map_err(|e| fail("write the build stamp", &e))?;
+    drop(lock);
+    Ok(built)
+}
+
+/// `apps/<name>/<name>.csproj` (or `.fsproj`, `.vbproj`), else the only project file there.
+fn project_file(app_dir: &Path) -> Result<PathBuf, String> {
+    let name = app_dir.file_name().unwrap_or_default().to_string_lossy();
+    for ext in ["csproj", "fsproj", "vbproj"] {
+        let candidate = app_dir.join(format!("{name}.{ext}"));
+        if candidate.is_file() {
+            return Ok(candidate);
+        }
+    }
+    let projects: Vec<PathBuf> = fs::read_dir(app_dir)
+        .map_err(|e| format!("clrprof-testkit: no test app at {}: {e}", app_dir.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|e| e.to_string_lossy().ends_with("proj"))
+        })
+        .collect();
+    match projects.as_slice() {
+        [one] => Ok(one.clone()),
+        _ => Err(format!(
+            "clrprof-testkit: expected one project file in {}, found {projects:?}",
+            app_dir.display()
+        )),
+    }
+}
+
+/// The project's `<AssemblyName>`, else the project file's name.
+fn assembly_name(project: &Path) -> String {
+    let stem = project
+        .file_stem()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let Ok(text) = fs::read_to_string(project) else {
+        return stem;
+    };
+    text.split_once("<AssemblyName>")
+        .and_then(|(_, rest)| rest.split_once("</AssemblyName>"))
+        .map(|(value, _)| value.trim().to_owned())
+        .filter(|value| !value.is_empty() && !value.contains('$'))
+        .unwrap_or(stem)
+}
+
+fn run_build(
+    name: &str,
+    app_dir: &Path,
+    project: &Path,
+    out: &Path,
+    artifacts: &Path,
+    log: &Path,
+) -> Result<(), String> {
+    let log_file =
+        File::create(log).map_err(|e| format!("clrprof-testkit: create {}: {e}", log.display()))?;
+    let log_err = log_file
+        .try_clone()
+        .map_err(|e| format!("clrprof-testkit: {e}"))?;
+    let mut cmd = Command::new(dotnet());
+    cmd.arg("build")
+        .arg(project)
+        .args(BUILD_ARGS)
+        .arg("-o")
+        .arg(out)
+        .arg("--artifacts-path")
+        .arg(artifacts)
+        .current_dir(app_dir)
+        .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
+        .env("DOTNET_NOLOGO", "1")
+        .env("DOTNET_SKIP_FIRST_TIME_EXPERIENCE", "1")
+        .env("MSBUILDDISABLENODEREUSE", "1")
+        .env("DOTNET_CLI_USE_MSBUILD_SERVER", "0")
+        // Output goes to a file, not a pipe: a helper process that outlives the build
+        // cannot keep us waiting for end of file.
+        .stdin(Stdio::null())
+        .stdout(log_file)
+        .stderr(log_err);
+    // A profiler configured for the tests must not load into the build itself.
+    for (key, _) in std::env::vars_os() {
+        let key_text = key.to_string_lossy();
+        if key_text.starts_with("CORECLR_") || key_text.starts_with("CLRPROF_") {
+            cmd.env_remove(&key);
+        }
+    }
+
+    eprintln!(
+        "clrprof-testkit: building apps/{name} (log: {})",
+        log.display()
+    );
+    let started = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("clrprof-testkit: could not start {cmd:?}: {e}"))?;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if started.elapsed() > BUILD_TIMEOUT => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => return Err(format!("clrprof-testkit: waiting for {cmd:?}: {e}")),
+        }
+    };
+    let took = started.elapsed();
+    match status {
+        Some(status) if status.success() => {
+            eprintln!(
+                "clrprof-testkit: built apps/{name} in {:.1}s",
+                took.as_secs_f64()
+            );
+            Ok(())
+        }
+        _ => {
+            let what = status.map_or_else(
+                || format!("timed out after {}s", BUILD_TIMEOUT.as_secs()),
+                |s| format!("failed ({s})"),
+            );
+            Err(format!(
+                "clrprof-testkit: building apps/{name} {what} after {:.1}s\ncommand: {cmd:?}\n\
+                 --- build output ({}) ---\n{}",
+                took.as_secs_f64(),
+                log.display(),
+                tail(log, 200)
+            ))
+        }
+    }
+}
+
+/// The last `lines` lines of a file.
+fn tail(path: &Path, lines: usize) -> String {
+    let text = fs::read_to_string(path).unwrap_or_else(|e| format!("(cannot read: {e})"));
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_assembly_name() {
+        let root = workspace_root();
+        assert_eq!(
+            assembly_name(&root.join("apps/Scenarios/Scenarios.csproj")),
+            "Scenarios"
+        );
+        assert_eq!(
+            project_file(&root.join("apps/TailCalls")).unwrap(),
+            root.join("apps/TailCalls/TailCalls.fsproj")
+        );
+        assert!(project_file(&root.join("apps/NoSuchApp")).is_err());
+    }
+}
