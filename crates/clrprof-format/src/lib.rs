@@ -1,1 +1,66 @@
-//! clrprof-format (placeholder)
+//! The clrprof trace file format.
+//!
+//! A trace is a header (magic, version, JSON metadata) followed by CRC-checked blocks of
+//! records; each block holds the events of one thread. The agent writes it from inside
+//! the profiled process with the allocation-free encoders ([`encode`], [`encode_elt`],
+//! [`encode_sample_into`]) and [`write_block`]; the CLI reads it with [`TraceReader`],
+//! which works on bytes (sans-IO), never panics, and reads past damage with
+//! [`Warning`]s. The byte layout is documented in `docs/trace-format.md`.
+//!
+//! ```
+//! use clrprof_format::*;
+//!
+//! let mut file = Vec::new();
+//! write_file_header(&mut file, &Header::new(TraceMeta::default())).unwrap();
+//! // Record timestamps are tick deltas within a thread's stream; the block header holds
+//! // the timestamp the first delta starts from.
+//! let base_ts = 1_000;
+//! let mut records = Vec::new();
+//! encode(&mut records, 5, &Event::ThreadCreated { thread: 7 }); // at 1_005
+//! encode(&mut records, 20, &Event::ThreadDestroyed { thread: 7 }); // at 1_025
+//! write_block(&mut file, 42, base_ts, count_records(&records), &records, true).unwrap();
+//!
+//! let (_header, events, warnings) = read_all(&file).unwrap();
+//! assert_eq!(events[1].event, Event::ThreadDestroyed { thread: 7 });
+//! assert_eq!((events[1].os_tid, events[1].ts), (42, 1_025));
+//! assert!(warnings.is_empty());
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod block;
+mod block_writer;
+mod clock;
+mod encode;
+mod error;
+mod events;
+mod fields;
+mod header;
+pub mod leb128;
+mod phases;
+mod reader;
+mod reader_events;
+mod records;
+mod scan;
+mod warning;
+
+pub use block::{
+    BLOCK_HEADER_LEN, BLOCK_MAGIC, BlockHeader, FLAG_LZ4, KNOWN_FLAGS, MAX_BLOCK_PAYLOAD,
+};
+pub use block_writer::{BlockStart, BlockWriter, write_block, write_block_with_scratch};
+pub use clock::ClockConverter;
+pub use encode::{
+    ELT_RECORD_MAX, count_records, count_records_with_ts, encode, encode_elt, encode_sample_into,
+};
+pub use error::FormatError;
+pub use events::{Event, event_kind_table, kind_name};
+pub use fields::{MAX_LIST_ITEMS, MAX_STRING_BYTES};
+pub use header::{
+    ClockInfo, ClockKind, EventKindDesc, FILE_HEADER_FIXED_LEN, FILE_MAGIC, FORMAT_MAJOR,
+    FORMAT_MINOR, FieldDesc, Header, MAX_HEADER_JSON_LEN, TraceMeta, write_file_header,
+};
+pub use phases::{EltKind, ExceptionPhase, SuspendPhase};
+pub use reader::{Block, Blocks, DecodedEvent, ReadStats, TraceReader, read_all};
+pub use reader_events::Events;
+pub use records::{Record, RecordError, Records};
+pub use warning::{DamageCause, Warning};

@@ -1,0 +1,147 @@
+//! The 40-byte block header. All integers little-endian.
+//!
+//! ```text
+//! offset size
+//!      0    4  magic "BLK1"
+//!      4    4  payload length on disk (u32), at most 64 MiB
+//!      8    4  CRC-32 of this header with this field zeroed, then the payload on disk
+//!     12    4  flags (u32): bit 0 = payload is an LZ4 block; other bits reserved (0)
+//!     16    8  os_tid of the thread whose events these are (u64; 0 = process-wide)
+//!     24    8  base_ts (u64): the tick value the first record's timestamp delta is
+//!              relative to
+//!     32    4  record count (u32)
+//!     36    4  records length (u32): payload length once decompressed (= payload
+//!              length when not compressed), at most 64 MiB
+//! ```
+
+/// First 4 bytes of every block.
+pub const BLOCK_MAGIC: [u8; 4] = *b"BLK1";
+/// Size of a block header.
+pub const BLOCK_HEADER_LEN: usize = 40;
+/// Largest payload (on disk or decompressed) a reader accepts; larger means corruption.
+pub const MAX_BLOCK_PAYLOAD: usize = 64 << 20;
+/// Flag bit: the payload is an LZ4 block (no size prefix; the size is `records_len`).
+pub const FLAG_LZ4: u32 = 1;
+/// Flag bits this version understands.
+pub const KNOWN_FLAGS: u32 = FLAG_LZ4;
+
+/// A decoded block header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BlockHeader {
+    /// Bytes of payload on disk after the header.
+    pub payload_len: u32,
+    /// CRC-32 of the header (CRC field zeroed) followed by the payload.
+    pub crc: u32,
+    pub flags: u32,
+    /// OS thread id of the thread whose events these are; 0 = process-wide.
+    pub os_tid: u64,
+    /// Absolute tick value the first record's timestamp delta is relative to.
+    pub base_ts: u64,
+    pub record_count: u32,
+    /// Length of the records once decompressed.
+    pub records_len: u32,
+}
+
+impl BlockHeader {
+    /// Whether the payload is LZ4-compressed.
+    pub fn compressed(&self) -> bool {
+        self.flags & FLAG_LZ4 != 0
+    }
+
+    /// The header's bytes, CRC field included as stored in `self.crc`.
+    pub fn to_bytes(&self) -> [u8; BLOCK_HEADER_LEN] {
+        let mut b = [0u8; BLOCK_HEADER_LEN];
+        b[0..4].copy_from_slice(&BLOCK_MAGIC);
+        b[4..8].copy_from_slice(&self.payload_len.to_le_bytes());
+        b[8..12].copy_from_slice(&self.crc.to_le_bytes());
+        b[12..16].copy_from_slice(&self.flags.to_le_bytes());
+        b[16..24].copy_from_slice(&self.os_tid.to_le_bytes());
+        b[24..32].copy_from_slice(&self.base_ts.to_le_bytes());
+        b[32..36].copy_from_slice(&self.record_count.to_le_bytes());
+        b[36..40].copy_from_slice(&self.records_len.to_le_bytes());
+        b
+    }
+
+    /// Reads a header from the start of `bytes`: `None` when fewer than 40 bytes are
+    /// given or the magic is wrong. Plausibility and CRC are checked separately.
+    pub fn parse(bytes: &[u8]) -> Option<BlockHeader> {
+        let b: &[u8; BLOCK_HEADER_LEN] = bytes.get(..BLOCK_HEADER_LEN)?.try_into().ok()?;
+        if b[0..4] != BLOCK_MAGIC {
+            return None;
+        }
+        let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let u64_at = |i: usize| {
+            let mut v = [0u8; 8];
+            v.copy_from_slice(&b[i..i + 8]);
+            u64::from_le_bytes(v)
+        };
+        Some(BlockHeader {
+            payload_len: u32_at(4),
+            crc: u32_at(8),
+            flags: u32_at(12),
+            os_tid: u64_at(16),
+            base_ts: u64_at(24),
+            record_count: u32_at(32),
+            records_len: u32_at(36),
+        })
+    }
+
+    /// Whether the lengths can be those of a block this format writes.
+    pub fn is_plausible(&self) -> bool {
+        let (len, records) = (self.payload_len as usize, self.records_len as usize);
+        len <= MAX_BLOCK_PAYLOAD
+            && records <= MAX_BLOCK_PAYLOAD
+            && (self.compressed() || len == records)
+    }
+
+    /// The CRC this header and `payload` should carry.
+    pub fn compute_crc(&self, payload: &[u8]) -> u32 {
+        let mut bytes = self.to_bytes();
+        bytes[8..12].fill(0);
+        let mut h = crc32fast::Hasher::new();
+        h.update(&bytes);
+        h.update(payload);
+        h.finalize()
+    }
+
+    /// Whether `payload` (and this header) match the stored CRC.
+    pub fn crc_matches(&self, payload: &[u8]) -> bool {
+        self.compute_crc(payload) == self.crc
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_checks() {
+        let mut h = BlockHeader {
+            payload_len: 3,
+            crc: 0,
+            flags: 0,
+            os_tid: 0x1122_3344_5566_7788,
+            base_ts: 0x99,
+            record_count: 1,
+            records_len: 3,
+        };
+        h.crc = h.compute_crc(b"abc");
+        let bytes = h.to_bytes();
+        assert_eq!(BlockHeader::parse(&bytes), Some(h));
+        assert!(h.crc_matches(b"abc"));
+        assert!(!h.crc_matches(b"abd"));
+        // The CRC covers header fields too.
+        let other_tid = BlockHeader { os_tid: 1, ..h };
+        assert!(!other_tid.crc_matches(b"abc"));
+        assert!(!BlockHeader { base_ts: 0x98, ..h }.crc_matches(b"abc"));
+        assert!(h.is_plausible());
+        assert!(
+            !BlockHeader {
+                records_len: 4,
+                ..h
+            }
+            .is_plausible()
+        );
+        assert!(BlockHeader::parse(&bytes[..39]).is_none());
+    }
+}

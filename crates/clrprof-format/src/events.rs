@@ -1,0 +1,204 @@
+//! The event table: every record kind, its id and its fields, declared once. The enum, the
+//! field encoder and decoder, and the header's self-description (`event_kind_table`) are
+//! all generated from this one declaration.
+
+use std::borrow::Cow;
+
+use crate::fields::{Cursor, FieldError, IntoStatic, Wire};
+use crate::header::{EventKindDesc, FieldDesc};
+use crate::phases::{ExceptionPhase, SuspendPhase};
+
+macro_rules! events {
+    ($(
+        $(#[$doc:meta])*
+        $id:literal $name:ident { $( $(#[$fdoc:meta])* $field:ident : $ty:ty ),* $(,)? }
+    )*) => {
+        /// One event. Strings and frame lists borrow when they can: the encoder takes
+        /// borrowed data, the decoder borrows strings from the input.
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub enum Event<'a> {
+            $( $(#[$doc])* $name { $( $(#[$fdoc])* $field: $ty ),* }, )*
+        }
+
+        impl<'a> Event<'a> {
+            /// The record kind id (part of the format; never reused).
+            pub fn kind(&self) -> u8 {
+                match self {
+                    $( Event::$name { .. } => $id, )*
+                }
+            }
+
+            /// The kind's name, e.g. `"JitStarted"`.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $( Event::$name { .. } => stringify!($name), )*
+                }
+            }
+
+            /// The same event with nothing borrowed.
+            pub fn into_owned(self) -> Event<'static> {
+                match self {
+                    $( Event::$name { $($field),* } => Event::$name {
+                        $( $field: IntoStatic::into_static($field) ),*
+                    }, )*
+                }
+            }
+
+            /// Appends the fields (not the kind, length or timestamp).
+            #[inline]
+            pub(crate) fn put_fields(&self, out: &mut Vec<u8>) {
+                match self {
+                    $( Event::$name { $($field),* } => { $( Wire::put($field, out); )* } )*
+                }
+            }
+
+            /// Reads the fields of a record of kind `kind`; `None` for a kind this version
+            /// does not know. Errors name the field.
+            pub(crate) fn get_fields(
+                kind: u8,
+                r: &mut Cursor<'a>,
+            ) -> Option<Result<Event<'a>, (&'static str, FieldError)>> {
+                match kind {
+                    $( $id => Some(fields_of(r, |_r| Ok(Event::$name {
+                        $( $field: <$ty as Wire<'a>>::get(_r)
+                            .map_err(|e| (stringify!($field), e))? ),*
+                    }))), )*
+                    _ => None,
+                }
+            }
+
+            /// The self-description of every kind (see [`event_kind_table`]).
+            fn describe() -> Vec<EventKindDesc> {
+                vec![$(
+                    EventKindDesc {
+                        id: $id,
+                        name: stringify!($name).to_string(),
+                        fields: vec![$(
+                            FieldDesc {
+                                name: stringify!($field).to_string(),
+                                ty: <$ty as Wire<'a>>::TY.to_string(),
+                            }
+                        ),*],
+                    },
+                )*]
+            }
+        }
+
+        /// The name of kind `id`, if this version knows it.
+        pub fn kind_name(id: u8) -> Option<&'static str> {
+            match id {
+                $( $id => Some(stringify!($name)), )*
+                _ => None,
+            }
+        }
+    };
+}
+
+/// Runs one kind's field decoder (a function, so the `?`s inside have a boundary).
+#[inline]
+fn fields_of<'a, 'r>(
+    r: &'r mut Cursor<'a>,
+    f: impl FnOnce(&'r mut Cursor<'a>) -> Result<Event<'a>, (&'static str, FieldError)>,
+) -> Result<Event<'a>, (&'static str, FieldError)> {
+    f(r)
+}
+
+events! {
+    /// A clock reading: the record's timestamp is the raw tick value read at the same
+    /// instant as these two clocks. The reader fits ticks to nanoseconds from these.
+    1 ClockSync { mono_ns: u64, unix_ns: u64 }
+    /// A free-form fact: runtime information, agent statistics, end-of-trace counters.
+    2 Meta { key: Cow<'a, str>, json: Cow<'a, str> }
+    /// The runtime is shutting down.
+    3 Shutdown {}
+    4 AppDomainCreated { id: u64, name: Cow<'a, str>, hr: i32 }
+    5 AppDomainShutdown { id: u64 }
+    6 AssemblyLoaded { id: u64, app_domain: u64, module: u64, name: Cow<'a, str>, hr: i32 }
+    7 AssemblyUnloaded { id: u64 }
+    8 ModuleLoaded { id: u64, assembly: u64, base_address: u64, path: Cow<'a, str>, hr: i32 }
+    9 ModuleUnloaded { id: u64 }
+    10 ClassLoaded { id: u64, module: u64, token: u32, name: Cow<'a, str>, hr: i32 }
+    11 ClassUnloaded { id: u64 }
+    12 JitStarted { function: u64, safe_to_block: bool }
+    13 JitFinished { function: u64, hr: i32 }
+    14 JitCacheSearch { function: u64, found: bool }
+    /// A function's names, written once per function id (the names table).
+    15 FunctionInfo {
+        function: u64,
+        module: u64,
+        class: u64,
+        token: u32,
+        /// `Namespace.Type.Method`.
+        name: Cow<'a, str>,
+        signature: Cow<'a, str>,
+    }
+    16 ThreadCreated { thread: u64 }
+    17 ThreadDestroyed { thread: u64 }
+    18 ThreadAssigned { thread: u64, os_tid: u64 }
+    19 ThreadName { thread: u64, name: Cow<'a, str> }
+    20 ExceptionThrown { object: u64, class: u64, type_name: Cow<'a, str>, message: Cow<'a, str> }
+    21 ExceptionPhase { phase: ExceptionPhase, function: u64 }
+    22 RuntimeSuspend { phase: SuspendPhase, reason: u8 }
+    23 ThreadSuspended { thread: u64, resumed: bool }
+    24 GcStarted {
+        /// Bit i = generation i collected; bit 3 = LOH, bit 4 = POH.
+        generations: u8,
+        reason: u8,
+    }
+    25 GcFinished {
+        /// Bytes per generation after the GC: gen0, gen1, gen2, LOH, POH.
+        generation_sizes: Cow<'a, [u64]>,
+    }
+    26 Allocations { class: u64, count: u64 }
+    27 Transition { function: u64, to_managed: bool, reason: u8 }
+    /// ELT tracing (see [`encode_elt`](crate::encode_elt)): a function was entered.
+    28 Enter {
+        /// The agent's compact function index.
+        function: u64,
+        /// Low 32 bits of the caller's stack pointer: identifies the frame.
+        sp: u64,
+    }
+    /// ELT tracing: a function returned.
+    29 Leave { function: u64, sp: u64 }
+    /// ELT tracing: a function was left by a tail call.
+    30 Tailcall { function: u64, sp: u64 }
+    /// A stack sample of thread `os_tid` (recorded by the sampler thread).
+    31 Sample {
+        os_tid: u64,
+        /// Managed thread id.
+        thread: u64,
+        /// CPU time the thread used since its previous sample.
+        cpu_ns: u64,
+        /// 1 = it ran since the previous sample, 0 = it did not.
+        state: u8,
+        /// Leaf first; 0 stands for a run of native frames.
+        frames: Cow<'a, [u64]>,
+    }
+    32 ExceptionStack { frames: Cow<'a, [u64]> }
+    /// Events that could not be recorded.
+    33 Lost { count: u64, reason: u8 }
+    34 ObjectAllocated { class: u64, size: u64 }
+}
+
+/// The self-description written into the header: every kind this version writes, with
+/// its fields in wire order.
+pub fn event_kind_table() -> Vec<EventKindDesc> {
+    Event::describe()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_ids_are_unique_and_named() {
+        let table = event_kind_table();
+        assert_eq!(table.len(), 34);
+        for (i, k) in table.iter().enumerate() {
+            assert_eq!(usize::from(k.id), i + 1);
+            assert_eq!(kind_name(k.id), Some(k.name.as_str()));
+        }
+        assert_eq!(kind_name(0), None);
+        assert_eq!(kind_name(35), None);
+    }
+}

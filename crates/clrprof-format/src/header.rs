@@ -1,0 +1,224 @@
+//! The file header: magic, version, and a JSON document describing the recording.
+//!
+//! ```text
+//! offset size
+//!      0    8  magic "CLRPROF\0"
+//!      8    2  format major (u16 LE)
+//!     10    2  format minor (u16 LE)
+//!     12    4  length N of the JSON document (u32 LE)
+//!     16    N  JSON (UTF-8): TraceMeta
+//! ```
+
+use std::io::{self, Write};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::FormatError;
+
+/// First 8 bytes of every trace.
+pub const FILE_MAGIC: [u8; 8] = *b"CLRPROF\0";
+/// Format major version this crate writes and the only one it reads.
+pub const FORMAT_MAJOR: u16 = 1;
+/// Format minor version this crate writes; readers accept any minor of their major.
+pub const FORMAT_MINOR: u16 = 0;
+/// Bytes before the JSON document.
+pub const FILE_HEADER_FIXED_LEN: usize = 16;
+/// Largest JSON document a reader accepts.
+pub const MAX_HEADER_JSON_LEN: usize = 16 << 20;
+
+/// The decoded file header.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    pub major: u16,
+    pub minor: u16,
+    pub meta: TraceMeta,
+}
+
+/// What was recorded, where and how. Every field has a default so readers cope with
+/// documents from older or newer writers (unknown fields are ignored).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TraceMeta {
+    pub pid: u32,
+    pub command_line: Vec<String>,
+    /// `"events"`, `"trace"` or `"sample"`.
+    pub mode: String,
+    pub agent_version: String,
+    pub runtime_version: Option<String>,
+    /// Wall-clock time at which recording started.
+    pub start_unix_ns: u64,
+    pub clock: ClockInfo,
+    /// Whether the profiler attached to a running process (rather than loading at startup).
+    pub attached: bool,
+    /// The agent's settings, free-form.
+    pub settings: serde_json::Value,
+    /// Every event kind the writer knew: lets a reader name and skip kinds it does not know.
+    pub event_kinds: Vec<EventKindDesc>,
+}
+
+/// What record timestamps count.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ClockInfo {
+    pub kind: ClockKind,
+    /// Tick rate when the writer knew it (a hint; the reader fits it from `ClockSync`).
+    pub ticks_per_second: Option<f64>,
+}
+
+/// The tick source of record timestamps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClockKind {
+    /// Raw x86 time-stamp counter (invariant TSC).
+    Tsc,
+    /// CLOCK_MONOTONIC nanoseconds.
+    #[default]
+    MonotonicNs,
+}
+
+/// One event kind in the header's self-description.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EventKindDesc {
+    pub id: u8,
+    pub name: String,
+    /// In wire order, after the record timestamp.
+    pub fields: Vec<FieldDesc>,
+}
+
+/// One field of an event kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FieldDesc {
+    pub name: String,
+    /// Wire type: `u64`, `u32`, `i32`, `u8`, `bool`, `str` or `[u64]`; one-byte enums are
+    /// `u8 <EnumName>`. See docs/trace-format.md.
+    pub ty: String,
+}
+
+impl Header {
+    /// A header of the version this crate writes.
+    pub fn new(meta: TraceMeta) -> Header {
+        Header {
+            major: FORMAT_MAJOR,
+            minor: FORMAT_MINOR,
+            meta,
+        }
+    }
+
+    /// The header's bytes.
+    pub fn to_bytes(&self) -> Result<Vec<u8>, serde_json::Error> {
+        let json = serde_json::to_vec(&self.meta)?;
+        let mut out = Vec::with_capacity(FILE_HEADER_FIXED_LEN + json.len());
+        out.extend_from_slice(&FILE_MAGIC);
+        out.extend_from_slice(&self.major.to_le_bytes());
+        out.extend_from_slice(&self.minor.to_le_bytes());
+        out.extend_from_slice(&(json.len() as u32).to_le_bytes());
+        out.extend_from_slice(&json);
+        Ok(out)
+    }
+
+    /// Parses the header at the start of `bytes`; returns it and the offset of the first
+    /// block.
+    pub fn parse(bytes: &[u8]) -> Result<(Header, usize), FormatError> {
+        if bytes.is_empty() {
+            return Err(FormatError::Empty);
+        }
+        let magic_len = bytes.len().min(FILE_MAGIC.len());
+        if bytes[..magic_len] != FILE_MAGIC[..magic_len] {
+            return Err(FormatError::NotATrace {
+                found: escape(&bytes[..magic_len]),
+            });
+        }
+        if bytes.len() < FILE_HEADER_FIXED_LEN {
+            return Err(FormatError::HeaderTruncated {
+                len: bytes.len(),
+                needed: FILE_HEADER_FIXED_LEN,
+            });
+        }
+        let u16_at = |i: usize| u16::from_le_bytes([bytes[i], bytes[i + 1]]);
+        let (major, minor) = (u16_at(8), u16_at(10));
+        if major != FORMAT_MAJOR {
+            return Err(FormatError::UnsupportedVersion { major, minor });
+        }
+        let json_len = u32::from_le_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]) as usize;
+        if json_len > MAX_HEADER_JSON_LEN {
+            return Err(FormatError::HeaderJsonTooLarge { len: json_len });
+        }
+        let end = FILE_HEADER_FIXED_LEN + json_len;
+        let Some(json) = bytes.get(FILE_HEADER_FIXED_LEN..end) else {
+            return Err(FormatError::HeaderJsonTruncated {
+                declared: json_len,
+                present: bytes.len() - FILE_HEADER_FIXED_LEN,
+            });
+        };
+        let meta = serde_json::from_slice(json).map_err(|e| FormatError::HeaderJsonInvalid {
+            error: e.to_string(),
+        })?;
+        Ok((Header { major, minor, meta }, end))
+    }
+}
+
+/// Writes the file header.
+pub fn write_file_header<W: Write + ?Sized>(w: &mut W, header: &Header) -> io::Result<()> {
+    let bytes = header.to_bytes().map_err(io::Error::other)?;
+    w.write_all(&bytes)
+}
+
+/// Bytes shown as a Rust-like byte string: `"MZ\x90\0"`.
+fn escape(bytes: &[u8]) -> String {
+    let mut s = String::from("\"");
+    for &b in bytes {
+        match b {
+            0 => s.push_str("\\0"),
+            b'"' => s.push_str("\\\""),
+            b'\\' => s.push_str("\\\\"),
+            0x20..=0x7e => s.push(b as char),
+            _ => s.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    s.push('"');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips() {
+        let h = Header::new(TraceMeta {
+            pid: 42,
+            mode: "events".into(),
+            clock: ClockInfo {
+                kind: ClockKind::Tsc,
+                ticks_per_second: Some(3e9),
+            },
+            event_kinds: crate::event_kind_table(),
+            ..TraceMeta::default()
+        });
+        let bytes = h.to_bytes().unwrap();
+        let (back, end) = Header::parse(&bytes).unwrap();
+        assert_eq!(back, h);
+        assert_eq!(end, bytes.len());
+    }
+
+    #[test]
+    fn missing_and_unknown_fields_are_tolerated() {
+        let json = br#"{"pid":7,"something_new":[1,2],"clock":{"kind":"tsc"}}"#;
+        let mut bytes = FILE_MAGIC.to_vec();
+        bytes.extend_from_slice(&1u16.to_le_bytes());
+        bytes.extend_from_slice(&9u16.to_le_bytes());
+        bytes.extend_from_slice(&(json.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(json);
+        let (h, _) = Header::parse(&bytes).unwrap();
+        assert_eq!((h.major, h.minor, h.meta.pid), (1, 9, 7));
+        assert_eq!(h.meta.clock.kind, ClockKind::Tsc);
+        assert!(h.meta.event_kinds.is_empty());
+    }
+
+    #[test]
+    fn escapes_magic() {
+        assert_eq!(escape(b"MZ\x90\0\"\\"), r#""MZ\x90\0\"\\""#);
+    }
+}

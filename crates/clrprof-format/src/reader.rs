@@ -1,0 +1,277 @@
+//! The sans-IO trace reader: works on the file's bytes, never panics, and turns every
+//! problem after the header into a [`Warning`] while reading on.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use crate::block::{BlockHeader, KNOWN_FLAGS};
+use crate::error::FormatError;
+use crate::events::{Event, kind_name};
+use crate::header::{FORMAT_MINOR, Header};
+use crate::reader_events::Events;
+use crate::records::Records;
+use crate::scan::{Scanner, Step};
+use crate::warning::{Warning, Warnings};
+
+/// Reads a trace held in memory (e.g. a memory-mapped file).
+pub struct TraceReader<'a> {
+    pub(crate) bytes: &'a [u8],
+    header: Header,
+    body_offset: usize,
+    /// Names of kinds this version does not know, from the header's self-description.
+    pub(crate) foreign_kinds: HashMap<u8, String>,
+    pub(crate) warnings: Warnings,
+    pub(crate) stats: ReadStats,
+}
+
+/// One event with the thread of the block it was in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodedEvent<'a> {
+    /// OS thread id of the block (0 = process-wide block).
+    pub os_tid: u64,
+    /// Absolute raw clock ticks (deltas resolved); see
+    /// [`ClockConverter`](crate::ClockConverter).
+    pub ts: u64,
+    pub event: Event<'a>,
+}
+
+/// An intact block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block<'a> {
+    /// File offset of the block header.
+    pub offset: u64,
+    pub header: BlockHeader,
+    /// The records, decompressed (borrowed from the file when stored uncompressed).
+    pub payload: Cow<'a, [u8]>,
+}
+
+impl Block<'_> {
+    pub fn os_tid(&self) -> u64 {
+        self.header.os_tid
+    }
+
+    /// Decodes the records one by one (timestamps resolved from `header.base_ts`).
+    pub fn records(&self) -> Records<'_> {
+        Records::new(&self.payload, self.header.base_ts)
+    }
+}
+
+/// Counters for the last pass over the file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    pub file_bytes: u64,
+    pub header_bytes: u64,
+    /// Intact blocks.
+    pub blocks_read: u64,
+    /// Blocks that were damaged, truncated or undecodable.
+    pub blocks_skipped: u64,
+    /// Times the reader lost the block structure and scanned for the next block.
+    pub resyncs: u64,
+    /// Bytes after the header that were not part of an intact block.
+    pub bytes_skipped: u64,
+    pub compressed_blocks: u64,
+    /// Record bytes of intact blocks, decompressed.
+    pub record_bytes: u64,
+    /// Records decoded into events (`events()` only).
+    pub events: u64,
+    /// Records skipped: unknown kinds, malformed or truncated (`events()` only).
+    pub records_skipped: u64,
+}
+
+impl<'a> TraceReader<'a> {
+    /// Parses the header. Fails only when `bytes` is not a readable trace at all.
+    pub fn new(bytes: &'a [u8]) -> Result<TraceReader<'a>, FormatError> {
+        let (header, body_offset) = Header::parse(bytes)?;
+        let foreign_kinds = header
+            .meta
+            .event_kinds
+            .iter()
+            .filter(|k| kind_name(k.id).is_none())
+            .map(|k| (k.id, k.name.clone()))
+            .collect();
+        let mut reader = TraceReader {
+            bytes,
+            header,
+            body_offset,
+            foreign_kinds,
+            warnings: Warnings::default(),
+            stats: ReadStats::default(),
+        };
+        reader.reset();
+        Ok(reader)
+    }
+
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// File offset of the first block.
+    pub fn body_offset(&self) -> usize {
+        self.body_offset
+    }
+
+    /// The intact blocks in file order; damage comes as `Err` items (also kept in
+    /// [`warnings`](Self::warnings)). Starts a new pass: warnings and stats restart.
+    pub fn blocks(&mut self) -> Blocks<'_, 'a> {
+        self.reset();
+        Blocks {
+            scanner: Scanner::new(self.bytes, self.body_offset),
+            reader: self,
+        }
+    }
+
+    /// Every event of every intact block, in file order. Problems are collected in
+    /// [`warnings`](Self::warnings). Starts a new pass: warnings and stats restart.
+    pub fn events(&mut self) -> Events<'_, 'a> {
+        self.reset();
+        Events::new(Scanner::new(self.bytes, self.body_offset), self)
+    }
+
+    /// Problems met during the last pass (complete once its iterator has finished).
+    pub fn warnings(&self) -> &[Warning] {
+        self.warnings.list()
+    }
+
+    /// Counters of the last pass.
+    pub fn stats(&self) -> ReadStats {
+        self.stats
+    }
+
+    /// The header and the warnings of the last pass.
+    pub fn finish(self) -> (Header, Vec<Warning>) {
+        (self.header, self.warnings.into_vec())
+    }
+
+    fn reset(&mut self) {
+        self.warnings = Warnings::default();
+        if self.header.minor > FORMAT_MINOR {
+            self.warnings.push(Warning::NewerMinorVersion {
+                major: self.header.major,
+                minor: self.header.minor,
+            });
+        }
+        self.stats = ReadStats {
+            file_bytes: self.bytes.len() as u64,
+            header_bytes: self.body_offset as u64,
+            ..ReadStats::default()
+        };
+    }
+
+    /// Accounts for a scanner step that is not an intact block; returns its warning.
+    pub(crate) fn damage(&mut self, warning: Warning, bytes: u64, block: bool) -> Warning {
+        self.stats.bytes_skipped += bytes;
+        self.stats.blocks_skipped += u64::from(block);
+        if matches!(warning, Warning::Resynchronized { .. }) {
+            self.stats.resyncs += 1;
+        }
+        self.warnings.push(warning.clone());
+        warning
+    }
+
+    /// Opens an intact block: checks flags, decompresses into `buf` when needed. `Ok(true)`
+    /// means the records are now in `buf`; `Ok(false)` that they are `payload` itself.
+    pub(crate) fn open_block(
+        &mut self,
+        offset: usize,
+        header: &BlockHeader,
+        payload: &[u8],
+        buf: &mut Vec<u8>,
+    ) -> Result<bool, Warning> {
+        let result = decompress(header, payload, buf);
+        match result {
+            Ok(inflated) => {
+                self.stats.blocks_read += 1;
+                self.stats.compressed_blocks += u64::from(inflated);
+                self.stats.record_bytes += u64::from(header.records_len);
+                Ok(inflated)
+            }
+            Err(reason) => {
+                let w = Warning::UndecodableBlock {
+                    offset: offset as u64,
+                    reason,
+                };
+                let len = crate::block::BLOCK_HEADER_LEN + payload.len();
+                Err(self.damage(w, len as u64, true))
+            }
+        }
+    }
+}
+
+fn decompress(header: &BlockHeader, payload: &[u8], buf: &mut Vec<u8>) -> Result<bool, String> {
+    let unknown = header.flags & !KNOWN_FLAGS;
+    if unknown != 0 {
+        return Err(format!(
+            "unknown flags {unknown:#x}: written by a newer clrprof, which can read it"
+        ));
+    }
+    if !header.compressed() {
+        return Ok(false);
+    }
+    let want = header.records_len as usize;
+    buf.clear();
+    buf.resize(want, 0);
+    match lz4_flex::block::decompress_into(payload, buf) {
+        Ok(n) if n == want => Ok(true),
+        Ok(n) => Err(format!(
+            "LZ4 data decompresses to {n} bytes, the header says {want}"
+        )),
+        Err(e) => Err(format!("invalid LZ4 data: {e}")),
+    }
+}
+
+/// Iterator over the intact blocks; see [`TraceReader::blocks`].
+pub struct Blocks<'r, 'a> {
+    reader: &'r mut TraceReader<'a>,
+    scanner: Scanner<'a>,
+}
+
+impl<'a> Iterator for Blocks<'_, 'a> {
+    type Item = Result<Block<'a>, Warning>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.scanner.next_step() {
+            Step::End => None,
+            Step::Damage {
+                warning,
+                bytes_skipped,
+                block_skipped,
+            } => Some(Err(self.reader.damage(
+                warning,
+                bytes_skipped,
+                block_skipped,
+            ))),
+            Step::Block {
+                offset,
+                header,
+                payload,
+            } => {
+                let mut buf = Vec::new();
+                Some(
+                    match self.reader.open_block(offset, &header, payload, &mut buf) {
+                        Ok(inflated) => Ok(Block {
+                            offset: offset as u64,
+                            header,
+                            payload: if inflated {
+                                Cow::Owned(buf)
+                            } else {
+                                Cow::Borrowed(payload)
+                            },
+                        }),
+                        Err(w) => Err(w),
+                    },
+                )
+            }
+        }
+    }
+}
+
+/// Reads a whole trace: header, every event, and the warnings.
+#[allow(clippy::type_complexity)]
+pub fn read_all(
+    bytes: &[u8],
+) -> Result<(Header, Vec<DecodedEvent<'_>>, Vec<Warning>), FormatError> {
+    let mut reader = TraceReader::new(bytes)?;
+    let events = reader.events().collect();
+    let (header, warnings) = reader.finish();
+    Ok((header, events, warnings))
+}

@@ -1,0 +1,206 @@
+//! Walking the blocks of a file: CRC checks, truncation, and resynchronisation after
+//! damage by scanning for the next block magic whose CRC checks out.
+
+use crate::block::{BLOCK_HEADER_LEN, BLOCK_MAGIC, BlockHeader};
+use crate::warning::{DamageCause, Warning};
+
+/// One step through the file.
+pub(crate) enum Step<'a> {
+    /// An intact block (CRC checked).
+    Block {
+        offset: usize,
+        header: BlockHeader,
+        payload: &'a [u8],
+    },
+    /// Bytes that could not be read as blocks.
+    Damage {
+        warning: Warning,
+        bytes_skipped: u64,
+        /// Whether this was one identifiable block (rather than unstructured bytes).
+        block_skipped: bool,
+    },
+    End,
+}
+
+pub(crate) struct Scanner<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    done: bool,
+    /// The last search: no intact block starts in `from..` before `found` (or at all, for
+    /// `None`). Keeps repeated searches through a badly damaged file linear.
+    searched: Option<(usize, Option<usize>)>,
+}
+
+impl<'a> Scanner<'a> {
+    pub fn new(bytes: &'a [u8], start: usize) -> Scanner<'a> {
+        Scanner {
+            bytes,
+            pos: start.min(bytes.len()),
+            done: false,
+            searched: None,
+        }
+    }
+
+    pub fn next_step(&mut self) -> Step<'a> {
+        let (bytes, pos) = (self.bytes, self.pos);
+        let rest = &bytes[pos..];
+        if self.done || rest.is_empty() {
+            self.done = true;
+            return Step::End;
+        }
+        if rest.len() < BLOCK_HEADER_LEN {
+            self.done = true;
+            self.pos = bytes.len();
+            let magic_len = rest.len().min(BLOCK_MAGIC.len());
+            let warning = if rest[..magic_len] == BLOCK_MAGIC[..magic_len] {
+                Warning::TruncatedBlock {
+                    offset: pos as u64,
+                    present: rest.len() as u64,
+                    needed: BLOCK_HEADER_LEN as u64,
+                }
+            } else {
+                Warning::Unrecoverable {
+                    offset: pos as u64,
+                    skipped: rest.len() as u64,
+                    cause: DamageCause::NoMagic,
+                }
+            };
+            return Step::Damage {
+                warning,
+                bytes_skipped: rest.len() as u64,
+                block_skipped: magic_len == BLOCK_MAGIC.len(),
+            };
+        }
+        let Some(header) = BlockHeader::parse(rest) else {
+            return self.resync(DamageCause::NoMagic);
+        };
+        let len = u64::from(header.payload_len);
+        if !header.is_plausible() {
+            return self.resync(DamageCause::ImplausibleLength { len });
+        }
+        let end = pos + BLOCK_HEADER_LEN + header.payload_len as usize;
+        if end > bytes.len() {
+            // Either the file was cut inside this block or its length is damaged: only a
+            // later intact block tells them apart.
+            if let Some(next) = self.find_block(pos + 1) {
+                return self.resync_to(Some(next), DamageCause::PastEnd { len });
+            }
+            self.done = true;
+            self.pos = bytes.len();
+            return Step::Damage {
+                warning: Warning::TruncatedBlock {
+                    offset: pos as u64,
+                    present: rest.len() as u64,
+                    needed: BLOCK_HEADER_LEN as u64 + len,
+                },
+                bytes_skipped: rest.len() as u64,
+                block_skipped: true,
+            };
+        }
+        let payload = &bytes[pos + BLOCK_HEADER_LEN..end];
+        if !header.crc_matches(payload) {
+            return self.skip_damaged_block(end);
+        }
+        self.pos = end;
+        Step::Block {
+            offset: pos,
+            header,
+            payload,
+        }
+    }
+
+    /// After a CRC mismatch in the block at the current position ending (by its length) at
+    /// `end`: skips just that block when its length leads to the end of the file or to
+    /// another block, unless an intact block starts inside it (then the length is what is
+    /// damaged, and reading resumes there).
+    fn skip_damaged_block(&mut self, end: usize) -> Step<'a> {
+        let pos = self.pos;
+        let next = self.find_block(pos + 1);
+        let after = &self.bytes[end..];
+        let length_trusted = after.is_empty() || after.starts_with(&BLOCK_MAGIC);
+        if next.is_some_and(|n| n < end) || !length_trusted {
+            return self.resync_to(next, DamageCause::CrcMismatch);
+        }
+        self.pos = end;
+        Step::Damage {
+            warning: Warning::CrcMismatch {
+                offset: pos as u64,
+                len: (end - pos) as u64,
+            },
+            bytes_skipped: (end - pos) as u64,
+            block_skipped: true,
+        }
+    }
+
+    /// Skips from the current position to the next intact block, or to the end.
+    fn resync(&mut self, cause: DamageCause) -> Step<'a> {
+        let next = self.find_block(self.pos + 1);
+        self.resync_to(next, cause)
+    }
+
+    /// Skips to `next` (the next intact block, if any) or to the end.
+    fn resync_to(&mut self, next: Option<usize>, cause: DamageCause) -> Step<'a> {
+        let pos = self.pos;
+        let (warning, next) = match next {
+            Some(next) => (
+                Warning::Resynchronized {
+                    offset: pos as u64,
+                    resumed_at: next as u64,
+                    skipped: (next - pos) as u64,
+                    cause,
+                },
+                next,
+            ),
+            None => {
+                self.done = true;
+                let end = self.bytes.len();
+                let skipped = (end - pos) as u64;
+                (
+                    Warning::Unrecoverable {
+                        offset: pos as u64,
+                        skipped,
+                        cause,
+                    },
+                    end,
+                )
+            }
+        };
+        self.pos = next;
+        Step::Damage {
+            warning,
+            bytes_skipped: (next - pos) as u64,
+            block_skipped: false,
+        }
+    }
+
+    /// Offset of the first intact block (magic, plausible lengths, CRC) at or after `from`.
+    fn find_block(&mut self, from: usize) -> Option<usize> {
+        if let Some((start, found)) = self.searched
+            && start <= from
+            && found.is_none_or(|f| from <= f)
+        {
+            return found;
+        }
+        let found = self.search(from);
+        self.searched = Some((from, found));
+        found
+    }
+
+    fn search(&self, from: usize) -> Option<usize> {
+        let bytes = self.bytes;
+        let mut i = from;
+        while i + BLOCK_HEADER_LEN <= bytes.len() {
+            i += bytes[i..].iter().position(|&b| b == BLOCK_MAGIC[0])?;
+            if let Some(h) = BlockHeader::parse(&bytes[i..])
+                && h.is_plausible()
+            {
+                let end = i + BLOCK_HEADER_LEN + h.payload_len as usize;
+                if end <= bytes.len() && h.crc_matches(&bytes[i + BLOCK_HEADER_LEN..end]) {
+                    return Some(i);
+                }
+            }
+            i += 1;
+        }
+        None
+    }
+}

@@ -1,0 +1,434 @@
+//! Helpers shared by the integration tests: sample events of every kind, a fixed header,
+//! a file builder and a proptest strategy for events.
+#![allow(dead_code)]
+
+use std::borrow::Cow;
+
+use clrprof_format::*;
+use proptest::prelude::*;
+
+/// One event of every kind, with values that exercise multi-byte integers, empty and
+/// non-ASCII strings and lists.
+pub fn every_kind() -> Vec<Event<'static>> {
+    let s = |v: &'static str| Cow::Borrowed(v);
+    vec![
+        Event::ClockSync {
+            mono_ns: 5_000_000_000,
+            unix_ns: 1_700_000_000_000_000_000,
+        },
+        Event::Meta {
+            key: s("runtime"),
+            json: s(r#"{"version":"8.0.1"}"#),
+        },
+        Event::Shutdown {},
+        Event::AppDomainCreated {
+            id: 0x7f00_0000_1000,
+            name: s("clrhost"),
+            hr: 0,
+        },
+        Event::AppDomainShutdown {
+            id: 0x7f00_0000_1000,
+        },
+        Event::AssemblyLoaded {
+            id: 1,
+            app_domain: 2,
+            module: 3,
+            name: s("System.Private.CoreLib"),
+            hr: 0x8007_000Eu32 as i32,
+        },
+        Event::AssemblyUnloaded { id: 1 },
+        Event::ModuleLoaded {
+            id: 3,
+            assembly: 1,
+            base_address: 0x7fff_1234_0000,
+            path: s(
+                "/usr/share/dotnet/shared/Microsoft.NETCore.App/8.0.1/System.Private.CoreLib.dll",
+            ),
+            hr: -1,
+        },
+        Event::ModuleUnloaded { id: 3 },
+        Event::ClassLoaded {
+            id: 10,
+            module: 3,
+            token: 0x0200_0001,
+            name: s("System.Collections.Generic.List`1<Ünïcødé>"),
+            hr: 0,
+        },
+        Event::ClassUnloaded { id: 10 },
+        Event::JitStarted {
+            function: 0x7f12_3456_789a,
+            safe_to_block: true,
+        },
+        Event::JitFinished {
+            function: 0x7f12_3456_789a,
+            hr: 0,
+        },
+        Event::JitCacheSearch {
+            function: 99,
+            found: false,
+        },
+        Event::FunctionInfo {
+            function: 0x7f12_3456_789a,
+            module: 3,
+            class: 10,
+            token: 0x0600_0042,
+            name: s("App.Program.Main"),
+            signature: s("void (string[])"),
+        },
+        Event::ThreadCreated { thread: 0x55 },
+        Event::ThreadDestroyed { thread: 0x55 },
+        Event::ThreadAssigned {
+            thread: 0x55,
+            os_tid: 12345,
+        },
+        Event::ThreadName {
+            thread: 0x55,
+            name: s(""),
+        },
+        Event::ExceptionThrown {
+            object: 0x7e00_0000_0010,
+            class: 11,
+            type_name: s("System.InvalidOperationException"),
+            message: s("Operation is not valid due to the current state of the object."),
+        },
+        Event::ExceptionPhase {
+            phase: ExceptionPhase::CatcherEnter,
+            function: 77,
+        },
+        Event::RuntimeSuspend {
+            phase: SuspendPhase::SuspendStarted,
+            reason: 1,
+        },
+        Event::ThreadSuspended {
+            thread: 0x55,
+            resumed: true,
+        },
+        Event::GcStarted {
+            generations: 0b1_0111,
+            reason: 1,
+        },
+        Event::GcFinished {
+            generation_sizes: Cow::Owned(vec![1 << 20, 2 << 20, 64 << 20, 0, 4096]),
+        },
+        Event::Allocations {
+            class: 11,
+            count: 300,
+        },
+        Event::Transition {
+            function: 5,
+            to_managed: false,
+            reason: 2,
+        },
+        Event::Enter {
+            function: 17,
+            sp: 0x7ffd_5000,
+        },
+        Event::Leave {
+            function: 17,
+            sp: 0x7ffd_5000,
+        },
+        Event::Tailcall {
+            function: 1 << 40,
+            sp: 0,
+        },
+        Event::Sample {
+            os_tid: 12345,
+            thread: 0x55,
+            cpu_ns: 1_234_567,
+            state: 1,
+            frames: Cow::Owned(vec![0x7f12_3456_789a, 0, 17, u64::MAX]),
+        },
+        Event::ExceptionStack {
+            frames: Cow::Owned(vec![]),
+        },
+        Event::Lost {
+            count: 1_000_000,
+            reason: 3,
+        },
+        Event::ObjectAllocated {
+            class: 11,
+            size: 24,
+        },
+    ]
+}
+
+/// A header with fixed contents (the golden file depends on it).
+pub fn fixed_header() -> Header {
+    Header::new(TraceMeta {
+        pid: 4242,
+        command_line: vec!["dotnet".into(), "app.dll".into(), "--flag".into()],
+        mode: "events".into(),
+        agent_version: "0.1.0".into(),
+        runtime_version: Some("8.0.1.0 (8.0.1)".into()),
+        start_unix_ns: 1_700_000_000_000_000_000,
+        clock: ClockInfo {
+            kind: ClockKind::Tsc,
+            ticks_per_second: Some(3e9),
+        },
+        attached: false,
+        // Keys in sorted order, so the bytes do not depend on serde_json's preserve_order.
+        settings: serde_json::json!({ "buffer_bytes": 262144, "flush_ms": 100 }),
+        event_kinds: event_kind_table(),
+    })
+}
+
+/// One block to write: thread, events (with timestamps), compression.
+pub struct TestBlock {
+    pub os_tid: u64,
+    pub events: Vec<(u64, Event<'static>)>,
+    pub compress: bool,
+}
+
+/// Header plus blocks, written as the agent does: each thread's records form one delta
+/// chain across its blocks, each block header holding the chain's timestamp before it.
+/// Also returns each block's byte range.
+pub fn build_file(header: &Header, blocks: &[TestBlock]) -> (Vec<u8>, Vec<std::ops::Range<usize>>) {
+    let mut file = Vec::new();
+    write_file_header(&mut file, header).unwrap();
+    let mut ranges = Vec::new();
+    let mut chains: std::collections::HashMap<u64, u64> = Default::default();
+    for b in blocks {
+        let last = chains.entry(b.os_tid).or_insert(0);
+        let base_ts = *last;
+        let mut records = Vec::new();
+        for (ts, ev) in &b.events {
+            encode(&mut records, ts.wrapping_sub(*last), ev);
+            *last = *ts;
+        }
+        let mut check = base_ts;
+        let count = count_records_with_ts(&records, &mut check);
+        assert_eq!((count as usize, check), (b.events.len(), *last));
+        let start = file.len();
+        write_block(&mut file, b.os_tid, base_ts, count, &records, b.compress).unwrap();
+        ranges.push(start..file.len());
+    }
+    (file, ranges)
+}
+
+/// What a reader should return for `blocks`.
+pub fn expected(blocks: &[&TestBlock]) -> Vec<DecodedEvent<'static>> {
+    blocks
+        .iter()
+        .flat_map(|b| {
+            b.events.iter().map(|(ts, ev)| DecodedEvent {
+                os_tid: b.os_tid,
+                ts: *ts,
+                event: ev.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Owned copies of decoded events (to compare with `expected`).
+pub fn owned(events: Vec<DecodedEvent<'_>>) -> Vec<DecodedEvent<'static>> {
+    events
+        .into_iter()
+        .map(|d| DecodedEvent {
+            os_tid: d.os_tid,
+            ts: d.ts,
+            event: d.event.into_owned(),
+        })
+        .collect()
+}
+
+/// Four blocks from two threads and the process, one of them compressed, every kind once.
+pub fn sample_blocks() -> Vec<TestBlock> {
+    let all = every_kind();
+    let (a, rest) = all.split_at(10);
+    let (b, c) = rest.split_at(12);
+    let timed = |evs: &[Event<'static>], t0: u64| -> Vec<(u64, Event<'static>)> {
+        evs.iter()
+            .enumerate()
+            .map(|(i, e)| (t0 + i as u64 * 1_000, e.clone()))
+            .collect()
+    };
+    vec![
+        TestBlock {
+            os_tid: 0,
+            events: timed(a, 1_000_000),
+            compress: false,
+        },
+        TestBlock {
+            os_tid: 101,
+            events: timed(b, 2_000_000),
+            compress: false,
+        },
+        TestBlock {
+            os_tid: 102,
+            events: timed(c, 3_000_000),
+            compress: true,
+        },
+        TestBlock {
+            os_tid: 101,
+            events: (0..40u64)
+                .map(|i| {
+                    let ev = Event::Enter {
+                        function: i % 3,
+                        sp: 0x7ffd_0000 - i * 64,
+                    };
+                    (4_000_000 + i, ev)
+                })
+                .collect(),
+            compress: true,
+        },
+    ]
+}
+
+// ---- proptest strategies ----
+
+fn arb_u64() -> impl Strategy<Value = u64> {
+    prop_oneof![0u64..200, any::<u64>(), Just(u64::MAX)]
+}
+
+fn arb_str() -> impl Strategy<Value = Cow<'static, str>> {
+    prop_oneof![
+        "[a-zA-Z0-9 .`<>+]{0,20}",
+        "\\PC{0,40}",
+        "[a-z]{120,300}", // multi-byte record lengths
+    ]
+    .prop_map(Cow::Owned)
+}
+
+fn arb_list() -> impl Strategy<Value = Cow<'static, [u64]>> {
+    prop::collection::vec(arb_u64(), 0..80).prop_map(Cow::Owned)
+}
+
+/// Any event of any kind, built from a pool of random values.
+pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
+    (
+        1u8..=34,
+        prop::array::uniform6(arb_u64()),
+        (arb_str(), arb_str()),
+        (any::<bool>(), any::<u8>(), any::<u32>(), any::<i32>()),
+        arb_list(),
+        (0..ExceptionPhase::ALL.len(), 0..SuspendPhase::ALL.len()),
+    )
+        .prop_map(|(kind, n, (s1, s2), (b, byte, u32v, hr), list, (ep, sp))| {
+            let [a, b2, c, d, _e, _f] = n;
+            match kind {
+                1 => Event::ClockSync {
+                    mono_ns: a,
+                    unix_ns: b2,
+                },
+                2 => Event::Meta { key: s1, json: s2 },
+                3 => Event::Shutdown {},
+                4 => Event::AppDomainCreated {
+                    id: a,
+                    name: s1,
+                    hr,
+                },
+                5 => Event::AppDomainShutdown { id: a },
+                6 => Event::AssemblyLoaded {
+                    id: a,
+                    app_domain: b2,
+                    module: c,
+                    name: s1,
+                    hr,
+                },
+                7 => Event::AssemblyUnloaded { id: a },
+                8 => Event::ModuleLoaded {
+                    id: a,
+                    assembly: b2,
+                    base_address: c,
+                    path: s1,
+                    hr,
+                },
+                9 => Event::ModuleUnloaded { id: a },
+                10 => Event::ClassLoaded {
+                    id: a,
+                    module: b2,
+                    token: u32v,
+                    name: s1,
+                    hr,
+                },
+                11 => Event::ClassUnloaded { id: a },
+                12 => Event::JitStarted {
+                    function: a,
+                    safe_to_block: b,
+                },
+                13 => Event::JitFinished { function: a, hr },
+                14 => Event::JitCacheSearch {
+                    function: a,
+                    found: b,
+                },
+                15 => Event::FunctionInfo {
+                    function: a,
+                    module: b2,
+                    class: c,
+                    token: u32v,
+                    name: s1,
+                    signature: s2,
+                },
+                16 => Event::ThreadCreated { thread: a },
+                17 => Event::ThreadDestroyed { thread: a },
+                18 => Event::ThreadAssigned {
+                    thread: a,
+                    os_tid: b2,
+                },
+                19 => Event::ThreadName {
+                    thread: a,
+                    name: s1,
+                },
+                20 => Event::ExceptionThrown {
+                    object: a,
+                    class: b2,
+                    type_name: s1,
+                    message: s2,
+                },
+                21 => Event::ExceptionPhase {
+                    phase: ExceptionPhase::ALL[ep],
+                    function: a,
+                },
+                22 => Event::RuntimeSuspend {
+                    phase: SuspendPhase::ALL[sp],
+                    reason: byte,
+                },
+                23 => Event::ThreadSuspended {
+                    thread: a,
+                    resumed: b,
+                },
+                24 => Event::GcStarted {
+                    generations: byte,
+                    reason: (a % 256) as u8,
+                },
+                25 => Event::GcFinished {
+                    generation_sizes: list,
+                },
+                26 => Event::Allocations {
+                    class: a,
+                    count: b2,
+                },
+                27 => Event::Transition {
+                    function: a,
+                    to_managed: b,
+                    reason: byte,
+                },
+                28 => Event::Enter {
+                    function: a,
+                    sp: b2,
+                },
+                29 => Event::Leave {
+                    function: a,
+                    sp: b2,
+                },
+                30 => Event::Tailcall {
+                    function: a,
+                    sp: b2,
+                },
+                31 => Event::Sample {
+                    os_tid: a,
+                    thread: b2,
+                    cpu_ns: c,
+                    state: byte,
+                    frames: list,
+                },
+                32 => Event::ExceptionStack { frames: list },
+                33 => Event::Lost {
+                    count: a,
+                    reason: byte,
+                },
+                34 => Event::ObjectAllocated { class: a, size: d },
+                _ => unreachable!(),
+            }
+        })
+}

@@ -1,0 +1,95 @@
+//! Golden files: small traces committed under tests/fixtures/. The encoder must still
+//! produce `golden-v1.0.bin` byte for byte (so any format change is deliberate), and the
+//! reader must still read both files (so old traces stay readable).
+//!
+//! After a deliberate format change, regenerate with
+//! `CLRPROF_UPDATE_GOLDEN=1 cargo test -p clrprof-format --test golden`, bump the version
+//! as docs/trace-format.md says, and keep the old files as `golden-v<old>.bin` with a
+//! decode test. (Fixtures are `.bin`: the repository ignores `*.clrprof`.)
+
+mod common;
+
+use std::path::PathBuf;
+
+use clrprof_format::*;
+use common::*;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// The golden trace's blocks: every kind once, in three blocks, optionally compressed.
+fn golden_blocks(compress: bool) -> Vec<TestBlock> {
+    let mut blocks = sample_blocks();
+    blocks.truncate(3);
+    for b in &mut blocks {
+        b.compress = compress;
+    }
+    blocks
+}
+
+fn golden_bytes(compress: bool) -> Vec<u8> {
+    build_file(&fixed_header(), &golden_blocks(compress)).0
+}
+
+fn check_or_update(name: &str, bytes: &[u8], compare: bool) {
+    let path = fixture(name);
+    if std::env::var_os("CLRPROF_UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, bytes).unwrap();
+        return;
+    }
+    let on_disk = std::fs::read(&path).unwrap_or_else(|e| {
+        panic!(
+            "cannot read {}: {e}; generate it with CLRPROF_UPDATE_GOLDEN=1",
+            path.display()
+        )
+    });
+    if compare && on_disk != bytes {
+        let first = on_disk
+            .iter()
+            .zip(bytes)
+            .position(|(a, b)| a != b)
+            .unwrap_or(on_disk.len().min(bytes.len()));
+        panic!(
+            "the encoder no longer reproduces {} (first difference at byte {first}; {} bytes on \
+             disk, {} now). If the format change is deliberate, follow the steps at the top of \
+             tests/golden.rs.",
+            path.display(),
+            on_disk.len(),
+            bytes.len()
+        );
+    }
+}
+
+#[test]
+fn encoder_reproduces_the_golden_file() {
+    check_or_update("golden-v1.0.bin", &golden_bytes(false), true);
+    // Compressed output depends on the LZ4 implementation: only its decoding is checked.
+    check_or_update("golden-v1.0-lz4.bin", &golden_bytes(true), false);
+}
+
+#[test]
+fn golden_files_still_decode() {
+    for (name, compress) in [("golden-v1.0.bin", false), ("golden-v1.0-lz4.bin", true)] {
+        let bytes = std::fs::read(fixture(name)).unwrap();
+        let (header, events, warnings) = read_all(&bytes).unwrap();
+        assert_eq!((header.major, header.minor), (1, 0), "{name}");
+        assert_eq!(header.meta, fixed_header().meta, "{name}");
+        assert!(warnings.is_empty(), "{name}: {warnings:?}");
+        let blocks = golden_blocks(compress);
+        assert_eq!(
+            owned(events),
+            expected(&blocks.iter().collect::<Vec<_>>()),
+            "{name}"
+        );
+        let mut reader = TraceReader::new(&bytes).unwrap();
+        let compressed = reader
+            .blocks()
+            .filter(|b| b.as_ref().unwrap().header.compressed())
+            .count();
+        assert_eq!(compressed > 0, compress, "{name}");
+    }
+}

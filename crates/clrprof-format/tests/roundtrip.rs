@@ -1,0 +1,142 @@
+//! Everything written is read back unchanged.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use clrprof_format::*;
+use common::*;
+use proptest::prelude::*;
+
+#[test]
+fn every_kind_is_covered_by_the_samples() {
+    let kinds: BTreeSet<u8> = every_kind().iter().map(Event::kind).collect();
+    let table: BTreeSet<u8> = event_kind_table().iter().map(|k| k.id).collect();
+    assert_eq!(kinds, table);
+    for ev in every_kind() {
+        assert_eq!(kind_name(ev.kind()), Some(ev.name()));
+    }
+}
+
+#[test]
+fn every_kind_round_trips_through_records() {
+    for (i, ev) in every_kind().into_iter().enumerate() {
+        let mut buf = Vec::new();
+        encode(&mut buf, i as u64 * 1_000_003, &ev);
+        let recs: Vec<_> = Records::new(&buf, 0).collect();
+        assert_eq!(recs.len(), 1, "{ev:?}");
+        let rec = recs[0].as_ref().unwrap();
+        assert_eq!(rec.ts, i as u64 * 1_000_003);
+        assert_eq!(rec.event, ev);
+        assert_eq!(rec.lossy_strings, 0);
+    }
+}
+
+#[test]
+fn multi_block_file_round_trips() {
+    let blocks = sample_blocks();
+    let (file, ranges) = build_file(&fixed_header(), &blocks);
+    let (header, events, warnings) = read_all(&file).unwrap();
+    assert_eq!(header, fixed_header());
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(owned(events), expected(&blocks.iter().collect::<Vec<_>>()));
+
+    let mut reader = TraceReader::new(&file).unwrap();
+    let read: Vec<Block<'_>> = reader.blocks().map(|b| b.unwrap()).collect();
+    assert_eq!(read.len(), 4);
+    for ((b, t), r) in read.iter().zip(&blocks).zip(&ranges) {
+        assert_eq!(b.offset, r.start as u64);
+        assert_eq!(b.os_tid(), t.os_tid);
+        assert_eq!(b.header.record_count as usize, t.events.len());
+        assert_eq!(b.records().count(), t.events.len());
+    }
+    // The repetitive ELT block compresses.
+    assert!(read[3].header.compressed());
+    let stats = reader.stats();
+    assert_eq!(stats.blocks_read, 4);
+    assert_eq!(stats.blocks_skipped, 0);
+    assert_eq!(stats.bytes_skipped, 0);
+    assert_eq!(stats.file_bytes, file.len() as u64);
+
+    // A second pass gives the same events and counts them.
+    let n = reader.events().count();
+    assert_eq!(n, 34 + 40);
+    assert_eq!(reader.stats().events, n as u64);
+    assert!(reader.warnings().is_empty());
+}
+
+#[test]
+fn uncompressed_strings_borrow_from_the_file() {
+    let blocks = sample_blocks();
+    let (file, _) = build_file(&fixed_header(), &blocks);
+    let mut reader = TraceReader::new(&file).unwrap();
+    let borrowed = reader
+        .events()
+        .filter_map(|d| match d.event {
+            Event::FunctionInfo { name, .. } => Some(matches!(name, std::borrow::Cow::Borrowed(_))),
+            _ => None,
+        })
+        .collect::<Vec<_>>();
+    assert_eq!(borrowed, [true]);
+}
+
+#[test]
+fn empty_trace_has_no_events() {
+    let (file, _) = build_file(&fixed_header(), &[]);
+    let (_, events, warnings) = read_all(&file).unwrap();
+    assert!(events.is_empty());
+    assert!(warnings.is_empty());
+}
+
+#[test]
+fn block_writer_matches_write_block() {
+    let mut records = Vec::new();
+    for ev in every_kind() {
+        encode(&mut records, 1, &ev);
+    }
+    let n = count_records(&records);
+    for compress in [false, true] {
+        let mut a = Vec::new();
+        write_block(&mut a, 9, 77, n, &records, compress).unwrap();
+        let mut w = BlockWriter::new(Vec::new());
+        w.write_block(9, 77, n, &records, compress).unwrap();
+        w.write_block(9, 77, n, &records, compress).unwrap();
+        assert_eq!(w.get_ref()[..a.len()], a[..]);
+        assert_eq!(w.bytes_written(), 2 * a.len() as u64);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn any_event_round_trips(ev in arb_event(), ts in any::<u64>()) {
+        let mut buf = vec![0xAA; 3]; // records may follow other bytes
+        encode(&mut buf, ts, &ev);
+        let rec = Records::new(&buf[3..], 0).next().unwrap().unwrap();
+        prop_assert_eq!(rec.ts, ts);
+        prop_assert_eq!(&rec.event, &ev);
+        prop_assert_eq!(count_records(&buf[3..]), 1);
+    }
+
+    #[test]
+    fn any_block_sequence_round_trips(
+        blocks in prop::collection::vec(
+            (
+                any::<u64>(),
+                prop::collection::vec((any::<u64>(), arb_event()), 0..12),
+                any::<bool>(),
+            ),
+            0..5,
+        )
+    ) {
+        let blocks: Vec<TestBlock> = blocks
+            .into_iter()
+            .map(|(os_tid, events, compress)| TestBlock { os_tid, events, compress })
+            .collect();
+        let (file, _) = build_file(&fixed_header(), &blocks);
+        let (_, events, warnings) = read_all(&file).unwrap();
+        prop_assert!(warnings.is_empty(), "{:?}", warnings);
+        prop_assert_eq!(owned(events), expected(&blocks.iter().collect::<Vec<_>>()));
+    }
+}
