@@ -22,6 +22,7 @@ public static class Program
         ("sleeper", "sleeper [seconds=3]", Sleeper.Run),
         ("churn", "churn [seconds=10]", Churn.Run),
         ("serve", "serve", Serve.Run),
+        ("crunch", "crunch [work=20000]", Crunch.Run),
     ];
 
     [MethodImpl(MethodImplOptions.NoInlining)]

@@ -1,1 +1,33 @@
-fn main() {}
+//! `clrprof`: the command-line front end. Each subcommand lives in its own module; this
+//! file only parses arguments and maps errors to exit codes.
+
+mod attach;
+mod cli;
+mod convert;
+mod locate;
+mod ps;
+mod record;
+mod report;
+
+use clap::Parser;
+
+fn main() {
+    let args = cli::Cli::parse();
+    let result = match args.command {
+        cli::Command::Record(r) => match r.pid {
+            Some(pid) => attach::record(r, pid),
+            None => record::run(r),
+        },
+        cli::Command::Report(r) => report::run(r),
+        cli::Command::Convert(c) => convert::run(c),
+        cli::Command::Detach(d) => attach::detach(d.pid, d.profiler.as_deref()),
+        cli::Command::Ps => ps::run(),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("clrprof: error: {e:#}");
+            std::process::exit(2);
+        }
+    }
+}

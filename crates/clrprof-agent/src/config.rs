@@ -1,0 +1,422 @@
+//! Agent settings, read from `CLRPROF_*` environment variables (startup) or from the
+//! attach client data. Parsing is pure (a lookup function in, `Settings` or a message
+//! out) so every rule is unit-tested; a bad value declines the load with that message.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// What the agent records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Runtime events (loads, JIT, threads, exceptions, GC, …).
+    Events,
+    /// Periodic stack samples (plus the events needed to name them).
+    Sample,
+    /// ELT enter/leave/tailcall tracing (startup only).
+    Trace,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Events => "events",
+            Mode::Sample => "sample",
+            Mode::Trace => "trace",
+        }
+    }
+}
+
+/// Policy when a thread's buffer is full.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnFull {
+    /// Wait for the writer to drain the buffer: nothing is lost, the thread stalls.
+    Wait,
+    /// Drop the event and count it; the report states how many were lost.
+    Drop,
+}
+
+/// Groups of runtime events; each maps to event-mask bits (see `mask.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum EventGroup {
+    AppDomains,
+    Assemblies,
+    Modules,
+    Classes,
+    Jit,
+    CacheSearches,
+    Threads,
+    Exceptions,
+    Suspends,
+    Gc,
+    Alloc,
+    Transitions,
+}
+
+impl EventGroup {
+    pub const ALL: [EventGroup; 12] = [
+        EventGroup::AppDomains,
+        EventGroup::Assemblies,
+        EventGroup::Modules,
+        EventGroup::Classes,
+        EventGroup::Jit,
+        EventGroup::CacheSearches,
+        EventGroup::Threads,
+        EventGroup::Exceptions,
+        EventGroup::Suspends,
+        EventGroup::Gc,
+        EventGroup::Alloc,
+        EventGroup::Transitions,
+    ];
+
+    /// On unless asked otherwise. `alloc` (forces non-concurrent GC) and
+    /// `transitions` (a callback per P/Invoke) are opt-in because of their cost.
+    pub const DEFAULT: [EventGroup; 10] = [
+        EventGroup::AppDomains,
+        EventGroup::Assemblies,
+        EventGroup::Modules,
+        EventGroup::Classes,
+        EventGroup::Jit,
+        EventGroup::CacheSearches,
+        EventGroup::Threads,
+        EventGroup::Exceptions,
+        EventGroup::Suspends,
+        EventGroup::Gc,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            EventGroup::AppDomains => "appdomains",
+            EventGroup::Assemblies => "assemblies",
+            EventGroup::Modules => "modules",
+            EventGroup::Classes => "classes",
+            EventGroup::Jit => "jit",
+            EventGroup::CacheSearches => "cache-searches",
+            EventGroup::Threads => "threads",
+            EventGroup::Exceptions => "exceptions",
+            EventGroup::Suspends => "suspends",
+            EventGroup::Gc => "gc",
+            EventGroup::Alloc => "alloc",
+            EventGroup::Transitions => "transitions",
+        }
+    }
+
+    fn parse(s: &str) -> Option<EventGroup> {
+        EventGroup::ALL.into_iter().find(|g| g.name() == s)
+    }
+}
+
+/// A set of [`EventGroup`]s as a bit set.
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+pub struct EventGroups(u32);
+
+impl EventGroups {
+    pub fn of(groups: &[EventGroup]) -> Self {
+        let mut set = EventGroups(0);
+        for g in groups {
+            set.insert(*g);
+        }
+        set
+    }
+    pub fn contains(self, g: EventGroup) -> bool {
+        self.0 & (1 << g as u32) != 0
+    }
+    pub fn insert(&mut self, g: EventGroup) {
+        self.0 |= 1 << g as u32;
+    }
+    pub fn remove(&mut self, g: EventGroup) {
+        self.0 &= !(1 << g as u32);
+    }
+    pub fn iter(self) -> impl Iterator<Item = EventGroup> {
+        EventGroup::ALL.into_iter().filter(move |g| self.contains(*g))
+    }
+}
+
+impl fmt::Debug for EventGroups {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.iter().map(|g| g.name())).finish()
+    }
+}
+
+/// Everything the agent needs to know to run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    pub mode: Mode,
+    pub output: PathBuf,
+    pub events: EventGroups,
+    /// Per-thread buffer size in bytes.
+    pub buffer_bytes: usize,
+    pub on_full: OnFull,
+    /// How often the writer drains the per-thread buffers.
+    pub flush_ms: u64,
+    pub compress: bool,
+    /// Where the agent's own log lines go (`None`: nowhere).
+    pub log: LogTarget,
+    /// Sample mode: samples per second.
+    pub rate_hz: u32,
+    /// Sample mode: stop sampling after this many seconds (the app goes on).
+    pub duration_s: Option<f64>,
+    /// Trace mode: only hook functions whose name matches one of these (`;`-separated).
+    pub include: Option<String>,
+    /// Trace mode: never hook functions whose name matches one of these.
+    pub exclude: Option<String>,
+    /// Trace mode: let the JIT inline (faster, but inlined calls are not counted).
+    pub allow_inlining: bool,
+    /// Record the stack of every thrown exception (synchronous DoStackSnapshot).
+    pub exception_stacks: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum LogTarget {
+    Stderr,
+    File(PathBuf),
+    Off,
+}
+
+/// The environment variables the agent reads, with their meaning (for docs and errors).
+pub const VARIABLES: &[(&str, &str)] = &[
+    ("CLRPROF_OUTPUT", "trace file path; `{pid}` is replaced by the process id (default clrprof-{pid}.clrprof)"),
+    ("CLRPROF_MODE", "events | sample | trace (default events)"),
+    ("CLRPROF_EVENTS", "comma list of event groups; `default`, `all`, a group name, or `-group` to remove one"),
+    ("CLRPROF_BUFFER_KB", "per-thread buffer size in KiB, 4..=65536 (default 256)"),
+    ("CLRPROF_ON_FULL", "wait | drop: what a thread does when its buffer is full (default wait)"),
+    ("CLRPROF_FLUSH_MS", "writer period in milliseconds, 1..=10000 (default 20)"),
+    ("CLRPROF_COMPRESS", "0 | 1: lz4-compress blocks (default 0)"),
+    ("CLRPROF_LOG", "stderr | off | a file path for the agent's own log (default stderr)"),
+    ("CLRPROF_RATE_HZ", "sample mode: samples per second, 1..=1000 (default 99)"),
+    ("CLRPROF_DURATION_S", "sample mode: stop sampling after this many seconds (default: until exit)"),
+    ("CLRPROF_INCLUDE", "trace mode: `;`-separated name patterns (`*`, `?`) of functions to hook (default all)"),
+    ("CLRPROF_EXCLUDE", "trace mode: `;`-separated name patterns of functions never to hook"),
+    ("CLRPROF_INLINING", "trace mode: 1 lets the JIT inline (inlined calls are then not seen; default 0)"),
+    ("CLRPROF_EXCEPTION_STACKS", "0 | 1: record each thrown exception's stack (default 1)"),
+];
+
+/// A configuration error: names the variable, the bad value and what is accepted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn bad(var: &str, value: &str, expected: &str) -> ConfigError {
+    ConfigError(format!("invalid {var}={value:?}: expected {expected}"))
+}
+
+fn number(var: &str, value: &str, lo: u64, hi: u64) -> Result<u64, ConfigError> {
+    match value.trim().parse::<u64>() {
+        Ok(n) if (lo..=hi).contains(&n) => Ok(n),
+        _ => Err(bad(var, value, &format!("a whole number from {lo} to {hi}"))),
+    }
+}
+
+fn parse_events(value: &str) -> Result<EventGroups, ConfigError> {
+    let mut set = EventGroups::default();
+    let mut any = false;
+    for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        any = true;
+        let (remove, name) = match item.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, item.strip_prefix('+').unwrap_or(item)),
+        };
+        let groups: Vec<EventGroup> = match name {
+            "default" => EventGroup::DEFAULT.to_vec(),
+            "all" => EventGroup::ALL.to_vec(),
+            "none" => Vec::new(),
+            other => match EventGroup::parse(other) {
+                Some(g) => vec![g],
+                None => {
+                    let names: Vec<&str> = EventGroup::ALL.iter().map(|g| g.name()).collect();
+                    return Err(bad(
+                        "CLRPROF_EVENTS",
+                        value,
+                        &format!("default, all, none or groups among {}", names.join(", ")),
+                    ));
+                }
+            },
+        };
+        for g in groups {
+            if remove {
+                set.remove(g)
+            } else {
+                set.insert(g)
+            }
+        }
+    }
+    if !any {
+        return Err(bad("CLRPROF_EVENTS", value, "at least one group"));
+    }
+    Ok(set)
+}
+
+/// The groups on by default in each mode. Sampling and tracing keep what names threads
+/// and functions and what their analyses need, and leave out the per-load noise.
+fn mode_default_events(mode: Mode) -> EventGroups {
+    match mode {
+        Mode::Events => EventGroups::of(&EventGroup::DEFAULT),
+        Mode::Sample | Mode::Trace => EventGroups::of(&[
+            EventGroup::AppDomains,
+            EventGroup::Assemblies,
+            EventGroup::Modules,
+            EventGroup::Threads,
+            EventGroup::Exceptions,
+            EventGroup::Gc,
+        ]),
+    }
+}
+
+fn default_list(mode: Mode) -> String {
+    mode_default_events(mode).iter().map(|g| g.name()).collect::<Vec<_>>().join(",")
+}
+
+impl Settings {
+    /// Reads settings through `lookup` (the environment in production). `pid` fills `{pid}`.
+    pub fn from_lookup(
+        lookup: impl Fn(&str) -> Option<String>,
+        pid: u32,
+    ) -> Result<Settings, ConfigError> {
+        let get = |k: &str| lookup(k).filter(|v| !v.is_empty());
+        let mode = match get("CLRPROF_MODE").as_deref() {
+            None | Some("events") => Mode::Events,
+            Some("sample") => Mode::Sample,
+            Some("trace") => Mode::Trace,
+            Some(v) => return Err(bad("CLRPROF_MODE", v, "events, sample or trace")),
+        };
+        let output = get("CLRPROF_OUTPUT").unwrap_or_else(|| "clrprof-{pid}.clrprof".into());
+        let output = PathBuf::from(output.replace("{pid}", &pid.to_string()));
+        let events = match get("CLRPROF_EVENTS") {
+            None => mode_default_events(mode),
+            Some(v) => parse_events(&v.replace("default", &default_list(mode)))?,
+        };
+        let buffer_bytes = match get("CLRPROF_BUFFER_KB") {
+            None => 256 * 1024,
+            Some(v) => number("CLRPROF_BUFFER_KB", &v, 4, 65536)? as usize * 1024,
+        };
+        let on_full = match get("CLRPROF_ON_FULL").as_deref() {
+            None | Some("wait") => OnFull::Wait,
+            Some("drop") => OnFull::Drop,
+            Some(v) => return Err(bad("CLRPROF_ON_FULL", v, "wait or drop")),
+        };
+        let flush_ms = match get("CLRPROF_FLUSH_MS") {
+            None => 20,
+            Some(v) => number("CLRPROF_FLUSH_MS", &v, 1, 10_000)?,
+        };
+        let compress = match get("CLRPROF_COMPRESS").as_deref() {
+            None | Some("0") => false,
+            Some("1") => true,
+            Some(v) => return Err(bad("CLRPROF_COMPRESS", v, "0 or 1")),
+        };
+        let log = match get("CLRPROF_LOG").as_deref() {
+            None | Some("stderr") => LogTarget::Stderr,
+            Some("off") => LogTarget::Off,
+            Some(path) => LogTarget::File(PathBuf::from(path)),
+        };
+        let rate_hz = match get("CLRPROF_RATE_HZ") {
+            None => 99,
+            Some(v) => number("CLRPROF_RATE_HZ", &v, 1, 1000)? as u32,
+        };
+        let duration_s = match get("CLRPROF_DURATION_S") {
+            None => None,
+            Some(v) => match v.trim().parse::<f64>() {
+                Ok(d) if d > 0.0 && d.is_finite() => Some(d),
+                _ => return Err(bad("CLRPROF_DURATION_S", &v, "a positive number of seconds")),
+            },
+        };
+        let allow_inlining = match get("CLRPROF_INLINING").as_deref() {
+            None | Some("0") => false,
+            Some("1") => true,
+            Some(v) => return Err(bad("CLRPROF_INLINING", v, "0 or 1")),
+        };
+        let exception_stacks = match get("CLRPROF_EXCEPTION_STACKS").as_deref() {
+            None | Some("1") => true,
+            Some("0") => false,
+            Some(v) => return Err(bad("CLRPROF_EXCEPTION_STACKS", v, "0 or 1")),
+        };
+        Ok(Settings {
+            rate_hz,
+            duration_s,
+            include: get("CLRPROF_INCLUDE"),
+            exclude: get("CLRPROF_EXCLUDE"),
+            allow_inlining,
+            exception_stacks,
+            mode,
+            output,
+            events,
+            buffer_bytes,
+            on_full,
+            flush_ms,
+            compress,
+            log,
+        })
+    }
+
+    /// Settings as JSON, stored in the trace header so a report shows how it was made.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "mode": self.mode.as_str(),
+            "events": self.events.iter().map(|g| g.name()).collect::<Vec<_>>(),
+            "buffer_bytes": self.buffer_bytes,
+            "on_full": match self.on_full { OnFull::Wait => "wait", OnFull::Drop => "drop" },
+            "flush_ms": self.flush_ms,
+            "compress": self.compress,
+            "rate_hz": self.rate_hz,
+            "duration_s": self.duration_s,
+            "include": self.include,
+            "exclude": self.exclude,
+            "allow_inlining": self.allow_inlining,
+            "exception_stacks": self.exception_stacks,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn parse(vars: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+        let map: HashMap<String, String> =
+            vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Settings::from_lookup(|k| map.get(k).cloned(), 42)
+    }
+
+    #[test]
+    fn defaults() {
+        let s = parse(&[]).unwrap();
+        assert_eq!(s.mode, Mode::Events);
+        assert_eq!(s.output, PathBuf::from("clrprof-42.clrprof"));
+        assert_eq!(s.events, EventGroups::of(&EventGroup::DEFAULT));
+        assert!(!s.events.contains(EventGroup::Alloc));
+        assert_eq!(s.on_full, OnFull::Wait);
+    }
+
+    #[test]
+    fn events_list_edits_default() {
+        let s = parse(&[("CLRPROF_EVENTS", "default,alloc,-classes")]).unwrap();
+        assert!(s.events.contains(EventGroup::Alloc));
+        assert!(!s.events.contains(EventGroup::Classes));
+        assert!(s.events.contains(EventGroup::Jit));
+        let s = parse(&[("CLRPROF_EVENTS", "threads")]).unwrap();
+        assert_eq!(s.events, EventGroups::of(&[EventGroup::Threads]));
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        let e = parse(&[("CLRPROF_MODE", "fast")]).unwrap_err();
+        assert_eq!(e.0, "invalid CLRPROF_MODE=\"fast\": expected events, sample or trace");
+        let e = parse(&[("CLRPROF_BUFFER_KB", "1")]).unwrap_err();
+        assert!(e.0.contains("CLRPROF_BUFFER_KB") && e.0.contains("4 to 65536"), "{e}");
+        let e = parse(&[("CLRPROF_EVENTS", "threads,bogus")]).unwrap_err();
+        assert!(e.0.contains("bogus") && e.0.contains("exceptions"), "{e}");
+        assert!(parse(&[("CLRPROF_ON_FULL", "maybe")]).is_err());
+        assert!(parse(&[("CLRPROF_FLUSH_MS", "0")]).is_err());
+        assert!(parse(&[("CLRPROF_COMPRESS", "yes")]).is_err());
+    }
+
+    #[test]
+    fn output_pid_placeholder() {
+        let s = parse(&[("CLRPROF_OUTPUT", "/tmp/x-{pid}.trace")]).unwrap();
+        assert_eq!(s.output, PathBuf::from("/tmp/x-42.trace"));
+    }
+}

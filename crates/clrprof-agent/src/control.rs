@@ -1,0 +1,154 @@
+//! The control channel of an attached profiler: a Unix socket in a private directory
+//! (0700, owned by the target's user; the socket itself 0600). `clrprof record --pid`
+//! connects to it to confirm the attach worked (the runtime's own answer can time out
+//! although the attach goes on to succeed) and to ask for the detach; `clrprof detach
+//! --pid` does the same from another shell.
+//!
+//! Protocol: one line per request, one line per answer.
+//! - `status` → `ok <json>` (pid, mode, output path, samples so far)
+//! - `detach` → `ok detaching`, then the profiler stops its threads, flushes the trace
+//!   and calls RequestProfilerDetach; the runtime unloads the library afterwards.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// What the control thread needs from the profiler.
+pub trait Controlled: Send + Sync + 'static {
+    fn status_json(&self) -> String;
+    /// Stops sampling and writing and asks the runtime to detach; returns a message.
+    fn detach(&self) -> Result<String, String>;
+}
+
+/// Checks (or creates) the private directory the socket lives in.
+pub fn prepare_dir(dir: &Path) -> Result<(), String> {
+    match std::fs::metadata(dir) {
+        Ok(m) => {
+            // SAFETY: getuid has no preconditions.
+            let uid = unsafe { libc::getuid() };
+            if m.uid() != uid || m.mode() & 0o077 != 0 {
+                return Err(format!(
+                    "control directory {} must be owned by uid {uid} with mode 0700 (it is uid {}, mode {:o})",
+                    dir.display(),
+                    m.uid(),
+                    m.mode() & 0o777
+                ));
+            }
+            Ok(())
+        }
+        Err(_) => std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| format!("cannot create control directory {}: {e}", dir.display())),
+    }
+}
+
+pub struct ControlServer {
+    stop: Arc<AtomicBool>,
+    path: PathBuf,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ControlServer {
+    /// Listens on `path` and serves requests on a thread of its own.
+    pub fn start(path: PathBuf, target: Arc<dyn Controlled>) -> Result<ControlServer, String> {
+        if let Some(dir) = path.parent() {
+            prepare_dir(dir)?;
+        }
+        let _ = std::fs::remove_file(&path);
+        let listener =
+            UnixListener::bind(&path).map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
+        let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| format!("cannot configure {}: {e}", path.display()))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let p = path.clone();
+        let handle = std::thread::Builder::new()
+            .name("clrprof-control".into())
+            .spawn(move || serve(listener, &s, target, &p))
+            .map_err(|e| format!("cannot start the control thread: {e}"))?;
+        Ok(ControlServer { stop, path, handle: Some(handle) })
+    }
+
+    /// Stops serving (from any thread but the control thread itself).
+    pub fn stop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(h) = self.handle.take()
+            && h.thread().id() != std::thread::current().id()
+        {
+            let _ = h.join();
+        }
+        let _ = std::fs::remove_file(&self.path);
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Marks the server stopped without joining (used by the control thread itself).
+    pub fn detach_handle(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        self.handle.take();
+    }
+}
+
+fn serve(listener: UnixListener, stop: &AtomicBool, target: Arc<dyn Controlled>, path: &Path) {
+    while !stop.load(Ordering::Acquire) {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                if handle(stream, &*target) {
+                    // Detach requested: this thread leaves right away (the runtime waits at
+                    // least ProfAPI_DetachMinSleepMs, 300 ms by default, before unloading).
+                    let _ = std::fs::remove_file(path);
+                    return;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+    let _ = std::fs::remove_file(path);
+}
+
+/// Serves one connection; true when the profiler detached.
+fn handle(stream: UnixStream, target: &dyn Controlled) -> bool {
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut w = match stream.try_clone() {
+        Ok(w) => w,
+        Err(_) => return false,
+    };
+    let mut line = String::new();
+    if BufReader::new(stream).read_line(&mut line).is_err() {
+        return false;
+    }
+    match line.trim() {
+        "status" => {
+            let _ = writeln!(w, "ok {}", target.status_json());
+            false
+        }
+        "detach" => match target.detach() {
+            Ok(msg) => {
+                let _ = writeln!(w, "ok {msg}");
+                true
+            }
+            Err(e) => {
+                let _ = writeln!(w, "error {e}");
+                false
+            }
+        },
+        other => {
+            let _ = writeln!(w, "error unknown request {other:?} (expected status or detach)");
+            false
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! Tracing mode: ELT3 fast-path hooks. The JIT calls the trampolines in `elt_x64.rs`
+//! on every entry, return and tail call of every hooked method; they call the functions
+//! here, which record one small event each on the calling thread's buffer (a thread-local
+//! lookup, a TSC read, one buffer write: no lock, allocation or syscall).
+//!
+//! Functions get compact indices from the FunctionIDMapper2 callback, which also applies
+//! the include/exclude filters: a filtered-out function is never hooked at all. The
+//! shadow stack is rebuilt out of process from the event stream; every event carries the
+//! caller's SP, which identifies the frame, so frames that an exception unwound without a
+//! Leave are recognised and closed (see clrprof-analysis `calltree`).
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use corprof::{FunctionId, ProfilerInfo};
+
+use crate::buffers;
+
+/// Kinds of ELT events (stored as the record kind).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EltKind {
+    Enter,
+    Leave,
+    Tailcall,
+}
+
+pub extern "C" fn on_enter(id: usize, caller_sp: usize) {
+    buffers::emit_elt(EltKind::Enter, id as u64, caller_sp as u64);
+}
+
+pub extern "C" fn on_leave(id: usize, caller_sp: usize) {
+    buffers::emit_elt(EltKind::Leave, id as u64, caller_sp as u64);
+}
+
+pub extern "C" fn on_tailcall(id: usize, caller_sp: usize) {
+    buffers::emit_elt(EltKind::Tailcall, id as u64, caller_sp as u64);
+}
+
+/// Include/exclude patterns on `Namespace.Type.Method` names (`*` and `?` wildcards).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Filter {
+    pub include: Vec<String>,
+    pub exclude: Vec<String>,
+}
+
+impl Filter {
+    /// Patterns separated by `;` (commas appear in generic names).
+    pub fn parse(include: Option<&str>, exclude: Option<&str>) -> Filter {
+        let split = |s: Option<&str>| -> Vec<String> {
+            s.map(|s| s.split(';').map(str::trim).filter(|p| !p.is_empty()).map(String::from).collect())
+                .unwrap_or_default()
+        };
+        Filter { include: split(include), exclude: split(exclude) }
+    }
+
+    pub fn accepts(&self, name: &str) -> bool {
+        let m = |p: &String| wildmatch::WildMatch::new(p).matches(name);
+        (self.include.is_empty() || self.include.iter().any(m)) && !self.exclude.iter().any(m)
+    }
+}
+
+struct Mapper {
+    info: ProfilerInfo,
+    filter: Filter,
+    /// FunctionID → index (0: not hooked). The runtime may ask twice for one function and
+    /// must get the same answer.
+    indices: Mutex<HashMap<usize, u64>>,
+    next: AtomicU64,
+}
+
+static MAPPER: OnceLock<Mapper> = OnceLock::new();
+
+/// Installs the mapper and the hooks. Only valid inside Initialize (startup).
+pub fn install(info: &ProfilerInfo, filter: Filter) -> Result<(), String> {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    {
+        let _ = MAPPER.set(Mapper {
+            info: info.clone(),
+            filter,
+            indices: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(1),
+        });
+        // SAFETY: `map_function` has the FunctionIDMapper2 signature, catches panics and
+        // stays valid for the life of the library (which cannot detach once hooks are set).
+        unsafe { info.set_function_id_mapper2(Some(map_function), std::ptr::null_mut()) }
+            .map_err(|e| format!("SetFunctionIDMapper2 failed: {e}"))?;
+        // SAFETY: the trampolines follow the JIT's fast-path hook convention (elt_x64.rs).
+        let (enter, leave, tailcall) = unsafe {
+            (
+                std::mem::transmute::<unsafe extern "C" fn(), corprof_sys::FunctionEnter3>(crate::elt_x64::clrprof_elt_enter),
+                std::mem::transmute::<unsafe extern "C" fn(), corprof_sys::FunctionLeave3>(crate::elt_x64::clrprof_elt_leave),
+                std::mem::transmute::<unsafe extern "C" fn(), corprof_sys::FunctionTailcall3>(crate::elt_x64::clrprof_elt_tailcall),
+            )
+        };
+        // SAFETY: the trampolines keep every register the JIT's fast-path convention
+        // requires (elt_x64.rs) and never unwind.
+        unsafe { info.set_enter_leave_function_hooks3(Some(enter), Some(leave), Some(tailcall)) }
+            .map_err(|e| format!("SetEnterLeaveFunctionHooks3 failed: {e}"))?;
+        Ok(())
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+    {
+        let _ = (info, filter);
+        Err("trace mode (ELT hooks) is implemented for Linux x86_64 only; use --mode sample on this machine".into())
+    }
+}
+
+/// FunctionIDMapper2: decides whether a function is hooked and gives it a compact index.
+unsafe extern "system" fn map_function(function: usize, _client: *mut c_void, hook: *mut i32) -> usize {
+    let r = std::panic::catch_unwind(|| {
+        let Some(m) = MAPPER.get() else { return (function, false) };
+        if let Ok(map) = m.indices.lock()
+            && let Some(&idx) = map.get(&function)
+        {
+            return (idx as usize, idx != 0);
+        }
+        let names = crate::names::function_names(&m.info, FunctionId(function));
+        let accept = names.as_ref().map(|n| m.filter.accepts(&n.name)).unwrap_or(m.filter.include.is_empty());
+        let idx = if accept { m.next.fetch_add(1, Ordering::Relaxed) } else { 0 };
+        let mut map = match m.indices.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        let idx = *map.entry(function).or_insert(idx);
+        drop(map);
+        if idx != 0 {
+            crate::profiler::emit_function_info_as(names, idx);
+        }
+        (if idx != 0 { idx as usize } else { function }, idx != 0)
+    });
+    let (value, hooked) = r.unwrap_or((function, false));
+    if !hook.is_null() {
+        // SAFETY: the runtime passes a valid BOOL out pointer (checked for null above).
+        unsafe { *hook = i32::from(hooked) };
+    }
+    value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filter_rules() {
+        let f = Filter::parse(Some("Scenarios.*"), Some("*.Helper*;Scenarios.Skip.*"));
+        assert!(f.accepts("Scenarios.Program.Fib"));
+        assert!(!f.accepts("System.String.Concat"));
+        assert!(!f.accepts("Scenarios.Program.HelperA"));
+        assert!(!f.accepts("Scenarios.Skip.Me"));
+        assert!(Filter::default().accepts("anything"));
+    }
+}

@@ -1,0 +1,42 @@
+//! The agent's own log: a line per notable fact, prefixed so an operator can grep it.
+//! Rare by design (load, decline, end-of-trace summary, errors), so a mutex is fine here.
+
+use std::io::Write;
+use std::sync::Mutex;
+
+use crate::config::LogTarget;
+
+static TARGET: Mutex<Option<LogTarget>> = Mutex::new(None);
+
+pub fn set_target(t: LogTarget) {
+    if let Ok(mut g) = TARGET.lock() {
+        *g = Some(t);
+    }
+}
+
+/// Writes `clrprof[pid]: message` to the configured target (stderr until configured).
+pub fn line(msg: &str) {
+    let text = format!("clrprof[{}]: {msg}\n", std::process::id());
+    let target = TARGET.lock().ok().and_then(|g| g.clone()).unwrap_or(LogTarget::Stderr);
+    match target {
+        LogTarget::Off => {}
+        LogTarget::Stderr => {
+            let _ = std::io::stderr().write_all(text.as_bytes());
+        }
+        LogTarget::File(path) => {
+            let ok = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .and_then(|mut f| f.write_all(text.as_bytes()));
+            if ok.is_err() {
+                let _ = std::io::stderr().write_all(text.as_bytes());
+            }
+        }
+    }
+}
+
+#[macro_export]
+macro_rules! log {
+    ($($arg:tt)*) => { $crate::log::line(&format!($($arg)*)) };
+}

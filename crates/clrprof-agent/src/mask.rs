@@ -1,0 +1,54 @@
+//! Event-mask bits for the configured groups and mode. What each costs the target is
+//! documented in docs/events.md; the comments here say why each bit is chosen.
+
+use corprof_sys as sys;
+
+use crate::config::{EventGroup, Mode, Settings};
+
+/// (low COR_PRF_MONITOR bits, high COR_PRF_HIGH_MONITOR bits).
+pub fn for_settings(s: &Settings) -> (u32, u32) {
+    let mut low = 0u32;
+    let mut high = 0u32;
+    for g in s.events.iter() {
+        match g {
+            EventGroup::AppDomains => low |= sys::COR_PRF_MONITOR_APPDOMAIN_LOADS,
+            EventGroup::Assemblies => low |= sys::COR_PRF_MONITOR_ASSEMBLY_LOADS,
+            EventGroup::Modules => low |= sys::COR_PRF_MONITOR_MODULE_LOADS,
+            EventGroup::Classes => low |= sys::COR_PRF_MONITOR_CLASS_LOADS,
+            // Also disables multicore JIT for the process.
+            EventGroup::Jit => low |= sys::COR_PRF_MONITOR_JIT_COMPILATION,
+            EventGroup::CacheSearches => low |= sys::COR_PRF_MONITOR_CACHE_SEARCHES,
+            EventGroup::Threads => low |= sys::COR_PRF_MONITOR_THREADS,
+            EventGroup::Exceptions => low |= sys::COR_PRF_MONITOR_EXCEPTIONS,
+            EventGroup::Suspends => low |= sys::COR_PRF_MONITOR_SUSPENDS,
+            // BASIC_GC gives GarbageCollectionStarted/Finished without the object-movement
+            // callbacks, and unlike COR_PRF_MONITOR_GC it keeps background GC on.
+            EventGroup::Gc => high |= sys::COR_PRF_HIGH_BASIC_GC,
+            // ObjectsAllocatedByClass needs the full GC monitor (turns background GC off)
+            // and allocation tracking (immutable, startup only).
+            EventGroup::Alloc => {
+                low |= sys::COR_PRF_MONITOR_GC
+                    | sys::COR_PRF_MONITOR_OBJECT_ALLOCATED
+                    | sys::COR_PRF_ENABLE_OBJECT_ALLOCATED
+            }
+            // Immutable flag: a callback on every managed/unmanaged boundary crossing.
+            EventGroup::Transitions => low |= sys::COR_PRF_MONITOR_CODE_TRANSITIONS,
+        }
+    }
+    match s.mode {
+        Mode::Events => {}
+        // Threads: ThreadDestroyed must wait for an in-flight walk (seed 002).
+        Mode::Sample => low |= sys::COR_PRF_ENABLE_STACK_SNAPSHOT | sys::COR_PRF_MONITOR_THREADS,
+        Mode::Trace => {
+            low |= sys::COR_PRF_MONITOR_ENTERLEAVE;
+            // Inlined methods get no hooks: exact counts need inlining off (immutable).
+            if !s.allow_inlining {
+                low |= sys::COR_PRF_DISABLE_INLINING;
+            }
+        }
+    }
+    if s.exception_stacks && s.events.contains(EventGroup::Exceptions) {
+        low |= sys::COR_PRF_ENABLE_STACK_SNAPSHOT;
+    }
+    (low, high)
+}

@@ -1,0 +1,169 @@
+//! Turning runtime ids into names a person reads: `Namespace.Outer+Inner<Arg>` for
+//! classes, `Namespace.Type.Method` plus a C#-like signature for functions. Each lookup
+//! goes through ICorProfilerInfo and the module's IMetaDataImport; callers make sure a
+//! name is written once per id (see `Seen`).
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+use corprof::{ClassId, FunctionId, MetaDataImport, ModuleId, ProfilerInfo};
+
+/// Strips the generic arity suffix: `List`1` → `List`.
+fn strip_arity(name: &str) -> &str {
+    match name.find('`') {
+        Some(i) => &name[..i],
+        None => name,
+    }
+}
+
+fn metadata(info: &ProfilerInfo, module: ModuleId) -> Option<MetaDataImport> {
+    info.get_module_metadata(module, corprof_sys::ofRead).ok()
+}
+
+/// Full name of a loaded class, with generic arguments and array ranks.
+pub fn class_name(info: &ProfilerInfo, class: ClassId) -> String {
+    class_name_depth(info, class, 0)
+}
+
+fn class_name_depth(info: &ProfilerInfo, class: ClassId, depth: u32) -> String {
+    if depth > 8 {
+        return "…".into();
+    }
+    if let Ok(Some(array)) = info.is_array_class(class) {
+        let elem = if array.element_class.0 != 0 {
+            class_name_depth(info, array.element_class, depth + 1)
+        } else {
+            element_type_name(array.element_type).to_string()
+        };
+        let commas = ",".repeat(array.rank.saturating_sub(1) as usize);
+        return format!("{elem}[{commas}]");
+    }
+    let Ok(ci) = info.get_class_id_info2(class) else {
+        return format!("class@{:#x}", class.0);
+    };
+    let base = metadata(info, ci.module)
+        .map(|md| md.type_full_name(ci.token))
+        .unwrap_or_else(|| format!("type@{:#x}", ci.token));
+    if ci.type_args.is_empty() {
+        return base;
+    }
+    let args: Vec<String> = ci
+        .type_args
+        .iter()
+        .map(|a| class_name_depth(info, *a, depth + 1))
+        .collect();
+    format!("{}<{}>", strip_arity_nested(&base), args.join(", "))
+}
+
+/// `Outer`1+Inner`1` → `Outer+Inner` (arity markers go; arguments are appended once).
+fn strip_arity_nested(name: &str) -> String {
+    name.split('+').map(strip_arity).collect::<Vec<_>>().join("+")
+}
+
+fn element_type_name(et: u32) -> &'static str {
+    match et {
+        0x02 => "System.Boolean",
+        0x03 => "System.Char",
+        0x04 => "System.SByte",
+        0x05 => "System.Byte",
+        0x06 => "System.Int16",
+        0x07 => "System.UInt16",
+        0x08 => "System.Int32",
+        0x09 => "System.UInt32",
+        0x0a => "System.Int64",
+        0x0b => "System.UInt64",
+        0x0c => "System.Single",
+        0x0d => "System.Double",
+        0x0e => "System.String",
+        0x18 => "System.IntPtr",
+        0x19 => "System.UIntPtr",
+        0x1c => "System.Object",
+        _ => "?",
+    }
+}
+
+/// What the trace records about a function.
+pub struct FunctionNames {
+    pub module: ModuleId,
+    pub class: ClassId,
+    pub token: u32,
+    pub name: String,
+    pub signature: String,
+}
+
+/// `Namespace.Type.Method` (nested types joined by `+`, generic arguments appended) and
+/// the parameter list.
+pub fn function_names(info: &ProfilerInfo, function: FunctionId) -> Option<FunctionNames> {
+    let fi = info.get_function_info2(function, 0).ok()?;
+    let md = metadata(info, fi.module)?;
+    let props = md.get_method_props(fi.token).ok()?;
+    let type_name = if fi.class.0 != 0 {
+        class_name(info, fi.class)
+    } else {
+        md.type_full_name(props.class)
+    };
+    let mut name = format!("{type_name}.{}", props.name);
+    if !fi.type_args.is_empty() {
+        let args: Vec<String> = fi.type_args.iter().map(|a| class_name(info, *a)).collect();
+        name = format!("{name}<{}>", args.join(", "));
+    }
+    let signature = corprof::sig::parse_method(&props.sig)
+        .map(|s| corprof::sig::format_method_params(&s, &|tok| md.token_name(tok)))
+        .unwrap_or_default();
+    Some(FunctionNames {
+        module: fi.module,
+        class: fi.class,
+        token: fi.token,
+        name,
+        signature,
+    })
+}
+
+/// A concurrent "seen" set, sharded so that threads rarely meet on one lock; used to
+/// write each name once per id. (Name lookups happen on JIT and load callbacks, which
+/// already take runtime locks; this is not on the per-call path.)
+pub struct Seen {
+    shards: [Mutex<HashSet<usize>>; 16],
+}
+
+impl Seen {
+    pub fn new() -> Self {
+        Seen {
+            shards: std::array::from_fn(|_| Mutex::new(HashSet::new())),
+        }
+    }
+
+    /// True the first time `id` is inserted.
+    pub fn first(&self, id: usize) -> bool {
+        let shard = &self.shards[(id >> 4) & 15];
+        match shard.lock() {
+            Ok(mut s) => s.insert(id),
+            Err(p) => p.into_inner().insert(id),
+        }
+    }
+}
+
+impl Default for Seen {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arity_is_stripped_per_nesting_level() {
+        assert_eq!(strip_arity_nested("System.Collections.Generic.List`1"), "System.Collections.Generic.List");
+        assert_eq!(strip_arity_nested("A.Outer`1+Inner`2"), "A.Outer+Inner");
+    }
+
+    #[test]
+    fn seen_is_first_once() {
+        let s = Seen::new();
+        assert!(s.first(0x1000));
+        assert!(!s.first(0x1000));
+        assert!(s.first(0x1010));
+    }
+}

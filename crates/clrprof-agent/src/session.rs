@@ -1,0 +1,75 @@
+//! Starting a recording: settings, log, clock, buffers, the trace file and its header,
+//! and the writer thread. Any failure here is reported as one message and the profiler
+//! declines to load.
+
+use std::fs::File;
+
+use clrprof_format::{ClockInfo, ClockKind, Header, TraceMeta};
+use corprof::ProfilerInfo;
+
+use crate::config::Settings;
+use crate::writer::Writer;
+use crate::{buffers, clock, log};
+
+pub fn start(info: &ProfilerInfo, attached: bool) -> Result<(Settings, Writer), String> {
+    let pid = std::process::id();
+    let settings = Settings::from_lookup(|k| std::env::var(k).ok(), pid).map_err(|e| e.to_string())?;
+    start_with(info, settings, attached)
+}
+
+pub fn start_with(info: &ProfilerInfo, settings: Settings, attached: bool) -> Result<(Settings, Writer), String> {
+    log::set_target(settings.log.clone());
+    let tsc = clock::init();
+    if !buffers::init(settings.buffer_bytes, settings.on_full == crate::config::OnFull::Drop) {
+        return Err("cannot create the thread-buffer key (pthread_key_create failed)".into());
+    }
+    let file = File::create(&settings.output)
+        .map_err(|e| format!("cannot create trace file {}: {e}", settings.output.display()))?;
+    let runtime = info.get_runtime_information().ok();
+    let header = Header {
+        major: clrprof_format::FORMAT_MAJOR,
+        minor: clrprof_format::FORMAT_MINOR,
+        meta: TraceMeta {
+            pid: std::process::id(),
+            command_line: command_line(),
+            mode: settings.mode.as_str().into(),
+            agent_version: env!("CARGO_PKG_VERSION").into(),
+            runtime_version: runtime.as_ref().map(|r| {
+                format!("{}.{}.{}.{} ({})", r.major, r.minor, r.build, r.qfe, r.version)
+            }),
+            start_unix_ns: clock::unix_ns(),
+            clock: ClockInfo {
+                kind: if tsc { ClockKind::Tsc } else { ClockKind::MonotonicNs },
+                ticks_per_second: None,
+            },
+            attached,
+            settings: settings.to_json(),
+            event_kinds: clrprof_format::event_kind_table(),
+        },
+    };
+    let writer = Writer::start(
+        file,
+        &header,
+        crate::profiler::flush_period(&settings),
+        settings.compress,
+    )
+    .map_err(|e| format!("cannot write trace file {}: {e}", settings.output.display()))?;
+    log!(
+        "recording {} to {} (runtime {})",
+        settings.mode.as_str(),
+        settings.output.display(),
+        header.meta.runtime_version.as_deref().unwrap_or("unknown")
+    );
+    Ok((settings, writer))
+}
+
+fn command_line() -> Vec<String> {
+    std::fs::read("/proc/self/cmdline")
+        .map(|b| {
+            b.split(|c| *c == 0)
+                .filter(|s| !s.is_empty())
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}

@@ -1,0 +1,266 @@
+//! The background writer: the only thread that does I/O. Every `flush_ms` (or sooner when
+//! a thread waits for room) it drains each thread's ring into one block of the trace
+//! file, written with a single `write` so a killed target leaves every block written so
+//! far intact. It also stamps periodic clock-sync points and, at the end, the loss
+//! counters.
+
+use std::fs::File;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::thread::{self, JoinHandle, Thread};
+use std::time::{Duration, Instant};
+
+use clrprof_format::{Event, Header};
+
+use crate::buffers::{self, Registration};
+use crate::clock;
+
+static WRITER: OnceLock<Thread> = OnceLock::new();
+static WAKE_PENDING: AtomicBool = AtomicBool::new(false);
+
+/// Asks the writer to drain now (called by a thread waiting for room).
+pub fn wake() {
+    if !WAKE_PENDING.swap(true, Ordering::AcqRel)
+        && let Some(t) = WRITER.get()
+    {
+        t.unpark();
+    }
+}
+
+/// Counters reported at the end of the trace.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Stats {
+    pub blocks: u64,
+    pub bytes: u64,
+    pub lost: u64,
+    pub write_errors: u64,
+}
+
+struct Shared {
+    stop: AtomicBool,
+    blocks: AtomicU64,
+    bytes: AtomicU64,
+}
+
+pub struct Writer {
+    handle: Option<JoinHandle<Stats>>,
+    shared: Arc<Shared>,
+}
+
+impl Writer {
+    /// Writes the header and starts the writer thread.
+    pub fn start(mut file: File, header: &Header, flush: Duration, compress: bool) -> io::Result<Writer> {
+        clrprof_format::write_file_header(&mut file, header)?;
+        let shared = Arc::new(Shared {
+            stop: AtomicBool::new(false),
+            blocks: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+        });
+        let s = shared.clone();
+        let handle = thread::Builder::new()
+            .name("clrprof-writer".into())
+            .spawn(move || run(file, flush, compress, &s))?;
+        let _ = WRITER.set(handle.thread().clone());
+        buffers::set_accepting(true);
+        Ok(Writer {
+            handle: Some(handle),
+            shared,
+        })
+    }
+
+    /// Stops accepting events, drains everything, writes the end counters and closes the file.
+    pub fn stop(mut self) -> Stats {
+        self.stop_inner()
+    }
+
+    fn stop_inner(&mut self) -> Stats {
+        buffers::set_accepting(false);
+        self.shared.stop.store(true, Ordering::Release);
+        match self.handle.take() {
+            Some(h) => {
+                h.thread().unpark();
+                h.join().unwrap_or_default()
+            }
+            None => Stats::default(),
+        }
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        self.stop_inner();
+    }
+}
+
+/// A registered thread stream and the timestamp its next block starts from.
+struct Stream {
+    reg: Registration,
+    /// Absolute timestamp of the last record drained (records carry deltas).
+    running_ts: u64,
+}
+
+struct Drain {
+    regs: Vec<Stream>,
+    scratch: Vec<u8>,
+    /// The writer's own records (clock syncs, loss counters) and their delta chain.
+    process_block: Vec<u8>,
+    own_last_ts: u64,
+    own_base_ts: u64,
+    /// Running timestamp of the fallback stream.
+    fallback_ts: u64,
+    stats: Stats,
+}
+
+fn run(mut file: File, flush: Duration, compress: bool, shared: &Shared) -> Stats {
+    let mut d = Drain {
+        regs: Vec::new(),
+        scratch: Vec::with_capacity(1 << 20),
+        process_block: Vec::with_capacity(4096),
+        own_last_ts: 0,
+        own_base_ts: 0,
+        fallback_ts: 0,
+        stats: Stats::default(),
+    };
+    let mut last_sync = Instant::now();
+    d.clock_sync();
+    loop {
+        let stopping = shared.stop.load(Ordering::Acquire);
+        d.register();
+        d.drain_all(&mut file, compress);
+        if last_sync.elapsed() >= Duration::from_secs(1) {
+            d.clock_sync();
+            last_sync = Instant::now();
+        }
+        d.flush_process_block(&mut file, compress);
+        shared.blocks.store(d.stats.blocks, Ordering::Relaxed);
+        shared.bytes.store(d.stats.bytes, Ordering::Relaxed);
+        if stopping {
+            break;
+        }
+        WAKE_PENDING.store(false, Ordering::Release);
+        thread::park_timeout(flush);
+    }
+    // Final pass: anything registered or written while we were stopping.
+    d.register();
+    d.drain_all(&mut file, compress);
+    let lost: u64 = buffers::lost_global()
+        + d.regs.iter().map(|r| r.reg.slot.lost.load(Ordering::Relaxed)).sum::<u64>()
+        + d.stats.lost;
+    d.stats.lost = lost;
+    if lost > 0 {
+        d.record(&Event::Lost { count: lost, reason: 0 });
+    }
+    d.clock_sync();
+    d.flush_process_block(&mut file, compress);
+    let _ = file.sync_data();
+    d.stats
+}
+
+impl Drain {
+    fn register(&mut self) {
+        for reg in buffers::take_registrations() {
+            self.regs.push(Stream { reg, running_ts: 0 });
+        }
+    }
+
+    fn record_at(&mut self, ts: u64, ev: &Event<'_>) {
+        let delta = ts.wrapping_sub(self.own_last_ts);
+        self.own_last_ts = ts;
+        clrprof_format::encode(&mut self.process_block, delta, ev);
+    }
+
+    fn record(&mut self, ev: &Event<'_>) {
+        self.record_at(clock::ticks(), ev);
+    }
+
+    fn clock_sync(&mut self) {
+        let (ticks, mono_ns, unix_ns) = clock::sync_point();
+        self.record_at(ticks, &Event::ClockSync { mono_ns, unix_ns });
+    }
+
+    fn flush_process_block(&mut self, file: &mut File, compress: bool) {
+        if !self.process_block.is_empty() {
+            let block = std::mem::take(&mut self.process_block);
+            let count = count_records(&block, &mut 0);
+            self.write(file, 0, self.own_base_ts, count, &block, compress);
+            self.own_base_ts = self.own_last_ts;
+            self.process_block = block;
+            self.process_block.clear();
+        }
+        self.scratch.clear();
+        buffers::take_fallback(&mut self.scratch);
+        if !self.scratch.is_empty() {
+            let block = std::mem::take(&mut self.scratch);
+            let base = self.fallback_ts;
+            let count = count_records(&block, &mut self.fallback_ts);
+            self.write(file, 0, base, count, &block, compress);
+            self.scratch = block;
+        }
+    }
+
+    fn drain_all(&mut self, file: &mut File, compress: bool) {
+        let mut i = 0;
+        while i < self.regs.len() {
+            // Read `retired` before draining: a retired slot gets no more writes, so once
+            // drained after seeing the flag it is empty for good.
+            let retired = self.regs[i].reg.slot.retired.load(Ordering::Acquire);
+            let os_tid = self.regs[i].reg.slot.os_tid;
+            let n = self.regs[i].reg.consumer.slots();
+            if n > 0 {
+                self.scratch.clear();
+                if let Ok(chunk) = self.regs[i].reg.consumer.read_chunk(n) {
+                    let (a, b) = chunk.as_slices();
+                    self.scratch.extend_from_slice(a);
+                    self.scratch.extend_from_slice(b);
+                    chunk.commit_all();
+                }
+                let block = std::mem::take(&mut self.scratch);
+                let base = self.regs[i].running_ts;
+                let count = count_records(&block, &mut self.regs[i].running_ts);
+                self.write(file, os_tid, base, count, &block, compress);
+                self.scratch = block;
+            }
+            if retired {
+                let r = self.regs.swap_remove(i);
+                self.stats.lost += r.reg.slot.lost.load(Ordering::Relaxed);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    fn write(&mut self, file: &mut File, os_tid: u64, base_ts: u64, count: u32, records: &[u8], compress: bool) {
+        match clrprof_format::write_block(file, os_tid, base_ts, count, records, compress) {
+            Ok(()) => {
+                self.stats.blocks += 1;
+                self.stats.bytes += records.len() as u64;
+            }
+            Err(_) => {
+                self.stats.write_errors += 1;
+                self.stats.lost += u64::from(count);
+            }
+        }
+    }
+}
+
+/// Counts whole records and advances `running_ts` over their timestamp deltas.
+fn count_records(bytes: &[u8], running_ts: &mut u64) -> u32 {
+    clrprof_format::count_records_with_ts(bytes, running_ts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_records() {
+        let mut buf = Vec::new();
+        clrprof_format::encode(&mut buf, 5, &Event::ThreadCreated { thread: 1 });
+        clrprof_format::encode(&mut buf, 300, &Event::ThreadDestroyed { thread: 1 });
+        let mut ts = 1000;
+        assert_eq!(count_records(&buf, &mut ts), 2);
+        assert_eq!(ts, 1305);
+        assert_eq!(count_records(&[], &mut ts), 0);
+    }
+}

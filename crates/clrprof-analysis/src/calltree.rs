@@ -1,0 +1,269 @@
+//! Tracing analysis: exact call trees rebuilt from enter/leave/tailcall records.
+//!
+//! Each record carries the caller's stack pointer (low 32 bits), which identifies the
+//! frame. The rebuilt shadow stack therefore repairs itself: a Leave closes the frame
+//! with its SP and every deeper frame still open (they were unwound by an exception and
+//! got no Leave); an Enter first closes open frames at the same or a shallower SP (dead
+//! frames, whatever callbacks the runtime did or did not send). Frames closed that way end
+//! at the moment the exception was caught (ExceptionCatcherEnter) when known. A tail call
+//! closes the calling frame; the callee's Enter reuses its SP.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+
+use clrprof_format::{Event, ExceptionPhase};
+
+use crate::names::Names;
+use crate::threads::ThreadNames;
+use crate::timeline::TimedEvent;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FunctionStats {
+    pub name: String,
+    pub signature: String,
+    pub calls: u64,
+    /// Time inside the function and its callees; recursive activations are counted once
+    /// (from the outermost entry to its exit).
+    pub inclusive_ns: u64,
+    /// Time inside the function itself, callees excluded.
+    pub self_ns: u64,
+    /// Caller name → calls made from it.
+    pub callers: BTreeMap<String, u64>,
+    /// Callee name → calls made to it.
+    pub callees: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TreeNode {
+    pub name: String,
+    pub calls: u64,
+    pub inclusive_ns: u64,
+    pub self_ns: u64,
+    pub children: Vec<TreeNode>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ThreadTree {
+    pub os_tid: u64,
+    pub name: Option<String>,
+    /// First to last record of the thread.
+    pub span_ns: u64,
+    pub root: TreeNode,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct TraceStats {
+    pub calls: u64,
+    /// Frames closed without their own Leave (unwound by exceptions).
+    pub unwound_frames: u64,
+    /// Leave/Tailcall records that matched no open frame.
+    pub unmatched_leaves: u64,
+    /// Frames still open when the trace ended (closed at the thread's last record).
+    pub open_at_end: u64,
+}
+
+pub struct CallTrees {
+    pub functions: Vec<FunctionStats>,
+    pub merged: TreeNode,
+    pub threads: Vec<ThreadTree>,
+    pub stats: TraceStats,
+}
+
+struct Node {
+    func: u64,
+    calls: u64,
+    inclusive: u64,
+    self_ns: u64,
+    children: HashMap<u64, usize>,
+}
+
+struct Frame {
+    func: u64,
+    sp: u32,
+    start: u64,
+    child: u64,
+    node: usize,
+}
+
+#[derive(Default)]
+struct FuncAcc {
+    calls: u64,
+    inclusive: u64,
+    self_ns: u64,
+    callers: HashMap<u64, u64>,
+    callees: HashMap<u64, u64>,
+}
+
+struct ThreadState {
+    nodes: Vec<Node>,
+    stack: Vec<Frame>,
+    /// Active activations per function (for recursion-aware inclusive time).
+    active: HashMap<u64, u32>,
+    unwound_at: Option<u64>,
+    first: u64,
+    last: u64,
+}
+
+impl ThreadState {
+    fn new(ns: u64) -> Self {
+        ThreadState {
+            nodes: vec![Node { func: 0, calls: 0, inclusive: 0, self_ns: 0, children: HashMap::new() }],
+            stack: Vec::new(),
+            active: HashMap::new(),
+            unwound_at: None,
+            first: ns,
+            last: ns,
+        }
+    }
+
+    fn enter(&mut self, func: u64, sp: u32, ns: u64, funcs: &mut HashMap<u64, FuncAcc>, stats: &mut TraceStats) {
+        while let Some(top) = self.stack.last() {
+            if (top.sp.wrapping_sub(sp) as i32) <= 0 {
+                let at = self.unwound_at.unwrap_or(ns);
+                self.close(at, funcs);
+                stats.unwound_frames += 1;
+            } else {
+                break;
+            }
+        }
+        self.unwound_at = None;
+        let parent_node = self.stack.last().map(|f| f.node).unwrap_or(0);
+        let parent_func = self.stack.last().map(|f| f.func).unwrap_or(0);
+        let next = self.nodes.len();
+        let node = *self.nodes[parent_node].children.entry(func).or_insert(next);
+        if node == next {
+            self.nodes.push(Node { func, calls: 0, inclusive: 0, self_ns: 0, children: HashMap::new() });
+        }
+        self.nodes[node].calls += 1;
+        let acc = funcs.entry(func).or_default();
+        acc.calls += 1;
+        if parent_func != 0 {
+            *acc.callers.entry(parent_func).or_default() += 1;
+            *funcs.entry(parent_func).or_default().callees.entry(func).or_default() += 1;
+        }
+        *self.active.entry(func).or_default() += 1;
+        self.stack.push(Frame { func, sp, start: ns, child: 0, node });
+        stats.calls += 1;
+    }
+
+    fn leave(&mut self, func: u64, sp: u32, ns: u64, funcs: &mut HashMap<u64, FuncAcc>, stats: &mut TraceStats) {
+        let Some(k) = self.stack.iter().rposition(|f| f.func == func && f.sp == sp) else {
+            stats.unmatched_leaves += 1;
+            return;
+        };
+        while self.stack.len() > k + 1 {
+            let at = self.unwound_at.unwrap_or(ns);
+            self.close(at, funcs);
+            stats.unwound_frames += 1;
+        }
+        self.unwound_at = None;
+        self.close(ns, funcs);
+    }
+
+    fn close(&mut self, ns: u64, funcs: &mut HashMap<u64, FuncAcc>) {
+        let Some(f) = self.stack.pop() else { return };
+        let dur = ns.saturating_sub(f.start);
+        let self_ns = dur.saturating_sub(f.child);
+        let node = &mut self.nodes[f.node];
+        node.inclusive += dur;
+        node.self_ns += self_ns;
+        let acc = funcs.entry(f.func).or_default();
+        acc.self_ns += self_ns;
+        let active = self.active.entry(f.func).or_default();
+        *active = active.saturating_sub(1);
+        if *active == 0 {
+            acc.inclusive += dur;
+        }
+        match self.stack.last_mut() {
+            Some(parent) => parent.child += dur,
+            None => self.nodes[0].inclusive += dur,
+        }
+    }
+}
+
+/// Rebuilds every thread's calls. `max_depth` bounds the exported trees (not the stats).
+pub fn build(events: &[TimedEvent<'_>], names: &Names, threads: &ThreadNames, max_depth: usize) -> CallTrees {
+    let mut states: BTreeMap<u64, ThreadState> = BTreeMap::new();
+    let mut funcs: HashMap<u64, FuncAcc> = HashMap::new();
+    let mut stats = TraceStats::default();
+    for e in events {
+        let (kind, func, sp) = match &e.event {
+            Event::Enter { function, sp } => (0, *function, *sp as u32),
+            Event::Leave { function, sp } => (1, *function, *sp as u32),
+            Event::Tailcall { function, sp } => (1, *function, *sp as u32),
+            Event::ExceptionPhase { phase: ExceptionPhase::CatcherEnter, .. } => {
+                if let Some(st) = states.get_mut(&e.os_tid) {
+                    st.unwound_at = Some(e.ns);
+                }
+                continue;
+            }
+            _ => continue,
+        };
+        let st = states.entry(e.os_tid).or_insert_with(|| ThreadState::new(e.ns));
+        st.last = e.ns;
+        if kind == 0 {
+            st.enter(func, sp, e.ns, &mut funcs, &mut stats);
+        } else {
+            st.leave(func, sp, e.ns, &mut funcs, &mut stats);
+        }
+    }
+    for st in states.values_mut() {
+        while !st.stack.is_empty() {
+            stats.open_at_end += 1;
+            let last = st.last;
+            st.close(last, &mut funcs);
+        }
+    }
+    let name = |f: u64| if f == 0 { "[root]".to_string() } else { names.function(f) };
+    let mut functions: Vec<FunctionStats> = funcs
+        .iter()
+        .map(|(f, a)| FunctionStats {
+            name: name(*f),
+            signature: names.functions.get(f).map(|n| n.signature.clone()).unwrap_or_default(),
+            calls: a.calls,
+            inclusive_ns: a.inclusive,
+            self_ns: a.self_ns,
+            callers: a.callers.iter().map(|(c, n)| (name(*c), *n)).collect(),
+            callees: a.callees.iter().map(|(c, n)| (name(*c), *n)).collect(),
+        })
+        .collect();
+    functions.sort_by(|a, b| b.self_ns.cmp(&a.self_ns).then_with(|| a.name.cmp(&b.name)));
+    let mut merged = TreeNode { name: "[root]".into(), calls: 0, inclusive_ns: 0, self_ns: 0, children: Vec::new() };
+    let mut out_threads = Vec::new();
+    for (tid, st) in &states {
+        let root = export(&st.nodes, 0, &name, max_depth);
+        merge(&mut merged, &root);
+        out_threads.push(ThreadTree {
+            os_tid: *tid,
+            name: threads.named(*tid).map(String::from),
+            span_ns: st.last - st.first,
+            root,
+        });
+    }
+    CallTrees { functions, merged, threads: out_threads, stats }
+}
+
+fn export(nodes: &[Node], i: usize, name: &dyn Fn(u64) -> String, depth: usize) -> TreeNode {
+    let n = &nodes[i];
+    let mut children: Vec<TreeNode> = if depth == 0 {
+        Vec::new()
+    } else {
+        n.children.values().map(|c| export(nodes, *c, name, depth - 1)).collect()
+    };
+    children.sort_by(|a, b| b.inclusive_ns.cmp(&a.inclusive_ns).then_with(|| a.name.cmp(&b.name)));
+    TreeNode { name: name(n.func), calls: n.calls, inclusive_ns: n.inclusive, self_ns: n.self_ns, children }
+}
+
+fn merge(into: &mut TreeNode, from: &TreeNode) {
+    into.calls += from.calls;
+    into.inclusive_ns += from.inclusive_ns;
+    into.self_ns += from.self_ns;
+    for c in &from.children {
+        match into.children.iter_mut().find(|x| x.name == c.name) {
+            Some(x) => merge(x, c),
+            None => into.children.push(c.clone()),
+        }
+    }
+    into.children.sort_by(|a, b| b.inclusive_ns.cmp(&a.inclusive_ns).then_with(|| a.name.cmp(&b.name)));
+}

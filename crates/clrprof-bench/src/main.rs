@@ -1,0 +1,249 @@
+//! `clrprof-bench <what>`: runs a workload with and without the profiler in one run,
+//! alternating, and prints the figure the docs quote. Never a timed test: the numbers
+//! are printed, a person reads them.
+//!
+//!   cargo run --release -p clrprof-bench -- events      # events-mode overhead on the demo
+//!   cargo run --release -p clrprof-bench -- sample      # sampling overhead at 99 and 999 Hz (+ dotnet-trace)
+//!   cargo run --release -p clrprof-bench -- trace       # ns per traced call (enter+leave)
+//!   cargo run --release -p clrprof-bench -- attach      # attach latency
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+struct Args {
+    #[command(subcommand)]
+    what: What,
+    /// Runs per configuration (medians are reported)
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+}
+
+#[derive(Subcommand)]
+enum What {
+    /// Events mode on the Demo app
+    Events,
+    /// Sampling at 99 and 999 Hz on a two-thread CPU-bound app, and dotnet-trace if available
+    Sample,
+    /// ELT tracing on a call-dense workload (recursive Fib)
+    Trace,
+    /// Attach latency to a running app
+    Attach,
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    match args.what {
+        What::Events => events(args.runs),
+        What::Sample => sample(args.runs),
+        What::Trace => trace(args.runs),
+        What::Attach => attach(args.runs),
+    }
+}
+
+fn clrprof() -> Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let p = exe.parent().context("exe dir")?.join("clrprof");
+    if !p.is_file() {
+        bail!("{} not found: build it first (cargo build --release -p clrprof-cli -p clrprof-agent)", p.display());
+    }
+    Ok(p)
+}
+
+fn scratch() -> PathBuf {
+    let d = clrprof_testkit::target_dir().join("bench");
+    let _ = std::fs::create_dir_all(&d);
+    d
+}
+
+/// Runs `cmd` to completion and returns its wall time.
+fn time(mut cmd: Command) -> Result<Duration> {
+    let t = Instant::now();
+    let out = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).output()?;
+    let d = t.elapsed();
+    if !out.status.success() {
+        bail!("{:?} failed: {}", cmd, String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(d)
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Alternates the configurations run by run so drift hits them all alike.
+fn compare(runs: usize, configs: &[(&str, &dyn Fn() -> Command)]) -> Result<Vec<Duration>> {
+    let mut times: Vec<Vec<Duration>> = vec![Vec::new(); configs.len()];
+    // One warm-up round (disk cache, JIT of the SDK host).
+    for (_, make) in configs {
+        time(make())?;
+    }
+    for _ in 0..runs {
+        for (i, (_, make)) in configs.iter().enumerate() {
+            times[i].push(time(make())?);
+        }
+    }
+    let medians: Vec<Duration> = times.into_iter().map(median).collect();
+    let base = medians[0];
+    println!("{:<32} {:>12} {:>10}", "configuration", "median ms", "ratio");
+    for ((name, _), m) in configs.iter().zip(&medians) {
+        println!("{name:<32} {:>12.1} {:>10.3}", ms(*m), m.as_secs_f64() / base.as_secs_f64());
+    }
+    Ok(medians)
+}
+
+fn dotnet_app(app: &clrprof_testkit::BuiltApp, args: &[&str]) -> Command {
+    let mut c = Command::new(clrprof_testkit::dotnet());
+    c.arg(&app.dll).args(args);
+    c
+}
+
+fn recorded(clrprof: &Path, flags: &[&str], out: &Path, app: &clrprof_testkit::BuiltApp, args: &[&str]) -> Command {
+    let mut c = Command::new(clrprof);
+    c.arg("record").arg("-q").arg("-o").arg(out).args(flags).arg("--");
+    c.arg(clrprof_testkit::dotnet()).arg(&app.dll).args(args);
+    c
+}
+
+fn events(runs: usize) -> Result<()> {
+    let clrprof = clrprof()?;
+    let demo = clrprof_testkit::app("Demo");
+    let out = scratch().join("events.clrprof");
+    println!("events mode, Demo app, {runs} runs each (median wall time of the whole process)");
+    let m = compare(
+        runs,
+        &[
+            ("no profiler", &|| dotnet_app(&demo, &[])),
+            ("clrprof --mode events", &|| recorded(&clrprof, &["--mode", "events"], &out, &demo, &[])),
+        ],
+    )?;
+    println!("events-mode overhead: {:+.1} %", 100.0 * (m[1].as_secs_f64() / m[0].as_secs_f64() - 1.0));
+    Ok(())
+}
+
+fn sample(runs: usize) -> Result<()> {
+    let clrprof = clrprof()?;
+    let app = clrprof_testkit::app("Scenarios");
+    let out = scratch().join("sample.clrprof");
+    let args = ["crunch", "20000"];
+    let dotnet_trace = find_dotnet_trace();
+    let nettrace = scratch().join("bench.nettrace");
+    println!("sampling, Scenarios crunch (fixed CPU work on 2 threads), {runs} runs each");
+    let base = || dotnet_app(&app, &args);
+    let s99 = || recorded(&clrprof, &["--mode", "sample", "--rate", "99"], &out, &app, &args);
+    let s999 = || recorded(&clrprof, &["--mode", "sample", "--rate", "999"], &out, &app, &args);
+    let dt = |rate_hz: u32| {
+        let trace = dotnet_trace.clone();
+        let nt = nettrace.clone();
+        let dll = app.dll.clone();
+        move || {
+            let mut c = Command::new(trace.as_ref().expect("dotnet-trace"));
+            c.arg("collect").arg("--profile").arg("cpu-sampling").arg("-o").arg(&nt);
+            // dotnet-trace's sampling rate is fixed by the runtime; see docs/performance.md.
+            let _ = rate_hz;
+            c.arg("--").arg(clrprof_testkit::dotnet()).arg(&dll).args(args);
+            c
+        }
+    };
+    let dt99 = dt(99);
+    let mut configs: Vec<(&str, &dyn Fn() -> Command)> =
+        vec![("no profiler", &base), ("clrprof sample 99 Hz", &s99), ("clrprof sample 999 Hz", &s999)];
+    if dotnet_trace.is_some() {
+        configs.push(("dotnet-trace cpu-sampling", &dt99));
+    } else {
+        println!("(dotnet-trace not found: `dotnet tool install --tool-path target/tools dotnet-trace` adds it)");
+    }
+    let m = compare(runs, &configs)?;
+    for (i, (name, _)) in configs.iter().enumerate().skip(1) {
+        println!("{name}: overhead {:+.1} %", 100.0 * (m[i].as_secs_f64() / m[0].as_secs_f64() - 1.0));
+    }
+    Ok(())
+}
+
+fn find_dotnet_trace() -> Option<PathBuf> {
+    let local = clrprof_testkit::target_dir().join("tools").join("dotnet-trace");
+    if local.is_file() {
+        return Some(local);
+    }
+    let st = Command::new(clrprof_testkit::dotnet())
+        .args(["tool", "install", "--tool-path"])
+        .arg(clrprof_testkit::target_dir().join("tools"))
+        .arg("dotnet-trace")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .ok()?;
+    (st.success() && local.is_file()).then_some(local)
+}
+
+fn trace(runs: usize) -> Result<()> {
+    let clrprof = clrprof()?;
+    let app = clrprof_testkit::app("Scenarios");
+    let out = scratch().join("trace.clrprof");
+    let n = "32";
+    // Calls made by Fib(32): 2·F(33) − 1.
+    let calls: f64 = 7_049_155.0;
+    println!("tracing, Scenarios fib {n} ({calls} calls of Fib), {runs} runs each");
+    let m = compare(
+        runs,
+        &[
+            ("no profiler", &|| dotnet_app(&app, &["fib", n])),
+            ("events mode, inlining off", &|| {
+                let mut c = recorded(&clrprof, &["--mode", "events", "--events", "none"], &out, &app, &["fib", n]);
+                c.env("DOTNET_JitNoInline", "1");
+                c
+            }),
+            ("clrprof --mode trace", &|| {
+                recorded(&clrprof, &["--mode", "trace", "--include", "Scenarios.*"], &out, &app, &["fib", n])
+            }),
+        ],
+    )?;
+    let per_call = (m[2].as_secs_f64() - m[1].as_secs_f64()) / calls * 1e9;
+    println!(
+        "ns per traced call (enter+leave, recorded to disk): {per_call:.1} ns; slowdown vs no profiler {:.2}×",
+        m[2].as_secs_f64() / m[0].as_secs_f64()
+    );
+    Ok(())
+}
+
+fn attach(runs: usize) -> Result<()> {
+    let clrprof = clrprof()?;
+    let app = clrprof_testkit::app("Scenarios");
+    let mut latencies = Vec::new();
+    for i in 0..runs {
+        let mut child = dotnet_app(&app, &["serve"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn()?;
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().context("stdout")?), &mut line)?;
+        let pid: u32 = line.trim().strip_prefix("READY ").context("READY")?.parse()?;
+        let out = scratch().join(format!("attach-{i}.clrprof"));
+        let o = Command::new(&clrprof)
+            .args(["record", "--pid", &pid.to_string(), "--duration", "0.3", "-o"])
+            .arg(&out)
+            .output()?;
+        let err = String::from_utf8_lossy(&o.stderr);
+        let ms: f64 = err
+            .lines()
+            .find_map(|l| l.split(" in ").nth(1).and_then(|r| r.split(" ms").next()).and_then(|x| x.parse().ok()))
+            .with_context(|| format!("no latency in: {err}"))?;
+        latencies.push(ms);
+        drop(child.stdin.take());
+        let _ = child.wait();
+    }
+    latencies.sort_by(f64::total_cmp);
+    println!(
+        "attach latency (clrprof start → profiler confirmed recording), {runs} runs: median {:.1} ms, min {:.1}, max {:.1}",
+        latencies[latencies.len() / 2],
+        latencies[0],
+        latencies[latencies.len() - 1]
+    );
+    Ok(())
+}

@@ -1,0 +1,57 @@
+//! Shared helpers for the CLI's acceptance tests: run a test app under `clrprof record`,
+//! read the report as JSON.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use clrprof_testkit::BuiltApp;
+
+pub fn clrprof() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_clrprof"))
+}
+
+pub fn scenarios() -> BuiltApp {
+    clrprof_testkit::app("Scenarios")
+}
+
+/// A fresh directory for one test's files, under the target dir.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("clrprof-tests").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs `clrprof record <flags> -o <trace> -- dotnet Scenarios.dll <args>`.
+pub fn record(trace: &Path, flags: &[&str], app_args: &[&str]) -> Output {
+    let app = scenarios();
+    let mut cmd = clrprof();
+    cmd.arg("record").arg("-o").arg(trace).args(flags).arg("--");
+    cmd.arg(clrprof_testkit::dotnet()).arg(&app.dll).args(app_args);
+    let out = cmd.output().expect("run clrprof record");
+    if !out.status.success() {
+        panic!(
+            "clrprof record failed ({}):\nstdout:\n{}\nstderr:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    out
+}
+
+pub fn report_json(trace: &Path) -> serde_json::Value {
+    let out = clrprof().arg("report").arg("--json").arg(trace).output().unwrap();
+    assert!(
+        out.status.success(),
+        "report failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("report --json prints JSON")
+}
+
+pub fn results(out: &Output) -> std::collections::BTreeMap<String, String> {
+    clrprof_testkit::parse_results(&String::from_utf8_lossy(&out.stdout))
+}
