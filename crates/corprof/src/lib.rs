@@ -1,1 +1,97 @@
-//! corprof (placeholder)
+//! Safe Rust binding of the CLR profiling API (CoreCLR, .NET 8–10; Linux first, Windows
+//! kept possible), on top of the raw declarations in [`corprof_sys`] (re-exported as
+//! [`sys`]).
+//!
+//! A profiler is a shared library the runtime loads into the profiled process. With this
+//! crate it is:
+//!
+//! 1. a type implementing [`ProfilerCallback`] (one method per `ICorProfilerCallback`…`11`
+//!    method, all defaulted), which receives a [`ProfilerInfo`] in
+//!    [`initialize`](ProfilerCallback::initialize) and asks the runtime questions through it;
+//! 2. an exported `DllGetClassObject` that calls [`dll_get_class_object`].
+//!
+//! ```no_run
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//! use corprof::{FunctionId, ProfilerCallback, ProfilerInfo, Result, sys};
+//!
+//! #[derive(Default)]
+//! struct JitCounter {
+//!     compiled: AtomicU64,
+//! }
+//!
+//! impl ProfilerCallback for JitCounter {
+//!     fn initialize(&self, info: ProfilerInfo) -> Result<()> {
+//!         info.set_event_mask(sys::COR_PRF_MONITOR_JIT_COMPILATION)
+//!     }
+//!     fn jit_compilation_started(&self, _f: FunctionId, _safe: bool) -> Result<()> {
+//!         self.compiled.fetch_add(1, Ordering::Relaxed);
+//!         Ok(())
+//!     }
+//! }
+//!
+//! const CLSID: sys::GUID = sys::GUID::from_u128(0x8C1D2E1B_6B1A_4C3E_9F5E_2A8E0C6D7B11);
+//!
+//! #[unsafe(no_mangle)]
+//! pub unsafe extern "system" fn DllGetClassObject(
+//!     rclsid: *const sys::GUID,
+//!     riid: *const sys::GUID,
+//!     ppv: *mut *mut core::ffi::c_void,
+//! ) -> sys::HRESULT {
+//!     // SAFETY: the runtime's pointers are forwarded unchanged; null is checked.
+//!     unsafe { corprof::dll_get_class_object(rclsid, riid, ppv, &CLSID, || Ok(JitCounter::default())) }
+//! }
+//! ```
+//!
+//! See `examples/jit_counter.rs` for the whole library, and `docs/safety.md` for the rules
+//! the `unsafe` code here relies on (COM lifetimes, callback threading, what "valid for the
+//! duration of the call" means, and why panics never unwind into the runtime).
+//!
+//! Modules: [`sig`] decodes ECMA-335 signature blobs (pure, no `unsafe`); [`elt`]
+//! re-exports the hook function-pointer types.
+
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_debug_implementations)]
+
+mod callback;
+mod com;
+mod hresult;
+mod ids;
+mod info;
+mod metadata;
+pub mod sig;
+mod wstr;
+
+pub use corprof_sys as sys;
+
+pub use callback::{AssemblyReferenceProvider, EventPipeEvent, FunctionControl, ProfilerCallback};
+pub use com::{dll_get_class_object, new_callback_object, new_class_factory, set_panic_hook};
+pub use hresult::{HResult, Result, check};
+pub use ids::{
+    AppDomainId, AssemblyId, ClassId, FunctionId, GcHandleId, ModuleId, ObjectId, ReJitId, ThreadId,
+};
+pub use info::{
+    AppDomainInfo, ArgumentRange, ArrayClass, ArrayObject, AssemblyInfo, ClassInfo, CodeRange,
+    Enter3Info, FunctionInfo, FunctionInfo2, GenerationRange, IlToNative, InfoInterface,
+    JitedFunction, Leave3Info, MAX_INFO_VERSION, MIN_INFO_VERSION, ModuleInfo, ProfilerInfo,
+    RuntimeInfo,
+};
+pub use metadata::{
+    FieldProps, GenericParamProps, MemberRefProps, MetaDataImport, MethodProps, ScopeProps,
+    TypeDefProps, TypeRefProps,
+};
+pub use wstr::utf16_lossy;
+
+/// The function-pointer types of the ELT hooks and the FunctionID mapper, for
+/// [`ProfilerInfo::set_enter_leave_function_hooks3`] and friends.
+///
+/// The fast-path hooks (`FunctionEnter3`, `FunctionLeave3`, `FunctionTailcall3`) are
+/// called by JIT-generated code with its own register convention, not the C ABI: they must
+/// be assembly trampolines. The `…WithInfo` hooks and the mapper are plain C functions.
+pub mod elt {
+    pub use corprof_sys::{
+        COR_PRF_ELT_INFO, FunctionEnter3, FunctionEnter3WithInfo, FunctionIDMapper2,
+        FunctionIDOrClientID, FunctionLeave3, FunctionLeave3WithInfo, FunctionTailcall3,
+        FunctionTailcall3WithInfo,
+    };
+}

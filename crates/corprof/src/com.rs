@@ -1,0 +1,990 @@
+//! The COM objects the runtime talks to: the callback object (one static
+//! `ICorProfilerCallback11` vtable per implementation type), the class factory and
+//! [`dll_get_class_object`], and the panic boundary every entry point goes through.
+
+use core::ffi::c_void;
+use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicU32, Ordering, fence};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::RwLock;
+
+use corprof_sys as sys;
+use corprof_sys::{BOOL, GUID, HRESULT};
+
+use crate::callback::ProfilerCallback;
+use crate::hresult::{HResult, Result, to_hresult};
+
+// ---------------------------------------------------------------------------------------
+// Panic boundary (safety.md R1)
+// ---------------------------------------------------------------------------------------
+
+static PANIC_HOOK: RwLock<Option<fn(&str)>> = RwLock::new(None);
+
+/// Sets the function that reports a panic caught at the runtime boundary (a callback, a
+/// stack-snapshot closure, a `Drop` run by `Release`). It receives one line, e.g.
+/// `panic in ICorProfilerCallback::JITCompilationStarted: index out of bounds`, once per
+/// caught panic. The default writes `clrprof: <line>` to stderr.
+///
+/// The standard panic hook (`std::panic::set_hook`) still runs first; this hook only adds
+/// where the panic was stopped.
+pub fn set_panic_hook(hook: fn(&str)) {
+    let mut slot = PANIC_HOOK.write().unwrap_or_else(|e| e.into_inner());
+    *slot = Some(hook);
+}
+
+fn default_panic_hook(line: &str) {
+    use std::io::Write;
+    // Never `eprintln!`: it panics when stderr is closed.
+    let _ = writeln!(std::io::stderr(), "clrprof: {line}");
+}
+
+fn report_panic(place: &str, payload: &(dyn core::any::Any + Send)) {
+    let what = if let Some(s) = payload.downcast_ref::<&'static str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.as_str()
+    } else {
+        "(non-string panic payload)"
+    };
+    let line = format!("panic in {place}: {what}");
+    let hook = match PANIC_HOOK.read() {
+        Ok(g) => *g,
+        Err(e) => *e.into_inner(),
+    };
+    let hook = hook.unwrap_or(default_panic_hook);
+    // A panicking hook must not unwind either.
+    let _ = catch_unwind(AssertUnwindSafe(|| hook(&line)));
+}
+
+/// Drops a panic payload without letting a panicking `Drop` escape.
+fn drop_payload(payload: Box<dyn core::any::Any + Send>) {
+    if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+        core::mem::forget(again);
+    }
+}
+
+/// Runs `f`; a panic becomes `Err(E_FAIL)` after being reported once.
+pub(crate) fn catch<R>(place: &str, f: impl FnOnce() -> Result<R>) -> Result<R> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => {
+            report_panic(place, &*payload);
+            drop_payload(payload);
+            Err(HResult::E_FAIL)
+        }
+    }
+}
+
+fn guard(place: &str, f: impl FnOnce() -> Result<()>) -> HRESULT {
+    to_hresult(catch(place, f))
+}
+
+// ---------------------------------------------------------------------------------------
+// Reference counting (safety.md R2)
+// ---------------------------------------------------------------------------------------
+
+/// An atomic COM reference count that saturates instead of overflowing (a saturated
+/// object is leaked, never freed early).
+struct RefCount(AtomicU32);
+
+impl RefCount {
+    const fn new(n: u32) -> RefCount {
+        RefCount(AtomicU32::new(n))
+    }
+
+    fn add_ref(&self) -> u32 {
+        let mut cur = self.0.load(Ordering::Relaxed);
+        loop {
+            if cur == u32::MAX {
+                return cur;
+            }
+            match self
+                .0
+                .compare_exchange_weak(cur, cur + 1, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return cur + 1,
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// Returns the new count; `0` means the caller must free the object.
+    fn release(&self) -> u32 {
+        if self.0.load(Ordering::Relaxed) == u32::MAX {
+            return u32::MAX;
+        }
+        let prev = self.0.fetch_sub(1, Ordering::Release);
+        if prev == 1 {
+            // Synchronizes with every earlier Release so the drop sees all their writes.
+            fence(Ordering::Acquire);
+        }
+        prev.wrapping_sub(1)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The callback object
+// ---------------------------------------------------------------------------------------
+
+/// What a callback COM pointer points to: the vtable pointer first (every
+/// `ICorProfilerCallbackN` shares the prefix, so one vtable serves all eleven), then the
+/// count and the implementation.
+#[repr(C)]
+struct CallbackObject<T: ProfilerCallback> {
+    vtbl: *const sys::ICorProfilerCallback11Vtbl,
+    refs: RefCount,
+    callback: T,
+}
+
+/// Creates the COM object for `callback` with one reference, owned by the caller. The
+/// pointer answers `QueryInterface` for `IUnknown` and `ICorProfilerCallback` through
+/// `ICorProfilerCallback11`; the object (and `callback`) is dropped on the last
+/// `Release`.
+pub fn new_callback_object<T: ProfilerCallback>(callback: T) -> *mut sys::ICorProfilerCallback11 {
+    let obj = Box::new(CallbackObject {
+        vtbl: &CallbackObject::<T>::VTBL,
+        refs: RefCount::new(1),
+        callback,
+    });
+    Box::into_raw(obj).cast()
+}
+
+/// The interfaces the callback object answers.
+const CALLBACK_IIDS: [GUID; 12] = [
+    sys::IID_IUnknown,
+    sys::IID_ICorProfilerCallback,
+    sys::IID_ICorProfilerCallback2,
+    sys::IID_ICorProfilerCallback3,
+    sys::IID_ICorProfilerCallback4,
+    sys::IID_ICorProfilerCallback5,
+    sys::IID_ICorProfilerCallback6,
+    sys::IID_ICorProfilerCallback7,
+    sys::IID_ICorProfilerCallback8,
+    sys::IID_ICorProfilerCallback9,
+    sys::IID_ICorProfilerCallback10,
+    sys::IID_ICorProfilerCallback11,
+];
+
+/// # Safety
+/// `this` must point to a live `CallbackObject<T>` for `'a` (safety.md R2).
+unsafe fn callback_of<'a, T: ProfilerCallback>(this: *mut c_void) -> &'a T {
+    // SAFETY: guaranteed by the caller.
+    unsafe { &(*this.cast::<CallbackObject<T>>()).callback }
+}
+
+/// # Safety
+/// `this` must point to a live `CallbackObject<T>`.
+unsafe fn refs_of<'a, T: ProfilerCallback>(this: *mut c_void) -> &'a RefCount {
+    // SAFETY: guaranteed by the caller.
+    unsafe { &(*this.cast::<CallbackObject<T>>()).refs }
+}
+
+/// Borrows `len` elements at `ptr` for the duration of a callback; null or empty gives an
+/// empty slice.
+///
+/// # Safety
+/// Unless `ptr` is null or `len` is 0, `ptr` must point to `len` initialized `T`s that stay
+/// valid and unmodified for `'a` (safety.md R4).
+pub(crate) unsafe fn borrowed<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
+    if ptr.is_null() || len == 0 {
+        &[]
+    } else {
+        // SAFETY: guaranteed by the caller.
+        unsafe { core::slice::from_raw_parts(ptr, len) }
+    }
+}
+
+/// Length of a NUL-terminated UTF-16 string, capped at `max` units.
+///
+/// # Safety
+/// `p` must be null or point to a NUL-terminated string, or to at least `max` units.
+unsafe fn wcslen(p: *const u16, max: usize) -> usize {
+    if p.is_null() {
+        return 0;
+    }
+    let mut n = 0;
+    // SAFETY: every unit read is before the terminator (or within `max`), per the contract.
+    while n < max && unsafe { *p.add(n) } != 0 {
+        n += 1;
+    }
+    n
+}
+
+/// Defines one vtable shim: the `this` pointer's interface, the arguments, and a body that
+/// sees the implementation as `$cb`. Every shim runs its body inside [`guard`].
+macro_rules! shims {
+    ($(
+        fn $name:ident($iface:ident $(, $arg:ident: $ty:ty)* $(,)?) => |$cb:ident| $body:expr;
+    )*) => {$(
+        #[allow(non_snake_case)]
+        pub(super) unsafe extern "system" fn $name<T: ProfilerCallback>(
+            this: *mut sys::$iface $(, $arg: $ty)*
+        ) -> HRESULT {
+            guard(concat!(stringify!($iface), "::", stringify!($name)), || {
+                // SAFETY: the runtime calls a method only through a reference it holds, so
+                // `this` is our live CallbackObject<T> (safety.md R2).
+                let $cb: &T = unsafe { callback_of::<T>(this.cast()) };
+                $body
+            })
+        }
+    )*};
+}
+
+mod shim {
+    use super::*;
+    use crate::callback::{AssemblyReferenceProvider, EventPipeEvent, FunctionControl};
+    use crate::ids::*;
+    use crate::info::ProfilerInfo;
+    use core::ffi::c_int;
+    use sys::{
+        AppDomainID, AssemblyID, ClassID, DWORD, FunctionID, GCHandleID, IUnknown, LPCBYTE,
+        LPCGUID, ModuleID, ObjectID, ReJITID, SIZE_T, ThreadID, UINT, UINT_PTR, ULONG, WCHAR,
+    };
+
+    fn hr(v: HRESULT) -> HResult {
+        HResult(v)
+    }
+
+    // ---- IUnknown ----------------------------------------------------------------------
+
+    #[allow(non_snake_case)]
+    pub(super) unsafe extern "system" fn QueryInterface<T: ProfilerCallback>(
+        this: *mut IUnknown,
+        riid: *const GUID,
+        ppv: *mut *mut c_void,
+    ) -> HRESULT {
+        guard("ICorProfilerCallback::QueryInterface", || {
+            if ppv.is_null() {
+                return Err(HResult::E_POINTER);
+            }
+            // SAFETY: `ppv` is a non-null out-pointer from the caller (R5).
+            unsafe { *ppv = ptr::null_mut() };
+            if riid.is_null() {
+                return Err(HResult::E_POINTER);
+            }
+            // SAFETY: a non-null REFIID points to a GUID for the call (R4).
+            let iid = unsafe { *riid };
+            if !CALLBACK_IIDS.contains(&iid) {
+                return Err(HResult::E_NOINTERFACE);
+            }
+            // SAFETY: `this` is live (R2): the caller holds a reference.
+            unsafe { refs_of::<T>(this.cast()) }.add_ref();
+            // SAFETY: as above.
+            unsafe { *ppv = this.cast() };
+            Ok(())
+        })
+    }
+
+    #[allow(non_snake_case)]
+    pub(super) unsafe extern "system" fn AddRef<T: ProfilerCallback>(this: *mut IUnknown) -> u32 {
+        // SAFETY: the caller holds a reference, so `this` is live (R2).
+        unsafe { refs_of::<T>(this.cast()) }.add_ref()
+    }
+
+    #[allow(non_snake_case)]
+    pub(super) unsafe extern "system" fn Release<T: ProfilerCallback>(this: *mut IUnknown) -> u32 {
+        // SAFETY: the caller gives up a reference it holds, so `this` is live until the
+        // count reaches 0 (R2).
+        let left = unsafe { refs_of::<T>(this.cast()) }.release();
+        if left == 0 {
+            let _ = catch("ICorProfilerCallback::Release (drop)", || {
+                // SAFETY: the count reached 0: no reference remains, and the object came
+                // from Box::into_raw in new_callback_object (R2).
+                drop(unsafe { Box::from_raw(this.cast::<CallbackObject<T>>()) });
+                Ok(())
+            });
+        }
+        left
+    }
+
+    // ---- ICorProfilerCallback ----------------------------------------------------------
+
+    shims! {
+        fn Initialize(ICorProfilerCallback, unk: *mut IUnknown) => |cb| {
+            // SAFETY: the runtime passes its live info object (R3).
+            let info = unsafe { ProfilerInfo::from_unknown(unk) }?;
+            cb.initialize(info)
+        };
+        fn Shutdown(ICorProfilerCallback) => |cb| cb.shutdown();
+        fn AppDomainCreationStarted(ICorProfilerCallback, id: AppDomainID) =>
+            |cb| cb.app_domain_creation_started(AppDomainId(id));
+        fn AppDomainCreationFinished(ICorProfilerCallback, id: AppDomainID, status: HRESULT) =>
+            |cb| cb.app_domain_creation_finished(AppDomainId(id), hr(status));
+        fn AppDomainShutdownStarted(ICorProfilerCallback, id: AppDomainID) =>
+            |cb| cb.app_domain_shutdown_started(AppDomainId(id));
+        fn AppDomainShutdownFinished(ICorProfilerCallback, id: AppDomainID, status: HRESULT) =>
+            |cb| cb.app_domain_shutdown_finished(AppDomainId(id), hr(status));
+        fn AssemblyLoadStarted(ICorProfilerCallback, id: AssemblyID) =>
+            |cb| cb.assembly_load_started(AssemblyId(id));
+        fn AssemblyLoadFinished(ICorProfilerCallback, id: AssemblyID, status: HRESULT) =>
+            |cb| cb.assembly_load_finished(AssemblyId(id), hr(status));
+        fn AssemblyUnloadStarted(ICorProfilerCallback, id: AssemblyID) =>
+            |cb| cb.assembly_unload_started(AssemblyId(id));
+        fn AssemblyUnloadFinished(ICorProfilerCallback, id: AssemblyID, status: HRESULT) =>
+            |cb| cb.assembly_unload_finished(AssemblyId(id), hr(status));
+        fn ModuleLoadStarted(ICorProfilerCallback, id: ModuleID) =>
+            |cb| cb.module_load_started(ModuleId(id));
+        fn ModuleLoadFinished(ICorProfilerCallback, id: ModuleID, status: HRESULT) =>
+            |cb| cb.module_load_finished(ModuleId(id), hr(status));
+        fn ModuleUnloadStarted(ICorProfilerCallback, id: ModuleID) =>
+            |cb| cb.module_unload_started(ModuleId(id));
+        fn ModuleUnloadFinished(ICorProfilerCallback, id: ModuleID, status: HRESULT) =>
+            |cb| cb.module_unload_finished(ModuleId(id), hr(status));
+        fn ModuleAttachedToAssembly(ICorProfilerCallback, module: ModuleID, assembly: AssemblyID) =>
+            |cb| cb.module_attached_to_assembly(ModuleId(module), AssemblyId(assembly));
+        fn ClassLoadStarted(ICorProfilerCallback, id: ClassID) =>
+            |cb| cb.class_load_started(ClassId(id));
+        fn ClassLoadFinished(ICorProfilerCallback, id: ClassID, status: HRESULT) =>
+            |cb| cb.class_load_finished(ClassId(id), hr(status));
+        fn ClassUnloadStarted(ICorProfilerCallback, id: ClassID) =>
+            |cb| cb.class_unload_started(ClassId(id));
+        fn ClassUnloadFinished(ICorProfilerCallback, id: ClassID, status: HRESULT) =>
+            |cb| cb.class_unload_finished(ClassId(id), hr(status));
+        fn FunctionUnloadStarted(ICorProfilerCallback, id: FunctionID) =>
+            |cb| cb.function_unload_started(FunctionId(id));
+        fn JITCompilationStarted(ICorProfilerCallback, id: FunctionID, safe: BOOL) =>
+            |cb| cb.jit_compilation_started(FunctionId(id), safe != 0);
+        fn JITCompilationFinished(ICorProfilerCallback, id: FunctionID, status: HRESULT, safe: BOOL) =>
+            |cb| cb.jit_compilation_finished(FunctionId(id), hr(status), safe != 0);
+        fn JITCachedFunctionSearchStarted(ICorProfilerCallback, id: FunctionID, use_cached: *mut BOOL) => |cb| {
+            // SAFETY: a non-null out-pointer from the runtime, valid for the call (R4).
+            let mut flag = use_cached.is_null() || unsafe { *use_cached } != 0;
+            let r = cb.jit_cached_function_search_started(FunctionId(id), &mut flag);
+            if !use_cached.is_null() {
+                // SAFETY: as above.
+                unsafe { *use_cached = BOOL::from(flag) };
+            }
+            r
+        };
+        fn JITCachedFunctionSearchFinished(ICorProfilerCallback, id: FunctionID, result: u32) =>
+            |cb| cb.jit_cached_function_search_finished(FunctionId(id), result);
+        fn JITFunctionPitched(ICorProfilerCallback, id: FunctionID) =>
+            |cb| cb.jit_function_pitched(FunctionId(id));
+        fn JITInlining(ICorProfilerCallback, caller: FunctionID, callee: FunctionID, should: *mut BOOL) => |cb| {
+            // SAFETY: a non-null out-pointer from the runtime, valid for the call (R4).
+            let mut flag = should.is_null() || unsafe { *should } != 0;
+            let r = cb.jit_inlining(FunctionId(caller), FunctionId(callee), &mut flag);
+            if !should.is_null() {
+                // SAFETY: as above.
+                unsafe { *should = BOOL::from(flag) };
+            }
+            r
+        };
+        fn ThreadCreated(ICorProfilerCallback, id: ThreadID) =>
+            |cb| cb.thread_created(ThreadId(id));
+        fn ThreadDestroyed(ICorProfilerCallback, id: ThreadID) =>
+            |cb| cb.thread_destroyed(ThreadId(id));
+        fn ThreadAssignedToOSThread(ICorProfilerCallback, id: ThreadID, os: DWORD) =>
+            |cb| cb.thread_assigned_to_os_thread(ThreadId(id), os);
+        fn RemotingClientInvocationStarted(ICorProfilerCallback) =>
+            |cb| cb.remoting_client_invocation_started();
+        fn RemotingClientSendingMessage(ICorProfilerCallback, cookie: *mut GUID, is_async: BOOL) =>
+            // SAFETY: null or a GUID valid for the call (R4).
+            |cb| cb.remoting_client_sending_message(unsafe { cookie.as_ref() }, is_async != 0);
+        fn RemotingClientReceivingReply(ICorProfilerCallback, cookie: *mut GUID, is_async: BOOL) =>
+            // SAFETY: null or a GUID valid for the call (R4).
+            |cb| cb.remoting_client_receiving_reply(unsafe { cookie.as_ref() }, is_async != 0);
+        fn RemotingClientInvocationFinished(ICorProfilerCallback) =>
+            |cb| cb.remoting_client_invocation_finished();
+        fn RemotingServerReceivingMessage(ICorProfilerCallback, cookie: *mut GUID, is_async: BOOL) =>
+            // SAFETY: null or a GUID valid for the call (R4).
+            |cb| cb.remoting_server_receiving_message(unsafe { cookie.as_ref() }, is_async != 0);
+        fn RemotingServerInvocationStarted(ICorProfilerCallback) =>
+            |cb| cb.remoting_server_invocation_started();
+        fn RemotingServerInvocationReturned(ICorProfilerCallback) =>
+            |cb| cb.remoting_server_invocation_returned();
+        fn RemotingServerSendingReply(ICorProfilerCallback, cookie: *mut GUID, is_async: BOOL) =>
+            // SAFETY: null or a GUID valid for the call (R4).
+            |cb| cb.remoting_server_sending_reply(unsafe { cookie.as_ref() }, is_async != 0);
+        fn UnmanagedToManagedTransition(ICorProfilerCallback, id: FunctionID, reason: u32) =>
+            |cb| cb.unmanaged_to_managed_transition(FunctionId(id), reason);
+        fn ManagedToUnmanagedTransition(ICorProfilerCallback, id: FunctionID, reason: u32) =>
+            |cb| cb.managed_to_unmanaged_transition(FunctionId(id), reason);
+        fn RuntimeSuspendStarted(ICorProfilerCallback, reason: u32) =>
+            |cb| cb.runtime_suspend_started(reason);
+        fn RuntimeSuspendFinished(ICorProfilerCallback) => |cb| cb.runtime_suspend_finished();
+        fn RuntimeSuspendAborted(ICorProfilerCallback) => |cb| cb.runtime_suspend_aborted();
+        fn RuntimeResumeStarted(ICorProfilerCallback) => |cb| cb.runtime_resume_started();
+        fn RuntimeResumeFinished(ICorProfilerCallback) => |cb| cb.runtime_resume_finished();
+        fn RuntimeThreadSuspended(ICorProfilerCallback, id: ThreadID) =>
+            |cb| cb.runtime_thread_suspended(ThreadId(id));
+        fn RuntimeThreadResumed(ICorProfilerCallback, id: ThreadID) =>
+            |cb| cb.runtime_thread_resumed(ThreadId(id));
+        fn MovedReferences(ICorProfilerCallback, n: ULONG, old: *mut ObjectID, new: *mut ObjectID, len: *mut ULONG) => |cb| {
+            let n = n as usize;
+            // SAFETY: three runtime arrays of `n` elements, valid for the call (R4);
+            // ObjectId is a transparent ObjectID.
+            let (old, new, len) = unsafe {
+                (borrowed(old.cast::<ObjectId>(), n), borrowed(new.cast::<ObjectId>(), n), borrowed(len, n))
+            };
+            cb.moved_references(old, new, len)
+        };
+        fn ObjectAllocated(ICorProfilerCallback, object: ObjectID, class: ClassID) =>
+            |cb| cb.object_allocated(ObjectId(object), ClassId(class));
+        fn ObjectsAllocatedByClass(ICorProfilerCallback, n: ULONG, classes: *mut ClassID, counts: *mut ULONG) => |cb| {
+            let n = n as usize;
+            // SAFETY: two runtime arrays of `n` elements, valid for the call (R4).
+            let (classes, counts) = unsafe { (borrowed(classes.cast::<ClassId>(), n), borrowed(counts, n)) };
+            cb.objects_allocated_by_class(classes, counts)
+        };
+        fn ObjectReferences(ICorProfilerCallback, object: ObjectID, class: ClassID, n: ULONG, refs: *mut ObjectID) => |cb| {
+            // SAFETY: a runtime array of `n` elements, valid for the call (R4).
+            let refs = unsafe { borrowed(refs.cast::<ObjectId>(), n as usize) };
+            cb.object_references(ObjectId(object), ClassId(class), refs)
+        };
+        fn RootReferences(ICorProfilerCallback, n: ULONG, roots: *mut ObjectID) => |cb| {
+            // SAFETY: a runtime array of `n` elements, valid for the call (R4).
+            let roots = unsafe { borrowed(roots.cast::<ObjectId>(), n as usize) };
+            cb.root_references(roots)
+        };
+        fn ExceptionThrown(ICorProfilerCallback, object: ObjectID) =>
+            |cb| cb.exception_thrown(ObjectId(object));
+        fn ExceptionSearchFunctionEnter(ICorProfilerCallback, id: FunctionID) =>
+            |cb| cb.exception_search_function_enter(FunctionId(id));
+        fn ExceptionSearchFunctionLeave(ICorProfilerCallback) =>
+            |cb| cb.exception_search_function_leave();
+        fn ExceptionSearchFilterEnter(ICorProfilerCallback, id: FunctionID) =>
+            |cb| cb.exception_search_filter_enter(FunctionId(id));
+        fn ExceptionSearchFilterLeave(ICorProfilerCallback) =>
+            |cb| cb.exception_search_filter_leave();
+        fn ExceptionSearchCatcherFound(ICorProfilerCallback, id: FunctionID) =>
+            |cb| cb.exception_search_catcher_found(FunctionId(id));
+        fn ExceptionOSHandlerEnter(ICorProfilerCallback, unused: UINT_PTR) =>
+            |cb| cb.exception_os_handler_enter(unused);
+        fn ExceptionOSHandlerLeave(ICorProfilerCallback, unused: UINT_PTR) =>
+            |cb| cb.exception_os_handler_leave(unused);
+        fn ExceptionUnwindFunctionEnter(ICorProfilerCallback, id: FunctionID) =>
+            |cb| cb.exception_unwind_function_enter(FunctionId(id));
+        fn ExceptionUnwindFunctionLeave(ICorProfilerCallback) =>
+            |cb| cb.exception_unwind_function_leave();
+        fn ExceptionUnwindFinallyEnter(ICorProfilerCallback, id: FunctionID) =>
+            |cb| cb.exception_unwind_finally_enter(FunctionId(id));
+        fn ExceptionUnwindFinallyLeave(ICorProfilerCallback) =>
+            |cb| cb.exception_unwind_finally_leave();
+        fn ExceptionCatcherEnter(ICorProfilerCallback, id: FunctionID, object: ObjectID) =>
+            |cb| cb.exception_catcher_enter(FunctionId(id), ObjectId(object));
+        fn ExceptionCatcherLeave(ICorProfilerCallback) => |cb| cb.exception_catcher_leave();
+        fn COMClassicVTableCreated(ICorProfilerCallback, class: ClassID, iid: *const GUID, vtable: *mut c_void, slots: ULONG) => |cb| {
+            // SAFETY: null or a GUID valid for the call (R4).
+            let iid = unsafe { iid.as_ref() }.unwrap_or(&GUID::NULL);
+            cb.com_classic_vtable_created(ClassId(class), iid, vtable, slots)
+        };
+        fn COMClassicVTableDestroyed(ICorProfilerCallback, class: ClassID, iid: *const GUID, vtable: *mut c_void) => |cb| {
+            // SAFETY: null or a GUID valid for the call (R4).
+            let iid = unsafe { iid.as_ref() }.unwrap_or(&GUID::NULL);
+            cb.com_classic_vtable_destroyed(ClassId(class), iid, vtable)
+        };
+        fn ExceptionCLRCatcherFound(ICorProfilerCallback) => |cb| cb.exception_clr_catcher_found();
+        fn ExceptionCLRCatcherExecute(ICorProfilerCallback) => |cb| cb.exception_clr_catcher_execute();
+
+        // ---- ICorProfilerCallback2 ----------------------------------------------------------
+
+        fn ThreadNameChanged(ICorProfilerCallback2, id: ThreadID, cch: ULONG, name: *mut WCHAR) => |cb| {
+            // SAFETY: `cch` UTF-16 units (no NUL) valid for the call, or null (R4).
+            let name = unsafe { borrowed(name.cast_const(), cch as usize) };
+            cb.thread_name_changed(ThreadId(id), name)
+        };
+        fn GarbageCollectionStarted(ICorProfilerCallback2, n: c_int, collected: *mut BOOL, reason: u32) => |cb| {
+            let n = usize::try_from(n).unwrap_or(0);
+            // SAFETY: a runtime array of `n` BOOLs, valid for the call (R4).
+            let raw = unsafe { borrowed(collected.cast_const(), n) };
+            let mut small = [false; 8];
+            let heap: Vec<bool>;
+            let flags: &[bool] = if raw.len() <= small.len() {
+                for (dst, src) in small.iter_mut().zip(raw) {
+                    *dst = *src != 0;
+                }
+                &small[..raw.len()]
+            } else {
+                heap = raw.iter().map(|b| *b != 0).collect();
+                &heap
+            };
+            cb.garbage_collection_started(flags, reason)
+        };
+        fn SurvivingReferences(ICorProfilerCallback2, n: ULONG, starts: *mut ObjectID, len: *mut ULONG) => |cb| {
+            let n = n as usize;
+            // SAFETY: two runtime arrays of `n` elements, valid for the call (R4).
+            let (starts, len) = unsafe { (borrowed(starts.cast::<ObjectId>(), n), borrowed(len, n)) };
+            cb.surviving_references(starts, len)
+        };
+        fn GarbageCollectionFinished(ICorProfilerCallback2) => |cb| cb.garbage_collection_finished();
+        fn FinalizeableObjectQueued(ICorProfilerCallback2, flags: DWORD, object: ObjectID) =>
+            |cb| cb.finalizeable_object_queued(flags, ObjectId(object));
+        fn RootReferences2(ICorProfilerCallback2, n: ULONG, roots: *mut ObjectID, kinds: *mut u32, flags: *mut u32, ids: *mut UINT_PTR) => |cb| {
+            let n = n as usize;
+            // SAFETY: four runtime arrays of `n` elements, valid for the call (R4).
+            let (roots, kinds, flags, ids) = unsafe {
+                (borrowed(roots.cast::<ObjectId>(), n), borrowed(kinds, n), borrowed(flags, n), borrowed(ids, n))
+            };
+            cb.root_references2(roots, kinds, flags, ids)
+        };
+        fn HandleCreated(ICorProfilerCallback2, handle: GCHandleID, object: ObjectID) =>
+            |cb| cb.handle_created(GcHandleId(handle), ObjectId(object));
+        fn HandleDestroyed(ICorProfilerCallback2, handle: GCHandleID) =>
+            |cb| cb.handle_destroyed(GcHandleId(handle));
+
+        // ---- ICorProfilerCallback3 ----------------------------------------------------------
+
+        fn InitializeForAttach(ICorProfilerCallback3, unk: *mut IUnknown, data: *mut c_void, len: UINT) => |cb| {
+            // SAFETY: the runtime passes its live info object (R3).
+            let info = unsafe { ProfilerInfo::from_unknown(unk) }?;
+            // SAFETY: `len` bytes of client data valid for the call, or null (R4).
+            let data = unsafe { borrowed(data.cast_const().cast::<u8>(), len as usize) };
+            cb.initialize_for_attach(info, data)
+        };
+        fn ProfilerAttachComplete(ICorProfilerCallback3) => |cb| cb.profiler_attach_complete();
+        fn ProfilerDetachSucceeded(ICorProfilerCallback3) => |cb| cb.profiler_detach_succeeded();
+
+        // ---- ICorProfilerCallback4 ----------------------------------------------------------
+
+        fn ReJITCompilationStarted(ICorProfilerCallback4, id: FunctionID, rejit: ReJITID, safe: BOOL) =>
+            |cb| cb.rejit_compilation_started(FunctionId(id), ReJitId(rejit), safe != 0);
+        fn GetReJITParameters(ICorProfilerCallback4, module: ModuleID, method: u32, control: *mut sys::ICorProfilerFunctionControl) => |cb| {
+            let control = NonNull::new(control).ok_or(HResult::E_POINTER)?;
+            // SAFETY: the runtime's function-control object lives for the call (R4).
+            let control = unsafe { FunctionControl::new(control) };
+            cb.get_rejit_parameters(ModuleId(module), method, control)
+        };
+        fn ReJITCompilationFinished(ICorProfilerCallback4, id: FunctionID, rejit: ReJITID, status: HRESULT, safe: BOOL) =>
+            |cb| cb.rejit_compilation_finished(FunctionId(id), ReJitId(rejit), hr(status), safe != 0);
+        fn ReJITError(ICorProfilerCallback4, module: ModuleID, method: u32, id: FunctionID, status: HRESULT) =>
+            |cb| cb.rejit_error(ModuleId(module), method, FunctionId(id), hr(status));
+        fn MovedReferences2(ICorProfilerCallback4, n: ULONG, old: *mut ObjectID, new: *mut ObjectID, len: *mut SIZE_T) => |cb| {
+            let n = n as usize;
+            // SAFETY: three runtime arrays of `n` elements, valid for the call (R4).
+            let (old, new, len) = unsafe {
+                (borrowed(old.cast::<ObjectId>(), n), borrowed(new.cast::<ObjectId>(), n), borrowed(len, n))
+            };
+            cb.moved_references2(old, new, len)
+        };
+        fn SurvivingReferences2(ICorProfilerCallback4, n: ULONG, starts: *mut ObjectID, len: *mut SIZE_T) => |cb| {
+            let n = n as usize;
+            // SAFETY: two runtime arrays of `n` elements, valid for the call (R4).
+            let (starts, len) = unsafe { (borrowed(starts.cast::<ObjectId>(), n), borrowed(len, n)) };
+            cb.surviving_references2(starts, len)
+        };
+
+        // ---- ICorProfilerCallback5 … 11 -----------------------------------------------------
+
+        fn ConditionalWeakTableElementReferences(ICorProfilerCallback5, n: ULONG, keys: *mut ObjectID, values: *mut ObjectID, ids: *mut GCHandleID) => |cb| {
+            let n = n as usize;
+            // SAFETY: three runtime arrays of `n` elements, valid for the call (R4).
+            let (keys, values, ids) = unsafe {
+                (borrowed(keys.cast::<ObjectId>(), n), borrowed(values.cast::<ObjectId>(), n), borrowed(ids.cast::<GcHandleId>(), n))
+            };
+            cb.conditional_weak_table_element_references(keys, values, ids)
+        };
+        fn GetAssemblyReferences(ICorProfilerCallback6, path: *const WCHAR, provider: *mut sys::ICorProfilerAssemblyReferenceProvider) => |cb| {
+            let provider = NonNull::new(provider).ok_or(HResult::E_POINTER)?;
+            // SAFETY: a NUL-terminated path valid for the call, or null (R4).
+            let path = unsafe { borrowed(path, wcslen(path, 32 * 1024)) };
+            // SAFETY: the runtime's provider lives for the call (R4).
+            let provider = unsafe { AssemblyReferenceProvider::new(provider) };
+            cb.get_assembly_references(path, provider)
+        };
+        fn ModuleInMemorySymbolsUpdated(ICorProfilerCallback7, module: ModuleID) =>
+            |cb| cb.module_in_memory_symbols_updated(ModuleId(module));
+        fn DynamicMethodJITCompilationStarted(ICorProfilerCallback8, id: FunctionID, safe: BOOL, il: LPCBYTE, len: ULONG) => |cb| {
+            // SAFETY: `len` bytes of IL header valid for the call, or null (R4).
+            let il = unsafe { borrowed(il, len as usize) };
+            cb.dynamic_method_jit_compilation_started(FunctionId(id), safe != 0, il)
+        };
+        fn DynamicMethodJITCompilationFinished(ICorProfilerCallback8, id: FunctionID, status: HRESULT, safe: BOOL) =>
+            |cb| cb.dynamic_method_jit_compilation_finished(FunctionId(id), hr(status), safe != 0);
+        fn DynamicMethodUnloaded(ICorProfilerCallback9, id: FunctionID) =>
+            |cb| cb.dynamic_method_unloaded(FunctionId(id));
+        fn EventPipeEventDelivered(
+            ICorProfilerCallback10,
+            provider: UINT_PTR,
+            event_id: DWORD,
+            event_version: DWORD,
+            metadata_len: ULONG,
+            metadata: LPCBYTE,
+            data_len: ULONG,
+            data: LPCBYTE,
+            activity: LPCGUID,
+            related: LPCGUID,
+            thread: ThreadID,
+            frames: ULONG,
+            stack: *mut UINT_PTR,
+        ) => |cb| {
+            // SAFETY: every pointer is null or valid for its count during the call (R4).
+            let event = unsafe {
+                EventPipeEvent {
+                    provider,
+                    event_id,
+                    event_version,
+                    metadata: borrowed(metadata, metadata_len as usize),
+                    data: borrowed(data, data_len as usize),
+                    activity_id: activity.as_ref(),
+                    related_activity_id: related.as_ref(),
+                    thread: ThreadId(thread),
+                    stack: borrowed(stack.cast_const(), frames as usize),
+                }
+            };
+            cb.event_pipe_event_delivered(&event)
+        };
+        fn EventPipeProviderCreated(ICorProfilerCallback10, provider: UINT_PTR) =>
+            |cb| cb.event_pipe_provider_created(provider);
+        fn LoadAsNotificationOnly(ICorProfilerCallback11, only: *mut BOOL) => |cb| {
+            // SAFETY: a non-null out-pointer from the runtime, valid for the call (R4).
+            let mut flag = !only.is_null() && unsafe { *only } != 0;
+            let r = cb.load_as_notification_only(&mut flag);
+            if !only.is_null() {
+                // SAFETY: as above.
+                unsafe { *only = BOOL::from(flag) };
+            }
+            r
+        };
+    }
+}
+
+impl<T: ProfilerCallback> CallbackObject<T> {
+    /// The one vtable for `T`: a promoted constant, so `&Self::VTBL` is `'static` (R10).
+    const VTBL: sys::ICorProfilerCallback11Vtbl = {
+        use shim::*;
+        let unknown = sys::IUnknownVtbl {
+            QueryInterface: QueryInterface::<T>,
+            AddRef: AddRef::<T>,
+            Release: Release::<T>,
+        };
+        let v1 = sys::ICorProfilerCallbackVtbl {
+            base: unknown,
+            Initialize: Initialize::<T>,
+            Shutdown: Shutdown::<T>,
+            AppDomainCreationStarted: AppDomainCreationStarted::<T>,
+            AppDomainCreationFinished: AppDomainCreationFinished::<T>,
+            AppDomainShutdownStarted: AppDomainShutdownStarted::<T>,
+            AppDomainShutdownFinished: AppDomainShutdownFinished::<T>,
+            AssemblyLoadStarted: AssemblyLoadStarted::<T>,
+            AssemblyLoadFinished: AssemblyLoadFinished::<T>,
+            AssemblyUnloadStarted: AssemblyUnloadStarted::<T>,
+            AssemblyUnloadFinished: AssemblyUnloadFinished::<T>,
+            ModuleLoadStarted: ModuleLoadStarted::<T>,
+            ModuleLoadFinished: ModuleLoadFinished::<T>,
+            ModuleUnloadStarted: ModuleUnloadStarted::<T>,
+            ModuleUnloadFinished: ModuleUnloadFinished::<T>,
+            ModuleAttachedToAssembly: ModuleAttachedToAssembly::<T>,
+            ClassLoadStarted: ClassLoadStarted::<T>,
+            ClassLoadFinished: ClassLoadFinished::<T>,
+            ClassUnloadStarted: ClassUnloadStarted::<T>,
+            ClassUnloadFinished: ClassUnloadFinished::<T>,
+            FunctionUnloadStarted: FunctionUnloadStarted::<T>,
+            JITCompilationStarted: JITCompilationStarted::<T>,
+            JITCompilationFinished: JITCompilationFinished::<T>,
+            JITCachedFunctionSearchStarted: JITCachedFunctionSearchStarted::<T>,
+            JITCachedFunctionSearchFinished: JITCachedFunctionSearchFinished::<T>,
+            JITFunctionPitched: JITFunctionPitched::<T>,
+            JITInlining: JITInlining::<T>,
+            ThreadCreated: ThreadCreated::<T>,
+            ThreadDestroyed: ThreadDestroyed::<T>,
+            ThreadAssignedToOSThread: ThreadAssignedToOSThread::<T>,
+            RemotingClientInvocationStarted: RemotingClientInvocationStarted::<T>,
+            RemotingClientSendingMessage: RemotingClientSendingMessage::<T>,
+            RemotingClientReceivingReply: RemotingClientReceivingReply::<T>,
+            RemotingClientInvocationFinished: RemotingClientInvocationFinished::<T>,
+            RemotingServerReceivingMessage: RemotingServerReceivingMessage::<T>,
+            RemotingServerInvocationStarted: RemotingServerInvocationStarted::<T>,
+            RemotingServerInvocationReturned: RemotingServerInvocationReturned::<T>,
+            RemotingServerSendingReply: RemotingServerSendingReply::<T>,
+            UnmanagedToManagedTransition: UnmanagedToManagedTransition::<T>,
+            ManagedToUnmanagedTransition: ManagedToUnmanagedTransition::<T>,
+            RuntimeSuspendStarted: RuntimeSuspendStarted::<T>,
+            RuntimeSuspendFinished: RuntimeSuspendFinished::<T>,
+            RuntimeSuspendAborted: RuntimeSuspendAborted::<T>,
+            RuntimeResumeStarted: RuntimeResumeStarted::<T>,
+            RuntimeResumeFinished: RuntimeResumeFinished::<T>,
+            RuntimeThreadSuspended: RuntimeThreadSuspended::<T>,
+            RuntimeThreadResumed: RuntimeThreadResumed::<T>,
+            MovedReferences: MovedReferences::<T>,
+            ObjectAllocated: ObjectAllocated::<T>,
+            ObjectsAllocatedByClass: ObjectsAllocatedByClass::<T>,
+            ObjectReferences: ObjectReferences::<T>,
+            RootReferences: RootReferences::<T>,
+            ExceptionThrown: ExceptionThrown::<T>,
+            ExceptionSearchFunctionEnter: ExceptionSearchFunctionEnter::<T>,
+            ExceptionSearchFunctionLeave: ExceptionSearchFunctionLeave::<T>,
+            ExceptionSearchFilterEnter: ExceptionSearchFilterEnter::<T>,
+            ExceptionSearchFilterLeave: ExceptionSearchFilterLeave::<T>,
+            ExceptionSearchCatcherFound: ExceptionSearchCatcherFound::<T>,
+            ExceptionOSHandlerEnter: ExceptionOSHandlerEnter::<T>,
+            ExceptionOSHandlerLeave: ExceptionOSHandlerLeave::<T>,
+            ExceptionUnwindFunctionEnter: ExceptionUnwindFunctionEnter::<T>,
+            ExceptionUnwindFunctionLeave: ExceptionUnwindFunctionLeave::<T>,
+            ExceptionUnwindFinallyEnter: ExceptionUnwindFinallyEnter::<T>,
+            ExceptionUnwindFinallyLeave: ExceptionUnwindFinallyLeave::<T>,
+            ExceptionCatcherEnter: ExceptionCatcherEnter::<T>,
+            ExceptionCatcherLeave: ExceptionCatcherLeave::<T>,
+            COMClassicVTableCreated: COMClassicVTableCreated::<T>,
+            COMClassicVTableDestroyed: COMClassicVTableDestroyed::<T>,
+            ExceptionCLRCatcherFound: ExceptionCLRCatcherFound::<T>,
+            ExceptionCLRCatcherExecute: ExceptionCLRCatcherExecute::<T>,
+        };
+        let v2 = sys::ICorProfilerCallback2Vtbl {
+            base: v1,
+            ThreadNameChanged: ThreadNameChanged::<T>,
+            GarbageCollectionStarted: GarbageCollectionStarted::<T>,
+            SurvivingReferences: SurvivingReferences::<T>,
+            GarbageCollectionFinished: GarbageCollectionFinished::<T>,
+            FinalizeableObjectQueued: FinalizeableObjectQueued::<T>,
+            RootReferences2: RootReferences2::<T>,
+            HandleCreated: HandleCreated::<T>,
+            HandleDestroyed: HandleDestroyed::<T>,
+        };
+        let v3 = sys::ICorProfilerCallback3Vtbl {
+            base: v2,
+            InitializeForAttach: InitializeForAttach::<T>,
+            ProfilerAttachComplete: ProfilerAttachComplete::<T>,
+            ProfilerDetachSucceeded: ProfilerDetachSucceeded::<T>,
+        };
+        let v4 = sys::ICorProfilerCallback4Vtbl {
+            base: v3,
+            ReJITCompilationStarted: ReJITCompilationStarted::<T>,
+            GetReJITParameters: GetReJITParameters::<T>,
+            ReJITCompilationFinished: ReJITCompilationFinished::<T>,
+            ReJITError: ReJITError::<T>,
+            MovedReferences2: MovedReferences2::<T>,
+            SurvivingReferences2: SurvivingReferences2::<T>,
+        };
+        let v5 = sys::ICorProfilerCallback5Vtbl {
+            base: v4,
+            ConditionalWeakTableElementReferences: ConditionalWeakTableElementReferences::<T>,
+        };
+        let v6 = sys::ICorProfilerCallback6Vtbl {
+            base: v5,
+            GetAssemblyReferences: GetAssemblyReferences::<T>,
+        };
+        let v7 = sys::ICorProfilerCallback7Vtbl {
+            base: v6,
+            ModuleInMemorySymbolsUpdated: ModuleInMemorySymbolsUpdated::<T>,
+        };
+        let v8 = sys::ICorProfilerCallback8Vtbl {
+            base: v7,
+            DynamicMethodJITCompilationStarted: DynamicMethodJITCompilationStarted::<T>,
+            DynamicMethodJITCompilationFinished: DynamicMethodJITCompilationFinished::<T>,
+        };
+        let v9 = sys::ICorProfilerCallback9Vtbl {
+            base: v8,
+            DynamicMethodUnloaded: DynamicMethodUnloaded::<T>,
+        };
+        let v10 = sys::ICorProfilerCallback10Vtbl {
+            base: v9,
+            EventPipeEventDelivered: EventPipeEventDelivered::<T>,
+            EventPipeProviderCreated: EventPipeProviderCreated::<T>,
+        };
+        sys::ICorProfilerCallback11Vtbl {
+            base: v10,
+            LoadAsNotificationOnly: LoadAsNotificationOnly::<T>,
+        }
+    };
+}
+
+// ---------------------------------------------------------------------------------------
+// The class factory and DllGetClassObject
+// ---------------------------------------------------------------------------------------
+
+#[repr(C)]
+struct ClassFactory<T: ProfilerCallback> {
+    vtbl: *const sys::IClassFactoryVtbl,
+    refs: RefCount,
+    make: fn() -> Result<T>,
+}
+
+/// Creates an `IClassFactory` (one reference, owned by the caller) whose `CreateInstance`
+/// calls `make` and wraps the result with [`new_callback_object`]. An `Err` from `make`
+/// is returned to the runtime as is (`CORPROF_E_PROFILER_CANCEL_ACTIVATION` declines
+/// loading quietly).
+pub fn new_class_factory<T: ProfilerCallback>(make: fn() -> Result<T>) -> *mut sys::IClassFactory {
+    let obj = Box::new(ClassFactory {
+        vtbl: &ClassFactory::<T>::VTBL,
+        refs: RefCount::new(1),
+        make,
+    });
+    Box::into_raw(obj).cast()
+}
+
+impl<T: ProfilerCallback> ClassFactory<T> {
+    const VTBL: sys::IClassFactoryVtbl = sys::IClassFactoryVtbl {
+        base: sys::IUnknownVtbl {
+            QueryInterface: factory::QueryInterface::<T>,
+            AddRef: factory::AddRef::<T>,
+            Release: factory::Release::<T>,
+        },
+        CreateInstance: factory::CreateInstance::<T>,
+        LockServer: factory::LockServer,
+    };
+}
+
+#[allow(non_snake_case)]
+mod factory {
+    use super::*;
+    use sys::{IClassFactory, IUnknown};
+
+    /// # Safety
+    /// `this` must point to a live `ClassFactory<T>` (R2).
+    unsafe fn refs<'a, T: ProfilerCallback>(this: *mut c_void) -> &'a RefCount {
+        // SAFETY: guaranteed by the caller.
+        unsafe { &(*this.cast::<ClassFactory<T>>()).refs }
+    }
+
+    pub(super) unsafe extern "system" fn QueryInterface<T: ProfilerCallback>(
+        this: *mut IUnknown,
+        riid: *const GUID,
+        ppv: *mut *mut c_void,
+    ) -> HRESULT {
+        guard("IClassFactory::QueryInterface", || {
+            if ppv.is_null() {
+                return Err(HResult::E_POINTER);
+            }
+            // SAFETY: a non-null out-pointer from the caller (R5).
+            unsafe { *ppv = ptr::null_mut() };
+            if riid.is_null() {
+                return Err(HResult::E_POINTER);
+            }
+            // SAFETY: a non-null REFIID points to a GUID for the call (R4).
+            let iid = unsafe { *riid };
+            if iid != sys::IID_IUnknown && iid != sys::IID_IClassFactory {
+                return Err(HResult::E_NOINTERFACE);
+            }
+            // SAFETY: the caller holds a reference, so `this` is live (R2).
+            unsafe { refs::<T>(this.cast()) }.add_ref();
+            // SAFETY: as above.
+            unsafe { *ppv = this.cast() };
+            Ok(())
+        })
+    }
+
+    pub(super) unsafe extern "system" fn AddRef<T: ProfilerCallback>(this: *mut IUnknown) -> u32 {
+        // SAFETY: the caller holds a reference (R2).
+        unsafe { refs::<T>(this.cast()) }.add_ref()
+    }
+
+    pub(super) unsafe extern "system" fn Release<T: ProfilerCallback>(this: *mut IUnknown) -> u32 {
+        // SAFETY: the caller gives up a reference it holds (R2).
+        let left = unsafe { refs::<T>(this.cast()) }.release();
+        if left == 0 {
+            // SAFETY: no reference remains; the object came from Box::into_raw (R2).
+            drop(unsafe { Box::from_raw(this.cast::<ClassFactory<T>>()) });
+        }
+        left
+    }
+
+    pub(super) unsafe extern "system" fn CreateInstance<T: ProfilerCallback>(
+        this: *mut IClassFactory,
+        outer: *mut IUnknown,
+        riid: *const GUID,
+        ppv: *mut *mut c_void,
+    ) -> HRESULT {
+        guard("IClassFactory::CreateInstance", || {
+            if ppv.is_null() {
+                return Err(HResult::E_POINTER);
+            }
+            // SAFETY: a non-null out-pointer from the caller (R5).
+            unsafe { *ppv = ptr::null_mut() };
+            if !outer.is_null() {
+                return Err(HResult::CLASS_E_NOAGGREGATION);
+            }
+            // SAFETY: the caller holds a reference to the factory (R2).
+            let make = unsafe { (*this.cast::<ClassFactory<T>>()).make };
+            let obj = new_callback_object(make()?);
+            // SAFETY: `obj` is the live object just created, with our one reference; QI
+            // checks `riid` and writes `ppv` (R2, R5).
+            unsafe {
+                let unknown = obj.cast::<IUnknown>();
+                let hr = ((*(*unknown).vtbl).QueryInterface)(unknown, riid, ppv);
+                ((*(*unknown).vtbl).Release)(unknown);
+                HResult(hr).ok()
+            }
+        })
+    }
+
+    pub(super) unsafe extern "system" fn LockServer(
+        _this: *mut IClassFactory,
+        _lock: BOOL,
+    ) -> HRESULT {
+        sys::S_OK
+    }
+}
+
+/// The body of a profiler library's exported `DllGetClassObject`.
+///
+/// Answers `CLASS_E_CLASSNOTAVAILABLE` unless `*rclsid == *our_clsid`, `E_POINTER` for
+/// null pointers, and otherwise hands out a class factory (for `IID_IClassFactory` or
+/// `IID_IUnknown`) that creates the profiler with `make`. The runtime then asks the
+/// factory for `ICorProfilerCallback2` and queries from `ICorProfilerCallback11` down.
+///
+/// ```no_run
+/// # use core::ffi::c_void;
+/// # use corprof::sys::{GUID, HRESULT};
+/// # #[derive(Default)] struct MyProfiler;
+/// # impl corprof::ProfilerCallback for MyProfiler {}
+/// const CLSID: GUID = GUID::from_u128(0x8C1D2E1B_6B1A_4C3E_9F5E_2A8E0C6D7B11);
+///
+/// #[unsafe(no_mangle)]
+/// pub unsafe extern "system" fn DllGetClassObject(
+///     rclsid: *const GUID,
+///     riid: *const GUID,
+///     ppv: *mut *mut c_void,
+/// ) -> HRESULT {
+///     // SAFETY: the runtime's pointers are forwarded unchanged; null is checked.
+///     unsafe { corprof::dll_get_class_object(rclsid, riid, ppv, &CLSID, || Ok(MyProfiler)) }
+/// }
+/// ```
+///
+/// # Safety
+/// Each pointer must be null or valid as `DllGetClassObject` requires: `rclsid` and `riid`
+/// point to GUIDs, `ppv` to writable storage for one pointer.
+pub unsafe fn dll_get_class_object<T: ProfilerCallback>(
+    rclsid: *const GUID,
+    riid: *const GUID,
+    ppv: *mut *mut c_void,
+    our_clsid: &GUID,
+    make: fn() -> Result<T>,
+) -> HRESULT {
+    guard("DllGetClassObject", || {
+        if ppv.is_null() {
+            return Err(HResult::E_POINTER);
+        }
+        // SAFETY: non-null and writable per the contract.
+        unsafe { *ppv = ptr::null_mut() };
+        if rclsid.is_null() || riid.is_null() {
+            return Err(HResult::E_POINTER);
+        }
+        // SAFETY: non-null GUID pointers per the contract.
+        if unsafe { *rclsid } != *our_clsid {
+            return Err(HResult::CLASS_E_CLASSNOTAVAILABLE);
+        }
+        let factory = new_class_factory(make).cast::<sys::IUnknown>();
+        // SAFETY: `factory` is live with our one reference; QI checks `riid` and writes
+        // `ppv` (R2, R5).
+        unsafe {
+            let hr = ((*(*factory).vtbl).QueryInterface)(factory, riid, ppv);
+            ((*(*factory).vtbl).Release)(factory);
+            HResult(hr).ok()
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refcount_saturates_and_reports_zero_once() {
+        let r = RefCount::new(1);
+        assert_eq!(r.add_ref(), 2);
+        assert_eq!(r.release(), 1);
+        assert_eq!(r.release(), 0);
+        let s = RefCount::new(u32::MAX - 1);
+        assert_eq!(s.add_ref(), u32::MAX);
+        assert_eq!(s.add_ref(), u32::MAX);
+        assert_eq!(s.release(), u32::MAX);
+    }
+
+    #[test]
+    fn catch_turns_panics_into_e_fail() {
+        let r: Result<()> = catch("test", || panic!("boom"));
+        assert_eq!(r, Err(HResult::E_FAIL));
+        assert_eq!(catch("test", || Ok(5)), Ok(5));
+    }
+}

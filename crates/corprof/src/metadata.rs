@@ -1,0 +1,560 @@
+//! [`MetaDataImport`]: a module's `IMetaDataImport` / `IMetaDataImport2`, with safe
+//! methods that return owned data.
+
+use core::ptr::{self, NonNull};
+
+use corprof_sys as sys;
+use corprof_sys::GUID;
+
+use crate::hresult::{HResult, Result, check};
+use crate::sig;
+use crate::wstr::read_string;
+
+/// One reference to a module's metadata importer (from
+/// [`ProfilerInfo::get_module_metadata`](crate::ProfilerInfo::get_module_metadata)).
+///
+/// `Clone` adds a reference, `Drop` releases one. `Send + Sync`: CoreCLR's importer
+/// (`RegMeta`) has no thread affinity (there are no COM apartments in CoreCLR) and guards
+/// its tables with its own reader/writer lock, so it may be used and released from any
+/// thread (safety.md R8). Every method copies what it returns, so nothing borrowed from
+/// the metadata outlives the call.
+pub struct MetaDataImport {
+    ptr: NonNull<sys::IMetaDataImport>,
+    /// `ptr` is really an `IMetaDataImport2` (whose vtable extends `IMetaDataImport`).
+    import2: bool,
+}
+
+// SAFETY: see the type's documentation (R8).
+unsafe impl Send for MetaDataImport {}
+// SAFETY: see the type's documentation (R8).
+unsafe impl Sync for MetaDataImport {}
+
+impl Clone for MetaDataImport {
+    fn clone(&self) -> MetaDataImport {
+        let p = self.ptr.as_ptr();
+        // SAFETY: `p` is live: we hold a reference (R3).
+        unsafe { ((*(*p).vtbl).base.AddRef)(p.cast()) };
+        MetaDataImport {
+            ptr: self.ptr,
+            import2: self.import2,
+        }
+    }
+}
+
+impl Drop for MetaDataImport {
+    fn drop(&mut self) {
+        let p = self.ptr.as_ptr();
+        // SAFETY: we own one reference to a live object (R3).
+        unsafe { ((*(*p).vtbl).base.Release)(p.cast()) };
+    }
+}
+
+impl core::fmt::Debug for MetaDataImport {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "MetaDataImport({:p}, import2: {})",
+            self.ptr, self.import2
+        )
+    }
+}
+
+/// `GetMethodProps`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MethodProps {
+    /// The declaring `mdTypeDef`.
+    pub class: u32,
+    pub name: String,
+    /// `CorMethodAttr` bits (`mdStatic`, `mdVirtual`, …).
+    pub attributes: u32,
+    /// The method signature blob (see [`sig::parse_method`]).
+    pub sig: Vec<u8>,
+    pub code_rva: u32,
+    /// `CorMethodImpl` bits.
+    pub impl_flags: u32,
+}
+
+/// `GetTypeDefProps`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypeDefProps {
+    /// As metadata stores it: `Namespace.Name` for top-level types, just `Name` for nested
+    /// ones, with the generic arity suffix (``List`1``).
+    pub name: String,
+    /// `CorTypeAttr` bits.
+    pub flags: u32,
+    /// The base type token (TypeDef, TypeRef or TypeSpec; nil for interfaces and `Object`).
+    pub extends: u32,
+}
+
+/// `GetTypeRefProps`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypeRefProps {
+    /// Module, ModuleRef, AssemblyRef or (for nested types) the enclosing TypeRef.
+    pub resolution_scope: u32,
+    /// `Namespace.Name` (just `Name` when nested).
+    pub name: String,
+}
+
+/// `GetMemberRefProps`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberRefProps {
+    /// TypeRef, TypeDef, TypeSpec, ModuleRef or MethodDef.
+    pub parent: u32,
+    pub name: String,
+    /// Method or field signature blob.
+    pub sig: Vec<u8>,
+}
+
+/// `GetFieldProps`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldProps {
+    /// The declaring `mdTypeDef`.
+    pub class: u32,
+    pub name: String,
+    /// `CorFieldAttr` bits (`fdStatic`, `fdLiteral`, …).
+    pub attributes: u32,
+    /// The field signature blob (see [`sig::parse_field`]).
+    pub sig: Vec<u8>,
+    /// `ELEMENT_TYPE_*` of the constant value, for literal fields (0 otherwise).
+    pub constant_type: u32,
+}
+
+/// `GetGenericParamProps`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GenericParamProps {
+    /// Position in the owner's parameter list.
+    pub index: u32,
+    /// `CorGenericParamAttr` bits.
+    pub flags: u32,
+    /// The owning TypeDef or MethodDef.
+    pub owner: u32,
+    pub name: String,
+}
+
+/// `GetScopeProps`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScopeProps {
+    /// The module name (`System.Private.CoreLib.dll`).
+    pub name: String,
+    pub mvid: GUID,
+}
+
+/// Calls an `IMetaDataImport` method (safety.md R3, R5).
+macro_rules! mdcall {
+    ($self:ident . $method:ident ( $($arg:expr),* $(,)? )) => {{
+        let p = $self.ptr.as_ptr();
+        // SAFETY: `p` is a live IMetaDataImport we hold a reference to (R3); the arguments
+        // are values, live locals, or buffers passed with their true lengths (R5).
+        unsafe { ((*(*p).vtbl).$method)(p $(, $arg)*) }
+    }};
+}
+
+/// Copies a signature blob the importer returned.
+///
+/// # Safety
+/// `blob` must be null or point to `len` bytes inside the live metadata (R4).
+unsafe fn copy_blob(blob: *const u8, len: u32) -> Vec<u8> {
+    // SAFETY: guaranteed by the caller.
+    unsafe { crate::com::borrowed(blob, len as usize) }.to_vec()
+}
+
+const MAX_NESTING: usize = 64;
+const MAX_NAME_DEPTH: u32 = 8;
+
+impl MetaDataImport {
+    /// Takes over one reference the runtime returned for `IID_IMetaDataImport2`
+    /// (`import2`) or `IID_IMetaDataImport`.
+    ///
+    /// # Safety
+    /// `unk` must be a live pointer to the interface named by `import2`, with one
+    /// reference that the caller transfers.
+    pub(crate) unsafe fn from_owned(
+        unk: *mut sys::IUnknown,
+        import2: bool,
+    ) -> Result<MetaDataImport> {
+        let ptr = NonNull::new(unk.cast::<sys::IMetaDataImport>()).ok_or(HResult::E_POINTER)?;
+        Ok(MetaDataImport { ptr, import2 })
+    }
+
+    /// Wraps an `IMetaDataImport` obtained elsewhere, taking over one reference. Queries
+    /// `IMetaDataImport2` so that the `Import2` methods work when the object has it.
+    ///
+    /// # Safety
+    /// `ptr` must be null or a live `IMetaDataImport` whose reference the caller transfers.
+    pub unsafe fn from_raw(ptr: *mut sys::IMetaDataImport) -> Option<MetaDataImport> {
+        let ptr = NonNull::new(ptr)?;
+        let p = ptr.as_ptr();
+        let mut two: *mut core::ffi::c_void = ptr::null_mut();
+        // SAFETY: `p` is live per the contract; `two` is a local out-pointer (R3, R5).
+        let hr = unsafe {
+            ((*(*p).vtbl).base.QueryInterface)(p.cast(), &sys::IID_IMetaDataImport2, &mut two)
+        };
+        match NonNull::new(two.cast::<sys::IMetaDataImport>()) {
+            Some(two) if hr >= 0 => {
+                // SAFETY: we hold the QI's reference to the same object; give back the
+                // caller's (R3).
+                unsafe { ((*(*p).vtbl).base.Release)(p.cast()) };
+                Some(MetaDataImport {
+                    ptr: two,
+                    import2: true,
+                })
+            }
+            _ => Some(MetaDataImport {
+                ptr,
+                import2: false,
+            }),
+        }
+    }
+
+    /// Whether `IMetaDataImport2` methods are available (always with CoreCLR).
+    pub fn has_import2(&self) -> bool {
+        self.import2
+    }
+
+    /// The raw interface, valid as long as `self`.
+    pub fn as_raw(&self) -> *mut sys::IMetaDataImport {
+        self.ptr.as_ptr()
+    }
+
+    /// The raw `IMetaDataImport2`, if available; valid as long as `self`.
+    pub fn as_raw2(&self) -> Option<*mut sys::IMetaDataImport2> {
+        self.import2.then(|| self.ptr.as_ptr().cast())
+    }
+
+    /// `GetMethodProps` for an `mdMethodDef`.
+    pub fn get_method_props(&self, method: u32) -> Result<MethodProps> {
+        let (mut class, mut attr, mut sig, mut sig_len, mut rva, mut impl_flags) =
+            (0, 0, ptr::null(), 0, 0, 0);
+        let name = read_string(|buf, cap, needed| {
+            mdcall!(self.GetMethodProps(
+                method,
+                &mut class,
+                buf,
+                cap,
+                needed,
+                &mut attr,
+                &mut sig,
+                &mut sig_len,
+                &mut rva,
+                &mut impl_flags,
+            ))
+        })?;
+        Ok(MethodProps {
+            class,
+            name,
+            attributes: attr,
+            // SAFETY: the blob the last successful call returned, inside the metadata (R4).
+            sig: unsafe { copy_blob(sig, sig_len) },
+            code_rva: rva,
+            impl_flags,
+        })
+    }
+
+    /// `GetTypeDefProps`.
+    pub fn get_type_def_props(&self, type_def: u32) -> Result<TypeDefProps> {
+        let (mut flags, mut extends) = (0, 0);
+        let name = read_string(|buf, cap, needed| {
+            mdcall!(self.GetTypeDefProps(type_def, buf, cap, needed, &mut flags, &mut extends))
+        })?;
+        Ok(TypeDefProps {
+            name,
+            flags,
+            extends,
+        })
+    }
+
+    /// `GetNestedClassProps`: the enclosing `mdTypeDef`, or `None` for a top-level type.
+    pub fn get_nested_class_props(&self, type_def: u32) -> Result<Option<u32>> {
+        let mut outer = 0;
+        let hr = mdcall!(self.GetNestedClassProps(type_def, &mut outer));
+        if hr == sys::CLDB_E_RECORD_NOTFOUND {
+            return Ok(None);
+        }
+        check(hr)?;
+        Ok((!sys::IsNilToken(outer)).then_some(outer))
+    }
+
+    /// `GetTypeRefProps`.
+    pub fn get_type_ref_props(&self, type_ref: u32) -> Result<TypeRefProps> {
+        let mut scope = 0;
+        let name = read_string(|buf, cap, needed| {
+            mdcall!(self.GetTypeRefProps(type_ref, &mut scope, buf, cap, needed))
+        })?;
+        Ok(TypeRefProps {
+            resolution_scope: scope,
+            name,
+        })
+    }
+
+    /// `GetMemberRefProps`.
+    pub fn get_member_ref_props(&self, member_ref: u32) -> Result<MemberRefProps> {
+        let (mut parent, mut sig, mut sig_len) = (0, ptr::null(), 0);
+        let name = read_string(|buf, cap, needed| {
+            mdcall!(self.GetMemberRefProps(
+                member_ref,
+                &mut parent,
+                buf,
+                cap,
+                needed,
+                &mut sig,
+                &mut sig_len
+            ))
+        })?;
+        Ok(MemberRefProps {
+            parent,
+            name,
+            // SAFETY: the blob the last successful call returned (R4).
+            sig: unsafe { copy_blob(sig, sig_len) },
+        })
+    }
+
+    /// `GetFieldProps`.
+    pub fn get_field_props(&self, field: u32) -> Result<FieldProps> {
+        let (mut class, mut attr, mut sig, mut sig_len, mut ctype, mut value, mut value_len) =
+            (0, 0, ptr::null(), 0, 0, ptr::null(), 0);
+        let name = read_string(|buf, cap, needed| {
+            mdcall!(self.GetFieldProps(
+                field,
+                &mut class,
+                buf,
+                cap,
+                needed,
+                &mut attr,
+                &mut sig,
+                &mut sig_len,
+                &mut ctype,
+                &mut value,
+                &mut value_len,
+            ))
+        })?;
+        Ok(FieldProps {
+            class,
+            name,
+            attributes: attr,
+            // SAFETY: the blob the last successful call returned (R4).
+            sig: unsafe { copy_blob(sig, sig_len) },
+            constant_type: ctype,
+        })
+    }
+
+    /// `GetGenericParamProps` (`IMetaDataImport2`).
+    pub fn get_generic_param_props(&self, param: u32) -> Result<GenericParamProps> {
+        let (mut index, mut flags, mut owner, mut reserved) = (0, 0, 0, 0);
+        let p2 = self.as_raw2().ok_or(HResult::E_NOINTERFACE)?;
+        let name = read_string(|buf, cap, needed| {
+            // SAFETY: `p2` is a live IMetaDataImport2 (R3); the buffers are locals or
+            // `cap` units (R5).
+            unsafe {
+                ((*(*p2).vtbl).GetGenericParamProps)(
+                    p2,
+                    param,
+                    &mut index,
+                    &mut flags,
+                    &mut owner,
+                    &mut reserved,
+                    buf,
+                    cap,
+                    needed,
+                )
+            }
+        })?;
+        Ok(GenericParamProps {
+            index,
+            flags,
+            owner,
+            name,
+        })
+    }
+
+    /// `GetTypeSpecFromToken`: the TypeSpec's signature blob (see [`sig::parse_type`]).
+    pub fn get_type_spec_from_token(&self, type_spec: u32) -> Result<Vec<u8>> {
+        let (mut blob, mut len) = (ptr::null(), 0);
+        check(mdcall!(
+            self.GetTypeSpecFromToken(type_spec, &mut blob, &mut len)
+        ))?;
+        // SAFETY: the blob the call returned (R4).
+        Ok(unsafe { copy_blob(blob, len) })
+    }
+
+    /// `GetSigFromToken`: a StandAloneSig's blob (local variables, `calli` sites).
+    pub fn get_sig_from_token(&self, signature: u32) -> Result<Vec<u8>> {
+        let (mut blob, mut len) = (ptr::null(), 0);
+        check(mdcall!(
+            self.GetSigFromToken(signature, &mut blob, &mut len)
+        ))?;
+        // SAFETY: the blob the call returned (R4).
+        Ok(unsafe { copy_blob(blob, len) })
+    }
+
+    /// `GetModuleFromScope`: the `mdModule` token.
+    pub fn get_module_from_scope(&self) -> Result<u32> {
+        let mut module = 0;
+        check(mdcall!(self.GetModuleFromScope(&mut module)))?;
+        Ok(module)
+    }
+
+    /// `GetScopeProps`: the module's name and MVID.
+    pub fn get_scope_props(&self) -> Result<ScopeProps> {
+        let mut mvid = GUID::NULL;
+        let name = read_string(|buf, cap, needed| {
+            mdcall!(self.GetScopeProps(buf, cap, needed, &mut mvid))
+        })?;
+        Ok(ScopeProps { name, mvid })
+    }
+
+    /// Drives an `Enum*` method to the end and closes the enumeration.
+    fn enum_tokens(
+        &self,
+        mut call: impl FnMut(*mut sys::HCORENUM, *mut u32, u32, *mut u32) -> i32,
+    ) -> Result<Vec<u32>> {
+        struct Close<'a>(&'a MetaDataImport, sys::HCORENUM);
+        impl Drop for Close<'_> {
+            fn drop(&mut self) {
+                if !self.1.is_null() {
+                    let me = self.0;
+                    mdcall!(me.CloseEnum(self.1));
+                }
+            }
+        }
+        let mut close = Close(self, ptr::null_mut());
+        let mut out = Vec::new();
+        let mut batch = [0u32; 64];
+        loop {
+            let mut n = 0u32;
+            let hr = call(&mut close.1, batch.as_mut_ptr(), batch.len() as u32, &mut n);
+            check(hr)?;
+            let n = (n as usize).min(batch.len());
+            out.extend_from_slice(&batch[..n]);
+            if n == 0 || hr != sys::S_OK {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// `EnumFields`: the `mdFieldDef`s of a type.
+    pub fn enum_fields(&self, type_def: u32) -> Result<Vec<u32>> {
+        self.enum_tokens(|e, buf, cap, n| mdcall!(self.EnumFields(e, type_def, buf, cap, n)))
+    }
+
+    /// `EnumMethods`: the `mdMethodDef`s of a type.
+    pub fn enum_methods(&self, type_def: u32) -> Result<Vec<u32>> {
+        self.enum_tokens(|e, buf, cap, n| mdcall!(self.EnumMethods(e, type_def, buf, cap, n)))
+    }
+
+    /// `EnumGenericParams` (`IMetaDataImport2`): of a TypeDef or MethodDef, in order.
+    pub fn enum_generic_params(&self, owner: u32) -> Result<Vec<u32>> {
+        let p2 = self.as_raw2().ok_or(HResult::E_NOINTERFACE)?;
+        self.enum_tokens(|e, buf, cap, n| {
+            // SAFETY: `p2` is a live IMetaDataImport2 (R3); `buf` holds `cap` tokens (R5).
+            unsafe { ((*(*p2).vtbl).EnumGenericParams)(p2, e, owner, buf, cap, n) }
+        })
+    }
+
+    /// Generic parameter names of a TypeDef or MethodDef (`T`, `TKey`, …), in order.
+    pub fn generic_param_names(&self, owner: u32) -> Result<Vec<String>> {
+        let mut params = self
+            .enum_generic_params(owner)?
+            .into_iter()
+            .map(|p| self.get_generic_param_props(p))
+            .collect::<Result<Vec<_>>>()?;
+        params.sort_by_key(|p| p.index);
+        Ok(params.into_iter().map(|p| p.name).collect())
+    }
+
+    /// `Namespace.Outer+Inner` for a TypeDef (arity suffixes kept: ``Dictionary`2``).
+    /// Never fails: unreadable parts become `type@0x…`.
+    pub fn type_full_name(&self, type_def: u32) -> String {
+        let mut parts = Vec::new();
+        let mut cur = type_def;
+        for _ in 0..MAX_NESTING {
+            match self.get_type_def_props(cur) {
+                Ok(p) => {
+                    parts.push(p.name);
+                    if !sys::IsTdNested(p.flags) {
+                        break;
+                    }
+                    match self.get_nested_class_props(cur) {
+                        Ok(Some(outer)) => cur = outer,
+                        _ => break,
+                    }
+                }
+                Err(_) => {
+                    parts.push(format!("type@{cur:#010x}"));
+                    break;
+                }
+            }
+        }
+        parts.reverse();
+        parts.join("+")
+    }
+
+    /// `Namespace.Outer+Inner` for a TypeRef. Never fails.
+    pub fn type_ref_full_name(&self, type_ref: u32) -> String {
+        let mut parts = Vec::new();
+        let mut cur = type_ref;
+        for _ in 0..MAX_NESTING {
+            match self.get_type_ref_props(cur) {
+                Ok(p) => {
+                    parts.push(p.name);
+                    if sys::TypeFromToken(p.resolution_scope) == sys::mdtTypeRef {
+                        cur = p.resolution_scope;
+                    } else {
+                        break;
+                    }
+                }
+                Err(_) => {
+                    parts.push(format!("typeref@{cur:#010x}"));
+                    break;
+                }
+            }
+        }
+        parts.reverse();
+        parts.join("+")
+    }
+
+    /// `Type.Method` for a MethodDef.
+    pub fn method_full_name(&self, method: u32) -> Result<String> {
+        let props = self.get_method_props(method)?;
+        Ok(format!(
+            "{}.{}",
+            self.type_full_name(props.class),
+            props.name
+        ))
+    }
+
+    /// A readable name for any token a signature or IL can hold: TypeDef and TypeRef give
+    /// `Namespace.Outer+Inner`, TypeSpec its formatted signature
+    /// (``System.Collections.Generic.List`1<int>``), MethodDef / MemberRef / FieldDef
+    /// `Type.Member`. Never fails: unknown or unreadable tokens become `token@0x…`.
+    /// Meant as the resolver for [`sig::MethodSig::format_params`] and friends.
+    pub fn token_name(&self, token: u32) -> String {
+        self.token_name_depth(token, 0)
+    }
+
+    fn token_name_depth(&self, token: u32, depth: u32) -> String {
+        let fallback = || format!("token@{token:#010x}");
+        if depth > MAX_NAME_DEPTH {
+            return fallback();
+        }
+        match sys::TypeFromToken(token) {
+            sys::mdtTypeDef => self.type_full_name(token),
+            sys::mdtTypeRef => self.type_ref_full_name(token),
+            sys::mdtTypeSpec => self
+                .get_type_spec_from_token(token)
+                .ok()
+                .and_then(|blob| sig::parse_type(&blob).ok())
+                .map(|t| t.format(&|t| self.token_name_depth(t, depth + 1)))
+                .unwrap_or_else(fallback),
+            sys::mdtMethodDef => self.method_full_name(token).unwrap_or_else(|_| fallback()),
+            sys::mdtMemberRef => match self.get_member_ref_props(token) {
+                Ok(m) => format!("{}.{}", self.token_name_depth(m.parent, depth + 1), m.name),
+                Err(_) => fallback(),
+            },
+            sys::mdtFieldDef => match self.get_field_props(token) {
+                Ok(f) => format!("{}.{}", self.type_full_name(f.class), f.name),
+                Err(_) => fallback(),
+            },
+            _ => fallback(),
+        }
+    }
+}
