@@ -166,7 +166,7 @@ pub struct ReportArgs {
     /// Rows per list
     #[arg(long, default_value_t = 15)]
     pub top: usize,
-    /// Depth of call trees (trace mode)
-    #[arg(long, default_value_t = 12)]
-    pub depth: usize,
+    /// Depth of call trees (trace mode) [default: 12 in text, 40 in JSON]
+    #[arg(long)]
+    pub depth: Option<usize>,
 }

@@ -12,7 +12,7 @@ pub fn run(args: ReportArgs) -> Result<i32> {
     for w in &trace.warnings {
         eprintln!("clrprof: warning: {}: {w}", args.file.display());
     }
-    let report = build_with(&trace, Options { depth: if args.json { 64 } else { args.depth } });
+    let report = build_with(&trace, Options { depth: args.depth.unwrap_or(if args.json { 40 } else { 12 }) });
     if args.json {
         let s = serde_json::to_string_pretty(&report)?;
         println!("{s}");
