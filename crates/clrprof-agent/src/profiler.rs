@@ -53,13 +53,17 @@ impl Session {
             s.stop();
             let st = &s.stats;
             let get = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+            let ticks = get(&st.ticks).max(1);
             log!(
-                "sampler: {} ticks, {} samples, {} ticks missed, {} suspend failures, {} walk failures",
+                "sampler: {} ticks, {} samples, {} ticks missed, {} suspend failures, {} empty walks; \
+                 per tick {:.0} µs suspended, {:.0} µs busy",
                 get(&st.ticks),
                 get(&st.samples),
                 get(&st.missed_ticks),
                 get(&st.suspend_failures),
-                get(&st.walk_failures)
+                get(&st.walk_failures),
+                get(&st.suspended_ns) as f64 / ticks as f64 / 1e3,
+                get(&st.busy_ns) as f64 / ticks as f64 / 1e3
             );
         }
         let writer = self.writer.lock().ok().and_then(|mut w| w.take());

@@ -28,6 +28,9 @@ use crate::names::Seen;
 /// Non-zero while the sampler holds the runtime suspended and walks threads.
 static WALK_ACTIVE: AtomicUsize = AtomicUsize::new(0);
 
+/// Ticks a late sampler may catch up on before it skips (and counts) the rest.
+const MAX_CATCH_UP: u64 = 10;
+
 /// Longest stack kept (leaf first); deeper frames are cut and marked.
 const MAX_FRAMES: usize = 512;
 
@@ -51,6 +54,10 @@ pub struct SamplerStats {
     pub samples: AtomicU64,
     pub suspend_failures: AtomicU64,
     pub walk_failures: AtomicU64,
+    /// Time the runtime spent suspended by us, summed.
+    pub suspended_ns: AtomicU64,
+    /// Time the sampler spent per tick (suspend, walk, resume, record), summed.
+    pub busy_ns: AtomicU64,
 }
 
 pub struct Sampler {
@@ -137,15 +144,18 @@ fn run(
         {
             break;
         }
-        // Keep the schedule: if we fell behind by whole intervals, skip them and count.
+        // Keep the schedule: a late tick is taken at once (the next deadline stays on the
+        // grid), so short delays do not lower the rate; only when far behind (a stalled
+        // machine) are whole ticks skipped, and counted.
         next += interval_ns;
-        if now > next {
-            let behind = (now - next) / interval_ns + 1;
+        if now > next + MAX_CATCH_UP * interval_ns {
+            let behind = (now - next) / interval_ns;
             stats.missed_ticks.fetch_add(behind, Ordering::Relaxed);
             next += behind * interval_ns;
         }
         stats.ticks.fetch_add(1, Ordering::Relaxed);
         let ts = clock::ticks();
+        let tick_start = now;
         frames.clear();
         walked.clear();
         if info.suspend_runtime().is_err() {
@@ -180,6 +190,7 @@ fn run(
         }
         WALK_ACTIVE.store(0, Ordering::Release);
         let _ = info.resume_runtime();
+        stats.suspended_ns.fetch_add(clock::monotonic_ns().saturating_sub(tick_start), Ordering::Relaxed);
 
         // The runtime runs again: now read CPU clocks, name new functions and record.
         for w in &walked {
@@ -204,7 +215,9 @@ fn run(
             for f in new_functions.drain(..) {
                 crate::profiler::emit_function_info(info, FunctionId(f as usize));
             }
-            let state = if cpu_delta > 0 { 1 } else { 0 };
+            // Running: the thread used at least half the interval on a CPU since its
+            // previous sample (a sleeping thread's brief wake-ups stay below that).
+            let state = u8::from(cpu_delta * 2 >= interval_ns);
             emit_at(
                 ts,
                 &Event::Sample {
@@ -220,6 +233,7 @@ fn run(
         if cpu.len() > 4096 {
             cpu.clear();
         }
+        stats.busy_ns.fetch_add(clock::monotonic_ns().saturating_sub(tick_start), Ordering::Relaxed);
     }
 }
 

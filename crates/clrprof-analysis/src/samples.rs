@@ -21,6 +21,8 @@ pub struct NamedSample {
     pub ns: u64,
     pub os_tid: u64,
     pub cpu_ns: u64,
+    /// 1 when the thread was running (used at least half the interval on a CPU).
+    pub state: u8,
     /// Function names, leaf first.
     pub stack: Vec<String>,
 }
@@ -28,7 +30,8 @@ pub struct NamedSample {
 #[derive(Debug, Default, Serialize)]
 pub struct SampleTotals {
     pub total: u64,
-    /// Samples whose thread used CPU since its previous sample.
+    /// Samples whose thread was running: it used at least half the sampling interval on a
+    /// CPU since its previous sample.
     pub on_cpu: u64,
     pub cpu_ns: u64,
     /// Samples per second actually achieved.
@@ -60,7 +63,7 @@ pub struct FunctionSamples {
 pub fn named_samples(events: &[TimedEvent<'_>], names: &Names) -> Vec<NamedSample> {
     let mut out = Vec::new();
     for e in events {
-        if let Event::Sample { os_tid, cpu_ns, frames, .. } = &e.event {
+        if let Event::Sample { os_tid, cpu_ns, state, frames, .. } = &e.event {
             let mut stack: Vec<String> = Vec::with_capacity(frames.len());
             for f in frames.iter() {
                 let name = if *f == 0 { NATIVE.to_string() } else { names.function(*f) };
@@ -70,7 +73,7 @@ pub fn named_samples(events: &[TimedEvent<'_>], names: &Names) -> Vec<NamedSampl
                 }
                 stack.push(name);
             }
-            out.push(NamedSample { ns: e.ns, os_tid: *os_tid, cpu_ns: *cpu_ns, stack });
+            out.push(NamedSample { ns: e.ns, os_tid: *os_tid, cpu_ns: *cpu_ns, state: *state, stack });
         }
     }
     out
@@ -91,7 +94,7 @@ pub fn totals(samples: &[NamedSample], threads: &ThreadNames, requested_rate_hz:
         });
         e.samples += 1;
         e.cpu_ns += s.cpu_ns;
-        if s.cpu_ns > 0 {
+        if s.state == 1 {
             t.on_cpu += 1;
             e.on_cpu += 1;
         }
@@ -149,7 +152,7 @@ mod tests {
     use super::*;
 
     fn s(stack: &[&str], cpu: u64) -> NamedSample {
-        NamedSample { ns: 0, os_tid: 1, cpu_ns: cpu, stack: stack.iter().map(|x| x.to_string()).collect() }
+        NamedSample { ns: 0, os_tid: 1, cpu_ns: cpu, state: u8::from(cpu > 0), stack: stack.iter().map(|x| x.to_string()).collect() }
     }
 
     #[test]

@@ -1,0 +1,251 @@
+//! Acceptance tests of attach and detach against a real long-running .NET app.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::*;
+
+/// A running `Scenarios serve`: its pid, stdin for commands, and its output lines.
+struct Target {
+    child: Child,
+    pid: u32,
+    stdin: ChildStdin,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Target {
+    fn start(env: &[(&str, &str)]) -> Target {
+        let app = scenarios();
+        let mut cmd = app.command(&["serve"]);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        let out = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for l in BufReader::new(out).lines().map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+        let ready = rx.recv_timeout(Duration::from_secs(30)).expect("READY line");
+        let pid = ready.trim().strip_prefix("READY ").expect("READY").parse().unwrap();
+        Target { child, pid, stdin, lines: rx }
+    }
+
+    /// Sends a command and waits for a line starting with `expect`.
+    fn ask(&mut self, cmd: &str, expect: &str) -> String {
+        writeln!(self.stdin, "{cmd}").unwrap();
+        loop {
+            let l = self.lines.recv_timeout(Duration::from_secs(30)).expect("answer");
+            if l.starts_with(expect) {
+                return l;
+            }
+        }
+    }
+
+    fn maps(&self) -> String {
+        std::fs::read_to_string(format!("/proc/{}/maps", self.pid)).unwrap_or_default()
+    }
+
+    fn thread_names(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if let Ok(d) = std::fs::read_dir(format!("/proc/{}/task", self.pid)) {
+            for e in d.flatten() {
+                if let Ok(c) = std::fs::read_to_string(e.path().join("comm")) {
+                    v.push(c.trim().to_string());
+                }
+            }
+        }
+        v
+    }
+
+    fn quit(mut self) {
+        let _ = writeln!(self.stdin, "quit");
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "target exited with {status}");
+    }
+}
+
+fn attach_record(pid: u32, trace: &Path, extra: &[&str]) -> std::process::Output {
+    clrprof()
+        .args(["record", "--pid", &pid.to_string(), "-o"])
+        .arg(trace)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn assert_ok(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "clrprof failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn attach_sample_detach_leaves_no_trace_of_the_profiler() {
+    let dir = scratch("attach-basic");
+    let trace = dir.join("t.clrprof");
+    let mut t = Target::start(&[]);
+    let before: u64 = t.ask("result", "RESULT").split('=').nth(1).unwrap().parse().unwrap();
+    let out = attach_record(t.pid, &trace, &["--duration", "2"]);
+    assert_ok(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("attached to pid"), "{stderr}");
+    assert!(stderr.contains("library is unloaded"), "{stderr}");
+    // The library is gone and none of its threads remain.
+    assert!(!t.maps().contains("libclrprof_profiler"), "still mapped after detach");
+    let names = t.thread_names();
+    assert!(!names.iter().any(|n| n.starts_with("clrprof")), "profiler threads remain: {names:?}");
+    // The app kept working.
+    let after: u64 = t.ask("result", "RESULT").split('=').nth(1).unwrap().parse().unwrap();
+    assert!(after > before);
+    let r = report_json(&trace);
+    assert_eq!(r["trace"]["attached"], true);
+    let threads: Vec<&str> = r["samples"]["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(threads.contains(&"serve-worker-1") && threads.contains(&"serve-worker-2"), "{threads:?}");
+    let served = r["functions"].as_array().unwrap().iter().find(|f| f["name"] == "Scenarios.Serve.ServeWork");
+    assert!(served.is_some(), "ServeWork never sampled");
+    t.quit();
+}
+
+#[test]
+fn ten_attach_detach_cycles_on_one_process() {
+    let dir = scratch("attach-cycles");
+    let t = Target::start(&[]);
+    for i in 0..10 {
+        let trace = dir.join(format!("t{i}.clrprof"));
+        let out = attach_record(t.pid, &trace, &["--duration", "0.3", "-q"]);
+        assert_ok(&out);
+        assert!(!t.maps().contains("libclrprof_profiler"), "cycle {i}: still mapped");
+        let r = report_json(&trace);
+        assert!(r["samples"]["total"].as_u64().unwrap_or(0) > 0, "cycle {i}: no samples");
+    }
+    t.quit();
+}
+
+#[test]
+fn modules_loaded_before_and_during_the_attach_appear_once() {
+    let dir = scratch("attach-modules");
+    let trace = dir.join("t.clrprof");
+    let mut t = Target::start(&[]);
+    let pid = t.pid;
+    let tr = trace.clone();
+    let rec = std::thread::spawn(move || attach_record(pid, &tr, &["--duration", "3"]));
+    // Load the plugin while the recording runs.
+    let sock = Path::new(&std::env::var("TMPDIR").unwrap_or("/tmp".into()))
+        .join(format!("clrprof-{}", unsafe { libc::getuid() }))
+        .join(format!("{pid}.sock"));
+    for _ in 0..200 {
+        if sock.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    t.ask("load", "LOADED");
+    let out = rec.join().unwrap();
+    assert_ok(&out);
+    let r = report_json(&trace);
+    let paths: Vec<&str> = r["modules"].as_array().unwrap().iter().map(|m| m["path"].as_str().unwrap()).collect();
+    for p in &paths {
+        assert_eq!(paths.iter().filter(|x| *x == p).count(), 1, "{p} appears more than once");
+    }
+    assert!(paths.iter().any(|p| p.ends_with("/Scenarios.dll")), "{paths:?}");
+    assert!(paths.iter().any(|p| p.ends_with("/System.Private.CoreLib.dll")), "{paths:?}");
+    assert!(paths.iter().any(|p| p.ends_with("/Plugin.dll")), "{paths:?}");
+    t.quit();
+}
+
+fn fails_with(out: &std::process::Output, needle: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "should fail: {stderr}");
+    assert!(stderr.contains(needle), "expected {needle:?} in: {stderr}");
+}
+
+#[test]
+fn attach_errors_say_what_to_do() {
+    let dir = scratch("attach-errors");
+    let trace = dir.join("t.clrprof");
+    // No such process.
+    fails_with(&attach_record(999_999_999, &trace, &["--duration", "1"]), "no process with pid 999999999");
+    // Not a .NET process.
+    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    fails_with(&attach_record(sleeper.id(), &trace, &["--duration", "1"]), "is not a .NET (CoreCLR) process");
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    // Trace mode cannot attach.
+    let t = Target::start(&[]);
+    fails_with(&attach_record(t.pid, &trace, &["--mode", "trace"]), "ELT");
+    // Already attached: a second attach while the first records.
+    let pid = t.pid;
+    let tr = dir.join("first.clrprof");
+    let first = std::thread::spawn(move || attach_record(pid, &tr, &["--duration", "3", "-q"]));
+    std::thread::sleep(Duration::from_millis(1500));
+    fails_with(&attach_record(t.pid, &trace, &["--duration", "1"]), "already attached");
+    assert_ok(&first.join().unwrap());
+    t.quit();
+    // Diagnostics turned off in the target.
+    let off = Target::start(&[("DOTNET_EnableDiagnostics", "0")]);
+    fails_with(&attach_record(off.pid, &trace, &["--duration", "1"]), "DOTNET_EnableDiagnostics");
+    off.quit();
+    // Detach when nothing is attached.
+    let t = Target::start(&[]);
+    let out = clrprof().args(["detach", "--pid", &t.pid.to_string()]).output().unwrap();
+    fails_with(&out, "no clrprof profiler is attached");
+    t.quit();
+}
+
+#[test]
+fn target_exiting_during_the_recording_leaves_a_readable_trace() {
+    let dir = scratch("attach-exit");
+    let trace = dir.join("t.clrprof");
+    let mut t = Target::start(&[]);
+    let pid = t.pid;
+    let tr = trace.clone();
+    let rec = std::thread::spawn(move || attach_record(pid, &tr, &["--duration", "20"]));
+    std::thread::sleep(Duration::from_millis(1500));
+    let _ = writeln!(t.stdin, "quit");
+    let _ = t.child.wait();
+    let out = rec.join().unwrap();
+    assert_ok(&out);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("exited during the recording"));
+    let r = report_json(&trace);
+    assert!(r["samples"]["total"].as_u64().unwrap_or(0) > 0);
+}
+
+#[test]
+fn another_users_process_is_refused_with_a_permission_message() {
+    // Needs root to run the CLI as another user; skipped otherwise.
+    if unsafe { libc::getuid() } != 0 || Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("skipped: needs root and setpriv");
+        return;
+    }
+    let dir = scratch("attach-perm");
+    let t = Target::start(&[]);
+    let out = Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_clrprof"))
+        .args(["record", "--pid", &t.pid.to_string(), "--duration", "1", "-o"])
+        .arg(dir.join("t.clrprof"))
+        .env("TMPDIR", "/tmp")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("same user") || stderr.contains("permission"), "{stderr}");
+    t.quit();
+}
