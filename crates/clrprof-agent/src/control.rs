@@ -51,7 +51,7 @@ pub fn prepare_dir(dir: &Path) -> Result<(), String> {
 pub struct ControlServer {
     stop: Arc<AtomicBool>,
     path: PathBuf,
-    handle: Option<std::thread::JoinHandle<()>>,
+    handle: Option<crate::thread::NativeThread>,
 }
 
 impl ControlServer {
@@ -70,9 +70,7 @@ impl ControlServer {
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let p = path.clone();
-        let handle = std::thread::Builder::new()
-            .name("clrprof-control".into())
-            .spawn(move || serve(listener, &s, target, &p))
+        let handle = crate::thread::spawn("clrprof-control", move || serve(listener, &s, target, &p))
             .map_err(|e| format!("cannot start the control thread: {e}"))?;
         Ok(ControlServer { stop, path, handle: Some(handle) })
     }
@@ -80,10 +78,12 @@ impl ControlServer {
     /// Stops serving (from any thread but the control thread itself).
     pub fn stop(&mut self) {
         self.stop.store(true, Ordering::Release);
-        if let Some(h) = self.handle.take()
-            && h.thread().id() != std::thread::current().id()
-        {
-            let _ = h.join();
+        if let Some(h) = self.handle.take() {
+            if h.is_current() {
+                h.detach();
+            } else {
+                h.join();
+            }
         }
         let _ = std::fs::remove_file(&self.path);
     }
@@ -92,10 +92,13 @@ impl ControlServer {
         &self.path
     }
 
-    /// Marks the server stopped without joining (used by the control thread itself).
+    /// Marks the server stopped without joining (used by the control thread itself, which
+    /// then ends on its own).
     pub fn detach_handle(&mut self) {
         self.stop.store(true, Ordering::Release);
-        self.handle.take();
+        if let Some(h) = self.handle.take() {
+            h.detach();
+        }
     }
 }
 

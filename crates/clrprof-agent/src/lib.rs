@@ -25,6 +25,7 @@ pub mod names;
 pub mod profiler;
 pub mod sampler;
 pub mod session;
+pub mod thread;
 pub mod writer;
 
 use std::ffi::c_void;

@@ -15,7 +15,6 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use clrprof_format::Event;
@@ -62,7 +61,7 @@ pub struct SamplerStats {
 
 pub struct Sampler {
     stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<()>>,
+    handle: Option<crate::thread::NativeThread>,
     pub stats: Arc<SamplerStats>,
 }
 
@@ -77,9 +76,7 @@ impl Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(SamplerStats::default());
         let (s, st) = (stop.clone(), stats.clone());
-        let handle = std::thread::Builder::new()
-            .name("clrprof-sampler".into())
-            .spawn(move || run(&info, interval, duration, &s, &st, &seen))?;
+        let handle = crate::thread::spawn("clrprof-sampler", move || run(&info, interval, duration, &s, &st, &seen))?;
         Ok(Sampler {
             stop,
             handle: Some(handle),
@@ -91,8 +88,7 @@ impl Sampler {
     pub fn stop(&mut self) {
         self.stop.store(true, Ordering::Release);
         if let Some(h) = self.handle.take() {
-            h.thread().unpark();
-            let _ = h.join();
+            h.join();
         }
     }
 }

@@ -8,7 +8,8 @@ use std::fs::File;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::thread::{self, JoinHandle, Thread};
+use std::sync::Mutex;
+use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
 use clrprof_format::{Event, Header};
@@ -44,8 +45,9 @@ struct Shared {
 }
 
 pub struct Writer {
-    handle: Option<JoinHandle<Stats>>,
+    handle: Option<crate::thread::NativeThread>,
     shared: Arc<Shared>,
+    result: Arc<Mutex<Option<Stats>>>,
 }
 
 impl Writer {
@@ -58,14 +60,20 @@ impl Writer {
             bytes: AtomicU64::new(0),
         });
         let s = shared.clone();
-        let handle = thread::Builder::new()
-            .name("clrprof-writer".into())
-            .spawn(move || run(file, flush, compress, &s))?;
-        let _ = WRITER.set(handle.thread().clone());
+        let result = Arc::new(Mutex::new(None));
+        let r = result.clone();
+        let handle = crate::thread::spawn("clrprof-writer", move || {
+            let _ = WRITER.set(thread::current());
+            let stats = run(file, flush, compress, &s);
+            if let Ok(mut g) = r.lock() {
+                *g = Some(stats);
+            }
+        })?;
         buffers::set_accepting(true);
         Ok(Writer {
             handle: Some(handle),
             shared,
+            result,
         })
     }
 
@@ -79,8 +87,11 @@ impl Writer {
         self.shared.stop.store(true, Ordering::Release);
         match self.handle.take() {
             Some(h) => {
-                h.thread().unpark();
-                h.join().unwrap_or_default()
+                if let Some(t) = WRITER.get() {
+                    t.unpark();
+                }
+                h.join();
+                self.result.lock().ok().and_then(|mut r| r.take()).unwrap_or_default()
             }
             None => Stats::default(),
         }
