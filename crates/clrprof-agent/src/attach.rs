@@ -32,11 +32,18 @@ pub fn parse(data: &[u8], pid: u32) -> Result<AttachRequest, ConfigError> {
     }
     let len = u32::from_le_bytes([data[8], data[9], data[10], data[11]]) as usize;
     if len > MAX_JSON || data.len() != 12 + len {
-        return Err(err(&format!("length field says {len} bytes, {} present", data.len() - 12)));
+        return Err(err(&format!(
+            "length field says {len} bytes, {} present",
+            data.len() - 12
+        )));
     }
-    let v: serde_json::Value = serde_json::from_slice(&data[12..]).map_err(|e| err(&format!("bad JSON: {e}")))?;
+    let v: serde_json::Value =
+        serde_json::from_slice(&data[12..]).map_err(|e| err(&format!("bad JSON: {e}")))?;
     if v["version"].as_u64() != Some(1) {
-        return Err(err(&format!("unsupported version {} (this agent reads version 1)", v["version"])));
+        return Err(err(&format!(
+            "unsupported version {} (this agent reads version 1)",
+            v["version"]
+        )));
     }
     let env: HashMap<String, String> = match v["env"].as_object() {
         Some(o) => o
@@ -55,8 +62,10 @@ pub fn parse(data: &[u8], pid: u32) -> Result<AttachRequest, ConfigError> {
 
 /// Builds client data (used by tests; the CLI has its own copy of this layout).
 pub fn encode(env: &[(&str, &str)], control: Option<&str>) -> Vec<u8> {
-    let env: serde_json::Map<String, serde_json::Value> =
-        env.iter().map(|(k, v)| (k.to_string(), serde_json::Value::String(v.to_string()))).collect();
+    let env: serde_json::Map<String, serde_json::Value> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), serde_json::Value::String(v.to_string())))
+        .collect();
     let json = serde_json::json!({ "version": 1, "env": env, "control": control }).to_string();
     let mut out = MAGIC.to_vec();
     out.extend_from_slice(&(json.len() as u32).to_le_bytes());
@@ -71,7 +80,13 @@ mod tests {
 
     #[test]
     fn round_trip() {
-        let data = encode(&[("CLRPROF_MODE", "sample"), ("CLRPROF_OUTPUT", "/tmp/x.clrprof")], Some("/tmp/c.sock"));
+        let data = encode(
+            &[
+                ("CLRPROF_MODE", "sample"),
+                ("CLRPROF_OUTPUT", "/tmp/x.clrprof"),
+            ],
+            Some("/tmp/c.sock"),
+        );
         let r = parse(&data, 7).unwrap();
         assert_eq!(r.settings.mode, Mode::Sample);
         assert_eq!(r.control, Some(PathBuf::from("/tmp/c.sock")));

@@ -57,7 +57,10 @@ static LOST_GLOBAL: AtomicU64 = AtomicU64::new(0);
 static PTHREAD_KEY: AtomicUsize = AtomicUsize::new(usize::MAX);
 /// Records emitted by threads that have no usable slot (re-entrant or exiting), drained
 /// by the writer into a process-wide block. Rare by construction.
-static FALLBACK: Mutex<Fallback> = Mutex::new(Fallback { bytes: Vec::new(), last_ts: 0 });
+static FALLBACK: Mutex<Fallback> = Mutex::new(Fallback {
+    bytes: Vec::new(),
+    last_ts: 0,
+});
 
 /// Records of threads without a usable slot, with their own timestamp-delta chain.
 pub struct Fallback {

@@ -71,7 +71,10 @@ pub fn thread_cpu_ns() -> u64 {
 }
 
 fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: `ts` is a valid, writable timespec; clock_gettime only writes to it.
     let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
     if rc != 0 {

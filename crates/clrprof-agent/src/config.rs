@@ -127,13 +127,17 @@ impl EventGroups {
         self.0 &= !(1 << g as u32);
     }
     pub fn iter(self) -> impl Iterator<Item = EventGroup> {
-        EventGroup::ALL.into_iter().filter(move |g| self.contains(*g))
+        EventGroup::ALL
+            .into_iter()
+            .filter(move |g| self.contains(*g))
     }
 }
 
 impl fmt::Debug for EventGroups {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_set().entries(self.iter().map(|g| g.name())).finish()
+        f.debug_set()
+            .entries(self.iter().map(|g| g.name()))
+            .finish()
     }
 }
 
@@ -174,20 +178,56 @@ pub enum LogTarget {
 
 /// The environment variables the agent reads, with their meaning (for docs and errors).
 pub const VARIABLES: &[(&str, &str)] = &[
-    ("CLRPROF_OUTPUT", "trace file path; `{pid}` is replaced by the process id (default clrprof-{pid}.clrprof)"),
+    (
+        "CLRPROF_OUTPUT",
+        "trace file path; `{pid}` is replaced by the process id (default clrprof-{pid}.clrprof)",
+    ),
     ("CLRPROF_MODE", "events | sample | trace (default events)"),
-    ("CLRPROF_EVENTS", "comma list of event groups; `default`, `all`, a group name, or `-group` to remove one"),
-    ("CLRPROF_BUFFER_KB", "per-thread buffer size in KiB, 4..=65536 (default 256)"),
-    ("CLRPROF_ON_FULL", "wait | drop: what a thread does when its buffer is full (default wait)"),
-    ("CLRPROF_FLUSH_MS", "writer period in milliseconds, 1..=10000 (default 20)"),
+    (
+        "CLRPROF_EVENTS",
+        "comma list of event groups; `default`, `all`, a group name, or `-group` to remove one",
+    ),
+    (
+        "CLRPROF_BUFFER_KB",
+        "per-thread buffer size in KiB, 4..=65536 (default 256)",
+    ),
+    (
+        "CLRPROF_ON_FULL",
+        "wait | drop: what a thread does when its buffer is full (default wait)",
+    ),
+    (
+        "CLRPROF_FLUSH_MS",
+        "writer period in milliseconds, 1..=10000 (default 20)",
+    ),
     ("CLRPROF_COMPRESS", "0 | 1: lz4-compress blocks (default 0)"),
-    ("CLRPROF_LOG", "stderr | off | a file path for the agent's own log (default stderr)"),
-    ("CLRPROF_RATE_HZ", "sample mode: samples per second, 1..=1000 (default 99)"),
-    ("CLRPROF_DURATION_S", "sample mode: stop sampling after this many seconds (default: until exit)"),
-    ("CLRPROF_INCLUDE", "trace mode: `;`-separated name patterns (`*`, `?`) of functions to hook (default all)"),
-    ("CLRPROF_EXCLUDE", "trace mode: `;`-separated name patterns of functions never to hook"),
-    ("CLRPROF_INLINING", "trace mode: 1 lets the JIT inline (inlined calls are then not seen; default 0)"),
-    ("CLRPROF_EXCEPTION_STACKS", "0 | 1: record each thrown exception's stack (default 1)"),
+    (
+        "CLRPROF_LOG",
+        "stderr | off | a file path for the agent's own log (default stderr)",
+    ),
+    (
+        "CLRPROF_RATE_HZ",
+        "sample mode: samples per second, 1..=1000 (default 99)",
+    ),
+    (
+        "CLRPROF_DURATION_S",
+        "sample mode: stop sampling after this many seconds (default: until exit)",
+    ),
+    (
+        "CLRPROF_INCLUDE",
+        "trace mode: `;`-separated name patterns (`*`, `?`) of functions to hook (default all)",
+    ),
+    (
+        "CLRPROF_EXCLUDE",
+        "trace mode: `;`-separated name patterns of functions never to hook",
+    ),
+    (
+        "CLRPROF_INLINING",
+        "trace mode: 1 lets the JIT inline (inlined calls are then not seen; default 0)",
+    ),
+    (
+        "CLRPROF_EXCEPTION_STACKS",
+        "0 | 1: record each thrown exception's stack (default 1)",
+    ),
 ];
 
 /// A configuration error: names the variable, the bad value and what is accepted.
@@ -207,7 +247,11 @@ fn bad(var: &str, value: &str, expected: &str) -> ConfigError {
 fn number(var: &str, value: &str, lo: u64, hi: u64) -> Result<u64, ConfigError> {
     match value.trim().parse::<u64>() {
         Ok(n) if (lo..=hi).contains(&n) => Ok(n),
-        _ => Err(bad(var, value, &format!("a whole number from {lo} to {hi}"))),
+        _ => Err(bad(
+            var,
+            value,
+            &format!("a whole number from {lo} to {hi}"),
+        )),
     }
 }
 
@@ -237,11 +281,7 @@ fn parse_events(value: &str) -> Result<EventGroups, ConfigError> {
             },
         };
         for g in groups {
-            if remove {
-                set.remove(g)
-            } else {
-                set.insert(g)
-            }
+            if remove { set.remove(g) } else { set.insert(g) }
         }
     }
     if !any {
@@ -267,7 +307,11 @@ fn mode_default_events(mode: Mode) -> EventGroups {
 }
 
 fn default_list(mode: Mode) -> String {
-    mode_default_events(mode).iter().map(|g| g.name()).collect::<Vec<_>>().join(",")
+    mode_default_events(mode)
+        .iter()
+        .map(|g| g.name())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 impl Settings {
@@ -320,7 +364,13 @@ impl Settings {
             None => None,
             Some(v) => match v.trim().parse::<f64>() {
                 Ok(d) if d > 0.0 && d.is_finite() => Some(d),
-                _ => return Err(bad("CLRPROF_DURATION_S", &v, "a positive number of seconds")),
+                _ => {
+                    return Err(bad(
+                        "CLRPROF_DURATION_S",
+                        &v,
+                        "a positive number of seconds",
+                    ));
+                }
             },
         };
         let allow_inlining = match get("CLRPROF_INLINING").as_deref() {
@@ -376,8 +426,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn parse(vars: &[(&str, &str)]) -> Result<Settings, ConfigError> {
-        let map: HashMap<String, String> =
-            vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         Settings::from_lookup(|k| map.get(k).cloned(), 42)
     }
 
@@ -404,9 +456,15 @@ mod tests {
     #[test]
     fn bad_values_name_the_variable() {
         let e = parse(&[("CLRPROF_MODE", "fast")]).unwrap_err();
-        assert_eq!(e.0, "invalid CLRPROF_MODE=\"fast\": expected events, sample or trace");
+        assert_eq!(
+            e.0,
+            "invalid CLRPROF_MODE=\"fast\": expected events, sample or trace"
+        );
         let e = parse(&[("CLRPROF_BUFFER_KB", "1")]).unwrap_err();
-        assert!(e.0.contains("CLRPROF_BUFFER_KB") && e.0.contains("4 to 65536"), "{e}");
+        assert!(
+            e.0.contains("CLRPROF_BUFFER_KB") && e.0.contains("4 to 65536"),
+            "{e}"
+        );
         let e = parse(&[("CLRPROF_EVENTS", "threads,bogus")]).unwrap_err();
         assert!(e.0.contains("bogus") && e.0.contains("exceptions"), "{e}");
         assert!(parse(&[("CLRPROF_ON_FULL", "maybe")]).is_err());

@@ -61,8 +61,8 @@ impl ControlServer {
             prepare_dir(dir)?;
         }
         let _ = std::fs::remove_file(&path);
-        let listener =
-            UnixListener::bind(&path).map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
+        let listener = UnixListener::bind(&path)
+            .map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
         let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
         listener
             .set_nonblocking(true)
@@ -70,9 +70,14 @@ impl ControlServer {
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let p = path.clone();
-        let handle = crate::thread::spawn("clrprof-control", move || serve(listener, &s, target, &p))
-            .map_err(|e| format!("cannot start the control thread: {e}"))?;
-        Ok(ControlServer { stop, path, handle: Some(handle) })
+        let handle =
+            crate::thread::spawn("clrprof-control", move || serve(listener, &s, target, &p))
+                .map_err(|e| format!("cannot start the control thread: {e}"))?;
+        Ok(ControlServer {
+            stop,
+            path,
+            handle: Some(handle),
+        })
     }
 
     /// Stops serving (from any thread but the control thread itself).
@@ -150,7 +155,10 @@ fn handle(stream: UnixStream, target: &dyn Controlled) -> bool {
             }
         },
         other => {
-            let _ = writeln!(w, "error unknown request {other:?} (expected status or detach)");
+            let _ = writeln!(
+                w,
+                "error unknown request {other:?} (expected status or detach)"
+            );
             false
         }
     }

@@ -49,10 +49,19 @@ impl Filter {
     /// Patterns separated by `;` (commas appear in generic names).
     pub fn parse(include: Option<&str>, exclude: Option<&str>) -> Filter {
         let split = |s: Option<&str>| -> Vec<String> {
-            s.map(|s| s.split(';').map(str::trim).filter(|p| !p.is_empty()).map(String::from).collect())
-                .unwrap_or_default()
+            s.map(|s| {
+                s.split(';')
+                    .map(str::trim)
+                    .filter(|p| !p.is_empty())
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default()
         };
-        Filter { include: split(include), exclude: split(exclude) }
+        Filter {
+            include: split(include),
+            exclude: split(exclude),
+        }
     }
 
     pub fn accepts(&self, name: &str) -> bool {
@@ -89,9 +98,15 @@ pub fn install(info: &ProfilerInfo, filter: Filter) -> Result<(), String> {
         // SAFETY: the trampolines follow the JIT's fast-path hook convention (elt_x64.rs).
         let (enter, leave, tailcall) = unsafe {
             (
-                std::mem::transmute::<unsafe extern "C" fn(), corprof_sys::FunctionEnter3>(crate::elt_x64::clrprof_elt_enter),
-                std::mem::transmute::<unsafe extern "C" fn(), corprof_sys::FunctionLeave3>(crate::elt_x64::clrprof_elt_leave),
-                std::mem::transmute::<unsafe extern "C" fn(), corprof_sys::FunctionTailcall3>(crate::elt_x64::clrprof_elt_tailcall),
+                std::mem::transmute::<unsafe extern "C" fn(), corprof_sys::FunctionEnter3>(
+                    crate::elt_x64::clrprof_elt_enter,
+                ),
+                std::mem::transmute::<unsafe extern "C" fn(), corprof_sys::FunctionLeave3>(
+                    crate::elt_x64::clrprof_elt_leave,
+                ),
+                std::mem::transmute::<unsafe extern "C" fn(), corprof_sys::FunctionTailcall3>(
+                    crate::elt_x64::clrprof_elt_tailcall,
+                ),
             )
         };
         // SAFETY: the trampolines keep every register the JIT's fast-path convention
@@ -108,17 +123,30 @@ pub fn install(info: &ProfilerInfo, filter: Filter) -> Result<(), String> {
 }
 
 /// FunctionIDMapper2: decides whether a function is hooked and gives it a compact index.
-unsafe extern "system" fn map_function(function: usize, _client: *mut c_void, hook: *mut i32) -> usize {
+unsafe extern "system" fn map_function(
+    function: usize,
+    _client: *mut c_void,
+    hook: *mut i32,
+) -> usize {
     let r = std::panic::catch_unwind(|| {
-        let Some(m) = MAPPER.get() else { return (function, false) };
+        let Some(m) = MAPPER.get() else {
+            return (function, false);
+        };
         if let Ok(map) = m.indices.lock()
             && let Some(&idx) = map.get(&function)
         {
             return (idx as usize, idx != 0);
         }
         let names = crate::names::function_names(&m.info, FunctionId(function));
-        let accept = names.as_ref().map(|n| m.filter.accepts(&n.name)).unwrap_or(m.filter.include.is_empty());
-        let idx = if accept { m.next.fetch_add(1, Ordering::Relaxed) } else { 0 };
+        let accept = names
+            .as_ref()
+            .map(|n| m.filter.accepts(&n.name))
+            .unwrap_or(m.filter.include.is_empty());
+        let idx = if accept {
+            m.next.fetch_add(1, Ordering::Relaxed)
+        } else {
+            0
+        };
         let mut map = match m.indices.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),

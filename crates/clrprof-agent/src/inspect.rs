@@ -12,14 +12,21 @@ use corprof::{ClassId, ObjectId, ProfilerInfo};
 static MESSAGE_OFFSET: AtomicU32 = AtomicU32::new(0);
 
 /// Finds the offset of field `field` declared by the ancestor of `class` named `declaring`.
-pub fn field_offset(info: &ProfilerInfo, class: ClassId, declaring: &str, field: &str) -> Option<u32> {
+pub fn field_offset(
+    info: &ProfilerInfo,
+    class: ClassId,
+    declaring: &str,
+    field: &str,
+) -> Option<u32> {
     let mut c = class;
     for _ in 0..32 {
         if c.0 == 0 {
             return None;
         }
         let ci = info.get_class_id_info2(c).ok()?;
-        let md = info.get_module_metadata(ci.module, corprof_sys::ofRead).ok()?;
+        let md = info
+            .get_module_metadata(ci.module, corprof_sys::ofRead)
+            .ok()?;
         if md.type_full_name(ci.token) == declaring {
             let (fields, _size) = info.get_class_layout(c).ok()?;
             return fields.iter().find_map(|(tok, off)| {
@@ -55,7 +62,8 @@ pub fn read_string(info: &ProfilerInfo, string: ObjectId, max: usize) -> Option<
     }
     let n = (len as usize).min(max);
     // SAFETY: the buffer holds `len` UTF-16 units starting at `buf_off`; we read `n <= len`.
-    let units = unsafe { std::slice::from_raw_parts((string.0 + buf_off as usize) as *const u16, n) };
+    let units =
+        unsafe { std::slice::from_raw_parts((string.0 + buf_off as usize) as *const u16, n) };
     Some(String::from_utf16_lossy(units))
 }
 

@@ -47,9 +47,13 @@ pub unsafe extern "system" fn DllGetClassObject(
 ) -> HRESULT {
     // SAFETY: forwarded as received; dll_get_class_object checks every pointer.
     unsafe {
-        corprof::dll_get_class_object::<profiler::Profiler>(rclsid, riid, ppv, &CLSID_CLRPROF, || {
-            Ok(profiler::Profiler::default())
-        })
+        corprof::dll_get_class_object::<profiler::Profiler>(
+            rclsid,
+            riid,
+            ppv,
+            &CLSID_CLRPROF,
+            || Ok(profiler::Profiler::default()),
+        )
     }
 }
 

@@ -17,7 +17,11 @@ pub fn set_target(t: LogTarget) {
 /// Writes `clrprof[pid]: message` to the configured target (stderr until configured).
 pub fn line(msg: &str) {
     let text = format!("clrprof[{}]: {msg}\n", std::process::id());
-    let target = TARGET.lock().ok().and_then(|g| g.clone()).unwrap_or(LogTarget::Stderr);
+    let target = TARGET
+        .lock()
+        .ok()
+        .and_then(|g| g.clone())
+        .unwrap_or(LogTarget::Stderr);
     match target {
         LogTarget::Off => {}
         LogTarget::Stderr => {

@@ -57,7 +57,10 @@ fn class_name_depth(info: &ProfilerInfo, class: ClassId, depth: u32) -> String {
 
 /// `Outer`1+Inner`1` → `Outer+Inner` (arity markers go; arguments are appended once).
 fn strip_arity_nested(name: &str) -> String {
-    name.split('+').map(strip_arity).collect::<Vec<_>>().join("+")
+    name.split('+')
+        .map(strip_arity)
+        .collect::<Vec<_>>()
+        .join("+")
 }
 
 fn element_type_name(et: u32) -> &'static str {
@@ -155,7 +158,10 @@ mod tests {
 
     #[test]
     fn arity_is_stripped_per_nesting_level() {
-        assert_eq!(strip_arity_nested("System.Collections.Generic.List`1"), "System.Collections.Generic.List");
+        assert_eq!(
+            strip_arity_nested("System.Collections.Generic.List`1"),
+            "System.Collections.Generic.List"
+        );
         assert_eq!(strip_arity_nested("A.Outer`1+Inner`2"), "A.Outer+Inner");
     }
 

@@ -15,10 +15,10 @@ use corprof::{
 
 use crate::buffers::emit;
 use crate::config::{EventGroup, Mode, Settings};
-use crate::sampler::{self, Sampler};
-use crate::writer::Writer;
 use crate::control::{ControlServer, Controlled};
 use crate::names::{self, Seen};
+use crate::sampler::{self, Sampler};
+use crate::writer::Writer;
 use crate::{inspect, mask, session};
 
 /// State that exists once Initialize (or InitializeForAttach) succeeded.
@@ -52,7 +52,8 @@ impl Session {
         if let Some(mut s) = sampler {
             s.stop();
             let st = &s.stats;
-            let get = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+            let get =
+                |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
             let ticks = get(&st.ticks).max(1);
             log!(
                 "sampler: {} ticks, {} samples, {} ticks missed, {} suspend failures, {} empty walks; \
@@ -76,7 +77,11 @@ impl Session {
                 self.settings.output.display(),
                 stats.blocks,
                 stats.bytes,
-                if stats.lost > 0 { format!(", {} events LOST", stats.lost) } else { String::new() }
+                if stats.lost > 0 {
+                    format!(", {} events LOST", stats.lost)
+                } else {
+                    String::new()
+                }
             );
         }
     }
@@ -94,7 +99,10 @@ impl Controlled for Session {
     }
 
     fn detach(&self) -> std::result::Result<String, String> {
-        if self.detaching.swap(true, std::sync::atomic::Ordering::AcqRel) {
+        if self
+            .detaching
+            .swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
             return Err("a detach is already in progress".into());
         }
         self.stop("detach requested");
@@ -104,10 +112,16 @@ impl Controlled for Session {
             c.detach_handle();
         }
         match self.info.request_profiler_detach(0) {
-            Ok(()) => Ok(format!("detaching; trace written to {}", self.settings.output.display())),
+            Ok(()) => Ok(format!(
+                "detaching; trace written to {}",
+                self.settings.output.display()
+            )),
             Err(e) => {
                 log!("RequestProfilerDetach failed: {e}");
-                Err(format!("RequestProfilerDetach failed: {e}; the trace is complete at {}", self.settings.output.display()))
+                Err(format!(
+                    "RequestProfilerDetach failed: {e}; the trace is complete at {}",
+                    self.settings.output.display()
+                ))
             }
         }
     }
@@ -153,16 +167,20 @@ impl Profiler {
     /// Records the throwing thread's stack with a synchronous DoStackSnapshot.
     fn exception_stack(&self, a: &Active) {
         let mut frames: Vec<u64> = Vec::with_capacity(64);
-        let _ = a.info.do_stack_snapshot(None, 0, None, &mut |f: FunctionId, _ip, _ctx| {
-            frames.push(f.0 as u64);
-            frames.len() < 512
-        });
+        let _ = a
+            .info
+            .do_stack_snapshot(None, 0, None, &mut |f: FunctionId, _ip, _ctx| {
+                frames.push(f.0 as u64);
+                frames.len() < 512
+            });
         for f in &frames {
             if *f != 0 {
                 self.name_function(a, FunctionId(*f as usize));
             }
         }
-        emit(&Event::ExceptionStack { frames: frames.into() });
+        emit(&Event::ExceptionStack {
+            frames: frames.into(),
+        });
     }
 }
 
@@ -205,7 +223,10 @@ impl Profiler {
         let (settings, writer) = session::start_with(&info, settings, attached)?;
         let (mut low, mut high) = mask::for_settings(&settings);
         if attached {
-            let (l, h) = (low & corprof_sys::COR_PRF_ALLOWABLE_AFTER_ATTACH, high & corprof_sys::COR_PRF_HIGH_ALLOWABLE_AFTER_ATTACH);
+            let (l, h) = (
+                low & corprof_sys::COR_PRF_ALLOWABLE_AFTER_ATTACH,
+                high & corprof_sys::COR_PRF_HIGH_ALLOWABLE_AFTER_ATTACH,
+            );
             if (l, h) != (low, high) {
                 log!(
                     "after attach the runtime allows only COR_PRF_ALLOWABLE_AFTER_ATTACH flags: leaving out {:#x} / high {:#x}",
@@ -220,7 +241,8 @@ impl Profiler {
             return Err(format!("SetEventMask2({low:#x}, {high:#x}) failed: {e}"));
         }
         if settings.mode == Mode::Trace {
-            let filter = crate::elt::Filter::parse(settings.include.as_deref(), settings.exclude.as_deref());
+            let filter =
+                crate::elt::Filter::parse(settings.include.as_deref(), settings.exclude.as_deref());
             if let Err(e) = crate::elt::install(&info, filter) {
                 drop(writer);
                 return Err(e);
@@ -269,7 +291,12 @@ impl Profiler {
     fn start_sampler(&self, a: &Active) {
         let interval = Duration::from_nanos(1_000_000_000 / u64::from(a.settings.rate_hz));
         let duration = a.settings.duration_s.map(Duration::from_secs_f64);
-        match Sampler::start(a.info.clone(), interval, duration, a.functions_named.clone()) {
+        match Sampler::start(
+            a.info.clone(),
+            interval,
+            duration,
+            a.functions_named.clone(),
+        ) {
             Ok(s) => {
                 if let Ok(mut g) = a.session.sampler.lock() {
                     *g = Some(s);
@@ -291,12 +318,19 @@ impl Profiler {
             for t in threads {
                 emit(&Event::ThreadCreated { thread: t.0 as u64 });
                 if let Ok(os) = a.info.get_thread_info(t) {
-                    emit(&Event::ThreadAssigned { thread: t.0 as u64, os_tid: u64::from(os) });
+                    emit(&Event::ThreadAssigned {
+                        thread: t.0 as u64,
+                        os_tid: u64::from(os),
+                    });
                     // The runtime names OS threads after Thread.Name (15 bytes on Linux).
-                    if let Ok(comm) = std::fs::read_to_string(format!("/proc/self/task/{os}/comm")) {
+                    if let Ok(comm) = std::fs::read_to_string(format!("/proc/self/task/{os}/comm"))
+                    {
                         let comm = comm.trim_end();
                         if !comm.is_empty() {
-                            emit(&Event::ThreadName { thread: t.0 as u64, name: Cow::Owned(comm.to_string()) });
+                            emit(&Event::ThreadName {
+                                thread: t.0 as u64,
+                                name: Cow::Owned(comm.to_string()),
+                            });
                         }
                     }
                 }
@@ -334,7 +368,13 @@ impl Profiler {
             Ok(i) => (i.name, i.app_domain.0 as u64, i.module.0 as u64),
             Err(_) => (String::new(), 0, 0),
         };
-        emit(&Event::AssemblyLoaded { id: id.0 as u64, app_domain, module, name: Cow::Owned(name), hr: hr(status) });
+        emit(&Event::AssemblyLoaded {
+            id: id.0 as u64,
+            app_domain,
+            module,
+            name: Cow::Owned(name),
+            hr: hr(status),
+        });
     }
 }
 
@@ -344,17 +384,21 @@ fn hr(h: HResult) -> i32 {
 
 impl ProfilerCallback for Profiler {
     fn initialize(&self, info: ProfilerInfo) -> Result<()> {
-        let settings = match crate::config::Settings::from_lookup(|k| std::env::var(k).ok(), std::process::id()) {
+        let settings = match crate::config::Settings::from_lookup(
+            |k| std::env::var(k).ok(),
+            std::process::id(),
+        ) {
             Ok(s) => s,
             Err(e) => {
                 log!("{e}; the profiler is not loaded and the application runs unprofiled");
                 return Err(HResult(corprof_sys::CORPROF_E_PROFILER_CANCEL_ACTIVATION));
             }
         };
-        self.start_recording(info, settings, false, None).map_err(|e| {
-            log!("{e}; the application runs unprofiled");
-            HResult(corprof_sys::CORPROF_E_PROFILER_CANCEL_ACTIVATION)
-        })
+        self.start_recording(info, settings, false, None)
+            .map_err(|e| {
+                log!("{e}; the application runs unprofiled");
+                HResult(corprof_sys::CORPROF_E_PROFILER_CANCEL_ACTIVATION)
+            })
     }
 
     fn initialize_for_attach(&self, info: ProfilerInfo, client_data: &[u8]) -> Result<()> {
@@ -366,17 +410,24 @@ impl ProfilerCallback for Profiler {
             }
         };
         if req.settings.mode == Mode::Trace {
-            log!("trace mode needs ELT hooks, which the runtime allows only at startup; attach refused");
-            return Err(HResult(corprof_sys::CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER));
+            log!(
+                "trace mode needs ELT hooks, which the runtime allows only at startup; attach refused"
+            );
+            return Err(HResult(
+                corprof_sys::CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER,
+            ));
         }
-        self.start_recording(info, req.settings, true, req.control).map_err(|e| {
-            log!("{e}; attach refused, the application is untouched");
-            HResult(corprof_sys::E_FAIL)
-        })
+        self.start_recording(info, req.settings, true, req.control)
+            .map_err(|e| {
+                log!("{e}; attach refused, the application is untouched");
+                HResult(corprof_sys::E_FAIL)
+            })
     }
 
     fn profiler_attach_complete(&self) -> Result<()> {
-        let Some(a) = self.active() else { return Ok(()) };
+        let Some(a) = self.active() else {
+            return Ok(());
+        };
         self.catch_up(a);
         if a.settings.mode == Mode::Sample {
             self.start_sampler(a);
@@ -396,9 +447,19 @@ impl ProfilerCallback for Profiler {
     }
 
     fn app_domain_creation_finished(&self, id: AppDomainId, status: HResult) -> Result<()> {
-        let Some(a) = self.active() else { return Ok(()) };
-        let name = a.info.get_app_domain_info(id).map(|d| d.name).unwrap_or_default();
-        emit(&Event::AppDomainCreated { id: id.0 as u64, name: Cow::Owned(name), hr: hr(status) });
+        let Some(a) = self.active() else {
+            return Ok(());
+        };
+        let name = a
+            .info
+            .get_app_domain_info(id)
+            .map(|d| d.name)
+            .unwrap_or_default();
+        emit(&Event::AppDomainCreated {
+            id: id.0 as u64,
+            name: Cow::Owned(name),
+            hr: hr(status),
+        });
         Ok(())
     }
 
@@ -408,7 +469,9 @@ impl ProfilerCallback for Profiler {
     }
 
     fn assembly_load_finished(&self, id: AssemblyId, status: HResult) -> Result<()> {
-        let Some(a) = self.active() else { return Ok(()) };
+        let Some(a) = self.active() else {
+            return Ok(());
+        };
         if a.assemblies_seen.first(id.0) {
             self.assembly_loaded(a, id, status);
         }
@@ -421,7 +484,9 @@ impl ProfilerCallback for Profiler {
     }
 
     fn module_load_finished(&self, id: ModuleId, status: HResult) -> Result<()> {
-        let Some(a) = self.active() else { return Ok(()) };
+        let Some(a) = self.active() else {
+            return Ok(());
+        };
         self.module_loaded(a, id, status);
         Ok(())
     }
@@ -432,14 +497,22 @@ impl ProfilerCallback for Profiler {
     }
 
     fn class_load_finished(&self, id: ClassId, status: HResult) -> Result<()> {
-        let Some(a) = self.active() else { return Ok(()) };
+        let Some(a) = self.active() else {
+            return Ok(());
+        };
         let (module, token) = match a.info.get_class_id_info2(id) {
             Ok(ci) => (ci.module.0 as u64, ci.token),
             Err(_) => (0, 0),
         };
         a.classes_named.first(id.0);
         let name = names::class_name(&a.info, id);
-        emit(&Event::ClassLoaded { id: id.0 as u64, module, token, name: Cow::Owned(name), hr: hr(status) });
+        emit(&Event::ClassLoaded {
+            id: id.0 as u64,
+            module,
+            token,
+            name: Cow::Owned(name),
+            hr: hr(status),
+        });
         Ok(())
     }
 
@@ -449,54 +522,88 @@ impl ProfilerCallback for Profiler {
     }
 
     fn jit_compilation_started(&self, function: FunctionId, is_safe_to_block: bool) -> Result<()> {
-        let Some(a) = self.active() else { return Ok(()) };
+        let Some(a) = self.active() else {
+            return Ok(());
+        };
         self.name_function(a, function);
-        emit(&Event::JitStarted { function: function.0 as u64, safe_to_block: is_safe_to_block });
+        emit(&Event::JitStarted {
+            function: function.0 as u64,
+            safe_to_block: is_safe_to_block,
+        });
         Ok(())
     }
 
-    fn jit_compilation_finished(&self, function: FunctionId, status: HResult, _is_safe_to_block: bool) -> Result<()> {
-        emit(&Event::JitFinished { function: function.0 as u64, hr: hr(status) });
+    fn jit_compilation_finished(
+        &self,
+        function: FunctionId,
+        status: HResult,
+        _is_safe_to_block: bool,
+    ) -> Result<()> {
+        emit(&Event::JitFinished {
+            function: function.0 as u64,
+            hr: hr(status),
+        });
         Ok(())
     }
 
     fn jit_cached_function_search_finished(&self, function: FunctionId, result: u32) -> Result<()> {
-        let Some(a) = self.active() else { return Ok(()) };
+        let Some(a) = self.active() else {
+            return Ok(());
+        };
         let found = result == corprof_sys::COR_PRF_CACHED_FUNCTION_FOUND;
         if found {
             self.name_function(a, function);
         }
-        emit(&Event::JitCacheSearch { function: function.0 as u64, found });
+        emit(&Event::JitCacheSearch {
+            function: function.0 as u64,
+            found,
+        });
         Ok(())
     }
 
     fn thread_created(&self, thread: ThreadId) -> Result<()> {
-        emit(&Event::ThreadCreated { thread: thread.0 as u64 });
+        emit(&Event::ThreadCreated {
+            thread: thread.0 as u64,
+        });
         Ok(())
     }
 
     fn thread_destroyed(&self, thread: ThreadId) -> Result<()> {
         // Seed 002: a thread must not finish dying while the sampler walks it.
         sampler::wait_thread_destroyed();
-        emit(&Event::ThreadDestroyed { thread: thread.0 as u64 });
+        emit(&Event::ThreadDestroyed {
+            thread: thread.0 as u64,
+        });
         Ok(())
     }
 
     fn thread_assigned_to_os_thread(&self, managed: ThreadId, os_thread: u32) -> Result<()> {
-        emit(&Event::ThreadAssigned { thread: managed.0 as u64, os_tid: u64::from(os_thread) });
+        emit(&Event::ThreadAssigned {
+            thread: managed.0 as u64,
+            os_tid: u64::from(os_thread),
+        });
         Ok(())
     }
 
     fn thread_name_changed(&self, thread: ThreadId, name: &[u16]) -> Result<()> {
         let name = String::from_utf16_lossy(name);
-        emit(&Event::ThreadName { thread: thread.0 as u64, name: Cow::Owned(name) });
+        emit(&Event::ThreadName {
+            thread: thread.0 as u64,
+            name: Cow::Owned(name),
+        });
         Ok(())
     }
 
     fn exception_thrown(&self, object: ObjectId) -> Result<()> {
-        let Some(a) = self.active() else { return Ok(()) };
+        let Some(a) = self.active() else {
+            return Ok(());
+        };
         let class = a.info.get_class_from_object(object).unwrap_or(ClassId(0));
-        let type_name = if class.0 != 0 { names::class_name(&a.info, class) } else { String::new() };
+        let type_name = if class.0 != 0 {
+            names::class_name(&a.info, class)
+        } else {
+            String::new()
+        };
         let message = inspect::exception_message(&a.info, object).unwrap_or_default();
         emit(&Event::ExceptionThrown {
             object: object.0 as u64,
@@ -576,11 +683,17 @@ impl ProfilerCallback for Profiler {
         Ok(())
     }
     fn runtime_thread_suspended(&self, thread: ThreadId) -> Result<()> {
-        emit(&Event::ThreadSuspended { thread: thread.0 as u64, resumed: false });
+        emit(&Event::ThreadSuspended {
+            thread: thread.0 as u64,
+            resumed: false,
+        });
         Ok(())
     }
     fn runtime_thread_resumed(&self, thread: ThreadId) -> Result<()> {
-        emit(&Event::ThreadSuspended { thread: thread.0 as u64, resumed: true });
+        emit(&Event::ThreadSuspended {
+            thread: thread.0 as u64,
+            resumed: true,
+        });
         Ok(())
     }
 
@@ -591,12 +704,17 @@ impl ProfilerCallback for Profiler {
                 generations |= 1 << i;
             }
         }
-        emit(&Event::GcStarted { generations, reason: reason as u8 });
+        emit(&Event::GcStarted {
+            generations,
+            reason: reason as u8,
+        });
         Ok(())
     }
 
     fn garbage_collection_finished(&self) -> Result<()> {
-        let Some(a) = self.active() else { return Ok(()) };
+        let Some(a) = self.active() else {
+            return Ok(());
+        };
         let mut sizes = [0u64; 5];
         if let Ok(ranges) = a.info.get_generation_bounds() {
             for r in ranges {
@@ -605,20 +723,29 @@ impl ProfilerCallback for Profiler {
                 }
             }
         }
-        emit(&Event::GcFinished { generation_sizes: sizes.to_vec().into() });
+        emit(&Event::GcFinished {
+            generation_sizes: sizes.to_vec().into(),
+        });
         Ok(())
     }
 
     fn objects_allocated_by_class(&self, classes: &[ClassId], counts: &[u32]) -> Result<()> {
-        let Some(a) = self.active() else { return Ok(()) };
+        let Some(a) = self.active() else {
+            return Ok(());
+        };
         for (class, count) in classes.iter().zip(counts) {
             if let Some(name) = self.name_class(a, *class) {
                 emit(&Event::Meta {
                     key: Cow::Borrowed("class_name"),
-                    json: Cow::Owned(serde_json::json!({ "id": class.0, "name": name }).to_string()),
+                    json: Cow::Owned(
+                        serde_json::json!({ "id": class.0, "name": name }).to_string(),
+                    ),
                 });
             }
-            emit(&Event::Allocations { class: class.0 as u64, count: u64::from(*count) });
+            emit(&Event::Allocations {
+                class: class.0 as u64,
+                count: u64::from(*count),
+            });
         }
         Ok(())
     }
@@ -629,7 +756,11 @@ impl ProfilerCallback for Profiler {
         {
             self.name_function(a, function);
         }
-        emit(&Event::Transition { function: function.0 as u64, to_managed: true, reason: reason as u8 });
+        emit(&Event::Transition {
+            function: function.0 as u64,
+            to_managed: true,
+            reason: reason as u8,
+        });
         Ok(())
     }
 
@@ -637,17 +768,27 @@ impl ProfilerCallback for Profiler {
         if let Some(a) = self.active() {
             self.name_function(a, function);
         }
-        emit(&Event::Transition { function: function.0 as u64, to_managed: false, reason: reason as u8 });
+        emit(&Event::Transition {
+            function: function.0 as u64,
+            to_managed: false,
+            reason: reason as u8,
+        });
         Ok(())
     }
 }
 
 fn phase(phase: ExceptionPhase, function: usize) {
-    emit(&Event::ExceptionPhase { phase, function: function as u64 });
+    emit(&Event::ExceptionPhase {
+        phase,
+        function: function as u64,
+    });
 }
 
 fn suspend(phase: SuspendPhase, reason: u32) {
-    emit(&Event::RuntimeSuspend { phase, reason: reason as u8 });
+    emit(&Event::RuntimeSuspend {
+        phase,
+        reason: reason as u8,
+    });
 }
 
 /// Writer flush period from settings.

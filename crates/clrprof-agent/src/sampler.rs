@@ -76,7 +76,9 @@ impl Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(SamplerStats::default());
         let (s, st) = (stop.clone(), stats.clone());
-        let handle = crate::thread::spawn("clrprof-sampler", move || run(&info, interval, duration, &s, &st, &seen))?;
+        let handle = crate::thread::spawn("clrprof-sampler", move || {
+            run(&info, interval, duration, &s, &st, &seen)
+        })?;
         Ok(Sampler {
             stop,
             handle: Some(handle),
@@ -164,14 +166,19 @@ fn run(
                 let os_tid = info.get_thread_info(thread).map(u64::from).unwrap_or(0);
                 let begin = frames.len();
                 let mut depth = 0usize;
-                let r = info.do_stack_snapshot(Some(thread), 0, None, &mut |f: FunctionId, _ip, _ctx| {
-                    // Runs of native frames arrive as one frame with id 0.
-                    if frames.len() < frames.capacity() {
-                        frames.push(f.0 as u64);
-                    }
-                    depth += 1;
-                    depth < MAX_FRAMES
-                });
+                let r = info.do_stack_snapshot(
+                    Some(thread),
+                    0,
+                    None,
+                    &mut |f: FunctionId, _ip, _ctx| {
+                        // Runs of native frames arrive as one frame with id 0.
+                        if frames.len() < frames.capacity() {
+                            frames.push(f.0 as u64);
+                        }
+                        depth += 1;
+                        depth < MAX_FRAMES
+                    },
+                );
                 if r.is_err() && frames.len() == begin {
                     stats.walk_failures.fetch_add(1, Ordering::Relaxed);
                     continue;
@@ -186,7 +193,10 @@ fn run(
         }
         WALK_ACTIVE.store(0, Ordering::Release);
         let _ = info.resume_runtime();
-        stats.suspended_ns.fetch_add(clock::monotonic_ns().saturating_sub(tick_start), Ordering::Relaxed);
+        stats.suspended_ns.fetch_add(
+            clock::monotonic_ns().saturating_sub(tick_start),
+            Ordering::Relaxed,
+        );
 
         // The runtime runs again: now read CPU clocks, name new functions and record.
         for w in &walked {
@@ -198,7 +208,10 @@ fn run(
                     d
                 }
                 None => {
-                    cpu.push(ThreadCpu { os_tid: w.os_tid, last_cpu_ns: cpu_now });
+                    cpu.push(ThreadCpu {
+                        os_tid: w.os_tid,
+                        last_cpu_ns: cpu_now,
+                    });
                     0
                 }
             };
@@ -229,7 +242,10 @@ fn run(
         if cpu.len() > 4096 {
             cpu.clear();
         }
-        stats.busy_ns.fetch_add(clock::monotonic_ns().saturating_sub(tick_start), Ordering::Relaxed);
+        stats.busy_ns.fetch_add(
+            clock::monotonic_ns().saturating_sub(tick_start),
+            Ordering::Relaxed,
+        );
     }
 }
 
@@ -246,7 +262,12 @@ fn sleep_until(deadline_ns: u64) {
     };
     // SAFETY: `ts` is a valid timespec; a null remainder is allowed with TIMER_ABSTIME.
     unsafe {
-        libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut());
+        libc::clock_nanosleep(
+            libc::CLOCK_MONOTONIC,
+            libc::TIMER_ABSTIME,
+            &ts,
+            std::ptr::null_mut(),
+        );
     }
 }
 
@@ -257,7 +278,10 @@ fn thread_cpu_ns(os_tid: u64) -> u64 {
         return 0;
     }
     let clock = ((!(os_tid as libc::clockid_t)) << 3) | 6;
-    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: `t` is a valid out pointer; an invalid clock id only makes the call fail.
     if unsafe { libc::clock_gettime(clock, &mut t) } != 0 {
         return 0;

@@ -11,20 +11,25 @@ use crate::config::Settings;
 use crate::writer::Writer;
 use crate::{buffers, clock, log};
 
-pub fn start(info: &ProfilerInfo, attached: bool) -> Result<(Settings, Writer), String> {
-    let pid = std::process::id();
-    let settings = Settings::from_lookup(|k| std::env::var(k).ok(), pid).map_err(|e| e.to_string())?;
-    start_with(info, settings, attached)
-}
-
-pub fn start_with(info: &ProfilerInfo, settings: Settings, attached: bool) -> Result<(Settings, Writer), String> {
+pub fn start_with(
+    info: &ProfilerInfo,
+    settings: Settings,
+    attached: bool,
+) -> Result<(Settings, Writer), String> {
     log::set_target(settings.log.clone());
     let tsc = clock::init();
-    if !buffers::init(settings.buffer_bytes, settings.on_full == crate::config::OnFull::Drop) {
+    if !buffers::init(
+        settings.buffer_bytes,
+        settings.on_full == crate::config::OnFull::Drop,
+    ) {
         return Err("cannot create the thread-buffer key (pthread_key_create failed)".into());
     }
-    let file = File::create(&settings.output)
-        .map_err(|e| format!("cannot create trace file {}: {e}", settings.output.display()))?;
+    let file = File::create(&settings.output).map_err(|e| {
+        format!(
+            "cannot create trace file {}: {e}",
+            settings.output.display()
+        )
+    })?;
     let runtime = info.get_runtime_information().ok();
     let header = Header {
         major: clrprof_format::FORMAT_MAJOR,
@@ -35,11 +40,18 @@ pub fn start_with(info: &ProfilerInfo, settings: Settings, attached: bool) -> Re
             mode: settings.mode.as_str().into(),
             agent_version: env!("CARGO_PKG_VERSION").into(),
             runtime_version: runtime.as_ref().map(|r| {
-                format!("{}.{}.{}.{} ({})", r.major, r.minor, r.build, r.qfe, r.version)
+                format!(
+                    "{}.{}.{}.{} ({})",
+                    r.major, r.minor, r.build, r.qfe, r.version
+                )
             }),
             start_unix_ns: clock::unix_ns(),
             clock: ClockInfo {
-                kind: if tsc { ClockKind::Tsc } else { ClockKind::MonotonicNs },
+                kind: if tsc {
+                    ClockKind::Tsc
+                } else {
+                    ClockKind::MonotonicNs
+                },
                 ticks_per_second: None,
             },
             attached,

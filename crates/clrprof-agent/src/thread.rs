@@ -24,7 +24,7 @@ extern "C" fn start(arg: *mut c_void) -> *mut c_void {
     // SAFETY: `arg` is the Box<Job> leaked by `spawn` for this thread alone.
     let job = unsafe { Box::from_raw(arg as *mut Job) };
     // A panic ends this thread quietly; it must not unwind into libc.
-    let _ = std::panic::catch_unwind(AssertUnwindSafe(move || job()));
+    let _ = std::panic::catch_unwind(AssertUnwindSafe(job));
     std::ptr::null_mut()
 }
 
@@ -47,7 +47,10 @@ pub fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> io::Result<Native
     }
     // SAFETY: `handle` is a live thread and `cname` is NUL-terminated (16 bytes, ≤15 used).
     unsafe { libc::pthread_setname_np(handle, cname.as_ptr() as *const libc::c_char) };
-    Ok(NativeThread { handle, joined: false })
+    Ok(NativeThread {
+        handle,
+        joined: false,
+    })
 }
 
 impl NativeThread {

@@ -6,9 +6,9 @@
 
 use std::fs::File;
 use std::io;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::sync::Mutex;
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
@@ -52,7 +52,12 @@ pub struct Writer {
 
 impl Writer {
     /// Writes the header and starts the writer thread.
-    pub fn start(mut file: File, header: &Header, flush: Duration, compress: bool) -> io::Result<Writer> {
+    pub fn start(
+        mut file: File,
+        header: &Header,
+        flush: Duration,
+        compress: bool,
+    ) -> io::Result<Writer> {
         clrprof_format::write_file_header(&mut file, header)?;
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),
@@ -91,7 +96,11 @@ impl Writer {
                     t.unpark();
                 }
                 h.join();
-                self.result.lock().ok().and_then(|mut r| r.take()).unwrap_or_default()
+                self.result
+                    .lock()
+                    .ok()
+                    .and_then(|mut r| r.take())
+                    .unwrap_or_default()
             }
             None => Stats::default(),
         }
@@ -156,11 +165,17 @@ fn run(mut file: File, flush: Duration, compress: bool, shared: &Shared) -> Stat
     d.register();
     d.drain_all(&mut file, compress);
     let lost: u64 = buffers::lost_global()
-        + d.regs.iter().map(|r| r.reg.slot.lost.load(Ordering::Relaxed)).sum::<u64>()
+        + d.regs
+            .iter()
+            .map(|r| r.reg.slot.lost.load(Ordering::Relaxed))
+            .sum::<u64>()
         + d.stats.lost;
     d.stats.lost = lost;
     if lost > 0 {
-        d.record(&Event::Lost { count: lost, reason: 0 });
+        d.record(&Event::Lost {
+            count: lost,
+            reason: 0,
+        });
     }
     d.clock_sync();
     d.flush_process_block(&mut file, compress);
@@ -241,7 +256,15 @@ impl Drain {
         }
     }
 
-    fn write(&mut self, file: &mut File, os_tid: u64, base_ts: u64, count: u32, records: &[u8], compress: bool) {
+    fn write(
+        &mut self,
+        file: &mut File,
+        os_tid: u64,
+        base_ts: u64,
+        count: u32,
+        records: &[u8],
+        compress: bool,
+    ) {
         match clrprof_format::write_block(file, os_tid, base_ts, count, records, compress) {
             Ok(()) => {
                 self.stats.blocks += 1;

@@ -108,7 +108,13 @@ struct ThreadState {
 impl ThreadState {
     fn new(ns: u64) -> Self {
         ThreadState {
-            nodes: vec![Node { func: 0, calls: 0, inclusive: 0, self_ns: 0, children: HashMap::new() }],
+            nodes: vec![Node {
+                func: 0,
+                calls: 0,
+                inclusive: 0,
+                self_ns: 0,
+                children: HashMap::new(),
+            }],
             stack: Vec::new(),
             active: HashMap::new(),
             unwound_at: None,
@@ -117,7 +123,14 @@ impl ThreadState {
         }
     }
 
-    fn enter(&mut self, func: u64, sp: u32, ns: u64, funcs: &mut HashMap<u64, FuncAcc>, stats: &mut TraceStats) {
+    fn enter(
+        &mut self,
+        func: u64,
+        sp: u32,
+        ns: u64,
+        funcs: &mut HashMap<u64, FuncAcc>,
+        stats: &mut TraceStats,
+    ) {
         while let Some(top) = self.stack.last() {
             if (top.sp.wrapping_sub(sp) as i32) <= 0 {
                 let at = self.unwound_at.unwrap_or(ns);
@@ -133,22 +146,50 @@ impl ThreadState {
         let next = self.nodes.len();
         let node = *self.nodes[parent_node].children.entry(func).or_insert(next);
         if node == next {
-            self.nodes.push(Node { func, calls: 0, inclusive: 0, self_ns: 0, children: HashMap::new() });
+            self.nodes.push(Node {
+                func,
+                calls: 0,
+                inclusive: 0,
+                self_ns: 0,
+                children: HashMap::new(),
+            });
         }
         self.nodes[node].calls += 1;
         let acc = funcs.entry(func).or_default();
         acc.calls += 1;
         if parent_func != 0 {
             *acc.callers.entry(parent_func).or_default() += 1;
-            *funcs.entry(parent_func).or_default().callees.entry(func).or_default() += 1;
+            *funcs
+                .entry(parent_func)
+                .or_default()
+                .callees
+                .entry(func)
+                .or_default() += 1;
         }
         *self.active.entry(func).or_default() += 1;
-        self.stack.push(Frame { func, sp, start: ns, child: 0, node });
+        self.stack.push(Frame {
+            func,
+            sp,
+            start: ns,
+            child: 0,
+            node,
+        });
         stats.calls += 1;
     }
 
-    fn leave(&mut self, func: u64, sp: u32, ns: u64, funcs: &mut HashMap<u64, FuncAcc>, stats: &mut TraceStats) {
-        let Some(k) = self.stack.iter().rposition(|f| f.func == func && f.sp == sp) else {
+    fn leave(
+        &mut self,
+        func: u64,
+        sp: u32,
+        ns: u64,
+        funcs: &mut HashMap<u64, FuncAcc>,
+        stats: &mut TraceStats,
+    ) {
+        let Some(k) = self
+            .stack
+            .iter()
+            .rposition(|f| f.func == func && f.sp == sp)
+        else {
             stats.unmatched_leaves += 1;
             return;
         };
@@ -183,7 +224,12 @@ impl ThreadState {
 }
 
 /// Rebuilds every thread's calls. `max_depth` bounds the exported trees (not the stats).
-pub fn build(events: &[TimedEvent<'_>], names: &Names, threads: &ThreadNames, max_depth: usize) -> CallTrees {
+pub fn build(
+    events: &[TimedEvent<'_>],
+    names: &Names,
+    threads: &ThreadNames,
+    max_depth: usize,
+) -> CallTrees {
     let mut states: BTreeMap<u64, ThreadState> = BTreeMap::new();
     let mut funcs: HashMap<u64, FuncAcc> = HashMap::new();
     let mut stats = TraceStats::default();
@@ -192,7 +238,10 @@ pub fn build(events: &[TimedEvent<'_>], names: &Names, threads: &ThreadNames, ma
             Event::Enter { function, sp } => (0, *function, *sp as u32),
             Event::Leave { function, sp } => (1, *function, *sp as u32),
             Event::Tailcall { function, sp } => (1, *function, *sp as u32),
-            Event::ExceptionPhase { phase: ExceptionPhase::CatcherEnter, .. } => {
+            Event::ExceptionPhase {
+                phase: ExceptionPhase::CatcherEnter,
+                ..
+            } => {
                 if let Some(st) = states.get_mut(&e.os_tid) {
                     st.unwound_at = Some(e.ns);
                 }
@@ -200,7 +249,9 @@ pub fn build(events: &[TimedEvent<'_>], names: &Names, threads: &ThreadNames, ma
             }
             _ => continue,
         };
-        let st = states.entry(e.os_tid).or_insert_with(|| ThreadState::new(e.ns));
+        let st = states
+            .entry(e.os_tid)
+            .or_insert_with(|| ThreadState::new(e.ns));
         st.last = e.ns;
         if kind == 0 {
             st.enter(func, sp, e.ns, &mut funcs, &mut stats);
@@ -215,12 +266,22 @@ pub fn build(events: &[TimedEvent<'_>], names: &Names, threads: &ThreadNames, ma
             st.close(last, &mut funcs);
         }
     }
-    let name = |f: u64| if f == 0 { "[root]".to_string() } else { names.function(f) };
+    let name = |f: u64| {
+        if f == 0 {
+            "[root]".to_string()
+        } else {
+            names.function(f)
+        }
+    };
     let mut functions: Vec<FunctionStats> = funcs
         .iter()
         .map(|(f, a)| FunctionStats {
             name: name(*f),
-            signature: names.functions.get(f).map(|n| n.signature.clone()).unwrap_or_default(),
+            signature: names
+                .functions
+                .get(f)
+                .map(|n| n.signature.clone())
+                .unwrap_or_default(),
             calls: a.calls,
             inclusive_ns: a.inclusive,
             self_ns: a.self_ns,
@@ -229,7 +290,13 @@ pub fn build(events: &[TimedEvent<'_>], names: &Names, threads: &ThreadNames, ma
         })
         .collect();
     functions.sort_by(|a, b| b.self_ns.cmp(&a.self_ns).then_with(|| a.name.cmp(&b.name)));
-    let mut merged = TreeNode { name: "[root]".into(), calls: 0, inclusive_ns: 0, self_ns: 0, children: Vec::new() };
+    let mut merged = TreeNode {
+        name: "[root]".into(),
+        calls: 0,
+        inclusive_ns: 0,
+        self_ns: 0,
+        children: Vec::new(),
+    };
     let mut out_threads = Vec::new();
     for (tid, st) in &states {
         let root = export(&st.nodes, 0, &name, max_depth);
@@ -241,7 +308,12 @@ pub fn build(events: &[TimedEvent<'_>], names: &Names, threads: &ThreadNames, ma
             root,
         });
     }
-    CallTrees { functions, merged, threads: out_threads, stats }
+    CallTrees {
+        functions,
+        merged,
+        threads: out_threads,
+        stats,
+    }
 }
 
 fn export(nodes: &[Node], i: usize, name: &dyn Fn(u64) -> String, depth: usize) -> TreeNode {
@@ -249,10 +321,23 @@ fn export(nodes: &[Node], i: usize, name: &dyn Fn(u64) -> String, depth: usize) 
     let mut children: Vec<TreeNode> = if depth == 0 {
         Vec::new()
     } else {
-        n.children.values().map(|c| export(nodes, *c, name, depth - 1)).collect()
+        n.children
+            .values()
+            .map(|c| export(nodes, *c, name, depth - 1))
+            .collect()
     };
-    children.sort_by(|a, b| b.inclusive_ns.cmp(&a.inclusive_ns).then_with(|| a.name.cmp(&b.name)));
-    TreeNode { name: name(n.func), calls: n.calls, inclusive_ns: n.inclusive, self_ns: n.self_ns, children }
+    children.sort_by(|a, b| {
+        b.inclusive_ns
+            .cmp(&a.inclusive_ns)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    TreeNode {
+        name: name(n.func),
+        calls: n.calls,
+        inclusive_ns: n.inclusive,
+        self_ns: n.self_ns,
+        children,
+    }
 }
 
 fn merge(into: &mut TreeNode, from: &TreeNode) {
@@ -265,5 +350,9 @@ fn merge(into: &mut TreeNode, from: &TreeNode) {
             None => into.children.push(c.clone()),
         }
     }
-    into.children.sort_by(|a, b| b.inclusive_ns.cmp(&a.inclusive_ns).then_with(|| a.name.cmp(&b.name)));
+    into.children.sort_by(|a, b| {
+        b.inclusive_ns
+            .cmp(&a.inclusive_ns)
+            .then_with(|| a.name.cmp(&b.name))
+    });
 }

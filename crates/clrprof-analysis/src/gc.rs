@@ -51,7 +51,9 @@ pub fn collect(events: &[TimedEvent<'_>]) -> Vec<Gc> {
     for e in events {
         if let Event::RuntimeSuspend { phase, reason } = &e.event {
             match phase {
-                SuspendPhase::SuspendStarted if *reason == SUSPEND_FOR_GC || *reason == SUSPEND_FOR_GC_PREP => {
+                SuspendPhase::SuspendStarted
+                    if *reason == SUSPEND_FOR_GC || *reason == SUSPEND_FOR_GC_PREP =>
+                {
                     open.get_or_insert(e.ns);
                 }
                 SuspendPhase::SuspendAborted => open = None,
@@ -68,7 +70,10 @@ pub fn collect(events: &[TimedEvent<'_>]) -> Vec<Gc> {
     let mut pending: Option<usize> = None;
     for e in events {
         match &e.event {
-            Event::GcStarted { generations, reason } => {
+            Event::GcStarted {
+                generations,
+                reason,
+            } => {
                 let gens: Vec<u8> = (0..8).filter(|i| generations & (1 << i) != 0).collect();
                 let generation = gens.iter().copied().filter(|g| *g <= 2).max().unwrap_or(0);
                 let pause_ns = windows
@@ -93,7 +98,13 @@ pub fn collect(events: &[TimedEvent<'_>]) -> Vec<Gc> {
                     let g = &mut gcs[i];
                     g.duration_ns = e.ns.saturating_sub(g.start_ns);
                     let s = |k: usize| generation_sizes.get(k).copied().unwrap_or(0);
-                    g.heap_after = HeapSizes { gen0: s(0), gen1: s(1), gen2: s(2), loh: s(3), poh: s(4) };
+                    g.heap_after = HeapSizes {
+                        gen0: s(0),
+                        gen1: s(1),
+                        gen2: s(2),
+                        loh: s(3),
+                        poh: s(4),
+                    };
                 }
             }
             _ => {}

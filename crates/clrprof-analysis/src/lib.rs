@@ -6,13 +6,13 @@
 
 pub mod calltree;
 pub mod gc;
-pub mod samples;
-pub mod threads;
-pub mod report;
-pub mod timeline;
 pub mod names;
 pub mod profile;
+pub mod report;
+pub mod samples;
 pub mod text;
+pub mod threads;
+pub mod timeline;
 
 pub use report::{Options, Report, build, build_with};
-pub use timeline::{Trace, TimedEvent};
+pub use timeline::{TimedEvent, Trace};

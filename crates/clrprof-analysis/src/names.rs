@@ -23,10 +23,18 @@ impl Names {
         let mut n = Names::default();
         for e in events {
             match &e.event {
-                Event::FunctionInfo { function, name, signature, .. } => {
+                Event::FunctionInfo {
+                    function,
+                    name,
+                    signature,
+                    ..
+                } => {
                     n.functions.insert(
                         *function,
-                        FunctionName { name: name.to_string(), signature: signature.to_string() },
+                        FunctionName {
+                            name: name.to_string(),
+                            signature: signature.to_string(),
+                        },
                     );
                 }
                 Event::ClassLoaded { id, name, .. } => {

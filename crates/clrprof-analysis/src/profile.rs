@@ -17,7 +17,11 @@ pub fn build(trace: &Trace<'_>) -> Profile {
     let names = Names::collect(&trace.events);
     let threads = ThreadNames::collect(&trace.events);
     let meta = &trace.header.meta;
-    let rate = meta.settings.get("rate_hz").and_then(|v| v.as_f64()).unwrap_or(0.0);
+    let rate = meta
+        .settings
+        .get("rate_hz")
+        .and_then(|v| v.as_f64())
+        .unwrap_or(0.0);
     let interval_ns = if rate > 0.0 { (1e9 / rate) as u64 } else { 0 };
     let start = trace.events.first().map(|e| e.ns).unwrap_or(0);
     let mut frames: Vec<Frame> = Vec::new();
@@ -30,7 +34,11 @@ pub fn build(trace: &Trace<'_>) -> Profile {
         frames.push(Frame {
             name: name.to_string(),
             module: None,
-            kind: if name == NATIVE { FrameKind::Native } else { FrameKind::Managed },
+            kind: if name == NATIVE {
+                FrameKind::Native
+            } else {
+                FrameKind::Managed
+            },
         });
         index.insert(name.to_string(), i);
         i
@@ -48,7 +56,12 @@ pub fn build(trace: &Trace<'_>) -> Profile {
         thread(&mut per, s.os_tid);
         let stack: Vec<u32> = s.stack.iter().rev().map(|n| intern(n)).collect();
         if let Some(t) = per.get_mut(&s.os_tid) {
-            t.samples.push(Sample { time_ns: s.ns - start, stack, wall_ns: interval_ns, cpu_ns: s.cpu_ns });
+            t.samples.push(Sample {
+                time_ns: s.ns - start,
+                stack,
+                wall_ns: interval_ns,
+                cpu_ns: s.cpu_ns,
+            });
         }
     }
     // Trace mode: exact call intervals per thread, from the same reconstruction rules
@@ -57,7 +70,9 @@ pub fn build(trace: &Trace<'_>) -> Profile {
     for e in &trace.events {
         let (leave, func, sp) = match &e.event {
             Event::Enter { function, sp } => (false, *function, *sp as u32),
-            Event::Leave { function, sp } | Event::Tailcall { function, sp } => (true, *function, *sp as u32),
+            Event::Leave { function, sp } | Event::Tailcall { function, sp } => {
+                (true, *function, *sp as u32)
+            }
             _ => continue,
         };
         thread(&mut per, e.os_tid);
@@ -67,7 +82,12 @@ pub fn build(trace: &Trace<'_>) -> Profile {
             if let Some((f, _, s)) = stack.pop() {
                 let depth = stack.len() as u32;
                 let frame = intern(&names.function(f));
-                t.calls.push(Call { frame, start_ns: s - start, end_ns: end - start, depth });
+                t.calls.push(Call {
+                    frame,
+                    start_ns: s - start,
+                    end_ns: end - start,
+                    depth,
+                });
             }
         };
         if leave {
@@ -77,7 +97,10 @@ pub fn build(trace: &Trace<'_>) -> Profile {
                 }
             }
         } else {
-            while stack.last().is_some_and(|(_, s, _)| (s.wrapping_sub(sp) as i32) <= 0) {
+            while stack
+                .last()
+                .is_some_and(|(_, s, _)| (s.wrapping_sub(sp) as i32) <= 0)
+            {
                 close(stack, e.ns, t);
             }
             stack.push((func, sp, e.ns));
@@ -88,7 +111,12 @@ pub fn build(trace: &Trace<'_>) -> Profile {
         if let Some(t) = per.get_mut(&tid) {
             while let Some((f, _, s)) = stack.pop() {
                 let frame = intern(&names.function(f));
-                t.calls.push(Call { frame, start_ns: s - start, end_ns: end - start, depth: stack.len() as u32 });
+                t.calls.push(Call {
+                    frame,
+                    start_ns: s - start,
+                    end_ns: end - start,
+                    depth: stack.len() as u32,
+                });
             }
         }
     }
@@ -100,6 +128,9 @@ pub fn build(trace: &Trace<'_>) -> Profile {
         start_unix_ns: meta.start_unix_ns,
         interval_ns,
         frames,
-        threads: per.into_values().filter(|t| !t.samples.is_empty() || !t.calls.is_empty()).collect(),
+        threads: per
+            .into_values()
+            .filter(|t| !t.samples.is_empty() || !t.calls.is_empty())
+            .collect(),
     }
 }

@@ -216,9 +216,16 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
                 assemblies.push(name.to_string());
             }
             Event::AssemblyUnloaded { .. } => c.assemblies_unloaded += 1,
-            Event::ModuleLoaded { id, assembly, path, .. } => {
+            Event::ModuleLoaded {
+                id, assembly, path, ..
+            } => {
                 c.modules_loaded += 1;
-                modules.push(ModuleInfo { id: *id, path: path.to_string(), assembly: *assembly, loaded_ns: e.ns });
+                modules.push(ModuleInfo {
+                    id: *id,
+                    path: path.to_string(),
+                    assembly: *assembly,
+                    loaded_ns: e.ns,
+                });
             }
             Event::ModuleUnloaded { .. } => c.modules_unloaded += 1,
             Event::ClassLoaded { name, .. } => {
@@ -244,21 +251,29 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
             Event::ThreadCreated { thread: t } => {
                 c.threads_created += 1;
                 thread(&mut threads, *t);
-                threads.get_mut(t).map(|x| x.created_ns = Some(e.ns));
+                if let Some(x) = threads.get_mut(t) {
+                    x.created_ns = Some(e.ns);
+                }
             }
             Event::ThreadDestroyed { thread: t } => {
                 c.threads_destroyed += 1;
                 thread(&mut threads, *t);
-                threads.get_mut(t).map(|x| x.destroyed_ns = Some(e.ns));
+                if let Some(x) = threads.get_mut(t) {
+                    x.destroyed_ns = Some(e.ns);
+                }
             }
             Event::ThreadAssigned { thread: t, os_tid } => {
                 thread(&mut threads, *t);
-                threads.get_mut(t).map(|x| x.os_tid = Some(*os_tid));
+                if let Some(x) = threads.get_mut(t) {
+                    x.os_tid = Some(*os_tid);
+                }
             }
             Event::ThreadName { thread: t, name } => {
                 c.thread_renames += 1;
                 thread(&mut threads, *t);
-                threads.get_mut(t).map(|x| x.name = Some(name.to_string()));
+                if let Some(x) = threads.get_mut(t) {
+                    x.name = Some(name.to_string());
+                }
             }
             Event::Sample { .. } => has_samples = true,
             Event::Enter { .. } => has_calls = true,
@@ -268,16 +283,32 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
                     os_tid: e.os_tid,
                     frames: frames
                         .iter()
-                        .map(|f| if *f == 0 { samples::NATIVE.to_string() } else { names.function(*f) })
+                        .map(|f| {
+                            if *f == 0 {
+                                samples::NATIVE.to_string()
+                            } else {
+                                names.function(*f)
+                            }
+                        })
                         .collect(),
                 });
             }
-            Event::ExceptionThrown { type_name, message, .. } => {
+            Event::ExceptionThrown {
+                type_name, message, ..
+            } => {
                 last_exception.insert(e.os_tid, type_name.to_string());
                 c.exceptions_thrown += 1;
-                let ty = if type_name.is_empty() { "(unknown type)".to_string() } else { type_name.to_string() };
+                let ty = if type_name.is_empty() {
+                    "(unknown type)".to_string()
+                } else {
+                    type_name.to_string()
+                };
                 *exceptions.entry(ty.clone()).or_default() += 1;
-                *messages.entry(ty).or_default().entry(message.to_string()).or_default() += 1;
+                *messages
+                    .entry(ty)
+                    .or_default()
+                    .entry(message.to_string())
+                    .or_default() += 1;
             }
             Event::ExceptionPhase { phase, .. } => match phase {
                 ExceptionPhase::CatcherEnter => c.exception_catches += 1,
@@ -286,9 +317,10 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
                 ExceptionPhase::SearchFilterEnter => c.exception_filters += 1,
                 _ => {}
             },
-            Event::RuntimeSuspend { phase: clrprof_format::SuspendPhase::SuspendStarted, .. } => {
-                c.runtime_suspensions += 1
-            }
+            Event::RuntimeSuspend {
+                phase: clrprof_format::SuspendPhase::SuspendStarted,
+                ..
+            } => c.runtime_suspensions += 1,
             Event::GcStarted { .. } => c.gcs += 1,
             Event::Allocations { class, count } => {
                 c.allocation_reports += 1;
@@ -301,7 +333,10 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
     }
     classes.sort();
     let gcs = gc::collect(&trace.events);
-    let mut gc_summary = GcSummary { count: gcs.len() as u64, ..Default::default() };
+    let mut gc_summary = GcSummary {
+        count: gcs.len() as u64,
+        ..Default::default()
+    };
     for g in &gcs {
         gc_summary.by_generation[g.generation.min(2) as usize] += 1;
         if g.reason == "induced" {
@@ -310,13 +345,23 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
         gc_summary.total_pause_ns += g.pause_ns;
         gc_summary.max_pause_ns = gc_summary.max_pause_ns.max(g.pause_ns);
     }
-    let mut slowest: Vec<JitEntry> =
-        jit_times.iter().map(|(f, ns)| JitEntry { name: names.function(*f), ns: *ns }).collect();
+    let mut slowest: Vec<JitEntry> = jit_times
+        .iter()
+        .map(|(f, ns)| JitEntry {
+            name: names.function(*f),
+            ns: *ns,
+        })
+        .collect();
     slowest.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.name.cmp(&b.name)));
     let jit_total = slowest.iter().map(|j| j.ns).sum();
     slowest.truncate(20);
-    let mut allocations: Vec<Allocation> =
-        allocs.into_iter().map(|(class, count)| Allocation { class: names.class(class), count }).collect();
+    let mut allocations: Vec<Allocation> = allocs
+        .into_iter()
+        .map(|(class, count)| Allocation {
+            class: names.class(class),
+            count,
+        })
+        .collect();
     allocations.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.class.cmp(&b.class)));
     for m in messages.values_mut() {
         if m.len() > 10 {
@@ -373,7 +418,11 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
         modules,
         assemblies,
         classes,
-        jit: JitSummary { compilations: c.jit_compilations, total_ns: jit_total, slowest },
+        jit: JitSummary {
+            compilations: c.jit_compilations,
+            total_ns: jit_total,
+            slowest,
+        },
         allocations,
         events: c,
     }

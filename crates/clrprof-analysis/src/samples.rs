@@ -63,25 +63,49 @@ pub struct FunctionSamples {
 pub fn named_samples(events: &[TimedEvent<'_>], names: &Names) -> Vec<NamedSample> {
     let mut out = Vec::new();
     for e in events {
-        if let Event::Sample { os_tid, cpu_ns, state, frames, .. } = &e.event {
+        if let Event::Sample {
+            os_tid,
+            cpu_ns,
+            state,
+            frames,
+            ..
+        } = &e.event
+        {
             let mut stack: Vec<String> = Vec::with_capacity(frames.len());
             for f in frames.iter() {
-                let name = if *f == 0 { NATIVE.to_string() } else { names.function(*f) };
+                let name = if *f == 0 {
+                    NATIVE.to_string()
+                } else {
+                    names.function(*f)
+                };
                 // Consecutive native runs collapse into one frame.
                 if name == NATIVE && stack.last().map(String::as_str) == Some(NATIVE) {
                     continue;
                 }
                 stack.push(name);
             }
-            out.push(NamedSample { ns: e.ns, os_tid: *os_tid, cpu_ns: *cpu_ns, state: *state, stack });
+            out.push(NamedSample {
+                ns: e.ns,
+                os_tid: *os_tid,
+                cpu_ns: *cpu_ns,
+                state: *state,
+                stack,
+            });
         }
     }
     out
 }
 
-pub fn totals(samples: &[NamedSample], threads: &ThreadNames, requested_rate_hz: Option<f64>) -> SampleTotals {
+pub fn totals(
+    samples: &[NamedSample],
+    threads: &ThreadNames,
+    requested_rate_hz: Option<f64>,
+) -> SampleTotals {
     let mut per: BTreeMap<u64, ThreadSamples> = BTreeMap::new();
-    let mut t = SampleTotals { requested_rate_hz, ..Default::default() };
+    let mut t = SampleTotals {
+        requested_rate_hz,
+        ..Default::default()
+    };
     for s in samples {
         t.total += 1;
         t.cpu_ns += s.cpu_ns;
@@ -152,14 +176,32 @@ mod tests {
     use super::*;
 
     fn s(stack: &[&str], cpu: u64) -> NamedSample {
-        NamedSample { ns: 0, os_tid: 1, cpu_ns: cpu, state: u8::from(cpu > 0), stack: stack.iter().map(|x| x.to_string()).collect() }
+        NamedSample {
+            ns: 0,
+            os_tid: 1,
+            cpu_ns: cpu,
+            state: u8::from(cpu > 0),
+            stack: stack.iter().map(|x| x.to_string()).collect(),
+        }
     }
 
     #[test]
     fn self_and_total_count_recursion_once() {
-        let v = functions(&[s(&["A", "A", "Main"], 10), s(&["B", "Main"], 0), s(&["A", "Main"], 5)]);
+        let v = functions(&[
+            s(&["A", "A", "Main"], 10),
+            s(&["B", "Main"], 0),
+            s(&["A", "Main"], 5),
+        ]);
         let a = v.iter().find(|f| f.name == "A").unwrap();
-        assert_eq!((a.self_samples, a.total_samples, a.self_cpu_ns, a.total_cpu_ns), (2, 2, 15, 15));
+        assert_eq!(
+            (
+                a.self_samples,
+                a.total_samples,
+                a.self_cpu_ns,
+                a.total_cpu_ns
+            ),
+            (2, 2, 15, 15)
+        );
         let m = v.iter().find(|f| f.name == "Main").unwrap();
         assert_eq!((m.self_samples, m.total_samples), (0, 3));
         assert_eq!(v[0].name, "A");

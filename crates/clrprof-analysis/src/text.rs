@@ -29,12 +29,26 @@ pub fn bytes(v: u64) -> String {
 pub fn render(r: &Report, top: usize) -> String {
     let mut o = String::new();
     let t = &r.trace;
-    let _ = writeln!(o, "clrprof report — pid {} ({} mode{})", t.pid, t.mode, if t.attached { ", attached" } else { "" });
+    let _ = writeln!(
+        o,
+        "clrprof report — pid {} ({} mode{})",
+        t.pid,
+        t.mode,
+        if t.attached { ", attached" } else { "" }
+    );
     let _ = writeln!(o, "  command:  {}", t.command_line.join(" "));
-    let _ = writeln!(o, "  runtime:  {}", t.runtime_version.as_deref().unwrap_or("unknown"));
+    let _ = writeln!(
+        o,
+        "  runtime:  {}",
+        t.runtime_version.as_deref().unwrap_or("unknown")
+    );
     let _ = writeln!(o, "  duration: {}", ns(t.duration_ns));
     if r.lost_events > 0 {
-        let _ = writeln!(o, "  LOST:     {} events could not be recorded (buffers full in drop mode)", r.lost_events);
+        let _ = writeln!(
+            o,
+            "  LOST:     {} events could not be recorded (buffers full in drop mode)",
+            r.lost_events
+        );
     }
     for w in &r.warnings {
         let _ = writeln!(o, "  warning:  {w}");
@@ -86,15 +100,30 @@ pub fn render(r: &Report, top: usize) -> String {
         let _ = writeln!(
             o,
             "  {} GCs (gen0 {}, gen1 {}, gen2 {}; {} induced); pauses total {}, max {}",
-            s.count, s.by_generation[0], s.by_generation[1], s.by_generation[2], s.induced,
-            ns(s.total_pause_ns), ns(s.max_pause_ns)
+            s.count,
+            s.by_generation[0],
+            s.by_generation[1],
+            s.by_generation[2],
+            s.induced,
+            ns(s.total_pause_ns),
+            ns(s.max_pause_ns)
         );
-        let _ = writeln!(o, "  {:>4} {:>4} {:>8} {:>10} {:>10} {:>10} {:>10}", "#", "gen", "reason", "pause", "gen0", "gen2", "loh");
+        let _ = writeln!(
+            o,
+            "  {:>4} {:>4} {:>8} {:>10} {:>10} {:>10} {:>10}",
+            "#", "gen", "reason", "pause", "gen0", "gen2", "loh"
+        );
         for g in r.gcs.iter().take(top) {
             let _ = writeln!(
                 o,
                 "  {:>4} {:>4} {:>8} {:>10} {:>10} {:>10} {:>10}",
-                g.index, g.generation, g.reason, ns(g.pause_ns), bytes(g.heap_after.gen0), bytes(g.heap_after.gen2), bytes(g.heap_after.loh)
+                g.index,
+                g.generation,
+                g.reason,
+                ns(g.pause_ns),
+                bytes(g.heap_after.gen0),
+                bytes(g.heap_after.gen2),
+                bytes(g.heap_after.loh)
             );
         }
         if r.gcs.len() > top {
@@ -110,13 +139,25 @@ pub fn render(r: &Report, top: usize) -> String {
                 (Some(a), Some(b)) => ns(b.saturating_sub(a)),
                 _ => "-".into(),
             };
-            let tid = th.os_tid.map(|t| t.to_string()).unwrap_or_else(|| "-".into());
-            let _ = writeln!(o, "  {tid:>8}  {:<32} {life:>10}", th.name.as_deref().unwrap_or("(unnamed)"));
+            let tid = th
+                .os_tid
+                .map(|t| t.to_string())
+                .unwrap_or_else(|| "-".into());
+            let _ = writeln!(
+                o,
+                "  {tid:>8}  {:<32} {life:>10}",
+                th.name.as_deref().unwrap_or("(unnamed)")
+            );
         }
     }
 
     if r.jit.compilations > 0 {
-        let _ = writeln!(o, "\nJIT: {} compilations, {} compiling", r.jit.compilations, ns(r.jit.total_ns));
+        let _ = writeln!(
+            o,
+            "\nJIT: {} compilations, {} compiling",
+            r.jit.compilations,
+            ns(r.jit.total_ns)
+        );
         for j in r.jit.slowest.iter().take(top.min(10)) {
             let _ = writeln!(o, "  {:>10}  {}", ns(j.ns), truncate(&j.name, 100));
         }
@@ -135,13 +176,19 @@ pub fn render(r: &Report, top: usize) -> String {
             "\nSamples: {} ({:.1} Hz achieved{}; {} on CPU, {} CPU)",
             st.total,
             st.rate_hz,
-            st.requested_rate_hz.map(|r| format!(", {r} Hz asked")).unwrap_or_default(),
+            st.requested_rate_hz
+                .map(|r| format!(", {r} Hz asked"))
+                .unwrap_or_default(),
             st.on_cpu,
             ns(st.cpu_ns)
         );
         if let Some(Functions::Sampled(fs)) = &r.functions {
             let total = st.total.max(1) as f64;
-            let _ = writeln!(o, "  {:>7} {:>7} {:>7} {:>7} {:>10}  function", "self", "self%", "total", "total%", "self cpu");
+            let _ = writeln!(
+                o,
+                "  {:>7} {:>7} {:>7} {:>7} {:>10}  function",
+                "self", "self%", "total", "total%", "self cpu"
+            );
             for f in fs.iter().take(top) {
                 let _ = writeln!(
                     o,
@@ -177,9 +224,20 @@ pub fn render(r: &Report, top: usize) -> String {
                 ts.calls, ts.unwound_frames, ts.unmatched_leaves, ts.open_at_end
             );
         }
-        let _ = writeln!(o, "  {:>10} {:>11} {:>11}  function (top by self time)", "calls", "inclusive", "self");
+        let _ = writeln!(
+            o,
+            "  {:>10} {:>11} {:>11}  function (top by self time)",
+            "calls", "inclusive", "self"
+        );
         for f in fs.iter().take(top) {
-            let _ = writeln!(o, "  {:>10} {:>11} {:>11}  {}", f.calls, ns(f.inclusive_ns), ns(f.self_ns), truncate(&f.name, 90));
+            let _ = writeln!(
+                o,
+                "  {:>10} {:>11} {:>11}  {}",
+                f.calls,
+                ns(f.inclusive_ns),
+                ns(f.self_ns),
+                truncate(&f.name, 90)
+            );
         }
     }
     if let Some(tree) = &r.call_tree {
@@ -202,7 +260,13 @@ pub fn render(r: &Report, top: usize) -> String {
 }
 
 fn tree_lines(o: &mut String, n: &TreeNode, indent: &str, top: usize) {
-    let _ = writeln!(o, "{indent}{} {}  ×{}", truncate(&n.name, 80), ns(n.inclusive_ns), n.calls);
+    let _ = writeln!(
+        o,
+        "{indent}{} {}  ×{}",
+        truncate(&n.name, 80),
+        ns(n.inclusive_ns),
+        n.calls
+    );
     let child_indent = format!("{indent}  ");
     for c in n.children.iter().take(top) {
         tree_lines(o, c, &child_indent, top);

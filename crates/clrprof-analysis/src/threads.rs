@@ -44,7 +44,10 @@ impl ThreadNames {
 
     /// The thread's name, or `thread <tid>`.
     pub fn name(&self, os_tid: u64) -> String {
-        self.by_os.get(&os_tid).cloned().unwrap_or_else(|| format!("thread {os_tid}"))
+        self.by_os
+            .get(&os_tid)
+            .cloned()
+            .unwrap_or_else(|| format!("thread {os_tid}"))
     }
 
     pub fn named(&self, os_tid: u64) -> Option<&str> {

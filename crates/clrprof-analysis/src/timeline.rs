@@ -36,7 +36,8 @@ impl<'a> Trace<'a> {
             })
             .collect();
         let earliest = decoded.iter().map(|d| d.ts).min().unwrap_or(0);
-        let clock = ClockConverter::from_clock_info(&header.meta.clock, &syncs).with_origin_ticks(earliest);
+        let clock =
+            ClockConverter::from_clock_info(&header.meta.clock, &syncs).with_origin_ticks(earliest);
         let mut events: Vec<TimedEvent<'a>> = decoded
             .into_iter()
             .map(|d| TimedEvent {

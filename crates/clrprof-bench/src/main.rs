@@ -49,7 +49,10 @@ fn clrprof() -> Result<PathBuf> {
     let exe = std::env::current_exe()?;
     let p = exe.parent().context("exe dir")?.join("clrprof");
     if !p.is_file() {
-        bail!("{} not found: build it first (cargo build --release -p clrprof-cli -p clrprof-agent)", p.display());
+        bail!(
+            "{} not found: build it first (cargo build --release -p clrprof-cli -p clrprof-agent)",
+            p.display()
+        );
     }
     Ok(p)
 }
@@ -94,9 +97,16 @@ fn compare(runs: usize, configs: &[(&str, &dyn Fn() -> Command)]) -> Result<Vec<
     }
     let medians: Vec<Duration> = times.into_iter().map(median).collect();
     let base = medians[0];
-    println!("{:<32} {:>12} {:>10}", "configuration", "median ms", "ratio");
+    println!(
+        "{:<32} {:>12} {:>10}",
+        "configuration", "median ms", "ratio"
+    );
     for ((name, _), m) in configs.iter().zip(&medians) {
-        println!("{name:<32} {:>12.1} {:>10.3}", ms(*m), m.as_secs_f64() / base.as_secs_f64());
+        println!(
+            "{name:<32} {:>12.1} {:>10.3}",
+            ms(*m),
+            m.as_secs_f64() / base.as_secs_f64()
+        );
     }
     Ok(medians)
 }
@@ -107,9 +117,20 @@ fn dotnet_app(app: &clrprof_testkit::BuiltApp, args: &[&str]) -> Command {
     c
 }
 
-fn recorded(clrprof: &Path, flags: &[&str], out: &Path, app: &clrprof_testkit::BuiltApp, args: &[&str]) -> Command {
+fn recorded(
+    clrprof: &Path,
+    flags: &[&str],
+    out: &Path,
+    app: &clrprof_testkit::BuiltApp,
+    args: &[&str],
+) -> Command {
     let mut c = Command::new(clrprof);
-    c.arg("record").arg("-q").arg("-o").arg(out).args(flags).arg("--");
+    c.arg("record")
+        .arg("-q")
+        .arg("-o")
+        .arg(out)
+        .args(flags)
+        .arg("--");
     c.arg(clrprof_testkit::dotnet()).arg(&app.dll).args(args);
     c
 }
@@ -123,10 +144,15 @@ fn events(runs: usize) -> Result<()> {
         runs,
         &[
             ("no profiler", &|| dotnet_app(&demo, &[])),
-            ("clrprof --mode events", &|| recorded(&clrprof, &["--mode", "events"], &out, &demo, &[])),
+            ("clrprof --mode events", &|| {
+                recorded(&clrprof, &["--mode", "events"], &out, &demo, &[])
+            }),
         ],
     )?;
-    println!("events-mode overhead: {:+.1} %", 100.0 * (m[1].as_secs_f64() / m[0].as_secs_f64() - 1.0));
+    println!(
+        "events-mode overhead: {:+.1} %",
+        100.0 * (m[1].as_secs_f64() / m[0].as_secs_f64() - 1.0)
+    );
     Ok(())
 }
 
@@ -139,38 +165,71 @@ fn sample(runs: usize) -> Result<()> {
     let nettrace = scratch().join("bench.nettrace");
     println!("sampling, Scenarios crunch (fixed CPU work on 2 threads), {runs} runs each");
     let base = || dotnet_app(&app, &args);
-    let s99 = || recorded(&clrprof, &["--mode", "sample", "--rate", "99"], &out, &app, &args);
-    let s999 = || recorded(&clrprof, &["--mode", "sample", "--rate", "999"], &out, &app, &args);
+    let s99 = || {
+        recorded(
+            &clrprof,
+            &["--mode", "sample", "--rate", "99"],
+            &out,
+            &app,
+            &args,
+        )
+    };
+    let s999 = || {
+        recorded(
+            &clrprof,
+            &["--mode", "sample", "--rate", "999"],
+            &out,
+            &app,
+            &args,
+        )
+    };
     let dt = |rate_hz: u32| {
         let trace = dotnet_trace.clone();
         let nt = nettrace.clone();
         let dll = app.dll.clone();
         move || {
             let mut c = Command::new(trace.as_ref().expect("dotnet-trace"));
-            c.arg("collect").arg("--profile").arg("cpu-sampling").arg("-o").arg(&nt);
+            c.arg("collect")
+                .arg("--profile")
+                .arg("cpu-sampling")
+                .arg("-o")
+                .arg(&nt);
             // dotnet-trace's sampling rate is fixed by the runtime; see docs/performance.md.
             let _ = rate_hz;
-            c.arg("--").arg(clrprof_testkit::dotnet()).arg(&dll).args(args);
+            c.arg("--")
+                .arg(clrprof_testkit::dotnet())
+                .arg(&dll)
+                .args(args);
             c
         }
     };
     let dt99 = dt(99);
-    let mut configs: Vec<(&str, &dyn Fn() -> Command)> =
-        vec![("no profiler", &base), ("clrprof sample 99 Hz", &s99), ("clrprof sample 999 Hz", &s999)];
+    let mut configs: Vec<(&str, &dyn Fn() -> Command)> = vec![
+        ("no profiler", &base),
+        ("clrprof sample 99 Hz", &s99),
+        ("clrprof sample 999 Hz", &s999),
+    ];
     if dotnet_trace.is_some() {
         configs.push(("dotnet-trace cpu-sampling", &dt99));
     } else {
-        println!("(dotnet-trace not found: `dotnet tool install --tool-path target/tools dotnet-trace` adds it)");
+        println!(
+            "(dotnet-trace not found: `dotnet tool install --tool-path target/tools dotnet-trace` adds it)"
+        );
     }
     let m = compare(runs, &configs)?;
     for (i, (name, _)) in configs.iter().enumerate().skip(1) {
-        println!("{name}: overhead {:+.1} %", 100.0 * (m[i].as_secs_f64() / m[0].as_secs_f64() - 1.0));
+        println!(
+            "{name}: overhead {:+.1} %",
+            100.0 * (m[i].as_secs_f64() / m[0].as_secs_f64() - 1.0)
+        );
     }
     Ok(())
 }
 
 fn find_dotnet_trace() -> Option<PathBuf> {
-    let local = clrprof_testkit::target_dir().join("tools").join("dotnet-trace");
+    let local = clrprof_testkit::target_dir()
+        .join("tools")
+        .join("dotnet-trace");
     if local.is_file() {
         return Some(local);
     }
@@ -198,12 +257,24 @@ fn trace(runs: usize) -> Result<()> {
         &[
             ("no profiler", &|| dotnet_app(&app, &["fib", n])),
             ("events mode, inlining off", &|| {
-                let mut c = recorded(&clrprof, &["--mode", "events", "--events", "none"], &out, &app, &["fib", n]);
+                let mut c = recorded(
+                    &clrprof,
+                    &["--mode", "events", "--events", "none"],
+                    &out,
+                    &app,
+                    &["fib", n],
+                );
                 c.env("DOTNET_JitNoInline", "1");
                 c
             }),
             ("clrprof --mode trace", &|| {
-                recorded(&clrprof, &["--mode", "trace", "--include", "Scenarios.*"], &out, &app, &["fib", n])
+                recorded(
+                    &clrprof,
+                    &["--mode", "trace", "--include", "Scenarios.*"],
+                    &out,
+                    &app,
+                    &["fib", n],
+                )
             }),
         ],
     )?;
@@ -220,19 +291,41 @@ fn attach(runs: usize) -> Result<()> {
     let app = clrprof_testkit::app("Scenarios");
     let mut latencies = Vec::new();
     for i in 0..runs {
-        let mut child = dotnet_app(&app, &["serve"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn()?;
+        let mut child = dotnet_app(&app, &["serve"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()?;
         let mut line = String::new();
-        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().context("stdout")?), &mut line)?;
-        let pid: u32 = line.trim().strip_prefix("READY ").context("READY")?.parse()?;
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().context("stdout")?),
+            &mut line,
+        )?;
+        let pid: u32 = line
+            .trim()
+            .strip_prefix("READY ")
+            .context("READY")?
+            .parse()?;
         let out = scratch().join(format!("attach-{i}.clrprof"));
         let o = Command::new(&clrprof)
-            .args(["record", "--pid", &pid.to_string(), "--duration", "0.3", "-o"])
+            .args([
+                "record",
+                "--pid",
+                &pid.to_string(),
+                "--duration",
+                "0.3",
+                "-o",
+            ])
             .arg(&out)
             .output()?;
         let err = String::from_utf8_lossy(&o.stderr);
         let ms: f64 = err
             .lines()
-            .find_map(|l| l.split(" in ").nth(1).and_then(|r| r.split(" ms").next()).and_then(|x| x.parse().ok()))
+            .find_map(|l| {
+                l.split(" in ")
+                    .nth(1)
+                    .and_then(|r| r.split(" ms").next())
+                    .and_then(|x| x.parse().ok())
+            })
             .with_context(|| format!("no latency in: {err}"))?;
         latencies.push(ms);
         drop(child.stdin.take());

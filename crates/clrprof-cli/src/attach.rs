@@ -21,7 +21,9 @@ const ALREADY_ACTIVE: i32 = 0x8013_136A_u32 as i32;
 
 /// The private directory holding control sockets: `$TMPDIR/clrprof-<uid>` (0700).
 pub fn control_dir() -> PathBuf {
-    let base = std::env::var_os("TMPDIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/tmp"));
+    let base = std::env::var_os("TMPDIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
     // SAFETY: getuid has no preconditions.
     base.join(format!("clrprof-{}", unsafe { libc::getuid() }))
 }
@@ -32,9 +34,13 @@ pub fn control_socket(pid: u32) -> PathBuf {
 
 /// The client-data blob the agent parses (crates/clrprof-agent/src/attach.rs).
 fn client_data(env: &[(&str, String)], control: &Path) -> Vec<u8> {
-    let env: serde_json::Map<String, serde_json::Value> =
-        env.iter().map(|(k, v)| (k.to_string(), serde_json::Value::String(v.clone()))).collect();
-    let json = serde_json::json!({ "version": 1, "env": env, "control": control.display().to_string() }).to_string();
+    let env: serde_json::Map<String, serde_json::Value> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), serde_json::Value::String(v.clone())))
+        .collect();
+    let json =
+        serde_json::json!({ "version": 1, "env": env, "control": control.display().to_string() })
+            .to_string();
     let mut out = b"CLRPROF1".to_vec();
     out.extend_from_slice(&(json.len() as u32).to_le_bytes());
     out.extend_from_slice(json.as_bytes());
@@ -45,13 +51,18 @@ fn client_data(env: &[(&str, String)], control: &Path) -> Vec<u8> {
 pub fn control_request(pid: u32, request: &str, timeout: Duration) -> Result<String> {
     let path = control_socket(pid);
     let stream = UnixStream::connect(&path).with_context(|| {
-        format!("no clrprof profiler is attached to pid {pid} (no control socket at {})", path.display())
+        format!(
+            "no clrprof profiler is attached to pid {pid} (no control socket at {})",
+            path.display()
+        )
     })?;
     stream.set_read_timeout(Some(timeout))?;
     let mut w = stream.try_clone()?;
     writeln!(w, "{request}")?;
     let mut line = String::new();
-    BufReader::new(stream).read_line(&mut line).context("reading the profiler's answer")?;
+    BufReader::new(stream)
+        .read_line(&mut line)
+        .context("reading the profiler's answer")?;
     let line = line.trim_end();
     match line.strip_prefix("ok ") {
         Some(rest) => Ok(rest.to_string()),
@@ -60,8 +71,13 @@ pub fn control_request(pid: u32, request: &str, timeout: Duration) -> Result<Str
 }
 
 fn library_mapped(pid: u32, library: &Path) -> bool {
-    let name = library.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    std::fs::read_to_string(format!("/proc/{pid}/maps")).map(|m| m.contains(&name)).unwrap_or(false)
+    let name = library
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .map(|m| m.contains(&name))
+        .unwrap_or(false)
 }
 
 fn alive(pid: u32) -> bool {
@@ -126,7 +142,9 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
         ),
         // The runtime's answer can time out although the attach goes on: confirm below.
         Err(IpcError::Timeout { .. }) => {
-            eprintln!("clrprof: the runtime did not answer in time; checking whether the attach succeeded…")
+            eprintln!(
+                "clrprof: the runtime did not answer in time; checking whether the attach succeeded…"
+            )
         }
         Err(e) => return Err(explain(e)),
     }
@@ -159,7 +177,9 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
     let _ = ctrlc::set_handler(move || s.store(true, Ordering::SeqCst));
-    let end = args.duration.map(|d| Instant::now() + Duration::from_secs_f64(d));
+    let end = args
+        .duration
+        .map(|d| Instant::now() + Duration::from_secs_f64(d));
     let mut exited = false;
     while !stop.load(Ordering::SeqCst) && end.is_none_or(|e| Instant::now() < e) {
         if !alive(pid) {
@@ -169,12 +189,19 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
         std::thread::sleep(Duration::from_millis(20));
     }
     if exited {
-        eprintln!("clrprof: pid {pid} exited during the recording; the trace up to its end is in {}", output.display());
+        eprintln!(
+            "clrprof: pid {pid} exited during the recording; the trace up to its end is in {}",
+            output.display()
+        );
         return Ok(0);
     }
     detach_and_wait(pid, &library, args.quiet)?;
     if !args.quiet {
-        eprintln!("clrprof: trace written to {}; see it with `clrprof report {}`", output.display(), output.display());
+        eprintln!(
+            "clrprof: trace written to {}; see it with `clrprof report {}`",
+            output.display(),
+            output.display()
+        );
     }
     Ok(0)
 }
@@ -189,7 +216,10 @@ fn detach_and_wait(pid: u32, library: &Path, quiet: bool) -> Result<()> {
             eprintln!("clrprof: detached from pid {pid}; the profiler library is unloaded");
         }
     } else {
-        eprintln!("clrprof: warning: pid {pid} still maps {} 15 s after the detach request", library.display());
+        eprintln!(
+            "clrprof: warning: pid {pid} still maps {} 15 s after the detach request",
+            library.display()
+        );
     }
     Ok(())
 }

@@ -26,20 +26,31 @@ fn format(f: ConvertFormat) -> Format {
 
 /// `trace.clrprof` → `trace.svg` (and so on).
 fn default_output(input: &std::path::Path, f: Format) -> PathBuf {
-    let stem = input.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "profile".into());
+    let stem = input
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "profile".into());
     input.with_file_name(format!("{stem}{}", f.extension()))
 }
 
 pub fn run(args: ConvertArgs) -> Result<i32> {
     let fmt = format(args.format);
-    let out_path = args.output.clone().unwrap_or_else(|| default_output(&args.file, fmt));
+    let out_path = args
+        .output
+        .clone()
+        .unwrap_or_else(|| default_output(&args.file, fmt));
     let bar = ProgressBar::new_spinner();
-    bar.set_style(ProgressStyle::with_template("{spinner} {msg} [{elapsed}]").unwrap_or_else(|_| ProgressStyle::default_spinner()));
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {msg} [{elapsed}]")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
     bar.enable_steady_tick(Duration::from_millis(100));
     bar.set_message(format!("reading {}", args.file.display()));
-    let bytes = std::fs::read(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
+    let bytes = std::fs::read(&args.file)
+        .with_context(|| format!("cannot read {}", args.file.display()))?;
     bar.set_message("decoding");
-    let trace = Trace::load(&bytes).with_context(|| format!("{} is not a readable clrprof trace", args.file.display()))?;
+    let trace = Trace::load(&bytes)
+        .with_context(|| format!("{} is not a readable clrprof trace", args.file.display()))?;
     for w in &trace.warnings {
         bar.suspend(|| eprintln!("clrprof: warning: {}: {w}", args.file.display()));
     }
@@ -54,7 +65,8 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
         );
     }
     bar.set_message(format!("writing {}", out_path.display()));
-    let file = std::fs::File::create(&out_path).with_context(|| format!("cannot create {}", out_path.display()))?;
+    let file = std::fs::File::create(&out_path)
+        .with_context(|| format!("cannot create {}", out_path.display()))?;
     let mut w = BufWriter::new(file);
     let opts = Options {
         weight: match args.weight {
@@ -65,7 +77,8 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
         merge_threads: args.merge_threads,
         reverse: args.reverse,
     };
-    clrprof_export::export(&profile, fmt, &opts, &mut w).with_context(|| format!("writing {}", out_path.display()))?;
+    clrprof_export::export(&profile, fmt, &opts, &mut w)
+        .with_context(|| format!("writing {}", out_path.display()))?;
     std::io::Write::flush(&mut w)?;
     bar.finish_and_clear();
     eprintln!("clrprof: wrote {}", out_path.display());

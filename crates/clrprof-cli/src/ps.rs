@@ -8,17 +8,29 @@ use clrprof_ipc::DiagnosticsClient;
 pub fn run() -> Result<i32> {
     let procs = clrprof_ipc::list_dotnet_processes();
     if procs.is_empty() {
-        eprintln!("clrprof: no .NET processes found (only processes whose diagnostics socket this user can see are listed)");
+        eprintln!(
+            "clrprof: no .NET processes found (only processes whose diagnostics socket this user can see are listed)"
+        );
         return Ok(0);
     }
-    println!("{:>8}  {:<10}  {:<8}  command", "pid", "runtime", "attached");
+    println!(
+        "{:>8}  {:<10}  {:<8}  command",
+        "pid", "runtime", "attached"
+    );
     for p in procs.iter().filter(|p| p.alive) {
         let info = DiagnosticsClient::with_socket(p.pid, p.socket_path.clone())
             .with_timeout(Duration::from_secs(2))
             .process_info()
             .ok();
-        let version = info.as_ref().and_then(|i| i.clr_product_version.clone()).unwrap_or_else(|| "?".into());
-        let attached = if crate::attach::control_socket(p.pid).exists() { "clrprof" } else { "" };
+        let version = info
+            .as_ref()
+            .and_then(|i| i.clr_product_version.clone())
+            .unwrap_or_else(|| "?".into());
+        let attached = if crate::attach::control_socket(p.pid).exists() {
+            "clrprof"
+        } else {
+            ""
+        };
         let cmd = if p.command_line.is_empty() {
             info.map(|i| i.command_line).unwrap_or_default()
         } else {

@@ -51,7 +51,10 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         cmd.env("CLRPROF_BUFFER_KB", kb.to_string());
     }
     if let Some(f) = args.on_full {
-        cmd.env("CLRPROF_ON_FULL", if f == OnFull::Drop { "drop" } else { "wait" });
+        cmd.env(
+            "CLRPROF_ON_FULL",
+            if f == OnFull::Drop { "drop" } else { "wait" },
+        );
     }
     let mut child = cmd
         .spawn()
@@ -97,7 +100,11 @@ pub fn run(args: RecordArgs) -> Result<i32> {
 }
 
 fn absolute(cwd: &Path, p: &Path) -> PathBuf {
-    if p.is_absolute() { p.to_path_buf() } else { cwd.join(p) }
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        cwd.join(p)
+    }
 }
 
 fn exit_code(status: std::process::ExitStatus) -> i32 {

@@ -7,12 +7,19 @@ use clrprof_analysis::{Options, Trace, build_with, text};
 use crate::cli::ReportArgs;
 
 pub fn run(args: ReportArgs) -> Result<i32> {
-    let bytes = std::fs::read(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
-    let trace = Trace::load(&bytes).with_context(|| format!("{} is not a readable clrprof trace", args.file.display()))?;
+    let bytes = std::fs::read(&args.file)
+        .with_context(|| format!("cannot read {}", args.file.display()))?;
+    let trace = Trace::load(&bytes)
+        .with_context(|| format!("{} is not a readable clrprof trace", args.file.display()))?;
     for w in &trace.warnings {
         eprintln!("clrprof: warning: {}: {w}", args.file.display());
     }
-    let report = build_with(&trace, Options { depth: args.depth.unwrap_or(if args.json { 40 } else { 12 }) });
+    let report = build_with(
+        &trace,
+        Options {
+            depth: args.depth.unwrap_or(if args.json { 40 } else { 12 }),
+        },
+    );
     if args.json {
         let s = serde_json::to_string_pretty(&report)?;
         println!("{s}");

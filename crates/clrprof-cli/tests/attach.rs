@@ -25,7 +25,12 @@ impl Target {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
         let stdin = child.stdin.take().unwrap();
         let (tx, rx) = mpsc::channel();
         let out = child.stdout.take().unwrap();
@@ -34,16 +39,31 @@ impl Target {
                 let _ = tx.send(l);
             }
         });
-        let ready = rx.recv_timeout(Duration::from_secs(30)).expect("READY line");
-        let pid = ready.trim().strip_prefix("READY ").expect("READY").parse().unwrap();
-        Target { child, pid, stdin, lines: rx }
+        let ready = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("READY line");
+        let pid = ready
+            .trim()
+            .strip_prefix("READY ")
+            .expect("READY")
+            .parse()
+            .unwrap();
+        Target {
+            child,
+            pid,
+            stdin,
+            lines: rx,
+        }
     }
 
     /// Sends a command and waits for a line starting with `expect`.
     fn ask(&mut self, cmd: &str, expect: &str) -> String {
         writeln!(self.stdin, "{cmd}").unwrap();
         loop {
-            let l = self.lines.recv_timeout(Duration::from_secs(30)).expect("answer");
+            let l = self
+                .lines
+                .recv_timeout(Duration::from_secs(30))
+                .expect("answer");
             if l.starts_with(expect) {
                 return l;
             }
@@ -96,18 +116,36 @@ fn attach_sample_detach_leaves_no_trace_of_the_profiler() {
     let dir = scratch("attach-basic");
     let trace = dir.join("t.clrprof");
     let mut t = Target::start(&[]);
-    let before: u64 = t.ask("result", "RESULT").split('=').nth(1).unwrap().parse().unwrap();
+    let before: u64 = t
+        .ask("result", "RESULT")
+        .split('=')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
     let out = attach_record(t.pid, &trace, &["--duration", "2"]);
     assert_ok(&out);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("attached to pid"), "{stderr}");
     assert!(stderr.contains("library is unloaded"), "{stderr}");
     // The library is gone and none of its threads remain.
-    assert!(!t.maps().contains("libclrprof_profiler"), "still mapped after detach");
+    assert!(
+        !t.maps().contains("libclrprof_profiler"),
+        "still mapped after detach"
+    );
     let names = t.thread_names();
-    assert!(!names.iter().any(|n| n.starts_with("clrprof")), "profiler threads remain: {names:?}");
+    assert!(
+        !names.iter().any(|n| n.starts_with("clrprof")),
+        "profiler threads remain: {names:?}"
+    );
     // The app kept working.
-    let after: u64 = t.ask("result", "RESULT").split('=').nth(1).unwrap().parse().unwrap();
+    let after: u64 = t
+        .ask("result", "RESULT")
+        .split('=')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(after > before);
     let r = report_json(&trace);
     assert_eq!(r["trace"]["attached"], true);
@@ -117,8 +155,15 @@ fn attach_sample_detach_leaves_no_trace_of_the_profiler() {
         .iter()
         .filter_map(|t| t["name"].as_str())
         .collect();
-    assert!(threads.contains(&"serve-worker-1") && threads.contains(&"serve-worker-2"), "{threads:?}");
-    let served = r["functions"].as_array().unwrap().iter().find(|f| f["name"] == "Scenarios.Serve.ServeWork");
+    assert!(
+        threads.contains(&"serve-worker-1") && threads.contains(&"serve-worker-2"),
+        "{threads:?}"
+    );
+    let served = r["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "Scenarios.Serve.ServeWork");
     assert!(served.is_some(), "ServeWork never sampled");
     t.quit();
 }
@@ -131,9 +176,15 @@ fn ten_attach_detach_cycles_on_one_process() {
         let trace = dir.join(format!("t{i}.clrprof"));
         let out = attach_record(t.pid, &trace, &["--duration", "0.3", "-q"]);
         assert_ok(&out);
-        assert!(!t.maps().contains("libclrprof_profiler"), "cycle {i}: still mapped");
+        assert!(
+            !t.maps().contains("libclrprof_profiler"),
+            "cycle {i}: still mapped"
+        );
         let r = report_json(&trace);
-        assert!(r["samples"]["total"].as_u64().unwrap_or(0) > 0, "cycle {i}: no samples");
+        assert!(
+            r["samples"]["total"].as_u64().unwrap_or(0) > 0,
+            "cycle {i}: no samples"
+        );
     }
     t.quit();
 }
@@ -160,13 +211,33 @@ fn modules_loaded_before_and_during_the_attach_appear_once() {
     let out = rec.join().unwrap();
     assert_ok(&out);
     let r = report_json(&trace);
-    let paths: Vec<&str> = r["modules"].as_array().unwrap().iter().map(|m| m["path"].as_str().unwrap()).collect();
+    let paths: Vec<&str> = r["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["path"].as_str().unwrap())
+        .collect();
     for p in &paths {
-        assert_eq!(paths.iter().filter(|x| *x == p).count(), 1, "{p} appears more than once");
+        assert_eq!(
+            paths.iter().filter(|x| *x == p).count(),
+            1,
+            "{p} appears more than once"
+        );
     }
-    assert!(paths.iter().any(|p| p.ends_with("/Scenarios.dll")), "{paths:?}");
-    assert!(paths.iter().any(|p| p.ends_with("/System.Private.CoreLib.dll")), "{paths:?}");
-    assert!(paths.iter().any(|p| p.ends_with("/Plugin.dll")), "{paths:?}");
+    assert!(
+        paths.iter().any(|p| p.ends_with("/Scenarios.dll")),
+        "{paths:?}"
+    );
+    assert!(
+        paths
+            .iter()
+            .any(|p| p.ends_with("/System.Private.CoreLib.dll")),
+        "{paths:?}"
+    );
+    assert!(
+        paths.iter().any(|p| p.ends_with("/Plugin.dll")),
+        "{paths:?}"
+    );
     t.quit();
 }
 
@@ -181,10 +252,16 @@ fn attach_errors_say_what_to_do() {
     let dir = scratch("attach-errors");
     let trace = dir.join("t.clrprof");
     // No such process.
-    fails_with(&attach_record(999_999_999, &trace, &["--duration", "1"]), "no process with pid 999999999");
+    fails_with(
+        &attach_record(999_999_999, &trace, &["--duration", "1"]),
+        "no process with pid 999999999",
+    );
     // Not a .NET process.
     let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
-    fails_with(&attach_record(sleeper.id(), &trace, &["--duration", "1"]), "is not a .NET (CoreCLR) process");
+    fails_with(
+        &attach_record(sleeper.id(), &trace, &["--duration", "1"]),
+        "is not a .NET (CoreCLR) process",
+    );
     let _ = sleeper.kill();
     let _ = sleeper.wait();
     // Trace mode cannot attach.
@@ -195,16 +272,25 @@ fn attach_errors_say_what_to_do() {
     let tr = dir.join("first.clrprof");
     let first = std::thread::spawn(move || attach_record(pid, &tr, &["--duration", "3", "-q"]));
     std::thread::sleep(Duration::from_millis(1500));
-    fails_with(&attach_record(t.pid, &trace, &["--duration", "1"]), "already attached");
+    fails_with(
+        &attach_record(t.pid, &trace, &["--duration", "1"]),
+        "already attached",
+    );
     assert_ok(&first.join().unwrap());
     t.quit();
     // Diagnostics turned off in the target.
     let off = Target::start(&[("DOTNET_EnableDiagnostics", "0")]);
-    fails_with(&attach_record(off.pid, &trace, &["--duration", "1"]), "DOTNET_EnableDiagnostics");
+    fails_with(
+        &attach_record(off.pid, &trace, &["--duration", "1"]),
+        "DOTNET_EnableDiagnostics",
+    );
     off.quit();
     // Detach when nothing is attached.
     let t = Target::start(&[]);
-    let out = clrprof().args(["detach", "--pid", &t.pid.to_string()]).output().unwrap();
+    let out = clrprof()
+        .args(["detach", "--pid", &t.pid.to_string()])
+        .output()
+        .unwrap();
     fails_with(&out, "no clrprof profiler is attached");
     t.quit();
 }
@@ -230,7 +316,8 @@ fn target_exiting_during_the_recording_leaves_a_readable_trace() {
 #[test]
 fn another_users_process_is_refused_with_a_permission_message() {
     // Needs root to run the CLI as another user; skipped otherwise.
-    if unsafe { libc::getuid() } != 0 || Command::new("setpriv").arg("--version").output().is_err() {
+    if unsafe { libc::getuid() } != 0 || Command::new("setpriv").arg("--version").output().is_err()
+    {
         eprintln!("skipped: needs root and setpriv");
         return;
     }
@@ -239,13 +326,23 @@ fn another_users_process_is_refused_with_a_permission_message() {
     let out = Command::new("setpriv")
         .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"])
         .arg(env!("CARGO_BIN_EXE_clrprof"))
-        .args(["record", "--pid", &t.pid.to_string(), "--duration", "1", "-o"])
+        .args([
+            "record",
+            "--pid",
+            &t.pid.to_string(),
+            "--duration",
+            "1",
+            "-o",
+        ])
         .arg(dir.join("t.clrprof"))
         .env("TMPDIR", "/tmp")
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
-    assert!(stderr.contains("same user") || stderr.contains("permission"), "{stderr}");
+    assert!(
+        stderr.contains("same user") || stderr.contains("permission"),
+        "{stderr}"
+    );
     t.quit();
 }

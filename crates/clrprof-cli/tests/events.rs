@@ -12,7 +12,11 @@ fn counts_exactly_the_exceptions_the_app_throws() {
     let out = record(&trace, &["--mode", "events"], &["exceptions", "7"]);
     assert_eq!(results(&out)["exceptions"], "7");
     let r = report_json(&trace);
-    assert_eq!(r["exceptions"]["System.InvalidOperationException"], 7, "{:#}", r["exceptions"]);
+    assert_eq!(
+        r["exceptions"]["System.InvalidOperationException"], 7,
+        "{:#}",
+        r["exceptions"]
+    );
     assert_eq!(r["events"]["exceptions_thrown"], 7);
     assert_eq!(r["events"]["exception_catches"], 7);
     let msgs = &r["exception_messages"]["System.InvalidOperationException"];
@@ -61,25 +65,47 @@ fn lists_the_app_classes_it_loads() {
     let trace = dir.join("t.clrprof");
     record(&trace, &["--mode", "events"], &["classes"]);
     let r = report_json(&trace);
-    let classes: Vec<&str> = r["classes"].as_array().unwrap().iter().filter_map(|c| c.as_str()).collect();
+    let classes: Vec<&str> = r["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c.as_str())
+        .collect();
     for want in [
         "Scenarios.Known.Alpha",
         "Scenarios.Known.Beta",
         "Scenarios.Known.Gamma<System.Int32>",
         "Scenarios.Known.Outer+Inner",
     ] {
-        assert!(classes.contains(&want), "{want} missing from {} classes", classes.len());
+        assert!(
+            classes.contains(&want),
+            "{want} missing from {} classes",
+            classes.len()
+        );
     }
     let modules = r["modules"].as_array().unwrap();
-    assert!(modules.iter().any(|m| m["path"].as_str().unwrap().ends_with("Scenarios.dll")));
-    assert!(modules.iter().any(|m| m["path"].as_str().unwrap().ends_with("System.Private.CoreLib.dll")));
+    assert!(
+        modules
+            .iter()
+            .any(|m| m["path"].as_str().unwrap().ends_with("Scenarios.dll"))
+    );
+    assert!(modules.iter().any(|m| {
+        m["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("System.Private.CoreLib.dll")
+    }));
 }
 
 #[test]
 fn counts_allocations_by_class_when_asked() {
     let dir = scratch("alloc");
     let trace = dir.join("t.clrprof");
-    record(&trace, &["--mode", "events", "--events", "default,alloc"], &["alloc", "10000"]);
+    record(
+        &trace,
+        &["--mode", "events", "--events", "default,alloc"],
+        &["alloc", "10000"],
+    );
     let r = report_json(&trace);
     let allocs = r["allocations"].as_array().unwrap();
     let known = allocs

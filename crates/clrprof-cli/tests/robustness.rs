@@ -27,7 +27,10 @@ fn bad_configuration_declines_and_the_app_runs_unprofiled() {
     // The app ran and printed its own results…
     assert_eq!(results(&out)["exceptions"], "3", "{stderr}");
     // …the agent said why it declined…
-    assert!(stderr.contains("invalid CLRPROF_BUFFER_KB=\"1\""), "{stderr}");
+    assert!(
+        stderr.contains("invalid CLRPROF_BUFFER_KB=\"1\""),
+        "{stderr}"
+    );
     assert!(stderr.contains("runs unprofiled"), "{stderr}");
     // …and record explains that no trace exists, with a failing exit code.
     assert!(stderr.contains("no trace was written"), "{stderr}");
@@ -52,8 +55,15 @@ fn a_killed_target_leaves_a_readable_trace() {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let pid: i32 = line.trim().strip_prefix("READY ").expect("READY line").parse().unwrap();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let pid: i32 = line
+        .trim()
+        .strip_prefix("READY ")
+        .expect("READY line")
+        .parse()
+        .unwrap();
     std::thread::sleep(Duration::from_millis(500));
     // SIGKILL the .NET process itself: no Shutdown callback, no final flush.
     // SAFETY: plain syscall on a pid we started.
@@ -61,7 +71,11 @@ fn a_killed_target_leaves_a_readable_trace() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(128 + 9));
     let r = report_json(&trace);
-    assert!(r["events"]["modules_loaded"].as_u64().unwrap() > 3, "{:#}", r["events"]);
+    assert!(
+        r["events"]["modules_loaded"].as_u64().unwrap() > 3,
+        "{:#}",
+        r["events"]
+    );
     assert_eq!(r["events"]["runtime_shutdowns"], 0);
 }
 
@@ -95,8 +109,17 @@ fn a_truncated_trace_reports_what_it_has_with_a_warning() {
     let bytes = std::fs::read(&trace).unwrap();
     let cut = dir.join("cut.clrprof");
     std::fs::write(&cut, &bytes[..bytes.len() - 7]).unwrap();
-    let out = clrprof().arg("report").arg("--json").arg(&cut).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = clrprof()
+        .arg("report")
+        .arg("--json")
+        .arg(&cut)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("warning"), "{stderr}");
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

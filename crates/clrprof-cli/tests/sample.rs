@@ -6,7 +6,10 @@ use common::*;
 use serde_json::Value;
 
 fn function<'a>(r: &'a Value, name: &str) -> Option<&'a Value> {
-    r["functions"].as_array()?.iter().find(|f| f["name"] == name)
+    r["functions"]
+        .as_array()?
+        .iter()
+        .find(|f| f["name"] == name)
 }
 
 fn thread<'a>(r: &'a Value, name: &str) -> &'a Value {
@@ -25,14 +28,28 @@ fn cpu_split_between_two_functions_matches_the_app() {
     let out = record(&trace, &["--rate", "199"], &["hot", "3"]);
     let app = results(&out);
     let r = report_json(&trace);
-    let a = function(&r, "Scenarios.Hot.HotA").expect("HotA sampled")["self_samples"].as_f64().unwrap();
-    let b = function(&r, "Scenarios.Hot.HotB").expect("HotB sampled")["self_samples"].as_f64().unwrap();
+    let a = function(&r, "Scenarios.Hot.HotA").expect("HotA sampled")["self_samples"]
+        .as_f64()
+        .unwrap();
+    let b = function(&r, "Scenarios.Hot.HotB").expect("HotB sampled")["self_samples"]
+        .as_f64()
+        .unwrap();
     let share = a / (a + b);
     let expected: f64 = app["hota_share"].parse().unwrap();
-    assert!((share - expected).abs() <= 0.05, "HotA share {share:.3}, the app measured {expected}");
+    assert!(
+        (share - expected).abs() <= 0.05,
+        "HotA share {share:.3}, the app measured {expected}"
+    );
     // The stacks reach Main through the scenario's frames.
-    for f in ["Scenarios.Hot.Worker", "Scenarios.Hot.RunHot", "Scenarios.Program.Main"] {
-        assert!(function(&r, f).is_some_and(|x| x["total_samples"].as_u64().unwrap() > 0), "{f} not on any stack");
+    for f in [
+        "Scenarios.Hot.Worker",
+        "Scenarios.Hot.RunHot",
+        "Scenarios.Program.Main",
+    ] {
+        assert!(
+            function(&r, f).is_some_and(|x| x["total_samples"].as_u64().unwrap() > 0),
+            "{f} not on any stack"
+        );
     }
     // Thread names are attached to the samples.
     assert!(thread(&r, "hot-a")["samples"].as_u64().unwrap() > 0);
@@ -70,14 +87,32 @@ fn a_sleeping_thread_counts_in_wall_time_not_cpu_time() {
     let r = report_json(&trace);
     let sleepy = thread(&r, "sleepy");
     let spinny = thread(&r, "spinny");
-    let (s_samples, s_cpu) = (sleepy["samples"].as_u64().unwrap(), sleepy["on_cpu"].as_u64().unwrap());
-    let (p_samples, p_cpu) = (spinny["samples"].as_u64().unwrap(), spinny["on_cpu"].as_u64().unwrap());
+    let (s_samples, s_cpu) = (
+        sleepy["samples"].as_u64().unwrap(),
+        sleepy["on_cpu"].as_u64().unwrap(),
+    );
+    let (p_samples, p_cpu) = (
+        spinny["samples"].as_u64().unwrap(),
+        spinny["on_cpu"].as_u64().unwrap(),
+    );
     // Both are sampled about equally often (wall time)…
-    assert!(s_samples > 200 && p_samples > 200, "sleepy {s_samples}, spinny {p_samples}");
+    assert!(
+        s_samples > 200 && p_samples > 200,
+        "sleepy {s_samples}, spinny {p_samples}"
+    );
     // …but only the spinning one uses the CPU.
-    assert!(s_cpu * 20 < s_samples, "sleepy on CPU in {s_cpu} of {s_samples} samples");
-    assert!(p_cpu * 10 > p_samples * 9, "spinny on CPU in {p_cpu} of {p_samples} samples");
-    assert!(function(&r, "Scenarios.Sleeper.SleepLoop").is_some(), "SleepLoop never on a stack");
+    assert!(
+        s_cpu * 20 < s_samples,
+        "sleepy on CPU in {s_cpu} of {s_samples} samples"
+    );
+    assert!(
+        p_cpu * 10 > p_samples * 9,
+        "spinny on CPU in {p_cpu} of {p_samples} samples"
+    );
+    assert!(
+        function(&r, "Scenarios.Sleeper.SleepLoop").is_some(),
+        "SleepLoop never on a stack"
+    );
 }
 
 #[test]
@@ -94,8 +129,18 @@ fn each_thrown_exception_has_its_stack() {
         .collect();
     assert_eq!(stacks.len(), 7, "{:#}", r["exception_stacks"]);
     for s in stacks {
-        let frames: Vec<&str> = s["frames"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
-        assert!(frames.iter().any(|f| f.starts_with("Scenarios.Exceptions.")), "{frames:?}");
+        let frames: Vec<&str> = s["frames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap())
+            .collect();
+        assert!(
+            frames
+                .iter()
+                .any(|f| f.starts_with("Scenarios.Exceptions.")),
+            "{frames:?}"
+        );
         assert!(frames.contains(&"Scenarios.Program.Main"), "{frames:?}");
     }
 }
@@ -111,6 +156,10 @@ fn threads_starting_and_dying_while_sampling_at_999_hz() {
     assert_eq!(res["churn_ok"], "1");
     assert_eq!(res["max_in_flight"], results(&plain)["max_in_flight"]);
     let r = report_json(&trace);
-    assert!(r["samples"]["total"].as_u64().unwrap() > 1000, "{:#}", r["samples"]);
+    assert!(
+        r["samples"]["total"].as_u64().unwrap() > 1000,
+        "{:#}",
+        r["samples"]
+    );
     assert!(r["events"]["threads_created"].as_u64().unwrap() > 100);
 }

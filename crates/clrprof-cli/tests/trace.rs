@@ -18,7 +18,9 @@ fn functions(r: &Value) -> BTreeMap<String, Value> {
 }
 
 fn calls(f: &BTreeMap<String, Value>, name: &str) -> u64 {
-    f.get(name).map(|v| v["calls"].as_u64().unwrap()).unwrap_or(0)
+    f.get(name)
+        .map(|v| v["calls"].as_u64().unwrap())
+        .unwrap_or(0)
 }
 
 /// Every node: inclusive ≥ self, and the children's inclusive time fits in the parent's.
@@ -26,7 +28,12 @@ fn check_tree(n: &Value) {
     let inc = n["inclusive_ns"].as_u64().unwrap();
     let slf = n["self_ns"].as_u64().unwrap();
     assert!(inc >= slf, "inclusive < self in {}", n["name"]);
-    let kids: u64 = n["children"].as_array().unwrap().iter().map(|c| c["inclusive_ns"].as_u64().unwrap()).sum();
+    let kids: u64 = n["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["inclusive_ns"].as_u64().unwrap())
+        .sum();
     assert!(kids <= inc, "children exceed parent in {}", n["name"]);
     for c in n["children"].as_array().unwrap() {
         check_tree(c);
@@ -37,18 +44,29 @@ fn check_tree(n: &Value) {
 fn counts_every_recursive_call() {
     let dir = scratch("trace-fib");
     let trace = dir.join("t.clrprof");
-    let out = record(&trace, &["--mode", "trace", "--include", "Scenarios.*"], &["fib", "25"]);
+    let out = record(
+        &trace,
+        &["--mode", "trace", "--include", "Scenarios.*"],
+        &["fib", "25"],
+    );
     assert_eq!(results(&out)["fib_calls"], "242785");
     assert_eq!(results(&out)["fib"], "75025");
     let r = report_json(&trace);
     let f = functions(&r);
     assert_eq!(calls(&f, "Scenarios.FibScenario.Fib"), 242785);
     let fib = &f["Scenarios.FibScenario.Fib"];
-    assert!(fib["signature"].as_str().unwrap().contains("int"), "{fib:#}");
+    assert!(
+        fib["signature"].as_str().unwrap().contains("int"),
+        "{fib:#}"
+    );
     assert_eq!(fib["callers"]["Scenarios.FibScenario.Fib"], 242784);
     assert_eq!(fib["callers"]["Scenarios.FibScenario.Run"], 1);
     // Only the included namespace is hooked.
-    assert!(f.keys().all(|k| k.starts_with("Scenarios.")), "{:?}", f.keys().collect::<Vec<_>>());
+    assert!(
+        f.keys().all(|k| k.starts_with("Scenarios.")),
+        "{:?}",
+        f.keys().collect::<Vec<_>>()
+    );
     let stats = &r["trace_stats"];
     assert_eq!(stats["unmatched_leaves"], 0, "{stats:#}");
     assert_eq!(stats["open_at_end"], 0, "{stats:#}");
@@ -59,35 +77,89 @@ fn counts_every_recursive_call() {
 fn counts_generic_virtual_interface_lambda_and_async_calls() {
     let dir = scratch("trace-calls");
     let trace = dir.join("t.clrprof");
-    let out = record(&trace, &["--mode", "trace", "--include", "Scenarios.*"], &["calls"]);
+    let out = record(
+        &trace,
+        &["--mode", "trace", "--include", "Scenarios.*"],
+        &["calls"],
+    );
     let app = results(&out);
     let r = report_json(&trace);
     let f = functions(&r);
     let n = |k: &str| app[k].parse::<u64>().unwrap();
-    let sum_prefix = |p: &str| -> u64 { f.iter().filter(|(k, _)| k.starts_with(p)).map(|(_, v)| v["calls"].as_u64().unwrap()).sum() };
+    let sum_prefix = |p: &str| -> u64 {
+        f.iter()
+            .filter(|(k, _)| k.starts_with(p))
+            .map(|(_, v)| v["calls"].as_u64().unwrap())
+            .sum()
+    };
     let keys = || f.keys().cloned().collect::<Vec<_>>().join("\n");
-    assert_eq!(calls(&f, "Scenarios.Calls.IsEven"), n("is_even"), "{}", keys());
+    assert_eq!(
+        calls(&f, "Scenarios.Calls.IsEven"),
+        n("is_even"),
+        "{}",
+        keys()
+    );
     assert_eq!(calls(&f, "Scenarios.Calls.IsOdd"), n("is_odd"));
     // Each instantiation is its own function; reference types share canonical code.
-    assert_eq!(calls(&f, "Scenarios.Calls.Echo<System.Int32>"), n("echo_int"), "{}", keys());
-    assert_eq!(calls(&f, "Scenarios.Calls.Echo<System.__Canon>"), n("echo_string"), "{}", keys());
-    assert_eq!(calls(&f, "Scenarios.Calls.Echo<Scenarios.Point>"), n("echo_struct"), "{}", keys());
+    assert_eq!(
+        calls(&f, "Scenarios.Calls.Echo<System.Int32>"),
+        n("echo_int"),
+        "{}",
+        keys()
+    );
+    assert_eq!(
+        calls(&f, "Scenarios.Calls.Echo<System.__Canon>"),
+        n("echo_string"),
+        "{}",
+        keys()
+    );
+    assert_eq!(
+        calls(&f, "Scenarios.Calls.Echo<Scenarios.Point>"),
+        n("echo_struct"),
+        "{}",
+        keys()
+    );
     // Virtual and interface dispatch reach each override.
     assert_eq!(calls(&f, "Scenarios.Circle.Area"), n("area_circle"));
     assert_eq!(calls(&f, "Scenarios.Square.Area"), n("area_square"));
-    assert_eq!(calls(&f, "Scenarios.EnglishGreeter.Greet"), n("greet_english"));
-    assert_eq!(calls(&f, "Scenarios.FrenchGreeter.Greet"), n("greet_french"));
+    assert_eq!(
+        calls(&f, "Scenarios.EnglishGreeter.Greet"),
+        n("greet_english")
+    );
+    assert_eq!(
+        calls(&f, "Scenarios.FrenchGreeter.Greet"),
+        n("greet_french")
+    );
     // The lambda, by the name the app reports for its method.
     assert_eq!(calls(&f, &app["lambda_method"]), n("lambda"), "{}", keys());
     // The async state machine: one MoveNext per start and one per resumption.
-    assert_eq!(calls(&f, "Scenarios.Calls.StepAsync"), n("step_async_calls"));
-    assert_eq!(sum_prefix("Scenarios.Calls+<StepAsync>"), n("step_async_calls") + n("step_async_resumes"), "{}", keys());
+    assert_eq!(
+        calls(&f, "Scenarios.Calls.StepAsync"),
+        n("step_async_calls")
+    );
+    assert_eq!(
+        sum_prefix("Scenarios.Calls+<StepAsync>"),
+        n("step_async_calls") + n("step_async_resumes"),
+        "{}",
+        keys()
+    );
     check_tree(&r["call_tree"]);
 }
 
 fn max_depth_of(n: &Value, needle: &str, depth: usize) -> usize {
-    let here = if n["name"].as_str().unwrap_or("").contains(needle) { depth } else { 0 };
-    n["children"].as_array().unwrap().iter().map(|c| max_depth_of(c, needle, depth + 1)).max().unwrap_or(0).max(here)
+    let here = if n["name"].as_str().unwrap_or("").contains(needle) {
+        depth
+    } else {
+        0
+    };
+    n["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| max_depth_of(c, needle, depth + 1))
+        .max()
+        .unwrap_or(0)
+        .max(here)
 }
 
 #[test]
@@ -96,14 +168,25 @@ fn tail_calls_replace_frames_and_are_counted() {
     let trace = dir.join("t.clrprof");
     let app = clrprof_testkit::app("TailCalls");
     let out = clrprof()
-        .args(["record", "--mode", "trace", "--include", "TailCalls.*", "-o"])
+        .args([
+            "record",
+            "--mode",
+            "trace",
+            "--include",
+            "TailCalls.*",
+            "-o",
+        ])
         .arg(&trace)
         .arg("--")
         .arg(clrprof_testkit::dotnet())
         .arg(&app.dll)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let res = results(&out);
     // The F# compiler really emitted `tail.` on each of the four methods.
     for m in ["ping", "pong", "hop", "wide"] {
@@ -111,8 +194,17 @@ fn tail_calls_replace_frames_and_are_counted() {
     }
     let r = report_json(&trace);
     let f = functions(&r);
-    for (name, key) in [("ping", "ping"), ("pong", "pong"), ("hop", "hop"), ("wide", "wide")] {
-        assert_eq!(calls(&f, &format!("TailCalls.Program.{name}")).to_string(), res[key], "{name}");
+    for (name, key) in [
+        ("ping", "ping"),
+        ("pong", "pong"),
+        ("hop", "hop"),
+        ("wide", "wide"),
+    ] {
+        assert_eq!(
+            calls(&f, &format!("TailCalls.Program.{name}")).to_string(),
+            res[key],
+            "{name}"
+        );
     }
     let stats = &r["trace_stats"];
     assert_eq!(stats["unmatched_leaves"], 0, "{stats:#}");
@@ -120,8 +212,16 @@ fn tail_calls_replace_frames_and_are_counted() {
     // 1001 mutually tail-recursive calls leave no nested chain behind: a tail call closes
     // the caller's frame before the callee enters.
     let tree = &r["call_tree"];
-    assert!(max_depth_of(tree, ".ping", 0) < 8, "ping nests {} deep", max_depth_of(tree, ".ping", 0));
-    assert!(max_depth_of(tree, ".hop", 0) < 8, "hop nests {} deep", max_depth_of(tree, ".hop", 0));
+    assert!(
+        max_depth_of(tree, ".ping", 0) < 8,
+        "ping nests {} deep",
+        max_depth_of(tree, ".ping", 0)
+    );
+    assert!(
+        max_depth_of(tree, ".hop", 0) < 8,
+        "hop nests {} deep",
+        max_depth_of(tree, ".hop", 0)
+    );
     check_tree(tree);
 }
 
@@ -129,27 +229,43 @@ fn tail_calls_replace_frames_and_are_counted() {
 fn exceptions_through_finally_and_filters_leave_balanced_trees() {
     let dir = scratch("trace-deep-exceptions");
     let trace = dir.join("t.clrprof");
-    let out = record(&trace, &["--mode", "trace", "--include", "Scenarios.*"], &["deep-exceptions"]);
+    let out = record(
+        &trace,
+        &["--mode", "trace", "--include", "Scenarios.*"],
+        &["deep-exceptions"],
+    );
     let app = results(&out);
     let r = report_json(&trace);
     let f = functions(&r);
     let throws: u64 = app["deep_throws"].parse().unwrap();
     for level in 1..=10 {
         let n = calls(&f, &format!("Scenarios.DeepExceptions.Level{level}"));
-        assert_eq!(n, throws, "Level{level}: {}", f.keys().cloned().collect::<Vec<_>>().join(", "));
+        assert_eq!(
+            n,
+            throws,
+            "Level{level}: {}",
+            f.keys().cloned().collect::<Vec<_>>().join(", ")
+        );
     }
     let stats = &r["trace_stats"];
     assert_eq!(stats["unmatched_leaves"], 0, "{stats:#}");
     assert_eq!(stats["open_at_end"], 0, "{stats:#}");
     // Frames the exceptions unwound got no Leave; the SP-based reconstruction closed them.
-    assert!(stats["unwound_frames"].as_u64().unwrap() >= 9 * throws, "{stats:#}");
+    assert!(
+        stats["unwound_frames"].as_u64().unwrap() >= 9 * throws,
+        "{stats:#}"
+    );
     check_tree(&r["call_tree"]);
     for t in r["thread_call_trees"].as_array().unwrap() {
         check_tree(&t["root"]);
         let span = t["span_ns"].as_f64().unwrap();
         let root = t["root"]["inclusive_ns"].as_f64().unwrap();
         if span > 1e6 {
-            assert!((root - span).abs() / span < 0.01, "root {root} vs thread span {span} on {}", t["os_tid"]);
+            assert!(
+                (root - span).abs() / span < 0.01,
+                "root {root} vs thread span {span} on {}",
+                t["os_tid"]
+            );
         }
     }
 }
@@ -158,12 +274,19 @@ fn exceptions_through_finally_and_filters_leave_balanced_trees() {
 fn sixty_four_threads_are_counted_exactly_with_nothing_lost() {
     let dir = scratch("trace-threads64");
     let trace = dir.join("t.clrprof");
-    let out = record(&trace, &["--mode", "trace", "--include", "Scenarios.*"], &["threads64", "20000"]);
+    let out = record(
+        &trace,
+        &["--mode", "trace", "--include", "Scenarios.*"],
+        &["threads64", "20000"],
+    );
     let app = results(&out);
     let r = report_json(&trace);
     assert_eq!(r["lost_events"], 0);
     let f = functions(&r);
-    assert_eq!(calls(&f, "Scenarios.Threads64.Work").to_string(), app["work_calls"]);
+    assert_eq!(
+        calls(&f, "Scenarios.Threads64.Work").to_string(),
+        app["work_calls"]
+    );
     let per_thread: Vec<u64> = r["thread_call_trees"]
         .as_array()
         .unwrap()
@@ -171,8 +294,17 @@ fn sixty_four_threads_are_counted_exactly_with_nothing_lost() {
         .filter(|t| t["name"].as_str().is_some_and(|n| n.starts_with("t64-")))
         .map(|t| {
             fn count(n: &Value, name: &str) -> u64 {
-                let own = if n["name"] == name { n["calls"].as_u64().unwrap() } else { 0 };
-                own + n["children"].as_array().unwrap().iter().map(|c| count(c, name)).sum::<u64>()
+                let own = if n["name"] == name {
+                    n["calls"].as_u64().unwrap()
+                } else {
+                    0
+                };
+                own + n["children"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| count(c, name))
+                    .sum::<u64>()
             }
             count(&t["root"], "Scenarios.Threads64.Work")
         })
@@ -188,10 +320,21 @@ fn hooked_methods_compute_the_same_results() {
     let app = scenarios();
     let plain = app.command(&["abi"]).output().unwrap();
     assert!(plain.status.success());
-    let traced = record(&trace, &["--mode", "trace", "--include", "Scenarios.*"], &["abi"]);
-    assert_eq!(String::from_utf8_lossy(&traced.stdout), String::from_utf8_lossy(&plain.stdout));
+    let traced = record(
+        &trace,
+        &["--mode", "trace", "--include", "Scenarios.*"],
+        &["abi"],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&traced.stdout),
+        String::from_utf8_lossy(&plain.stdout)
+    );
     // …and the methods were really hooked.
     let r = report_json(&trace);
     let f = functions(&r);
-    assert!(f.keys().filter(|k| k.starts_with("Scenarios.Abi.")).count() >= 8, "{:?}", f.keys().collect::<Vec<_>>());
+    assert!(
+        f.keys().filter(|k| k.starts_with("Scenarios.Abi.")).count() >= 8,
+        "{:?}",
+        f.keys().collect::<Vec<_>>()
+    );
 }

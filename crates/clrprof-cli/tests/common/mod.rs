@@ -18,7 +18,9 @@ pub fn scenarios() -> BuiltApp {
 
 /// A fresh directory for one test's files, under the target dir.
 pub fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("clrprof-tests").join(name);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("clrprof-tests")
+        .join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -29,7 +31,9 @@ pub fn record(trace: &Path, flags: &[&str], app_args: &[&str]) -> Output {
     let app = scenarios();
     let mut cmd = clrprof();
     cmd.arg("record").arg("-o").arg(trace).args(flags).arg("--");
-    cmd.arg(clrprof_testkit::dotnet()).arg(&app.dll).args(app_args);
+    cmd.arg(clrprof_testkit::dotnet())
+        .arg(&app.dll)
+        .args(app_args);
     let out = cmd.output().expect("run clrprof record");
     if !out.status.success() {
         panic!(
@@ -43,7 +47,12 @@ pub fn record(trace: &Path, flags: &[&str], app_args: &[&str]) -> Output {
 }
 
 pub fn report_json(trace: &Path) -> serde_json::Value {
-    let out = clrprof().arg("report").arg("--json").arg(trace).output().unwrap();
+    let out = clrprof()
+        .arg("report")
+        .arg("--json")
+        .arg(trace)
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
         "report failed: {}",
