@@ -1,1 +1,175 @@
-//! clrprof-export (placeholder)
+//! clrprof's exporters: the neutral [`Profile`] model written as other tools' files.
+//!
+//! Analysis turns a recorded trace into a [`Profile`] (interned frames; per thread,
+//! samples with wall and CPU weights, and the exact calls of trace mode); each exporter
+//! is a pure function of it that writes to any [`Write`]r. Nothing here reads the clock
+//! or the file system, so the same profile always gives the same bytes.
+//!
+//! | format | module | what it carries |
+//! |---|---|---|
+//! | [`Format::Folded`] | [`folded`] | aggregated stacks counting one [`Weight`] |
+//! | [`Format::Svg`] | [`svg`] | an inferno flamegraph of the folded stacks |
+//! | [`Format::Speedscope`] | [`speedscope`] | samples with weights per thread; calls as evented profiles |
+//! | [`Format::Firefox`] | [`firefox`] | timed samples with CPU deltas, categories; calls as markers |
+//! | [`Format::Chrome`] | [`chrome`] | a timeline: calls exactly, samples merged into spans |
+//! | [`Format::Pprof`] | [`pprof`] | aggregated stacks with sample count, wall and CPU time |
+//!
+//! `docs/exports.md` says how to open each one and what it drops.
+//!
+//! ```
+//! use clrprof_export::*;
+//!
+//! let profile = Profile {
+//!     name: "dotnet app.dll".into(),
+//!     interval_ns: 1_000_000,
+//!     frames: vec![
+//!         Frame { name: "App.Program.Main".into(), module: Some("app.dll".into()), kind: FrameKind::Managed },
+//!         Frame { name: "App.Program.Work".into(), module: Some("app.dll".into()), kind: FrameKind::Managed },
+//!     ],
+//!     threads: vec![ThreadProfile {
+//!         name: "Main".into(),
+//!         os_tid: 42,
+//!         samples: vec![
+//!             Sample { time_ns: 0, stack: vec![0, 1], wall_ns: 1_000_000, cpu_ns: 900_000 },
+//!             Sample { time_ns: 1_000_000, stack: vec![0, 1], wall_ns: 1_000_000, cpu_ns: 1_000_000 },
+//!         ],
+//!         calls: vec![],
+//!     }],
+//!     ..Default::default()
+//! };
+//! let mut out = Vec::new();
+//! let opts = Options { weight: Weight::Cpu, ..Default::default() };
+//! export(&profile, Format::Folded, &opts, &mut out).unwrap();
+//! assert_eq!(String::from_utf8(out).unwrap(), "Main (42);App.Program.Main;App.Program.Work 1900000\n");
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+use std::io::Write;
+
+pub mod chrome;
+pub mod firefox;
+pub mod folded;
+mod model;
+pub mod pprof;
+pub mod speedscope;
+mod stacks;
+pub mod svg;
+
+pub use model::{Call, Frame, FrameKind, Profile, Sample, ThreadProfile, Weight};
+
+/// What went wrong while exporting.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExportError {
+    /// Writing the output failed.
+    #[error("cannot write the output")]
+    Io(#[from] std::io::Error),
+    /// Serializing JSON failed (in practice: writing it failed).
+    #[error("cannot write the JSON output")]
+    Json(#[from] serde_json::Error),
+    /// A stack or call refers to a frame the profile does not have.
+    #[error("thread {thread} refers to frame {index}, but the profile has {frames} frames")]
+    BadFrame {
+        /// The thread's label.
+        thread: String,
+        /// The bad index.
+        index: u32,
+        /// How many frames the profile has.
+        frames: usize,
+    },
+    /// A flamegraph would be empty: no stack has a nonzero weight.
+    #[error(
+        "nothing to draw: no stack has any {weight} weight (traced calls carry no CPU time; \
+         try --weight wall or --weight samples)"
+    )]
+    Empty {
+        /// The weight that was asked for.
+        weight: Weight,
+    },
+}
+
+/// What the exporters are asked to do beyond the format.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    /// What aggregated views count (folded, SVG, speedscope's sampled profiles, pprof's
+    /// default sample type).
+    pub weight: Weight,
+    /// One tree for all threads instead of one per thread (folded, SVG, speedscope's
+    /// sampled profiles, pprof).
+    pub merge_threads: bool,
+    /// SVG only: reversed stacks drawn as an icicle (leaf functions in the top row).
+    pub reverse: bool,
+}
+
+/// An output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// Collapsed stacks, `thread;root;…;leaf N` (flamegraph.pl, inferno).
+    Folded,
+    /// An interactive SVG flamegraph.
+    Svg,
+    /// speedscope's JSON file format.
+    Speedscope,
+    /// The Firefox Profiler's processed profile JSON.
+    Firefox,
+    /// Chrome's Trace Event Format JSON (chrome://tracing, Perfetto).
+    Chrome,
+    /// pprof's gzip-compressed `profile.proto`.
+    Pprof,
+}
+
+impl Format {
+    /// Every format, in the order above.
+    pub const ALL: [Format; 6] = [
+        Format::Folded,
+        Format::Svg,
+        Format::Speedscope,
+        Format::Firefox,
+        Format::Chrome,
+        Format::Pprof,
+    ];
+
+    /// The file name ending, with its leading dot: `.folded`, `.svg`, `.speedscope.json`,
+    /// `.firefox.json`, `.chrome.json`, `.pb.gz`.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Folded => ".folded",
+            Format::Svg => ".svg",
+            Format::Speedscope => ".speedscope.json",
+            Format::Firefox => ".firefox.json",
+            Format::Chrome => ".chrome.json",
+            Format::Pprof => ".pb.gz",
+        }
+    }
+
+    /// The format's name on the command line: `folded`, `svg`, `speedscope`, …
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Folded => "folded",
+            Format::Svg => "svg",
+            Format::Speedscope => "speedscope",
+            Format::Firefox => "firefox",
+            Format::Chrome => "chrome",
+            Format::Pprof => "pprof",
+        }
+    }
+}
+
+/// Writes `profile` to `out` as `format`. The output is not flushed.
+pub fn export(
+    profile: &Profile,
+    format: Format,
+    opts: &Options,
+    out: &mut dyn Write,
+) -> Result<(), ExportError> {
+    match format {
+        Format::Folded => folded::write(profile, opts, out),
+        Format::Svg => svg::write(profile, opts, out),
+        Format::Speedscope => speedscope::write(profile, opts, out),
+        Format::Firefox => firefox::write(profile, opts, out),
+        Format::Chrome => chrome::write(profile, opts, out),
+        Format::Pprof => pprof::write(profile, opts, out),
+    }
+}

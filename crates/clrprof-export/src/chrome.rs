@@ -1,0 +1,220 @@
+//! Chrome's Trace Event Format (JSON object form), for chrome://tracing and Perfetto.
+//!
+//! Calls become exact `X` (complete) events. A sampled thread becomes a flame chart of
+//! `X` events too: consecutive samples that share a stack prefix extend the same events,
+//! so each event spans from the first sample showing the frame to the end of the last.
+
+use std::borrow::Cow;
+use std::io::Write;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::model::{FrameKind, Profile, ThreadProfile};
+use crate::stacks::{self, validate};
+use crate::{ExportError, Options};
+
+/// The `pid` of every event: the model has no process id.
+const PID: u32 = 1;
+
+#[derive(Serialize)]
+struct Trace<'a> {
+    #[serde(rename = "traceEvents")]
+    trace_events: Vec<Event<'a>>,
+    #[serde(rename = "displayTimeUnit")]
+    display_time_unit: &'static str,
+    #[serde(rename = "otherData")]
+    other_data: Value,
+}
+
+#[derive(Serialize)]
+struct Event<'a> {
+    name: Cow<'a, str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cat: Option<&'static str>,
+    ph: &'static str,
+    /// Microseconds since the profile start.
+    ts: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dur: Option<f64>,
+    pid: u32,
+    tid: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    args: Option<Value>,
+}
+
+fn us(ns: u64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+fn metadata(name: &'static str, tid: u64, args: Value) -> Event<'static> {
+    Event {
+        name: name.into(),
+        cat: None,
+        ph: "M",
+        ts: 0.0,
+        dur: None,
+        pid: PID,
+        tid,
+        args: Some(args),
+    }
+}
+
+/// The event category: the frame kind, plus `sampled` for events merged from samples.
+fn category(kind: FrameKind, sampled: bool) -> &'static str {
+    match (kind, sampled) {
+        (FrameKind::Managed, false) => "managed",
+        (FrameKind::Native, false) => "native",
+        (FrameKind::Runtime, false) => "runtime",
+        (FrameKind::Managed, true) => "managed,sampled",
+        (FrameKind::Native, true) => "native,sampled",
+        (FrameKind::Runtime, true) => "runtime,sampled",
+    }
+}
+
+/// A complete event before serialization, kept sortable.
+struct Complete {
+    frame: u32,
+    start_ns: u64,
+    end_ns: u64,
+    depth: u32,
+    sampled: Option<(u64, u64)>,
+}
+
+fn from_calls(t: &ThreadProfile) -> Vec<Complete> {
+    stacks::spans(&t.calls)
+        .into_iter()
+        .map(|s| Complete {
+            frame: s.frame,
+            start_ns: s.start_ns,
+            end_ns: s.end_ns,
+            depth: s.depth,
+            sampled: None,
+        })
+        .collect()
+}
+
+/// Merges consecutive samples into complete events. Sample `i` covers the time up to
+/// the next sample when that comes within twice its duration (`wall_ns`, else the
+/// interval), else its duration alone; a gap closes every open frame.
+fn from_samples(t: &ThreadProfile, interval_ns: u64) -> Vec<Complete> {
+    struct Open {
+        frame: u32,
+        start_ns: u64,
+        samples: u64,
+        cpu_ns: u64,
+    }
+    let mut out = Vec::new();
+    let mut open: Vec<Open> = Vec::new();
+    let close = |open: &mut Vec<Open>, keep: usize, end_ns: u64, out: &mut Vec<Complete>| {
+        while open.len() > keep {
+            let o = open.pop().expect("longer than keep");
+            out.push(Complete {
+                frame: o.frame,
+                start_ns: o.start_ns,
+                end_ns: end_ns.max(o.start_ns),
+                depth: open.len() as u32,
+                sampled: Some((o.samples, o.cpu_ns)),
+            });
+        }
+    };
+    let mut prev_end = 0;
+    for (i, s) in t.samples.iter().enumerate() {
+        let own = if s.wall_ns > 0 {
+            s.wall_ns
+        } else {
+            interval_ns
+        };
+        let end_ns = match t.samples.get(i + 1) {
+            Some(next)
+                if next.time_ns >= s.time_ns
+                    && next.time_ns - s.time_ns <= own.saturating_mul(2) =>
+            {
+                next.time_ns
+            }
+            _ => s.time_ns + own,
+        };
+        if s.time_ns > prev_end {
+            close(&mut open, 0, prev_end, &mut out);
+        }
+        let common = open
+            .iter()
+            .zip(&s.stack)
+            .take_while(|(o, f)| o.frame == **f)
+            .count();
+        close(&mut open, common, s.time_ns, &mut out);
+        for &frame in &s.stack[common..] {
+            open.push(Open {
+                frame,
+                start_ns: s.time_ns,
+                samples: 0,
+                cpu_ns: 0,
+            });
+        }
+        for o in &mut open {
+            o.samples += 1;
+            o.cpu_ns += s.cpu_ns;
+        }
+        prev_end = end_ns;
+    }
+    close(&mut open, 0, prev_end, &mut out);
+    out
+}
+
+/// Writes `profile` as a Chrome trace: process and thread names as `M` events, then per
+/// thread its calls (when it has any) or its merged samples as `X` events, ordered by
+/// start time and depth. Times are microseconds since the profile start; `otherData`
+/// holds the profile name and its start in Unix nanoseconds. `opts` does not apply.
+pub fn write(profile: &Profile, _opts: &Options, out: impl Write) -> Result<(), ExportError> {
+    validate(profile)?;
+    let mut events = vec![metadata("process_name", 0, json!({ "name": profile.name }))];
+    for (i, t) in profile.threads.iter().enumerate() {
+        events.push(metadata("thread_name", t.os_tid, json!({ "name": t.name })));
+        events.push(metadata(
+            "thread_sort_index",
+            t.os_tid,
+            json!({ "sort_index": i }),
+        ));
+    }
+    for t in &profile.threads {
+        let mut complete = if t.calls.is_empty() {
+            from_samples(t, profile.interval_ns)
+        } else {
+            from_calls(t)
+        };
+        complete.sort_by_key(|c| (c.start_ns, c.depth));
+        events.extend(complete.into_iter().map(|c| {
+            let frame = &profile.frames[c.frame as usize];
+            let mut args = serde_json::Map::new();
+            if let Some(m) = &frame.module {
+                args.insert("module".into(), m.as_str().into());
+            }
+            if let Some((samples, cpu_ns)) = c.sampled {
+                args.insert("samples".into(), samples.into());
+                args.insert("cpu_ns".into(), cpu_ns.into());
+            }
+            Event {
+                name: Cow::Borrowed(&frame.name),
+                cat: Some(category(frame.kind, c.sampled.is_some())),
+                ph: "X",
+                ts: us(c.start_ns),
+                dur: Some(us(c.end_ns - c.start_ns)),
+                pid: PID,
+                tid: t.os_tid,
+                args: (!args.is_empty()).then_some(Value::Object(args)),
+            }
+        }));
+    }
+    let trace = Trace {
+        trace_events: events,
+        display_time_unit: "ns",
+        other_data: json!({
+            "name": profile.name,
+            "start_unix_ns": profile.start_unix_ns.to_string(),
+            "interval_ns": profile.interval_ns.to_string(),
+            "exporter": "clrprof",
+        }),
+    };
+    serde_json::to_writer(out, &trace)?;
+    Ok(())
+}

@@ -1,0 +1,294 @@
+//! The Firefox Profiler's processed profile format, written by `fxprof-processed-profile`.
+//!
+//! One process holds one thread per [`ThreadProfile`], with its
+//! name and tid. Frames are labels in one of three categories (Managed, Native, Runtime),
+//! with the module as subcategory. Samples keep their times and CPU deltas. Calls become
+//! interval markers named after the function (with the call's stack); a thread with
+//! calls and no samples also gets samples rebuilt from its calls, so that its call tree
+//! and stack chart are filled.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::time::Duration;
+
+use fx::{
+    CategoryColor, CategoryHandle, CategoryPairHandle, CpuDelta, FrameFlags, FrameInfo,
+    MarkerFieldFlags, MarkerFieldFormat, MarkerTiming, ReferenceTimestamp, SamplingInterval,
+    StackHandle, StaticSchemaMarker, StaticSchemaMarkerField, StringHandle, ThreadHandle,
+    Timestamp,
+};
+use fxprof_processed_profile as fx;
+
+use crate::model::{FrameKind, Profile, ThreadProfile};
+use crate::stacks::{self, SpanEvent, validate};
+use crate::{ExportError, Options};
+
+/// The declared interval of a profile without one (a call trace): synthesized samples
+/// are weighted in units of it.
+const TRACE_INTERVAL_NS: u64 = 1_000;
+
+/// A traced call, shown in the marker chart.
+struct CallMarker {
+    name: StringHandle,
+    category: CategoryHandle,
+    depth: u32,
+    module: StringHandle,
+}
+
+impl StaticSchemaMarker for CallMarker {
+    const UNIQUE_MARKER_TYPE_NAME: &'static str = "ClrprofCall";
+    const DESCRIPTION: Option<&'static str> = Some("A traced call: exact enter and leave times");
+    const CHART_LABEL: Option<&'static str> = Some("{marker.name}");
+    const TABLE_LABEL: Option<&'static str> = Some("{marker.name} ({marker.data.module})");
+    const FIELDS: &'static [StaticSchemaMarkerField] = &[
+        StaticSchemaMarkerField {
+            key: "depth",
+            label: "Depth",
+            format: MarkerFieldFormat::Integer,
+            flags: MarkerFieldFlags::empty(),
+        },
+        StaticSchemaMarkerField {
+            key: "module",
+            label: "Module",
+            format: MarkerFieldFormat::String,
+            flags: MarkerFieldFlags::SEARCHABLE,
+        },
+    ];
+
+    fn name(&self, _profile: &mut fx::Profile) -> StringHandle {
+        self.name
+    }
+
+    fn category(&self, _profile: &mut fx::Profile) -> CategoryHandle {
+        self.category
+    }
+
+    fn string_field_value(&self, _field_index: u32) -> StringHandle {
+        self.module
+    }
+
+    fn number_field_value(&self, _field_index: u32) -> f64 {
+        f64::from(self.depth)
+    }
+}
+
+/// Categories and per-thread frame handles.
+struct Builder<'a> {
+    model: &'a Profile,
+    fx: fx::Profile,
+    categories: [CategoryHandle; 3],
+    /// (category, module) → category pair, so each module is one subcategory.
+    pairs: HashMap<(usize, &'a str), CategoryPairHandle>,
+}
+
+fn ts(ns: u64) -> Timestamp {
+    Timestamp::from_nanos_since_reference(ns)
+}
+
+fn kind_index(kind: FrameKind) -> usize {
+    match kind {
+        FrameKind::Managed => 0,
+        FrameKind::Native => 1,
+        FrameKind::Runtime => 2,
+    }
+}
+
+impl<'a> Builder<'a> {
+    fn new(model: &'a Profile) -> Self {
+        let start = ReferenceTimestamp::from_duration_since_unix_epoch(Duration::from_nanos(
+            model.start_unix_ns,
+        ));
+        let interval = if model.interval_ns > 0 {
+            model.interval_ns
+        } else {
+            TRACE_INTERVAL_NS
+        };
+        let name = if model.name.is_empty() {
+            "clrprof"
+        } else {
+            &model.name
+        };
+        let mut fx = fx::Profile::new(name, start, SamplingInterval::from_nanos(interval));
+        fx.set_symbolicated(true);
+        let categories = [
+            fx.add_category("Managed", CategoryColor::Yellow),
+            fx.add_category("Native", CategoryColor::LightBlue),
+            fx.add_category("Runtime", CategoryColor::Orange),
+        ];
+        Builder {
+            model,
+            fx,
+            categories,
+            pairs: HashMap::new(),
+        }
+    }
+
+    fn frame_info(&mut self, frame: u32) -> FrameInfo {
+        let f = &self.model.frames[frame as usize];
+        let k = kind_index(f.kind);
+        let category_pair = match f.module.as_deref() {
+            None => self.categories[k].into(),
+            Some(m) => *self
+                .pairs
+                .entry((k, m))
+                .or_insert_with(|| self.fx.add_subcategory(self.categories[k], m)),
+        };
+        let label = self.fx.intern_string(&f.name);
+        FrameInfo {
+            frame: fx::Frame::Label(label),
+            category_pair,
+            flags: FrameFlags::empty(),
+        }
+    }
+
+    fn stack(&mut self, thread: ThreadHandle, frames: &[u32]) -> Option<StackHandle> {
+        let infos: Vec<FrameInfo> = frames.iter().map(|&f| self.frame_info(f)).collect();
+        self.fx.intern_stack_frames(thread, infos.into_iter())
+    }
+
+    fn push(
+        &mut self,
+        thread: ThreadHandle,
+        parent: Option<StackHandle>,
+        frame: u32,
+    ) -> StackHandle {
+        let info = self.frame_info(frame);
+        let handle = self.fx.intern_frame(thread, info);
+        self.fx.intern_stack(thread, parent, handle)
+    }
+
+    fn thread(&mut self, process: fx::ProcessHandle, t: &ThreadProfile) -> ThreadHandle {
+        let first = t.samples.first().map(|s| s.time_ns);
+        let first_call = t.calls.iter().map(|c| c.start_ns).min();
+        let start = first.into_iter().chain(first_call).min().unwrap_or(0);
+        let tid = u32::try_from(t.os_tid).unwrap_or(u32::MAX);
+        // Not "main": the profiler would show a main thread under the process's name.
+        let thread = self.fx.add_thread(process, tid, ts(start), false);
+        self.fx.set_thread_name(thread, &t.name);
+        let mut end = start;
+        for s in &t.samples {
+            let stack = self.stack(thread, &s.stack);
+            self.fx.add_sample(
+                thread,
+                ts(s.time_ns),
+                stack,
+                CpuDelta::from_nanos(s.cpu_ns),
+                1,
+            );
+            end = end.max(s.time_ns + s.wall_ns);
+        }
+        if !t.calls.is_empty() {
+            end = end.max(self.calls(thread, t));
+        }
+        self.fx.set_thread_end_time(thread, ts(end));
+        thread
+    }
+
+    /// Adds a thread's calls as markers and, when it has no samples, as samples taken at
+    /// every call boundary, each weighted by the time to the next boundary (in units of
+    /// the declared interval) and with that time as CPU delta when code was running.
+    /// Returns the end of the last call.
+    fn calls(&mut self, thread: ThreadHandle, t: &ThreadProfile) -> u64 {
+        let spans = stacks::spans(&t.calls);
+        let events = stacks::events(&spans);
+        let synthesize = t.samples.is_empty();
+        let interval = self.fx_interval_ns();
+        let empty_module = self.fx.intern_string("");
+        let mut open: Vec<StackHandle> = Vec::new();
+        // The stack that has been current since `since`, waiting for its sample.
+        let mut pending: Option<(u64, Option<StackHandle>)> = None;
+        // The previous sample: its time and whether code was running from then on.
+        let mut prev_sample = (0, false);
+        for (k, e) in events.iter().enumerate() {
+            let at = e.at(&spans);
+            match *e {
+                SpanEvent::Open(i) => {
+                    let s = spans[i];
+                    let handle = self.push(thread, open.last().copied(), s.frame);
+                    open.push(handle);
+                    let f = &self.model.frames[s.frame as usize];
+                    let marker = CallMarker {
+                        name: self.fx.intern_string(&f.name),
+                        category: self.categories[kind_index(f.kind)],
+                        depth: s.depth,
+                        module: f
+                            .module
+                            .as_deref()
+                            .map_or(empty_module, |m| self.fx.intern_string(m)),
+                    };
+                    let timing = MarkerTiming::Interval(ts(s.start_ns), ts(s.end_ns));
+                    let m = self.fx.add_marker(thread, timing, marker);
+                    self.fx.set_marker_stack(thread, m, Some(handle));
+                }
+                SpanEvent::Close(_) => {
+                    open.pop();
+                }
+            }
+            let last_at_this_time = events.get(k + 1).is_none_or(|n| n.at(&spans) != at);
+            if synthesize && last_at_this_time {
+                if let Some((since, stack)) = pending.take() {
+                    self.synthetic_sample(thread, since, at, stack, interval, &mut prev_sample);
+                }
+                pending = Some((at, open.last().copied()));
+            }
+        }
+        let end = events.last().map_or(0, |e| e.at(&spans));
+        if let Some((since, stack)) = pending {
+            self.synthetic_sample(thread, since, end, stack, interval, &mut prev_sample);
+        }
+        end
+    }
+
+    fn synthetic_sample(
+        &mut self,
+        thread: ThreadHandle,
+        since: u64,
+        until: u64,
+        stack: Option<StackHandle>,
+        interval: u64,
+        prev_sample: &mut (u64, bool),
+    ) {
+        let span = until - since;
+        let weight = i32::try_from((span + interval / 2) / interval).unwrap_or(i32::MAX);
+        let (prev, running) = *prev_sample;
+        let cpu = if running { since - prev } else { 0 };
+        self.fx
+            .add_sample(thread, ts(since), stack, CpuDelta::from_nanos(cpu), weight);
+        *prev_sample = (since, stack.is_some());
+    }
+
+    fn fx_interval_ns(&self) -> u64 {
+        if self.model.interval_ns > 0 {
+            self.model.interval_ns
+        } else {
+            TRACE_INTERVAL_NS
+        }
+    }
+}
+
+/// Writes `profile` in the Firefox Profiler's processed format (see the module docs).
+/// Samples count 1 each: the profiler draws CPU use from the CPU deltas itself, so
+/// `opts` does not apply.
+pub fn write(profile: &Profile, _opts: &Options, out: impl Write) -> Result<(), ExportError> {
+    validate(profile)?;
+    let mut b = Builder::new(profile);
+    let name = if profile.name.is_empty() {
+        "clrprof"
+    } else {
+        &profile.name
+    };
+    let process = b.fx.add_process(name, 0, ts(0));
+    let mut busiest = None;
+    for t in &profile.threads {
+        let thread = b.thread(process, t);
+        let size = t.samples.len() + t.calls.len();
+        if busiest.is_none_or(|(_, n)| size > n) {
+            busiest = Some((thread, size));
+        }
+    }
+    if let Some((thread, _)) = busiest {
+        b.fx.add_initial_selected_thread(thread);
+    }
+    serde_json::to_writer(out, &b.fx)?;
+    Ok(())
+}

@@ -1,0 +1,322 @@
+//! pprof's `profile.proto`, gzip-compressed, for `go tool pprof` and the continuous
+//! profilers that read it.
+//!
+//! Every sample carries three values: `samples/count`, `wall/nanoseconds` and
+//! `cpu/nanoseconds`; `default_sample_type` names the one `opts.weight` picks. Each
+//! frame is one function and one location (ids = frame index + 1); frames with a module
+//! point to one mapping per module. Identical stacks of a thread are summed into one
+//! sample, labelled with the thread's name and id.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use prost::Message;
+
+use crate::model::Profile;
+use crate::stacks::{validate, weighted};
+use crate::{ExportError, Options};
+
+/// The messages of google/pprof's `proto/profile.proto` (package `perftools.profiles`),
+/// written by hand with the same field numbers. Fields clrprof never sets (`drop_frames`,
+/// `keep_frames`, `Breakdown`, `LabelSet`) are left out; decoders skip them. What each
+/// field means is documented in `profile.proto` itself.
+#[allow(missing_docs)]
+pub mod proto {
+    /// The whole profile. `string_table[0]` is always `""`.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Profile {
+        #[prost(message, repeated, tag = "1")]
+        pub sample_type: Vec<ValueType>,
+        #[prost(message, repeated, tag = "2")]
+        pub sample: Vec<Sample>,
+        #[prost(message, repeated, tag = "3")]
+        pub mapping: Vec<Mapping>,
+        #[prost(message, repeated, tag = "4")]
+        pub location: Vec<Location>,
+        #[prost(message, repeated, tag = "5")]
+        pub function: Vec<Function>,
+        #[prost(string, repeated, tag = "6")]
+        pub string_table: Vec<String>,
+        #[prost(int64, tag = "9")]
+        pub time_nanos: i64,
+        #[prost(int64, tag = "10")]
+        pub duration_nanos: i64,
+        #[prost(message, optional, tag = "11")]
+        pub period_type: Option<ValueType>,
+        #[prost(int64, tag = "12")]
+        pub period: i64,
+        #[prost(int64, repeated, tag = "13")]
+        pub comment: Vec<i64>,
+        #[prost(int64, tag = "14")]
+        pub default_sample_type: i64,
+    }
+
+    /// A value's type and unit, as string-table indices.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ValueType {
+        #[prost(int64, tag = "1")]
+        pub r#type: i64,
+        #[prost(int64, tag = "2")]
+        pub unit: i64,
+    }
+
+    /// One stack (leaf first) with one value per sample type.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Sample {
+        #[prost(uint64, repeated, tag = "1")]
+        pub location_id: Vec<u64>,
+        #[prost(int64, repeated, tag = "2")]
+        pub value: Vec<i64>,
+        #[prost(message, repeated, tag = "3")]
+        pub label: Vec<Label>,
+    }
+
+    /// A key with a string or a number.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Label {
+        #[prost(int64, tag = "1")]
+        pub key: i64,
+        #[prost(int64, tag = "2")]
+        pub str: i64,
+        #[prost(int64, tag = "3")]
+        pub num: i64,
+        #[prost(int64, tag = "4")]
+        pub num_unit: i64,
+    }
+
+    /// A binary (here: a module) the locations belong to.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Mapping {
+        #[prost(uint64, tag = "1")]
+        pub id: u64,
+        #[prost(uint64, tag = "2")]
+        pub memory_start: u64,
+        #[prost(uint64, tag = "3")]
+        pub memory_limit: u64,
+        #[prost(uint64, tag = "4")]
+        pub file_offset: u64,
+        #[prost(int64, tag = "5")]
+        pub filename: i64,
+        #[prost(int64, tag = "6")]
+        pub build_id: i64,
+        #[prost(bool, tag = "7")]
+        pub has_functions: bool,
+        #[prost(bool, tag = "8")]
+        pub has_filenames: bool,
+        #[prost(bool, tag = "9")]
+        pub has_line_numbers: bool,
+        #[prost(bool, tag = "10")]
+        pub has_inline_frames: bool,
+    }
+
+    /// A program location: here one per frame, with one line naming its function.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Location {
+        #[prost(uint64, tag = "1")]
+        pub id: u64,
+        #[prost(uint64, tag = "2")]
+        pub mapping_id: u64,
+        #[prost(uint64, tag = "3")]
+        pub address: u64,
+        #[prost(message, repeated, tag = "4")]
+        pub line: Vec<Line>,
+        #[prost(bool, tag = "5")]
+        pub is_folded: bool,
+    }
+
+    /// A function and a line in it.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Line {
+        #[prost(uint64, tag = "1")]
+        pub function_id: u64,
+        #[prost(int64, tag = "2")]
+        pub line: i64,
+    }
+
+    /// A function's names and source file.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Function {
+        #[prost(uint64, tag = "1")]
+        pub id: u64,
+        #[prost(int64, tag = "2")]
+        pub name: i64,
+        #[prost(int64, tag = "3")]
+        pub system_name: i64,
+        #[prost(int64, tag = "4")]
+        pub filename: i64,
+        #[prost(int64, tag = "5")]
+        pub start_line: i64,
+    }
+}
+
+/// The string table under construction.
+struct Strings {
+    table: Vec<String>,
+    index: HashMap<String, i64>,
+}
+
+impl Strings {
+    fn new() -> Self {
+        let mut s = Strings {
+            table: Vec::new(),
+            index: HashMap::new(),
+        };
+        s.get("");
+        s
+    }
+
+    fn get(&mut self, s: &str) -> i64 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.table.len() as i64;
+        self.table.push(s.to_string());
+        self.index.insert(s.to_string(), i);
+        i
+    }
+}
+
+fn value_type(strings: &mut Strings, t: &str, u: &str) -> proto::ValueType {
+    proto::ValueType {
+        r#type: strings.get(t),
+        unit: strings.get(u),
+    }
+}
+
+fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// Builds the pprof message for `profile` (see the module docs).
+pub fn build(profile: &Profile, opts: &Options) -> Result<proto::Profile, ExportError> {
+    validate(profile)?;
+    let mut strings = Strings::new();
+    let sample_type = vec![
+        value_type(&mut strings, "samples", "count"),
+        value_type(&mut strings, "wall", "nanoseconds"),
+        value_type(&mut strings, "cpu", "nanoseconds"),
+    ];
+    let period_type = Some(value_type(&mut strings, "wall", "nanoseconds"));
+
+    let mut mapping: Vec<proto::Mapping> = Vec::new();
+    let mut mapping_ids: HashMap<&str, u64> = HashMap::new();
+    let mut location = Vec::with_capacity(profile.frames.len());
+    let mut function = Vec::with_capacity(profile.frames.len());
+    for (i, f) in profile.frames.iter().enumerate() {
+        let id = i as u64 + 1;
+        let name = strings.get(&f.name);
+        function.push(proto::Function {
+            id,
+            name,
+            system_name: name,
+            filename: 0,
+            start_line: 0,
+        });
+        let mapping_id = match f.module.as_deref() {
+            None => 0,
+            Some(m) => *mapping_ids.entry(m).or_insert_with(|| {
+                let id = mapping.len() as u64 + 1;
+                mapping.push(proto::Mapping {
+                    id,
+                    filename: strings.get(m),
+                    has_functions: true,
+                    ..Default::default()
+                });
+                id
+            }),
+        };
+        location.push(proto::Location {
+            id,
+            mapping_id,
+            address: 0,
+            line: vec![proto::Line {
+                function_id: id,
+                line: 0,
+            }],
+            is_folded: false,
+        });
+    }
+
+    // Sum identical stacks per thread (or over all threads when merging).
+    let mut sums: BTreeMap<(Option<usize>, Vec<u32>), [u64; 3]> = BTreeMap::new();
+    for w in weighted(profile) {
+        let thread = (!opts.merge_threads).then_some(w.thread);
+        let v = sums.entry((thread, w.stack.into_owned())).or_default();
+        v[0] += w.count;
+        v[1] += w.wall_ns;
+        v[2] += w.cpu_ns;
+    }
+    let name_key = strings.get("thread name");
+    let id_key = strings.get("thread id");
+    let sample = sums
+        .into_iter()
+        .map(|((thread, stack), v)| {
+            let label = match thread {
+                None => Vec::new(),
+                Some(t) => {
+                    let t = &profile.threads[t];
+                    vec![
+                        proto::Label {
+                            key: name_key,
+                            str: strings.get(&t.name),
+                            ..Default::default()
+                        },
+                        proto::Label {
+                            key: id_key,
+                            num: to_i64(t.os_tid),
+                            ..Default::default()
+                        },
+                    ]
+                }
+            };
+            proto::Sample {
+                location_id: stack.iter().rev().map(|&f| f as u64 + 1).collect(),
+                value: v.iter().map(|&x| to_i64(x)).collect(),
+                label,
+            }
+        })
+        .collect();
+
+    let end_ns = profile
+        .threads
+        .iter()
+        .flat_map(|t| {
+            let samples = t.samples.iter().map(|s| s.time_ns + s.wall_ns);
+            samples.chain(t.calls.iter().map(|c| c.end_ns))
+        })
+        .max()
+        .unwrap_or(0);
+    let comment = if profile.name.is_empty() {
+        Vec::new()
+    } else {
+        vec![strings.get(&profile.name)]
+    };
+    let default_sample_type = strings.get(opts.weight.as_str());
+    Ok(proto::Profile {
+        sample_type,
+        sample,
+        mapping,
+        location,
+        function,
+        string_table: strings.table,
+        time_nanos: to_i64(profile.start_unix_ns),
+        duration_nanos: to_i64(end_ns),
+        period_type,
+        period: to_i64(profile.interval_ns),
+        comment,
+        default_sample_type,
+    })
+}
+
+/// Writes `profile` as a gzip-compressed pprof profile (see the module docs). Empty
+/// stacks are left out; a traced thread counts calls, self time as wall time, and no CPU
+/// time.
+pub fn write(profile: &Profile, opts: &Options, out: impl Write) -> Result<(), ExportError> {
+    let bytes = build(profile, opts)?.encode_to_vec();
+    let mut gz = GzEncoder::new(out, Compression::default());
+    gz.write_all(&bytes)?;
+    gz.finish()?;
+    Ok(())
+}

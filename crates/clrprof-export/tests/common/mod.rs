@@ -1,0 +1,125 @@
+//! The hand-built profile every export test uses.
+//!
+//! Three threads: `Main Thread` (nested sampled stacks, a native frame, a gap and an
+//! empty stack), `Worker` (a runtime frame and a name with `;` and a line break) and
+//! `.NET TP Worker` (calls only, given out of order, nested three deep).
+
+#![allow(dead_code)]
+
+use clrprof_export::{Call, Frame, FrameKind, Profile, Sample, ThreadProfile};
+
+pub const MS: u64 = 1_000_000;
+pub const US: u64 = 1_000;
+
+fn managed(name: &str, module: &str) -> Frame {
+    Frame {
+        name: name.into(),
+        module: Some(module.into()),
+        kind: FrameKind::Managed,
+    }
+}
+
+fn sample(time_ns: u64, stack: &[u32], cpu_ns: u64) -> Sample {
+    Sample {
+        time_ns,
+        stack: stack.to_vec(),
+        wall_ns: MS,
+        cpu_ns,
+    }
+}
+
+fn call(frame: u32, start_ns: u64, end_ns: u64, depth: u32) -> Call {
+    Call {
+        frame,
+        start_ns,
+        end_ns,
+        depth,
+    }
+}
+
+/// Frame indices, for readable assertions.
+pub const MAIN: u32 = 0;
+pub const RUN: u32 = 1;
+pub const LIST_ADD: u32 = 2;
+pub const NATIVE: u32 = 3;
+pub const COMPUTE: u32 = 4;
+pub const GC: u32 = 5;
+pub const WEIRD: u32 = 6;
+pub const OUTER: u32 = 7;
+pub const INNER: u32 = 8;
+
+pub fn fixture() -> Profile {
+    Profile {
+        name: "dotnet Demo.dll \"a&b\" <in.txt>".into(),
+        start_unix_ns: 1_700_000_000_123_456_789,
+        interval_ns: MS,
+        frames: vec![
+            managed("Demo.Program.Main", "Demo.dll"),
+            managed("Demo.Worker.Run", "Demo.dll"),
+            managed(
+                "System.Collections.Generic.List<int>.Add",
+                "System.Private.CoreLib.dll",
+            ),
+            Frame {
+                name: "[native]".into(),
+                module: None,
+                kind: FrameKind::Native,
+            },
+            managed("Demo.Worker.Compute", "Demo.dll"),
+            Frame {
+                name: "[gc]".into(),
+                module: Some("libcoreclr.so".into()),
+                kind: FrameKind::Runtime,
+            },
+            managed("Demo.Weird;Name\nWith breaks", "Demo.dll"),
+            managed("Demo.Traced.Outer", "Demo.dll"),
+            managed("Demo.Traced.Inner", "Demo.dll"),
+        ],
+        threads: vec![
+            ThreadProfile {
+                name: "Main Thread".into(),
+                os_tid: 100,
+                samples: vec![
+                    sample(0, &[MAIN, RUN, COMPUTE], MS),
+                    sample(MS, &[MAIN, RUN, COMPUTE], 900 * US),
+                    sample(2 * MS, &[MAIN, RUN, LIST_ADD], MS),
+                    sample(3 * MS, &[MAIN, NATIVE], 200 * US),
+                    // A gap of one interval: nothing was sampled at 4 ms.
+                    sample(6 * MS, &[MAIN, RUN, COMPUTE], MS),
+                    sample(7 * MS, &[], 0),
+                ],
+                calls: vec![],
+            },
+            ThreadProfile {
+                name: "Worker".into(),
+                os_tid: 101,
+                samples: vec![
+                    sample(500 * US, &[RUN, GC], 0),
+                    sample(1500 * US, &[RUN, WEIRD], 700 * US),
+                ],
+                calls: vec![],
+            },
+            ThreadProfile {
+                name: ".NET TP Worker".into(),
+                os_tid: 102,
+                samples: vec![],
+                calls: vec![
+                    call(INNER, 10 * US, 40 * US, 1),
+                    call(OUTER, 0, 100 * US, 0),
+                    call(LIST_ADD, 52 * US, 55 * US, 2),
+                    call(INNER, 50 * US, 60 * US, 1),
+                    call(OUTER, 200 * US, 300 * US, 0),
+                    call(NATIVE, 210 * US, 220 * US, 1),
+                ],
+            },
+        ],
+    }
+}
+
+/// A profile of one traced thread only (trace mode).
+pub fn traced_only() -> Profile {
+    let mut p = fixture();
+    p.threads.drain(..2);
+    p.interval_ns = 0;
+    p
+}

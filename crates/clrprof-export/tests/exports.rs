@@ -1,0 +1,635 @@
+//! Every exporter on the hand-built fixture (`tests/common`): snapshots of the text
+//! formats (`cargo insta review`, or `INSTA_UPDATE=always cargo test` to re-bless),
+//! structural checks of the others, determinism.
+
+mod common;
+
+use std::io::Read;
+
+use clrprof_export::pprof::proto;
+use clrprof_export::*;
+use common::*;
+use prost::Message;
+use serde_json::Value;
+
+fn run(profile: &Profile, format: Format, opts: Options) -> Vec<u8> {
+    let mut out = Vec::new();
+    export(profile, format, &opts, &mut out).unwrap_or_else(|e| panic!("{format:?}: {e}"));
+    out
+}
+
+fn text(profile: &Profile, format: Format, opts: Options) -> String {
+    String::from_utf8(run(profile, format, opts)).expect("UTF-8")
+}
+
+fn json(profile: &Profile, format: Format, opts: Options) -> Value {
+    serde_json::from_slice(&run(profile, format, opts)).expect("valid JSON")
+}
+
+/// JSON for snapshots: keys sorted (whatever serde_json's features), one line per
+/// object member or array element, except that objects and arrays of scalars stay on
+/// one line.
+fn pretty(v: &Value) -> String {
+    fn flat(v: &Value) -> bool {
+        match v {
+            Value::Array(a) => a.iter().all(|x| !x.is_array() && !x.is_object()),
+            Value::Object(o) => o.values().all(|x| !x.is_array() && !x.is_object()),
+            _ => true,
+        }
+    }
+    fn inline(v: &Value) -> String {
+        match v {
+            Value::Array(a) => format!("[{}]", a.iter().map(inline).collect::<Vec<_>>().join(", ")),
+            Value::Object(o) => {
+                let mut keys: Vec<&String> = o.keys().collect();
+                keys.sort();
+                let members: Vec<String> = keys
+                    .iter()
+                    .map(|k| format!("{}: {}", Value::from(k.as_str()), inline(&o[*k])))
+                    .collect();
+                format!("{{{}}}", members.join(", "))
+            }
+            scalar => scalar.to_string(),
+        }
+    }
+    fn go(v: &Value, indent: usize, out: &mut String) {
+        let pad = "  ".repeat(indent + 1);
+        match v {
+            _ if flat(v) => out.push_str(&inline(v)),
+            Value::Array(a) => {
+                out.push_str("[\n");
+                for (i, x) in a.iter().enumerate() {
+                    out.push_str(&pad);
+                    go(x, indent + 1, out);
+                    out.push_str(if i + 1 < a.len() { ",\n" } else { "\n" });
+                }
+                out.push_str(&format!("{}]", "  ".repeat(indent)));
+            }
+            Value::Object(o) => {
+                let mut keys: Vec<&String> = o.keys().collect();
+                keys.sort();
+                out.push_str("{\n");
+                for (i, k) in keys.iter().enumerate() {
+                    out.push_str(&format!("{pad}{}: ", Value::from(k.as_str())));
+                    go(&o[*k], indent + 1, out);
+                    out.push_str(if i + 1 < keys.len() { ",\n" } else { "\n" });
+                }
+                out.push_str(&format!("{}}}", "  ".repeat(indent)));
+            }
+            _ => unreachable!("scalars are flat"),
+        }
+    }
+    let mut out = String::new();
+    go(v, 0, &mut out);
+    out
+}
+
+fn weight(weight: Weight) -> Options {
+    Options {
+        weight,
+        ..Default::default()
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// folded
+
+#[test]
+fn folded_counts_samples() {
+    insta::assert_snapshot!(text(&fixture(), Format::Folded, weight(Weight::Samples)));
+}
+
+#[test]
+fn folded_counts_wall_time() {
+    insta::assert_snapshot!(text(&fixture(), Format::Folded, weight(Weight::Wall)));
+}
+
+#[test]
+fn folded_counts_cpu_time() {
+    insta::assert_snapshot!(text(&fixture(), Format::Folded, weight(Weight::Cpu)));
+}
+
+#[test]
+fn folded_merges_threads() {
+    let opts = Options {
+        merge_threads: true,
+        ..Default::default()
+    };
+    insta::assert_snapshot!(text(&fixture(), Format::Folded, opts));
+}
+
+#[test]
+fn folded_lines_are_sorted_and_parse_as_inferno_input() {
+    let out = text(&fixture(), Format::Folded, weight(Weight::Wall));
+    let lines: Vec<&str> = out.lines().collect();
+    let mut sorted = lines.clone();
+    sorted.sort_unstable();
+    assert_eq!(lines, sorted);
+    for line in lines {
+        let (stack, n) = line.rsplit_once(' ').expect("`stack N`");
+        assert!(n.parse::<u64>().expect("a count") > 0, "{line}");
+        assert!(
+            !stack.contains('\n') && stack.split(';').all(|f| !f.is_empty()),
+            "{line}"
+        );
+    }
+    assert!(out.contains("Worker (101);Demo.Worker.Run;Demo.Weird:Name With breaks 1000000\n"));
+}
+
+// ---------------------------------------------------------------------------------------
+// svg
+
+/// Parses the whole document (quick-xml checks that end tags match) and returns it.
+fn well_formed_svg(bytes: &[u8]) -> String {
+    let svg = String::from_utf8(bytes.to_vec()).expect("UTF-8");
+    let mut reader = quick_xml::Reader::from_str(&svg);
+    let mut depth = 0i32;
+    let mut root = None;
+    loop {
+        match reader.read_event() {
+            Ok(quick_xml::events::Event::Start(e)) => {
+                if depth == 0 {
+                    root = Some(e.name().as_ref().to_owned());
+                }
+                depth += 1;
+            }
+            Ok(quick_xml::events::Event::End(_)) => depth -= 1,
+            Ok(quick_xml::events::Event::Eof) => break,
+            Ok(_) => {}
+            Err(e) => panic!("not well-formed at {}: {e}", reader.buffer_position()),
+        }
+    }
+    assert_eq!(depth, 0, "unclosed elements");
+    assert_eq!(root.as_deref(), Some("svg"));
+    svg
+}
+
+#[test]
+fn svg_is_well_formed_and_names_every_frame() {
+    for reverse in [false, true] {
+        let opts = Options {
+            reverse,
+            ..Default::default()
+        };
+        let svg = well_formed_svg(&run(&fixture(), Format::Svg, opts));
+        for name in [
+            "Main Thread (100)",
+            "Demo.Program.Main",
+            "Demo.Worker.Compute",
+            "System.Collections.Generic.List&lt;int&gt;.Add",
+            "[native]",
+            "[gc]",
+            "Demo.Traced.Inner",
+        ] {
+            assert!(svg.contains(name), "reverse={reverse}: {name} missing");
+        }
+        assert!(svg.contains("(samples)"), "the title names the weight");
+    }
+}
+
+#[test]
+fn svg_counts_nanoseconds_for_time_weights() {
+    let svg = well_formed_svg(&run(&fixture(), Format::Svg, weight(Weight::Cpu)));
+    assert!(svg.contains("(CPU time)"));
+    assert!(svg.contains(" ns, "), "counts are in ns");
+}
+
+#[test]
+fn svg_of_nothing_is_an_error_that_says_why() {
+    let mut out = Vec::new();
+    let err = export(&traced_only(), Format::Svg, &weight(Weight::Cpu), &mut out).unwrap_err();
+    assert!(matches!(
+        err,
+        ExportError::Empty {
+            weight: Weight::Cpu
+        }
+    ));
+    assert!(err.to_string().contains("--weight wall"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------
+// speedscope
+
+fn speedscope_validator() -> jsonschema::Validator {
+    let schema: Value = serde_json::from_str(include_str!("speedscope.schema.json")).unwrap();
+    jsonschema::validator_for(&schema).expect("a valid schema")
+}
+
+/// The schema, then what it cannot say: lengths, indices, balance and order of events.
+fn check_speedscope(file: &Value) {
+    let validator = speedscope_validator();
+    let errors: Vec<String> = validator
+        .iter_errors(file)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    let frames = file["shared"]["frames"].as_array().unwrap().len() as u64;
+    for p in file["profiles"].as_array().unwrap() {
+        assert!(p["endValue"].as_u64() >= p["startValue"].as_u64());
+        if p["type"] == "sampled" {
+            let samples = p["samples"].as_array().unwrap();
+            assert_eq!(samples.len(), p["weights"].as_array().unwrap().len());
+            for f in samples.iter().flat_map(|s| s.as_array().unwrap()) {
+                assert!(f.as_u64().unwrap() < frames);
+            }
+        } else {
+            let mut open = Vec::new();
+            let mut last = 0;
+            for e in p["events"].as_array().unwrap() {
+                let (at, frame) = (e["at"].as_u64().unwrap(), e["frame"].as_u64().unwrap());
+                assert!(at >= last && frame < frames);
+                last = at;
+                if e["type"] == "O" {
+                    open.push(frame);
+                } else {
+                    assert_eq!(open.pop(), Some(frame), "unbalanced close at {at}");
+                }
+            }
+            assert!(open.is_empty());
+            assert!(p["endValue"].as_u64().unwrap() >= last);
+        }
+    }
+}
+
+#[test]
+fn speedscope_snapshot() {
+    let file = json(&fixture(), Format::Speedscope, weight(Weight::Wall));
+    check_speedscope(&file);
+    insta::assert_snapshot!(pretty(&file));
+}
+
+#[test]
+fn speedscope_is_valid_for_every_option() {
+    let mut profiles = vec![fixture(), traced_only(), Profile::default()];
+    // A thread with both samples and calls.
+    let mut both = fixture();
+    let calls = both.threads.pop().unwrap().calls;
+    both.threads[0].calls = calls;
+    profiles.push(both);
+    for profile in &profiles {
+        for w in [Weight::Samples, Weight::Wall, Weight::Cpu] {
+            for merge_threads in [false, true] {
+                let opts = Options {
+                    weight: w,
+                    merge_threads,
+                    reverse: false,
+                };
+                check_speedscope(&json(profile, Format::Speedscope, opts));
+            }
+        }
+    }
+}
+
+#[test]
+fn speedscope_units_follow_the_weight() {
+    let f = json(&fixture(), Format::Speedscope, weight(Weight::Samples));
+    assert_eq!(f["profiles"][0]["unit"], "none");
+    assert_eq!(
+        f["profiles"][0]["weights"],
+        serde_json::json!([1, 1, 1, 1, 1, 1])
+    );
+    assert_eq!(
+        f["profiles"][0]["samples"][2],
+        serde_json::json!([MAIN, RUN, LIST_ADD])
+    );
+    assert_eq!(f["profiles"][2]["type"], "evented");
+    assert_eq!(f["profiles"][2]["unit"], "nanoseconds");
+    let merged = json(
+        &fixture(),
+        Format::Speedscope,
+        Options {
+            merge_threads: true,
+            ..weight(Weight::Cpu)
+        },
+    );
+    assert_eq!(merged["profiles"][0]["name"], "all threads");
+    assert_eq!(
+        merged["profiles"][0]["samples"].as_array().unwrap().len(),
+        8
+    );
+    assert_eq!(merged["profiles"][0]["unit"], "nanoseconds");
+}
+
+// ---------------------------------------------------------------------------------------
+// firefox
+
+#[test]
+fn firefox_has_the_threads_samples_and_markers() {
+    let f = json(&fixture(), Format::Firefox, Options::default());
+    assert_eq!(f["meta"]["product"], "dotnet Demo.dll \"a&b\" <in.txt>");
+    assert_eq!(f["meta"]["interval"], 1.0);
+    let categories: Vec<&str> = f["meta"]["categories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(categories, ["Other", "Managed", "Native", "Runtime"]);
+    let threads = f["threads"].as_array().unwrap();
+    let mut names: Vec<(&str, &str)> = threads
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap(), t["tid"].as_str().unwrap()))
+        .collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            (".NET TP Worker", "102"),
+            ("Main Thread", "100"),
+            ("Worker", "101")
+        ]
+    );
+    let by_name = |n: &str| threads.iter().find(|t| t["name"] == n).unwrap();
+    assert_eq!(by_name("Main Thread")["samples"]["length"], 6);
+    assert_eq!(by_name("Worker")["samples"]["length"], 2);
+    let traced = by_name(".NET TP Worker");
+    assert_eq!(traced["markers"]["length"], 6, "one marker per call");
+    assert!(
+        traced["samples"]["length"].as_u64().unwrap() > 0,
+        "samples rebuilt from the calls"
+    );
+    assert!(
+        f["meta"]["markerSchema"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["name"] == "ClrprofCall")
+    );
+}
+
+#[test]
+fn firefox_rebuilds_samples_from_calls_in_microseconds() {
+    let f = json(&traced_only(), Format::Firefox, Options::default());
+    assert_eq!(f["meta"]["interval"], 0.001, "1 µs for a call trace");
+    let s = &f["threads"][0]["samples"];
+    let stacks = s["stack"].as_array().unwrap();
+    let weights = s["weight"].as_array().unwrap();
+    // One sample per distinct boundary time; weights in µs up to the next boundary.
+    let running: i64 = stacks
+        .iter()
+        .zip(weights)
+        .filter(|(st, _)| !st.is_null())
+        .map(|(_, w)| w.as_i64().unwrap())
+        .sum();
+    assert_eq!(running, 200, "two 100 µs calls of Outer");
+    assert_eq!(
+        weights.iter().map(|w| w.as_i64().unwrap()).sum::<i64>(),
+        300,
+        "with the idle gap"
+    );
+}
+
+#[test]
+fn firefox_start_time_is_the_profile_start() {
+    let f = json(&fixture(), Format::Firefox, Options::default());
+    let ms = f["meta"]["startTime"].as_f64().unwrap();
+    assert!((ms - 1_700_000_000_123.456_8).abs() < 0.001, "{ms}");
+}
+
+// ---------------------------------------------------------------------------------------
+// chrome
+
+#[test]
+fn chrome_snapshot() {
+    insta::assert_snapshot!(pretty(&json(
+        &fixture(),
+        Format::Chrome,
+        Options::default()
+    )));
+}
+
+#[test]
+fn chrome_calls_are_exact_and_samples_merge() {
+    let f = json(&fixture(), Format::Chrome, Options::default());
+    let events = f["traceEvents"].as_array().unwrap();
+    let thread_names: Vec<&str> = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .map(|e| e["args"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(thread_names, ["Main Thread", "Worker", ".NET TP Worker"]);
+    let x = |tid: u64, name: &str| -> Vec<(f64, f64)> {
+        events
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["tid"] == tid && e["name"] == name)
+            .map(|e| (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap()))
+            .collect()
+    };
+    // Calls: exact, in microseconds.
+    assert_eq!(x(102, "Demo.Traced.Inner"), [(10.0, 30.0), (50.0, 10.0)]);
+    assert_eq!(
+        x(102, "System.Collections.Generic.List<int>.Add"),
+        [(52.0, 3.0)]
+    );
+    // Samples: Main spans 0..4 ms, then restarts after the gap; Compute is split by the
+    // List.Add and native samples.
+    assert_eq!(
+        x(100, "Demo.Program.Main"),
+        [(0.0, 4000.0), (6000.0, 1000.0)]
+    );
+    assert_eq!(
+        x(100, "Demo.Worker.Compute"),
+        [(0.0, 2000.0), (6000.0, 1000.0)]
+    );
+    assert_eq!(x(100, "[native]"), [(3000.0, 1000.0)]);
+}
+
+// ---------------------------------------------------------------------------------------
+// pprof
+
+fn decode_pprof(bytes: &[u8]) -> proto::Profile {
+    let mut raw = Vec::new();
+    flate2::read::GzDecoder::new(bytes)
+        .read_to_end(&mut raw)
+        .expect("gzip");
+    proto::Profile::decode(raw.as_slice()).expect("profile.proto")
+}
+
+/// Each sample as (thread label, stack names root first, values).
+fn pprof_samples(p: &proto::Profile) -> Vec<(String, Vec<String>, Vec<i64>)> {
+    let s = |i: i64| p.string_table[i as usize].clone();
+    let function_of = |loc: u64| {
+        let l = p.location.iter().find(|l| l.id == loc).expect("location");
+        let f = p
+            .function
+            .iter()
+            .find(|f| f.id == l.line[0].function_id)
+            .expect("function");
+        s(f.name)
+    };
+    let mut out: Vec<_> = p
+        .sample
+        .iter()
+        .map(|x| {
+            let thread = x
+                .label
+                .iter()
+                .find(|l| s(l.key) == "thread name")
+                .map_or(String::new(), |l| s(l.str));
+            let stack = x
+                .location_id
+                .iter()
+                .rev()
+                .map(|&l| function_of(l))
+                .collect();
+            (thread, stack, x.value.clone())
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn pprof_round_trips() {
+    let p = decode_pprof(&run(&fixture(), Format::Pprof, weight(Weight::Cpu)));
+    assert_eq!(p.string_table[0], "");
+    let types: Vec<(String, String)> = p
+        .sample_type
+        .iter()
+        .map(|t| {
+            (
+                p.string_table[t.r#type as usize].clone(),
+                p.string_table[t.unit as usize].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        types,
+        [
+            ("samples".into(), "count".into()),
+            ("wall".into(), "nanoseconds".into()),
+            ("cpu".into(), "nanoseconds".into())
+        ]
+    );
+    assert_eq!(p.string_table[p.default_sample_type as usize], "cpu");
+    assert_eq!(p.time_nanos, 1_700_000_000_123_456_789);
+    assert_eq!(p.period, 1_000_000);
+    let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let samples = pprof_samples(&p);
+    let main = |stack: &[&str]| {
+        samples
+            .iter()
+            .find(|(t, s, _)| t == "Main Thread" && *s == names(stack))
+            .map(|x| x.2.clone())
+    };
+    assert_eq!(
+        main(&[
+            "Demo.Program.Main",
+            "Demo.Worker.Run",
+            "Demo.Worker.Compute"
+        ]),
+        Some(vec![3, 3 * MS as i64, 2_900_000])
+    );
+    assert_eq!(
+        main(&["Demo.Program.Main", "[native]"]),
+        Some(vec![1, MS as i64, 200_000])
+    );
+    // Traced calls: one count per call, self time as wall time, no CPU time.
+    let outer = samples
+        .iter()
+        .find(|(t, s, _)| t == ".NET TP Worker" && *s == names(&["Demo.Traced.Outer"]));
+    assert_eq!(
+        outer.map(|x| x.2.clone()),
+        Some(vec![2, (60 + 90) * US as i64, 0])
+    );
+    // Empty stacks are left out: 5 + 2 non-empty samples, 6 calls.
+    let count: i64 = samples.iter().map(|x| x.2[0]).sum();
+    assert_eq!(count, 5 + 2 + 6);
+    // Every frame with a module points to a mapping of that module.
+    for (l, f) in p.location.iter().zip(&fixture().frames) {
+        let m = p
+            .mapping
+            .iter()
+            .find(|m| m.id == l.mapping_id)
+            .map(|m| p.string_table[m.filename as usize].clone());
+        assert_eq!(m, f.module);
+    }
+}
+
+#[test]
+fn pprof_merged_threads_have_no_thread_labels() {
+    let opts = Options {
+        merge_threads: true,
+        ..Default::default()
+    };
+    let p = decode_pprof(&run(&fixture(), Format::Pprof, opts));
+    assert!(p.sample.iter().all(|s| s.label.is_empty()));
+    let samples = pprof_samples(&p);
+    let run_gc = samples
+        .iter()
+        .find(|(_, s, _)| *s == ["Demo.Worker.Run", "[gc]"])
+        .unwrap();
+    assert_eq!(run_gc.2, [1, MS as i64, 0]);
+}
+
+// ---------------------------------------------------------------------------------------
+// every format
+
+#[test]
+fn same_input_gives_the_same_bytes() {
+    let opts = [
+        Options::default(),
+        Options {
+            weight: Weight::Wall,
+            merge_threads: true,
+            reverse: true,
+        },
+        Options {
+            weight: Weight::Cpu,
+            ..Default::default()
+        },
+    ];
+    for format in Format::ALL {
+        for o in opts {
+            let a = run(&fixture(), format, o);
+            let b = run(&fixture().clone(), format, o);
+            assert!(!a.is_empty(), "{format:?}");
+            assert!(a == b, "{format:?} with {o:?} differs between runs");
+        }
+    }
+}
+
+#[test]
+fn every_format_exports_a_trace_only_profile() {
+    for format in Format::ALL {
+        let out = run(&traced_only(), format, Options::default());
+        assert!(!out.is_empty(), "{format:?}");
+    }
+}
+
+#[test]
+fn a_bad_frame_index_is_an_error_not_a_panic() {
+    let mut p = fixture();
+    p.threads[1].samples[0].stack.push(99);
+    for format in Format::ALL {
+        let mut out = Vec::new();
+        let err = export(&p, format, &Options::default(), &mut out).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ExportError::BadFrame {
+                    index: 99,
+                    frames: 9,
+                    ..
+                }
+            ),
+            "{format:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn extensions() {
+    let ext: Vec<&str> = Format::ALL.iter().map(|f| f.extension()).collect();
+    assert_eq!(
+        ext,
+        [
+            ".folded",
+            ".svg",
+            ".speedscope.json",
+            ".firefox.json",
+            ".chrome.json",
+            ".pb.gz"
+        ]
+    );
+}
