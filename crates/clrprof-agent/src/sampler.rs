@@ -132,7 +132,7 @@ fn run(
     let mut cpu: Vec<ThreadCpu> = Vec::with_capacity(256);
     let mut new_functions: Vec<u64> = Vec::with_capacity(256);
     while !stop.load(Ordering::Acquire) {
-        sleep_until(next);
+        sleep_until(next, stop);
         if stop.load(Ordering::Acquire) {
             break;
         }

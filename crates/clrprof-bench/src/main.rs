@@ -19,7 +19,7 @@ struct Args {
     #[command(subcommand)]
     what: What,
     /// Runs per configuration (medians are reported)
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, global = true, default_value_t = 5)]
     runs: usize,
 }
 
@@ -189,12 +189,13 @@ fn sample(runs: usize) -> Result<()> {
         let dll = app.dll.clone();
         move || {
             let mut c = Command::new(trace.as_ref().expect("dotnet-trace"));
+            // The EventPipe thread sampler (~100 Hz, fixed by the runtime); dotnet-trace 10's
+            // `cpu-sampling` profile is kernel sampling through `collect-linux` instead.
             c.arg("collect")
                 .arg("--profile")
-                .arg("cpu-sampling")
+                .arg("dotnet-sampled-thread-time")
                 .arg("-o")
                 .arg(&nt);
-            // dotnet-trace's sampling rate is fixed by the runtime; see docs/performance.md.
             let _ = rate_hz;
             c.arg("--")
                 .arg(clrprof_testkit::dotnet())
@@ -210,7 +211,7 @@ fn sample(runs: usize) -> Result<()> {
         ("clrprof sample 999 Hz", &s999),
     ];
     if dotnet_trace.is_some() {
-        configs.push(("dotnet-trace cpu-sampling", &dt99));
+        configs.push(("dotnet-trace sampled-thread-time", &dt99));
     } else {
         println!(
             "(dotnet-trace not found: `dotnet tool install --tool-path target/tools dotnet-trace` adds it)"
