@@ -255,19 +255,29 @@ fn warm_up(info: &ProfilerInfo) {
     let _ = info.do_stack_snapshot(None, 0, None, &mut |_, _, _| false);
 }
 
-fn sleep_until(deadline_ns: u64) {
-    let ts = libc::timespec {
-        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
-    };
-    // SAFETY: `ts` is a valid timespec; a null remainder is allowed with TIMER_ABSTIME.
-    unsafe {
-        libc::clock_nanosleep(
-            libc::CLOCK_MONOTONIC,
-            libc::TIMER_ABSTIME,
-            &ts,
-            std::ptr::null_mut(),
-        );
+/// Sleeps until `deadline_ns` (CLOCK_MONOTONIC), in slices of at most 10 ms so that a stop
+/// request (shutdown, detach) is seen quickly even at low rates.
+fn sleep_until(deadline_ns: u64, stop: &AtomicBool) {
+    const SLICE_NS: u64 = 10_000_000;
+    loop {
+        let now = clock::monotonic_ns();
+        if now >= deadline_ns || stop.load(Ordering::Acquire) {
+            return;
+        }
+        let until = deadline_ns.min(now + SLICE_NS);
+        let ts = libc::timespec {
+            tv_sec: (until / 1_000_000_000) as libc::time_t,
+            tv_nsec: (until % 1_000_000_000) as libc::c_long,
+        };
+        // SAFETY: `ts` is a valid timespec; a null remainder is allowed with TIMER_ABSTIME.
+        unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            );
+        }
     }
 }
 
