@@ -163,3 +163,86 @@ fn threads_starting_and_dying_while_sampling_at_999_hz() {
     );
     assert!(r["events"]["threads_created"].as_u64().unwrap() > 100);
 }
+
+#[test]
+fn converts_a_sampled_trace_to_flamegraphs_and_speedscope() {
+    let dir = scratch("sample-convert");
+    let trace = dir.join("t.clrprof");
+    record(&trace, &["--rate", "199"], &["hot", "2"]);
+    let convert = |format: &str| {
+        let out = clrprof()
+            .args(["convert", "-f", format])
+            .arg(&trace)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{format}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    // Folded stacks: the full path from Main to the hot function, under its thread.
+    convert("folded");
+    let folded = std::fs::read_to_string(dir.join("t.folded")).unwrap();
+    let want =
+        "Scenarios.Program.Main;Scenarios.Hot.RunHot;Scenarios.Hot.Worker;Scenarios.Hot.HotA";
+    assert!(
+        folded
+            .lines()
+            .any(|l| l.starts_with("hot-a") && l.contains(want)),
+        "no `{want}` stack for hot-a in:\n{folded}"
+    );
+    // SVG: well-formed XML naming the hot functions.
+    convert("svg");
+    let svg = std::fs::read_to_string(dir.join("t.svg")).unwrap();
+    let mut reader = quick_xml::Reader::from_str(&svg);
+    loop {
+        match reader.read_event() {
+            Ok(quick_xml::events::Event::Eof) => break,
+            Ok(_) => {}
+            Err(e) => panic!("SVG is not well-formed XML: {e}"),
+        }
+    }
+    assert!(svg.contains("Scenarios.Hot.HotA") && svg.contains("Scenarios.Hot.HotB"));
+    // speedscope: valid against the schema of speedscope's file format.
+    convert("speedscope");
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("t.speedscope.json")).unwrap())
+            .unwrap();
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            clrprof_testkit::workspace_root()
+                .join("crates/clrprof-export/tests/speedscope.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    let names: Vec<&str> = doc["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert!(names.iter().any(|n| n.contains("hot-a")), "{names:?}");
+    // The other formats at least convert.
+    for f in ["firefox", "chrome", "pprof"] {
+        convert(f);
+    }
+}
+
+#[test]
+fn converting_an_events_trace_explains_what_is_missing() {
+    let dir = scratch("sample-convert-events");
+    let trace = dir.join("t.clrprof");
+    record(&trace, &["--mode", "events"], &["exceptions", "1"]);
+    let out = clrprof()
+        .args(["convert", "-f", "svg"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no samples or calls"));
+}
