@@ -123,6 +123,8 @@ fn run(
     seen: &Seen,
 ) {
     warm_up(info);
+    let no_suspend = std::env::var_os("CLRPROF_SAMPLER_NO_SUSPEND").is_some();
+    let mut reported_error = false;
     let interval_ns = interval.as_nanos().max(1) as u64;
     let start = clock::monotonic_ns();
     let end = duration.map(|d| start + d.as_nanos() as u64);
@@ -156,7 +158,9 @@ fn run(
         let tick_start = now;
         frames.clear();
         walked.clear();
-        if info.suspend_runtime().is_err() {
+        // Diagnostic only (CLRPROF_SAMPLER_NO_SUSPEND=1): walk without suspending, to see
+        // what the runtime answers; never for real profiling.
+        if !no_suspend && info.suspend_runtime().is_err() {
             stats.suspend_failures.fetch_add(1, Ordering::Relaxed);
             continue;
         }
@@ -179,7 +183,15 @@ fn run(
                         depth < MAX_FRAMES
                     },
                 );
-                if r.is_err() && frames.len() == begin {
+                if let Err(e) = r
+                    && frames.len() == begin
+                {
+                    if no_suspend && !reported_error {
+                        reported_error = true;
+                        crate::log!(
+                            "DoStackSnapshot of another thread without SuspendRuntime: {e}"
+                        );
+                    }
                     stats.walk_failures.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
@@ -192,7 +204,9 @@ fn run(
             }
         }
         WALK_ACTIVE.store(0, Ordering::Release);
-        let _ = info.resume_runtime();
+        if !no_suspend {
+            let _ = info.resume_runtime();
+        }
         stats.suspended_ns.fetch_add(
             clock::monotonic_ns().saturating_sub(tick_start),
             Ordering::Relaxed,

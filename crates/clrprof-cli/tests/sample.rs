@@ -23,6 +23,7 @@ fn thread<'a>(r: &'a Value, name: &str) -> &'a Value {
 
 #[test]
 fn cpu_split_between_two_functions_matches_the_app() {
+    let _serial = timing_lock();
     let dir = scratch("sample-hot");
     let trace = dir.join("t.clrprof");
     let out = record(&trace, &["--rate", "199"], &["hot", "3"]);
@@ -57,6 +58,7 @@ fn cpu_split_between_two_functions_matches_the_app() {
 }
 
 fn rate_within_ten_percent(rate: u32) {
+    let _serial = timing_lock();
     let dir = scratch(&format!("sample-rate-{rate}"));
     let trace = dir.join("t.clrprof");
     record(&trace, &["--rate", &rate.to_string()], &["sleeper", "5"]);
@@ -81,6 +83,7 @@ fn samples_arrive_at_999_hz() {
 
 #[test]
 fn a_sleeping_thread_counts_in_wall_time_not_cpu_time() {
+    let _serial = timing_lock();
     let dir = scratch("sample-sleeper");
     let trace = dir.join("t.clrprof");
     record(&trace, &["--rate", "99"], &["sleeper", "3"]);
@@ -117,6 +120,7 @@ fn a_sleeping_thread_counts_in_wall_time_not_cpu_time() {
 
 #[test]
 fn each_thrown_exception_has_its_stack() {
+    let _serial = timing_lock();
     let dir = scratch("sample-exception-stacks");
     let trace = dir.join("t.clrprof");
     record(&trace, &[], &["exceptions", "7"]);
@@ -147,6 +151,7 @@ fn each_thrown_exception_has_its_stack() {
 
 #[test]
 fn threads_starting_and_dying_while_sampling_at_999_hz() {
+    let _serial = timing_lock();
     let dir = scratch("sample-churn");
     let trace = dir.join("t.clrprof");
     let app = scenarios();
@@ -166,6 +171,7 @@ fn threads_starting_and_dying_while_sampling_at_999_hz() {
 
 #[test]
 fn converts_a_sampled_trace_to_flamegraphs_and_speedscope() {
+    let _serial = timing_lock();
     let dir = scratch("sample-convert");
     let trace = dir.join("t.clrprof");
     record(&trace, &["--rate", "199"], &["hot", "2"]);
@@ -235,6 +241,7 @@ fn converts_a_sampled_trace_to_flamegraphs_and_speedscope() {
 
 #[test]
 fn converting_an_events_trace_explains_what_is_missing() {
+    let _serial = timing_lock();
     let dir = scratch("sample-convert-events");
     let trace = dir.join("t.clrprof");
     record(&trace, &["--mode", "events"], &["exceptions", "1"]);

@@ -8,6 +8,13 @@ use std::process::{Command, Output};
 
 use clrprof_testkit::BuiltApp;
 
+/// Held by tests whose assertions depend on timing (rates, CPU shares), so they do not
+/// compete with each other for this machine's two cores.
+pub fn timing_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 pub fn clrprof() -> Command {
     Command::new(env!("CARGO_BIN_EXE_clrprof"))
 }
