@@ -346,3 +346,20 @@ fn another_users_process_is_refused_with_a_permission_message() {
     );
     t.quit();
 }
+
+#[test]
+fn ps_lists_the_running_app_with_its_runtime_version() {
+    let t = Target::start(&[]);
+    let out = clrprof().arg("ps").output().unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&t.pid.to_string()))
+        .unwrap_or_else(|| panic!("pid {} not in:\n{stdout}", t.pid));
+    assert!(
+        line.contains(" 10.") && line.contains("Scenarios.dll"),
+        "{line}"
+    );
+    t.quit();
+}

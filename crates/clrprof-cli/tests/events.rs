@@ -114,3 +114,24 @@ fn counts_allocations_by_class_when_asked() {
         .unwrap_or_else(|| panic!("no Scenarios.Known.Allocated in {allocs:#?}"));
     assert_eq!(known["count"], 10000);
 }
+
+#[test]
+fn records_managed_native_transitions_when_asked() {
+    let dir = scratch("transitions");
+    let trace = dir.join("t.clrprof");
+    // Console output goes through P/Invokes into the runtime's native shims.
+    record(
+        &trace,
+        &["--mode", "events", "--events", "threads,transitions"],
+        &["exceptions", "1"],
+    );
+    let r = report_json(&trace);
+    assert!(
+        r["events"]["transitions"].as_u64().unwrap() > 0,
+        "{:#}",
+        r["events"]
+    );
+    // Groups that were not asked for stay empty.
+    assert_eq!(r["events"]["classes_loaded"], 0);
+    assert_eq!(r["events"]["exceptions_thrown"], 0);
+}
