@@ -160,7 +160,7 @@ fn run(
         walked.clear();
         // Diagnostic only (CLRPROF_SAMPLER_NO_SUSPEND=1): walk without suspending, to see
         // what the runtime answers; never for real profiling.
-        if !no_suspend && info.suspend_runtime().is_err() {
+        if !no_suspend && !suspend_with_retry(info) {
             stats.suspend_failures.fetch_add(1, Ordering::Relaxed);
             continue;
         }
@@ -261,6 +261,19 @@ fn run(
             Ordering::Relaxed,
         );
     }
+}
+
+/// Suspends the runtime; when a GC (or another suspension) is already in progress the
+/// runtime answers CORPROF_E_SUSPENSION_IN_PROGRESS, so try again briefly before giving the
+/// tick up (a GC usually ends within a few hundred microseconds).
+fn suspend_with_retry(info: &ProfilerInfo) -> bool {
+    for attempt in 0..4 {
+        if info.suspend_runtime().is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_micros(250 << attempt));
+    }
+    false
 }
 
 /// Seed 002: let the runtime initialise this thread's state with a walk that suspends

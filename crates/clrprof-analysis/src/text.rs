@@ -97,16 +97,19 @@ pub fn render(r: &Report, top: usize) -> String {
     if !r.gcs.is_empty() {
         let s = &r.gc_summary;
         let _ = writeln!(o, "\nGarbage collections");
+        let pauses = if r.events.runtime_suspensions == 0 {
+            "pauses not recorded (add the `suspends` event group)".to_string()
+        } else {
+            format!(
+                "pauses total {}, max {}",
+                ns(s.total_pause_ns),
+                ns(s.max_pause_ns)
+            )
+        };
         let _ = writeln!(
             o,
-            "  {} GCs (gen0 {}, gen1 {}, gen2 {}; {} induced); pauses total {}, max {}",
-            s.count,
-            s.by_generation[0],
-            s.by_generation[1],
-            s.by_generation[2],
-            s.induced,
-            ns(s.total_pause_ns),
-            ns(s.max_pause_ns)
+            "  {} GCs (gen0 {}, gen1 {}, gen2 {}; {} induced); {pauses}",
+            s.count, s.by_generation[0], s.by_generation[1], s.by_generation[2], s.induced
         );
         let _ = writeln!(
             o,
