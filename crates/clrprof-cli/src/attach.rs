@@ -32,21 +32,6 @@ pub fn control_socket(pid: u32) -> PathBuf {
     control_dir().join(format!("{pid}.sock"))
 }
 
-/// The client-data blob the agent parses (crates/clrprof-agent/src/attach.rs).
-fn client_data(env: &[(&str, String)], control: &Path) -> Vec<u8> {
-    let env: serde_json::Map<String, serde_json::Value> = env
-        .iter()
-        .map(|(k, v)| (k.to_string(), serde_json::Value::String(v.clone())))
-        .collect();
-    let json =
-        serde_json::json!({ "version": 1, "env": env, "control": control.display().to_string() })
-            .to_string();
-    let mut out = b"CLRPROF1".to_vec();
-    out.extend_from_slice(&(json.len() as u32).to_le_bytes());
-    out.extend_from_slice(json.as_bytes());
-    out
-}
-
 /// Sends one request line to the control socket; returns the answer without `ok `.
 pub fn control_request(pid: u32, request: &str, timeout: Duration) -> Result<String> {
     let path = control_socket(pid);
@@ -132,7 +117,13 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
     if let Some(kb) = args.buffer_kb {
         env.push(("CLRPROF_BUFFER_KB", kb.to_string()));
     }
-    let data = client_data(&env, &control);
+    let data = clrprof_format::encode_attach(&clrprof_format::AttachRequest {
+        env: env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect(),
+        control: Some(control.display().to_string()),
+    });
     let clsid = Uuid::parse_str(CLSID.trim_matches(|c| c == '{' || c == '}')).expect("valid CLSID");
     match client.attach_profiler(Duration::from_secs(10), clsid, &library, &data) {
         Ok(_) => {}

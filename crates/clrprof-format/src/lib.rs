@@ -28,6 +28,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod attach;
 mod block;
 mod block_writer;
 mod clock;
@@ -44,6 +45,7 @@ mod records;
 mod scan;
 mod warning;
 
+pub use attach::{ATTACH_MAGIC, ATTACH_MAX_JSON, AttachRequest, decode_attach, encode_attach};
 pub use block::{
     BLOCK_HEADER_LEN, BLOCK_MAGIC, BlockHeader, FLAG_LZ4, KNOWN_FLAGS, MAX_BLOCK_PAYLOAD,
 };
