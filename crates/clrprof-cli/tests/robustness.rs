@@ -138,3 +138,48 @@ fn a_command_that_is_not_dotnet_keeps_its_exit_code() {
     assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains("the profiler did not load"));
 }
+
+#[test]
+fn ctrl_c_reaches_the_app_and_its_exit_code_comes_back() {
+    let dir = scratch("ctrl-c");
+    let trace = dir.join("t.clrprof");
+    let app = scenarios();
+    let mut child = clrprof()
+        .args(["record", "--mode", "events", "-q", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(clrprof_testkit::dotnet())
+        .arg(&app.dll)
+        .arg("wait")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("READY"), "{line}");
+    std::thread::sleep(Duration::from_millis(300));
+    // Ctrl-C delivered to clrprof alone (as from a script): it must pass it on.
+    // SAFETY: plain syscall on a pid we started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    // .NET ends on SIGINT with exit code 130 (128 + SIGINT); record returns it.
+    assert_eq!(status.code(), Some(130), "{status}");
+    // .NET ends on SIGINT without calling the profiler's Shutdown; every block written
+    // before (the writer flushes every 20 ms) is in the trace.
+    let r = report_json(&trace);
+    assert!(
+        r["events"]["modules_loaded"].as_u64().unwrap() > 3,
+        "{:#}",
+        r["events"]
+    );
+    assert!(
+        r["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "clrprof-busy")
+    );
+}
