@@ -326,6 +326,7 @@ fn another_users_process_is_refused_with_a_permission_message() {
     let out = Command::new("setpriv")
         .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"])
         .arg(env!("CARGO_BIN_EXE_clrprof"))
+        .env("CLRPROF_PROFILER_PATH", clrprof_testkit::profiler_library())
         .args([
             "record",
             "--pid",

@@ -9,11 +9,13 @@
 //! assert_eq!(results["fib_calls"], "242785");
 //! ```
 
+mod agent;
 mod apps;
 mod paths;
 mod results;
 mod source_hash;
 
+pub use agent::{LIBRARY, profiler_library};
 pub use apps::{BuiltApp, app};
 pub use paths::{dotnet, target_dir, workspace_root};
 pub use results::parse_results;

@@ -15,8 +15,12 @@ pub fn timing_lock() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// `clrprof`, with the profiler library built and passed explicitly (`cargo test` does
+/// not link the cdylib by itself).
 pub fn clrprof() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_clrprof"))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_clrprof"));
+    cmd.env("CLRPROF_PROFILER_PATH", clrprof_testkit::profiler_library());
+    cmd
 }
 
 pub fn scenarios() -> BuiltApp {
