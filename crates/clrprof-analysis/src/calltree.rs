@@ -356,3 +356,163 @@ fn merge(into: &mut TreeNode, from: &TreeNode) {
             .then_with(|| a.name.cmp(&b.name))
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(ns: u64, event: Event<'static>) -> TimedEvent<'static> {
+        TimedEvent {
+            ns,
+            os_tid: 1,
+            event,
+        }
+    }
+    fn enter(ns: u64, f: u64, sp: u64) -> TimedEvent<'static> {
+        ev(ns, Event::Enter { function: f, sp })
+    }
+    fn leave(ns: u64, f: u64, sp: u64) -> TimedEvent<'static> {
+        ev(ns, Event::Leave { function: f, sp })
+    }
+    fn names() -> Names {
+        let mut n = Names::default();
+        for (id, name) in [(1, "Main"), (2, "A"), (3, "B"), (4, "C"), (5, "Catcher")] {
+            n.functions.insert(
+                id,
+                crate::names::FunctionName {
+                    name: name.into(),
+                    signature: String::new(),
+                },
+            );
+        }
+        n
+    }
+    fn build_for(events: &[TimedEvent<'static>]) -> CallTrees {
+        build(events, &names(), &ThreadNames::default(), 64)
+    }
+    fn stats<'a>(t: &'a CallTrees, name: &str) -> &'a FunctionStats {
+        t.functions.iter().find(|f| f.name == name).unwrap()
+    }
+
+    #[test]
+    fn nested_calls_give_inclusive_and_self_times() {
+        let t = build_for(&[
+            enter(0, 1, 1000),
+            enter(10, 2, 900),
+            leave(30, 2, 900),
+            enter(40, 2, 900),
+            leave(50, 2, 900),
+            leave(100, 1, 1000),
+        ]);
+        assert_eq!(stats(&t, "Main").inclusive_ns, 100);
+        assert_eq!(stats(&t, "Main").self_ns, 70);
+        assert_eq!(stats(&t, "A").calls, 2);
+        assert_eq!(stats(&t, "A").inclusive_ns, 30);
+        assert_eq!(stats(&t, "A").callers["Main"], 2);
+        assert_eq!(t.stats.unwound_frames, 0);
+        assert_eq!(t.merged.inclusive_ns, 100);
+    }
+
+    #[test]
+    fn frames_an_exception_unwound_close_when_it_was_caught() {
+        // Main → A → B → C; C throws, caught in A (no Leave for B and C), then A calls C again.
+        let t = build_for(&[
+            enter(0, 1, 1000),
+            enter(10, 2, 900),
+            enter(20, 3, 800),
+            enter(30, 4, 700),
+            ev(
+                50,
+                Event::ExceptionPhase {
+                    phase: ExceptionPhase::CatcherEnter,
+                    function: 2,
+                },
+            ),
+            enter(60, 4, 800),
+            leave(70, 4, 800),
+            leave(80, 2, 900),
+            leave(90, 1, 1000),
+        ]);
+        assert_eq!(t.stats.unwound_frames, 2);
+        assert_eq!(t.stats.unmatched_leaves, 0);
+        assert_eq!(stats(&t, "B").inclusive_ns, 30); // 20 → caught at 50
+        assert_eq!(stats(&t, "C").calls, 2);
+        assert_eq!(stats(&t, "C").inclusive_ns, 20 + 10);
+        assert_eq!(stats(&t, "C").callers["B"], 1);
+        assert_eq!(stats(&t, "C").callers["A"], 1);
+        assert_eq!(stats(&t, "Main").inclusive_ns, 90);
+    }
+
+    #[test]
+    fn duplicated_or_missing_unwind_callbacks_do_not_matter() {
+        // The same as above with unwind callbacks sent twice (.NET 9/10): the rebuild only
+        // looks at stack pointers.
+        let mut events = vec![enter(0, 1, 1000), enter(10, 2, 900), enter(20, 3, 800)];
+        for _ in 0..2 {
+            events.push(ev(
+                25,
+                Event::ExceptionPhase {
+                    phase: ExceptionPhase::UnwindFunctionEnter,
+                    function: 3,
+                },
+            ));
+            events.push(ev(
+                25,
+                Event::ExceptionPhase {
+                    phase: ExceptionPhase::UnwindFunctionLeave,
+                    function: 0,
+                },
+            ));
+        }
+        events.extend([leave(40, 2, 900), leave(50, 1, 1000)]);
+        let t = build_for(&events);
+        assert_eq!(t.stats.unwound_frames, 1);
+        assert_eq!(t.stats.unmatched_leaves, 0);
+        assert_eq!(stats(&t, "A").inclusive_ns, 30);
+    }
+
+    #[test]
+    fn a_tail_call_replaces_the_frame() {
+        // A tail-calls B, B tail-calls A, …: each callee enters at the caller's SP.
+        let mut events = vec![enter(0, 1, 1000)];
+        let mut ns = 1;
+        for i in 0..100 {
+            let f = if i % 2 == 0 { 2 } else { 3 };
+            events.push(enter(ns, f, 900));
+            events.push(ev(
+                ns + 1,
+                Event::Tailcall {
+                    function: f,
+                    sp: 900,
+                },
+            ));
+            ns += 2;
+        }
+        events.push(leave(ns, 1, 1000));
+        let t = build_for(&events);
+        assert_eq!(stats(&t, "A").calls, 50);
+        assert_eq!(stats(&t, "B").calls, 50);
+        // Flat: both are children of Main, never nested in each other.
+        let main = &t.merged.children[0];
+        assert_eq!(main.name, "Main");
+        assert!(main.children.iter().all(|c| c.children.is_empty()));
+        assert_eq!(t.stats.open_at_end, 0);
+    }
+
+    #[test]
+    fn recursion_counts_inclusive_time_once() {
+        let t = build_for(&[
+            enter(0, 2, 1000),
+            enter(10, 2, 900),
+            enter(20, 2, 800),
+            leave(30, 2, 800),
+            leave(40, 2, 900),
+            leave(50, 2, 1000),
+        ]);
+        let a = stats(&t, "A");
+        assert_eq!(a.calls, 3);
+        assert_eq!(a.inclusive_ns, 50);
+        assert_eq!(a.self_ns, 50);
+        assert_eq!(a.callers["A"], 2);
+    }
+}

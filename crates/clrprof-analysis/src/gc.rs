@@ -112,3 +112,104 @@ pub fn collect(events: &[TimedEvent<'_>]) -> Vec<Gc> {
     }
     gcs
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    fn ev(ns: u64, event: Event<'static>) -> TimedEvent<'static> {
+        TimedEvent {
+            ns,
+            os_tid: 1,
+            event,
+        }
+    }
+
+    #[test]
+    fn pause_is_the_enclosing_gc_suspension() {
+        let events = vec![
+            // A profiler suspension (reason 9) is not a GC pause.
+            ev(
+                0,
+                Event::RuntimeSuspend {
+                    phase: SuspendPhase::SuspendStarted,
+                    reason: 9,
+                },
+            ),
+            ev(
+                5,
+                Event::RuntimeSuspend {
+                    phase: SuspendPhase::ResumeFinished,
+                    reason: 0,
+                },
+            ),
+            ev(
+                100,
+                Event::RuntimeSuspend {
+                    phase: SuspendPhase::SuspendStarted,
+                    reason: SUSPEND_FOR_GC,
+                },
+            ),
+            ev(
+                110,
+                Event::GcStarted {
+                    generations: 0b111,
+                    reason: 1,
+                },
+            ),
+            ev(
+                150,
+                Event::GcFinished {
+                    generation_sizes: Cow::Owned(vec![1, 2, 3, 4, 5]),
+                },
+            ),
+            ev(
+                160,
+                Event::RuntimeSuspend {
+                    phase: SuspendPhase::ResumeFinished,
+                    reason: 0,
+                },
+            ),
+            ev(
+                300,
+                Event::GcStarted {
+                    generations: 0b1,
+                    reason: 0,
+                },
+            ),
+            ev(
+                310,
+                Event::GcFinished {
+                    generation_sizes: Cow::Owned(vec![9]),
+                },
+            ),
+        ];
+        let gcs = collect(&events);
+        assert_eq!(gcs.len(), 2);
+        assert_eq!(
+            (
+                gcs[0].generation,
+                gcs[0].reason,
+                gcs[0].pause_ns,
+                gcs[0].duration_ns
+            ),
+            (2, "induced", 60, 40)
+        );
+        assert_eq!(
+            gcs[0].heap_after,
+            HeapSizes {
+                gen0: 1,
+                gen1: 2,
+                gen2: 3,
+                loh: 4,
+                poh: 5
+            }
+        );
+        assert_eq!(
+            (gcs[1].generation, gcs[1].reason, gcs[1].pause_ns),
+            (0, "other", 0)
+        );
+        assert_eq!(gcs[1].heap_after.gen0, 9);
+    }
+}
