@@ -38,14 +38,13 @@ fn bad_configuration_declines_and_the_app_runs_unprofiled() {
     assert!(!trace.exists() || std::fs::metadata(&trace).unwrap().len() == 0);
 }
 
-#[test]
-fn a_killed_target_leaves_a_readable_trace() {
-    let dir = scratch("killed");
-    let trace = dir.join("t.clrprof");
+/// Starts `clrprof record --mode events -- dotnet Scenarios.dll wait` and returns it with
+/// the app's first line (`READY <pid>`).
+fn record_waiting_app(trace: &std::path::Path) -> (std::process::Child, String) {
     let app = scenarios();
     let mut child = clrprof()
         .args(["record", "--mode", "events", "-q", "-o"])
-        .arg(&trace)
+        .arg(trace)
         .arg("--")
         .arg(clrprof_testkit::dotnet())
         .arg(&app.dll)
@@ -58,6 +57,14 @@ fn a_killed_target_leaves_a_readable_trace() {
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
+    (child, line)
+}
+
+#[test]
+fn a_killed_target_leaves_a_readable_trace() {
+    let dir = scratch("killed");
+    let trace = dir.join("t.clrprof");
+    let (mut child, line) = record_waiting_app(&trace);
     let pid: i32 = line
         .trim()
         .strip_prefix("READY ")
@@ -143,22 +150,7 @@ fn a_command_that_is_not_dotnet_keeps_its_exit_code() {
 fn ctrl_c_reaches_the_app_and_its_exit_code_comes_back() {
     let dir = scratch("ctrl-c");
     let trace = dir.join("t.clrprof");
-    let app = scenarios();
-    let mut child = clrprof()
-        .args(["record", "--mode", "events", "-q", "-o"])
-        .arg(&trace)
-        .arg("--")
-        .arg(clrprof_testkit::dotnet())
-        .arg(&app.dll)
-        .arg("wait")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let (mut child, line) = record_waiting_app(&trace);
     assert!(line.starts_with("READY"), "{line}");
     std::thread::sleep(Duration::from_millis(300));
     // Ctrl-C delivered to clrprof alone (as from a script): it must pass it on.
