@@ -96,15 +96,6 @@ impl ControlServer {
     pub fn path(&self) -> &Path {
         &self.path
     }
-
-    /// Marks the server stopped without joining (used by the control thread itself, which
-    /// then ends on its own).
-    pub fn detach_handle(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(h) = self.handle.take() {
-            h.detach();
-        }
-    }
 }
 
 fn serve(listener: UnixListener, stop: &AtomicBool, target: Arc<dyn Controlled>, path: &Path) {
@@ -112,8 +103,8 @@ fn serve(listener: UnixListener, stop: &AtomicBool, target: Arc<dyn Controlled>,
         match listener.accept() {
             Ok((stream, _)) => {
                 if handle(stream, &*target) {
-                    // Detach requested: this thread leaves right away (the runtime waits at
-                    // least ProfAPI_DetachMinSleepMs, 300 ms by default, before unloading).
+                    // Detach requested: this thread leaves right away; the runtime's
+                    // ProfilerDetachSucceeded joins it before unloading the library.
                     let _ = std::fs::remove_file(path);
                     return;
                 }

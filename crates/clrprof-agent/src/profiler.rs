@@ -106,11 +106,8 @@ impl Controlled for Session {
             return Err("a detach is already in progress".into());
         }
         self.stop("detach requested");
-        if let Ok(mut c) = self.control.lock()
-            && let Some(c) = c.as_mut()
-        {
-            c.detach_handle();
-        }
+        // The control thread (this one) returns right after answering; the runtime's
+        // ProfilerDetachSucceeded joins it before the library is unloaded.
         match self.info.request_profiler_detach(0) {
             Ok(()) => Ok(format!(
                 "detaching; trace written to {}",
@@ -436,7 +433,15 @@ impl ProfilerCallback for Profiler {
     }
 
     fn profiler_detach_succeeded(&self) -> Result<()> {
-        // Minimal work: the runtime unloads the library right after this returns.
+        // Minimal work: the runtime unloads the library right after this returns, so make
+        // sure the control thread (which asked for the detach and then returned) has
+        // finished: after this join no code of ours runs on any thread.
+        if let Some(a) = self.active() {
+            let control = a.session.control.lock().ok().and_then(|mut c| c.take());
+            if let Some(mut c) = control {
+                c.stop();
+            }
+        }
         log!("detached");
         Ok(())
     }
