@@ -63,11 +63,23 @@ pub struct TraceStats {
     pub open_at_end: u64,
 }
 
+/// One call with its exact interval, as the exporters' timelines need it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallInterval {
+    pub function: u64,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// Frames below it on the thread's stack.
+    pub depth: u32,
+}
+
 pub struct CallTrees {
     pub functions: Vec<FunctionStats>,
     pub merged: TreeNode,
     pub threads: Vec<ThreadTree>,
     pub stats: TraceStats,
+    /// Every call per OS thread, in closing order (only when asked for: it is large).
+    pub intervals: BTreeMap<u64, Vec<CallInterval>>,
 }
 
 struct Node {
@@ -103,10 +115,11 @@ struct ThreadState {
     unwound_at: Option<u64>,
     first: u64,
     last: u64,
+    intervals: Option<Vec<CallInterval>>,
 }
 
 impl ThreadState {
-    fn new(ns: u64) -> Self {
+    fn new(ns: u64, keep_intervals: bool) -> Self {
         ThreadState {
             nodes: vec![Node {
                 func: 0,
@@ -120,6 +133,7 @@ impl ThreadState {
             unwound_at: None,
             first: ns,
             last: ns,
+            intervals: keep_intervals.then(Vec::new),
         }
     }
 
@@ -204,6 +218,14 @@ impl ThreadState {
 
     fn close(&mut self, ns: u64, funcs: &mut HashMap<u64, FuncAcc>) {
         let Some(f) = self.stack.pop() else { return };
+        if let Some(v) = self.intervals.as_mut() {
+            v.push(CallInterval {
+                function: f.func,
+                start_ns: f.start,
+                end_ns: ns,
+                depth: self.stack.len() as u32,
+            });
+        }
         let dur = ns.saturating_sub(f.start);
         let self_ns = dur.saturating_sub(f.child);
         let node = &mut self.nodes[f.node];
@@ -230,6 +252,17 @@ pub fn build(
     threads: &ThreadNames,
     max_depth: usize,
 ) -> CallTrees {
+    build_with_intervals(events, names, threads, max_depth, false)
+}
+
+/// As [`build`], and with `keep_intervals` also every call's interval (for exports).
+pub fn build_with_intervals(
+    events: &[TimedEvent<'_>],
+    names: &Names,
+    threads: &ThreadNames,
+    max_depth: usize,
+    keep_intervals: bool,
+) -> CallTrees {
     let mut states: BTreeMap<u64, ThreadState> = BTreeMap::new();
     let mut funcs: HashMap<u64, FuncAcc> = HashMap::new();
     let mut stats = TraceStats::default();
@@ -251,7 +284,7 @@ pub fn build(
         };
         let st = states
             .entry(e.os_tid)
-            .or_insert_with(|| ThreadState::new(e.ns));
+            .or_insert_with(|| ThreadState::new(e.ns, keep_intervals));
         st.last = e.ns;
         if kind == 0 {
             st.enter(func, sp, e.ns, &mut funcs, &mut stats);
@@ -308,11 +341,16 @@ pub fn build(
             root,
         });
     }
+    let intervals = states
+        .iter_mut()
+        .filter_map(|(tid, st)| st.intervals.take().map(|v| (*tid, v)))
+        .collect();
     CallTrees {
         functions,
         merged,
         threads: out_threads,
         stats,
+        intervals,
     }
 }
 
@@ -441,6 +479,46 @@ mod tests {
         assert_eq!(stats(&t, "C").callers["B"], 1);
         assert_eq!(stats(&t, "C").callers["A"], 1);
         assert_eq!(stats(&t, "Main").inclusive_ns, 90);
+    }
+
+    #[test]
+    fn intervals_follow_the_same_repair_rules() {
+        let events = [
+            enter(0, 1, 1000),
+            enter(10, 2, 900),
+            enter(20, 3, 800),
+            ev(
+                35,
+                Event::ExceptionPhase {
+                    phase: ExceptionPhase::CatcherEnter,
+                    function: 2,
+                },
+            ),
+            leave(40, 2, 900),
+            leave(50, 1, 1000),
+        ];
+        let t = build_with_intervals(&events, &names(), &ThreadNames::default(), 0, true);
+        let calls = &t.intervals[&1];
+        let b = CallInterval {
+            function: 3,
+            start_ns: 20,
+            end_ns: 35,
+            depth: 2,
+        };
+        let a = CallInterval {
+            function: 2,
+            start_ns: 10,
+            end_ns: 40,
+            depth: 1,
+        };
+        let main = CallInterval {
+            function: 1,
+            start_ns: 0,
+            end_ns: 50,
+            depth: 0,
+        };
+        assert_eq!(calls, &vec![b, a, main]);
+        assert!(build_for(&events).intervals.is_empty());
     }
 
     #[test]

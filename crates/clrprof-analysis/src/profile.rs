@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use clrprof_export::{Call, Frame, FrameKind, Profile, Sample, ThreadProfile};
-use clrprof_format::Event;
 
+use crate::calltree;
 use crate::names::Names;
 use crate::samples::{self, NATIVE};
 use crate::threads::ThreadNames;
@@ -64,60 +64,19 @@ pub fn build(trace: &Trace<'_>) -> Profile {
             });
         }
     }
-    // Trace mode: exact call intervals per thread, from the same reconstruction rules
-    // as the call tree (closing frames by SP).
-    let mut open: HashMap<u64, Vec<(u64, u32, u64)>> = HashMap::new();
-    for e in &trace.events {
-        let (leave, func, sp) = match &e.event {
-            Event::Enter { function, sp } => (false, *function, *sp as u32),
-            Event::Leave { function, sp } | Event::Tailcall { function, sp } => {
-                (true, *function, *sp as u32)
-            }
-            _ => continue,
-        };
-        thread(&mut per, e.os_tid);
-        let stack = open.entry(e.os_tid).or_default();
-        let t = per.get_mut(&e.os_tid).expect("inserted above");
-        let mut close = |stack: &mut Vec<(u64, u32, u64)>, end: u64, t: &mut ThreadProfile| {
-            if let Some((f, _, s)) = stack.pop() {
-                let depth = stack.len() as u32;
-                let frame = intern(&names.function(f));
-                t.calls.push(Call {
-                    frame,
-                    start_ns: s - start,
-                    end_ns: end - start,
-                    depth,
-                });
-            }
-        };
-        if leave {
-            if let Some(k) = stack.iter().rposition(|(f, s, _)| *f == func && *s == sp) {
-                while stack.len() > k {
-                    close(stack, e.ns, t);
-                }
-            }
-        } else {
-            while stack
-                .last()
-                .is_some_and(|(_, s, _)| (s.wrapping_sub(sp) as i32) <= 0)
-            {
-                close(stack, e.ns, t);
-            }
-            stack.push((func, sp, e.ns));
-        }
-    }
-    let end = trace.events.last().map(|e| e.ns).unwrap_or(0);
-    for (tid, mut stack) in open {
-        if let Some(t) = per.get_mut(&tid) {
-            while let Some((f, _, s)) = stack.pop() {
-                let frame = intern(&names.function(f));
-                t.calls.push(Call {
-                    frame,
-                    start_ns: s - start,
-                    end_ns: end - start,
-                    depth: stack.len() as u32,
-                });
-            }
+    // Trace mode: exact call intervals per thread, from the call-tree reconstruction
+    // (one implementation of the SP-based shadow-stack repair).
+    let trees = calltree::build_with_intervals(&trace.events, &names, &threads, 0, true);
+    for (tid, calls) in trees.intervals {
+        thread(&mut per, tid);
+        let t = per.get_mut(&tid).expect("inserted above");
+        for c in calls {
+            t.calls.push(Call {
+                frame: intern(&names.function(c.function)),
+                start_ns: c.start_ns.saturating_sub(start),
+                end_ns: c.end_ns.saturating_sub(start),
+                depth: c.depth,
+            });
         }
     }
     for t in per.values_mut() {

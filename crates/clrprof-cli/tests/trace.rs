@@ -338,3 +338,44 @@ fn hooked_methods_compute_the_same_results() {
         f.keys().collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn a_traced_run_converts_to_a_timeline_with_every_call() {
+    let dir = scratch("trace-convert");
+    let trace = dir.join("t.clrprof");
+    let out = record(
+        &trace,
+        &["--mode", "trace", "--include", "Scenarios.*"],
+        &["deep-exceptions"],
+    );
+    let throws: usize = results(&out)["deep_throws"].parse().unwrap();
+    let conv = clrprof()
+        .args(["convert", "-f", "chrome"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(
+        conv.status.success(),
+        "{}",
+        String::from_utf8_lossy(&conv.stderr)
+    );
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("t.chrome.json")).unwrap()).unwrap();
+    let calls: Vec<&Value> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .collect();
+    // Each level was entered once per throw; levels the exception unwound (no Leave) are
+    // closed too, so every call appears as one complete event.
+    for level in [1, 5, 10] {
+        let name = format!("Scenarios.DeepExceptions.Level{level}");
+        assert_eq!(
+            calls.iter().filter(|e| e["name"] == name.as_str()).count(),
+            throws,
+            "{name}"
+        );
+    }
+    assert!(calls.iter().all(|e| e["dur"].as_f64().unwrap() >= 0.0));
+}
