@@ -159,6 +159,8 @@ pub struct Settings {
     pub rate_hz: u32,
     /// Sample mode: stop sampling after this many seconds (the app goes on).
     pub duration_s: Option<f64>,
+    /// Sample mode: how stacks are captured.
+    pub sampler: crate::sampler::SamplerKind,
     /// Trace mode: only hook functions whose name matches one of these (`;`-separated).
     pub include: Option<String>,
     /// Trace mode: never hook functions whose name matches one of these.
@@ -207,6 +209,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
     (
         "CLRPROF_RATE_HZ",
         "sample mode: samples per second, 1..=1000 (default 99)",
+    ),
+    (
+        "CLRPROF_SAMPLER",
+        "sample mode: signal (SIGPROF + frame-pointer walk; default on Linux x86_64) | suspend (SuspendRuntime + DoStackSnapshot)",
     ),
     (
         "CLRPROF_DURATION_S",
@@ -373,6 +379,14 @@ impl Settings {
                 }
             },
         };
+        let sampler = match get("CLRPROF_SAMPLER").as_deref() {
+            None if cfg!(all(target_os = "linux", target_arch = "x86_64")) => {
+                crate::sampler::SamplerKind::Signal
+            }
+            None | Some("suspend") => crate::sampler::SamplerKind::Suspend,
+            Some("signal") => crate::sampler::SamplerKind::Signal,
+            Some(v) => return Err(bad("CLRPROF_SAMPLER", v, "signal or suspend")),
+        };
         let allow_inlining = match get("CLRPROF_INLINING").as_deref() {
             None | Some("0") => false,
             Some("1") => true,
@@ -386,6 +400,7 @@ impl Settings {
         Ok(Settings {
             rate_hz,
             duration_s,
+            sampler,
             include: get("CLRPROF_INCLUDE"),
             exclude: get("CLRPROF_EXCLUDE"),
             allow_inlining,
@@ -412,6 +427,7 @@ impl Settings {
             "compress": self.compress,
             "rate_hz": self.rate_hz,
             "duration_s": self.duration_s,
+            "sampler": self.sampler.as_str(),
             "include": self.include,
             "exclude": self.exclude,
             "allow_inlining": self.allow_inlining,

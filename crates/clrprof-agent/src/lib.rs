@@ -17,6 +17,7 @@ pub mod control;
 pub mod elt;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 pub mod elt_x64;
+pub mod fpwalk;
 pub mod inspect;
 #[macro_use]
 pub mod log;
@@ -25,6 +26,10 @@ pub mod names;
 pub mod profiler;
 pub mod sampler;
 pub mod session;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub mod sigsample;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub mod symbolize;
 pub mod thread;
 pub mod writer;
 

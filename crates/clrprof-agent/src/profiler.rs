@@ -56,13 +56,16 @@ impl Session {
                 |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
             let ticks = get(&st.ticks).max(1);
             log!(
-                "sampler: {} ticks, {} samples, {} ticks missed, {} suspend failures, {} empty walks; \
-                 per tick {:.0} µs suspended, {:.0} µs busy",
+                "sampler: {} ticks, {} samples, {} ticks missed, {} suspend failures, {} empty walks, \
+                 {} signal timeouts, {} truncated stacks, {} idle reuses; per tick {:.0} µs capturing, {:.0} µs busy",
                 get(&st.ticks),
                 get(&st.samples),
                 get(&st.missed_ticks),
                 get(&st.suspend_failures),
                 get(&st.walk_failures),
+                get(&st.signal_timeouts),
+                get(&st.truncated),
+                get(&st.reused),
                 get(&st.suspended_ns) as f64 / ticks as f64 / 1e3,
                 get(&st.busy_ns) as f64 / ticks as f64 / 1e3
             );
@@ -292,6 +295,8 @@ impl Profiler {
             a.info.clone(),
             interval,
             duration,
+            a.settings.sampler,
+            a.attached,
             a.functions_named.clone(),
         ) {
             Ok(s) => {
@@ -576,6 +581,7 @@ impl ProfilerCallback for Profiler {
     fn thread_destroyed(&self, thread: ThreadId) -> Result<()> {
         // Seed 002: a thread must not finish dying while the sampler walks it.
         sampler::wait_thread_destroyed();
+        sampler::thread_gone(thread.0 as u64);
         emit(&Event::ThreadDestroyed {
             thread: thread.0 as u64,
         });
@@ -583,6 +589,7 @@ impl ProfilerCallback for Profiler {
     }
 
     fn thread_assigned_to_os_thread(&self, managed: ThreadId, os_thread: u32) -> Result<()> {
+        sampler::thread_assigned(managed.0 as u64, os_thread);
         emit(&Event::ThreadAssigned {
             thread: managed.0 as u64,
             os_tid: u64::from(os_thread),

@@ -13,8 +13,8 @@
 //! - hold no lock across calls that can trigger a GC: nothing is locked during the walk
 //!   (buffers are preallocated; the record lock-free path is used after resume).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use clrprof_format::Event;
@@ -53,6 +53,13 @@ pub struct SamplerStats {
     pub samples: AtomicU64,
     pub suspend_failures: AtomicU64,
     pub walk_failures: AtomicU64,
+    /// Signal mode: threads whose handler did not run within the timeout.
+    pub signal_timeouts: AtomicU64,
+    /// Signal mode: walks that reached the end of the copied stack before the root.
+    pub truncated: AtomicU64,
+    /// Signal mode: samples of threads that had not run since their previous capture,
+    /// which reuse that capture instead of being signalled.
+    pub reused: AtomicU64,
     /// Time the runtime spent suspended by us, summed.
     pub suspended_ns: AtomicU64,
     /// Time the sampler spent per tick (suspend, walk, resume, record), summed.
@@ -71,13 +78,21 @@ impl Sampler {
         info: ProfilerInfo,
         interval: Duration,
         duration: Option<Duration>,
+        kind: SamplerKind,
+        attached: bool,
         seen: Arc<Seen>,
     ) -> std::io::Result<Sampler> {
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(SamplerStats::default());
         let (s, st) = (stop.clone(), stats.clone());
         let handle = crate::thread::spawn("clrprof-sampler", move || {
-            run(&info, interval, duration, &s, &st, &seen)
+            let plan = Plan {
+                interval,
+                duration,
+                kind,
+                attached,
+            };
+            run(&info, plan, &s, &st, &seen)
         })?;
         Ok(Sampler {
             stop,
@@ -114,16 +129,24 @@ struct ThreadCpu {
     last_cpu_ns: u64,
 }
 
-fn run(
-    info: &ProfilerInfo,
+/// What the sampler thread is asked to do.
+struct Plan {
     interval: Duration,
     duration: Option<Duration>,
-    stop: &AtomicBool,
-    stats: &SamplerStats,
-    seen: &Seen,
-) {
+    kind: SamplerKind,
+    attached: bool,
+}
+
+fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats, seen: &Seen) {
+    let Plan {
+        interval,
+        duration,
+        kind,
+        attached,
+    } = plan;
     warm_up(info);
     let no_suspend = std::env::var_os("CLRPROF_SAMPLER_NO_SUSPEND").is_some();
+    let mut capture = Capture::choose(info, kind, attached);
     let mut reported_error = false;
     let interval_ns = interval.as_nanos().max(1) as u64;
     let start = clock::monotonic_ns();
@@ -158,54 +181,20 @@ fn run(
         let tick_start = now;
         frames.clear();
         walked.clear();
-        // Diagnostic only (CLRPROF_SAMPLER_NO_SUSPEND=1): walk without suspending, to see
-        // what the runtime answers; never for real profiling.
-        if !no_suspend && !suspend_with_retry(info) {
-            stats.suspend_failures.fetch_add(1, Ordering::Relaxed);
-            continue;
-        }
-        WALK_ACTIVE.store(1, Ordering::Release);
-        if let Ok(threads) = info.enum_threads() {
-            for thread in threads {
-                let os_tid = info.get_thread_info(thread).map(u64::from).unwrap_or(0);
-                let begin = frames.len();
-                let mut depth = 0usize;
-                let r = info.do_stack_snapshot(
-                    Some(thread),
-                    0,
-                    None,
-                    &mut |f: FunctionId, _ip, _ctx| {
-                        // Runs of native frames arrive as one frame with id 0.
-                        if frames.len() < frames.capacity() {
-                            frames.push(f.0 as u64);
-                        }
-                        depth += 1;
-                        depth < MAX_FRAMES
-                    },
-                );
-                if let Err(e) = r
-                    && frames.len() == begin
-                {
-                    if no_suspend && !reported_error {
-                        reported_error = true;
-                        crate::log!(
-                            "DoStackSnapshot of another thread without SuspendRuntime: {e}"
-                        );
-                    }
-                    stats.walk_failures.fetch_add(1, Ordering::Relaxed);
+        match &mut capture {
+            Capture::Suspend => {
+                if !take_suspended(
+                    info,
+                    stats,
+                    no_suspend,
+                    &mut reported_error,
+                    &mut frames,
+                    &mut walked,
+                ) {
                     continue;
                 }
-                walked.push(Walked {
-                    thread,
-                    os_tid,
-                    start: begin,
-                    len: frames.len() - begin,
-                });
             }
-        }
-        WALK_ACTIVE.store(0, Ordering::Release);
-        if !no_suspend {
-            let _ = info.resume_runtime();
+            Capture::Signal(s) => s.take(info, stats, interval_ns, &mut frames, &mut walked),
         }
         stats.suspended_ns.fetch_add(
             clock::monotonic_ns().saturating_sub(tick_start),
@@ -260,6 +249,128 @@ fn run(
             clock::monotonic_ns().saturating_sub(tick_start),
             Ordering::Relaxed,
         );
+    }
+    capture.finish();
+}
+
+/// Suspend-mode capture of one tick (seed 002's way): SuspendRuntime, an asynchronous
+/// DoStackSnapshot of every managed thread, ResumeRuntime. False when the runtime could not
+/// be suspended (the tick is skipped and counted).
+fn take_suspended(
+    info: &ProfilerInfo,
+    stats: &SamplerStats,
+    no_suspend: bool,
+    reported_error: &mut bool,
+    frames: &mut Vec<u64>,
+    walked: &mut Vec<Walked>,
+) -> bool {
+    // Diagnostic only (CLRPROF_SAMPLER_NO_SUSPEND=1): walk without suspending, to see
+    // what the runtime answers; never for real profiling.
+    if !no_suspend && !suspend_with_retry(info) {
+        stats.suspend_failures.fetch_add(1, Ordering::Relaxed);
+        return false;
+    }
+    WALK_ACTIVE.store(1, Ordering::Release);
+    if let Ok(threads) = info.enum_threads() {
+        for thread in threads {
+            let os_tid = info.get_thread_info(thread).map(u64::from).unwrap_or(0);
+            let begin = frames.len();
+            let mut depth = 0usize;
+            let r =
+                info.do_stack_snapshot(Some(thread), 0, None, &mut |f: FunctionId, _ip, _ctx| {
+                    // Runs of native frames arrive as one frame with id 0.
+                    if frames.len() < frames.capacity() {
+                        frames.push(f.0 as u64);
+                    }
+                    depth += 1;
+                    depth < MAX_FRAMES
+                });
+            if let Err(e) = r
+                && frames.len() == begin
+            {
+                if no_suspend && !*reported_error {
+                    *reported_error = true;
+                    crate::log!("DoStackSnapshot of another thread without SuspendRuntime: {e}");
+                }
+                stats.walk_failures.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            walked.push(Walked {
+                thread,
+                os_tid,
+                start: begin,
+                len: frames.len() - begin,
+            });
+        }
+    }
+    WALK_ACTIVE.store(0, Ordering::Release);
+    if !no_suspend {
+        let _ = info.resume_runtime();
+    }
+    true
+}
+
+/// How stacks are captured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SamplerKind {
+    /// SIGPROF to each managed thread, frame-pointer walk of a stack copy (Linux x86_64).
+    Signal,
+    /// SuspendRuntime + asynchronous DoStackSnapshot of every thread (seed 002).
+    Suspend,
+}
+
+impl SamplerKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SamplerKind::Signal => "signal",
+            SamplerKind::Suspend => "suspend",
+        }
+    }
+}
+
+enum Capture {
+    Suspend,
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    Signal(Box<SignalCapture>),
+}
+
+impl Capture {
+    fn choose(info: &ProfilerInfo, kind: SamplerKind, seed: bool) -> Capture {
+        if kind == SamplerKind::Suspend {
+            return Capture::Suspend;
+        }
+        #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+        {
+            match crate::sigsample::SignalSampler::install(STACK_COPY_BYTES) {
+                Ok(sig) => {
+                    // At startup every thread reports itself (ThreadAssignedToOSThread)
+                    // after this point; after attach, existing threads must be listed.
+                    if seed {
+                        seed_registry(info);
+                    }
+                    return Capture::Signal(Box::new(SignalCapture::new(sig)));
+                }
+                Err(e) => crate::log!(
+                    "signal sampler unavailable ({e}); sampling with SuspendRuntime instead"
+                ),
+            }
+        }
+        #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+        {
+            let _ = (info, seed);
+            crate::log!(
+                "the signal sampler exists for Linux x86_64 only; sampling with SuspendRuntime"
+            );
+        }
+        Capture::Suspend
+    }
+
+    fn finish(self) {
+        match self {
+            Capture::Suspend => {}
+            #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+            Capture::Signal(s) => s.sig.uninstall(),
+        }
     }
 }
 
@@ -324,6 +435,252 @@ fn thread_cpu_ns(os_tid: u64) -> u64 {
         return 0;
     }
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// Most bytes of stack copied per thread and sample in signal mode (about a thousand
+/// .NET frames); a deeper stack loses its root-most frames (counted as truncated).
+const STACK_COPY_BYTES: usize = 512 * 1024;
+
+/// What a thread's first sample copies; each thread's amount then adapts: doubled after
+/// a walk ran out of copied stack, shrunk slowly while walks end well inside it.
+const FIRST_COPY_BYTES: usize = 32 * 1024;
+const MIN_COPY_BYTES: usize = 8 * 1024;
+
+/// CPU time below which a thread counts as not having run since its last capture: the
+/// return from our own signal handler (measured after the capture) stays below it.
+const IDLE_CPU_NS: u64 = 20_000;
+
+/// Most threads the registry keeps (more are not sampled in signal mode, and counted).
+const MAX_THREADS: usize = 16_384;
+
+/// Managed threads and their OS thread ids (ThreadAssignedToOSThread, ThreadDestroyed):
+/// the threads the signal sampler signals. A lock held only for a push, a removal or a
+/// copy; the sampler thread never runs managed code, so waiting here cannot deadlock with
+/// a GC.
+static THREADS: Mutex<Vec<(u64, u32)>> = Mutex::new(Vec::new());
+
+/// ThreadAssignedToOSThread: the thread becomes a sampling target.
+pub fn thread_assigned(thread: u64, os_tid: u32) {
+    let mut t = THREADS.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(e) = t.iter_mut().find(|e| e.0 == thread) {
+        e.1 = os_tid;
+    } else if t.len() < MAX_THREADS {
+        t.push((thread, os_tid));
+    }
+}
+
+/// ThreadDestroyed: the thread is no longer signalled.
+pub fn thread_gone(thread: u64) {
+    let mut t = THREADS.lock().unwrap_or_else(PoisonError::into_inner);
+    t.retain(|e| e.0 != thread);
+}
+
+fn forget_tid(os_tid: u32) {
+    let mut t = THREADS.lock().unwrap_or_else(PoisonError::into_inner);
+    t.retain(|e| e.1 != os_tid);
+}
+
+/// Threads that existed before the callbacks could tell us (attach, or threads created
+/// before the sampler started): one suspension to enumerate them safely.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn seed_registry(info: &ProfilerInfo) {
+    if !suspend_with_retry(info) {
+        crate::log!("signal sampler: could not suspend the runtime to list existing threads");
+        return;
+    }
+    let found: Vec<(u64, u32)> = info
+        .enum_threads()
+        .map(|threads| {
+            threads
+                .into_iter()
+                .filter_map(|t| {
+                    let tid = info.get_thread_info(t).ok()?;
+                    (tid != 0).then_some((t.0 as u64, tid))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let _ = info.resume_runtime();
+    for (thread, tid) in found {
+        thread_assigned(thread, tid);
+    }
+}
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+struct SignalCapture {
+    sig: crate::sigsample::SignalSampler,
+    symbols: crate::symbolize::Symbolizer,
+    threads: Vec<(u64, u32)>,
+    tids: Vec<u32>,
+    wants: Vec<usize>,
+    /// Per OS thread: bytes of stack to copy next time.
+    copy_bytes: std::collections::HashMap<u32, usize>,
+    /// Per OS thread: CPU time at its last capture and the frames captured then.
+    last: std::collections::HashMap<u32, (u64, Vec<u64>)>,
+    /// This tick's threads that ran since their last capture (the others reuse it).
+    to_signal: Vec<(u64, u32)>,
+    addrs: Vec<u64>,
+}
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+impl SignalCapture {
+    fn new(sig: crate::sigsample::SignalSampler) -> SignalCapture {
+        SignalCapture {
+            sig,
+            symbols: crate::symbolize::Symbolizer::new(),
+            threads: Vec::with_capacity(256),
+            tids: Vec::with_capacity(crate::sigsample::BATCH),
+            wants: Vec::with_capacity(crate::sigsample::BATCH),
+            copy_bytes: std::collections::HashMap::new(),
+            last: std::collections::HashMap::new(),
+            to_signal: Vec::with_capacity(256),
+            addrs: Vec::with_capacity(MAX_FRAMES),
+        }
+    }
+
+    /// One tick: signal every registered thread (in batches), walk and symbolise each
+    /// captured stack. No thread waits for another, and none waits for a safe point.
+    fn take(
+        &mut self,
+        info: &ProfilerInfo,
+        stats: &SamplerStats,
+        interval_ns: u64,
+        frames: &mut Vec<u64>,
+        walked: &mut Vec<Walked>,
+    ) {
+        self.threads.clear();
+        self.threads.extend(
+            THREADS
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .copied(),
+        );
+        // Long enough for a thread this sampler preempted to be scheduled again.
+        let timeout = Duration::from_nanos(interval_ns.clamp(5_000_000, 20_000_000));
+        let SignalCapture {
+            sig,
+            symbols,
+            threads,
+            tids,
+            wants,
+            copy_bytes,
+            last,
+            to_signal,
+            addrs,
+        } = self;
+        if copy_bytes.len() > MAX_THREADS {
+            copy_bytes.clear();
+        }
+        if last.len() > MAX_THREADS {
+            last.clear();
+        }
+        // A thread that used (next to) no CPU since its last capture has not run (the
+        // per-thread CPU clock counts every nanosecond on a CPU), so its stack is still
+        // the one captured then: reuse it instead of waking the thread with a signal.
+        to_signal.clear();
+        for &(thread, os_tid) in threads.iter() {
+            let cpu = thread_cpu_ns(u64::from(os_tid));
+            match last.get(&os_tid) {
+                // (cpu < prev: the id now names a new thread.)
+                Some((prev, stack)) if cpu >= *prev && cpu != 0 && cpu - *prev < IDLE_CPU_NS => {
+                    stats.reused.fetch_add(1, Ordering::Relaxed);
+                    if stack.iter().all(|&f| f == 0) {
+                        stats.walk_failures.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    let begin = frames.len();
+                    frames.extend_from_slice(stack);
+                    walked.push(Walked {
+                        thread: ThreadId(thread as usize),
+                        os_tid: u64::from(os_tid),
+                        start: begin,
+                        len: stack.len(),
+                    });
+                }
+                _ => to_signal.push((thread, os_tid)),
+            }
+        }
+        for batch in to_signal.chunks(crate::sigsample::BATCH) {
+            tids.clear();
+            tids.extend(batch.iter().map(|t| t.1));
+            wants.clear();
+            wants.extend(
+                tids.iter()
+                    .map(|t| copy_bytes.get(t).copied().unwrap_or(FIRST_COPY_BYTES)),
+            );
+            let outcome = sig.capture(tids, wants, timeout);
+            stats
+                .signal_timeouts
+                .fetch_add(outcome.timed_out as u64, Ordering::Relaxed);
+            for (i, &(thread, os_tid)) in batch.iter().enumerate() {
+                let Some(c) = sig.captured(i) else {
+                    continue;
+                };
+                addrs.clear();
+                let end = crate::fpwalk::walk(&c, addrs, MAX_FRAMES, |a| symbols.caller(info, a));
+                let want = wants[i];
+                let next_want =
+                    if end == crate::fpwalk::WalkEnd::OutsideCopy && c.stack.len() >= want {
+                        if want >= STACK_COPY_BYTES {
+                            stats.truncated.fetch_add(1, Ordering::Relaxed);
+                        }
+                        (want * 2).min(STACK_COPY_BYTES)
+                    } else if c.stack.len() * 2 < want {
+                        // The whole stack fit in half: copy less next time.
+                        (want - want / 8).max(MIN_COPY_BYTES)
+                    } else {
+                        want
+                    };
+                copy_bytes.insert(os_tid, next_want);
+                let begin = frames.len();
+                for (k, &a) in addrs.iter().enumerate() {
+                    let f = if k == 0 {
+                        symbols.leaf(info, a)
+                    } else {
+                        symbols.caller(info, a)
+                    };
+                    // Runs of code that is not managed become one `[native]` frame (0).
+                    if f == 0 && frames.len() > begin && frames.last() == Some(&0) {
+                        continue;
+                    }
+                    frames.push(f);
+                }
+                // CPU clock after the handler ran: if it has barely moved next tick (the
+                // handler's own return may land after this reading), the thread has not
+                // run since.
+                let entry = last.entry(os_tid).or_insert_with(|| (0, Vec::new()));
+                entry.0 = thread_cpu_ns(u64::from(os_tid));
+                entry.1.clear();
+                entry.1.extend_from_slice(&frames[begin..]);
+                // Like DoStackSnapshot, which reports nothing for a thread without managed
+                // frames (runtime threads waiting in native code): no sample.
+                if frames[begin..].iter().all(|&f| f == 0) {
+                    frames.truncate(begin);
+                    stats.walk_failures.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                walked.push(Walked {
+                    thread: ThreadId(thread as usize),
+                    os_tid: u64::from(os_tid),
+                    start: begin,
+                    len: frames.len() - begin,
+                });
+            }
+            if outcome.gone > 0 {
+                for (i, t) in batch.iter().enumerate() {
+                    if sig.captured(i).is_none() && !thread_alive(t.1) {
+                        forget_tid(t.1);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn thread_alive(os_tid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/self/task/{os_tid}")).exists()
 }
 
 #[cfg(test)]

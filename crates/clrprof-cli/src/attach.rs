@@ -111,6 +111,9 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
         ("CLRPROF_OUTPUT", output.display().to_string()),
         ("CLRPROF_RATE_HZ", args.rate.to_string()),
     ];
+    if let Some(s) = args.sampler {
+        env.push(("CLRPROF_SAMPLER", s.as_str().to_string()));
+    }
     if let Some(e) = &args.events {
         env.push(("CLRPROF_EVENTS", e.clone()));
     }

@@ -108,6 +108,26 @@ pub enum OnFull {
     Drop,
 }
 
+/// How sample mode captures stacks.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Sampler {
+    /// SIGPROF to each managed thread and a frame-pointer walk of a copy of its stack:
+    /// no thread waits for another (default on Linux x86_64)
+    Signal,
+    /// SuspendRuntime and an asynchronous DoStackSnapshot of every thread (the profiling
+    /// API's own way; stops the whole runtime on every tick)
+    Suspend,
+}
+
+impl Sampler {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Sampler::Signal => "signal",
+            Sampler::Suspend => "suspend",
+        }
+    }
+}
+
 #[derive(clap::Args, Debug)]
 pub struct RecordArgs {
     /// Trace file to write [default: clrprof-<pid>.clrprof]
@@ -130,6 +150,9 @@ pub struct RecordArgs {
     /// Samples per second (sample mode)
     #[arg(long, default_value_t = 99, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub rate: u32,
+    /// How stacks are captured (sample mode) [default: signal on Linux x86_64]
+    #[arg(long, value_enum)]
+    pub sampler: Option<Sampler>,
     /// Stop sampling after this many seconds; the command goes on (sample mode)
     #[arg(long)]
     pub duration: Option<f64>,

@@ -1,0 +1,455 @@
+//! Signal-driven stack capture (Linux x86_64): the sampler sends SIGPROF to each managed
+//! thread with `rt_tgsigqueueinfo`; the handler, running on that thread, records RIP, RSP
+//! and RBP from the signal context and copies the top of the stack into a preallocated
+//! slot with one `process_vm_readv` on our own process (which reports an unmapped page
+//! as a short read instead of faulting). The walk and the symbolisation happen afterwards
+//! on the sampler thread (`fpwalk.rs`, GetFunctionFromIP), so no thread is ever stopped
+//! for longer than its own handler (a few microseconds), and nothing waits for a safe
+//! point: this is what makes sampling cheap where SuspendRuntime is not.
+//!
+//! The handler is async-signal-safe: atomics, at most two syscalls (`process_vm_readv`,
+//! and a futex wake for the last capture of a batch), no allocation, no lock, errno saved
+//! and restored. A signal that arrives
+//! late (after its slot timed out or was reused) is recognised by the sequence number it
+//! carries and ignored.
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use crate::clock;
+use crate::fpwalk::Captured;
+
+/// The signal used. CoreCLR itself uses SIGRTMIN (activation injection) and the fault
+/// signals, not SIGPROF.
+const SIGNAL: libc::c_int = libc::SIGPROF;
+
+/// Threads signalled at once; more threads are sampled in several batches per tick.
+pub const BATCH: usize = 64;
+
+const IDLE: u32 = 0;
+const ARMED: u32 = 1;
+const WRITING: u32 = 2;
+const DONE: u32 = 3;
+
+/// One capture: written by the handler between ARMED→WRITING→DONE, read by the sampler
+/// after it saw DONE (acquire), re-armed only by the sampler.
+struct Slot {
+    state: AtomicU32,
+    seq: AtomicU32,
+    ip: AtomicU64,
+    sp: AtomicU64,
+    fp: AtomicU64,
+    copied: AtomicUsize,
+    /// Bytes the handler should copy this time (≤ cap), set by the sampler when arming.
+    want: AtomicUsize,
+    /// `cap` bytes owned by this slot for the life of the process.
+    buf: *mut u8,
+    cap: usize,
+}
+
+// SAFETY: the raw buffer is written only by the one handler that won ARMED→WRITING and
+// read only by the sampler after it observed DONE (release/acquire), so it is never
+// accessed from two threads at once; every other field is atomic.
+unsafe impl Sync for Slot {}
+
+static SLOTS: AtomicPtr<Slot> = AtomicPtr::new(std::ptr::null_mut());
+static PID: AtomicU32 = AtomicU32::new(0);
+/// Handlers currently running (uninstall waits for 0).
+static IN_HANDLER: AtomicUsize = AtomicUsize::new(0);
+/// Captures completed in the current batch; the sampler sleeps on it (futex).
+static COMPLETED: AtomicU32 = AtomicU32::new(0);
+/// Captures the current batch waits for (u32::MAX while signals are still being sent):
+/// the handler that completes the last one wakes the sampler, so a tick costs the
+/// sampler one wake-up, not a polling loop that would preempt the application.
+static EXPECTED: AtomicU32 = AtomicU32::new(u32::MAX);
+
+/// The bytes of `siginfo_t` that `rt_tgsigqueueinfo` needs on x86_64 (128 bytes in all;
+/// `_sifields._rt` starts at offset 16).
+#[repr(C)]
+struct QueueInfo {
+    signo: i32,
+    errno: i32,
+    code: i32,
+    _pad: i32,
+    pid: i32,
+    uid: u32,
+    value: u64,
+    _rest: [u8; 96],
+}
+
+const _: () = assert!(std::mem::size_of::<QueueInfo>() == 128);
+
+/// Per tick outcome counts.
+#[derive(Default, Debug, Clone, Copy)]
+pub struct BatchOutcome {
+    pub captured: usize,
+    /// The thread no longer exists (ESRCH).
+    pub gone: usize,
+    /// The handler did not run within the timeout (signal blocked, thread not scheduled).
+    pub timed_out: usize,
+}
+
+pub struct SignalSampler {
+    slots: &'static [Slot],
+    uid: u32,
+    seq: u32,
+    armed: usize,
+    /// Per slot: the tid it was armed for this batch (0: not armed / send failed).
+    tids: [u32; BATCH],
+}
+
+impl SignalSampler {
+    /// Installs the SIGPROF handler and the slots, each able to copy `copy_bytes` of stack.
+    /// Fails (and the caller falls back to SuspendRuntime sampling) when the application
+    /// already handles SIGPROF or `process_vm_readv` is not permitted (seccomp).
+    pub fn install(copy_bytes: usize) -> Result<SignalSampler, String> {
+        if !SLOTS.load(Ordering::Acquire).is_null() {
+            return Err("the signal sampler is already installed".into());
+        }
+        // SAFETY: getpid/getuid have no preconditions.
+        let (pid, uid) = unsafe { (libc::getpid(), libc::getuid()) };
+        PID.store(pid as u32, Ordering::Relaxed);
+        probe_process_vm_readv(pid)?;
+        // SAFETY: zeroed sigaction is a valid "query" argument; we only read `old`.
+        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: a null new action only queries the current disposition.
+        if unsafe { libc::sigaction(SIGNAL, std::ptr::null(), &mut old) } != 0 {
+            return Err(format!(
+                "sigaction(SIGPROF) failed: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        if old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN {
+            return Err("the application has its own SIGPROF handler".into());
+        }
+        let slots: Vec<Slot> = (0..BATCH)
+            .map(|_| Slot {
+                state: AtomicU32::new(IDLE),
+                seq: AtomicU32::new(0),
+                ip: AtomicU64::new(0),
+                sp: AtomicU64::new(0),
+                fp: AtomicU64::new(0),
+                copied: AtomicUsize::new(0),
+                want: AtomicUsize::new(copy_bytes),
+                buf: Box::leak(vec![0u8; copy_bytes].into_boxed_slice()).as_mut_ptr(),
+                cap: copy_bytes,
+            })
+            .collect();
+        // Slots and buffers are leaked on purpose: a late signal may still reach the
+        // handler after the sampler stopped, and must find valid memory.
+        let slots: &'static [Slot] = Box::leak(slots.into_boxed_slice());
+        SLOTS.store(slots.as_ptr() as *mut Slot, Ordering::Release);
+        // SAFETY: a fully initialised sigaction whose handler has the SA_SIGINFO signature.
+        let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+        act.sa_sigaction = on_signal as *const () as usize;
+        act.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        // SAFETY: `act.sa_mask` is a valid sigset to fill.
+        unsafe { libc::sigfillset(&mut act.sa_mask) };
+        // SAFETY: installs a handler that only touches the static slots (see on_signal).
+        if unsafe { libc::sigaction(SIGNAL, &act, std::ptr::null_mut()) } != 0 {
+            return Err(format!(
+                "sigaction(SIGPROF) failed: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        Ok(SignalSampler {
+            slots,
+            uid,
+            seq: 0,
+            armed: 0,
+            tids: [0; BATCH],
+        })
+    }
+
+    /// Signals up to [`BATCH`] threads and waits (at most `timeout`) until each handler
+    /// has run; `wants[i]` is how many bytes of stack to copy for `tids[i]`. Afterwards
+    /// [`SignalSampler::captured`] gives each thread's capture.
+    pub fn capture(&mut self, tids: &[u32], wants: &[usize], timeout: Duration) -> BatchOutcome {
+        let pid = PID.load(Ordering::Relaxed);
+        let n = tids.len().min(BATCH);
+        let mut out = BatchOutcome::default();
+        self.armed = n;
+        EXPECTED.store(u32::MAX, Ordering::SeqCst);
+        COMPLETED.store(0, Ordering::SeqCst);
+        let mut sent = 0u32;
+        for (i, &tid) in tids[..n].iter().enumerate() {
+            let slot = &self.slots[i];
+            if !wait_not_writing(slot) {
+                self.tids[i] = 0;
+                continue;
+            }
+            self.seq = self.seq.wrapping_add(1);
+            let want = wants.get(i).copied().unwrap_or(slot.cap).min(slot.cap);
+            slot.want.store(want, Ordering::Relaxed);
+            slot.seq.store(self.seq, Ordering::Relaxed);
+            slot.state.store(ARMED, Ordering::Release);
+            let value = (u64::from(self.seq) << 32) | i as u64;
+            if send(pid, tid, self.uid, value) {
+                self.tids[i] = tid;
+                sent += 1;
+            } else {
+                let _ =
+                    slot.state
+                        .compare_exchange(ARMED, IDLE, Ordering::AcqRel, Ordering::Relaxed);
+                self.tids[i] = 0;
+                out.gone += 1;
+            }
+        }
+        EXPECTED.store(sent, Ordering::SeqCst);
+        let deadline = clock::monotonic_ns() + timeout.as_nanos() as u64;
+        loop {
+            let done = COMPLETED.load(Ordering::SeqCst);
+            let now = clock::monotonic_ns();
+            if done >= sent || now >= deadline {
+                break;
+            }
+            // Sleeping (not spinning) also lets a thread that this sampler preempted run
+            // its handler on this core.
+            futex_wait(&COMPLETED, done, deadline - now);
+        }
+        for i in 0..n {
+            if self.tids[i] == 0 {
+                continue;
+            }
+            let slot = &self.slots[i];
+            if slot
+                .state
+                .compare_exchange(ARMED, IDLE, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                self.tids[i] = 0;
+                out.timed_out += 1;
+            } else if wait_not_writing(slot) && slot.state.load(Ordering::Acquire) == DONE {
+                out.captured += 1;
+            } else {
+                self.tids[i] = 0;
+            }
+        }
+        out
+    }
+
+    /// The capture of the `i`-th thread of the last [`SignalSampler::capture`] call.
+    pub fn captured(&self, i: usize) -> Option<Captured<'_>> {
+        if i >= self.armed || self.tids[i] == 0 {
+            return None;
+        }
+        let slot = &self.slots[i];
+        if slot.state.load(Ordering::Acquire) != DONE {
+            return None;
+        }
+        let len = slot.copied.load(Ordering::Relaxed).min(slot.cap);
+        // SAFETY: the handler finished writing `len` bytes (DONE, acquire) and the slot is
+        // not re-armed before the next `capture`, which needs `&mut self`.
+        let stack = unsafe { std::slice::from_raw_parts(slot.buf, len) };
+        Some(Captured {
+            ip: slot.ip.load(Ordering::Relaxed),
+            sp: slot.sp.load(Ordering::Relaxed),
+            fp: slot.fp.load(Ordering::Relaxed),
+            stack,
+        })
+    }
+
+    /// Stops handling SIGPROF: the disposition becomes SIG_IGN (which also discards
+    /// pending SIGPROFs; SIG_DFL would terminate the process on a late one) and this
+    /// returns once no handler runs any more, so the library can be unloaded.
+    pub fn uninstall(self) {
+        // SAFETY: a zeroed sigaction with SIG_IGN is valid.
+        let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+        act.sa_sigaction = libc::SIG_IGN;
+        // SAFETY: valid arguments; ignoring SIGPROF is harmless to a .NET application.
+        unsafe { libc::sigaction(SIGNAL, &act, std::ptr::null_mut()) };
+        let mut waited = 0;
+        while IN_HANDLER.load(Ordering::Acquire) != 0 && waited < 1000 {
+            std::thread::sleep(Duration::from_millis(1));
+            waited += 1;
+        }
+        // A handler that was entered but had not yet counted itself: give it time.
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Waits until a slot's handler (if one is writing) has finished; false after ~1 s.
+fn wait_not_writing(slot: &Slot) -> bool {
+    for i in 0..20_000 {
+        if slot.state.load(Ordering::Acquire) != WRITING {
+            return true;
+        }
+        if i < 100 {
+            std::hint::spin_loop();
+        } else {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+    false
+}
+
+fn send(pid: u32, tid: u32, uid: u32, value: u64) -> bool {
+    let mut info = QueueInfo {
+        signo: SIGNAL,
+        errno: 0,
+        code: libc::SI_QUEUE,
+        _pad: 0,
+        pid: pid as i32,
+        uid,
+        value,
+        _rest: [0; 96],
+    };
+    // SAFETY: `info` is a 128-byte siginfo for this process; the kernel copies it.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_rt_tgsigqueueinfo,
+            pid as libc::pid_t,
+            tid as libc::pid_t,
+            SIGNAL,
+            &mut info as *mut QueueInfo,
+        )
+    };
+    r == 0
+}
+
+/// Copies `[from, from + len)` of our own memory into `dst` page by page; returns the
+/// bytes copied before the first unreadable page. Async-signal-safe (one syscall).
+pub(crate) fn copy_own_memory(pid: u32, dst: *mut u8, from: u64, len: usize) -> usize {
+    const PAGE: u64 = 4096;
+    const MAX_IOV: usize = 128;
+    let mut remote = [libc::iovec {
+        iov_base: std::ptr::null_mut(),
+        iov_len: 0,
+    }; MAX_IOV];
+    let mut n = 0;
+    let mut at = from;
+    let end = from.saturating_add(len as u64);
+    while at < end && n < MAX_IOV {
+        let next = ((at / PAGE) + 1) * PAGE;
+        let chunk_end = next.min(end);
+        remote[n] = libc::iovec {
+            iov_base: at as *mut c_void,
+            iov_len: (chunk_end - at) as usize,
+        };
+        n += 1;
+        at = chunk_end;
+    }
+    let local = libc::iovec {
+        iov_base: dst as *mut c_void,
+        iov_len: (at - from) as usize,
+    };
+    // SAFETY: `local` is our own writable buffer of that length; remote ranges are only
+    // read by the kernel, which reports unmapped pages instead of faulting. Partial
+    // transfers stop at the first unreadable iovec (one page each).
+    let r = unsafe {
+        libc::process_vm_readv(
+            pid as libc::pid_t,
+            &local,
+            1,
+            remote.as_ptr(),
+            n as libc::c_ulong,
+            0,
+        )
+    };
+    if r < 0 { 0 } else { r as usize }
+}
+
+fn probe_process_vm_readv(pid: libc::pid_t) -> Result<(), String> {
+    let probe = [0x5au8; 64];
+    let mut dst = [0u8; 64];
+    let n = copy_own_memory(pid as u32, dst.as_mut_ptr(), probe.as_ptr() as u64, 64);
+    if n == 64 && dst == probe {
+        Ok(())
+    } else {
+        Err(format!(
+            "process_vm_readv on our own process is not permitted ({})",
+            std::io::Error::last_os_error()
+        ))
+    }
+}
+
+/// The SIGPROF handler. Only: match the slot by the queued value, record registers, copy
+/// the stack, publish. Never panics (no indexing that can fail, no allocation).
+extern "C" fn on_signal(_sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
+    IN_HANDLER.fetch_add(1, Ordering::AcqRel);
+    // SAFETY: errno is thread-local; saved and restored around our syscall.
+    let errno = unsafe { *libc::__errno_location() };
+    handle(info, ctx);
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+    IN_HANDLER.fetch_sub(1, Ordering::AcqRel);
+}
+
+fn handle(info: *mut libc::siginfo_t, ctx: *mut c_void) {
+    if info.is_null() || ctx.is_null() {
+        return;
+    }
+    // SAFETY: the kernel passes a valid 128-byte siginfo with SA_SIGINFO.
+    let q = unsafe { &*(info as *const QueueInfo) };
+    let pid = PID.load(Ordering::Relaxed);
+    if q.code != libc::SI_QUEUE || q.pid as u32 != pid {
+        return; // not ours (kill -PROF from outside): ignore
+    }
+    let slots = SLOTS.load(Ordering::Acquire);
+    let index = (q.value & 0xffff_ffff) as usize;
+    let seq = (q.value >> 32) as u32;
+    if slots.is_null() || index >= BATCH {
+        return;
+    }
+    // SAFETY: SLOTS points at BATCH leaked slots once non-null.
+    let slot = unsafe { &*slots.add(index) };
+    if slot.seq.load(Ordering::Acquire) != seq
+        || slot
+            .state
+            .compare_exchange(ARMED, WRITING, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+    {
+        return; // late signal for a slot that timed out or was re-armed
+    }
+    // SAFETY: with SA_SIGINFO the third argument is the interrupted ucontext.
+    let uc = unsafe { &*(ctx as *const libc::ucontext_t) };
+    let g = &uc.uc_mcontext.gregs;
+    let (ip, sp, fp) = (
+        g[libc::REG_RIP as usize] as u64,
+        g[libc::REG_RSP as usize] as u64,
+        g[libc::REG_RBP as usize] as u64,
+    );
+    slot.ip.store(ip, Ordering::Relaxed);
+    slot.sp.store(sp, Ordering::Relaxed);
+    slot.fp.store(fp, Ordering::Relaxed);
+    let want = slot.want.load(Ordering::Relaxed).min(slot.cap);
+    let copied = copy_own_memory(pid, slot.buf, sp, want);
+    slot.copied.store(copied, Ordering::Relaxed);
+    slot.state.store(DONE, Ordering::Release);
+    let done = COMPLETED.fetch_add(1, Ordering::SeqCst) + 1;
+    if done >= EXPECTED.load(Ordering::SeqCst) {
+        futex_wake(&COMPLETED);
+    }
+}
+
+/// Waits while `*word == expected`, at most `timeout_ns`.
+fn futex_wait(word: &AtomicU32, expected: u32, timeout_ns: u64) {
+    let ts = libc::timespec {
+        tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: a private futex wait on a live atomic, with a valid relative timeout.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            &ts as *const libc::timespec,
+        );
+    }
+}
+
+/// Wakes the sampler waiting in [`futex_wait`]. Async-signal-safe (one syscall).
+fn futex_wake(word: &AtomicU32) {
+    // SAFETY: a private futex wake on a live atomic.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            1,
+        );
+    }
+}

@@ -1,0 +1,251 @@
+//! Code addresses from a signal-sampled stack → FunctionIDs, on the sampler thread.
+//!
+//! GetFunctionFromIP is asynchronous-safe for addresses that really are code (the IPs a
+//! sampler sees), but not for arbitrary words: on .NET 10 an address inside a code range
+//! that is not code made the runtime's code-map lookup fault (found under gdb with a
+//! stack word mistaken for a return address). So every *return address* candidate must
+//! first pass two checks before the runtime sees it:
+//! - it lies in an executable mapping of this process (`/proc/self/maps`, re-read at most
+//!   once a second, and within 20 ms after a sampled IP shows that the JIT mapped new code);
+//! - the bytes just before it encode a `call` (`E8 rel32` or `FF /2` in its register and
+//!   memory forms), read with `process_vm_readv` so that a mapping that disappeared in the
+//!   meantime yields "no" instead of a fault.
+//!
+//! The interrupted IP itself comes from the signal context: it is executing code.
+
+use std::collections::HashMap;
+
+use corprof::ProfilerInfo;
+
+use crate::clock;
+
+/// Entries kept in the address → FunctionID cache before it is cleared.
+const MAX_CACHED: usize = 1 << 16;
+
+/// Executable address ranges, sorted by start.
+#[derive(Debug, Default)]
+pub struct ExecMap {
+    ranges: Vec<(u64, u64)>,
+}
+
+impl ExecMap {
+    /// Parses `/proc/PID/maps` text: every range whose permissions include `x`.
+    pub fn parse(maps: &str) -> ExecMap {
+        let mut ranges: Vec<(u64, u64)> = maps
+            .lines()
+            .filter_map(|line| {
+                let mut parts = line.split_whitespace();
+                let range = parts.next()?;
+                let perms = parts.next()?;
+                if !perms.contains('x') {
+                    return None;
+                }
+                let (a, b) = range.split_once('-')?;
+                let start = u64::from_str_radix(a, 16).ok()?;
+                let end = u64::from_str_radix(b, 16).ok()?;
+                (start < end).then_some((start, end))
+            })
+            .collect();
+        ranges.sort_unstable();
+        ExecMap { ranges }
+    }
+
+    /// Whether all of `[from, to)` lies in executable mappings (adjacent ones count).
+    pub fn contains(&self, from: u64, to: u64) -> bool {
+        let i = self.ranges.partition_point(|r| r.0 <= from);
+        if i == 0 {
+            return false;
+        }
+        let (mut _start, mut end) = self.ranges[i - 1];
+        if from >= end {
+            return false;
+        }
+        let mut j = i;
+        while end < to {
+            match self.ranges.get(j) {
+                Some(&(s, e)) if s == end => {
+                    end = e;
+                    j += 1;
+                }
+                _ => return false,
+            }
+            _start = end;
+        }
+        true
+    }
+
+    pub fn len(&self) -> usize {
+        self.ranges.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+}
+
+/// Whether the 8 bytes before a return address end with a `call` instruction.
+pub fn call_precedes(code: &[u8; 8]) -> bool {
+    // E8 rel32: 5 bytes.
+    if code[3] == 0xE8 {
+        return true;
+    }
+    // FF /2 (call r/m64): ModRM reg field 2, lengths 2 (reg or [reg]), 3 (+SIB or disp8),
+    // 4 (SIB+disp8), 6 ([rip+disp32] or disp32), 7 (SIB+disp32); an optional REX prefix
+    // only adds a byte before the FF, which these offsets cover as well.
+    for len in [2usize, 3, 4, 6, 7] {
+        let at = 8 - len;
+        if code[at] == 0xFF && (code[at + 1] >> 3) & 7 == 2 {
+            return true;
+        }
+    }
+    false
+}
+
+pub struct Symbolizer {
+    cache: HashMap<u64, u64>,
+    exec: ExecMap,
+    refreshed_ns: u64,
+    /// Set when executing managed code was seen outside the known executable ranges.
+    stale: bool,
+    pid: u32,
+}
+
+impl Default for Symbolizer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Symbolizer {
+    pub fn new() -> Symbolizer {
+        Symbolizer {
+            cache: HashMap::with_capacity(4096),
+            exec: ExecMap::default(),
+            refreshed_ns: 0,
+            stale: true,
+            // SAFETY: getpid has no preconditions.
+            pid: unsafe { libc::getpid() } as u32,
+        }
+    }
+
+    /// The managed function executing at `ip` (taken from a signal context), or 0.
+    pub fn leaf(&mut self, info: &ProfilerInfo, ip: u64) -> u64 {
+        if ip < 4096 {
+            return 0;
+        }
+        self.trim();
+        if let Some(&f) = self.cache.get(&ip) {
+            return f;
+        }
+        let f = lookup(info, ip);
+        if f != 0 && !self.exec.contains(ip, ip + 1) {
+            // Managed code the map does not know yet: a new code heap. Re-read soon.
+            self.stale = true;
+        }
+        self.cache.insert(ip, f);
+        f
+    }
+
+    /// The managed function containing `ret_minus_1` (a return address − 1 found on a
+    /// stack), or 0; checked to be plausible code before the runtime is asked.
+    pub fn caller(&mut self, info: &ProfilerInfo, ret_minus_1: u64) -> u64 {
+        if ret_minus_1 < 4096 {
+            return 0;
+        }
+        self.trim();
+        if let Some(&f) = self.cache.get(&ret_minus_1) {
+            return f;
+        }
+        let ret = ret_minus_1 + 1;
+        if !self.executable(ret - 8, ret) {
+            // Not cached: the address may become code when the JIT maps a new heap.
+            return 0;
+        }
+        let f = if self.call_before(ret) {
+            lookup(info, ret_minus_1)
+        } else {
+            0
+        };
+        self.cache.insert(ret_minus_1, f);
+        f
+    }
+
+    fn trim(&mut self) {
+        if self.cache.len() > MAX_CACHED {
+            self.cache.clear();
+        }
+    }
+
+    fn executable(&mut self, from: u64, to: u64) -> bool {
+        if self.exec.contains(from, to) {
+            return true;
+        }
+        // Re-reading /proc/self/maps costs ~0.2 ms: only when a running IP showed the map
+        // is stale (new JIT code heap), at most every 20 ms, and otherwise once a second.
+        let now = clock::monotonic_ns();
+        let age = now.saturating_sub(self.refreshed_ns);
+        if (self.stale && age > 20_000_000) || age > 1_000_000_000 {
+            self.refreshed_ns = now;
+            self.stale = false;
+            if let Ok(text) = std::fs::read_to_string("/proc/self/maps") {
+                self.exec = ExecMap::parse(&text);
+            }
+            return self.exec.contains(from, to);
+        }
+        false
+    }
+
+    fn call_before(&self, ret: u64) -> bool {
+        let mut code = [0u8; 8];
+        crate::sigsample::copy_own_memory(self.pid, code.as_mut_ptr(), ret - 8, 8) == 8
+            && call_precedes(&code)
+    }
+}
+
+fn lookup(info: &ProfilerInfo, addr: u64) -> u64 {
+    info.get_function_from_ip(addr as usize)
+        .map(|f| f.0 as u64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MAPS: &str = "\
+55d0c0a00000-55d0c0a10000 r--p 00000000 08:01 123 /usr/bin/dotnet
+55d0c0a10000-55d0c0a20000 r-xp 00010000 08:01 123 /usr/bin/dotnet
+7f0000000000-7f0000001000 rwxp 00000000 00:00 0
+7f0000001000-7f0000002000 r-xp 00000000 00:00 0
+7f0000005000-7f0000006000 ---p 00000000 00:00 0
+";
+
+    #[test]
+    fn exec_ranges_from_maps() {
+        let m = ExecMap::parse(MAPS);
+        assert_eq!(m.len(), 3);
+        assert!(m.contains(0x55d0c0a10000, 0x55d0c0a10008));
+        assert!(!m.contains(0x55d0c0a00000, 0x55d0c0a00008));
+        // Spanning two adjacent executable ranges.
+        assert!(m.contains(0x7f0000000ff8, 0x7f0000001008));
+        // Running past the end of the last one.
+        assert!(!m.contains(0x7f0000001ffc, 0x7f0000002004));
+        assert!(!m.contains(0x7f0000005000, 0x7f0000005008));
+        assert!(!m.contains(0x1000, 0x1008));
+    }
+
+    #[test]
+    fn call_encodings() {
+        // call rel32
+        assert!(call_precedes(&[0, 0, 0, 0xE8, 1, 2, 3, 4]));
+        // call rax (FF D0)
+        assert!(call_precedes(&[0, 0, 0, 0, 0, 0, 0xFF, 0xD0]));
+        // call [rip+disp32] (FF 15 disp32)
+        assert!(call_precedes(&[0, 0, 0xFF, 0x15, 1, 2, 3, 4]));
+        // call [rax+8] (FF 50 08)
+        assert!(call_precedes(&[0, 0, 0, 0, 0, 0xFF, 0x50, 0x08]));
+        // jmp rax (FF E0) is not a call
+        assert!(!call_precedes(&[0, 0, 0, 0, 0, 0, 0xFF, 0xE0]));
+        assert!(!call_precedes(&[0x90; 8]));
+    }
+}
