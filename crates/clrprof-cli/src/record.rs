@@ -32,6 +32,9 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         .env("CLRPROF_OUTPUT", &output_template)
         .env("CLRPROF_MODE", args.mode.as_str());
     cmd.env("CLRPROF_RATE_HZ", args.rate.to_string());
+    if let Some(s) = args.sampler {
+        cmd.env("CLRPROF_SAMPLER", s.as_str());
+    }
     if let Some(d) = args.duration {
         cmd.env("CLRPROF_DURATION_S", d.to_string());
     }
@@ -71,6 +74,12 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     });
     let status = child.wait().context("waiting for the command")?;
     let code = exit_code(status);
+    if let Some(sig) = killed_by(status).filter(|&s| s != libc::SIGINT) {
+        eprintln!(
+            "clrprof: `{program}` was killed by signal {sig} ({}); the trace holds what was written before",
+            signal_name(sig)
+        );
+    }
     let output = PathBuf::from(
         output_template
             .to_string_lossy()
@@ -104,6 +113,25 @@ fn absolute(cwd: &Path, p: &Path) -> PathBuf {
         p.to_path_buf()
     } else {
         cwd.join(p)
+    }
+}
+
+fn killed_by(status: std::process::ExitStatus) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt;
+    status.signal()
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGILL => "SIGILL",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGINT => "SIGINT",
+        libc::SIGPROF => "SIGPROF",
+        _ => "see `kill -l`",
     }
 }
 
