@@ -1,4 +1,6 @@
-//! Acceptance tests of the sampling mode (SuspendRuntime + asynchronous DoStackSnapshot).
+//! Acceptance tests of the sampling mode, with both stack capture methods: `signal`
+//! (SIGPROF + frame-pointer walk, the default on Linux x86_64) and `suspend`
+//! (SuspendRuntime + asynchronous DoStackSnapshot).
 
 mod common;
 
@@ -23,10 +25,23 @@ fn thread<'a>(r: &'a Value, name: &str) -> &'a Value {
 
 #[test]
 fn cpu_split_between_two_functions_matches_the_app() {
+    cpu_split("signal");
+}
+
+#[test]
+fn cpu_split_between_two_functions_matches_the_app_suspend_sampler() {
+    cpu_split("suspend");
+}
+
+fn cpu_split(sampler: &str) {
     let _serial = timing_lock();
-    let dir = scratch("sample-hot");
+    let dir = scratch(&format!("sample-hot-{sampler}"));
     let trace = dir.join("t.clrprof");
-    let out = record(&trace, &["--rate", "199"], &["hot", "3"]);
+    let out = record(
+        &trace,
+        &["--rate", "199", "--sampler", sampler],
+        &["hot", "3"],
+    );
     let app = results(&out);
     let r = report_json(&trace);
     let a = function(&r, "Scenarios.Hot.HotA").expect("HotA sampled")["self_samples"]
@@ -57,11 +72,15 @@ fn cpu_split_between_two_functions_matches_the_app() {
     assert!(thread(&r, "hot-b")["samples"].as_u64().unwrap() > 0);
 }
 
-fn rate_within_ten_percent(rate: u32) {
+fn rate_within_ten_percent(rate: u32, sampler: &str) {
     let _serial = timing_lock();
-    let dir = scratch(&format!("sample-rate-{rate}"));
+    let dir = scratch(&format!("sample-rate-{rate}-{sampler}"));
     let trace = dir.join("t.clrprof");
-    record(&trace, &["--rate", &rate.to_string()], &["sleeper", "5"]);
+    record(
+        &trace,
+        &["--rate", &rate.to_string(), "--sampler", sampler],
+        &["sleeper", "5"],
+    );
     let r = report_json(&trace);
     let achieved = r["samples"]["rate_hz"].as_f64().unwrap();
     assert!(
@@ -73,20 +92,43 @@ fn rate_within_ten_percent(rate: u32) {
 
 #[test]
 fn samples_arrive_at_99_hz() {
-    rate_within_ten_percent(99);
+    rate_within_ten_percent(99, "signal");
+}
+
+#[test]
+fn samples_arrive_at_99_hz_suspend_sampler() {
+    rate_within_ten_percent(99, "suspend");
 }
 
 #[test]
 fn samples_arrive_at_999_hz() {
-    rate_within_ten_percent(999);
+    rate_within_ten_percent(999, "signal");
+}
+
+#[test]
+fn samples_arrive_at_999_hz_suspend_sampler() {
+    rate_within_ten_percent(999, "suspend");
 }
 
 #[test]
 fn a_sleeping_thread_counts_in_wall_time_not_cpu_time() {
+    sleeping_thread("signal");
+}
+
+#[test]
+fn a_sleeping_thread_counts_in_wall_time_not_cpu_time_suspend_sampler() {
+    sleeping_thread("suspend");
+}
+
+fn sleeping_thread(sampler: &str) {
     let _serial = timing_lock();
-    let dir = scratch("sample-sleeper");
+    let dir = scratch(&format!("sample-sleeper-{sampler}"));
     let trace = dir.join("t.clrprof");
-    record(&trace, &["--rate", "99"], &["sleeper", "3"]);
+    record(
+        &trace,
+        &["--rate", "99", "--sampler", sampler],
+        &["sleeper", "3"],
+    );
     let r = report_json(&trace);
     let sleepy = thread(&r, "sleepy");
     let spinny = thread(&r, "spinny");
@@ -113,8 +155,13 @@ fn a_sleeping_thread_counts_in_wall_time_not_cpu_time() {
         "spinny on CPU in {p_cpu} of {p_samples} samples"
     );
     assert!(
-        function(&r, "Scenarios.Sleeper.SleepLoop").is_some(),
-        "SleepLoop never on a stack"
+        function(&r, "Scenarios.Sleeper.SleepLoop").is_some_and(|f| f["total_samples"]
+            .as_u64()
+            .unwrap()
+            * 2
+            > s_samples),
+        "SleepLoop is not on most of the sleeping thread's stacks: {:#}",
+        function(&r, "Scenarios.Sleeper.SleepLoop").unwrap_or(&Value::Null)
     );
 }
 
@@ -151,12 +198,25 @@ fn each_thrown_exception_has_its_stack() {
 
 #[test]
 fn threads_starting_and_dying_while_sampling_at_999_hz() {
+    churn("signal");
+}
+
+#[test]
+fn threads_starting_and_dying_while_sampling_at_999_hz_suspend_sampler() {
+    churn("suspend");
+}
+
+fn churn(sampler: &str) {
     let _serial = timing_lock();
-    let dir = scratch("sample-churn");
+    let dir = scratch(&format!("sample-churn-{sampler}"));
     let trace = dir.join("t.clrprof");
     let app = scenarios();
     let plain = app.command(&["churn", "2"]).output().unwrap();
-    let out = record(&trace, &["--rate", "999"], &["churn", "10"]);
+    let out = record(
+        &trace,
+        &["--rate", "999", "--sampler", sampler],
+        &["churn", "10"],
+    );
     let res = results(&out);
     assert_eq!(res["churn_ok"], "1");
     assert_eq!(res["max_in_flight"], results(&plain)["max_in_flight"]);
