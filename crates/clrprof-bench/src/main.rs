@@ -160,7 +160,9 @@ fn sample(runs: usize) -> Result<()> {
     let clrprof = clrprof()?;
     let app = clrprof_testkit::app("Scenarios");
     let out = scratch().join("sample.clrprof");
-    let args = ["crunch", "20000"];
+    // ~4.5 s of work: long enough that the profiler's fixed start-up and exit cost
+    // (measured separately by the 1 Hz row) does not dominate the per-second cost.
+    let args = ["crunch", "60000"];
     let dotnet_trace = find_dotnet_trace();
     let nettrace = scratch().join("bench.nettrace");
     println!("sampling, Scenarios crunch (fixed CPU work on 2 threads), {runs} runs each");
@@ -168,7 +170,7 @@ fn sample(runs: usize) -> Result<()> {
     let s99 = || {
         recorded(
             &clrprof,
-            &["--mode", "sample", "--rate", "99"],
+            &["--mode", "sample", "--rate", "99", "--sampler", "signal"],
             &out,
             &app,
             &args,
@@ -177,7 +179,25 @@ fn sample(runs: usize) -> Result<()> {
     let s999 = || {
         recorded(
             &clrprof,
-            &["--mode", "sample", "--rate", "999"],
+            &["--mode", "sample", "--rate", "999", "--sampler", "signal"],
+            &out,
+            &app,
+            &args,
+        )
+    };
+    let s1 = || {
+        recorded(
+            &clrprof,
+            &["--mode", "sample", "--rate", "1", "--sampler", "signal"],
+            &out,
+            &app,
+            &args,
+        )
+    };
+    let suspend99 = || {
+        recorded(
+            &clrprof,
+            &["--mode", "sample", "--rate", "99", "--sampler", "suspend"],
             &out,
             &app,
             &args,
@@ -207,8 +227,10 @@ fn sample(runs: usize) -> Result<()> {
     let dt99 = dt(99);
     let mut configs: Vec<(&str, &dyn Fn() -> Command)> = vec![
         ("no profiler", &base),
-        ("clrprof sample 99 Hz", &s99),
-        ("clrprof sample 999 Hz", &s999),
+        ("clrprof sample 1 Hz (start-up/exit cost)", &s1),
+        ("clrprof sample 99 Hz (signal)", &s99),
+        ("clrprof sample 999 Hz (signal)", &s999),
+        ("clrprof sample 99 Hz (suspend)", &suspend99),
     ];
     if dotnet_trace.is_some() {
         configs.push(("dotnet-trace sampled-thread-time", &dt99));
