@@ -56,8 +56,13 @@ impl Session {
                 |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
             let ticks = get(&st.ticks).max(1);
             log!(
-                "sampler: {} ticks, {} samples, {} ticks missed, {} suspend failures, {} empty walks, \
+                "sampler ({}): {} ticks, {} samples, {} ticks missed, {} suspend failures, {} empty walks, \
                  {} signal timeouts, {} truncated stacks, {} idle reuses; per tick {:.0} µs capturing, {:.0} µs busy",
+                if st.signal.load(std::sync::atomic::Ordering::Relaxed) {
+                    "signal"
+                } else {
+                    "suspend"
+                },
                 get(&st.ticks),
                 get(&st.samples),
                 get(&st.missed_ticks),

@@ -60,6 +60,8 @@ pub struct SamplerStats {
     /// Signal mode: samples of threads that had not run since their previous capture,
     /// which reuse that capture instead of being signalled.
     pub reused: AtomicU64,
+    /// Whether the signal sampler was installed (else SuspendRuntime was used).
+    pub signal: AtomicBool,
     /// Time the runtime spent suspended by us, summed.
     pub suspended_ns: AtomicU64,
     /// Time the sampler spent per tick (suspend, walk, resume, record), summed.
@@ -147,6 +149,9 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
     warm_up(info);
     let no_suspend = std::env::var_os("CLRPROF_SAMPLER_NO_SUSPEND").is_some();
     let mut capture = Capture::choose(info, kind, attached);
+    stats
+        .signal
+        .store(!matches!(capture, Capture::Suspend), Ordering::Relaxed);
     let mut reported_error = false;
     let interval_ns = interval.as_nanos().max(1) as u64;
     let start = clock::monotonic_ns();

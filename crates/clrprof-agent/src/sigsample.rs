@@ -83,7 +83,6 @@ const _: () = assert!(std::mem::size_of::<QueueInfo>() == 128);
 /// Per tick outcome counts.
 #[derive(Default, Debug, Clone, Copy)]
 pub struct BatchOutcome {
-    pub captured: usize,
     /// The thread no longer exists (ESRCH).
     pub gone: usize,
     /// The handler did not run within the timeout (signal blocked, thread not scheduled).
@@ -220,9 +219,7 @@ impl SignalSampler {
             {
                 self.tids[i] = 0;
                 out.timed_out += 1;
-            } else if wait_not_writing(slot) && slot.state.load(Ordering::Acquire) == DONE {
-                out.captured += 1;
-            } else {
+            } else if !(wait_not_writing(slot) && slot.state.load(Ordering::Acquire) == DONE) {
                 self.tids[i] = 0;
             }
         }

@@ -56,22 +56,18 @@ impl ExecMap {
         if i == 0 {
             return false;
         }
-        let (mut _start, mut end) = self.ranges[i - 1];
+        let mut end = self.ranges[i - 1].1;
         if from >= end {
             return false;
         }
-        let mut j = i;
-        while end < to {
-            match self.ranges.get(j) {
-                Some(&(s, e)) if s == end => {
-                    end = e;
-                    j += 1;
-                }
-                _ => return false,
+        // Adjacent executable ranges count as one.
+        for &(s, e) in &self.ranges[i..] {
+            if end >= to || s != end {
+                break;
             }
-            _start = end;
+            end = e;
         }
-        true
+        end >= to
     }
 
     pub fn len(&self) -> usize {

@@ -7,6 +7,25 @@ mod common;
 use common::*;
 use serde_json::Value;
 
+/// Records with `sampler` and checks the agent really used it (the signal sampler falls
+/// back to SuspendRuntime when it cannot install, which must not pass unnoticed).
+fn record_sampled(
+    trace: &std::path::Path,
+    sampler: &str,
+    flags: &[&str],
+    app: &[&str],
+) -> std::process::Output {
+    let mut all = flags.to_vec();
+    all.extend(["--sampler", sampler]);
+    let out = record(trace, &all, app);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("sampler ({sampler}):")),
+        "the agent did not sample with `{sampler}`:\n{stderr}"
+    );
+    out
+}
+
 fn function<'a>(r: &'a Value, name: &str) -> Option<&'a Value> {
     r["functions"]
         .as_array()?
@@ -37,11 +56,7 @@ fn cpu_split(sampler: &str) {
     let _serial = timing_lock();
     let dir = scratch(&format!("sample-hot-{sampler}"));
     let trace = dir.join("t.clrprof");
-    let out = record(
-        &trace,
-        &["--rate", "199", "--sampler", sampler],
-        &["hot", "3"],
-    );
+    let out = record_sampled(&trace, sampler, &["--rate", "199"], &["hot", "3"]);
     let app = results(&out);
     let r = report_json(&trace);
     let a = function(&r, "Scenarios.Hot.HotA").expect("HotA sampled")["self_samples"]
@@ -76,9 +91,10 @@ fn rate_within_ten_percent(rate: u32, sampler: &str) {
     let _serial = timing_lock();
     let dir = scratch(&format!("sample-rate-{rate}-{sampler}"));
     let trace = dir.join("t.clrprof");
-    record(
+    record_sampled(
         &trace,
-        &["--rate", &rate.to_string(), "--sampler", sampler],
+        sampler,
+        &["--rate", &rate.to_string()],
         &["sleeper", "5"],
     );
     let r = report_json(&trace);
@@ -124,11 +140,7 @@ fn sleeping_thread(sampler: &str) {
     let _serial = timing_lock();
     let dir = scratch(&format!("sample-sleeper-{sampler}"));
     let trace = dir.join("t.clrprof");
-    record(
-        &trace,
-        &["--rate", "99", "--sampler", sampler],
-        &["sleeper", "3"],
-    );
+    record_sampled(&trace, sampler, &["--rate", "99"], &["sleeper", "3"]);
     let r = report_json(&trace);
     let sleepy = thread(&r, "sleepy");
     let spinny = thread(&r, "spinny");
@@ -212,11 +224,7 @@ fn churn(sampler: &str) {
     let trace = dir.join("t.clrprof");
     let app = scenarios();
     let plain = app.command(&["churn", "2"]).output().unwrap();
-    let out = record(
-        &trace,
-        &["--rate", "999", "--sampler", sampler],
-        &["churn", "10"],
-    );
+    let out = record_sampled(&trace, sampler, &["--rate", "999"], &["churn", "10"]);
     let res = results(&out);
     assert_eq!(res["churn_ok"], "1");
     assert_eq!(res["max_in_flight"], results(&plain)["max_in_flight"]);
