@@ -5,7 +5,9 @@
 //!      0    4  magic "BLK1"
 //!      4    4  payload length on disk (u32), at most 64 MiB
 //!      8    4  CRC-32 of this header with this field zeroed, then the payload on disk
-//!     12    4  flags (u32): bit 0 = payload is an LZ4 block; other bits reserved (0)
+//!     12    4  flags (u32): bit 0 = payload is an LZ4 block; bit 1 = once decompressed,
+//!              the payload is 16-byte units (see `units`), not records; other bits
+//!              reserved (0)
 //!     16    8  os_tid of the thread whose events these are (u64; 0 = process-wide)
 //!     24    8  base_ts (u64): the tick value the first record's timestamp delta is
 //!              relative to
@@ -22,8 +24,11 @@ pub const BLOCK_HEADER_LEN: usize = 40;
 pub const MAX_BLOCK_PAYLOAD: usize = 64 << 20;
 /// Flag bit: the payload is an LZ4 block (no size prefix; the size is `records_len`).
 pub const FLAG_LZ4: u32 = 1;
+/// Flag bit: the (decompressed) payload is agent ring units, see [`units`](crate::units).
+/// `record_count` then counts units.
+pub const FLAG_UNITS: u32 = 2;
 /// Flag bits this version understands.
-pub const KNOWN_FLAGS: u32 = FLAG_LZ4;
+pub const KNOWN_FLAGS: u32 = FLAG_LZ4 | FLAG_UNITS;
 
 /// A decoded block header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -46,6 +51,11 @@ impl BlockHeader {
     /// Whether the payload is LZ4-compressed.
     pub fn compressed(&self) -> bool {
         self.flags & FLAG_LZ4 != 0
+    }
+
+    /// Whether the payload is ring units rather than records.
+    pub fn units(&self) -> bool {
+        self.flags & FLAG_UNITS != 0
     }
 
     /// The header's bytes, CRC field included as stored in `self.crc`.

@@ -3,7 +3,7 @@
 
 use std::io::{self, IoSlice, Write};
 
-use crate::block::{BLOCK_HEADER_LEN, BlockHeader, FLAG_LZ4, MAX_BLOCK_PAYLOAD};
+use crate::block::{BLOCK_HEADER_LEN, BlockHeader, FLAG_LZ4, FLAG_UNITS, MAX_BLOCK_PAYLOAD};
 
 /// Writes one block holding `records` (whole encoded records, `record_count` of them) for
 /// thread `os_tid` (0 = process-wide). `base_ts` is the tick value the first record's
@@ -47,6 +47,41 @@ pub fn write_block_with_scratch<W: Write + ?Sized>(
     records: &[u8],
     compress: bool,
 ) -> io::Result<usize> {
+    write_flagged(w, scratch, start, records, compress, 0)
+}
+
+/// Writes one block of ring units ([`units`](crate::units)) for thread `os_tid`: the
+/// agent's fast path in trace mode, where the reader, not the writer, encodes records.
+/// `units.len()` must be a multiple of 16; the block's record count is the unit count.
+pub fn write_units_block<W: Write + ?Sized>(
+    w: &mut W,
+    scratch: &mut Vec<u8>,
+    os_tid: u64,
+    units: &[u8],
+    compress: bool,
+) -> io::Result<usize> {
+    if !units.len().is_multiple_of(crate::units::UNIT) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a unit block must hold whole 16-byte units",
+        ));
+    }
+    let start = BlockStart {
+        os_tid,
+        base_ts: 0,
+        record_count: (units.len() / crate::units::UNIT) as u32,
+    };
+    write_flagged(w, scratch, start, units, compress, FLAG_UNITS)
+}
+
+fn write_flagged<W: Write + ?Sized>(
+    w: &mut W,
+    scratch: &mut Vec<u8>,
+    start: BlockStart,
+    records: &[u8],
+    compress: bool,
+    flags: u32,
+) -> io::Result<usize> {
     if records.len() > MAX_BLOCK_PAYLOAD {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -60,7 +95,7 @@ pub fn write_block_with_scratch<W: Write + ?Sized>(
     let mut header = BlockHeader {
         payload_len: records_len,
         crc: 0,
-        flags: 0,
+        flags,
         os_tid: start.os_tid,
         base_ts: start.base_ts,
         record_count: start.record_count,

@@ -38,6 +38,30 @@ pub fn encode_elt(out: &mut [u8; 32], kind: EltKind, ts: u64, function: u64, sp:
     n
 }
 
+/// Appends `record` (one whole record, as [`encode`] writes it) to `out` with its
+/// timestamp field replaced by `ts`. Agents encode a record once with a placeholder
+/// timestamp and let the writer fill in the delta; the fields are copied untouched.
+/// Returns false (and appends nothing) when `record` is not one well-formed record.
+pub fn rebase_ts(out: &mut Vec<u8>, record: &[u8], ts: u64) -> bool {
+    let Some(&kind) = record.first() else {
+        return false;
+    };
+    let mut p = 1;
+    let Ok(len) = leb128::read_u64(record, &mut p) else {
+        return false;
+    };
+    if usize::try_from(len).ok().and_then(|l| p.checked_add(l)) != Some(record.len()) {
+        return false;
+    }
+    if leb128::read_u64(record, &mut p).is_err() {
+        return false;
+    }
+    let start = begin(out, kind, ts);
+    out.extend_from_slice(&record[p..]);
+    finish(out, start);
+    true
+}
+
 /// Appends a Sample record (kind 31) without building an [`Event`]. Byte-identical to
 /// [`encode`] of the same event.
 #[inline]
@@ -124,6 +148,40 @@ mod tests {
     use std::borrow::Cow;
 
     use super::*;
+
+    #[test]
+    fn rebase_replaces_only_the_timestamp() {
+        let long: Vec<u64> = (0..40).map(|i| i * 1_000_003).collect();
+        let events = [
+            Event::ThreadCreated { thread: 7 },
+            Event::ThreadName {
+                thread: 5,
+                name: "worker".into(),
+            },
+            Event::Sample {
+                os_tid: 1,
+                thread: 2,
+                cpu_ns: 3,
+                state: 1,
+                frames: Cow::Borrowed(&long),
+            },
+        ];
+        for ev in &events {
+            let mut placeholder = Vec::new();
+            encode(&mut placeholder, 0, ev);
+            for ts in [0, 1, 127, 128, 300, u64::MAX] {
+                let mut want = Vec::new();
+                encode(&mut want, ts, ev);
+                let mut got = vec![0xEE];
+                assert!(rebase_ts(&mut got, &placeholder, ts));
+                assert_eq!(&got[1..], &want[..], "{ev:?} at {ts}");
+            }
+        }
+        let mut out = Vec::new();
+        assert!(!rebase_ts(&mut out, &[], 1));
+        assert!(!rebase_ts(&mut out, &[19, 9, 0, 1], 1));
+        assert!(out.is_empty());
+    }
 
     #[test]
     fn layout_of_a_small_record() {

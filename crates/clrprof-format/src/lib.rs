@@ -43,16 +43,21 @@ mod reader;
 mod reader_events;
 mod records;
 mod scan;
+pub mod units;
 mod warning;
 
 pub use attach::{ATTACH_MAGIC, ATTACH_MAX_JSON, AttachRequest, decode_attach, encode_attach};
 pub use block::{
-    BLOCK_HEADER_LEN, BLOCK_MAGIC, BlockHeader, FLAG_LZ4, KNOWN_FLAGS, MAX_BLOCK_PAYLOAD,
+    BLOCK_HEADER_LEN, BLOCK_MAGIC, BlockHeader, FLAG_LZ4, FLAG_UNITS, KNOWN_FLAGS,
+    MAX_BLOCK_PAYLOAD,
 };
-pub use block_writer::{BlockStart, BlockWriter, write_block, write_block_with_scratch};
+pub use block_writer::{
+    BlockStart, BlockWriter, write_block, write_block_with_scratch, write_units_block,
+};
 pub use clock::ClockConverter;
 pub use encode::{
     ELT_RECORD_MAX, count_records, count_records_with_ts, encode, encode_elt, encode_sample_into,
+    rebase_ts,
 };
 pub use error::FormatError;
 pub use events::{Event, event_kind_table, kind_name};

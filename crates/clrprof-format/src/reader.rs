@@ -168,20 +168,36 @@ impl<'a> TraceReader<'a> {
         warning
     }
 
-    /// Opens an intact block: checks flags, decompresses into `buf` when needed. `Ok(true)`
-    /// means the records are now in `buf`; `Ok(false)` that they are `payload` itself.
+    /// Opens an intact block: checks flags, decompresses into `buf` when needed and turns
+    /// ring units into records (after which `header` describes the records: no flags,
+    /// their count and length). `Ok(true)` means the records are now in `buf`; `Ok(false)`
+    /// that they are `payload` itself.
     pub(crate) fn open_block(
         &mut self,
         offset: usize,
-        header: &BlockHeader,
+        header: &mut BlockHeader,
         payload: &[u8],
         buf: &mut Vec<u8>,
     ) -> Result<bool, Warning> {
-        let result = decompress(header, payload, buf);
+        let compressed = header.compressed();
+        let result = decompress(header, payload, buf).and_then(|inflated| {
+            if !header.units() {
+                return Ok(inflated);
+            }
+            let mut records = Vec::new();
+            let units = if inflated { &buf[..] } else { payload };
+            let mut ts = header.base_ts;
+            let count = crate::units::units_to_records(units, &mut ts, &mut records)?;
+            header.flags = 0;
+            header.record_count = count;
+            header.records_len = records.len() as u32;
+            *buf = records;
+            Ok(true)
+        });
         match result {
             Ok(inflated) => {
                 self.stats.blocks_read += 1;
-                self.stats.compressed_blocks += u64::from(inflated);
+                self.stats.compressed_blocks += u64::from(compressed);
                 self.stats.record_bytes += u64::from(header.records_len);
                 Ok(inflated)
             }
@@ -242,12 +258,15 @@ impl<'a> Iterator for Blocks<'_, 'a> {
             ))),
             Step::Block {
                 offset,
-                header,
+                mut header,
                 payload,
             } => {
                 let mut buf = Vec::new();
                 Some(
-                    match self.reader.open_block(offset, &header, payload, &mut buf) {
+                    match self
+                        .reader
+                        .open_block(offset, &mut header, payload, &mut buf)
+                    {
                         Ok(inflated) => Ok(Block {
                             offset: offset as u64,
                             header,

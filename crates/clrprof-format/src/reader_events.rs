@@ -52,12 +52,12 @@ impl<'r, 'a> Events<'r, 'a> {
                 }
                 Step::Block {
                     offset,
-                    header,
+                    mut header,
                     payload,
                 } => {
                     if let Ok(inflated) =
                         self.reader
-                            .open_block(offset, &header, payload, &mut self.buf)
+                            .open_block(offset, &mut header, payload, &mut self.buf)
                     {
                         self.block = Some(OpenBlock {
                             offset: offset as u64,

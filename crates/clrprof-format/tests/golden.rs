@@ -1,6 +1,6 @@
 //! Golden files: small traces committed under tests/fixtures/. The encoder must still
-//! produce `golden-v1.0.bin` byte for byte (so any format change is deliberate), and the
-//! reader must still read both files (so old traces stay readable).
+//! produce `golden-v1.1.bin` byte for byte (so any format change is deliberate), and the
+//! reader must still read every file, 1.0 included (so old traces stay readable).
 //!
 //! After a deliberate format change, regenerate with
 //! `CLRPROF_UPDATE_GOLDEN=1 cargo test -p clrprof-format --test golden`, bump the version
@@ -30,8 +30,47 @@ fn golden_blocks(compress: bool) -> Vec<TestBlock> {
     blocks
 }
 
+/// Version 1.1 added unit blocks (trace mode's ring memory): the golden file ends with one,
+/// holding these events of thread 77.
+fn golden_units() -> (Vec<u8>, Vec<DecodedEvent<'static>>) {
+    let mut units = Vec::new();
+    let mut events = Vec::new();
+    for (i, tag) in [
+        units::TAG_ENTER,
+        units::TAG_ENTER,
+        units::TAG_LEAVE,
+        units::TAG_TAILCALL,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (ts, function, sp) = (
+            5_000_000 + i as u64 * 40,
+            i as u32 + 1,
+            0x7ffd_1230 - i as u32 * 64,
+        );
+        units.extend_from_slice(&ts.to_le_bytes());
+        units.extend_from_slice(&(tag | function).to_le_bytes());
+        units.extend_from_slice(&sp.to_le_bytes());
+        let (function, sp) = (u64::from(function), u64::from(sp));
+        let event = match tag {
+            units::TAG_ENTER => Event::Enter { function, sp },
+            units::TAG_LEAVE => Event::Leave { function, sp },
+            _ => Event::Tailcall { function, sp },
+        };
+        events.push(DecodedEvent {
+            os_tid: 77,
+            ts,
+            event,
+        });
+    }
+    (units, events)
+}
+
 fn golden_bytes(compress: bool) -> Vec<u8> {
-    build_file(&fixed_header(), &golden_blocks(compress)).0
+    let mut file = build_file(&fixed_header(), &golden_blocks(compress)).0;
+    write_units_block(&mut file, &mut Vec::new(), 77, &golden_units().0, compress).unwrap();
+    file
 }
 
 fn check_or_update(name: &str, bytes: &[u8], compare: bool) {
@@ -66,25 +105,30 @@ fn check_or_update(name: &str, bytes: &[u8], compare: bool) {
 
 #[test]
 fn encoder_reproduces_the_golden_file() {
-    check_or_update("golden-v1.0.bin", &golden_bytes(false), true);
+    check_or_update("golden-v1.1.bin", &golden_bytes(false), true);
     // Compressed output depends on the LZ4 implementation: only its decoding is checked.
-    check_or_update("golden-v1.0-lz4.bin", &golden_bytes(true), false);
+    check_or_update("golden-v1.1-lz4.bin", &golden_bytes(true), false);
 }
 
 #[test]
 fn golden_files_still_decode() {
-    for (name, compress) in [("golden-v1.0.bin", false), ("golden-v1.0-lz4.bin", true)] {
+    for (name, compress, minor) in [
+        ("golden-v1.0.bin", false, 0),
+        ("golden-v1.0-lz4.bin", true, 0),
+        ("golden-v1.1.bin", false, 1),
+        ("golden-v1.1-lz4.bin", true, 1),
+    ] {
         let bytes = std::fs::read(fixture(name)).unwrap();
         let (header, events, warnings) = read_all(&bytes).unwrap();
-        assert_eq!((header.major, header.minor), (1, 0), "{name}");
+        assert_eq!((header.major, header.minor), (1, minor), "{name}");
         assert_eq!(header.meta, fixed_header().meta, "{name}");
         assert!(warnings.is_empty(), "{name}: {warnings:?}");
         let blocks = golden_blocks(compress);
-        assert_eq!(
-            owned(events),
-            expected(&blocks.iter().collect::<Vec<_>>()),
-            "{name}"
-        );
+        let mut want = expected(&blocks.iter().collect::<Vec<_>>());
+        if minor >= 1 {
+            want.extend(golden_units().1);
+        }
+        assert_eq!(owned(events), want, "{name}");
         let mut reader = TraceReader::new(&bytes).unwrap();
         let compressed = reader
             .blocks()

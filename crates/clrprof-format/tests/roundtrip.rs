@@ -140,3 +140,43 @@ proptest! {
         prop_assert_eq!(owned(events), expected(&blocks.iter().collect::<Vec<_>>()));
     }
 }
+
+#[test]
+fn unit_blocks_read_as_records_compressed_or_not() {
+    let mut units = Vec::new();
+    let mut want = Vec::new();
+    for i in 0..500u64 {
+        let (ts, function, sp) = (10_000 + i * 37, i % 9 + 1, 0x7ff0_0000 + (i % 50) * 16);
+        let (tag, ev) = match i % 3 {
+            0 => (units::TAG_ENTER, Event::Enter { function, sp }),
+            1 => (units::TAG_LEAVE, Event::Leave { function, sp }),
+            _ => (units::TAG_TAILCALL, Event::Tailcall { function, sp }),
+        };
+        units.extend_from_slice(&ts.to_le_bytes());
+        units.extend_from_slice(&(tag | function as u32).to_le_bytes());
+        units.extend_from_slice(&(sp as u32).to_le_bytes());
+        want.push((ts, ev));
+    }
+    for compress in [false, true] {
+        let mut file = Vec::new();
+        write_file_header(&mut file, &fixed_header()).unwrap();
+        let mut scratch = Vec::new();
+        write_units_block(&mut file, &mut scratch, 42, &units, compress).unwrap();
+        let mut reader = TraceReader::new(&file).unwrap();
+        let got: Vec<_> = reader
+            .events()
+            .map(|e| {
+                assert_eq!(e.os_tid, 42);
+                (e.ts, e.event.into_owned())
+            })
+            .collect();
+        assert!(reader.warnings().is_empty(), "{:?}", reader.warnings());
+        assert_eq!(got, want, "compress {compress}");
+        assert_eq!(reader.stats().compressed_blocks, u64::from(compress));
+        let blocks: Vec<_> = reader.blocks().map(|b| b.unwrap()).collect();
+        assert_eq!(blocks[0].header.record_count, 500);
+        assert_eq!(blocks[0].records().count(), 500);
+    }
+    let mut scratch = Vec::new();
+    assert!(write_units_block(&mut Vec::new(), &mut scratch, 1, &[0; 20], false).is_err());
+}
