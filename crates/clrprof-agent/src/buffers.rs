@@ -1,12 +1,14 @@
 //! Per-thread event buffers.
 //!
-//! Each thread that emits gets a [`Slot`]: a single-producer/single-consumer byte ring
-//! (rtrb) that only the owning thread writes and only the writer thread reads. Emitting
-//! an event is one thread-local lookup, an encode into an owner-only scratch buffer and
-//! one ring write — no lock, no allocation once warm, no syscall. A thread registers its
-//! slot once (the only lock on this path); a pthread key destructor retires the slot when
-//! the thread exits. There is deliberately no Rust `thread_local!` with a destructor: glibc
-//! would then pin the library in memory and a detached profiler could never be unloaded.
+//! Each thread that emits gets a [`Slot`] holding a [`Ring`]: a single-producer/
+//! single-consumer ring that only the owning thread writes and only the writer thread
+//! reads. Emitting an event is one thread-local lookup, one encode and one ring write: no
+//! lock, no allocation once warm, no syscall. In trace mode the ELT hooks skip even the
+//! thread-local lookup and write the ring from assembly (`elt_x64.rs`, found through
+//! [`tpmap`](crate::tpmap)). A thread registers its slot once (the only lock on this
+//! path); a pthread key destructor retires the slot when the thread exits. There is
+//! deliberately no Rust `thread_local!` with a destructor: glibc would then pin the
+//! library in memory and a detached profiler could never be unloaded.
 
 use std::cell::{Cell, UnsafeCell};
 use std::ptr;
@@ -16,27 +18,28 @@ use std::sync::{Arc, Mutex};
 use clrprof_format::Event;
 
 use crate::clock;
+use crate::ring::{Full, Ring};
 
 /// One thread's buffer. Fields marked owner-only are touched by the owning thread alone.
+#[repr(C)]
 pub struct Slot {
-    /// Owner-only: the producing end of the ring.
-    producer: UnsafeCell<rtrb::Producer<u8>>,
+    /// First, so that a `*const Slot` is a `*const RingHead` for the assembly.
+    pub ring: Ring,
     /// Owner-only: encode scratch, reused for every event.
     scratch: UnsafeCell<Vec<u8>>,
-    /// Owner-only: set while the owner is inside `emit`, to catch re-entrancy.
-    busy: Cell<bool>,
-    /// Owner-only: timestamp of the previous record (records carry deltas).
-    last_ts: Cell<u64>,
     pub os_tid: u64,
     /// Set when the owning thread has exited; the writer frees the slot once drained.
     pub retired: AtomicBool,
     /// Events dropped because the ring was full (drop policy) or the writer had stopped.
     pub lost: AtomicU64,
+    /// Owner-only: whether the slot was offered to [`tpmap`](crate::tpmap) (a thread that
+    /// registered before trace mode turned the map on is offered at its first ELT event).
+    published: Cell<bool>,
 }
 
-// SAFETY: the owner-only fields (producer, scratch, busy) are only accessed by the thread
-// that created the slot (enforced by reaching them solely through that thread's TLS
-// pointer); the fields the writer reads are atomics or immutable.
+// SAFETY: the owner-only parts (the ring's producer side, scratch) are only accessed by
+// the thread that created the slot (reached solely through that thread's TLS pointer or
+// its own tpmap entry); the writer uses the ring's consumer side and atomics.
 unsafe impl Sync for Slot {}
 // SAFETY: as above; moving the Arc to the writer thread moves no owner-only access.
 unsafe impl Send for Slot {}
@@ -44,14 +47,14 @@ unsafe impl Send for Slot {}
 /// What the writer receives for each new thread.
 pub struct Registration {
     pub slot: Arc<Slot>,
-    pub consumer: rtrb::Consumer<u8>,
 }
 
 static PENDING: Mutex<Vec<Registration>> = Mutex::new(Vec::new());
 static BUFFER_BYTES: AtomicUsize = AtomicUsize::new(256 * 1024);
 static DROP_WHEN_FULL: AtomicBool = AtomicBool::new(false);
 /// False before the writer starts and after it stops: events are then dropped and counted.
-static ACCEPTING: AtomicBool = AtomicBool::new(false);
+/// The ELT fast path reads it too (as a byte).
+pub static ACCEPTING: AtomicBool = AtomicBool::new(false);
 /// Events lost outside any slot (no writer, dead thread without a slot…).
 static LOST_GLOBAL: AtomicU64 = AtomicU64::new(0);
 static PTHREAD_KEY: AtomicUsize = AtomicUsize::new(usize::MAX);
@@ -114,6 +117,7 @@ extern "C" fn slot_destructor(value: *mut libc::c_void) {
         // SAFETY: `value` is the pointer `register` produced with Arc::into_raw and
         // stored under our key; glibc passes it here exactly once.
         let slot = unsafe { Arc::from_raw(value as *const Slot) };
+        crate::tpmap::remove();
         slot.retired.store(true, Ordering::Release);
     });
 }
@@ -145,15 +149,16 @@ fn register() -> *const Slot {
     if key == usize::MAX || EXITED.with(|e| e.get()) {
         return ptr::null();
     }
-    let (producer, consumer) = rtrb::RingBuffer::new(BUFFER_BYTES.load(Ordering::Relaxed));
+    let Some(ring) = Ring::new(BUFFER_BYTES.load(Ordering::Relaxed), crate::writer::wake) else {
+        return ptr::null();
+    };
     let slot = Arc::new(Slot {
-        producer: UnsafeCell::new(producer),
+        ring,
         scratch: UnsafeCell::new(Vec::with_capacity(4096)),
-        busy: Cell::new(false),
-        last_ts: Cell::new(0),
         os_tid: clock::gettid(),
         retired: AtomicBool::new(false),
         lost: AtomicU64::new(0),
+        published: Cell::new(crate::tpmap::enabled()),
     });
     let raw = Arc::into_raw(slot.clone());
     // SAFETY: `key` is live (checked above); the value is released by slot_destructor.
@@ -162,9 +167,10 @@ fn register() -> *const Slot {
         drop(unsafe { Arc::from_raw(raw) });
         return ptr::null();
     }
+    crate::tpmap::insert(&slot);
     match PENDING.lock() {
-        Ok(mut p) => p.push(Registration { slot, consumer }),
-        Err(poisoned) => poisoned.into_inner().push(Registration { slot, consumer }),
+        Ok(mut p) => p.push(Registration { slot }),
+        Err(poisoned) => poisoned.into_inner().push(Registration { slot }),
     }
     CURRENT.with(|c| c.set(raw));
     raw
@@ -195,71 +201,82 @@ pub fn emit_at(ts: u64, ev: &Event<'_>) {
     // SAFETY: a non-null CURRENT pointer is a live slot: the TLS pointer holds one Arc
     // reference that only slot_destructor (which nulls CURRENT first) releases.
     let slot = unsafe { &*slot };
-    if slot.busy.replace(true) {
+    let Some(mut limit) = slot.ring.enter() else {
         // Re-entered from inside our own emit (a runtime call made while encoding).
         return emit_fallback(ts, ev);
-    }
-    // SAFETY: owner-only fields, accessed from the owning thread (see `Slot`), and the
-    // busy flag above guarantees no other borrow of them is live on this thread.
-    let (scratch, producer) = unsafe { (&mut *slot.scratch.get(), &mut *slot.producer.get()) };
+    };
+    // SAFETY: owner-only field, accessed from the owning thread (see `Slot`); the ring is
+    // entered (busy), so no other borrow of it is live on this thread.
+    let scratch = unsafe { &mut *slot.scratch.get() };
     scratch.clear();
-    clrprof_format::encode(scratch, ts.wrapping_sub(slot.last_ts.get()), ev);
-    if push(slot, producer, scratch) {
-        // Only a record that made it into the ring moves the delta chain forward.
-        slot.last_ts.set(ts);
-    }
-    slot.busy.set(false);
+    clrprof_format::encode(scratch, 0, ev);
+    write_waiting(slot, &mut limit, |ring, limit| {
+        ring.try_write_record(limit, ts, scratch)
+    });
+    slot.ring.leave(limit);
 }
 
-/// The tracing hot path: one enter/leave/tailcall record. Kept free of locks, allocation
-/// and syscalls once the thread's slot exists; cannot panic.
-#[inline(always)]
+/// The tracing slow path: one enter/leave/tailcall record, for a thread the assembly
+/// fast path could not serve (first event, table collision, ring full, no TSC). No lock,
+/// allocation or syscall once the thread's slot exists, unless exact mode must wait.
 pub fn emit_elt(kind: crate::elt::EltKind, function: u64, caller_sp: u64) {
     let ts = clock::ticks();
+    if !ACCEPTING.load(Ordering::Acquire) {
+        LOST_GLOBAL.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
     let mut slot = CURRENT.with(|c| c.get());
     if slot.is_null() {
-        if !ACCEPTING.load(Ordering::Acquire) {
-            LOST_GLOBAL.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
         slot = register();
         if slot.is_null() {
             LOST_GLOBAL.fetch_add(1, Ordering::Relaxed);
             return;
         }
     }
+    let raw = slot;
     // SAFETY: a non-null CURRENT pointer is a live slot (see `emit_at`).
-    let slot = unsafe { &*slot };
-    if slot.busy.get() {
+    let slot = unsafe { &*raw };
+    if !slot.published.replace(true) && crate::tpmap::enabled() {
+        // SAFETY: CURRENT's pointer came from Arc::into_raw and is live (see `emit_at`);
+        // the extra count is owned by the temporary Arc, dropped right after.
+        let arc = unsafe {
+            Arc::increment_strong_count(raw);
+            Arc::from_raw(raw)
+        };
+        crate::tpmap::insert(&arc);
+    }
+    let Some(mut limit) = slot.ring.enter() else {
         slot.lost.fetch_add(1, Ordering::Relaxed);
         return;
-    }
+    };
     let kind = match kind {
         crate::elt::EltKind::Enter => clrprof_format::EltKind::Enter,
         crate::elt::EltKind::Leave => clrprof_format::EltKind::Leave,
         crate::elt::EltKind::Tailcall => clrprof_format::EltKind::Tailcall,
     };
-    let mut buf = [0u8; 32];
-    let delta = ts.wrapping_sub(slot.last_ts.get());
-    let n = clrprof_format::encode_elt(&mut buf, kind, delta, function, caller_sp & 0xffff_ffff);
-    // SAFETY: owner-only field, on the owning thread, not borrowed elsewhere (busy unset
-    // and this function does not re-enter).
-    let producer = unsafe { &mut *slot.producer.get() };
-    if push(slot, producer, &buf[..n]) {
-        slot.last_ts.set(ts);
-    }
+    let index = u32::try_from(function).unwrap_or(u32::MAX);
+    write_waiting(slot, &mut limit, |ring, limit| {
+        ring.try_write_elt(limit, ts, kind, index, caller_sp as u32)
+    });
+    slot.ring.leave(limit);
 }
 
-/// Appends one record; false when it was dropped (and counted).
-fn push(slot: &Slot, producer: &mut rtrb::Producer<u8>, bytes: &[u8]) -> bool {
-    if bytes.len() > producer.buffer().capacity() {
-        slot.lost.fetch_add(1, Ordering::Relaxed);
-        return false;
-    }
+/// Runs one ring write; when the ring is full, waits for the writer (exact mode) or
+/// drops and counts. False when the record was dropped.
+fn write_waiting(
+    slot: &Slot,
+    limit: &mut u64,
+    mut write: impl FnMut(&Ring, &mut u64) -> Result<(), Full>,
+) -> bool {
     let mut spins = 0u32;
     loop {
-        if producer.push_entire_slice(bytes).is_ok() {
-            return true;
+        match write(&slot.ring, limit) {
+            Ok(()) => return true,
+            Err(Full::TooLarge) => {
+                slot.lost.fetch_add(1, Ordering::Relaxed);
+                return false;
+            }
+            Err(Full::NoRoom) => {}
         }
         if DROP_WHEN_FULL.load(Ordering::Relaxed) || !ACCEPTING.load(Ordering::Acquire) {
             slot.lost.fetch_add(1, Ordering::Relaxed);

@@ -169,6 +169,16 @@ pub struct Settings {
     pub allow_inlining: bool,
     /// Record the stack of every thrown exception (synchronous DoStackSnapshot).
     pub exception_stacks: bool,
+    /// Trace mode, benchmarking only: install hooks that record nothing.
+    pub trace_probe: Option<TraceProbe>,
+}
+
+/// Hooks that record nothing, to measure the parts of trace mode's cost
+/// (`clrprof-bench trace`): the JIT's hook calls alone, and with one clock read each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceProbe {
+    Noop,
+    Clock,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -191,7 +201,7 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ),
     (
         "CLRPROF_BUFFER_KB",
-        "per-thread buffer size in KiB, 4..=65536 (default 256)",
+        "per-thread buffer size in KiB, 4..=65536 (default 256; 4096 in trace mode)",
     ),
     (
         "CLRPROF_ON_FULL",
@@ -217,6 +227,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
     (
         "CLRPROF_DURATION_S",
         "sample mode: stop sampling after this many seconds (default: until exit)",
+    ),
+    (
+        "CLRPROF_TRACE_PROBE",
+        "trace mode, for benchmarks: noop | clock: hooks that only return, or only read the TSC; nothing is recorded",
     ),
     (
         "CLRPROF_INCLUDE",
@@ -340,6 +354,11 @@ impl Settings {
             Some(v) => parse_events(&v.replace("default", &default_list(mode)))?,
         };
         let buffer_bytes = match get("CLRPROF_BUFFER_KB") {
+            // Trace mode: a traced thread can make ~80 M events/s (1.3 GB/s of units). A
+            // ring well beyond the L2 lets the writer read lines the thread has already
+            // moved past, instead of stealing the ones it is writing (measured in
+            // docs/performance.md). Pages are only touched as a thread fills its ring.
+            None if mode == Mode::Trace => 4096 * 1024,
             None => 256 * 1024,
             Some(v) => number("CLRPROF_BUFFER_KB", &v, 4, 65536)? as usize * 1024,
         };
@@ -397,7 +416,14 @@ impl Settings {
             Some("0") => false,
             Some(v) => return Err(bad("CLRPROF_EXCEPTION_STACKS", v, "0 or 1")),
         };
+        let trace_probe = match get("CLRPROF_TRACE_PROBE").as_deref() {
+            None => None,
+            Some("noop") => Some(TraceProbe::Noop),
+            Some("clock") => Some(TraceProbe::Clock),
+            Some(v) => return Err(bad("CLRPROF_TRACE_PROBE", v, "noop or clock")),
+        };
         Ok(Settings {
+            trace_probe,
             rate_hz,
             duration_s,
             sampler,
@@ -432,6 +458,10 @@ impl Settings {
             "exclude": self.exclude,
             "allow_inlining": self.allow_inlining,
             "exception_stacks": self.exception_stacks,
+            "trace_probe": self.trace_probe.map(|p| match p {
+                TraceProbe::Noop => "noop",
+                TraceProbe::Clock => "clock",
+            }),
         })
     }
 }

@@ -82,7 +82,11 @@ struct Mapper {
 static MAPPER: OnceLock<Mapper> = OnceLock::new();
 
 /// Installs the mapper and the hooks. Only valid inside Initialize (startup).
-pub fn install(info: &ProfilerInfo, filter: Filter) -> Result<(), String> {
+pub fn install(
+    info: &ProfilerInfo,
+    filter: Filter,
+    probe: Option<crate::config::TraceProbe>,
+) -> Result<(), String> {
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     {
         let _ = MAPPER.set(Mapper {
@@ -95,17 +99,46 @@ pub fn install(info: &ProfilerInfo, filter: Filter) -> Result<(), String> {
         // stays valid for the life of the library (which cannot detach once hooks are set).
         unsafe { info.set_function_id_mapper2(Some(map_function), std::ptr::null_mut()) }
             .map_err(|e| format!("SetFunctionIDMapper2 failed: {e}"))?;
+        // With an invariant TSC the assembly fast paths write the rings themselves and
+        // need the thread-pointer map; otherwise every event takes the slow path, whose
+        // Rust half reads the monotonic clock.
+        use crate::elt_x64 as x;
+        let fast = crate::clock::uses_tsc();
+        let probe: Option<unsafe extern "C" fn()> = probe.map(|p| match p {
+            crate::config::TraceProbe::Noop => {
+                x::clrprof_elt_probe_noop as unsafe extern "C" fn()
+            }
+            crate::config::TraceProbe::Clock => x::clrprof_elt_probe_clock,
+        });
+        if fast {
+            crate::tpmap::enable();
+        }
+        let (enter, leave, tailcall): (
+            unsafe extern "C" fn(),
+            unsafe extern "C" fn(),
+            unsafe extern "C" fn(),
+        ) = if let Some(probe) = probe {
+            (probe, probe, probe)
+        } else if fast {
+            (
+                x::clrprof_elt_enter,
+                x::clrprof_elt_leave,
+                x::clrprof_elt_tailcall,
+            )
+        } else {
+            (
+                x::clrprof_elt_enter_slow,
+                x::clrprof_elt_leave_slow,
+                x::clrprof_elt_tailcall_slow,
+            )
+        };
         // SAFETY: the trampolines follow the JIT's fast-path hook convention (elt_x64.rs).
         let (enter, leave, tailcall) = unsafe {
             (
-                std::mem::transmute::<unsafe extern "C" fn(), corprof_sys::FunctionEnter3>(
-                    crate::elt_x64::clrprof_elt_enter,
-                ),
-                std::mem::transmute::<unsafe extern "C" fn(), corprof_sys::FunctionLeave3>(
-                    crate::elt_x64::clrprof_elt_leave,
-                ),
+                std::mem::transmute::<unsafe extern "C" fn(), corprof_sys::FunctionEnter3>(enter),
+                std::mem::transmute::<unsafe extern "C" fn(), corprof_sys::FunctionLeave3>(leave),
                 std::mem::transmute::<unsafe extern "C" fn(), corprof_sys::FunctionTailcall3>(
-                    crate::elt_x64::clrprof_elt_tailcall,
+                    tailcall,
                 ),
             )
         };
@@ -117,7 +150,7 @@ pub fn install(info: &ProfilerInfo, filter: Filter) -> Result<(), String> {
     }
     #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
     {
-        let _ = (info, filter);
+        let _ = (info, filter, probe);
         Err("trace mode (ELT hooks) is implemented for Linux x86_64 only; use --mode sample on this machine".into())
     }
 }
@@ -142,8 +175,15 @@ unsafe extern "system" fn map_function(
             .as_ref()
             .map(|n| m.filter.accepts(&n.name))
             .unwrap_or(m.filter.include.is_empty());
+        // Indices must fit the ring unit's 30 bits; past that (a billion functions)
+        // functions simply stay unhooked.
         let idx = if accept {
-            m.next.fetch_add(1, Ordering::Relaxed)
+            let i = m.next.fetch_add(1, Ordering::Relaxed);
+            if i <= u64::from(crate::ring::MAX_INDEX) {
+                i
+            } else {
+                0
+            }
         } else {
             0
         };

@@ -4,15 +4,25 @@
 //! `src/coreclr/jit/targetamd64.h`, UNIX_AMD64_ABI):
 //! - **Enter**: FunctionIDOrClientID in R14, the caller's SP in R15. The method's incoming
 //!   arguments are live in RDI, RSI, RDX, RCX, R8, R9 and XMM0–XMM7 and must survive
-//!   (`RBM_PROFILER_ENTER_TRASH` = callee-trash minus argument registers).
+//!   (`RBM_PROFILER_ENTER_TRASH` = callee-trash minus argument registers: only RAX, R10,
+//!   R11, XMM8–XMM15 and the flags may change).
 //! - **Leave / Tailcall**: FunctionIDOrClientID in RDI, caller SP in RSI (ordinary helper
 //!   argument registers). The return value is live in RAX, RDX, XMM0, XMM1 and must
 //!   survive (`RBM_PROFILER_LEAVE_TRASH` = callee-trash minus the four return registers).
 //!
-//! Each trampoline saves exactly what must survive, aligns the stack to 16 bytes (the
-//! JIT's alignment at the call is not relied upon), calls a plain `extern "C"` Rust
-//! function with (id, caller_sp), restores and returns. Callee-saved registers are kept
-//! by the C ABI of the Rust function itself.
+//! Each hook has two halves:
+//! - **the fast path** (`clrprof_elt_enter` …), about twenty instructions with no call
+//!   and no XMM register touched: find the thread's slot in [`tpmap`](crate::tpmap) by
+//!   the thread pointer, check the ring has room, `rdtsc`, store one 16-byte unit (see
+//!   [`ring`](crate::ring)), publish the new write position. Enter saves the two
+//!   argument registers it needs (RDX for `rdtsc`, RCX) on the stack; leave parks RAX and
+//!   RDX in R8/R9, which it may trash.
+//! - **the slow path** (`clrprof_elt_enter_slow` …), taken when recording is off, the
+//!   thread has no entry yet (its first event registers it), its entry collided or its
+//!   ring is full or busy: save everything that must survive, align the stack, call the
+//!   Rust `elt::on_*` with (id, caller SP), restore. Callee-saved registers are kept by
+//!   the C ABI of the Rust function itself. Without an invariant TSC only the slow path is
+//!   installed.
 
 use core::arch::global_asm;
 
@@ -63,12 +73,132 @@ macro_rules! leave_like {
     };
 }
 
+/// The leave and tailcall fast paths: the same code with a different tag and slow path.
+macro_rules! leave_like_fast {
+    ($name:literal, $tag:literal, $slow:literal) => {
+        concat!(
+            ".p2align 4\n",
+            ".globl ",
+            $name,
+            "\n",
+            ".type ",
+            $name,
+            ",@function\n",
+            $name,
+            ":\n",
+            ".cfi_startproc\n",
+            "cmp byte ptr [rip + {accepting}], 0\n",
+            "je 9f\n",
+            // RAX and RDX hold the return value; R8 and R9 may be trashed.
+            "mov r8, rax\n",
+            "mov r9, rdx\n",
+            "mov r10, qword ptr fs:[0]\n",
+            "imul rcx, r10, -1640531535\n",
+            "shr rcx, 48\n",
+            "shl rcx, 4\n",
+            "lea r11, [rip + {table}]\n",
+            "cmp qword ptr [r11 + rcx], r10\n",
+            "jne 8f\n",
+            "mov r10, qword ptr [r11 + rcx + 8]\n",
+            "mov rcx, qword ptr [r10]\n",
+            "lea r11, [rcx + 16]\n",
+            "cmp r11, qword ptr [r10 + 8]\n",
+            "ja 8f\n",
+            "and rcx, qword ptr [r10 + 16]\n",
+            "add rcx, qword ptr [r10 + 24]\n",
+            "rdtsc\n",
+            "shl rdx, 32\n",
+            "or rax, rdx\n",
+            "mov qword ptr [rcx], rax\n",
+            "or edi, ",
+            $tag,
+            "\n",
+            "mov dword ptr [rcx + 8], edi\n",
+            "mov dword ptr [rcx + 12], esi\n",
+            "mov qword ptr [r10], r11\n",
+            "mov rax, r8\n",
+            "mov rdx, r9\n",
+            "ret\n",
+            "8:\n",
+            "mov rax, r8\n",
+            "mov rdx, r9\n",
+            "9:\n",
+            "jmp ",
+            $slow,
+            "\n",
+            ".cfi_endproc\n",
+            ".size ",
+            $name,
+            ", .-",
+            $name,
+            "\n"
+        )
+    };
+}
+
 global_asm!(
     ".text",
     ".p2align 4",
     ".globl clrprof_elt_enter",
     ".type clrprof_elt_enter,@function",
     "clrprof_elt_enter:",
+    ".cfi_startproc",
+    "cmp byte ptr [rip + {accepting}], 0",
+    "je 9f",
+    // RDX (clobbered by rdtsc) and RCX are argument registers: keep them on the stack.
+    "push rdx",
+    ".cfi_adjust_cfa_offset 8",
+    "push rcx",
+    ".cfi_adjust_cfa_offset 8",
+    "mov r10, qword ptr fs:[0]",
+    "imul rcx, r10, -1640531535",
+    "shr rcx, 48",
+    "shl rcx, 4",
+    "lea r11, [rip + {table}]",
+    "cmp qword ptr [r11 + rcx], r10",
+    "jne 8f",
+    "mov r10, qword ptr [r11 + rcx + 8]",
+    "mov rcx, qword ptr [r10]",
+    "lea r11, [rcx + 16]",
+    "cmp r11, qword ptr [r10 + 8]",
+    "ja 8f",
+    "and rcx, qword ptr [r10 + 16]",
+    "add rcx, qword ptr [r10 + 24]",
+    "rdtsc",
+    "shl rdx, 32",
+    "or rax, rdx",
+    "mov qword ptr [rcx], rax",
+    "mov dword ptr [rcx + 8], r14d",
+    "mov dword ptr [rcx + 12], r15d",
+    "mov qword ptr [r10], r11",
+    "pop rcx",
+    ".cfi_adjust_cfa_offset -8",
+    "pop rdx",
+    ".cfi_adjust_cfa_offset -8",
+    "ret",
+    ".cfi_adjust_cfa_offset 16",
+    "8:",
+    "pop rcx",
+    ".cfi_adjust_cfa_offset -8",
+    "pop rdx",
+    ".cfi_adjust_cfa_offset -8",
+    "9:",
+    "jmp clrprof_elt_enter_slow",
+    ".cfi_endproc",
+    ".size clrprof_elt_enter, .-clrprof_elt_enter",
+    "",
+    leave_like_fast!("clrprof_elt_leave", "0x40000000", "clrprof_elt_leave_slow"),
+    leave_like_fast!("clrprof_elt_tailcall", "0x80000000", "clrprof_elt_tailcall_slow"),
+    table = sym crate::tpmap::TABLE,
+    accepting = sym crate::buffers::ACCEPTING,
+);
+
+global_asm!(
+    ".text",
+    ".p2align 4",
+    ".globl clrprof_elt_enter_slow",
+    ".type clrprof_elt_enter_slow,@function",
+    "clrprof_elt_enter_slow:",
     ".cfi_startproc",
     "push rbp",
     ".cfi_def_cfa_offset 16",
@@ -113,20 +243,58 @@ global_asm!(
     ".cfi_def_cfa rsp, 8",
     "ret",
     ".cfi_endproc",
-    ".size clrprof_elt_enter, .-clrprof_elt_enter",
+    ".size clrprof_elt_enter_slow, .-clrprof_elt_enter_slow",
     "",
-    leave_like!("clrprof_elt_leave", "{leave}"),
-    leave_like!("clrprof_elt_tailcall", "{tailcall}"),
+    leave_like!("clrprof_elt_leave_slow", "{leave}"),
+    leave_like!("clrprof_elt_tailcall_slow", "{tailcall}"),
     enter = sym crate::elt::on_enter,
     leave = sym crate::elt::on_leave,
     tailcall = sym crate::elt::on_tailcall,
 );
 
+// Benchmark probes (`CLRPROF_TRACE_PROBE`): hooks that record nothing, to measure what
+// the JIT's hook calls cost by themselves (`noop`) and with one TSC read each (`clock`).
+global_asm!(
+    ".text",
+    ".p2align 4",
+    ".globl clrprof_elt_probe_noop",
+    ".type clrprof_elt_probe_noop,@function",
+    "clrprof_elt_probe_noop:",
+    ".cfi_startproc",
+    "ret",
+    ".cfi_endproc",
+    ".size clrprof_elt_probe_noop, .-clrprof_elt_probe_noop",
+    ".p2align 4",
+    ".globl clrprof_elt_probe_clock",
+    ".type clrprof_elt_probe_clock,@function",
+    "clrprof_elt_probe_clock:",
+    ".cfi_startproc",
+    // RDX is live in all three conventions (an argument or half the return value).
+    "mov r10, rdx",
+    "mov r11, rax",
+    "rdtsc",
+    "mov rdx, r10",
+    "mov rax, r11",
+    "ret",
+    ".cfi_endproc",
+    ".size clrprof_elt_probe_clock, .-clrprof_elt_probe_clock",
+);
+
 unsafe extern "C" {
-    /// Enter trampoline (JIT convention: id in R14, caller SP in R15).
+    /// Probe: returns at once.
+    pub fn clrprof_elt_probe_noop();
+    /// Probe: reads the TSC, keeps every register but R10, R11 and the flags.
+    pub fn clrprof_elt_probe_clock();
+    /// Enter fast path (JIT convention: id in R14, caller SP in R15).
     pub fn clrprof_elt_enter();
-    /// Leave trampoline (id in RDI, caller SP in RSI; keeps RAX, RDX, XMM0, XMM1).
+    /// Leave fast path (id in RDI, caller SP in RSI; keeps RAX, RDX, XMM0, XMM1).
     pub fn clrprof_elt_leave();
-    /// Tailcall trampoline (as leave).
+    /// Tailcall fast path (as leave).
     pub fn clrprof_elt_tailcall();
+    /// Enter slow path: saves every argument register and calls `elt::on_enter`.
+    pub fn clrprof_elt_enter_slow();
+    /// Leave slow path: saves the return registers and calls `elt::on_leave`.
+    pub fn clrprof_elt_leave_slow();
+    /// Tailcall slow path (as leave).
+    pub fn clrprof_elt_tailcall_slow();
 }

@@ -24,6 +24,7 @@ pub mod log;
 pub mod mask;
 pub mod names;
 pub mod profiler;
+pub mod ring;
 pub mod sampler;
 pub mod session;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
@@ -31,6 +32,7 @@ pub mod sigsample;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub mod symbolize;
 pub mod thread;
+pub mod tpmap;
 pub mod writer;
 
 use std::ffi::c_void;

@@ -91,6 +91,12 @@ impl Session {
                     String::new()
                 }
             );
+            if crate::tpmap::collisions() > 0 {
+                log!(
+                    "trace: {} thread(s) shared a fast-path table entry and used the slow path",
+                    crate::tpmap::collisions()
+                );
+            }
         }
     }
 }
@@ -248,7 +254,7 @@ impl Profiler {
         if settings.mode == Mode::Trace {
             let filter =
                 crate::elt::Filter::parse(settings.include.as_deref(), settings.exclude.as_deref());
-            if let Err(e) = crate::elt::install(&info, filter) {
+            if let Err(e) = crate::elt::install(&info, filter, settings.trace_probe) {
                 drop(writer);
                 return Err(e);
             }

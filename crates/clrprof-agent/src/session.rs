@@ -64,6 +64,8 @@ pub fn start_with(
         &header,
         crate::profiler::flush_period(&settings),
         settings.compress,
+        // Trace mode writes ring units as they are: see writer.rs.
+        settings.mode == crate::config::Mode::Trace,
     )
     .map_err(|e| format!("cannot write trace file {}: {e}", settings.output.display()))?;
     log!(

@@ -1,5 +1,5 @@
 //! The background writer: the only thread that does I/O. Every `flush_ms` (or sooner when
-//! a thread waits for room) it drains each thread's ring into one block of the trace
+//! a thread waits for room) it drains each thread's ring into one block (turning its units into trace records) of the trace
 //! file, written with a single `write` so a killed target leaves every block written so
 //! far intact. It also stamps periodic clock-sync points and, at the end, the loss
 //! counters.
@@ -57,6 +57,7 @@ impl Writer {
         header: &Header,
         flush: Duration,
         compress: bool,
+        raw_units: bool,
     ) -> io::Result<Writer> {
         clrprof_format::write_file_header(&mut file, header)?;
         let shared = Arc::new(Shared {
@@ -69,7 +70,7 @@ impl Writer {
         let r = result.clone();
         let handle = crate::thread::spawn("clrprof-writer", move || {
             let _ = WRITER.set(thread::current());
-            let stats = run(file, flush, compress, &s);
+            let stats = run(file, flush, compress, raw_units, &s);
             if let Ok(mut g) = r.lock() {
                 *g = Some(stats);
             }
@@ -121,6 +122,11 @@ struct Stream {
 }
 
 struct Drain {
+    /// Write the rings' units as they are (trace mode: the writer must keep up with tens
+    /// of millions of events a second) instead of encoding records.
+    raw_units: bool,
+    /// Compression buffer for unit blocks.
+    lz4: Vec<u8>,
     regs: Vec<Stream>,
     scratch: Vec<u8>,
     /// The writer's own records (clock syncs, loss counters) and their delta chain.
@@ -132,8 +138,10 @@ struct Drain {
     stats: Stats,
 }
 
-fn run(mut file: File, flush: Duration, compress: bool, shared: &Shared) -> Stats {
+fn run(mut file: File, flush: Duration, compress: bool, raw_units: bool, shared: &Shared) -> Stats {
     let mut d = Drain {
+        raw_units,
+        lz4: Vec::new(),
         regs: Vec::new(),
         scratch: Vec::with_capacity(1 << 20),
         process_block: Vec::with_capacity(4096),
@@ -179,7 +187,6 @@ fn run(mut file: File, flush: Duration, compress: bool, shared: &Shared) -> Stat
     }
     d.clock_sync();
     d.flush_process_block(&mut file, compress);
-    let _ = file.sync_data();
     d.stats
 }
 
@@ -232,18 +239,26 @@ impl Drain {
             // drained after seeing the flag it is empty for good.
             let retired = self.regs[i].reg.slot.retired.load(Ordering::Acquire);
             let os_tid = self.regs[i].reg.slot.os_tid;
-            let n = self.regs[i].reg.consumer.slots();
-            if n > 0 {
-                self.scratch.clear();
-                if let Ok(chunk) = self.regs[i].reg.consumer.read_chunk(n) {
-                    let (a, b) = chunk.as_slices();
-                    self.scratch.extend_from_slice(a);
-                    self.scratch.extend_from_slice(b);
-                    chunk.commit_all();
+            if self.raw_units {
+                self.write_units(file, i, os_tid, compress);
+                if retired {
+                    let r = self.regs.swap_remove(i);
+                    self.stats.lost += r.reg.slot.lost.load(Ordering::Relaxed);
+                } else {
+                    i += 1;
                 }
+                continue;
+            }
+            self.scratch.clear();
+            let stream = &mut self.regs[i];
+            let base = stream.running_ts;
+            let count = stream
+                .reg
+                .slot
+                .ring
+                .drain(&mut self.scratch, &mut stream.running_ts);
+            if count > 0 {
                 let block = std::mem::take(&mut self.scratch);
-                let base = self.regs[i].running_ts;
-                let count = count_records(&block, &mut self.regs[i].running_ts);
                 self.write(file, os_tid, base, count, &block, compress);
                 self.scratch = block;
             }
@@ -254,6 +269,29 @@ impl Drain {
                 i += 1;
             }
         }
+    }
+
+    /// Copies stream `i`'s published units into the file as unit blocks (two when they
+    /// wrap around the ring's end), then hands the room back.
+    fn write_units(&mut self, file: &mut File, i: usize, os_tid: u64, compress: bool) {
+        let slot = self.regs[i].reg.slot.clone();
+        let (a, b) = slot.ring.readable();
+        for part in [a, b] {
+            if part.is_empty() {
+                continue;
+            }
+            match clrprof_format::write_units_block(file, &mut self.lz4, os_tid, part, compress) {
+                Ok(_) => {
+                    self.stats.blocks += 1;
+                    self.stats.bytes += part.len() as u64;
+                }
+                Err(_) => {
+                    self.stats.write_errors += 1;
+                    self.stats.lost += (part.len() / 16) as u64;
+                }
+            }
+        }
+        slot.ring.consume(a.len() + b.len());
     }
 
     fn write(

@@ -141,7 +141,7 @@ pub struct RecordArgs {
     /// `-group` removes one (e.g. `default,alloc,-classes`)
     #[arg(long)]
     pub events: Option<String>,
-    /// Per-thread buffer size in KiB
+    /// Per-thread buffer size in KiB [default: 256, trace mode 4096]
     #[arg(long)]
     pub buffer_kb: Option<u32>,
     /// When a thread's buffer is full: wait for the writer (exact) or drop and count

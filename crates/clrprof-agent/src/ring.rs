@@ -1,0 +1,361 @@
+//! The per-thread event ring: a single-producer/single-consumer byte ring in 16-byte
+//! units, written only by its thread and read only by the writer.
+//!
+//! The producer side is simple enough for the ELT fast path to write it from assembly
+//! (`elt_x64.rs`): check `wpos + 16 <= limit`, store one unit at `base + (wpos & mask)`,
+//! store `wpos + 16`. x86-64 stores are not reordered with each other, so the plain store
+//! of `wpos` publishes the unit. [`RingHead`]'s layout is that contract; a test pins it.
+//!
+//! A unit is `ts: u64`, `tag: u32`, `sp: u32`. The top two bits of `tag` say what it is:
+//! - 0, 1, 2: an Enter, Leave or Tailcall; the low 30 bits are the function's index and
+//!   `sp` is the low half of the caller's SP;
+//! - 3: another record: the low 30 bits are its length in bytes; the record follows in
+//!   the next units (encoded with a zero timestamp, see [`clrprof_format::rebase_ts`]).
+//!   Length [`PAD`] means "skip to the ring's end": records never wrap.
+//!
+//! This is the file format's unit payload ([`clrprof_format::units`]). In trace mode the
+//! writer copies ring memory into the file as it is; otherwise it turns units into
+//! ordinary records ([`Ring::drain`]).
+
+use std::alloc::{Layout, alloc_zeroed, dealloc};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use clrprof_format::EltKind;
+
+pub use clrprof_format::units::{PAD, TAG_LEAVE, TAG_OTHER, TAG_TAILCALL};
+/// Largest function index a unit holds.
+pub const MAX_INDEX: u32 = clrprof_format::units::TAG_VALUE_MAX;
+const UNIT: u64 = clrprof_format::units::UNIT as u64;
+
+/// The fields the assembly fast path reads and writes, at fixed offsets.
+#[repr(C)]
+pub struct RingHead {
+    /// Offset 0: bytes written so far. Owner stores, writer loads (Acquire).
+    pub wpos: AtomicU64,
+    /// Offset 8: owner-only bound for `wpos` (`rpos + size` as last seen). 0 while the
+    /// owner is inside a Rust write, which sends a re-entrant fast path to the slow one.
+    pub limit: Cell<u64>,
+    /// Offset 16: `size - 1`.
+    pub mask: u64,
+    /// Offset 24: the ring memory (`size` bytes, 64-byte aligned).
+    pub base: *mut u8,
+}
+
+/// Offsets the assembly relies on.
+pub const OFF_WPOS: usize = 0;
+pub const OFF_LIMIT: usize = 8;
+pub const OFF_MASK: usize = 16;
+pub const OFF_BASE: usize = 24;
+
+/// The writer's read position, on its own cache line so that draining does not steal
+/// the line the producer writes on every event.
+#[repr(C, align(64))]
+pub struct ReadPos(pub AtomicU64);
+
+/// `repr(C)` so that `head` comes first: a ring pointer is a [`RingHead`] pointer.
+#[repr(C)]
+pub struct Ring {
+    pub head: RingHead,
+    pub size: u64,
+    pub rpos: ReadPos,
+    /// Called (by the owner) when the ring passes half full: asks the writer to drain
+    /// while there is still room, so the owner rarely has to wait.
+    wake: fn(),
+}
+
+/// Why a write did not happen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Full {
+    /// No room now (the caller decides whether to wait).
+    NoRoom,
+    /// The record can never fit this ring.
+    TooLarge,
+}
+
+impl Ring {
+    /// A ring of at least `bytes` (rounded up to a power of two, at least 4 KiB). `wake`
+    /// is called by the owner each time the ring passes half full.
+    pub fn new(bytes: usize, wake: fn()) -> Option<Ring> {
+        let size = bytes.max(4096).checked_next_power_of_two()?;
+        let layout = Layout::from_size_align(size, 64).ok()?;
+        // SAFETY: the layout has a non-zero size.
+        let base = unsafe { alloc_zeroed(layout) };
+        if base.is_null() {
+            return None;
+        }
+        Some(Ring {
+            head: RingHead {
+                wpos: AtomicU64::new(0),
+                limit: Cell::new(size as u64 / 2),
+                mask: size as u64 - 1,
+                base,
+            },
+            size: size as u64,
+            rpos: ReadPos(AtomicU64::new(0)),
+            wake,
+        })
+    }
+
+    /// Units needed for a record of `len` bytes (header unit + payload).
+    fn units_for(len: usize) -> u64 {
+        clrprof_format::units::units_for_record(len) as u64
+    }
+
+    /// Owner: takes the write bound, marking the ring busy. `None` if already busy
+    /// (re-entered).
+    #[inline]
+    pub fn enter(&self) -> Option<u64> {
+        let lim = self.head.limit.replace(0);
+        (lim != 0).then_some(lim)
+    }
+
+    /// Owner: gives the (possibly refreshed) bound back.
+    #[inline]
+    pub fn leave(&self, limit: u64) {
+        self.head.limit.set(limit);
+    }
+
+    /// Owner: a new bound for a write that must reach `end`, after the writer's
+    /// progress. Below half full the bound is the half-way mark, so the owner comes back
+    /// here when it passes it; past half full the writer is woken and the bound is the
+    /// ring's end. The writer thus drains while the owner fills the other half.
+    #[inline]
+    pub fn refreshed_limit(&self, end: u64) -> u64 {
+        let rpos = self.rpos.0.load(Ordering::Acquire);
+        let half = rpos + self.size / 2;
+        if end <= half {
+            half
+        } else {
+            (self.wake)();
+            rpos + self.size
+        }
+    }
+
+    /// Owner, between [`enter`](Ring::enter) and [`leave`](Ring::leave): writes one ELT
+    /// unit if `*limit` allows.
+    #[inline]
+    pub fn try_write_elt(
+        &self,
+        limit: &mut u64,
+        ts: u64,
+        kind: EltKind,
+        index: u32,
+        sp: u32,
+    ) -> Result<(), Full> {
+        let pos = self.head.wpos.load(Ordering::Relaxed);
+        if pos + UNIT > *limit {
+            *limit = self.refreshed_limit(pos + UNIT);
+            if pos + UNIT > *limit {
+                return Err(Full::NoRoom);
+            }
+        }
+        let tag = (index & MAX_INDEX)
+            | match kind {
+                EltKind::Enter => 0,
+                EltKind::Leave => TAG_LEAVE,
+                EltKind::Tailcall => TAG_TAILCALL,
+            };
+        // SAFETY: `pos & mask` is a 16-aligned offset inside the ring and the unit lies
+        // in [rpos, rpos + size), which the writer does not read until wpos says so.
+        unsafe { self.put_unit(pos, ts, tag, sp) };
+        self.head.wpos.store(pos + UNIT, Ordering::Release);
+        Ok(())
+    }
+
+    /// Owner, between `enter` and `leave`: writes one non-ELT record (encoded with a zero
+    /// timestamp) if `*limit` allows, padding to the ring's end when it would wrap.
+    pub fn try_write_record(&self, limit: &mut u64, ts: u64, record: &[u8]) -> Result<(), Full> {
+        let units = Self::units_for(record.len());
+        if units * UNIT > self.size / 2 || record.len() as u64 >= u64::from(PAD) {
+            return Err(Full::TooLarge);
+        }
+        let pos = self.head.wpos.load(Ordering::Relaxed);
+        let off = pos & self.head.mask;
+        let pad = if off + units * UNIT > self.size {
+            self.size - off
+        } else {
+            0
+        };
+        let need = pad + units * UNIT;
+        if pos + need > *limit {
+            *limit = self.refreshed_limit(pos + need);
+            if pos + need > *limit {
+                return Err(Full::NoRoom);
+            }
+        }
+        let mut at = pos;
+        if pad > 0 {
+            // SAFETY: as in try_write_elt; the padding lies inside the reserved room.
+            unsafe { self.put_unit(at, 0, TAG_OTHER | PAD, 0) };
+            at += pad;
+        }
+        // SAFETY: as above; `at` is now at the ring's start or leaves room for `units`.
+        unsafe {
+            self.put_unit(at, ts, TAG_OTHER | record.len() as u32, 0);
+            let dst = self.head.base.add(((at + UNIT) & self.head.mask) as usize);
+            std::ptr::copy_nonoverlapping(record.as_ptr(), dst, record.len());
+        }
+        self.head.wpos.store(pos + need, Ordering::Release);
+        Ok(())
+    }
+
+    /// # Safety
+    /// `pos & mask` must be owned by the producer (between wpos and limit).
+    #[inline(always)]
+    unsafe fn put_unit(&self, pos: u64, ts: u64, tag: u32, sp: u32) {
+        // SAFETY: per the contract, 16 writable, 16-aligned bytes.
+        unsafe {
+            let p = self.head.base.add((pos & self.head.mask) as usize);
+            (p as *mut u64).write(ts);
+            (p.add(8) as *mut u32).write(tag);
+            (p.add(12) as *mut u32).write(sp);
+        }
+    }
+
+    /// Writer: the units published since the last [`consume`](Ring::consume), as up to
+    /// two slices (the second when they wrap around the ring's end).
+    pub fn readable(&self) -> (&[u8], &[u8]) {
+        let w = self.head.wpos.load(Ordering::Acquire);
+        let r = self.rpos.0.load(Ordering::Relaxed);
+        let (off, len) = ((r & self.head.mask) as usize, (w - r) as usize);
+        let first = len.min(self.size as usize - off);
+        // SAFETY: [r, w) was published by the producer (Acquire above) and is not written
+        // again until rpos moves past it; both ranges lie inside the allocation.
+        unsafe {
+            (
+                std::slice::from_raw_parts(self.head.base.add(off), first),
+                std::slice::from_raw_parts(self.head.base, len - first),
+            )
+        }
+    }
+
+    /// Writer: gives `bytes` (from the start of what [`readable`](Ring::readable)
+    /// returned) back to the producer.
+    pub fn consume(&self, bytes: usize) {
+        let r = self.rpos.0.load(Ordering::Relaxed);
+        self.rpos.0.store(r + bytes as u64, Ordering::Release);
+    }
+
+    /// Writer: turns everything published since the last call into trace records
+    /// appended to `out`, advancing `running_ts` over their timestamps. Returns the
+    /// number of records.
+    pub fn drain(&self, out: &mut Vec<u8>, running_ts: &mut u64) -> u32 {
+        let (a, b) = self.readable();
+        let mut count = 0;
+        for part in [a, b] {
+            // Our own units are well formed; a malformed one (a bug) ends the part.
+            count += clrprof_format::units::units_to_records(part, running_ts, out).unwrap_or(0);
+        }
+        self.consume(a.len() + b.len());
+        count
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        if let Ok(layout) = Layout::from_size_align(self.size as usize, 64) {
+            // SAFETY: `base` came from alloc_zeroed with this layout and is freed once.
+            unsafe { dealloc(self.head.base, layout) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clrprof_format::{Event, Records};
+    use std::mem::offset_of;
+
+    #[test]
+    fn head_layout_is_what_the_assembly_reads() {
+        assert_eq!(offset_of!(RingHead, wpos), OFF_WPOS);
+        assert_eq!(offset_of!(RingHead, limit), OFF_LIMIT);
+        assert_eq!(offset_of!(RingHead, mask), OFF_MASK);
+        assert_eq!(offset_of!(RingHead, base), OFF_BASE);
+        assert_eq!(offset_of!(Ring, head), 0);
+        assert_eq!(offset_of!(crate::buffers::Slot, ring), 0);
+    }
+
+    fn decode(bytes: &[u8], base: u64) -> Vec<(u64, Event<'static>)> {
+        Records::new(bytes, base)
+            .map(|r| {
+                let r = r.unwrap();
+                (r.ts, r.event.into_owned())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn elt_units_and_records_come_out_in_order_across_wraps() {
+        let ring = Ring::new(4096, || ()).unwrap();
+        let mut out = Vec::new();
+        let mut running = 1000;
+        let mut want = Vec::new();
+        let mut ts = 1000u64;
+        for round in 0..50u64 {
+            let mut lim = ring.enter().unwrap();
+            for i in 0..40u32 {
+                ts += 7;
+                if i % 13 == 5 {
+                    let ev = Event::ThreadName {
+                        thread: round,
+                        name: "x".repeat((i * 3) as usize).into(),
+                    };
+                    let mut rec = Vec::new();
+                    clrprof_format::encode(&mut rec, 0, &ev);
+                    ring.try_write_record(&mut lim, ts, &rec).unwrap();
+                    want.push((ts, ev));
+                } else {
+                    let kind = [EltKind::Enter, EltKind::Leave, EltKind::Tailcall][i as usize % 3];
+                    ring.try_write_elt(&mut lim, ts, kind, i + 1, 0xdead_0000 + i)
+                        .unwrap();
+                    let (function, sp) = (u64::from(i + 1), u64::from(0xdead_0000 + i));
+                    want.push((
+                        ts,
+                        match kind {
+                            EltKind::Enter => Event::Enter { function, sp },
+                            EltKind::Leave => Event::Leave { function, sp },
+                            EltKind::Tailcall => Event::Tailcall { function, sp },
+                        },
+                    ));
+                }
+            }
+            ring.leave(lim);
+            let before = out.len();
+            let base = running;
+            let n = ring.drain(&mut out, &mut running);
+            let got = decode(&out[before..], base);
+            assert_eq!(n as usize, got.len());
+        }
+        let got = decode(&out, 1000);
+        assert_eq!(got, want);
+        assert_eq!(running, ts);
+    }
+
+    #[test]
+    fn full_ring_refuses_until_drained() {
+        let ring = Ring::new(4096, || ()).unwrap();
+        let mut lim = ring.enter().unwrap();
+        for i in 0..256 {
+            ring.try_write_elt(&mut lim, i, EltKind::Enter, 1, 0)
+                .unwrap();
+        }
+        assert_eq!(
+            ring.try_write_elt(&mut lim, 999, EltKind::Enter, 1, 0),
+            Err(Full::NoRoom)
+        );
+        assert_eq!(
+            ring.try_write_record(&mut lim, 1, &[0u8; 3000]),
+            Err(Full::TooLarge)
+        );
+        assert!(ring.enter().is_none(), "busy while entered");
+        ring.leave(lim);
+        let (mut out, mut ts) = (Vec::new(), 0);
+        assert_eq!(ring.drain(&mut out, &mut ts), 256);
+        let mut lim = ring.enter().unwrap();
+        ring.try_write_elt(&mut lim, 999, EltKind::Enter, 1, 0)
+            .unwrap();
+        ring.leave(lim);
+    }
+}
