@@ -14,8 +14,10 @@ public static class FibScenario
     public static int Run(ScenarioArgs args)
     {
         int n = args.Int("n", 25);
+        var watch = System.Diagnostics.Stopwatch.StartNew();
         int fib = Fib(n);
-        Results.Print(("fib_calls", s_calls), ("fib", fib), ("n", n));
+        double us = watch.Elapsed.TotalMicroseconds;
+        Results.Print(("fib_calls", s_calls), ("fib", fib), ("n", n), ("fib_us", (long)us));
         return 0;
     }
 

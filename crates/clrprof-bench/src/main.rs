@@ -274,39 +274,109 @@ fn trace(runs: usize) -> Result<()> {
     let n = "32";
     // Calls made by Fib(32): 2·F(33) − 1.
     let calls: f64 = 7_049_155.0;
-    println!("tracing, Scenarios fib {n} ({calls} calls of Fib), {runs} runs each");
-    let m = compare(
-        runs,
-        &[
-            ("no profiler", &|| dotnet_app(&app, &["fib", n])),
-            ("events mode, inlining off", &|| {
-                let mut c = recorded(
-                    &clrprof,
-                    &["--mode", "events", "--events", "none"],
-                    &out,
-                    &app,
-                    &["fib", n],
-                );
-                c.env("DOTNET_JitNoInline", "1");
-                c
-            }),
-            ("clrprof --mode trace", &|| {
-                recorded(
-                    &clrprof,
-                    &["--mode", "trace", "--include", "Scenarios.*"],
-                    &out,
-                    &app,
-                    &["fib", n],
-                )
-            }),
-        ],
-    )?;
-    let per_call = (m[2].as_secs_f64() - m[1].as_secs_f64()) / calls * 1e9;
     println!(
-        "ns per traced call (enter+leave, recorded to disk): {per_call:.1} ns; slowdown vs no profiler {:.2}×",
-        m[2].as_secs_f64() / m[0].as_secs_f64()
+        "tracing, Scenarios fib {n} ({calls} calls of Fib), {runs} runs each; \
+         Fib ms = the app's own stopwatch around Fib(32)"
+    );
+    let traced = |probe: Option<&'static str>| {
+        let clrprof = clrprof.clone();
+        let (app, out) = (app.clone(), out.clone());
+        move || {
+            let mut c = recorded(
+                &clrprof,
+                &["--mode", "trace", "--include", "Scenarios.*"],
+                &out,
+                &app,
+                &["fib", n],
+            );
+            if let Some(p) = probe {
+                c.env("CLRPROF_TRACE_PROBE", p);
+            }
+            c
+        }
+    };
+    let no_inlining = || {
+        let mut c = recorded(
+            &clrprof,
+            &["--mode", "events", "--events", "none"],
+            &out,
+            &app,
+            &["fib", n],
+        );
+        c.env("DOTNET_JitNoInline", "1");
+        c
+    };
+    let noop = traced(Some("noop"));
+    let clock = traced(Some("clock"));
+    let full = traced(None);
+    let configs: [(&str, &dyn Fn() -> Command); 5] = [
+        ("no profiler", &|| dotnet_app(&app, &["fib", n])),
+        ("events mode, inlining off", &no_inlining),
+        ("trace, hooks only return", &noop),
+        ("trace, hooks only read the TSC", &clock),
+        ("clrprof --mode trace", &full),
+    ];
+    let mut wall: Vec<Vec<Duration>> = vec![Vec::new(); configs.len()];
+    let mut fib: Vec<Vec<Duration>> = vec![Vec::new(); configs.len()];
+    for round in 0..=runs {
+        for (i, (_, make)) in configs.iter().enumerate() {
+            let (w, f) = time_fib(make())?;
+            // Round 0 warms up (disk cache, the SDK host's JIT).
+            if round > 0 {
+                wall[i].push(w);
+                fib[i].push(f);
+            }
+        }
+    }
+    let wall: Vec<Duration> = wall.into_iter().map(median).collect();
+    let fib: Vec<Duration> = fib.into_iter().map(median).collect();
+    let per_call = |a: Duration, b: Duration| (a.as_secs_f64() - b.as_secs_f64()) / calls * 1e9;
+    println!(
+        "{:<32} {:>10} {:>8} {:>9} {:>14}",
+        "configuration", "wall ms", "ratio", "Fib ms", "Fib ns/call"
+    );
+    for (i, (name, _)) in configs.iter().enumerate() {
+        println!(
+            "{name:<32} {:>10.1} {:>8.3} {:>9.1} {:>14.1}",
+            ms(wall[i]),
+            wall[i].as_secs_f64() / wall[0].as_secs_f64(),
+            ms(fib[i]),
+            fib[i].as_secs_f64() / calls * 1e9
+        );
+    }
+    println!(
+        "ns added per traced call (enter+leave, recorded to disk): {:.1} ns inside Fib; \
+         {:.1} ns over the whole process (wall, includes writing the rest at exit)",
+        per_call(fib[4], fib[1]),
+        per_call(wall[4], wall[1])
+    );
+    println!(
+        "of which the JIT's hook calls: {:.1} ns, two TSC reads: {:.1} ns, the record: {:.1} ns; \
+         slowdown vs no profiler {:.2}× (whole process), {:.2}× (Fib)",
+        per_call(fib[2], fib[1]),
+        per_call(fib[3], fib[2]),
+        per_call(fib[4], fib[3]),
+        wall[4].as_secs_f64() / wall[0].as_secs_f64(),
+        fib[4].as_secs_f64() / fib[0].as_secs_f64()
     );
     Ok(())
+}
+
+/// Runs the Scenarios app; returns the process's wall time and the `fib_us` it printed.
+fn time_fib(mut cmd: Command) -> Result<(Duration, Duration)> {
+    let t = Instant::now();
+    let out = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).output()?;
+    let wall = t.elapsed();
+    if !out.status.success() {
+        bail!("{:?} failed: {}", cmd, String::from_utf8_lossy(&out.stderr));
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let us: u64 = stdout
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("fib_us="))
+        .and_then(|v| v.parse().ok())
+        .with_context(|| format!("no fib_us in the app's output: {stdout}"))?;
+    Ok((wall, Duration::from_micros(us)))
 }
 
 fn attach(runs: usize) -> Result<()> {
