@@ -60,6 +60,9 @@ pub struct SamplerStats {
     /// Signal mode: samples of threads that had not run since their previous capture,
     /// which reuse that capture instead of being signalled.
     pub reused: AtomicU64,
+    /// Signal mode: Tier-0 frames dropped because an OSR frame of the same method sat on
+    /// them.
+    pub osr_frames: AtomicU64,
     /// Whether the signal sampler was installed (else SuspendRuntime was used).
     pub signal: AtomicBool,
     /// Time the runtime spent suspended by us, summed.
@@ -639,6 +642,7 @@ impl SignalCapture {
                     };
                 copy_bytes.insert(os_tid, next_want);
                 let begin = frames.len();
+                let mut inner = crate::symbolize::Sym::default();
                 for (k, &a) in addrs.iter().enumerate() {
                     let f = if k == 0 {
                         symbols.leaf(info, a)
@@ -649,6 +653,13 @@ impl SignalCapture {
                     if f == 0 && frames.len() > begin && frames.last() == Some(&0) {
                         continue;
                     }
+                    // The Tier-0 frame an OSR method sits on is the same call: drop it.
+                    let this = symbols.resolved(a);
+                    if k > 0 && crate::symbolize::is_osr_pair(inner, this) {
+                        stats.osr_frames.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    inner = this;
                     frames.push(f);
                 }
                 // CPU clock after the handler ran: if it has barely moved next tick (the

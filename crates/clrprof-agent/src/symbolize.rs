@@ -97,8 +97,30 @@ pub fn call_precedes(code: &[u8; 8]) -> bool {
     false
 }
 
+/// What an address resolved to: the function, and which of its native code versions
+/// (tiers, OSR) holds the address: the version's start, 0 when unknown.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sym {
+    pub function: u64,
+    pub body: u64,
+}
+
+/// Whether a caller frame `outer` repeats its callee `inner` as another native code
+/// version of the same method: what an OSR transition leaves on the stack. The Tier-0
+/// frame stays in place under the OSR method's frame (dotnet/runtime
+/// docs/design/features/OnStackReplacement.md §3.4), so a frame-pointer walk sees the
+/// method twice. Direct recursion runs the same version in both frames and is kept; so is
+/// anything whose versions are unknown. The price: recursion that straddles a tier-up
+/// (Tier-1 frames above Tier-0 ones) loses one frame at the boundary.
+pub fn is_osr_pair(inner: Sym, outer: Sym) -> bool {
+    inner.function != 0
+        && inner.function == outer.function
+        && inner.body != outer.body
+        && (inner.body | outer.body) != 0
+}
+
 pub struct Symbolizer {
-    cache: HashMap<u64, u64>,
+    cache: HashMap<u64, Sym>,
     exec: ExecMap,
     refreshed_ns: u64,
     /// Set when executing managed code was seen outside the known executable ranges.
@@ -130,16 +152,22 @@ impl Symbolizer {
             return 0;
         }
         self.trim();
-        if let Some(&f) = self.cache.get(&ip) {
-            return f;
+        if let Some(s) = self.cache.get(&ip) {
+            return s.function;
         }
-        let f = lookup(info, ip);
-        if f != 0 && !self.exec.contains(ip, ip + 1) {
+        let s = lookup(info, ip);
+        if s.function != 0 && !self.exec.contains(ip, ip + 1) {
             // Managed code the map does not know yet: a new code heap. Re-read soon.
             self.stale = true;
         }
-        self.cache.insert(ip, f);
-        f
+        self.cache.insert(ip, s);
+        s.function
+    }
+
+    /// What [`leaf`](Self::leaf) or [`caller`](Self::caller) resolved `addr` to (the same
+    /// argument), from the cache.
+    pub fn resolved(&self, addr: u64) -> Sym {
+        self.cache.get(&addr).copied().unwrap_or_default()
     }
 
     /// The managed function containing `ret_minus_1` (a return address − 1 found on a
@@ -149,21 +177,21 @@ impl Symbolizer {
             return 0;
         }
         self.trim();
-        if let Some(&f) = self.cache.get(&ret_minus_1) {
-            return f;
+        if let Some(s) = self.cache.get(&ret_minus_1) {
+            return s.function;
         }
         let ret = ret_minus_1 + 1;
         if !self.executable(ret - 8, ret) {
             // Not cached: the address may become code when the JIT maps a new heap.
             return 0;
         }
-        let f = if self.call_before(ret) {
+        let s = if self.call_before(ret) {
             lookup(info, ret_minus_1)
         } else {
-            0
+            Sym::default()
         };
-        self.cache.insert(ret_minus_1, f);
-        f
+        self.cache.insert(ret_minus_1, s);
+        s.function
     }
 
     fn trim(&mut self) {
@@ -198,10 +226,27 @@ impl Symbolizer {
     }
 }
 
-fn lookup(info: &ProfilerInfo, addr: u64) -> u64 {
-    info.get_function_from_ip(addr as usize)
-        .map(|f| f.0 as u64)
-        .unwrap_or(0)
+/// The function at `addr` and the start of its code version that holds `addr`. Runs once
+/// per distinct address (cached): GetFunctionFromIP, then the function's code versions.
+fn lookup(info: &ProfilerInfo, addr: u64) -> Sym {
+    let Ok(function) = info.get_function_from_ip(addr as usize) else {
+        return Sym::default();
+    };
+    let a = addr as usize;
+    let body = info
+        .get_native_code_start_addresses(function, corprof::ReJitId(0))
+        .ok()
+        .and_then(|starts| {
+            starts.into_iter().find(|&start| {
+                info.get_code_info4(start)
+                    .is_ok_and(|ranges| ranges.iter().any(|r| a >= r.start && a - r.start < r.size))
+            })
+        })
+        .unwrap_or(0);
+    Sym {
+        function: function.0 as u64,
+        body: body as u64,
+    }
 }
 
 #[cfg(test)]
@@ -228,6 +273,20 @@ mod tests {
         assert!(!m.contains(0x7f0000001ffc, 0x7f0000002004));
         assert!(!m.contains(0x7f0000005000, 0x7f0000005008));
         assert!(!m.contains(0x1000, 0x1008));
+    }
+
+    #[test]
+    fn osr_pairs() {
+        let s = |function, body| Sym { function, body };
+        // Tier-0 frame under its OSR frame: collapsed.
+        assert!(is_osr_pair(s(7, 0x2000), s(7, 0x1000)));
+        // OSR version the runtime did not list: still another version.
+        assert!(is_osr_pair(s(7, 0), s(7, 0x1000)));
+        // Direct recursion in one version, unknown versions, other functions: kept.
+        assert!(!is_osr_pair(s(7, 0x1000), s(7, 0x1000)));
+        assert!(!is_osr_pair(s(7, 0), s(7, 0)));
+        assert!(!is_osr_pair(s(7, 0x2000), s(8, 0x1000)));
+        assert!(!is_osr_pair(s(0, 0x2000), s(0, 0x1000)));
     }
 
     #[test]

@@ -321,3 +321,65 @@ fn converting_an_events_trace_explains_what_is_missing() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no samples or calls"));
 }
+
+/// With OSR forced early, Worker and Main run as OSR methods on top of their Tier-0
+/// frames; a frame-pointer walk sees both frames. The signal sampler must report each
+/// method once, as DoStackSnapshot (which knows about OSR) does.
+#[test]
+fn osr_methods_appear_once_in_signal_stacks() {
+    let _serial = timing_lock();
+    let dir = scratch("sample-osr");
+    let trace = dir.join("t.clrprof");
+    let out = clrprof()
+        .args(["record", "--sampler", "signal", "--rate", "199", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(clrprof_testkit::dotnet())
+        .arg(&scenarios().dll)
+        .args(["hot", "1"])
+        .env("DOTNET_TC_OnStackReplacement_InitialCounter", "1")
+        .env("DOTNET_OSR_HitLimit", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let merged: u64 = stderr
+        .split(" OSR frames merged")
+        .next()
+        .and_then(|s| s.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no OSR count in the agent's log:\n{stderr}"));
+    assert!(
+        merged > 0,
+        "OSR did not happen, the test proves nothing:\n{stderr}"
+    );
+
+    let conv = clrprof()
+        .args(["convert", "-f", "folded"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(
+        conv.status.success(),
+        "{}",
+        String::from_utf8_lossy(&conv.stderr)
+    );
+    let folded = std::fs::read_to_string(dir.join("t.folded")).unwrap();
+    let want =
+        "Scenarios.Program.Main;Scenarios.Hot.RunHot;Scenarios.Hot.Worker;Scenarios.Hot.HotA";
+    let hot_a: Vec<&str> = folded
+        .lines()
+        .filter(|l| l.starts_with("hot-a") && l.contains("Scenarios.Hot.HotA"))
+        .collect();
+    let count = |l: &&str| -> u64 { l.rsplit(' ').next().unwrap().parse().unwrap() };
+    let all: u64 = hot_a.iter().map(count).sum();
+    let full: u64 = hot_a.iter().filter(|l| l.contains(want)).map(count).sum();
+    // A sample that lands inside the OSR transition itself may lose a frame.
+    assert!(
+        all > 50 && full * 100 >= all * 95,
+        "{full} of {all} HotA samples have `{want}`:\n{folded}"
+    );
+    for dup in ["Worker;Scenarios.Hot.Worker", "Main;Scenarios.Program.Main"] {
+        assert!(!folded.contains(dup), "`{dup}` in:\n{folded}");
+    }
+}

@@ -816,6 +816,41 @@ impl ProfilerInfo {
         Ok(code_ranges(&infos, n))
     }
 
+    /// `GetNativeCodeStartAddresses`: where each native code version of a function
+    /// starts (every tier, OSR versions included). **Info9 · sync · after attach**
+    pub fn get_native_code_start_addresses(
+        &self,
+        function: FunctionId,
+        rejit: ReJitId,
+    ) -> Result<Vec<usize>> {
+        let mut starts = [0usize; 16];
+        let mut n = 0u32;
+        check(vcall!(
+            self,
+            ICorProfilerInfo9::GetNativeCodeStartAddresses(
+                function.0,
+                rejit.0,
+                starts.len() as u32,
+                &mut n,
+                starts.as_mut_ptr()
+            )
+        ))?;
+        Ok(starts[..(n as usize).min(starts.len())].to_vec())
+    }
+
+    /// `GetCodeInfo4`: the code ranges of the native code version that starts at
+    /// `start` (from [`get_native_code_start_addresses`](Self::get_native_code_start_addresses)).
+    /// **Info9 · sync · after attach**
+    pub fn get_code_info4(&self, start: usize) -> Result<Vec<CodeRange>> {
+        let mut infos = [sys::COR_PRF_CODE_INFO::default(); 4];
+        let mut n = 0;
+        check(vcall!(
+            self,
+            ICorProfilerInfo9::GetCodeInfo4(start, infos.len() as u32, &mut n, infos.as_mut_ptr())
+        ))?;
+        Ok(code_ranges(&infos, n))
+    }
+
     /// `GetCodeInfo3`: the code of one ReJIT version. **Info4 · sync · after attach**
     pub fn get_code_info3(&self, function: FunctionId, rejit: ReJitId) -> Result<Vec<CodeRange>> {
         let mut infos = [sys::COR_PRF_CODE_INFO::default(); 4];
