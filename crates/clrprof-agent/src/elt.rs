@@ -1,7 +1,7 @@
-//! Tracing mode: ELT3 fast-path hooks. The JIT calls the trampolines in `elt_x64.rs`
-//! on every entry, return and tail call of every hooked method; they call the functions
-//! here, which record one small event each on the calling thread's buffer (a thread-local
-//! lookup, a TSC read, one buffer write: no lock, allocation or syscall).
+//! Tracing mode: ELT3 fast-path hooks. The JIT calls the hooks in `elt_x64.rs` on every
+//! entry, return and tail call of every hooked method. Their assembly fast path records
+//! the event itself (a table lookup by thread pointer, a TSC read, one 16-byte store: no
+//! call, lock, allocation or syscall); their slow path calls the `on_*` functions here.
 //!
 //! Functions get compact indices from the FunctionIDMapper2 callback, which also applies
 //! the include/exclude filters: a filtered-out function is never hooked at all. The
@@ -26,16 +26,22 @@ pub enum EltKind {
     Tailcall,
 }
 
+/// The slow paths (a thread's first event, a full ring…): rare, so they can afford to
+/// catch a panic rather than let it abort the target.
+fn slow(kind: EltKind, id: usize, caller_sp: usize) {
+    let _ = std::panic::catch_unwind(|| buffers::emit_elt(kind, id as u64, caller_sp as u64));
+}
+
 pub extern "C" fn on_enter(id: usize, caller_sp: usize) {
-    buffers::emit_elt(EltKind::Enter, id as u64, caller_sp as u64);
+    slow(EltKind::Enter, id, caller_sp);
 }
 
 pub extern "C" fn on_leave(id: usize, caller_sp: usize) {
-    buffers::emit_elt(EltKind::Leave, id as u64, caller_sp as u64);
+    slow(EltKind::Leave, id, caller_sp);
 }
 
 pub extern "C" fn on_tailcall(id: usize, caller_sp: usize) {
-    buffers::emit_elt(EltKind::Tailcall, id as u64, caller_sp as u64);
+    slow(EltKind::Tailcall, id, caller_sp);
 }
 
 /// Include/exclude patterns on `Namespace.Type.Method` names (`*` and `?` wildcards).

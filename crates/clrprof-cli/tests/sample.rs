@@ -243,18 +243,7 @@ fn converts_a_sampled_trace_to_flamegraphs_and_speedscope() {
     let dir = scratch("sample-convert");
     let trace = dir.join("t.clrprof");
     record(&trace, &["--rate", "199"], &["hot", "2"]);
-    let convert = |format: &str| {
-        let out = clrprof()
-            .args(["convert", "-f", format])
-            .arg(&trace)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{format}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
+    let convert = |format: &str| convert(&trace, format);
     // Folded stacks: the full path from Main to the hot function, under its thread.
     convert("folded");
     let folded = std::fs::read_to_string(dir.join("t.folded")).unwrap();

@@ -349,16 +349,7 @@ fn a_traced_run_converts_to_a_timeline_with_every_call() {
         &["deep-exceptions"],
     );
     let throws: usize = results(&out)["deep_throws"].parse().unwrap();
-    let conv = clrprof()
-        .args(["convert", "-f", "chrome"])
-        .arg(&trace)
-        .output()
-        .unwrap();
-    assert!(
-        conv.status.success(),
-        "{}",
-        String::from_utf8_lossy(&conv.stderr)
-    );
+    convert(&trace, "chrome");
     let doc: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("t.chrome.json")).unwrap()).unwrap();
     let calls: Vec<&Value> = doc["traceEvents"]

@@ -72,6 +72,20 @@ pub fn report_json(trace: &Path) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("report --json prints JSON")
 }
 
+/// `clrprof convert -f FORMAT TRACE` (output next to the trace); panics on failure.
+pub fn convert(trace: &Path, format: &str) {
+    let out = clrprof()
+        .args(["convert", "-f", format])
+        .arg(trace)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "convert -f {format} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 pub fn results(out: &Output) -> std::collections::BTreeMap<String, String> {
     clrprof_testkit::parse_results(&String::from_utf8_lossy(&out.stdout))
 }
