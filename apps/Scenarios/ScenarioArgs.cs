@@ -46,9 +46,18 @@ public sealed class ScenarioArgs
     /// <paramref name="defaultValue"/>. A value that is not a non-negative whole number
     /// ends the process with exit code 2 (no exception is thrown).
     /// </summary>
-    public int Int(string name, int defaultValue)
+    public int Int(string name, int defaultValue) =>
+        Parse(name, _named.TryGetValue(name, out var v) ? v : _positional.Count > 0 ? _positional[0] : null, defaultValue);
+
+    /// <summary>
+    /// The value named <paramref name="name"/> (never a positional argument), else
+    /// <paramref name="defaultValue"/>; checked as <see cref="Int"/> does.
+    /// </summary>
+    public int NamedInt(string name, int defaultValue) =>
+        Parse(name, _named.TryGetValue(name, out var v) ? v : null, defaultValue);
+
+    private static int Parse(string name, string? text, int defaultValue)
     {
-        string? text = _named.TryGetValue(name, out var v) ? v : _positional.Count > 0 ? _positional[0] : null;
         if (text is null)
         {
             return defaultValue;

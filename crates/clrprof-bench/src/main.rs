@@ -268,26 +268,44 @@ fn find_dotnet_trace() -> Option<PathBuf> {
 }
 
 fn trace(runs: usize) -> Result<()> {
+    const ONE: &[&str] = &["fib", "32"];
+    const TWO: &[&str] = &["fib", "32", "threads=2"];
     let clrprof = clrprof()?;
     let app = clrprof_testkit::app("Scenarios");
     let out = scratch().join("trace.clrprof");
-    let n = "32";
     // Calls made by Fib(32): 2·F(33) − 1.
     let calls: f64 = 7_049_155.0;
     println!(
-        "tracing, Scenarios fib {n} ({calls} calls of Fib), {runs} runs each; \
+        "tracing, Scenarios fib 32 ({calls} calls of Fib), {runs} runs each; \
          Fib ms = the app's own stopwatch around Fib(32)"
     );
-    let traced = |probe: Option<&'static str>| {
-        let clrprof = clrprof.clone();
-        let (app, out) = (app.clone(), out.clone());
+    let plain = |args: &'static [&'static str]| {
+        let app = app.clone();
+        move || dotnet_app(&app, args)
+    };
+    let no_inlining = |args: &'static [&'static str]| {
+        let (clrprof, app, out) = (clrprof.clone(), app.clone(), out.clone());
+        move || {
+            let mut c = recorded(
+                &clrprof,
+                &["--mode", "events", "--events", "none"],
+                &out,
+                &app,
+                args,
+            );
+            c.env("DOTNET_JitNoInline", "1");
+            c
+        }
+    };
+    let traced = |args: &'static [&'static str], probe: Option<&'static str>| {
+        let (clrprof, app, out) = (clrprof.clone(), app.clone(), out.clone());
         move || {
             let mut c = recorded(
                 &clrprof,
                 &["--mode", "trace", "--include", "Scenarios.*"],
                 &out,
                 &app,
-                &["fib", n],
+                args,
             );
             if let Some(p) = probe {
                 c.env("CLRPROF_TRACE_PROBE", p);
@@ -295,55 +313,22 @@ fn trace(runs: usize) -> Result<()> {
             c
         }
     };
-    let no_inlining = || {
-        let mut c = recorded(
-            &clrprof,
-            &["--mode", "events", "--events", "none"],
-            &out,
-            &app,
-            &["fib", n],
-        );
-        c.env("DOTNET_JitNoInline", "1");
-        c
-    };
-    let noop = traced(Some("noop"));
-    let clock = traced(Some("clock"));
-    let full = traced(None);
-    let configs: [(&str, &dyn Fn() -> Command); 5] = [
-        ("no profiler", &|| dotnet_app(&app, &["fib", n])),
-        ("events mode, inlining off", &no_inlining),
-        ("trace, hooks only return", &noop),
-        ("trace, hooks only read the TSC", &clock),
-        ("clrprof --mode trace", &full),
-    ];
-    let mut wall: Vec<Vec<Duration>> = vec![Vec::new(); configs.len()];
-    let mut fib: Vec<Vec<Duration>> = vec![Vec::new(); configs.len()];
-    for round in 0..=runs {
-        for (i, (_, make)) in configs.iter().enumerate() {
-            let (w, f) = time_fib(make())?;
-            // Round 0 warms up (disk cache, the SDK host's JIT).
-            if round > 0 {
-                wall[i].push(w);
-                fib[i].push(f);
-            }
-        }
-    }
-    let wall: Vec<Duration> = wall.into_iter().map(median).collect();
-    let fib: Vec<Duration> = fib.into_iter().map(median).collect();
-    let per_call = |a: Duration, b: Duration| (a.as_secs_f64() - b.as_secs_f64()) / calls * 1e9;
-    println!(
-        "{:<32} {:>10} {:>8} {:>9} {:>14}",
-        "configuration", "wall ms", "ratio", "Fib ms", "Fib ns/call"
+    let (none1, events1, noop1, clock1, full1) = (
+        plain(ONE),
+        no_inlining(ONE),
+        traced(ONE, Some("noop")),
+        traced(ONE, Some("clock")),
+        traced(ONE, None),
     );
-    for (i, (name, _)) in configs.iter().enumerate() {
-        println!(
-            "{name:<32} {:>10.1} {:>8.3} {:>9.1} {:>14.1}",
-            ms(wall[i]),
-            wall[i].as_secs_f64() / wall[0].as_secs_f64(),
-            ms(fib[i]),
-            fib[i].as_secs_f64() / calls * 1e9
-        );
-    }
+    let configs: [(&str, &dyn Fn() -> Command); 5] = [
+        ("no profiler", &none1),
+        ("events mode, inlining off", &events1),
+        ("trace, hooks only return", &noop1),
+        ("trace, hooks only read the TSC", &clock1),
+        ("clrprof --mode trace", &full1),
+    ];
+    let (wall, fib) = run_fib_configs(runs, &configs)?;
+    let per_call = |a: Duration, b: Duration| (a.as_secs_f64() - b.as_secs_f64()) / calls * 1e9;
     println!(
         "ns added per traced call (enter+leave, recorded to disk): {:.1} ns inside Fib; \
          {:.1} ns over the whole process (wall, includes writing the rest at exit)",
@@ -359,7 +344,61 @@ fn trace(runs: usize) -> Result<()> {
         wall[4].as_secs_f64() / wall[0].as_secs_f64(),
         fib[4].as_secs_f64() / fib[0].as_secs_f64()
     );
+
+    // Two traced threads on a 2-core machine: the writer no longer has a core to itself,
+    // so its copying shows.
+    let (none2, events2, full2) = (plain(TWO), no_inlining(TWO), traced(TWO, None));
+    let configs2: [(&str, &dyn Fn() -> Command); 3] = [
+        ("no profiler, 2 threads", &none2),
+        ("events, inlining off, 2 threads", &events2),
+        ("clrprof --mode trace, 2 threads", &full2),
+    ];
+    println!("\ntwo threads each making the same {calls} calls at once (both cores busy):");
+    let (wall2, fib2) = run_fib_configs(runs, &configs2)?;
+    println!(
+        "ns added per traced call with both cores busy: {:.1} ns inside Fib (per thread; \
+         the writer competes with the app for a core); slowdown {:.2}× (whole process)",
+        per_call(fib2[2], fib2[1]),
+        wall2[2].as_secs_f64() / wall2[0].as_secs_f64()
+    );
     Ok(())
+}
+
+/// Runs each configuration `runs` times (after a warm-up round), alternating them, and
+/// prints a table; returns the median wall times and the median `fib_us` of each.
+fn run_fib_configs(
+    runs: usize,
+    configs: &[(&str, &dyn Fn() -> Command)],
+) -> Result<(Vec<Duration>, Vec<Duration>)> {
+    let calls = 7_049_155.0;
+    let mut wall: Vec<Vec<Duration>> = vec![Vec::new(); configs.len()];
+    let mut fib: Vec<Vec<Duration>> = vec![Vec::new(); configs.len()];
+    for round in 0..=runs {
+        for (i, (_, make)) in configs.iter().enumerate() {
+            let (w, f) = time_fib(make())?;
+            // Round 0 warms up (disk cache, the SDK host's JIT).
+            if round > 0 {
+                wall[i].push(w);
+                fib[i].push(f);
+            }
+        }
+    }
+    let wall: Vec<Duration> = wall.into_iter().map(median).collect();
+    let fib: Vec<Duration> = fib.into_iter().map(median).collect();
+    println!(
+        "{:<32} {:>10} {:>8} {:>9} {:>14}",
+        "configuration", "wall ms", "ratio", "Fib ms", "Fib ns/call"
+    );
+    for (i, (name, _)) in configs.iter().enumerate() {
+        println!(
+            "{name:<32} {:>10.1} {:>8.3} {:>9.1} {:>14.1}",
+            ms(wall[i]),
+            wall[i].as_secs_f64() / wall[0].as_secs_f64(),
+            ms(fib[i]),
+            fib[i].as_secs_f64() / calls * 1e9
+        );
+    }
+    Ok((wall, fib))
 }
 
 /// Runs the Scenarios app; returns the process's wall time and the `fib_us` it printed.

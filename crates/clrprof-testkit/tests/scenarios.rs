@@ -69,6 +69,10 @@ fn fib_counts_its_calls() {
     assert_eq!(r["fib"], "75025");
     let r = results(&["fib", "10"]);
     assert_eq!((num(&r, "fib_calls"), num(&r, "fib")), (177, 55));
+    // threads=N is named only: `fib 10` must not mean ten threads.
+    let r = results(&["fib", "20", "threads=3"]);
+    assert_eq!((num(&r, "fib"), num(&r, "threads")), (6765, 3));
+    assert!(!r.contains_key("fib_calls"));
 }
 
 #[test]
