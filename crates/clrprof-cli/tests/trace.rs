@@ -370,3 +370,46 @@ fn a_traced_run_converts_to_a_timeline_with_every_call() {
     }
     assert!(calls.iter().all(|e| e["dur"].as_f64().unwrap() >= 0.0));
 }
+
+/// `--on-full drop` with a ring far too small for the event rate: the traced thread never
+/// waits, the events that did not fit are counted, and the report says so. (Exact mode,
+/// the default, is checked by every other test here: `lost_events` 0.)
+#[test]
+fn drop_mode_counts_what_it_drops_and_the_report_says_so() {
+    let dir = scratch("trace-drop");
+    let trace = dir.join("t.clrprof");
+    let out = record(
+        &trace,
+        &[
+            "--mode",
+            "trace",
+            "--include",
+            "Scenarios.*",
+            "--on-full",
+            "drop",
+            "--buffer-kb",
+            "4",
+        ],
+        &["fib", "27"],
+    );
+    assert_eq!(results(&out)["fib_calls"], "635621");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("events LOST"), "agent log:\n{stderr}");
+    let r = report_json(&trace);
+    let lost = r["lost_events"].as_u64().unwrap();
+    let fib = calls(&functions(&r), "Scenarios.FibScenario.Fib");
+    // Each call's Enter was either recorded or lost: the two together cover every call,
+    // and a 4 KiB ring cannot have held them all.
+    assert!(lost > 0, "nothing was lost with a 4 KiB ring");
+    assert!(fib < 635_621, "{fib} calls recorded, {lost} events lost");
+    assert!(
+        fib + lost >= 635_621,
+        "{fib} calls recorded and {lost} events lost do not cover 635621 calls"
+    );
+    let text = clrprof().arg("report").arg(&trace).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains(&format!("LOST:     {lost} events")),
+        "report does not state the loss:\n{text}"
+    );
+}
