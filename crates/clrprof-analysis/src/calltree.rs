@@ -263,10 +263,38 @@ pub fn build_with_intervals(
     max_depth: usize,
     keep_intervals: bool,
 ) -> CallTrees {
-    let mut states: BTreeMap<u64, ThreadState> = BTreeMap::new();
-    let mut funcs: HashMap<u64, FuncAcc> = HashMap::new();
-    let mut stats = TraceStats::default();
+    let mut b = Builder::new(keep_intervals);
     for e in events {
+        b.push(e);
+    }
+    b.finish(names, threads, max_depth)
+}
+
+/// Builds the call trees one event at a time, so that a trace's calls never have to be
+/// held in memory: memory grows with the tree (distinct call paths) and the deepest
+/// stack, not with the number of calls (unless intervals are kept).
+///
+/// Events must come in each thread's recorded order; threads may interleave.
+pub struct Builder {
+    states: BTreeMap<u64, ThreadState>,
+    funcs: HashMap<u64, FuncAcc>,
+    stats: TraceStats,
+    keep_intervals: bool,
+}
+
+impl Builder {
+    /// `keep_intervals`: also keep every call's interval (for timeline exports).
+    pub fn new(keep_intervals: bool) -> Builder {
+        Builder {
+            states: BTreeMap::new(),
+            funcs: HashMap::new(),
+            stats: TraceStats::default(),
+            keep_intervals,
+        }
+    }
+
+    /// Takes one event; only calls and exception catches matter, others are ignored.
+    pub fn push(&mut self, e: &TimedEvent<'_>) {
         let (kind, func, sp) = match &e.event {
             Event::Enter { function, sp } => (0, *function, *sp as u32),
             Event::Leave { function, sp } => (1, *function, *sp as u32),
@@ -275,30 +303,53 @@ pub fn build_with_intervals(
                 phase: ExceptionPhase::CatcherEnter,
                 ..
             } => {
-                if let Some(st) = states.get_mut(&e.os_tid) {
+                if let Some(st) = self.states.get_mut(&e.os_tid) {
                     st.unwound_at = Some(e.ns);
                 }
-                continue;
+                return;
             }
-            _ => continue,
+            _ => return,
         };
-        let st = states
+        let keep = self.keep_intervals;
+        let st = self
+            .states
             .entry(e.os_tid)
-            .or_insert_with(|| ThreadState::new(e.ns, keep_intervals));
+            .or_insert_with(|| ThreadState::new(e.ns, keep));
         st.last = e.ns;
         if kind == 0 {
-            st.enter(func, sp, e.ns, &mut funcs, &mut stats);
+            st.enter(func, sp, e.ns, &mut self.funcs, &mut self.stats);
         } else {
-            st.leave(func, sp, e.ns, &mut funcs, &mut stats);
+            st.leave(func, sp, e.ns, &mut self.funcs, &mut self.stats);
         }
     }
-    for st in states.values_mut() {
-        while !st.stack.is_empty() {
-            stats.open_at_end += 1;
-            let last = st.last;
-            st.close(last, &mut funcs);
+
+    /// Closes the frames still open and names everything.
+    pub fn finish(self, names: &Names, threads: &ThreadNames, max_depth: usize) -> CallTrees {
+        let Builder {
+            mut states,
+            mut funcs,
+            mut stats,
+            ..
+        } = self;
+        for st in states.values_mut() {
+            while !st.stack.is_empty() {
+                stats.open_at_end += 1;
+                let last = st.last;
+                st.close(last, &mut funcs);
+            }
         }
+        finish(states, funcs, stats, names, threads, max_depth)
     }
+}
+
+fn finish(
+    mut states: BTreeMap<u64, ThreadState>,
+    funcs: HashMap<u64, FuncAcc>,
+    stats: TraceStats,
+    names: &Names,
+    threads: &ThreadNames,
+    max_depth: usize,
+) -> CallTrees {
     let name = |f: u64| {
         if f == 0 {
             "[root]".to_string()

@@ -1,6 +1,9 @@
 //! Analysis of a clrprof trace, out of process. [`Trace::load`] decodes and orders the
-//! events on one timeline; [`report::build`] turns them into the [`report::Report`] that
-//! `clrprof report` prints as text or JSON (schema: docs/report-json.md).
+//! events on one timeline, except trace mode's call records, which
+//! [`Trace::for_each_call`] streams into a [`calltree::Builder`] (memory grows with the
+//! call tree, not with the calls); [`report::build`] turns them into the
+//! [`report::Report`] that `clrprof report` prints as text or JSON (schema:
+//! docs/report-json.md).
 
 #![forbid(unsafe_code)]
 

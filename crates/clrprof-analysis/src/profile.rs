@@ -66,7 +66,9 @@ pub fn build(trace: &Trace<'_>) -> Profile {
     }
     // Trace mode: exact call intervals per thread, from the call-tree reconstruction
     // (one implementation of the SP-based shadow-stack repair).
-    let trees = calltree::build_with_intervals(&trace.events, &names, &threads, 0, true);
+    let mut b = calltree::Builder::new(true);
+    trace.for_each_call(|e| b.push(e));
+    let trees = b.finish(&names, &threads, 0);
     for (tid, calls) in trees.intervals {
         thread(&mut per, tid);
         let t = per.get_mut(&tid).expect("inserted above");

@@ -185,7 +185,6 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
     let mut exception_stacks = Vec::new();
     let mut last_exception: HashMap<u64, String> = HashMap::new();
     let mut has_samples = false;
-    let mut has_calls = false;
     let mut c = EventCounts::default();
     let mut exceptions: BTreeMap<String, u64> = BTreeMap::new();
     let mut messages: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
@@ -276,7 +275,6 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
                 }
             }
             Event::Sample { .. } => has_samples = true,
-            Event::Enter { .. } => has_calls = true,
             Event::ExceptionStack { frames } => {
                 exception_stacks.push(ExceptionStack {
                     type_name: last_exception.get(&e.os_tid).cloned().unwrap_or_default(),
@@ -383,8 +381,10 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
         (None, None)
     };
     let (mut call_tree, mut thread_call_trees, mut trace_stats) = (None, None, None);
-    if has_calls {
-        let trees = calltree::build(&trace.events, &names, &thread_names, opts.depth);
+    if trace.call_records > 0 {
+        let mut b = calltree::Builder::new(false);
+        trace.for_each_call(|e| b.push(e));
+        let trees = b.finish(&names, &thread_names, opts.depth);
         functions = Some(Functions::Traced(trees.functions));
         call_tree = Some(trees.merged);
         thread_call_trees = Some(trees.threads);

@@ -1,7 +1,11 @@
 //! One timeline: every record of every block, ordered by time, timestamps in ns since
-//! the trace began.
+//! the trace began. Call records (trace mode's Enter/Leave/Tailcall, millions per
+//! second) are not held on it: [`Trace::for_each_call`] decodes them again from the file
+//! when they are needed, so that memory does not grow with the number of calls.
 
-use clrprof_format::{ClockConverter, DecodedEvent, Event, FormatError, Header, TraceReader};
+use clrprof_format::{
+    ClockConverter, DecodedEvent, Event, ExceptionPhase, FormatError, Header, TraceReader,
+};
 
 /// An event with its thread and its time in nanoseconds since the trace started.
 #[derive(Debug, Clone)]
@@ -14,11 +18,23 @@ pub struct TimedEvent<'a> {
 /// A decoded trace.
 pub struct Trace<'a> {
     pub header: Header,
+    /// Every record except the call records, ordered by time.
     pub events: Vec<TimedEvent<'a>>,
     /// Problems met while reading (truncation, corruption); the events before them are kept.
     pub warnings: Vec<String>,
-    /// Span of the trace in ns (first to last event).
+    /// Span of the trace in ns (first to last event, calls included).
     pub duration_ns: u64,
+    /// Call records (Enter, Leave, Tailcall) in the file; see [`Trace::for_each_call`].
+    pub call_records: u64,
+    bytes: &'a [u8],
+    clock: ClockConverter,
+}
+
+fn is_call(e: &Event<'_>) -> bool {
+    matches!(
+        e,
+        Event::Enter { .. } | Event::Leave { .. } | Event::Tailcall { .. }
+    )
 }
 
 impl<'a> Trace<'a> {
@@ -26,19 +42,27 @@ impl<'a> Trace<'a> {
     pub fn load(bytes: &'a [u8]) -> Result<Trace<'a>, FormatError> {
         let mut reader = TraceReader::new(bytes)?;
         let header = reader.header().clone();
-        let decoded: Vec<DecodedEvent<'a>> = reader.events().collect();
+        let mut kept: Vec<DecodedEvent<'a>> = Vec::new();
+        let mut syncs: Vec<(u64, u64)> = Vec::new();
+        let (mut first, mut last) = (u64::MAX, 0u64);
+        let mut call_records = 0u64;
+        for d in reader.events() {
+            first = first.min(d.ts);
+            last = last.max(d.ts);
+            if is_call(&d.event) {
+                call_records += 1;
+                continue;
+            }
+            if let Event::ClockSync { mono_ns, .. } = &d.event {
+                syncs.push((d.ts, *mono_ns));
+            }
+            kept.push(d);
+        }
         let warnings = reader.warnings().iter().map(|w| w.to_string()).collect();
-        let syncs: Vec<(u64, u64)> = decoded
-            .iter()
-            .filter_map(|d| match &d.event {
-                Event::ClockSync { mono_ns, .. } => Some((d.ts, *mono_ns)),
-                _ => None,
-            })
-            .collect();
-        let earliest = decoded.iter().map(|d| d.ts).min().unwrap_or(0);
+        let earliest = if first == u64::MAX { 0 } else { first };
         let clock =
             ClockConverter::from_clock_info(&header.meta.clock, &syncs).with_origin_ticks(earliest);
-        let mut events: Vec<TimedEvent<'a>> = decoded
+        let mut events: Vec<TimedEvent<'a>> = kept
             .into_iter()
             .map(|d| TimedEvent {
                 ns: clock.to_ns(d.ts),
@@ -48,13 +72,49 @@ impl<'a> Trace<'a> {
             .collect();
         // Stable: events of one thread keep their recorded order on equal timestamps.
         events.sort_by_key(|e| e.ns);
-        let start = events.first().map(|e| e.ns).unwrap_or(0);
-        let end = events.last().map(|e| e.ns).unwrap_or(0);
+        let duration_ns = if first == u64::MAX {
+            0
+        } else {
+            clock.to_ns(last) - clock.to_ns(first)
+        };
         Ok(Trace {
             header,
             events,
             warnings,
-            duration_ns: end - start,
+            duration_ns,
+            call_records,
+            bytes,
+            clock,
         })
+    }
+
+    /// Calls `f` with every call record and every exception catch (what the call-tree
+    /// rebuild needs), decoded again from the file: each thread's in recorded order,
+    /// threads interleaved as the file holds them. Problems in the file were reported by
+    /// [`Trace::load`] already.
+    pub fn for_each_call(&self, mut f: impl FnMut(&TimedEvent<'a>)) {
+        if self.call_records == 0 {
+            return;
+        }
+        let Ok(mut reader) = TraceReader::new(self.bytes) else {
+            return;
+        };
+        for d in reader.events() {
+            let wanted = is_call(&d.event)
+                || matches!(
+                    d.event,
+                    Event::ExceptionPhase {
+                        phase: ExceptionPhase::CatcherEnter,
+                        ..
+                    }
+                );
+            if wanted {
+                f(&TimedEvent {
+                    ns: self.clock.to_ns(d.ts),
+                    os_tid: d.os_tid,
+                    event: d.event,
+                });
+            }
+        }
     }
 }

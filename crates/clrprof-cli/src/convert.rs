@@ -46,8 +46,7 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
     );
     bar.enable_steady_tick(Duration::from_millis(100));
     bar.set_message(format!("reading {}", args.file.display()));
-    let bytes = std::fs::read(&args.file)
-        .with_context(|| format!("cannot read {}", args.file.display()))?;
+    let bytes = crate::input::open(&args.file)?;
     bar.set_message("decoding");
     let trace = Trace::load(&bytes)
         .with_context(|| format!("{} is not a readable clrprof trace", args.file.display()))?;

@@ -4,6 +4,7 @@
 mod attach;
 mod cli;
 mod convert;
+mod input;
 mod locate;
 mod ps;
 mod record;

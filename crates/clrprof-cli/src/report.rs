@@ -7,8 +7,7 @@ use clrprof_analysis::{Options, Trace, build_with, text};
 use crate::cli::ReportArgs;
 
 pub fn run(args: ReportArgs) -> Result<i32> {
-    let bytes = std::fs::read(&args.file)
-        .with_context(|| format!("cannot read {}", args.file.display()))?;
+    let bytes = crate::input::open(&args.file)?;
     let trace = Trace::load(&bytes)
         .with_context(|| format!("{} is not a readable clrprof trace", args.file.display()))?;
     for w in &trace.warnings {

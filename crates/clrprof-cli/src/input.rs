@@ -1,0 +1,42 @@
+//! Opening a trace file for reading: memory-mapped, so that a multi-gigabyte trace is
+//! not copied onto the heap (the reader works on `&[u8]` and the analysis keeps only what
+//! it needs); read into memory when the file cannot be mapped (a pipe, an empty file).
+
+use std::fs::File;
+use std::ops::Deref;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+/// A trace file's bytes.
+pub enum TraceBytes {
+    Mapped(memmap2::Mmap),
+    Read(Vec<u8>),
+}
+
+impl Deref for TraceBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            TraceBytes::Mapped(m) => m,
+            TraceBytes::Read(v) => v,
+        }
+    }
+}
+
+/// Opens `path` for reading.
+pub fn open(path: &Path) -> Result<TraceBytes> {
+    let file = File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let is_file = file.metadata().map(|m| m.is_file() && m.len() > 0);
+    if let Ok(true) = is_file {
+        // SAFETY: the map is read-only and private to this process. Its one hazard is
+        // another process truncating the file while it is mapped (reads past the new end
+        // fault); a trace is only appended to while recorded, never shortened.
+        if let Ok(m) = unsafe { memmap2::Mmap::map(&file) } {
+            return Ok(TraceBytes::Mapped(m));
+        }
+    }
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(TraceBytes::Read(bytes))
+}
