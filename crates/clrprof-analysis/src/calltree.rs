@@ -8,7 +8,7 @@
 //! at the moment the exception was caught (ExceptionCatcherEnter) when known. A tail call
 //! closes the calling frame; the callee's Enter reuses its SP.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
 use serde::Serialize;
 
@@ -80,6 +80,48 @@ pub struct CallTrees {
     pub stats: TraceStats,
     /// Every call per OS thread, in closing order (only when asked for: it is large).
     pub intervals: BTreeMap<u64, Vec<CallInterval>>,
+    /// Calls left out of `intervals` by [`Builder::limit_intervals`].
+    pub intervals_dropped: u64,
+    /// When any were: the kept intervals are the calls that started before this time.
+    pub intervals_until_ns: Option<u64>,
+    /// Per OS thread, the calls aggregated by call path (only when asked for).
+    pub paths: BTreeMap<u64, Vec<PathStats>>,
+}
+
+/// The calls of one call path (root first), as a flamegraph counts them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathStats {
+    /// Function ids, root first.
+    pub stack: Vec<u64>,
+    pub calls: u64,
+    pub self_ns: u64,
+}
+
+/// What the accumulators of all threads share.
+#[derive(Default)]
+struct Shared {
+    funcs: HashMap<u64, FuncAcc>,
+    stats: TraceStats,
+    limit: Option<Limit>,
+}
+
+/// The earliest-starting `max` intervals of all threads: a max-heap on start time. Once
+/// full, a call that starts later than every kept one is dropped at once; an earlier one
+/// replaces the latest kept. What remains is every call that started before `until`.
+struct Limit {
+    max: usize,
+    heap: BinaryHeap<Kept>,
+    until: u64,
+    dropped: u64,
+}
+
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct Kept {
+    start_ns: u64,
+    os_tid: u64,
+    end_ns: u64,
+    function: u64,
+    depth: u32,
 }
 
 struct Node {
@@ -116,11 +158,13 @@ struct ThreadState {
     first: u64,
     last: u64,
     intervals: Option<Vec<CallInterval>>,
+    os_tid: u64,
 }
 
 impl ThreadState {
-    fn new(ns: u64, keep_intervals: bool) -> Self {
+    fn new(os_tid: u64, ns: u64, keep_intervals: bool) -> Self {
         ThreadState {
+            os_tid,
             nodes: vec![Node {
                 func: 0,
                 calls: 0,
@@ -137,19 +181,12 @@ impl ThreadState {
         }
     }
 
-    fn enter(
-        &mut self,
-        func: u64,
-        sp: u32,
-        ns: u64,
-        funcs: &mut HashMap<u64, FuncAcc>,
-        stats: &mut TraceStats,
-    ) {
+    fn enter(&mut self, func: u64, sp: u32, ns: u64, sh: &mut Shared) {
         while let Some(top) = self.stack.last() {
             if (top.sp.wrapping_sub(sp) as i32) <= 0 {
                 let at = self.unwound_at.unwrap_or(ns);
-                self.close(at, funcs);
-                stats.unwound_frames += 1;
+                self.close(at, sh);
+                sh.stats.unwound_frames += 1;
             } else {
                 break;
             }
@@ -169,11 +206,11 @@ impl ThreadState {
             });
         }
         self.nodes[node].calls += 1;
-        let acc = funcs.entry(func).or_default();
+        let acc = sh.funcs.entry(func).or_default();
         acc.calls += 1;
         if parent_func != 0 {
             *acc.callers.entry(parent_func).or_default() += 1;
-            *funcs
+            *sh.funcs
                 .entry(parent_func)
                 .or_default()
                 .callees
@@ -188,50 +225,62 @@ impl ThreadState {
             child: 0,
             node,
         });
-        stats.calls += 1;
+        sh.stats.calls += 1;
     }
 
-    fn leave(
-        &mut self,
-        func: u64,
-        sp: u32,
-        ns: u64,
-        funcs: &mut HashMap<u64, FuncAcc>,
-        stats: &mut TraceStats,
-    ) {
+    fn leave(&mut self, func: u64, sp: u32, ns: u64, sh: &mut Shared) {
         let Some(k) = self
             .stack
             .iter()
             .rposition(|f| f.func == func && f.sp == sp)
         else {
-            stats.unmatched_leaves += 1;
+            sh.stats.unmatched_leaves += 1;
             return;
         };
         while self.stack.len() > k + 1 {
             let at = self.unwound_at.unwrap_or(ns);
-            self.close(at, funcs);
-            stats.unwound_frames += 1;
+            self.close(at, sh);
+            sh.stats.unwound_frames += 1;
         }
         self.unwound_at = None;
-        self.close(ns, funcs);
+        self.close(ns, sh);
     }
 
-    fn close(&mut self, ns: u64, funcs: &mut HashMap<u64, FuncAcc>) {
+    fn close(&mut self, ns: u64, sh: &mut Shared) {
         let Some(f) = self.stack.pop() else { return };
         if let Some(v) = self.intervals.as_mut() {
-            v.push(CallInterval {
-                function: f.func,
-                start_ns: f.start,
-                end_ns: ns,
-                depth: self.stack.len() as u32,
-            });
+            let depth = self.stack.len() as u32;
+            match sh.limit.as_mut() {
+                None => v.push(CallInterval {
+                    function: f.func,
+                    start_ns: f.start,
+                    end_ns: ns,
+                    depth,
+                }),
+                Some(l) if f.start >= l.until => l.dropped += 1,
+                Some(l) => {
+                    l.heap.push(Kept {
+                        start_ns: f.start,
+                        os_tid: self.os_tid,
+                        end_ns: ns,
+                        function: f.func,
+                        depth,
+                    });
+                    if l.heap.len() > l.max
+                        && let Some(latest) = l.heap.pop()
+                    {
+                        l.until = latest.start_ns;
+                        l.dropped += 1;
+                    }
+                }
+            }
         }
         let dur = ns.saturating_sub(f.start);
         let self_ns = dur.saturating_sub(f.child);
         let node = &mut self.nodes[f.node];
         node.inclusive += dur;
         node.self_ns += self_ns;
-        let acc = funcs.entry(f.func).or_default();
+        let acc = sh.funcs.entry(f.func).or_default();
         acc.self_ns += self_ns;
         let active = self.active.entry(f.func).or_default();
         *active = active.saturating_sub(1);
@@ -277,9 +326,9 @@ pub fn build_with_intervals(
 /// Events must come in each thread's recorded order; threads may interleave.
 pub struct Builder {
     states: BTreeMap<u64, ThreadState>,
-    funcs: HashMap<u64, FuncAcc>,
-    stats: TraceStats,
+    shared: Shared,
     keep_intervals: bool,
+    keep_paths: bool,
 }
 
 impl Builder {
@@ -287,10 +336,29 @@ impl Builder {
     pub fn new(keep_intervals: bool) -> Builder {
         Builder {
             states: BTreeMap::new(),
-            funcs: HashMap::new(),
-            stats: TraceStats::default(),
+            shared: Shared::default(),
             keep_intervals,
+            keep_paths: false,
         }
+    }
+
+    /// Keeps the `max` intervals that started first (of all threads); the rest are
+    /// counted in [`CallTrees::intervals_dropped`]. The kept calls are a whole prefix of
+    /// the timeline: every call that started before [`CallTrees::intervals_until_ns`].
+    pub fn limit_intervals(mut self, max: usize) -> Builder {
+        self.shared.limit = Some(Limit {
+            max,
+            heap: BinaryHeap::new(),
+            until: u64::MAX,
+            dropped: 0,
+        });
+        self
+    }
+
+    /// Also aggregates each thread's calls by call path ([`CallTrees::paths`]).
+    pub fn with_paths(mut self) -> Builder {
+        self.keep_paths = true;
+        self
     }
 
     /// Takes one event; only calls and exception catches matter, others are ignored.
@@ -314,12 +382,12 @@ impl Builder {
         let st = self
             .states
             .entry(e.os_tid)
-            .or_insert_with(|| ThreadState::new(e.ns, keep));
+            .or_insert_with(|| ThreadState::new(e.os_tid, e.ns, keep));
         st.last = e.ns;
         if kind == 0 {
-            st.enter(func, sp, e.ns, &mut self.funcs, &mut self.stats);
+            st.enter(func, sp, e.ns, &mut self.shared);
         } else {
-            st.leave(func, sp, e.ns, &mut self.funcs, &mut self.stats);
+            st.leave(func, sp, e.ns, &mut self.shared);
         }
     }
 
@@ -327,19 +395,109 @@ impl Builder {
     pub fn finish(self, names: &Names, threads: &ThreadNames, max_depth: usize) -> CallTrees {
         let Builder {
             mut states,
-            mut funcs,
-            mut stats,
+            mut shared,
+            keep_paths,
             ..
         } = self;
         for st in states.values_mut() {
             while !st.stack.is_empty() {
-                stats.open_at_end += 1;
+                shared.stats.open_at_end += 1;
                 let last = st.last;
-                st.close(last, &mut funcs);
+                st.close(last, &mut shared);
             }
         }
-        finish(states, funcs, stats, names, threads, max_depth)
+        let paths = if keep_paths {
+            states
+                .iter()
+                .map(|(tid, st)| (*tid, paths_of(&st.nodes)))
+                .collect()
+        } else {
+            BTreeMap::new()
+        };
+        let Shared {
+            funcs,
+            stats,
+            limit,
+        } = shared;
+        let mut trees = finish(states, funcs, stats, names, threads, max_depth);
+        if let Some(l) = limit {
+            for k in l.heap.into_vec() {
+                trees
+                    .intervals
+                    .entry(k.os_tid)
+                    .or_default()
+                    .push(CallInterval {
+                        function: k.function,
+                        start_ns: k.start_ns,
+                        end_ns: k.end_ns,
+                        depth: k.depth,
+                    });
+            }
+            trees.intervals_dropped = l.dropped;
+            trees.intervals_until_ns = (l.dropped > 0).then_some(l.until);
+        }
+        trees.paths = paths;
+        trees
     }
+}
+
+/// Deepest call path [`CallTrees::paths`] spells out; the calls below are summed into one
+/// path ending in [`TRUNCATED`] (a flamegraph line lists its whole stack, so a deep
+/// recursion would otherwise make the output grow with the square of its depth).
+pub const MAX_PATH_DEPTH: usize = 1024;
+
+/// The function id of the pseudo-frame that stands for the frames below
+/// [`MAX_PATH_DEPTH`].
+pub const TRUNCATED: u64 = u64::MAX;
+
+/// Every node with calls as a path from the root, walked without recursion (a deep
+/// recursion in the app must not overflow this stack).
+fn paths_of(nodes: &[Node]) -> Vec<PathStats> {
+    let mut out = Vec::new();
+    let mut stack: Vec<u64> = Vec::new();
+    // (node, depth of its frame in `stack`)
+    let mut todo: Vec<(usize, usize)> = vec![(0, 0)];
+    let children = |i: usize| {
+        let mut kids: Vec<usize> = nodes[i].children.values().copied().collect();
+        kids.sort_unstable_by_key(|&c| std::cmp::Reverse(nodes[c].func));
+        kids
+    };
+    while let Some((i, depth)) = todo.pop() {
+        let n = &nodes[i];
+        stack.truncate(depth);
+        if i == 0 {
+            todo.extend(children(i).into_iter().map(|c| (c, depth)));
+            continue;
+        }
+        if depth == MAX_PATH_DEPTH {
+            // The whole subtree in one path.
+            let (mut calls, mut self_ns) = (0, 0);
+            let mut below = vec![i];
+            while let Some(j) = below.pop() {
+                calls += nodes[j].calls;
+                self_ns += nodes[j].self_ns;
+                below.extend(nodes[j].children.values().copied());
+            }
+            let mut s = stack.clone();
+            s.push(TRUNCATED);
+            out.push(PathStats {
+                stack: s,
+                calls,
+                self_ns,
+            });
+            continue;
+        }
+        stack.push(n.func);
+        if n.calls > 0 {
+            out.push(PathStats {
+                stack: stack.clone(),
+                calls: n.calls,
+                self_ns: n.self_ns,
+            });
+        }
+        todo.extend(children(i).into_iter().map(|c| (c, depth + 1)));
+    }
+    out
 }
 
 fn finish(
@@ -402,6 +560,9 @@ fn finish(
         threads: out_threads,
         stats,
         intervals,
+        intervals_dropped: 0,
+        intervals_until_ns: None,
+        paths: BTreeMap::new(),
     }
 }
 
@@ -643,5 +804,110 @@ mod tests {
         assert_eq!(a.inclusive_ns, 50);
         assert_eq!(a.self_ns, 50);
         assert_eq!(a.callers["A"], 2);
+    }
+
+    #[test]
+    fn a_limited_timeline_keeps_the_calls_that_started_first() {
+        // Main → 10 × A (each with a B), on two threads that overlap in time.
+        let mut events = Vec::new();
+        for (tid, t0) in [(1u64, 0u64), (2, 5)] {
+            let mut v = vec![enter(t0, 1, 1000)];
+            for i in 0..10 {
+                let t = t0 + 10 + i * 10;
+                v.extend([enter(t, 2, 900), enter(t + 1, 3, 800)]);
+                v.extend([leave(t + 2, 3, 800), leave(t + 3, 2, 900)]);
+            }
+            v.push(leave(t0 + 200, 1, 1000));
+            events.extend(v.into_iter().map(|mut e| {
+                e.os_tid = tid;
+                e
+            }));
+        }
+        let mut all = Builder::new(true);
+        let mut cut = Builder::new(true).limit_intervals(9);
+        for e in &events {
+            all.push(e);
+            cut.push(e);
+        }
+        let (all, cut) = (
+            all.finish(&names(), &ThreadNames::default(), 0),
+            cut.finish(&names(), &ThreadNames::default(), 0),
+        );
+        let starts = |t: &CallTrees| {
+            let mut v: Vec<(u64, u64, u64)> = t
+                .intervals
+                .iter()
+                .flat_map(|(tid, c)| c.iter().map(|c| (c.start_ns, *tid, c.function)))
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(all.intervals_dropped, 0);
+        assert_eq!(all.intervals_until_ns, None);
+        assert_eq!(starts(&all).len(), 2 * 21);
+        assert_eq!(cut.intervals_dropped, 2 * 21 - 9);
+        assert_eq!(starts(&cut), starts(&all)[..9].to_vec());
+        let until = cut.intervals_until_ns.unwrap();
+        assert!(starts(&cut).iter().all(|c| c.0 < until));
+        assert!(starts(&all)[9..].iter().all(|c| c.0 >= until));
+        // The statistics still count every call.
+        assert_eq!(cut.stats.calls, 2 * 21);
+    }
+
+    #[test]
+    fn paths_aggregate_calls_and_self_time_per_call_path() {
+        let mut b = Builder::new(false).with_paths();
+        for e in [
+            enter(0, 1, 1000),
+            enter(10, 2, 900),
+            enter(12, 3, 800),
+            leave(15, 3, 800),
+            leave(20, 2, 900),
+            enter(30, 3, 900),
+            leave(40, 3, 900),
+            enter(50, 2, 900),
+            leave(55, 2, 900),
+            leave(100, 1, 1000),
+        ] {
+            b.push(&e);
+        }
+        let t = b.finish(&names(), &ThreadNames::default(), 0);
+        let paths: Vec<(Vec<u64>, u64, u64)> = t.paths[&1]
+            .iter()
+            .map(|p| (p.stack.clone(), p.calls, p.self_ns))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                (vec![1], 1, 100 - 10 - 10 - 5),
+                (vec![1, 2], 2, 7 + 5),
+                (vec![1, 2, 3], 1, 3),
+                (vec![1, 3], 1, 10),
+            ]
+        );
+        assert!(t.intervals.is_empty());
+    }
+
+    #[test]
+    fn paths_of_a_deep_recursion_do_not_recurse() {
+        // 100,000 nested calls: a recursive walk of the tree would overflow the stack.
+        let n = 100_000u64;
+        let mut b = Builder::new(false).with_paths();
+        for i in 0..n {
+            b.push(&enter(i, 2, 1_000_000 - i));
+        }
+        for i in (0..n).rev() {
+            b.push(&leave(2 * n - i, 2, 1_000_000 - i));
+        }
+        let t = b.finish(&names(), &ThreadNames::default(), 8);
+        let paths = &t.paths[&1];
+        // One path per depth up to the limit, then one for everything below it.
+        assert_eq!(paths.len(), MAX_PATH_DEPTH + 1);
+        let last = paths.last().unwrap();
+        assert_eq!(last.stack.len(), MAX_PATH_DEPTH + 1);
+        assert_eq!(last.stack.last(), Some(&TRUNCATED));
+        assert_eq!(last.calls, n - MAX_PATH_DEPTH as u64);
+        assert_eq!(paths.iter().map(|p| p.calls).sum::<u64>(), n);
+        assert_eq!(stats(&t, "A").calls, n);
     }
 }

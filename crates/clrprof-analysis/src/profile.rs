@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use clrprof_export::{Call, Frame, FrameKind, Profile, Sample, ThreadProfile};
+use clrprof_export::{Call, CallPath, Frame, FrameKind, Profile, Sample, ThreadProfile};
 
 use crate::calltree;
 use crate::names::Names;
@@ -12,8 +12,46 @@ use crate::samples::{self, NATIVE};
 use crate::threads::ThreadNames;
 use crate::timeline::Trace;
 
-/// Builds the exporters' model of `trace`.
+/// The frame that stands for the frames of a call path below
+/// [`calltree::MAX_PATH_DEPTH`].
+pub const DEEPER: &str = "[deeper frames]";
+
+/// What the exporter will need of a traced run's calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallsWanted {
+    /// Each call's interval, for a timeline; else only the calls aggregated by path.
+    pub timeline: bool,
+    /// At most this many intervals: those of the calls that started first, so that the
+    /// timeline's first part is whole (see [`Built::calls_dropped`]).
+    pub max_calls: usize,
+}
+
+impl Default for CallsWanted {
+    fn default() -> Self {
+        CallsWanted {
+            timeline: true,
+            max_calls: usize::MAX,
+        }
+    }
+}
+
+/// The model, and what was left out of it.
+pub struct Built {
+    pub profile: Profile,
+    /// Calls left off the timeline by [`CallsWanted::max_calls`] (they still count in
+    /// the aggregated formats, which were not asked for here).
+    pub calls_dropped: u64,
+    /// When the kept part of the timeline ends (ns since the profile start), if cut.
+    pub calls_until_ns: Option<u64>,
+}
+
+/// Builds the exporters' model of `trace`, every call's interval included.
 pub fn build(trace: &Trace<'_>) -> Profile {
+    build_with(trace, CallsWanted::default()).profile
+}
+
+/// Builds the exporters' model of `trace`, with the calls as `wanted`.
+pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
     let names = Names::collect(&trace.events);
     let threads = ThreadNames::collect(&trace.events);
     let meta = &trace.header.meta;
@@ -23,7 +61,8 @@ pub fn build(trace: &Trace<'_>) -> Profile {
         .and_then(|v| v.as_f64())
         .unwrap_or(0.0);
     let interval_ns = if rate > 0.0 { (1e9 / rate) as u64 } else { 0 };
-    let start = trace.events.first().map(|e| e.ns).unwrap_or(0);
+    // Times are ns since the trace's earliest record already (Trace::load), the profile's
+    // start.
     let mut frames: Vec<Frame> = Vec::new();
     let mut index: HashMap<String, u32> = HashMap::new();
     let mut intern = |name: &str| -> u32 {
@@ -50,6 +89,7 @@ pub fn build(trace: &Trace<'_>) -> Profile {
             os_tid: tid,
             samples: Vec::new(),
             calls: Vec::new(),
+            call_paths: Vec::new(),
         });
     };
     for s in samples::named_samples(&trace.events, &names) {
@@ -57,41 +97,80 @@ pub fn build(trace: &Trace<'_>) -> Profile {
         let stack: Vec<u32> = s.stack.iter().rev().map(|n| intern(n)).collect();
         if let Some(t) = per.get_mut(&s.os_tid) {
             t.samples.push(Sample {
-                time_ns: s.ns - start,
+                time_ns: s.ns,
                 stack,
                 wall_ns: interval_ns,
                 cpu_ns: s.cpu_ns,
             });
         }
     }
-    // Trace mode: exact call intervals per thread, from the call-tree reconstruction
-    // (one implementation of the SP-based shadow-stack repair).
-    let mut b = calltree::Builder::new(true);
-    trace.for_each_call(|e| b.push(e));
-    let trees = b.finish(&names, &threads, 0);
-    for (tid, calls) in trees.intervals {
-        thread(&mut per, tid);
-        let t = per.get_mut(&tid).expect("inserted above");
-        for c in calls {
-            t.calls.push(Call {
-                frame: intern(&names.function(c.function)),
-                start_ns: c.start_ns.saturating_sub(start),
-                end_ns: c.end_ns.saturating_sub(start),
-                depth: c.depth,
-            });
+    // Trace mode: exact calls per thread, from the call-tree reconstruction (one
+    // implementation of the SP-based shadow-stack repair): every call's interval for a
+    // timeline (bounded), else the calls aggregated by path (a flamegraph's input, which
+    // grows with the paths and not with the calls).
+    let (mut calls_dropped, mut calls_until_ns) = (0, None);
+    if trace.call_records > 0 {
+        let mut b = calltree::Builder::new(wanted.timeline);
+        if wanted.timeline {
+            if trace.call_records / 2 > wanted.max_calls as u64 {
+                b = b.limit_intervals(wanted.max_calls);
+            }
+        } else {
+            b = b.with_paths();
+        }
+        trace.for_each_call(|e| b.push(e));
+        let trees = b.finish(&names, &threads, 0);
+        calls_dropped = trees.intervals_dropped;
+        calls_until_ns = trees.intervals_until_ns;
+        for (tid, calls) in trees.intervals {
+            thread(&mut per, tid);
+            let t = per.get_mut(&tid).expect("inserted above");
+            t.calls.reserve(calls.len());
+            for c in calls {
+                t.calls.push(Call {
+                    frame: intern(&names.function(c.function)),
+                    start_ns: c.start_ns,
+                    end_ns: c.end_ns,
+                    depth: c.depth,
+                });
+            }
+        }
+        for (tid, paths) in trees.paths {
+            thread(&mut per, tid);
+            let t = per.get_mut(&tid).expect("inserted above");
+            for p in paths {
+                t.call_paths.push(CallPath {
+                    stack: p
+                        .stack
+                        .iter()
+                        .map(|&f| match f {
+                            calltree::TRUNCATED => intern(DEEPER),
+                            f => intern(&names.function(f)),
+                        })
+                        .collect(),
+                    calls: p.calls,
+                    self_ns: p.self_ns,
+                });
+            }
         }
     }
     for t in per.values_mut() {
         t.calls.sort_by_key(|c| (c.start_ns, c.depth));
     }
-    Profile {
+    let profile = Profile {
         name: meta.command_line.join(" "),
         start_unix_ns: meta.start_unix_ns,
+        duration_ns: trace.duration_ns,
         interval_ns,
         frames,
         threads: per
             .into_values()
-            .filter(|t| !t.samples.is_empty() || !t.calls.is_empty())
+            .filter(|t| !t.samples.is_empty() || !t.calls.is_empty() || !t.call_paths.is_empty())
             .collect(),
+    };
+    Built {
+        profile,
+        calls_dropped,
+        calls_until_ns,
     }
 }

@@ -384,7 +384,12 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
     if trace.call_records > 0 {
         let mut b = calltree::Builder::new(false);
         trace.for_each_call(|e| b.push(e));
-        let trees = b.finish(&names, &thread_names, opts.depth);
+        // The trees are built and dropped recursively: bound their depth.
+        let trees = b.finish(
+            &names,
+            &thread_names,
+            opts.depth.min(calltree::MAX_PATH_DEPTH),
+        );
         functions = Some(Functions::Traced(trees.functions));
         call_tree = Some(trees.merged);
         thread_call_trees = Some(trees.threads);

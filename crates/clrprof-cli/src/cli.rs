@@ -80,6 +80,11 @@ pub struct ConvertArgs {
     /// Icicle graph (leaves at the top)
     #[arg(long)]
     pub reverse: bool,
+    /// Timeline formats (speedscope, firefox, chrome) of a traced run: at most this many
+    /// calls, those of the trace's first part, so that the viewer can open the file. The
+    /// flamegraph formats always count every call.
+    #[arg(long, default_value_t = 2_000_000, value_name = "N")]
+    pub max_calls: usize,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]

@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use clrprof_analysis::Trace;
+use clrprof_analysis::profile::CallsWanted;
 use clrprof_export::{Format, Options, Weight};
 
 use crate::cli::{ConvertArgs, ConvertFormat, WeightArg};
@@ -54,7 +55,28 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
         bar.suspend(|| eprintln!("clrprof: warning: {}: {w}", args.file.display()));
     }
     bar.set_message("building the profile");
-    let profile = clrprof_analysis::profile::build(&trace);
+    let built = clrprof_analysis::profile::build_with(
+        &trace,
+        CallsWanted {
+            timeline: fmt.is_timeline(),
+            max_calls: args.max_calls,
+        },
+    );
+    if let Some(until) = built.calls_until_ns {
+        let kept = (trace.call_records / 2).saturating_sub(built.calls_dropped);
+        bar.suspend(|| {
+            eprintln!(
+                "clrprof: warning: the timeline holds the calls of the first {:.3} s of {:.3} s \
+                 ({kept} calls; {} later ones left out, --max-calls {}); \
+                 folded, svg and pprof count every call",
+                until as f64 / 1e9,
+                trace.duration_ns as f64 / 1e9,
+                built.calls_dropped,
+                args.max_calls,
+            )
+        });
+    }
+    let profile = built.profile;
     if profile.threads.is_empty() {
         bar.finish_and_clear();
         anyhow::bail!(

@@ -382,6 +382,51 @@ fn a_traced_run_converts_to_a_timeline_with_every_call() {
         );
     }
     assert!(calls.iter().all(|e| e["dur"].as_f64().unwrap() >= 0.0));
+
+    // The flamegraph formats count calls by path, all of them.
+    convert(&trace, "folded");
+    let folded = std::fs::read_to_string(dir.join("t.folded")).unwrap();
+    let level5: u64 = folded
+        .lines()
+        .filter_map(|l| l.rsplit_once(' '))
+        .filter(|(stack, _)| stack.ends_with(";Scenarios.DeepExceptions.Level5"))
+        .map(|(_, n)| n.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(level5, throws as u64, "{folded}");
+
+    // A timeline can be cut to its first calls; the cut is stated.
+    let all = calls.len();
+    let keep = all / 3;
+    let out = dir.join("cut.chrome.json");
+    let stderr = convert_with(
+        &trace,
+        &[
+            "-f",
+            "chrome",
+            "--max-calls",
+            &keep.to_string(),
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        stderr.contains(&format!("{} later ones left out", all - keep)),
+        "{stderr}"
+    );
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let cut: Vec<&Value> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .collect();
+    assert_eq!(cut.len(), keep);
+    // A prefix: the kept calls are the ones that started first.
+    let ts = |e: &&Value| e["ts"].as_f64().unwrap();
+    let mut starts: Vec<f64> = calls.iter().map(ts).collect();
+    starts.sort_by(f64::total_cmp);
+    let last_kept = cut.iter().map(ts).fold(0.0, f64::max);
+    assert!(last_kept <= starts[keep], "{last_kept} > {}", starts[keep]);
 }
 
 /// `--on-full drop` with a ring far too small for the event rate: the traced thread never

@@ -34,6 +34,7 @@
 //!             Sample { time_ns: 1_000_000, stack: vec![0, 1], wall_ns: 1_000_000, cpu_ns: 1_000_000 },
 //!         ],
 //!         calls: vec![],
+//!         call_paths: vec![],
 //!     }],
 //!     ..Default::default()
 //! };
@@ -57,7 +58,7 @@ pub mod speedscope;
 mod stacks;
 pub mod svg;
 
-pub use model::{Call, Frame, FrameKind, Profile, Sample, ThreadProfile, Weight};
+pub use model::{Call, CallPath, Frame, FrameKind, Profile, Sample, ThreadProfile, Weight};
 
 /// What went wrong while exporting.
 #[derive(Debug, thiserror::Error)]
@@ -142,6 +143,13 @@ impl Format {
             Format::Chrome => ".chrome.json",
             Format::Pprof => ".pb.gz",
         }
+    }
+
+    /// Whether the format shows each traced call on a timeline (speedscope's evented
+    /// profiles, the Firefox Profiler's markers, Chrome's trace events) and so needs
+    /// [`ThreadProfile::calls`]; the others count [`ThreadProfile::call_paths`].
+    pub fn is_timeline(self) -> bool {
+        matches!(self, Format::Speedscope | Format::Firefox | Format::Chrome)
     }
 
     /// The format's name on the command line: `folded`, `svg`, `speedscope`, …

@@ -14,6 +14,9 @@ pub struct Profile {
     pub start_unix_ns: u64,
     /// The nominal sampling interval in nanoseconds (0 for call traces).
     pub interval_ns: u64,
+    /// How long the profile lasts, in nanoseconds since its start (0 when unknown: the
+    /// formats that state a duration then take the last sample or call).
+    pub duration_ns: u64,
     /// Interned frames; stacks and calls refer to them by index.
     pub frames: Vec<Frame>,
     /// One entry per thread that has samples or calls.
@@ -65,6 +68,10 @@ pub struct ThreadProfile {
     pub samples: Vec<Sample>,
     /// Exact call intervals (trace mode), in any order; see [`Call`].
     pub calls: Vec<Call>,
+    /// Exact calls aggregated by call path (trace mode); see [`CallPath`]. When present
+    /// the aggregated formats (folded, SVG, pprof, speedscope's sampled profiles) count
+    /// these instead of `calls`, which may then be left empty.
+    pub call_paths: Vec<CallPath>,
 }
 
 /// One stack sample of one thread.
@@ -95,6 +102,19 @@ pub struct Call {
     pub end_ns: u64,
     /// Nesting depth: 0 for a call with no traced caller.
     pub depth: u32,
+}
+
+/// The calls of one call path, aggregated: what a flamegraph of a trace draws, without
+/// one entry per call. Its size grows with the distinct paths, not with the calls (a
+/// trace of millions of calls has a few thousand paths).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallPath {
+    /// Indices into [`Profile::frames`], root first; never empty.
+    pub stack: Vec<u32>,
+    /// Calls of the last frame made on this path.
+    pub calls: u64,
+    /// Their time in the last frame itself, callees excluded, in nanoseconds.
+    pub self_ns: u64,
 }
 
 /// What a flamegraph (or any aggregated view) counts.

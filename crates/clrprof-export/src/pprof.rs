@@ -287,7 +287,8 @@ pub fn build(profile: &Profile, opts: &Options) -> Result<proto::Profile, Export
             samples.chain(t.calls.iter().map(|c| c.end_ns))
         })
         .max()
-        .unwrap_or(0);
+        .unwrap_or(0)
+        .max(profile.duration_ns);
     let comment = if profile.name.is_empty() {
         Vec::new()
     } else {

@@ -12,7 +12,12 @@ pub(crate) fn validate(profile: &Profile) -> Result<(), ExportError> {
     for t in &profile.threads {
         let samples = t.samples.iter().flat_map(|s| s.stack.iter().copied());
         let calls = t.calls.iter().map(|c| c.frame);
-        if let Some(index) = samples.chain(calls).find(|&i| i as usize >= frames) {
+        let paths = t.call_paths.iter().flat_map(|p| p.stack.iter().copied());
+        if let Some(index) = samples
+            .chain(calls)
+            .chain(paths)
+            .find(|&i| i as usize >= frames)
+        {
             return Err(ExportError::BadFrame {
                 thread: t.label(),
                 index,
@@ -146,11 +151,12 @@ impl Weighted<'_> {
 
 /// Whether a thread's aggregated weights come from its calls (it has no samples).
 pub(crate) fn counts_calls(t: &ThreadProfile) -> bool {
-    t.samples.is_empty() && !t.calls.is_empty()
+    t.samples.is_empty() && (!t.calls.is_empty() || !t.call_paths.is_empty())
 }
 
 /// Every non-empty stack of the profile with its values: a thread's samples when it has
-/// any, else its calls (one count per call, self time as wall time, no CPU time).
+/// any, else its calls (one count per call, self time as wall time, no CPU time), taken
+/// from its call paths when it has them.
 pub(crate) fn weighted(profile: &Profile) -> Vec<Weighted<'_>> {
     let mut out = Vec::new();
     for (thread, t) in profile.threads.iter().enumerate() {
@@ -165,6 +171,21 @@ pub(crate) fn weighted(profile: &Profile) -> Vec<Weighted<'_>> {
                         count: 1,
                         wall_ns: s.wall_ns,
                         cpu_ns: s.cpu_ns,
+                    }),
+            );
+            continue;
+        }
+        if !t.call_paths.is_empty() {
+            out.extend(
+                t.call_paths
+                    .iter()
+                    .filter(|p| !p.stack.is_empty())
+                    .map(|p| Weighted {
+                        thread,
+                        stack: Cow::Borrowed(&p.stack),
+                        count: p.calls,
+                        wall_ns: p.self_ns,
+                        cpu_ns: 0,
                     }),
             );
             continue;
@@ -263,5 +284,35 @@ mod tests {
             .map(|w| (w.stack.into_owned(), w.wall_ns))
             .collect();
         assert_eq!(w, [(vec![0], 60), (vec![0, 1], 30), (vec![0, 2], 10)]);
+    }
+
+    #[test]
+    fn call_paths_stand_in_for_calls() {
+        use crate::model::CallPath;
+        let path = |stack: Vec<u32>, calls, self_ns| CallPath {
+            stack,
+            calls,
+            self_ns,
+        };
+        let profile = Profile {
+            frames: vec![Default::default(); 3],
+            threads: vec![ThreadProfile {
+                call_paths: vec![path(vec![0], 1, 60), path(vec![0, 1], 7, 30)],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        assert!(counts_calls(&profile.threads[0]));
+        let w: Vec<_> = weighted(&profile)
+            .into_iter()
+            .map(|w| (w.stack.into_owned(), w.count, w.wall_ns, w.cpu_ns))
+            .collect();
+        assert_eq!(w, [(vec![0], 1, 60, 0), (vec![0, 1], 7, 30, 0)]);
+        let mut bad = profile.clone();
+        bad.threads[0].call_paths.push(path(vec![0, 3], 1, 1));
+        assert!(matches!(
+            validate(&bad),
+            Err(ExportError::BadFrame { index: 3, .. })
+        ));
     }
 }

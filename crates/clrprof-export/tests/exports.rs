@@ -118,6 +118,43 @@ fn folded_merges_threads() {
     insta::assert_snapshot!(text(&fixture(), Format::Folded, opts));
 }
 
+/// The traced thread's calls aggregated by path, as the analysis hands them over when no
+/// timeline is asked for: every aggregated format gives the same output.
+#[test]
+fn call_paths_give_the_flamegraphs_of_the_calls_they_aggregate() {
+    let mut paths = fixture();
+    let t = &mut paths.threads[2];
+    let path = |stack: Vec<u32>, calls, self_ns| CallPath {
+        stack,
+        calls,
+        self_ns,
+    };
+    // OUTER 0–100 (INNER 10–40, INNER 50–60 (LIST_ADD 52–55)); OUTER 200–300 (NATIVE 210–220).
+    t.call_paths = vec![
+        path(vec![OUTER], 2, (60 + 90) * US),
+        path(vec![OUTER, INNER], 2, (30 + 7) * US),
+        path(vec![OUTER, INNER, LIST_ADD], 1, 3 * US),
+        path(vec![OUTER, NATIVE], 1, 10 * US),
+    ];
+    t.calls.clear();
+    for w in [Weight::Samples, Weight::Wall] {
+        for merge_threads in [false, true] {
+            let opts = Options {
+                weight: w,
+                merge_threads,
+                ..Default::default()
+            };
+            for format in [Format::Folded, Format::Pprof] {
+                assert_eq!(
+                    run(&paths, format, opts),
+                    run(&fixture(), format, opts),
+                    "{format:?} {opts:?}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn folded_lines_are_sorted_and_parse_as_inferno_input() {
     let out = text(&fixture(), Format::Folded, weight(Weight::Wall));

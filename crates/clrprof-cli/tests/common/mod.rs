@@ -74,16 +74,20 @@ pub fn report_json(trace: &Path) -> serde_json::Value {
 
 /// `clrprof convert -f FORMAT TRACE` (output next to the trace); panics on failure.
 pub fn convert(trace: &Path, format: &str) {
+    convert_with(trace, &["-f", format]);
+}
+
+/// `clrprof convert TRACE ARGS…`, which must succeed; returns its stderr.
+pub fn convert_with(trace: &Path, args: &[&str]) -> String {
     let out = clrprof()
-        .args(["convert", "-f", format])
+        .arg("convert")
+        .args(args)
         .arg(trace)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "convert -f {format} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "convert {args:?} failed: {stderr}");
+    stderr
 }
 
 pub fn results(out: &Output) -> std::collections::BTreeMap<String, String> {

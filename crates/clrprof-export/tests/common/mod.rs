@@ -53,6 +53,7 @@ pub fn fixture() -> Profile {
         name: "dotnet Demo.dll \"a&b\" <in.txt>".into(),
         start_unix_ns: 1_700_000_000_123_456_789,
         interval_ns: MS,
+        duration_ns: 0,
         frames: vec![
             managed("Demo.Program.Main", "Demo.dll"),
             managed("Demo.Worker.Run", "Demo.dll"),
@@ -89,6 +90,7 @@ pub fn fixture() -> Profile {
                     sample(7 * MS, &[], 0),
                 ],
                 calls: vec![],
+                call_paths: vec![],
             },
             ThreadProfile {
                 name: "Worker".into(),
@@ -98,6 +100,7 @@ pub fn fixture() -> Profile {
                     sample(1500 * US, &[RUN, WEIRD], 700 * US),
                 ],
                 calls: vec![],
+                call_paths: vec![],
             },
             ThreadProfile {
                 name: ".NET TP Worker".into(),
@@ -111,6 +114,7 @@ pub fn fixture() -> Profile {
                     call(OUTER, 200 * US, 300 * US, 0),
                     call(NATIVE, 210 * US, 220 * US, 1),
                 ],
+                call_paths: vec![],
             },
         ],
     }
