@@ -8,7 +8,9 @@
 //! at the moment the exception was caught (ExceptionCatcherEnter) when known. A tail call
 //! closes the calling frame; the callee's Enter reuses its SP.
 
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap};
+
+use rustc_hash::FxHashMap as HashMap;
 
 use serde::Serialize;
 
@@ -170,10 +172,10 @@ impl ThreadState {
                 calls: 0,
                 inclusive: 0,
                 self_ns: 0,
-                children: HashMap::new(),
+                children: HashMap::default(),
             }],
             stack: Vec::new(),
-            active: HashMap::new(),
+            active: HashMap::default(),
             unwound_at: None,
             first: ns,
             last: ns,
@@ -202,7 +204,7 @@ impl ThreadState {
                 calls: 0,
                 inclusive: 0,
                 self_ns: 0,
-                children: HashMap::new(),
+                children: HashMap::default(),
             });
         }
         self.nodes[node].calls += 1;

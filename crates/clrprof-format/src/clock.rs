@@ -96,8 +96,11 @@ impl ClockConverter {
 
     /// Nanoseconds since the origin; ticks before the origin give 0.
     pub fn to_ns(&self, ticks: u64) -> u64 {
-        let d = i128::from(ticks) - i128::from(self.origin_ticks);
-        to_u64(d as f64 * self.ns_per_tick)
+        // Called once per record: u64 → f64 is an instruction, i128 → f64 a library call.
+        match ticks.checked_sub(self.origin_ticks) {
+            Some(d) => to_u64(d as f64 * self.ns_per_tick),
+            None => 0,
+        }
     }
 
     /// The CLOCK_MONOTONIC reading (ns) at `ticks`.
