@@ -116,6 +116,7 @@ pub fn render(r: &Report, top: usize) -> String {
             "  {:>4} {:>4} {:>8} {:>10} {:>10} {:>10} {:>10}",
             "#", "gen", "reason", "pause", "gen0", "gen2", "loh"
         );
+        let recorded = r.events.runtime_suspensions > 0;
         for g in r.gcs.iter().take(top) {
             let _ = writeln!(
                 o,
@@ -123,7 +124,11 @@ pub fn render(r: &Report, top: usize) -> String {
                 g.index,
                 g.generation,
                 g.reason,
-                ns(g.pause_ns),
+                if recorded {
+                    ns(g.pause_ns)
+                } else {
+                    "-".to_string()
+                },
                 bytes(g.heap_after.gen0),
                 bytes(g.heap_after.gen2),
                 bytes(g.heap_after.loh)

@@ -59,6 +59,29 @@ fn sees_each_induced_gen2_collection() {
     }
 }
 
+/// Sample mode records GCs but not the suspensions around them: the text report must
+/// not show a pause of 0 ns for each.
+#[test]
+fn gc_pauses_that_were_not_recorded_are_not_shown_as_zero() {
+    let dir = scratch("gc-no-pauses");
+    let trace = dir.join("t.clrprof");
+    record(&trace, &["--mode", "sample"], &["gc", "3"]);
+    let out = clrprof().arg("report").arg(&trace).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("pauses not recorded"), "{text}");
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.contains("reason") || !l.contains("pause"))
+        .skip(1)
+        .take_while(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .collect();
+    assert!(rows.len() >= 3, "{text}");
+    for row in rows {
+        let cols: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cols[3], "-", "{row}");
+    }
+}
+
 #[test]
 fn lists_the_app_classes_it_loads() {
     let dir = scratch("classes");
