@@ -210,6 +210,19 @@ pub fn emit_function_info_as(names: Option<names::FunctionNames>, index: u64) {
     }
 }
 
+/// Names a frame id that is not a FunctionID (a native module's, from the signal
+/// sampler): a FunctionInfo record with no module, class or token.
+pub fn emit_frame_name(id: u64, name: String) {
+    emit(&Event::FunctionInfo {
+        function: id,
+        module: 0,
+        class: 0,
+        token: 0,
+        name: Cow::Owned(name),
+        signature: Cow::Borrowed(""),
+    });
+}
+
 fn emit_names(id: u64, n: names::FunctionNames) {
     emit(&Event::FunctionInfo {
         function: id,

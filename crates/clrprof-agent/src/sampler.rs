@@ -228,7 +228,9 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
             };
             let stack = &frames[w.start..w.start + w.len];
             for f in stack {
-                if *f != 0 && seen.first(*f as usize) {
+                // Module frames are named by the signal sampler; never ask the runtime.
+                let managed = *f != 0 && *f & crate::symbolize::NATIVE_MODULE == 0;
+                if managed && seen.first(*f as usize) {
                     new_functions.push(*f);
                 }
             }
@@ -644,14 +646,18 @@ impl SignalCapture {
                 let begin = frames.len();
                 let mut inner = crate::symbolize::Sym::default();
                 for (k, &a) in addrs.iter().enumerate() {
-                    let f = if k == 0 {
+                    let mut f = if k == 0 {
                         symbols.leaf(info, a)
                     } else {
                         symbols.caller(info, a)
                     };
-                    // Runs of code that is not managed become one `[native]` frame (0).
-                    if f == 0 && frames.len() > begin && frames.last() == Some(&0) {
-                        continue;
+                    if f == 0 {
+                        // Not managed: named by its module (`[libcoreclr.so]`), else
+                        // `[native]` (0). A run in one module is one frame.
+                        f = symbols.native(a);
+                        if frames.len() > begin && frames.last() == Some(&f) {
+                            continue;
+                        }
                     }
                     // The Tier-0 frame an OSR method sits on is the same call: drop it.
                     let this = symbols.resolved(a);
@@ -671,7 +677,10 @@ impl SignalCapture {
                 entry.1.extend_from_slice(&frames[begin..]);
                 // Like DoStackSnapshot, which reports nothing for a thread without managed
                 // frames (runtime threads waiting in native code): no sample.
-                if frames[begin..].iter().all(|&f| f == 0) {
+                if frames[begin..]
+                    .iter()
+                    .all(|&f| f == 0 || f & crate::symbolize::NATIVE_MODULE != 0)
+                {
                     frames.truncate(begin);
                     stats.walk_failures.fetch_add(1, Ordering::Relaxed);
                     continue;
@@ -690,6 +699,9 @@ impl SignalCapture {
                     }
                 }
             }
+        }
+        for (id, name) in symbols.take_new_modules() {
+            crate::profiler::emit_frame_name(id, name);
         }
     }
 }

@@ -22,16 +22,22 @@ use crate::clock;
 /// Entries kept in the address → FunctionID cache before it is cleared.
 const MAX_CACHED: usize = 1 << 16;
 
-/// Executable address ranges, sorted by start.
+/// Bit set in the frame id of a native frame named by its module (`[libc.so.6]`): real
+/// FunctionIDs are user-space pointers and never have it. 0 stays "native, unknown".
+pub const NATIVE_MODULE: u64 = 1 << 63;
+
+/// Executable address ranges, sorted by start, with the file each maps (if any).
 #[derive(Debug, Default)]
 pub struct ExecMap {
     ranges: Vec<(u64, u64)>,
+    /// Per range: the mapped file's name (no directory), empty for anonymous memory.
+    files: Vec<String>,
 }
 
 impl ExecMap {
     /// Parses `/proc/PID/maps` text: every range whose permissions include `x`.
     pub fn parse(maps: &str) -> ExecMap {
-        let mut ranges: Vec<(u64, u64)> = maps
+        let mut ranges: Vec<((u64, u64), String)> = maps
             .lines()
             .filter_map(|line| {
                 let mut parts = line.split_whitespace();
@@ -43,11 +49,31 @@ impl ExecMap {
                 let (a, b) = range.split_once('-')?;
                 let start = u64::from_str_radix(a, 16).ok()?;
                 let end = u64::from_str_radix(b, 16).ok()?;
-                (start < end).then_some((start, end))
+                // offset, device, inode, then the path (absent for anonymous memory).
+                let path = parts.nth(3).unwrap_or("");
+                // The runtime's double-mapped code (`/memfd:doublemapper (deleted)`) holds
+                // stubs, not a library: left unnamed like anonymous memory.
+                let file = if path.starts_with('/') && !path.starts_with("/memfd:") {
+                    path.rsplit('/').next().unwrap_or("").to_string()
+                } else {
+                    String::new()
+                };
+                (start < end).then_some(((start, end), file))
             })
             .collect();
         ranges.sort_unstable();
-        ExecMap { ranges }
+        let (ranges, files) = ranges.into_iter().unzip();
+        ExecMap { ranges, files }
+    }
+
+    /// The name of the file mapped at `addr`, if it is executable and file-backed.
+    pub fn file_at(&self, addr: u64) -> Option<&str> {
+        let i = self.ranges.partition_point(|r| r.0 <= addr);
+        if i == 0 || addr >= self.ranges[i - 1].1 {
+            return None;
+        }
+        let f = self.files[i - 1].as_str();
+        (!f.is_empty()).then_some(f)
     }
 
     /// Whether all of `[from, to)` lies in executable mappings (adjacent ones count).
@@ -121,6 +147,10 @@ pub fn is_osr_pair(inner: Sym, outer: Sym) -> bool {
 
 pub struct Symbolizer {
     cache: HashMap<u64, Sym>,
+    /// Module file name → its native frame id ([`NATIVE_MODULE`] | n).
+    modules: HashMap<String, u64>,
+    /// Modules given an id since the last [`take_new_modules`](Self::take_new_modules).
+    new_modules: Vec<(u64, String)>,
     exec: ExecMap,
     refreshed_ns: u64,
     /// Set when executing managed code was seen outside the known executable ranges.
@@ -138,6 +168,8 @@ impl Symbolizer {
     pub fn new() -> Symbolizer {
         Symbolizer {
             cache: HashMap::with_capacity(4096),
+            modules: HashMap::new(),
+            new_modules: Vec::new(),
             exec: ExecMap::default(),
             refreshed_ns: 0,
             stale: true,
@@ -192,6 +224,27 @@ impl Symbolizer {
         };
         self.cache.insert(ret_minus_1, s);
         s.function
+    }
+
+    /// The frame id for code at `addr` that is not managed: its module's, when `addr` is
+    /// in a file-backed executable mapping, else 0 (`[native]`). Only for addresses the
+    /// walk already accepted (the IP, or return addresses of frame records).
+    pub fn native(&mut self, addr: u64) -> u64 {
+        let Some(file) = self.exec.file_at(addr) else {
+            return 0;
+        };
+        if let Some(&id) = self.modules.get(file) {
+            return id;
+        }
+        let id = NATIVE_MODULE | (self.modules.len() as u64 + 1);
+        self.modules.insert(file.to_string(), id);
+        self.new_modules.push((id, format!("[{file}]")));
+        id
+    }
+
+    /// Module frames named since the last call: (id, `[file]`), to be written once.
+    pub fn take_new_modules(&mut self) -> Vec<(u64, String)> {
+        std::mem::take(&mut self.new_modules)
     }
 
     fn trim(&mut self) {
@@ -259,12 +312,14 @@ mod tests {
 7f0000000000-7f0000001000 rwxp 00000000 00:00 0
 7f0000001000-7f0000002000 r-xp 00000000 00:00 0
 7f0000005000-7f0000006000 ---p 00000000 00:00 0
+7f0000010000-7f0000020000 r-xp 00028000 08:01 456 /usr/lib/x86_64-linux-gnu/libc.so.6
+7f0000030000-7f0000040000 r-xp 00000000 00:01 789 /memfd:doublemapper (deleted)
 ";
 
     #[test]
     fn exec_ranges_from_maps() {
         let m = ExecMap::parse(MAPS);
-        assert_eq!(m.len(), 3);
+        assert_eq!(m.len(), 5);
         assert!(m.contains(0x55d0c0a10000, 0x55d0c0a10008));
         assert!(!m.contains(0x55d0c0a00000, 0x55d0c0a00008));
         // Spanning two adjacent executable ranges.
@@ -273,6 +328,29 @@ mod tests {
         assert!(!m.contains(0x7f0000001ffc, 0x7f0000002004));
         assert!(!m.contains(0x7f0000005000, 0x7f0000005008));
         assert!(!m.contains(0x1000, 0x1008));
+    }
+
+    #[test]
+    fn native_frames_are_named_by_their_file() {
+        let m = ExecMap::parse(MAPS);
+        assert_eq!(m.file_at(0x7f0000010000), Some("libc.so.6"));
+        assert_eq!(m.file_at(0x7f000001ffff), Some("libc.so.6"));
+        assert_eq!(m.file_at(0x7f0000020000), None);
+        assert_eq!(m.file_at(0x55d0c0a10008), Some("dotnet"));
+        // Anonymous and double-mapped runtime code, and non-executable ranges: unnamed.
+        assert_eq!(m.file_at(0x7f0000000008), None);
+        assert_eq!(m.file_at(0x7f0000030008), None);
+        assert_eq!(m.file_at(0x55d0c0a00008), None);
+        let mut s = Symbolizer::new();
+        s.exec = m;
+        let libc = s.native(0x7f0000010010);
+        assert_eq!(libc & NATIVE_MODULE, NATIVE_MODULE);
+        assert_eq!(s.native(0x7f0000018000), libc);
+        assert_ne!(s.native(0x55d0c0a10008), libc);
+        assert_eq!(s.native(0x7f0000000008), 0);
+        let names: Vec<String> = s.take_new_modules().into_iter().map(|m| m.1).collect();
+        assert_eq!(names, ["[libc.so.6]", "[dotnet]"]);
+        assert!(s.take_new_modules().is_empty());
     }
 
     #[test]

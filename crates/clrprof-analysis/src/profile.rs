@@ -8,7 +8,7 @@ use clrprof_export::{Call, CallPath, Frame, FrameKind, Profile, Sample, ThreadPr
 
 use crate::calltree;
 use crate::names::Names;
-use crate::samples::{self, NATIVE};
+use crate::samples;
 use crate::threads::ThreadNames;
 use crate::timeline::Trace;
 
@@ -73,7 +73,9 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
         frames.push(Frame {
             name: name.to_string(),
             module: None,
-            kind: if name == NATIVE {
+            kind: if samples::is_runtime(name) {
+                FrameKind::Runtime
+            } else if samples::is_native(name) {
                 FrameKind::Native
             } else {
                 FrameKind::Managed

@@ -15,6 +15,17 @@ use crate::timeline::TimedEvent;
 /// The name given to a run of native (unmanaged) frames.
 pub const NATIVE: &str = "[native]";
 
+/// Whether a frame name stands for code that is not managed: `[native]`, or a native
+/// module the signal sampler named (`[libcoreclr.so]`, `[libc.so.6]`).
+pub fn is_native(name: &str) -> bool {
+    name == NATIVE || (name.starts_with("[lib") && name.ends_with(']'))
+}
+
+/// Whether a native frame is the runtime itself (the VM, GC and JIT libraries).
+pub fn is_runtime(name: &str) -> bool {
+    matches!(name, "[libcoreclr.so]" | "[libclrjit.so]")
+}
+
 /// One sample, leaf first, with names resolved.
 #[derive(Debug, Clone)]
 pub struct NamedSample {
@@ -78,8 +89,8 @@ pub fn named_samples(events: &[TimedEvent<'_>], names: &Names) -> Vec<NamedSampl
                 } else {
                     names.function(*f)
                 };
-                // Consecutive native runs collapse into one frame.
-                if name == NATIVE && stack.last().map(String::as_str) == Some(NATIVE) {
+                // Consecutive native runs (of one module) collapse into one frame.
+                if is_native(&name) && stack.last() == Some(&name) {
                     continue;
                 }
                 stack.push(name);
@@ -205,5 +216,16 @@ mod tests {
         let m = v.iter().find(|f| f.name == "Main").unwrap();
         assert_eq!((m.self_samples, m.total_samples), (0, 3));
         assert_eq!(v[0].name, "A");
+    }
+
+    #[test]
+    fn native_module_frames() {
+        for n in [NATIVE, "[libc.so.6]", "[libcoreclr.so]", "[libclrjit.so]"] {
+            assert!(is_native(n), "{n}");
+        }
+        for n in ["Main", "[deeper frames]", "Demo.[weird]"] {
+            assert!(!is_native(n), "{n}");
+        }
+        assert!(is_runtime("[libcoreclr.so]") && !is_runtime("[libc.so.6]"));
     }
 }

@@ -175,6 +175,20 @@ fn sleeping_thread(sampler: &str) {
         "SleepLoop is not on most of the sleeping thread's stacks: {:#}",
         function(&r, "Scenarios.Sleeper.SleepLoop").unwrap_or(&Value::Null)
     );
+    if sampler == "signal" {
+        // The signal sampler names native code by module: the sleeper waits in libc
+        // (nanosleep), reached through the runtime.
+        for (module, min) in [("[libc.so.6]", "self"), ("[libcoreclr.so]", "total")] {
+            let n = function(&r, module)
+                .map(|f| f[format!("{min}_samples")].as_u64().unwrap())
+                .unwrap_or(0);
+            assert!(
+                n * 2 > s_samples,
+                "{module}: {min} {n} of {s_samples}: {:#}",
+                r["functions"]
+            );
+        }
+    }
 }
 
 #[test]
