@@ -43,23 +43,31 @@ pub fn encode_elt(out: &mut [u8; 32], kind: EltKind, ts: u64, function: u64, sp:
 /// timestamp and let the writer fill in the delta; the fields are copied untouched.
 /// Returns false (and appends nothing) when `record` is not one well-formed record.
 pub fn rebase_ts(out: &mut Vec<u8>, record: &[u8], ts: u64) -> bool {
-    let Some(&kind) = record.first() else {
+    let Some((kind, p)) = fields_start(record) else {
         return false;
     };
-    let mut p = 1;
-    let Ok(len) = leb128::read_u64(record, &mut p) else {
-        return false;
-    };
-    if usize::try_from(len).ok().and_then(|l| p.checked_add(l)) != Some(record.len()) {
-        return false;
-    }
-    if leb128::read_u64(record, &mut p).is_err() {
-        return false;
-    }
     let start = begin(out, kind, ts);
     out.extend_from_slice(&record[p..]);
     finish(out, start);
     true
+}
+
+/// Whether `record` is exactly one record (kind, length covering the rest, timestamp).
+pub(crate) fn is_one_record(record: &[u8]) -> bool {
+    fields_start(record).is_some()
+}
+
+/// A record's kind and where its fields start (after the timestamp), if `record` is
+/// exactly one record.
+fn fields_start(record: &[u8]) -> Option<(u8, usize)> {
+    let &kind = record.first()?;
+    let mut p = 1;
+    let len = leb128::read_u64(record, &mut p).ok()?;
+    if usize::try_from(len).ok().and_then(|l| p.checked_add(l)) != Some(record.len()) {
+        return None;
+    }
+    leb128::read_u64(record, &mut p).ok()?;
+    Some((kind, p))
 }
 
 /// Appends a Sample record (kind 31) without building an [`Event`]. Byte-identical to

@@ -171,17 +171,26 @@ impl<'a> TraceReader<'a> {
     /// Opens an intact block: checks flags, decompresses into `buf` when needed and turns
     /// ring units into records (after which `header` describes the records: no flags,
     /// their count and length). `Ok(true)` means the records are now in `buf`; `Ok(false)`
-    /// that they are `payload` itself.
+    /// that they are `payload` itself. With `keep_units`, a unit payload is only checked
+    /// (as the conversion would) and stays units; `header.units()` then still says so and
+    /// `record_count` is its record count.
     pub(crate) fn open_block(
         &mut self,
         offset: usize,
         header: &mut BlockHeader,
         payload: &[u8],
         buf: &mut Vec<u8>,
+        keep_units: bool,
     ) -> Result<bool, Warning> {
         let compressed = header.compressed();
         let result = decompress(header, payload, buf).and_then(|inflated| {
             if !header.units() {
+                return Ok(inflated);
+            }
+            if keep_units {
+                let units = if inflated { &buf[..] } else { payload };
+                header.record_count = crate::units::validate(units)?;
+                header.records_len = units.len() as u32;
                 return Ok(inflated);
             }
             let mut records = Vec::new();
@@ -265,7 +274,7 @@ impl<'a> Iterator for Blocks<'_, 'a> {
                 Some(
                     match self
                         .reader
-                        .open_block(offset, &mut header, payload, &mut buf)
+                        .open_block(offset, &mut header, payload, &mut buf, false)
                     {
                         Ok(inflated) => Ok(Block {
                             offset: offset as u64,

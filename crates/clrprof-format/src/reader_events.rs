@@ -1,6 +1,6 @@
 //! The event iterator: every record of every intact block, in file order.
 
-use crate::events::kind_name;
+use crate::events::{Event, kind_name};
 use crate::reader::{DecodedEvent, TraceReader};
 use crate::records::{Record, RecordError, Records};
 use crate::scan::{Scanner, Step};
@@ -26,6 +26,9 @@ struct OpenBlock<'a> {
     ts: u64,
     /// The records, when stored uncompressed (else they are in `Events::buf`).
     borrowed: Option<&'a [u8]>,
+    /// The payload is ring units (trace mode), read as they are: an Enter or Leave unit
+    /// becomes its event without being encoded as a record and decoded again.
+    units: bool,
 }
 
 impl<'r, 'a> Events<'r, 'a> {
@@ -57,7 +60,7 @@ impl<'r, 'a> Events<'r, 'a> {
                 } => {
                     if let Ok(inflated) =
                         self.reader
-                            .open_block(offset, &mut header, payload, &mut self.buf)
+                            .open_block(offset, &mut header, payload, &mut self.buf, true)
                     {
                         self.block = Some(OpenBlock {
                             offset: offset as u64,
@@ -68,10 +71,114 @@ impl<'r, 'a> Events<'r, 'a> {
                             pos: 0,
                             ts: header.base_ts,
                             borrowed: (!inflated).then_some(payload),
+                            units: header.units(),
                         });
                         return true;
                     }
                 }
+            }
+        }
+    }
+
+    /// The next event of the open unit block, `None` at its end. Enter/Leave/Tailcall
+    /// units become events directly; a framed record is decoded as usual.
+    fn next_unit(&mut self) -> Option<Result<DecodedEvent<'a>, RecordError>> {
+        use crate::units::{Unit, next_unit};
+        let block = self.block.as_mut()?;
+        // Checked when the block was opened (`units::validate`): no errors here.
+        let (ts, event) = match block.borrowed {
+            Some(payload) => match next_unit(payload, &mut block.pos)?.ok()? {
+                Unit::Elt {
+                    ts,
+                    kind,
+                    value,
+                    sp,
+                } => (ts, elt_event(kind, value, sp)),
+                Unit::Other { ts, record } => match Records::new(record, 0).next()? {
+                    Ok(rec) => {
+                        if rec.lossy_strings > 0 {
+                            self.reader
+                                .warnings
+                                .invalid_utf8(rec.lossy_strings, block.offset);
+                        }
+                        (ts, rec.event)
+                    }
+                    Err(e) => return Some(Err(e)),
+                },
+            },
+            None => match next_unit(&self.buf, &mut block.pos)?.ok()? {
+                Unit::Elt {
+                    ts,
+                    kind,
+                    value,
+                    sp,
+                } => (ts, elt_event(kind, value, sp)),
+                Unit::Other { ts, record } => match Records::new(record, 0).next()? {
+                    Ok(rec) => {
+                        if rec.lossy_strings > 0 {
+                            self.reader
+                                .warnings
+                                .invalid_utf8(rec.lossy_strings, block.offset);
+                        }
+                        (ts, rec.event.into_owned())
+                    }
+                    Err(e) => return Some(Err(e)),
+                },
+            },
+        };
+        Some(Ok(DecodedEvent {
+            os_tid: block.os_tid,
+            ts,
+            event,
+        }))
+    }
+
+    /// Accounts for a record that could not be decoded.
+    fn skip_record(&mut self, err: RecordError) {
+        let Some(block) = self.block.as_mut() else {
+            return;
+        };
+        let offset = block.offset;
+        let stats = &mut self.reader.stats;
+        let warnings = &mut self.reader.warnings;
+        stats.records_skipped += 1;
+        match err {
+            RecordError::Truncated {
+                offset: at,
+                remaining,
+            } => {
+                block.truncated = true;
+                warnings.push(Warning::RecordTruncated {
+                    block_offset: offset,
+                    record_offset: at as u64,
+                    skipped: remaining as u64,
+                });
+            }
+            RecordError::BadTimestamp {
+                offset: at,
+                remaining,
+            } => {
+                block.truncated = true;
+                warnings.push(Warning::BadTimestamp {
+                    block_offset: offset,
+                    record_offset: at as u64,
+                    skipped: remaining as u64,
+                });
+            }
+            RecordError::UnknownKind { kind, .. } => {
+                block.found = block.found.saturating_add(1);
+                let name = self.reader.foreign_kinds.get(&kind).map(String::as_str);
+                warnings.unknown_kind(kind, name);
+            }
+            RecordError::Malformed {
+                kind,
+                field,
+                reason,
+                ..
+            } => {
+                block.found = block.found.saturating_add(1);
+                let name = kind_name(kind).unwrap_or("?");
+                warnings.malformed(kind, name, offset, format!("field `{field}`: {reason}"));
             }
         }
     }
@@ -102,89 +209,67 @@ impl<'a> Iterator for Events<'_, 'a> {
                 }
                 continue;
             };
-            let item: Option<Result<Record<'a>, RecordError>> = match block.borrowed {
-                Some(payload) => {
-                    let mut records = Records::resume(payload, block.pos, block.ts);
-                    let item = records.next();
-                    (block.pos, block.ts) = (records.position(), records.last_ts());
-                    item
-                }
-                None => {
-                    let mut records = Records::resume(&self.buf, block.pos, block.ts);
-                    let item = records.next().map(|r| {
-                        r.map(|rec| Record {
-                            offset: rec.offset,
-                            ts: rec.ts,
-                            event: rec.event.into_owned(),
-                            lossy_strings: rec.lossy_strings,
-                        })
-                    });
-                    (block.pos, block.ts) = (records.position(), records.last_ts());
-                    item
-                }
-            };
-            let Some(item) = item else {
-                self.close_block();
-                continue;
-            };
-            let (offset, os_tid) = (block.offset, block.os_tid);
-            let stats = &mut self.reader.stats;
-            let warnings = &mut self.reader.warnings;
-            match item {
-                Ok(rec) => {
-                    block.found = block.found.saturating_add(1);
-                    stats.events += 1;
-                    if rec.lossy_strings > 0 {
-                        warnings.invalid_utf8(rec.lossy_strings, offset);
+            let item: Option<Result<DecodedEvent<'a>, RecordError>> = if block.units {
+                self.next_unit()
+            } else {
+                let os_tid = block.os_tid;
+                let item = match block.borrowed {
+                    Some(payload) => {
+                        let mut records = Records::resume(payload, block.pos, block.ts);
+                        let item = records.next();
+                        (block.pos, block.ts) = (records.position(), records.last_ts());
+                        item
                     }
-                    return Some(DecodedEvent {
-                        os_tid,
-                        ts: rec.ts,
-                        event: rec.event,
-                    });
+                    None => {
+                        let mut records = Records::resume(&self.buf, block.pos, block.ts);
+                        let item = records.next().map(|r| {
+                            r.map(|rec| Record {
+                                offset: rec.offset,
+                                ts: rec.ts,
+                                event: rec.event.into_owned(),
+                                lossy_strings: rec.lossy_strings,
+                            })
+                        });
+                        (block.pos, block.ts) = (records.position(), records.last_ts());
+                        item
+                    }
+                };
+                item.map(|r| {
+                    r.map(|rec| {
+                        if rec.lossy_strings > 0 {
+                            self.reader
+                                .warnings
+                                .invalid_utf8(rec.lossy_strings, block.offset);
+                        }
+                        DecodedEvent {
+                            os_tid,
+                            ts: rec.ts,
+                            event: rec.event,
+                        }
+                    })
+                })
+            };
+            match item {
+                None => self.close_block(),
+                Some(Ok(e)) => {
+                    if let Some(b) = self.block.as_mut() {
+                        b.found = b.found.saturating_add(1);
+                    }
+                    self.reader.stats.events += 1;
+                    return Some(e);
                 }
-                Err(RecordError::Truncated {
-                    offset: at,
-                    remaining,
-                }) => {
-                    block.truncated = true;
-                    stats.records_skipped += 1;
-                    warnings.push(Warning::RecordTruncated {
-                        block_offset: offset,
-                        record_offset: at as u64,
-                        skipped: remaining as u64,
-                    });
-                }
-                Err(RecordError::BadTimestamp {
-                    offset: at,
-                    remaining,
-                }) => {
-                    block.truncated = true;
-                    stats.records_skipped += 1;
-                    warnings.push(Warning::BadTimestamp {
-                        block_offset: offset,
-                        record_offset: at as u64,
-                        skipped: remaining as u64,
-                    });
-                }
-                Err(RecordError::UnknownKind { kind, .. }) => {
-                    block.found = block.found.saturating_add(1);
-                    stats.records_skipped += 1;
-                    let name = self.reader.foreign_kinds.get(&kind).map(String::as_str);
-                    warnings.unknown_kind(kind, name);
-                }
-                Err(RecordError::Malformed {
-                    kind,
-                    field,
-                    reason,
-                    ..
-                }) => {
-                    block.found = block.found.saturating_add(1);
-                    stats.records_skipped += 1;
-                    let name = kind_name(kind).unwrap_or("?");
-                    warnings.malformed(kind, name, offset, format!("field `{field}`: {reason}"));
-                }
+                Some(Err(err)) => self.skip_record(err),
             }
         }
+    }
+}
+
+/// The event of an Enter, Leave or Tailcall unit.
+fn elt_event(kind: crate::EltKind, value: u32, sp: u32) -> Event<'static> {
+    let (function, sp) = (u64::from(value), u64::from(sp));
+    match kind {
+        crate::EltKind::Enter => Event::Enter { function, sp },
+        crate::EltKind::Leave => Event::Leave { function, sp },
+        crate::EltKind::Tailcall => Event::Tailcall { function, sp },
     }
 }

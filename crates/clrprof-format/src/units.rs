@@ -41,6 +41,95 @@ pub fn units_for_record(len: usize) -> usize {
     1 + len.div_ceil(UNIT)
 }
 
+/// One unit of a payload, or a record framed by units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit<'a> {
+    /// An Enter, Leave or Tailcall: function index and the caller SP's low half.
+    Elt {
+        ts: u64,
+        kind: EltKind,
+        value: u32,
+        sp: u32,
+    },
+    /// Another record, encoded with a placeholder timestamp; `ts` is the real one.
+    Other { ts: u64, record: &'a [u8] },
+}
+
+/// Reads the unit at `*pos` and moves past it (and the record it frames). `None` at the
+/// end of the payload or at a pad unit.
+pub fn next_unit<'a>(units: &'a [u8], pos: &mut usize) -> Option<Result<Unit<'a>, String>> {
+    let i = *pos;
+    let u = units.get(i..i + UNIT)?;
+    let ts = u64::from_le_bytes(u[0..8].try_into().unwrap_or_default());
+    let tag = u32::from_le_bytes(u[8..12].try_into().unwrap_or_default());
+    let sp = u32::from_le_bytes(u[12..16].try_into().unwrap_or_default());
+    let value = tag & TAG_VALUE_MAX;
+    let kind = match tag & !TAG_VALUE_MAX {
+        TAG_ENTER => EltKind::Enter,
+        TAG_LEAVE => EltKind::Leave,
+        TAG_TAILCALL => EltKind::Tailcall,
+        _ => {
+            if value == PAD {
+                *pos = units.len();
+                return None;
+            }
+            let len = value as usize;
+            let end = i + UNIT + len;
+            if end > units.len() {
+                *pos = units.len();
+                return Some(Err(format!(
+                    "unit {}: a {len}-byte record runs past the payload's end",
+                    i / UNIT
+                )));
+            }
+            *pos = i + units_for_record(len) * UNIT;
+            return Some(Ok(Unit::Other {
+                ts,
+                record: &units[i + UNIT..end],
+            }));
+        }
+    };
+    *pos = i + UNIT;
+    Some(Ok(Unit::Elt {
+        ts,
+        kind,
+        value,
+        sp,
+    }))
+}
+
+fn whole_units(units: &[u8]) -> Result<(), String> {
+    if units.len().is_multiple_of(UNIT) {
+        Ok(())
+    } else {
+        Err(format!(
+            "unit payload of {} bytes is not a whole number of {UNIT}-byte units",
+            units.len()
+        ))
+    }
+}
+
+/// Checks a unit payload as [`units_to_records`] would and counts its records, without
+/// converting it (for readers that take the units as they are, see [`next_unit`]).
+pub fn validate(units: &[u8]) -> Result<u32, String> {
+    whole_units(units)?;
+    let mut pos = 0;
+    let mut count = 0u32;
+    while let Some(u) = next_unit(units, &mut pos) {
+        if let Unit::Other { record, .. } = u?
+            && !crate::encode::is_one_record(record)
+        {
+            return Err(format!(
+                "unit {}: malformed {}-byte record",
+                pos / UNIT - units_for_record(record.len()),
+                record.len()
+            ));
+        }
+        count += 1;
+    }
+    Ok(count)
+}
+
 /// Appends the records of a unit payload to `out`, with timestamp deltas starting from
 /// `*running_ts` (left at the last record's timestamp). Returns the number of records.
 /// A malformed payload is an error naming the unit; records before it stay in `out`.
@@ -49,61 +138,44 @@ pub fn units_to_records(
     running_ts: &mut u64,
     out: &mut Vec<u8>,
 ) -> Result<u32, String> {
-    if !units.len().is_multiple_of(UNIT) {
-        return Err(format!(
-            "unit payload of {} bytes is not a whole number of {UNIT}-byte units",
-            units.len()
-        ));
-    }
+    whole_units(units)?;
     out.reserve(units.len() / UNIT * ELT_OUT_MAX + ELT_RECORD_MAX);
-    let mut i = 0;
+    let mut pos = 0;
     let mut count = 0u32;
     let mut buf = [0u8; ELT_RECORD_MAX];
-    while i < units.len() {
-        let u = &units[i..i + UNIT];
-        let ts = u64::from_le_bytes(u[0..8].try_into().unwrap_or_default());
-        let tag = u32::from_le_bytes(u[8..12].try_into().unwrap_or_default());
-        let sp = u32::from_le_bytes(u[12..16].try_into().unwrap_or_default());
-        let value = tag & TAG_VALUE_MAX;
-        let kind = match tag & !TAG_VALUE_MAX {
-            TAG_ENTER => EltKind::Enter,
-            TAG_LEAVE => EltKind::Leave,
-            TAG_TAILCALL => EltKind::Tailcall,
-            _ => {
-                if value == PAD {
-                    break;
-                }
-                let len = value as usize;
-                let end = i + UNIT + len;
-                if end > units.len() {
+    while let Some(u) = next_unit(units, &mut pos) {
+        match u? {
+            Unit::Other { ts, record } => {
+                if !rebase_ts(out, record, ts.wrapping_sub(*running_ts)) {
                     return Err(format!(
-                        "unit {}: a {len}-byte record runs past the payload's end",
-                        i / UNIT
+                        "unit {}: malformed {}-byte record",
+                        pos / UNIT - units_for_record(record.len()),
+                        record.len()
                     ));
                 }
-                if !rebase_ts(out, &units[i + UNIT..end], ts.wrapping_sub(*running_ts)) {
-                    return Err(format!("unit {}: malformed {len}-byte record", i / UNIT));
-                }
                 *running_ts = ts;
-                count += 1;
-                i += units_for_record(len) * UNIT;
-                continue;
             }
-        };
-        let n = encode_elt(
-            &mut buf,
-            kind,
-            ts.wrapping_sub(*running_ts),
-            u64::from(value),
-            u64::from(sp),
-        );
-        // A fixed-size copy (no memmove call for a handful of bytes), then cut back.
-        let len = out.len();
-        out.extend_from_slice(&buf);
-        out.truncate(len + n);
-        *running_ts = ts;
+            Unit::Elt {
+                ts,
+                kind,
+                value,
+                sp,
+            } => {
+                let n = encode_elt(
+                    &mut buf,
+                    kind,
+                    ts.wrapping_sub(*running_ts),
+                    u64::from(value),
+                    u64::from(sp),
+                );
+                // A fixed-size copy (no memmove call for a handful of bytes), then cut back.
+                let len = out.len();
+                out.extend_from_slice(&buf);
+                out.truncate(len + n);
+                *running_ts = ts;
+            }
+        }
         count += 1;
-        i += UNIT;
     }
     Ok(count)
 }

@@ -180,3 +180,73 @@ fn unit_blocks_read_as_records_compressed_or_not() {
     let mut scratch = Vec::new();
     assert!(write_units_block(&mut Vec::new(), &mut scratch, 1, &[0; 20], false).is_err());
 }
+
+/// Readers take unit payloads as they are (no conversion to records): records framed by
+/// units, pads, and a damaged unit block, which is skipped whole as before.
+#[test]
+fn unit_blocks_with_framed_records_pads_and_damage() {
+    let unit = |ts: u64, tag: u32, sp: u32| {
+        let mut u = ts.to_le_bytes().to_vec();
+        u.extend_from_slice(&tag.to_le_bytes());
+        u.extend_from_slice(&sp.to_le_bytes());
+        u
+    };
+    let framed = |ts: u64, ev: &Event<'_>| {
+        let mut rec = Vec::new();
+        encode(&mut rec, 0, ev);
+        let mut u = unit(ts, units::TAG_OTHER | rec.len() as u32, 0);
+        rec.resize(rec.len().div_ceil(units::UNIT) * units::UNIT, 0);
+        u.extend_from_slice(&rec);
+        u
+    };
+    let name = Event::ThreadName {
+        thread: 7,
+        name: "unit-framed name".into(),
+    };
+    let mut good = unit(100, units::TAG_ENTER | 3, 0x1000);
+    good.extend(framed(105, &name));
+    good.extend(unit(110, units::TAG_LEAVE | 3, 0x1000));
+    good.extend(unit(0, units::TAG_OTHER | units::PAD, 0));
+    good.extend(unit(999, units::TAG_ENTER | 9, 9)); // after the pad: not an event
+    // A framed record that runs past the payload.
+    let mut bad = unit(200, units::TAG_ENTER | 4, 0x2000);
+    bad.extend(unit(210, units::TAG_OTHER | 64, 0));
+    for compress in [false, true] {
+        let mut file = Vec::new();
+        write_file_header(&mut file, &fixed_header()).unwrap();
+        let mut scratch = Vec::new();
+        write_units_block(&mut file, &mut scratch, 1, &bad, compress).unwrap();
+        write_units_block(&mut file, &mut scratch, 2, &good, compress).unwrap();
+        let mut reader = TraceReader::new(&file).unwrap();
+        let got: Vec<_> = reader
+            .events()
+            .map(|e| (e.os_tid, e.ts, e.event.into_owned()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    2,
+                    100,
+                    Event::Enter {
+                        function: 3,
+                        sp: 0x1000
+                    }
+                ),
+                (2, 105, name.clone().into_owned()),
+                (
+                    2,
+                    110,
+                    Event::Leave {
+                        function: 3,
+                        sp: 0x1000
+                    }
+                ),
+            ],
+            "compress {compress}"
+        );
+        let w = reader.warnings();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].to_string().contains("past the payload"), "{}", w[0]);
+    }
+}
