@@ -328,6 +328,8 @@ fn trace(runs: usize) -> Result<()> {
         ("clrprof --mode trace", &full1),
     ];
     let (wall, fib) = run_fib_configs(runs, &configs)?;
+    // The last run of the round was the full trace: check it recorded what it cost.
+    verify_trace(&clrprof, &out, "Scenarios.FibScenario.Fib", calls as u64)?;
     let per_call = |a: Duration, b: Duration| (a.as_secs_f64() - b.as_secs_f64()) / calls * 1e9;
     println!(
         "ns added per traced call (enter+leave, recorded to disk): {:.1} ns inside Fib; \
@@ -360,6 +362,40 @@ fn trace(runs: usize) -> Result<()> {
          the writer competes with the app for a core); slowdown {:.2}× (whole process)",
         per_call(fib2[2], fib2[1]),
         wall2[2].as_secs_f64() / wall2[0].as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Reports `trace` and checks that `function` was recorded `calls` times with nothing
+/// lost: a figure for a tracer that dropped events would be meaningless.
+fn verify_trace(clrprof: &Path, trace: &Path, function: &str, calls: u64) -> Result<()> {
+    let out = Command::new(clrprof)
+        .args(["report", "--json"])
+        .arg(trace)
+        .output()?;
+    if !out.status.success() {
+        bail!(
+            "clrprof report failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let got = r["functions"]
+        .as_array()
+        .and_then(|f| f.iter().find(|f| f["name"] == function))
+        .and_then(|f| f["calls"].as_u64())
+        .unwrap_or(0);
+    let lost = r["lost_events"].as_u64().unwrap_or(u64::MAX);
+    let bytes = std::fs::metadata(trace).map(|m| m.len()).unwrap_or(0);
+    if got != calls || lost != 0 {
+        bail!(
+            "the traced run recorded {got} calls of {function} (want {calls}), {lost} events lost"
+        );
+    }
+    println!(
+        "verified: the last traced run recorded all {calls} calls of {function}, 0 events lost \
+         ({:.0} MB of trace)",
+        bytes as f64 / 1e6
     );
     Ok(())
 }
