@@ -57,6 +57,17 @@ static DROP_WHEN_FULL: AtomicBool = AtomicBool::new(false);
 pub static ACCEPTING: AtomicBool = AtomicBool::new(false);
 /// Events lost outside any slot (no writer, dead thread without a slot…).
 static LOST_GLOBAL: AtomicU64 = AtomicU64::new(0);
+/// Exact mode: how often a thread found its ring full and waited, and for how long.
+static WAITS: AtomicU64 = AtomicU64::new(0);
+static WAITED_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Times a thread waited for the writer (exact mode, ring full), and the ns it waited.
+pub fn waits() -> (u64, u64) {
+    (
+        WAITS.load(Ordering::Relaxed),
+        WAITED_NS.load(Ordering::Relaxed),
+    )
+}
 static PTHREAD_KEY: AtomicUsize = AtomicUsize::new(usize::MAX);
 /// Records emitted by threads that have no usable slot (re-entrant or exiting), drained
 /// by the writer into a process-wide block. Rare by construction.
@@ -269,9 +280,22 @@ fn write_waiting(
     mut write: impl FnMut(&Ring, &mut u64) -> Result<(), Full>,
 ) -> bool {
     let mut spins = 0u32;
+    let mut waiting_since = 0u64;
+    let done = |since: u64| {
+        if since != 0 {
+            WAITS.fetch_add(1, Ordering::Relaxed);
+            WAITED_NS.fetch_add(
+                clock::monotonic_ns().saturating_sub(since),
+                Ordering::Relaxed,
+            );
+        }
+    };
     loop {
         match write(&slot.ring, limit) {
-            Ok(()) => return true,
+            Ok(()) => {
+                done(waiting_since);
+                return true;
+            }
             Err(Full::TooLarge) => {
                 slot.lost.fetch_add(1, Ordering::Relaxed);
                 return false;
@@ -280,9 +304,13 @@ fn write_waiting(
         }
         if DROP_WHEN_FULL.load(Ordering::Relaxed) || !ACCEPTING.load(Ordering::Acquire) {
             slot.lost.fetch_add(1, Ordering::Relaxed);
+            done(waiting_since);
             return false;
         }
         // Exact mode: wait for the writer to make room.
+        if waiting_since == 0 {
+            waiting_since = clock::monotonic_ns().max(1);
+        }
         crate::writer::wake();
         spins += 1;
         if spins < 16 {

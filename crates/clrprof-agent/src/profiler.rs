@@ -92,6 +92,15 @@ impl Session {
                     String::new()
                 }
             );
+            let (waits, waited_ns) = crate::buffers::waits();
+            if waits > 0 {
+                log!(
+                    "exact mode: threads found their buffer full and waited for the writer {waits} \
+                     time(s), {:.1} ms in all (the writer fell behind: a slow disk or small buffers, \
+                     --buffer-kb; `--on-full drop` drops and counts instead)",
+                    waited_ns as f64 / 1e6
+                );
+            }
             if crate::tpmap::collisions() > 0 {
                 log!(
                     "trace: {} thread(s) shared a fast-path table entry and used the slow path",

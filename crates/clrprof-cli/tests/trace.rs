@@ -471,3 +471,34 @@ fn drop_mode_counts_what_it_drops_and_the_report_says_so() {
         "report does not state the loss:\n{text}"
     );
 }
+
+/// Exact mode (the default) with the same far too small ring: the traced thread waits
+/// for the writer instead, nothing is lost, every call is recorded, and the agent says
+/// how often it waited.
+#[test]
+fn exact_mode_waits_for_the_writer_and_says_so() {
+    let dir = scratch("trace-exact-small");
+    let trace = dir.join("t.clrprof");
+    let out = record(
+        &trace,
+        &[
+            "--mode",
+            "trace",
+            "--include",
+            "Scenarios.*",
+            "--buffer-kb",
+            "4",
+        ],
+        &["fib", "22"],
+    );
+    assert_eq!(results(&out)["fib_calls"], "57313");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("waited for the writer"),
+        "agent log:\n{stderr}"
+    );
+    assert!(!stderr.contains("LOST"), "agent log:\n{stderr}");
+    let r = report_json(&trace);
+    assert_eq!(r["lost_events"], 0);
+    assert_eq!(calls(&functions(&r), "Scenarios.FibScenario.Fib"), 57313);
+}
