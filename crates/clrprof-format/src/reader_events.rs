@@ -4,7 +4,7 @@ use crate::events::{Event, kind_name};
 use crate::reader::{DecodedEvent, TraceReader};
 use crate::records::{Record, RecordError, Records};
 use crate::scan::{Scanner, Step};
-use crate::warning::Warning;
+use crate::warning::{Warning, Warnings};
 
 /// Iterator over the events of a trace; see [`TraceReader::events`].
 pub struct Events<'r, 'a> {
@@ -83,54 +83,22 @@ impl<'r, 'a> Events<'r, 'a> {
     /// The next event of the open unit block, `None` at its end. Enter/Leave/Tailcall
     /// units become events directly; a framed record is decoded as usual.
     fn next_unit(&mut self) -> Option<Result<DecodedEvent<'a>, RecordError>> {
-        use crate::units::{Unit, next_unit};
+        use crate::units::next_unit;
         let block = self.block.as_mut()?;
+        let warnings = &mut self.reader.warnings;
         // Checked when the block was opened (`units::validate`): no errors here.
-        let (ts, event) = match block.borrowed {
-            Some(payload) => match next_unit(payload, &mut block.pos)?.ok()? {
-                Unit::Elt {
-                    ts,
-                    kind,
-                    value,
-                    sp,
-                } => (ts, elt_event(kind, value, sp)),
-                Unit::Other { ts, record } => match Records::new(record, 0).next()? {
-                    Ok(rec) => {
-                        if rec.lossy_strings > 0 {
-                            self.reader
-                                .warnings
-                                .invalid_utf8(rec.lossy_strings, block.offset);
-                        }
-                        (ts, rec.event)
-                    }
-                    Err(e) => return Some(Err(e)),
-                },
-            },
-            None => match next_unit(&self.buf, &mut block.pos)?.ok()? {
-                Unit::Elt {
-                    ts,
-                    kind,
-                    value,
-                    sp,
-                } => (ts, elt_event(kind, value, sp)),
-                Unit::Other { ts, record } => match Records::new(record, 0).next()? {
-                    Ok(rec) => {
-                        if rec.lossy_strings > 0 {
-                            self.reader
-                                .warnings
-                                .invalid_utf8(rec.lossy_strings, block.offset);
-                        }
-                        (ts, rec.event.into_owned())
-                    }
-                    Err(e) => return Some(Err(e)),
-                },
-            },
+        let decoded = match block.borrowed {
+            Some(payload) => {
+                let unit = next_unit(payload, &mut block.pos)?.ok()?;
+                unit_event(unit, warnings, block.offset)?
+            }
+            None => {
+                let unit = next_unit(&self.buf, &mut block.pos)?.ok()?;
+                unit_event(unit, warnings, block.offset)?.map(|(ts, e)| (ts, e.into_owned()))
+            }
         };
-        Some(Ok(DecodedEvent {
-            os_tid: block.os_tid,
-            ts,
-            event,
-        }))
+        let os_tid = block.os_tid;
+        Some(decoded.map(|(ts, event)| DecodedEvent { os_tid, ts, event }))
     }
 
     /// Accounts for a record that could not be decoded.
@@ -260,6 +228,30 @@ impl<'a> Iterator for Events<'_, 'a> {
                 }
                 Some(Err(err)) => self.skip_record(err),
             }
+        }
+    }
+}
+
+/// The event of one unit (with its real timestamp); a framed record is decoded as usual.
+fn unit_event<'p>(
+    unit: crate::units::Unit<'p>,
+    warnings: &mut Warnings,
+    block_offset: u64,
+) -> Option<Result<(u64, Event<'p>), RecordError>> {
+    match unit {
+        crate::units::Unit::Elt {
+            ts,
+            kind,
+            value,
+            sp,
+        } => Some(Ok((ts, elt_event(kind, value, sp)))),
+        crate::units::Unit::Other { ts, record } => {
+            Some(Records::new(record, 0).next()?.map(|rec| {
+                if rec.lossy_strings > 0 {
+                    warnings.invalid_utf8(rec.lossy_strings, block_offset);
+                }
+                (ts, rec.event)
+            }))
         }
     }
 }
