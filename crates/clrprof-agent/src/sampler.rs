@@ -229,8 +229,7 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
             let stack = &frames[w.start..w.start + w.len];
             for f in stack {
                 // Module frames are named by the signal sampler; never ask the runtime.
-                let managed = *f != 0 && *f & crate::symbolize::NATIVE_MODULE == 0;
-                if managed && seen.first(*f as usize) {
+                if !clrprof_format::is_native_frame(*f) && seen.first(*f as usize) {
                     new_functions.push(*f);
                 }
             }
@@ -679,7 +678,7 @@ impl SignalCapture {
                 // frames (runtime threads waiting in native code): no sample.
                 if frames[begin..]
                     .iter()
-                    .all(|&f| f == 0 || f & crate::symbolize::NATIVE_MODULE != 0)
+                    .all(|&f| clrprof_format::is_native_frame(f))
                 {
                     frames.truncate(begin);
                     stats.walk_failures.fetch_add(1, Ordering::Relaxed);

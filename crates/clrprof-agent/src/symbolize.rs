@@ -22,9 +22,9 @@ use crate::clock;
 /// Entries kept in the address → FunctionID cache before it is cleared.
 const MAX_CACHED: usize = 1 << 16;
 
-/// Bit set in the frame id of a native frame named by its module (`[libc.so.6]`): real
-/// FunctionIDs are user-space pointers and never have it. 0 stays "native, unknown".
-pub const NATIVE_MODULE: u64 = 1 << 63;
+/// Bit set in the frame id of a native frame named by its module (`[libc.so.6]`); 0 stays
+/// "native, unknown" (see the trace format).
+pub use clrprof_format::NATIVE_MODULE_FRAME as NATIVE_MODULE;
 
 /// Executable address ranges, sorted by start, with the file each maps (if any).
 #[derive(Debug, Default)]

@@ -1,6 +1,6 @@
 //! Name tables rebuilt from the trace: the agent writes each name once per id.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use clrprof_format::Event;
 
@@ -16,6 +16,9 @@ pub struct FunctionName {
 pub struct Names {
     pub functions: HashMap<u64, FunctionName>,
     pub classes: HashMap<u64, String>,
+    /// Names of native modules' frames (`[libc.so.6]`), from their frame ids
+    /// ([`clrprof_format::NATIVE_MODULE_FRAME`]).
+    pub native_modules: HashSet<String>,
 }
 
 impl Names {
@@ -29,6 +32,9 @@ impl Names {
                     signature,
                     ..
                 } => {
+                    if *function & clrprof_format::NATIVE_MODULE_FRAME != 0 {
+                        n.native_modules.insert(name.to_string());
+                    }
                     n.functions.insert(
                         *function,
                         FunctionName {
@@ -51,6 +57,11 @@ impl Names {
             }
         }
         n
+    }
+
+    /// Whether a frame name stands for native code: `[native]` or a native module.
+    pub fn is_native(&self, name: &str) -> bool {
+        name == crate::samples::NATIVE || self.native_modules.contains(name)
     }
 
     pub fn function(&self, id: u64) -> String {

@@ -73,12 +73,12 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
         frames.push(Frame {
             name: name.to_string(),
             module: None,
-            kind: if samples::is_runtime(name) {
-                FrameKind::Runtime
-            } else if samples::is_native(name) {
-                FrameKind::Native
-            } else {
+            kind: if !names.is_native(name) {
                 FrameKind::Managed
+            } else if samples::is_runtime(name) {
+                FrameKind::Runtime
+            } else {
+                FrameKind::Native
             },
         });
         index.insert(name.to_string(), i);

@@ -15,13 +15,8 @@ use crate::timeline::TimedEvent;
 /// The name given to a run of native (unmanaged) frames.
 pub const NATIVE: &str = "[native]";
 
-/// Whether a frame name stands for code that is not managed: `[native]`, or a native
-/// module the signal sampler named (`[libcoreclr.so]`, `[libc.so.6]`).
-pub fn is_native(name: &str) -> bool {
-    name == NATIVE || (name.starts_with("[lib") && name.ends_with(']'))
-}
-
-/// Whether a native frame is the runtime itself (the VM, GC and JIT libraries).
+/// Whether a native module's frame is the runtime itself (the VM, GC and JIT libraries).
+/// Ask [`Names::is_native`] first.
 pub fn is_runtime(name: &str) -> bool {
     matches!(name, "[libcoreclr.so]" | "[libclrjit.so]")
 }
@@ -90,7 +85,7 @@ pub fn named_samples(events: &[TimedEvent<'_>], names: &Names) -> Vec<NamedSampl
                     names.function(*f)
                 };
                 // Consecutive native runs (of one module) collapse into one frame.
-                if is_native(&name) && stack.last() == Some(&name) {
+                if clrprof_format::is_native_frame(*f) && stack.last() == Some(&name) {
                     continue;
                 }
                 stack.push(name);
@@ -220,11 +215,46 @@ mod tests {
 
     #[test]
     fn native_module_frames() {
-        for n in [NATIVE, "[libc.so.6]", "[libcoreclr.so]", "[libclrjit.so]"] {
-            assert!(is_native(n), "{n}");
+        use clrprof_format::NATIVE_MODULE_FRAME;
+        use std::borrow::Cow;
+        let mut events = Vec::new();
+        let modules = [
+            "[libc.so.6]",
+            "[libcoreclr.so]",
+            "[libclrjit.so]",
+            "[ld-linux-x86-64.so.2]",
+            "[dotnet]",
+        ];
+        for (i, n) in modules
+            .iter()
+            .chain(["Main", "[deeper frames]"].iter())
+            .enumerate()
+        {
+            let module = i < modules.len();
+            let id = if module {
+                NATIVE_MODULE_FRAME | (i as u64 + 1)
+            } else {
+                0x7f00 + i as u64
+            };
+            events.push(TimedEvent {
+                ns: 0,
+                os_tid: 1,
+                event: Event::FunctionInfo {
+                    function: id,
+                    module: 0,
+                    class: 0,
+                    token: 0,
+                    name: Cow::Borrowed(n),
+                    signature: Cow::Borrowed(""),
+                },
+            });
+        }
+        let names = Names::collect(&events);
+        for n in [NATIVE].iter().chain(modules.iter()) {
+            assert!(names.is_native(n), "{n}");
         }
         for n in ["Main", "[deeper frames]", "Demo.[weird]"] {
-            assert!(!is_native(n), "{n}");
+            assert!(!names.is_native(n), "{n}");
         }
         assert!(is_runtime("[libcoreclr.so]") && !is_runtime("[libc.so.6]"));
     }

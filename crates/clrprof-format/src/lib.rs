@@ -71,3 +71,13 @@ pub use reader::{Block, Blocks, DecodedEvent, ReadStats, TraceReader, read_all};
 pub use reader_events::Events;
 pub use records::{Record, RecordError, Records};
 pub use warning::{DamageCause, Warning};
+
+/// Set in a `Sample` frame id that stands for a native module (a run of frames in, say,
+/// `libcoreclr.so`), named by a `FunctionInfo` record under that id. FunctionIDs are
+/// user-space pointers and never have it; frame id 0 is native code of unknown module.
+pub const NATIVE_MODULE_FRAME: u64 = 1 << 63;
+
+/// Whether a `Sample` frame id is native code (a module's or unknown), not a function.
+pub fn is_native_frame(id: u64) -> bool {
+    id == 0 || id & NATIVE_MODULE_FRAME != 0
+}
