@@ -303,18 +303,7 @@ pub fn build(
     threads: &ThreadNames,
     max_depth: usize,
 ) -> CallTrees {
-    build_with_intervals(events, names, threads, max_depth, false)
-}
-
-/// As [`build`], and with `keep_intervals` also every call's interval (for exports).
-pub fn build_with_intervals(
-    events: &[TimedEvent<'_>],
-    names: &Names,
-    threads: &ThreadNames,
-    max_depth: usize,
-    keep_intervals: bool,
-) -> CallTrees {
-    let mut b = Builder::new(keep_intervals);
+    let mut b = Builder::new(false);
     for e in events {
         b.push(e);
     }
@@ -711,7 +700,11 @@ mod tests {
             leave(40, 2, 900),
             leave(50, 1, 1000),
         ];
-        let t = build_with_intervals(&events, &names(), &ThreadNames::default(), 0, true);
+        let mut b = Builder::new(true);
+        for e in &events {
+            b.push(e);
+        }
+        let t = b.finish(&names(), &ThreadNames::default(), 0);
         let calls = &t.intervals[&1];
         let b = CallInterval {
             function: 3,

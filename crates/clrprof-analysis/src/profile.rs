@@ -26,15 +26,6 @@ pub struct CallsWanted {
     pub max_calls: usize,
 }
 
-impl Default for CallsWanted {
-    fn default() -> Self {
-        CallsWanted {
-            timeline: true,
-            max_calls: usize::MAX,
-        }
-    }
-}
-
 /// The model, and what was left out of it.
 pub struct Built {
     pub profile: Profile,
@@ -43,11 +34,6 @@ pub struct Built {
     pub calls_dropped: u64,
     /// When the kept part of the timeline ends (ns since the profile start), if cut.
     pub calls_until_ns: Option<u64>,
-}
-
-/// Builds the exporters' model of `trace`, every call's interval included.
-pub fn build(trace: &Trace<'_>) -> Profile {
-    build_with(trace, CallsWanted::default()).profile
 }
 
 /// Builds the exporters' model of `trace`, with the calls as `wanted`.
