@@ -7,12 +7,19 @@
 //! Why frame pointers work for .NET on Linux x64: the JIT defines `ETW_EBP_FRAMED` for
 //! UNIX_AMD64_ABI (dotnet/runtime `src/coreclr/jit/targetamd64.h`), so RBP is never a
 //! scratch register and most methods build an RBP frame; libcoreclr is built with frame
-//! pointers too. Two gaps are handled here:
+//! pointers too. The gaps handled here:
 //! - a *frameless* leaf (small JIT'd methods, assembly helpers, or any function in its
 //!   prologue/epilogue) leaves RBP pointing at its caller's frame, so the first
 //!   `[RBP+8]` skips the caller. If the word at RSP is a return address into code (the
 //!   `is_code` classifier decides) and differs from that first `[RBP+8]`, it is the
 //!   missing caller;
+//! - a frameless method further up leaves its return address in the gap between two
+//!   records. The gap is searched only when the method a record returns into is frameless
+//!   or of unknown shape ([`FrameKind`], read from its prolog): the body of a method with
+//!   a record of its own holds only its locals, where old return addresses linger;
+//! - an OSR method continues a Tier-0 frame that stays on the stack under it, and its
+//!   record's return slot was never written by a call: the caller comes from the Tier-0
+//!   frame's record instead (see [`FrameKind::Osr`]);
 //! - a chain that leaves the copy or stops increasing ends the walk (counted by the
 //!   caller as truncated), so garbage in RBP (native code built without frame pointers)
 //!   can never make the walk loop or read outside the copy.
@@ -45,32 +52,103 @@ impl Captured<'_> {
     }
 }
 
-/// `is_code` names the managed method containing an address (0: not managed code).
-/// Appends code addresses to `out`, leaf first: the interrupted IP, then one *return
-/// address minus one* per caller (so that a call at the very end of a method still maps
-/// to that method). At most `max` addresses.
+/// What a walk produced besides the addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Walk {
+    pub end: WalkEnd,
+    /// OSR frames whose caller was taken from the Tier-0 frame record under them.
+    pub osr_frames: u32,
+}
+
+/// How a code version builds its frame, as its first instructions show.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FrameKind {
+    /// Not known (not managed code, or its code version was not found).
+    #[default]
+    Unknown,
+    /// Starts with `push rbp`: it keeps a frame record (saved RBP, return address) that
+    /// RBP points at. The JIT's usual prolog on Unix x64, and Tier-0 code's always.
+    Record,
+    /// Starts with `mov rax, [rbp]; push rax`: an OSR method. Its record holds the saved
+    /// RBP of the Tier-0 frame it continues (that frame's caller's) and, as return
+    /// address, whatever the Tier-0 frame left in that slot: no call pushed it (dotnet/
+    /// runtime `JIT_Patchpoint` enters the OSR method with RSP = Tier-0 SP − 8).
+    Osr,
+    /// Anything else: no frame record of its own; its return address lies in the gap
+    /// between its callee's record and the next one.
+    Frameless,
+}
+
+impl FrameKind {
+    /// Reads the first bytes of a code version.
+    pub fn of_prolog(code: &[u8]) -> FrameKind {
+        match code {
+            [0x55, ..] => FrameKind::Record,
+            [0x48, 0x8b, 0x45, 0x00, 0x50, ..] => FrameKind::Osr,
+            [] => FrameKind::Unknown,
+            _ => FrameKind::Frameless,
+        }
+    }
+}
+
+/// A code address as `walk` sees it: the managed function holding it (0: not managed)
+/// and the shape of that code version's frame.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Code {
+    pub function: u64,
+    pub frame: FrameKind,
+}
+
+impl Code {
+    pub const NONE: Code = Code {
+        function: 0,
+        frame: FrameKind::Unknown,
+    };
+}
+
+/// `leaf` is the code at the interrupted IP; `is_code` classifies a return address − 1
+/// (function 0: not managed code). Appends code addresses to `out`, leaf first: the
+/// interrupted IP, then one *return address minus one* per caller (so that a call at the
+/// very end of a method still maps to that method). At most `max` addresses.
 pub fn walk(
     c: &Captured<'_>,
+    leaf: Code,
     out: &mut Vec<u64>,
     max: usize,
-    mut is_code: impl FnMut(u64) -> u64,
+    mut is_code: impl FnMut(u64) -> Code,
+) -> Walk {
+    let mut osr_frames = 0;
+    let end = walk_frames(c, leaf, out, max, &mut is_code, &mut osr_frames);
+    Walk { end, osr_frames }
+}
+
+fn walk_frames(
+    c: &Captured<'_>,
+    leaf: Code,
+    out: &mut Vec<u64>,
+    max: usize,
+    is_code: &mut impl FnMut(u64) -> Code,
+    osr_frames: &mut u32,
 ) -> WalkEnd {
     if max == 0 {
         return WalkEnd::Limit;
     }
+    let limit = out.len() + max;
     out.push(c.ip);
-    let mut produced = 1usize;
+    // The code whose frame record RBP points at, as far as the walk knows.
+    let mut inner = leaf;
     let first_return = c.word(c.fp.wrapping_add(8));
     if let Some(r0) = c.word(c.sp)
         && r0 > 1
         && Some(r0) != first_return
-        && is_code(r0 - 1) != 0
+        && let code = is_code(r0 - 1)
+        && code.function != 0
     {
-        if produced == max {
+        if out.len() == limit {
             return WalkEnd::Limit;
         }
         out.push(r0 - 1);
-        produced += 1;
+        inner = code;
     }
     let mut fp = c.fp;
     let mut resumes = 0;
@@ -80,10 +158,11 @@ pub fn walk(
         if fp == 0 && floor == c.sp && resumes == 0 {
             // RBP 0 at the interrupted point is not the root: code without frame pointers
             // (glibc's futex and syscall paths) keeps other values in it.
-            match resume(c, floor, &mut is_code) {
+            match resume(c, floor, is_code) {
                 Some(at) => {
                     resumes += 1;
                     fp = at;
+                    inner = Code::NONE;
                     continue;
                 }
                 None => return WalkEnd::Root,
@@ -99,7 +178,8 @@ pub fn walk(
             None
         };
         let (next, ret) = match record {
-            Some((_, ret)) if ret <= 1 => return WalkEnd::Root,
+            // (An OSR frame's return slot may hold anything, 0 included.)
+            Some((_, ret)) if ret <= 1 && inner.frame != FrameKind::Osr => return WalkEnd::Root,
             Some(r) => r,
             None if valid && fp.wrapping_sub(c.sp) >= c.stack.len() as u64 => {
                 return WalkEnd::OutsideCopy;
@@ -108,45 +188,76 @@ pub fn walk(
                 // RBP is not a frame pointer here (code built without them, e.g. libc,
                 // was interrupted): find the next frame record whose return address is
                 // code, above everything walked so far.
-                match resume(c, floor, &mut is_code) {
+                match resume(c, floor, is_code) {
                     Some(at) if resumes < MAX_RESUMES => {
                         resumes += 1;
                         fp = at;
+                        inner = Code::NONE;
                         continue;
                     }
                     _ => return WalkEnd::Root,
                 }
             }
         };
-        if produced == max {
-            return WalkEnd::Limit;
-        }
-        out.push(ret - 1);
-        produced += 1;
         // Frames grow towards higher addresses as the walk goes to the root; anything else
         // is not a frame chain (and could loop).
         floor = fp + 16;
+        let tier0 = if inner.frame == FrameKind::Osr && next > fp {
+            tier0_record(c, floor, next, is_code)
+        } else {
+            None
+        };
+        if let Some((ret0, caller)) = tier0 {
+            // An OSR frame: its return slot is not a return address. The Tier-0 frame it
+            // continues lies in the gap, and that frame's record returns to the real
+            // caller; the Tier-0 frame itself is the same call as the OSR one.
+            *osr_frames += 1;
+            if out.len() == limit {
+                return WalkEnd::Limit;
+            }
+            out.push(ret0 - 1);
+            inner = caller;
+            fp = next;
+            continue;
+        }
+        if ret <= 1 {
+            return WalkEnd::Root;
+        }
+        if out.len() == limit {
+            return WalkEnd::Limit;
+        }
+        out.push(ret - 1);
         let owner = is_code(ret - 1);
-        if next > fp && owner != 0 {
-            // The gap above this record belongs to managed code (the method this record
-            // returns into). When that method is frameless, its own return address lies
-            // in the gap: recover returns into other managed methods found there.
+        inner = owner;
+        if next > fp
+            && owner.function != 0
+            && matches!(owner.frame, FrameKind::Frameless | FrameKind::Unknown)
+        {
+            // The gap above this record belongs to the method this record returns into.
+            // When that method is frameless, its own return address lies in the gap:
+            // recover returns into other managed methods found there, up to the first
+            // one with a frame record of its own (its record is `next`; the rest of the
+            // gap is its locals, where old return addresses may linger). A method known
+            // to keep a record is not scanned at all, for the same reason.
             let mut at = floor;
-            let mut last = owner;
+            let mut last = owner.function;
             let gap_end = next.min(floor.saturating_add(GAP_BYTES));
             while at < gap_end {
                 if let Some(w) = c.word(at)
                     && (4096..0x8000_0000_0000).contains(&w)
-                    && let f = is_code(w - 1)
-                    && f != 0
-                    && f != last
+                    && let code = is_code(w - 1)
+                    && code.function != 0
+                    && code.function != last
                 {
-                    last = f;
-                    if produced == max {
+                    last = code.function;
+                    if out.len() == limit {
                         return WalkEnd::Limit;
                     }
                     out.push(w - 1);
-                    produced += 1;
+                    inner = code;
+                    if matches!(code.frame, FrameKind::Record | FrameKind::Osr) {
+                        break;
+                    }
                 }
                 at += 8;
             }
@@ -155,10 +266,11 @@ pub fn walk(
             if next == 0 {
                 return WalkEnd::Root;
             }
-            match resume(c, floor, &mut is_code) {
+            match resume(c, floor, is_code) {
                 Some(at) if resumes < MAX_RESUMES => {
                     resumes += 1;
                     fp = at;
+                    inner = Code::NONE;
                     continue;
                 }
                 _ => return WalkEnd::Root,
@@ -174,12 +286,39 @@ const GAP_BYTES: u64 = 1024;
 /// How often one walk may resume by scanning after a broken link.
 const MAX_RESUMES: u32 = 4;
 
-/// How far (bytes) a resume scans before giving up.
+/// How far (bytes) a resume, or the search for a Tier-0 record, scans before giving up.
 const SCAN_BYTES: u64 = 16 * 1024;
+
+/// Under an OSR frame whose record is at `floor − 16` and holds the saved RBP `next`:
+/// the Tier-0 frame's record, which holds the same saved RBP and returns into managed
+/// code. Searched downwards from `next`, so that the live record wins over stale copies
+/// lower down (earlier callees of the same caller left theirs at the same place or
+/// below). Returns that return address and its code.
+fn tier0_record(
+    c: &Captured<'_>,
+    floor: u64,
+    next: u64,
+    is_code: &mut impl FnMut(u64) -> Code,
+) -> Option<(u64, Code)> {
+    let low = floor.max(next.saturating_sub(SCAN_BYTES));
+    let mut at = next.checked_sub(16)? & !7;
+    while at >= low {
+        if c.word(at) == Some(next)
+            && let Some(ret) = c.word(at.wrapping_add(8))
+            && (4096..0x8000_0000_0000).contains(&ret)
+            && let code = is_code(ret - 1)
+            && code.function != 0
+        {
+            return Some((ret, code));
+        }
+        at = at.checked_sub(8)?;
+    }
+    None
+}
 
 /// Scans `[from, from + SCAN_BYTES)` for a frame record: a saved RBP pointing higher up
 /// the copied stack, followed by a return address that `is_code` accepts.
-fn resume(c: &Captured<'_>, from: u64, is_code: &mut impl FnMut(u64) -> u64) -> Option<u64> {
+fn resume(c: &Captured<'_>, from: u64, is_code: &mut impl FnMut(u64) -> Code) -> Option<u64> {
     let mut at = from.checked_add(7)? & !7;
     let end = from.saturating_add(SCAN_BYTES);
     while at < end {
@@ -190,7 +329,7 @@ fn resume(c: &Captured<'_>, from: u64, is_code: &mut impl FnMut(u64) -> u64) -> 
             && saved.is_multiple_of(8)
             && saved.wrapping_sub(c.sp) < c.stack.len() as u64
             && (4096..0x8000_0000_0000).contains(&ret)
-            && is_code(ret - 1) != 0
+            && is_code(ret - 1).function != 0
         {
             return Some(at);
         }
@@ -215,6 +354,14 @@ mod tests {
 
     const SP: u64 = 0x7000_0000;
 
+    /// A classifier that knows functions but not their frames (`FrameKind::Unknown`).
+    fn managed(f: impl Fn(u64) -> u64) -> impl FnMut(u64) -> Code {
+        move |a| Code {
+            function: f(a),
+            frame: FrameKind::Unknown,
+        }
+    }
+
     #[test]
     fn follows_the_chain_to_the_root() {
         // leaf frame at +0x20, caller at +0x60, root at +0xa0 (saved rbp 0).
@@ -236,7 +383,7 @@ mod tests {
             stack: &s,
         };
         let mut out = vec![];
-        let end = walk(&c, &mut out, 64, |_| 0);
+        let end = walk(&c, Code::NONE, &mut out, 64, managed(|_| 0)).end;
         assert_eq!(out, vec![0x9999, 0x1110, 0x2221, 0x3332]);
         assert_eq!(end, WalkEnd::Root);
     }
@@ -253,7 +400,13 @@ mod tests {
             stack: &s,
         };
         let mut out = vec![];
-        walk(&c, &mut out, 64, |a| u64::from(a == 0x5554));
+        walk(
+            &c,
+            Code::NONE,
+            &mut out,
+            64,
+            managed(|a| u64::from(a == 0x5554)),
+        );
         assert_eq!(out, vec![0x9999, 0x5554, 0x6665]);
     }
 
@@ -267,7 +420,7 @@ mod tests {
             stack: &s,
         };
         let mut out = vec![];
-        walk(&c, &mut out, 64, |_| 1);
+        walk(&c, Code::NONE, &mut out, 64, managed(|_| 1));
         assert_eq!(out, vec![0x9999, 0x5554]);
     }
 
@@ -293,7 +446,14 @@ mod tests {
             stack: &s,
         };
         let mut out = vec![];
-        let end = walk(&c, &mut out, 64, |a| u64::from(a == 0x5554 || a == 0x6665));
+        let end = walk(
+            &c,
+            Code::NONE,
+            &mut out,
+            64,
+            managed(|a| u64::from(a == 0x5554 || a == 0x6665)),
+        )
+        .end;
         assert_eq!(out, vec![0x9999, 0x5554, 0x6665]);
         assert_eq!(end, WalkEnd::Root);
     }
@@ -320,11 +480,17 @@ mod tests {
             stack: &s,
         };
         let mut out = vec![];
-        walk(&c, &mut out, 64, |a| match a {
-            0x4443 => 2,
-            0x1110 => 1,
-            _ => 0,
-        });
+        walk(
+            &c,
+            Code::NONE,
+            &mut out,
+            64,
+            managed(|a| match a {
+                0x4443 => 2,
+                0x1110 => 1,
+                _ => 0,
+            }),
+        );
         assert_eq!(out, vec![0x9999, 0x1110, 0x4443, 0x2221]);
     }
 
@@ -338,7 +504,10 @@ mod tests {
             stack: &s,
         };
         let mut out = vec![];
-        assert_eq!(walk(&c, &mut out, 64, |_| 0), WalkEnd::OutsideCopy);
+        assert_eq!(
+            walk(&c, Code::NONE, &mut out, 64, managed(|_| 0)).end,
+            WalkEnd::OutsideCopy
+        );
         assert_eq!(out, vec![1, 0x1110]);
     }
 
@@ -355,8 +524,171 @@ mod tests {
             stack: &s,
         };
         let mut out = vec![];
-        assert_eq!(walk(&c, &mut out, 2, |_| 0), WalkEnd::Limit);
+        assert_eq!(
+            walk(&c, Code::NONE, &mut out, 2, managed(|_| 0)).end,
+            WalkEnd::Limit
+        );
         assert_eq!(out.len(), 2);
+    }
+
+    /// Functions by address: 0x1000 Main, 0x2000 frameless, 0x3000 RunHot, 0x4000 and
+    /// 0x5000 framed, 0x7000 an OSR version and 0x7100 the Tier-0 version of method 7.
+    fn shaped(a: u64) -> Code {
+        let (function, frame) = match a {
+            0x1000..0x1100 => (1, FrameKind::Record),
+            0x2000..0x2100 => (2, FrameKind::Frameless),
+            0x3000..0x3100 => (3, FrameKind::Record),
+            0x4000..0x4100 => (4, FrameKind::Record),
+            0x5000..0x5300 => (5, FrameKind::Record),
+            0x7000..0x7100 => (7, FrameKind::Osr),
+            0x7100..0x7200 => (7, FrameKind::Record),
+            _ => (0, FrameKind::Unknown),
+        };
+        Code { function, frame }
+    }
+
+    const LEAF: Code = Code {
+        function: 9,
+        frame: FrameKind::Record,
+    };
+
+    #[test]
+    fn the_gap_of_a_method_with_a_record_is_not_searched() {
+        // The record at +0x20 returns into 3, which keeps a record (+0x80): the old return
+        // address into 5 at +0x40 is one of its locals.
+        let s = stack(
+            0x100,
+            &[
+                (0x20, SP + 0x80),
+                (0x28, 0x3001),
+                (0x40, 0x5001),
+                (0x80, 0),
+                (0x88, 0x1001),
+            ],
+        );
+        let c = Captured {
+            ip: 0x9999,
+            sp: SP,
+            fp: SP + 0x20,
+            stack: &s,
+        };
+        let mut out = vec![];
+        walk(&c, LEAF, &mut out, 64, shaped);
+        assert_eq!(out, vec![0x9999, 0x3000, 0x1000]);
+    }
+
+    #[test]
+    fn the_gap_search_stops_at_the_first_method_with_a_record() {
+        // 2 is frameless: its return into 4 lies in the gap; 4 keeps a record (+0x80), so
+        // the return into 5 above it is stale.
+        let s = stack(
+            0x100,
+            &[
+                (0x20, SP + 0x80),
+                (0x28, 0x2001),
+                (0x40, 0x4001),
+                (0x50, 0x5001),
+                (0x80, 0),
+                (0x88, 0x1001),
+            ],
+        );
+        let c = Captured {
+            ip: 0x9999,
+            sp: SP,
+            fp: SP + 0x20,
+            stack: &s,
+        };
+        let mut out = vec![];
+        walk(&c, LEAF, &mut out, 64, shaped);
+        assert_eq!(out, vec![0x9999, 0x2000, 0x4000, 0x1000]);
+    }
+
+    /// The stack of Main → RunHot → Worker (Tier-0, then OSR) → leaf, as the runtime
+    /// leaves it: the OSR record (+0x40) saves RunHot's RBP and its return slot holds
+    /// `fake`; the Tier-0 frame (+0x50..+0xb0) holds an old return into 5, and with
+    /// `tier0_record` a stale record of an earlier callee of RunHot (+0x70) under its own
+    /// record (+0xa0).
+    fn osr_stack(fake: u64, tier0_record: bool) -> Vec<u8> {
+        let mut words = vec![
+            (0x20, SP + 0x40),
+            (0x28, 0x7001),
+            (0x40, SP + 0x100),
+            (0x48, fake),
+            (0x60, 0x5101),
+            (0x100, 0),
+            (0x108, 0x1001),
+        ];
+        if tier0_record {
+            words.extend([
+                (0x70, SP + 0x100),
+                (0x78, 0x5201),
+                (0xa0, SP + 0x100),
+                (0xa8, 0x3001),
+            ]);
+        }
+        stack(0x200, &words)
+    }
+
+    #[test]
+    fn an_osr_frame_takes_its_caller_from_the_tier0_record() {
+        for fake in [0x7101, 0x5001, 0] {
+            let s = osr_stack(fake, true);
+            let c = Captured {
+                ip: 0x9999,
+                sp: SP,
+                fp: SP + 0x20,
+                stack: &s,
+            };
+            let mut out = vec![];
+            let w = walk(&c, LEAF, &mut out, 64, shaped);
+            assert_eq!(out, vec![0x9999, 0x7000, 0x3000, 0x1000], "fake {fake:#x}");
+            assert_eq!(
+                w,
+                Walk {
+                    end: WalkEnd::Root,
+                    osr_frames: 1
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn an_osr_frame_as_leaf_is_recognised() {
+        let s = osr_stack(0x7101, true);
+        let c = Captured {
+            ip: 0x7050,
+            sp: SP + 0x30,
+            fp: SP + 0x40,
+            stack: &s[0x30..],
+        };
+        let mut out = vec![];
+        walk(&c, shaped(0x7050), &mut out, 64, shaped);
+        assert_eq!(out, vec![0x7050, 0x3000, 0x1000]);
+    }
+
+    #[test]
+    fn without_a_tier0_record_the_osr_return_slot_is_used() {
+        // The Tier-0 frame's return (0x7101) is merged by the sampler; RunHot is lost.
+        let s = osr_stack(0x7101, false);
+        let c = Captured {
+            ip: 0x9999,
+            sp: SP,
+            fp: SP + 0x20,
+            stack: &s,
+        };
+        let mut out = vec![];
+        let w = walk(&c, LEAF, &mut out, 64, shaped);
+        assert_eq!(out, vec![0x9999, 0x7000, 0x7100, 0x1000]);
+        assert_eq!(w.osr_frames, 0);
+    }
+
+    #[test]
+    fn prologs_are_read() {
+        let k = FrameKind::of_prolog;
+        assert_eq!(k(&[0x55, 0x48, 0x8b, 0xec]), FrameKind::Record);
+        assert_eq!(k(&[0x48, 0x8b, 0x45, 0x00, 0x50, 0x48]), FrameKind::Osr);
+        assert_eq!(k(&[0x53, 0x48, 0x83, 0xec]), FrameKind::Frameless);
+        assert_eq!(k(&[]), FrameKind::Unknown);
     }
 
     proptest! {
@@ -371,7 +703,7 @@ mod tests {
         ) {
             let c = Captured { ip, sp, fp: sp.wrapping_add(fp_off % 600), stack: &bytes };
             let mut out = vec![];
-            walk(&c, &mut out, max, |a| a % 3);
+            walk(&c, Code::NONE, &mut out, max, |a| Code { function: a % 3, frame: [FrameKind::Unknown, FrameKind::Record, FrameKind::Osr, FrameKind::Frameless][(a % 4) as usize] });
             prop_assert!(out.len() <= max);
         }
     }

@@ -57,7 +57,7 @@ impl Session {
             let ticks = get(&st.ticks).max(1);
             log!(
                 "sampler ({}): {} ticks, {} samples, {} ticks missed, {} suspend failures, {} empty walks, \
-                 {} signal timeouts, {} truncated stacks, {} idle reuses, {} OSR frames merged; per tick {:.0} µs capturing, {:.0} µs busy",
+                 {} signal timeouts, {} truncated stacks, {} idle reuses, {} OSR frames walked, {} OSR frames merged; per tick {:.0} µs capturing, {:.0} µs busy",
                 if st.signal.load(std::sync::atomic::Ordering::Relaxed) {
                     "signal"
                 } else {
@@ -72,6 +72,7 @@ impl Session {
                 get(&st.truncated),
                 get(&st.reused),
                 get(&st.osr_frames),
+                get(&st.osr_merged),
                 get(&st.suspended_ns) as f64 / ticks as f64 / 1e3,
                 get(&st.busy_ns) as f64 / ticks as f64 / 1e3
             );

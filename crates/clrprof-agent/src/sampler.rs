@@ -60,9 +60,12 @@ pub struct SamplerStats {
     /// Signal mode: samples of threads that had not run since their previous capture,
     /// which reuse that capture instead of being signalled.
     pub reused: AtomicU64,
-    /// Signal mode: Tier-0 frames dropped because an OSR frame of the same method sat on
+    /// Signal mode: OSR frames whose caller the walk took from the Tier-0 record under
     /// them.
     pub osr_frames: AtomicU64,
+    /// Signal mode: Tier-0 frames dropped because an OSR frame of the same method sat on
+    /// them (the walk found no Tier-0 record, or did not know the OSR prolog).
+    pub osr_merged: AtomicU64,
     /// Whether the signal sampler was installed (else SuspendRuntime was used).
     pub signal: AtomicBool,
     /// Time the runtime spent suspended by us, summed.
@@ -627,7 +630,14 @@ impl SignalCapture {
                     continue;
                 };
                 addrs.clear();
-                let end = crate::fpwalk::walk(&c, addrs, MAX_FRAMES, |a| symbols.caller(info, a));
+                let leaf = symbols.leaf(info, c.ip).code();
+                let walk = crate::fpwalk::walk(&c, leaf, addrs, MAX_FRAMES, |a| {
+                    symbols.caller(info, a).code()
+                });
+                stats
+                    .osr_frames
+                    .fetch_add(u64::from(walk.osr_frames), Ordering::Relaxed);
+                let end = walk.end;
                 let want = wants[i];
                 let next_want =
                     if end == crate::fpwalk::WalkEnd::OutsideCopy && c.stack.len() >= want {
@@ -646,9 +656,9 @@ impl SignalCapture {
                 let mut inner = crate::symbolize::Sym::default();
                 for (k, &a) in addrs.iter().enumerate() {
                     let mut f = if k == 0 {
-                        symbols.leaf(info, a)
+                        symbols.leaf(info, a).function
                     } else {
-                        symbols.caller(info, a)
+                        symbols.caller(info, a).function
                     };
                     if f == 0 {
                         // Not managed: named by its module (`[libcoreclr.so]`), else
@@ -661,7 +671,7 @@ impl SignalCapture {
                     // The Tier-0 frame an OSR method sits on is the same call: drop it.
                     let this = symbols.resolved(a);
                     if k > 0 && crate::symbolize::is_osr_pair(inner, this) {
-                        stats.osr_frames.fetch_add(1, Ordering::Relaxed);
+                        stats.osr_merged.fetch_add(1, Ordering::Relaxed);
                         continue;
                     }
                     inner = this;

@@ -17,6 +17,8 @@ use std::collections::HashMap;
 
 use corprof::ProfilerInfo;
 
+use crate::fpwalk::{Code, FrameKind};
+
 use crate::clock;
 
 /// Entries kept in the address → FunctionID cache before it is cleared.
@@ -123,12 +125,23 @@ pub fn call_precedes(code: &[u8; 8]) -> bool {
     false
 }
 
-/// What an address resolved to: the function, and which of its native code versions
-/// (tiers, OSR) holds the address: the version's start, 0 when unknown.
+/// What an address resolved to: the function, which of its native code versions (tiers,
+/// OSR) holds the address (the version's start, 0 when unknown), and how that version
+/// builds its frame.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Sym {
     pub function: u64,
     pub body: u64,
+    pub frame: FrameKind,
+}
+
+impl Sym {
+    pub fn code(self) -> Code {
+        Code {
+            function: self.function,
+            frame: self.frame,
+        }
+    }
 }
 
 /// Whether a caller frame `outer` repeats its callee `inner` as another native code
@@ -179,21 +192,21 @@ impl Symbolizer {
     }
 
     /// The managed function executing at `ip` (taken from a signal context), or 0.
-    pub fn leaf(&mut self, info: &ProfilerInfo, ip: u64) -> u64 {
+    pub fn leaf(&mut self, info: &ProfilerInfo, ip: u64) -> Sym {
         if ip < 4096 {
-            return 0;
+            return Sym::default();
         }
         self.trim();
-        if let Some(s) = self.cache.get(&ip) {
-            return s.function;
+        if let Some(&s) = self.cache.get(&ip) {
+            return s;
         }
-        let s = lookup(info, ip);
+        let s = lookup(info, self.pid, ip);
         if s.function != 0 && !self.exec.contains(ip, ip + 1) {
             // Managed code the map does not know yet: a new code heap. Re-read soon.
             self.stale = true;
         }
         self.cache.insert(ip, s);
-        s.function
+        s
     }
 
     /// What [`leaf`](Self::leaf) or [`caller`](Self::caller) resolved `addr` to (the same
@@ -203,27 +216,27 @@ impl Symbolizer {
     }
 
     /// The managed function containing `ret_minus_1` (a return address − 1 found on a
-    /// stack), or 0; checked to be plausible code before the runtime is asked.
-    pub fn caller(&mut self, info: &ProfilerInfo, ret_minus_1: u64) -> u64 {
+    /// stack), or function 0; checked to be plausible code before the runtime is asked.
+    pub fn caller(&mut self, info: &ProfilerInfo, ret_minus_1: u64) -> Sym {
         if ret_minus_1 < 4096 {
-            return 0;
+            return Sym::default();
         }
         self.trim();
-        if let Some(s) = self.cache.get(&ret_minus_1) {
-            return s.function;
+        if let Some(&s) = self.cache.get(&ret_minus_1) {
+            return s;
         }
         let ret = ret_minus_1 + 1;
         if !self.executable(ret - 8, ret) {
             // Not cached: the address may become code when the JIT maps a new heap.
-            return 0;
+            return Sym::default();
         }
         let s = if self.call_before(ret) {
-            lookup(info, ret_minus_1)
+            lookup(info, self.pid, ret_minus_1)
         } else {
             Sym::default()
         };
         self.cache.insert(ret_minus_1, s);
-        s.function
+        s
     }
 
     /// The frame id for code at `addr` that is not managed: its module's, when `addr` is
@@ -281,7 +294,7 @@ impl Symbolizer {
 
 /// The function at `addr` and the start of its code version that holds `addr`. Runs once
 /// per distinct address (cached): GetFunctionFromIP, then the function's code versions.
-fn lookup(info: &ProfilerInfo, addr: u64) -> Sym {
+fn lookup(info: &ProfilerInfo, pid: u32, addr: u64) -> Sym {
     let Ok(function) = info.get_function_from_ip(addr as usize) else {
         return Sym::default();
     };
@@ -296,9 +309,17 @@ fn lookup(info: &ProfilerInfo, addr: u64) -> Sym {
             })
         })
         .unwrap_or(0);
+    let mut frame = FrameKind::Unknown;
+    if body != 0 {
+        let mut prolog = [0u8; 5];
+        if crate::sigsample::copy_own_memory(pid, prolog.as_mut_ptr(), body as u64, 5) == 5 {
+            frame = FrameKind::of_prolog(&prolog);
+        }
+    }
     Sym {
         function: function.0 as u64,
         body: body as u64,
+        frame,
     }
 }
 
@@ -355,7 +376,11 @@ mod tests {
 
     #[test]
     fn osr_pairs() {
-        let s = |function, body| Sym { function, body };
+        let s = |function, body| Sym {
+            function,
+            body,
+            frame: FrameKind::Unknown,
+        };
         // Tier-0 frame under its OSR frame: collapsed.
         assert!(is_osr_pair(s(7, 0x2000), s(7, 0x1000)));
         // OSR version the runtime did not list: still another version.

@@ -326,8 +326,10 @@ fn converting_an_events_trace_explains_what_is_missing() {
 }
 
 /// With OSR forced early, Worker and Main run as OSR methods on top of their Tier-0
-/// frames; a frame-pointer walk sees both frames. The signal sampler must report each
-/// method once, as DoStackSnapshot (which knows about OSR) does.
+/// frames. An OSR frame's return slot was never written by a call (it holds whatever the
+/// Tier-0 frame left there, once an old return into `Thread.StartCore`), so the walk
+/// takes the caller from the Tier-0 frame's record. The signal sampler must report each
+/// method once, in order, as DoStackSnapshot (which knows about OSR) does.
 #[test]
 fn osr_methods_appear_once_in_signal_stacks() {
     let _serial = timing_lock();
@@ -346,15 +348,17 @@ fn osr_methods_appear_once_in_signal_stacks() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    let merged: u64 = stderr
-        .split(" OSR frames merged")
-        .next()
-        .and_then(|s| s.rsplit(' ').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no OSR count in the agent's log:\n{stderr}"));
+    let logged = |what: &str| -> u64 {
+        stderr
+            .split(what)
+            .next()
+            .and_then(|s| s.rsplit(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no `{what}` count in the agent's log:\n{stderr}"))
+    };
     assert!(
-        merged > 0,
-        "OSR did not happen, the test proves nothing:\n{stderr}"
+        logged(" OSR frames walked") > 0,
+        "no OSR frame met, the test proves nothing:\n{stderr}"
     );
 
     let conv = clrprof()
@@ -377,9 +381,10 @@ fn osr_methods_appear_once_in_signal_stacks() {
     let count = |l: &&str| -> u64 { l.rsplit(' ').next().unwrap().parse().unwrap() };
     let all: u64 = hot_a.iter().map(count).sum();
     let full: u64 = hot_a.iter().filter(|l| l.contains(want)).map(count).sum();
-    // A sample that lands inside the OSR transition itself may lose a frame.
+    // A sample that lands inside an OSR transition or a prolog could lose a frame; 20
+    // runs on a quiet machine had none.
     assert!(
-        all > 50 && full * 100 >= all * 95,
+        all > 50 && full + 2 >= all,
         "{full} of {all} HotA samples have `{want}`:\n{folded}"
     );
     for dup in ["Worker;Scenarios.Hot.Worker", "Main;Scenarios.Program.Main"] {
