@@ -655,11 +655,12 @@ impl SignalCapture {
                 let begin = frames.len();
                 let mut inner = crate::symbolize::Sym::default();
                 for (k, &a) in addrs.iter().enumerate() {
-                    let mut f = if k == 0 {
-                        symbols.leaf(info, a).function
+                    let this = if k == 0 {
+                        symbols.leaf(info, a)
                     } else {
-                        symbols.caller(info, a).function
+                        symbols.caller(info, a)
                     };
+                    let mut f = this.function;
                     if f == 0 {
                         // Not managed: named by its module (`[libcoreclr.so]`), else
                         // `[native]` (0). A run in one module is one frame.
@@ -669,7 +670,6 @@ impl SignalCapture {
                         }
                     }
                     // The Tier-0 frame an OSR method sits on is the same call: drop it.
-                    let this = symbols.resolved(a);
                     if k > 0 && crate::symbolize::is_osr_pair(inner, this) {
                         stats.osr_merged.fetch_add(1, Ordering::Relaxed);
                         continue;

@@ -209,12 +209,6 @@ impl Symbolizer {
         s
     }
 
-    /// What [`leaf`](Self::leaf) or [`caller`](Self::caller) resolved `addr` to (the same
-    /// argument), from the cache.
-    pub fn resolved(&self, addr: u64) -> Sym {
-        self.cache.get(&addr).copied().unwrap_or_default()
-    }
-
     /// The managed function containing `ret_minus_1` (a return address − 1 found on a
     /// stack), or function 0; checked to be plausible code before the runtime is asked.
     pub fn caller(&mut self, info: &ProfilerInfo, ret_minus_1: u64) -> Sym {
