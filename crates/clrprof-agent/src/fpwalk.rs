@@ -354,6 +354,26 @@ mod tests {
 
     const SP: u64 = 0x7000_0000;
 
+    /// Walks the stack `s` (copied from `SP`), interrupted at `ip` with RBP `fp`, to at
+    /// most 64 frames.
+    fn walk_stack(
+        s: &[u8],
+        ip: u64,
+        fp: u64,
+        leaf: Code,
+        is_code: impl FnMut(u64) -> Code,
+    ) -> (Vec<u64>, Walk) {
+        let c = Captured {
+            ip,
+            sp: SP,
+            fp,
+            stack: s,
+        };
+        let mut out = vec![];
+        let w = walk(&c, leaf, &mut out, 64, is_code);
+        (out, w)
+    }
+
     /// A classifier that knows functions but not their frames (`FrameKind::Unknown`).
     fn managed(f: impl Fn(u64) -> u64) -> impl FnMut(u64) -> Code {
         move |a| Code {
@@ -376,16 +396,9 @@ mod tests {
                 (0xa8, 0x3333),
             ],
         );
-        let c = Captured {
-            ip: 0x9999,
-            sp: SP,
-            fp: SP + 0x20,
-            stack: &s,
-        };
-        let mut out = vec![];
-        let end = walk(&c, Code::NONE, &mut out, 64, managed(|_| 0)).end;
+        let (out, w) = walk_stack(&s, 0x9999, SP + 0x20, Code::NONE, managed(|_| 0));
         assert_eq!(out, vec![0x9999, 0x1110, 0x2221, 0x3332]);
-        assert_eq!(end, WalkEnd::Root);
+        assert_eq!(w.end, WalkEnd::Root);
     }
 
     #[test]
@@ -393,18 +406,11 @@ mod tests {
         // [sp] is the return address into the caller; rbp is the caller's frame, whose
         // [rbp+8] returns into the caller's caller.
         let s = stack(0x100, &[(0x0, 0x5555), (0x40, 0), (0x48, 0x6666)]);
-        let c = Captured {
-            ip: 0x9999,
-            sp: SP,
-            fp: SP + 0x40,
-            stack: &s,
-        };
-        let mut out = vec![];
-        walk(
-            &c,
+        let (out, _) = walk_stack(
+            &s,
+            0x9999,
+            SP + 0x40,
             Code::NONE,
-            &mut out,
-            64,
             managed(|a| u64::from(a == 0x5554)),
         );
         assert_eq!(out, vec![0x9999, 0x5554, 0x6665]);
@@ -413,14 +419,7 @@ mod tests {
     #[test]
     fn word_at_sp_equal_to_the_first_return_is_not_doubled() {
         let s = stack(0x100, &[(0x0, 0x5555), (0x40, 0), (0x48, 0x5555)]);
-        let c = Captured {
-            ip: 0x9999,
-            sp: SP,
-            fp: SP + 0x40,
-            stack: &s,
-        };
-        let mut out = vec![];
-        walk(&c, Code::NONE, &mut out, 64, managed(|_| 1));
+        let (out, _) = walk_stack(&s, 0x9999, SP + 0x40, Code::NONE, managed(|_| 1));
         assert_eq!(out, vec![0x9999, 0x5554]);
     }
 
@@ -439,23 +438,15 @@ mod tests {
                 (0x108, 0x6666),
             ],
         );
-        let c = Captured {
-            ip: 0x9999,
-            sp: SP,
-            fp: 0x1234,
-            stack: &s,
-        };
-        let mut out = vec![];
-        let end = walk(
-            &c,
+        let (out, w) = walk_stack(
+            &s,
+            0x9999,
+            0x1234,
             Code::NONE,
-            &mut out,
-            64,
             managed(|a| u64::from(a == 0x5554 || a == 0x6665)),
-        )
-        .end;
+        );
         assert_eq!(out, vec![0x9999, 0x5554, 0x6665]);
-        assert_eq!(end, WalkEnd::Root);
+        assert_eq!(w.end, WalkEnd::Root);
     }
 
     #[test]
@@ -473,18 +464,11 @@ mod tests {
                 (0x68, 0x2222),
             ],
         );
-        let c = Captured {
-            ip: 0x9999,
-            sp: SP,
-            fp: SP + 0x20,
-            stack: &s,
-        };
-        let mut out = vec![];
-        walk(
-            &c,
+        let (out, _) = walk_stack(
+            &s,
+            0x9999,
+            SP + 0x20,
             Code::NONE,
-            &mut out,
-            64,
             managed(|a| match a {
                 0x4443 => 2,
                 0x1110 => 1,
@@ -566,14 +550,7 @@ mod tests {
                 (0x88, 0x1001),
             ],
         );
-        let c = Captured {
-            ip: 0x9999,
-            sp: SP,
-            fp: SP + 0x20,
-            stack: &s,
-        };
-        let mut out = vec![];
-        walk(&c, LEAF, &mut out, 64, shaped);
+        let (out, _) = walk_stack(&s, 0x9999, SP + 0x20, LEAF, shaped);
         assert_eq!(out, vec![0x9999, 0x3000, 0x1000]);
     }
 
@@ -592,14 +569,7 @@ mod tests {
                 (0x88, 0x1001),
             ],
         );
-        let c = Captured {
-            ip: 0x9999,
-            sp: SP,
-            fp: SP + 0x20,
-            stack: &s,
-        };
-        let mut out = vec![];
-        walk(&c, LEAF, &mut out, 64, shaped);
+        let (out, _) = walk_stack(&s, 0x9999, SP + 0x20, LEAF, shaped);
         assert_eq!(out, vec![0x9999, 0x2000, 0x4000, 0x1000]);
     }
 
@@ -633,14 +603,7 @@ mod tests {
     fn an_osr_frame_takes_its_caller_from_the_tier0_record() {
         for fake in [0x7101, 0x5001, 0] {
             let s = osr_stack(fake, true);
-            let c = Captured {
-                ip: 0x9999,
-                sp: SP,
-                fp: SP + 0x20,
-                stack: &s,
-            };
-            let mut out = vec![];
-            let w = walk(&c, LEAF, &mut out, 64, shaped);
+            let (out, w) = walk_stack(&s, 0x9999, SP + 0x20, LEAF, shaped);
             assert_eq!(out, vec![0x9999, 0x7000, 0x3000, 0x1000], "fake {fake:#x}");
             assert_eq!(
                 w,
@@ -670,14 +633,7 @@ mod tests {
     fn without_a_tier0_record_the_osr_return_slot_is_used() {
         // The Tier-0 frame's return (0x7101) is merged by the sampler; RunHot is lost.
         let s = osr_stack(0x7101, false);
-        let c = Captured {
-            ip: 0x9999,
-            sp: SP,
-            fp: SP + 0x20,
-            stack: &s,
-        };
-        let mut out = vec![];
-        let w = walk(&c, LEAF, &mut out, 64, shaped);
+        let (out, w) = walk_stack(&s, 0x9999, SP + 0x20, LEAF, shaped);
         assert_eq!(out, vec![0x9999, 0x7000, 0x7100, 0x1000]);
         assert_eq!(w.osr_frames, 0);
     }
@@ -703,7 +659,16 @@ mod tests {
         ) {
             let c = Captured { ip, sp, fp: sp.wrapping_add(fp_off % 600), stack: &bytes };
             let mut out = vec![];
-            walk(&c, Code::NONE, &mut out, max, |a| Code { function: a % 3, frame: [FrameKind::Unknown, FrameKind::Record, FrameKind::Osr, FrameKind::Frameless][(a % 4) as usize] });
+            const KINDS: [FrameKind; 4] = [
+                FrameKind::Unknown,
+                FrameKind::Record,
+                FrameKind::Osr,
+                FrameKind::Frameless,
+            ];
+            walk(&c, Code::NONE, &mut out, max, |a| Code {
+                function: a % 3,
+                frame: KINDS[(a % 4) as usize],
+            });
             prop_assert!(out.len() <= max);
         }
     }
