@@ -23,6 +23,7 @@ public static class Program
         ("churn", "churn [seconds=10]", Churn.Run),
         ("serve", "serve", Serve.Run),
         ("crunch", "crunch [work=20000]", Crunch.Run),
+        ("sequential-threads", "sequential-threads [n=30]", SequentialThreads.Run),
     ];
 
     [MethodImpl(MethodImplOptions.NoInlining)]
@@ -42,6 +43,8 @@ public static class Program
                     return Usage($"bad arguments for {name}");
                 }
                 int rc = run(scenarioArgs);
+                // Which runtime ran the scenario, for the tests that run on .NET 8, 9 and 10.
+                Results.Print(("runtime", Environment.Version));
                 // Not a tail call: keeps Main on the stack below every scenario.
                 Console.Out.Flush();
                 return rc;

@@ -2,7 +2,9 @@
 //!
 //! `app("Scenarios")` runs `dotnet build -c Release -o <target>/testapps/Scenarios` (with
 //! intermediate files under `<target>/testapps/.artifacts/Scenarios`, never in the source
-//! tree). A fingerprint of the app's sources is stored next to the output after a successful
+//! tree). `app_on("Scenarios", Runtime::Net8)` builds with `-p:AppFramework=net8.0` into
+//! `<target>/testapps/Scenarios.net8.0` and runs it with the provisioned .NET 8 (see
+//! `runtimes.rs`). A fingerprint of the app's sources is stored next to the output after a successful
 //! build; later calls, from this process or any other, skip the build while it matches. An
 //! exclusive file lock (`<target>/testapps/<name>.lock`) makes concurrently running test
 //! binaries wait for each other instead of building the same app at once, and within one
@@ -16,6 +18,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::paths::{dotnet, target_dir, workspace_root};
+use crate::runtimes::Runtime;
 use crate::source_hash;
 
 /// A built test app.
@@ -25,15 +28,31 @@ pub struct BuiltApp {
     pub dll: PathBuf,
     /// The build output directory holding `dll` and everything it ships with.
     pub dir: PathBuf,
+    /// The runtime the app was built for and runs on.
+    pub runtime: Runtime,
+    /// The `dotnet` muxer that runs it on that runtime.
+    pub dotnet: PathBuf,
+    /// The `DOTNET_ROOT` the muxer needs (`None`: the installed SDK's).
+    pub dotnet_root: Option<PathBuf>,
 }
 
 impl BuiltApp {
     /// `dotnet <dll> <args…>`, ready to be adjusted (env, stdin, …) and run.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(dotnet());
+        let mut cmd = Command::new(&self.dotnet);
         cmd.arg(&self.dll).args(args);
         cmd.env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
             .env("DOTNET_NOLOGO", "1");
+        self.env(&mut cmd);
+        cmd
+    }
+
+    /// Sets what a command that starts this app (directly or through `clrprof record --`)
+    /// needs in its environment: `DOTNET_ROOT` for .NET 8 and 9.
+    pub fn env<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
+        if let Some(root) = &self.dotnet_root {
+            cmd.env("DOTNET_ROOT", root);
+        }
         cmd
     }
 }
@@ -51,26 +70,41 @@ const BUILD_ARGS: &[&str] = &[
 /// A build still running after this long is killed and reported as failed.
 const BUILD_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// Builds `apps/<name>` if its sources changed since the last successful build (by any test
-/// process) and returns where it is. Panics with the build's output when the build fails.
+/// Builds `apps/<name>` for .NET 10 if its sources changed since the last successful build
+/// (by any test process) and returns where it is. Panics with the build's output when the
+/// build fails.
 pub fn app(name: &str) -> BuiltApp {
+    app_on(name, Runtime::Net10)
+}
+
+/// [`app`] for a chosen runtime; .NET 8 and 9 are provisioned on first use (see
+/// `scripts/provision-runtimes.sh`).
+pub fn app_on(name: &str, runtime: Runtime) -> BuiltApp {
     type Cell = Arc<OnceLock<Result<BuiltApp, String>>>;
-    static CELLS: Mutex<BTreeMap<String, Cell>> = Mutex::new(BTreeMap::new());
+    static CELLS: Mutex<BTreeMap<(String, Runtime), Cell>> = Mutex::new(BTreeMap::new());
     let cell = CELLS
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .entry(name.to_owned())
+        .entry((name.to_owned(), runtime))
         .or_default()
         .clone();
     // Other threads asking for the same app wait here; a failure is remembered, so every
     // test that needs the app fails fast with the same message.
-    match cell.get_or_init(|| build_if_changed(name)) {
+    match cell.get_or_init(|| build_if_changed(name, runtime)) {
         Ok(app) => app.clone(),
         Err(message) => panic!("{message}"),
     }
 }
 
-fn build_if_changed(name: &str) -> Result<BuiltApp, String> {
+/// The output folder's name: the app's for .NET 10 (as before), `<name>.net8.0` otherwise.
+fn output_name(name: &str, runtime: Runtime) -> String {
+    match runtime {
+        Runtime::Net10 => name.to_owned(),
+        other => format!("{name}.{}", other.tfm()),
+    }
+}
+
+fn build_if_changed(name: &str, runtime: Runtime) -> Result<BuiltApp, String> {
     let fail = |what: &str, err: &dyn std::fmt::Display| {
         format!("clrprof-testkit: apps/{name}: {what}: {err}")
     };
@@ -83,18 +117,23 @@ fn build_if_changed(name: &str) -> Result<BuiltApp, String> {
     let assembly = assembly_name(&project);
 
     let testapps = target_dir().join("testapps");
-    let out = testapps.join(name);
-    let artifacts = testapps.join(".artifacts").join(name);
-    let stamp = testapps.join(format!("{name}.stamp"));
-    let log = testapps.join(format!("{name}.build.log"));
+    let out_name = output_name(name, runtime);
+    let out = testapps.join(&out_name);
+    let artifacts = testapps.join(".artifacts").join(&out_name);
+    let stamp = testapps.join(format!("{out_name}.stamp"));
+    let log = testapps.join(format!("{out_name}.build.log"));
+    let (host, dotnet_root) = runtime.host();
     let built = BuiltApp {
         dll: out.join(format!("{assembly}.dll")),
         dir: out.clone(),
+        runtime,
+        dotnet: host,
+        dotnet_root,
     };
     fs::create_dir_all(&testapps).map_err(|e| fail("create the output directory", &e))?;
 
     // Held until this function returns: one build of an app at a time, across processes.
-    let lock_path = testapps.join(format!("{name}.lock"));
+    let lock_path = testapps.join(format!("{out_name}.lock"));
     let lock = File::options()
         .read(true)
         .write(true)
@@ -105,7 +144,8 @@ fn build_if_changed(name: &str) -> Result<BuiltApp, String> {
     lock.lock()
         .map_err(|e| fail(&format!("lock {}", lock_path.display()), &e))?;
 
-    let recipe = format!("{BUILD_ARGS:?} {}", dotnet().display());
+    let framework = format!("-p:AppFramework={}", runtime.tfm());
+    let recipe = format!("{BUILD_ARGS:?} {framework} {}", dotnet().display());
     let fingerprint = source_hash::fingerprint(&apps_dir, name, &recipe)
         .map_err(|e| fail("read the sources", &e))?;
     if fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == fingerprint) && built.dll.is_file() {
@@ -113,7 +153,7 @@ fn build_if_changed(name: &str) -> Result<BuiltApp, String> {
     }
     let _ = fs::remove_file(&stamp);
 
-    run_build(name, &app_dir, &project, &out, &artifacts, &log)?;
+    run_build(name, &framework, &app_dir, &project, &out, &artifacts, &log)?;
     if !built.dll.is_file() {
         return Err(format!(
             "clrprof-testkit: apps/{name} built, but {} does not exist (see {})",
@@ -174,6 +214,7 @@ fn assembly_name(project: &Path) -> String {
 
 fn run_build(
     name: &str,
+    framework: &str,
     app_dir: &Path,
     project: &Path,
     out: &Path,
@@ -189,6 +230,7 @@ fn run_build(
     cmd.arg("build")
         .arg(project)
         .args(BUILD_ARGS)
+        .arg(framework)
         .arg("-o")
         .arg(out)
         .arg("--artifacts-path")
@@ -213,7 +255,7 @@ fn run_build(
     }
 
     eprintln!(
-        "clrprof-testkit: building apps/{name} (log: {})",
+        "clrprof-testkit: building apps/{name} {framework} (log: {})",
         log.display()
     );
     let started = Instant::now();
@@ -236,7 +278,7 @@ fn run_build(
     match status {
         Some(status) if status.success() => {
             eprintln!(
-                "clrprof-testkit: built apps/{name} in {:.1}s",
+                "clrprof-testkit: built apps/{name} {framework} in {:.1}s",
                 took.as_secs_f64()
             );
             Ok(())
@@ -247,7 +289,7 @@ fn run_build(
                 |s| format!("failed ({s})"),
             );
             Err(format!(
-                "clrprof-testkit: building apps/{name} {what} after {:.1}s\ncommand: {cmd:?}\n\
+                "clrprof-testkit: building apps/{name} {framework} {what} after {:.1}s\ncommand: {cmd:?}\n\
                  --- build output ({}) ---\n{}",
                 took.as_secs_f64(),
                 log.display(),

@@ -13,9 +13,11 @@ mod agent;
 mod apps;
 mod paths;
 mod results;
+mod runtimes;
 mod source_hash;
 
 pub use agent::{LIBRARY, profiler_library};
-pub use apps::{BuiltApp, app};
+pub use apps::{BuiltApp, app, app_on};
 pub use paths::{dotnet, target_dir, workspace_root};
 pub use results::parse_results;
+pub use runtimes::Runtime;
