@@ -11,7 +11,7 @@ use crate::calltree::{self, FunctionStats, ThreadTree, TraceStats, TreeNode};
 use crate::gc::{self, Gc};
 use crate::names::Names;
 use crate::samples::{self, FunctionSamples, SampleTotals};
-use crate::threads::ThreadNames;
+use crate::threads::{ThreadLifetimes, ThreadNames};
 use crate::timeline::Trace;
 
 /// What to put in the report.
@@ -127,7 +127,8 @@ pub struct EventCounts {
 
 #[derive(Debug, Serialize, PartialEq)]
 pub struct ThreadInfo {
-    /// The runtime's ThreadID (opaque, stable for the thread's life).
+    /// The runtime's ThreadID (opaque, stable for the thread's life; the runtime reuses it
+    /// for a later thread, which then gets its own entry).
     pub id: u64,
     pub os_tid: Option<u64>,
     pub name: Option<String>,
@@ -188,7 +189,7 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
     let mut c = EventCounts::default();
     let mut exceptions: BTreeMap<String, u64> = BTreeMap::new();
     let mut messages: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
-    let mut threads: BTreeMap<u64, ThreadInfo> = BTreeMap::new();
+    let mut threads = ThreadLifetimes::default();
     let mut modules = Vec::new();
     let mut assemblies = Vec::new();
     let mut classes = Vec::new();
@@ -196,15 +197,6 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
     let mut jit_times: HashMap<u64, u64> = HashMap::new();
     let mut allocs: HashMap<u64, u64> = HashMap::new();
     let mut lost = 0u64;
-    let thread = |threads: &mut BTreeMap<u64, ThreadInfo>, id: u64| {
-        threads.entry(id).or_insert_with(|| ThreadInfo {
-            id,
-            os_tid: None,
-            name: None,
-            created_ns: None,
-            destroyed_ns: None,
-        });
-    };
     for e in &trace.events {
         match &e.event {
             Event::Shutdown {} => c.runtime_shutdowns += 1,
@@ -247,32 +239,18 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
                     c.jit_cache_hits += 1;
                 }
             }
-            Event::ThreadCreated { thread: t } => {
+            Event::ThreadCreated { .. } => {
                 c.threads_created += 1;
-                thread(&mut threads, *t);
-                if let Some(x) = threads.get_mut(t) {
-                    x.created_ns = Some(e.ns);
-                }
+                threads.add(e.ns, &e.event);
             }
-            Event::ThreadDestroyed { thread: t } => {
+            Event::ThreadDestroyed { .. } => {
                 c.threads_destroyed += 1;
-                thread(&mut threads, *t);
-                if let Some(x) = threads.get_mut(t) {
-                    x.destroyed_ns = Some(e.ns);
-                }
+                threads.add(e.ns, &e.event);
             }
-            Event::ThreadAssigned { thread: t, os_tid } => {
-                thread(&mut threads, *t);
-                if let Some(x) = threads.get_mut(t) {
-                    x.os_tid = Some(*os_tid);
-                }
-            }
-            Event::ThreadName { thread: t, name } => {
+            Event::ThreadAssigned { .. } => threads.add(e.ns, &e.event),
+            Event::ThreadName { .. } => {
                 c.thread_renames += 1;
-                thread(&mut threads, *t);
-                if let Some(x) = threads.get_mut(t) {
-                    x.name = Some(name.to_string());
-                }
+                threads.add(e.ns, &e.event);
             }
             Event::Sample { .. } => has_samples = true,
             Event::ExceptionStack { frames } => {
@@ -417,7 +395,7 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
         lost_events: lost,
         exceptions,
         exception_messages: messages,
-        threads: threads.into_values().collect(),
+        threads: threads.finish(),
         gcs,
         gc_summary,
         modules,
