@@ -1,0 +1,378 @@
+//! One test per capability on every supported runtime (.NET 8, 9 and 10): startup load and
+//! events, sampling, exact trace counts through exceptions and tail calls, attach/detach
+//! with unload, `ps`. .NET 8 and 9 are provisioned from NuGet on first use
+//! (`scripts/provision-runtimes.sh`); every other acceptance test runs on 10 only.
+//! Where the runtimes differ, the difference is asserted, not skipped.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use clrprof_testkit::{BuiltApp, Runtime, app_on};
+use common::*;
+use serde_json::Value;
+
+/// `runtimes::net8::NAME`, `net9::NAME`, `net10::NAME` for each capability test `NAME(rt)`.
+macro_rules! on_every_runtime {
+    ($($name:ident),* $(,)?) => {
+        mod net8 { $( #[test] fn $name() { super::$name(super::Runtime::Net8) } )* }
+        mod net9 { $( #[test] fn $name() { super::$name(super::Runtime::Net9) } )* }
+        mod net10 { $( #[test] fn $name() { super::$name(super::Runtime::Net10) } )* }
+    };
+}
+
+on_every_runtime!(
+    startup_load_and_events,
+    sequential_threads_keep_their_names,
+    sampling,
+    trace_counts_through_exceptions,
+    trace_counts_tail_calls,
+    attach_detach_unloads,
+    ps_shows_the_runtime_version,
+);
+
+/// `clrprof record <flags> -o <trace> -- dotnet <app> <args>` on the app's runtime.
+fn record_on(app: &BuiltApp, trace: &Path, flags: &[&str], args: &[&str]) -> Output {
+    let mut cmd = clrprof();
+    cmd.arg("record").arg("-o").arg(trace).args(flags).arg("--");
+    cmd.arg(&app.dotnet).arg(&app.dll).args(args);
+    app.env(&mut cmd);
+    let out = cmd.output().expect("run clrprof record");
+    assert!(
+        out.status.success(),
+        "clrprof record on {:?} failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        app.runtime,
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The app's own `RESULT runtime=…` names the runtime asked for, and so does the report.
+fn assert_ran_on(rt: Runtime, out: &Output, report: &Value) {
+    let app_says = results(out)["runtime"].clone();
+    assert!(
+        app_says.starts_with(&format!("{}.", rt.major())),
+        "the app ran on {app_says}, not {rt:?}"
+    );
+    let recorded = report["trace"]["runtime_version"].as_str().unwrap_or("");
+    assert!(
+        recorded.starts_with(&app_says),
+        "trace says runtime {recorded:?}, the app {app_says}"
+    );
+}
+
+fn calls(r: &Value, name: &str) -> u64 {
+    r["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == name)
+        .map_or(0, |f| f["calls"].as_u64().unwrap())
+}
+
+fn startup_load_and_events(rt: Runtime) {
+    let app = app_on("Scenarios", rt);
+    let trace = scratch(&format!("rt-events-{}", rt.tfm())).join("t.clrprof");
+    let out = record_on(&app, &trace, &["--mode", "events"], &["exceptions", "7"]);
+    let r = report_json(&trace);
+    assert_ran_on(rt, &out, &r);
+    assert_eq!(results(&out)["caught"], "7");
+    assert_eq!(r["exceptions"]["System.InvalidOperationException"], 7);
+    assert_eq!(r["events"]["exceptions_thrown"], 7);
+    assert_eq!(r["events"]["exception_catches"], 7);
+    assert_eq!(
+        r["exception_messages"]["System.InvalidOperationException"]["boom #6"],
+        1
+    );
+    let modules = r["modules"].as_array().unwrap();
+    for want in ["Scenarios.dll", "System.Private.CoreLib.dll"] {
+        assert!(
+            modules
+                .iter()
+                .any(|m| m["path"].as_str().unwrap().ends_with(want)),
+            "{want} not loaded"
+        );
+    }
+}
+
+/// The runtime reuses a dead thread's ThreadID for the next thread: each of the 30
+/// threads, started one after another, still gets its own entry, name and OS id.
+fn sequential_threads_keep_their_names(rt: Runtime) {
+    let app = app_on("Scenarios", rt);
+    let trace = scratch(&format!("rt-seq-threads-{}", rt.tfm())).join("t.clrprof");
+    let out = record_on(
+        &app,
+        &trace,
+        &["--mode", "events", "--events", "threads"],
+        &["sequential-threads", "30"],
+    );
+    let res = results(&out);
+    let r = report_json(&trace);
+    let threads = r["threads"].as_array().unwrap();
+    let names: Vec<&str> = res["thread_names"].split(',').collect();
+    let tids: Vec<u64> = res["thread_tids"]
+        .split(',')
+        .map(|t| t.parse().unwrap())
+        .collect();
+    assert_eq!(names.len(), 30);
+    for (name, tid) in names.iter().zip(&tids) {
+        let t = threads
+            .iter()
+            .find(|t| t["name"] == *name)
+            .unwrap_or_else(|| panic!("no thread {name} in {threads:#?}"));
+        assert_eq!(t["os_tid"], *tid, "{t:#}");
+    }
+    let seq: Vec<&Value> = threads
+        .iter()
+        .filter(|t| t["name"].as_str().is_some_and(|n| n.starts_with("seq-")))
+        .collect();
+    assert_eq!(seq.len(), 30, "{seq:#?}");
+    // The scenario really exercised the reuse (else this test proves nothing).
+    let ids: std::collections::BTreeSet<u64> =
+        seq.iter().map(|t| t["id"].as_u64().unwrap()).collect();
+    assert!(ids.len() < 30, "no ThreadID was reused on {rt:?}");
+}
+
+fn sampling(rt: Runtime) {
+    let _serial = timing_lock();
+    let app = app_on("Scenarios", rt);
+    let trace = scratch(&format!("rt-sample-{}", rt.tfm())).join("t.clrprof");
+    let out = record_on(&app, &trace, &["--mode", "sample"], &["hot", "1"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("sampler (signal):"), "{stderr}");
+    let r = report_json(&trace);
+    assert_ran_on(rt, &out, &r);
+    for f in [
+        "Scenarios.Hot.HotA",
+        "Scenarios.Hot.Worker",
+        "Scenarios.Program.Main",
+    ] {
+        let total = r["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["name"] == f)
+            .map_or(0, |x| x["total_samples"].as_u64().unwrap());
+        assert!(total > 0, "{f} on no sampled stack");
+    }
+    let sampled: Vec<&str> = r["samples"]["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        sampled.contains(&"hot-a") && sampled.contains(&"hot-b"),
+        "{sampled:?}"
+    );
+}
+
+/// Exact counts with every method hooked (no `--include`), so the runtime's own
+/// exception-handling code shows: .NET 9 and 10 dispatch exceptions in managed code
+/// (`System.Runtime.EH.*`), 8 in native code; and on 9 each of the 7 exceptions leaves
+/// three frames without a Leave where 8 and 10 leave one.
+fn trace_counts_through_exceptions(rt: Runtime) {
+    let app = app_on("Scenarios", rt);
+    let trace = scratch(&format!("rt-trace-exceptions-{}", rt.tfm())).join("t.clrprof");
+    let out = record_on(&app, &trace, &["--mode", "trace"], &["exceptions", "7"]);
+    let r = report_json(&trace);
+    assert_ran_on(rt, &out, &r);
+    assert_eq!(results(&out)["caught"], "7");
+    assert_eq!(calls(&r, "Scenarios.Exceptions.Throw"), 7);
+    assert_eq!(calls(&r, "Scenarios.Exceptions.Run"), 1);
+    let stats = &r["trace_stats"];
+    assert_eq!(stats["unmatched_leaves"], 0, "{stats:#}");
+    assert_eq!(stats["open_at_end"], 0, "{stats:#}");
+    let unwound = match rt {
+        Runtime::Net9 => 21,
+        Runtime::Net8 | Runtime::Net10 => 7,
+    };
+    assert_eq!(stats["unwound_frames"], unwound, "{stats:#}");
+    let eh = r["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| {
+            f["name"]
+                .as_str()
+                .unwrap()
+                .starts_with("System.Runtime.EH.")
+        })
+        .count();
+    if rt == Runtime::Net8 {
+        assert_eq!(eh, 0, "System.Runtime.EH.* traced on .NET 8");
+    } else {
+        assert!(eh > 0, "no System.Runtime.EH.* traced on {rt:?}");
+        assert_eq!(calls(&r, "System.Runtime.EH.RhThrowEx"), 7);
+    }
+
+    // Filters, finally blocks and ten unwound levels: exact per level on every runtime.
+    let trace = scratch(&format!("rt-trace-deep-{}", rt.tfm())).join("t.clrprof");
+    let out = record_on(
+        &app,
+        &trace,
+        &["--mode", "trace", "--include", "Scenarios.*"],
+        &["deep-exceptions"],
+    );
+    let r = report_json(&trace);
+    let throws: u64 = results(&out)["deep_throws"].parse().unwrap();
+    for level in 1..=10 {
+        assert_eq!(
+            calls(&r, &format!("Scenarios.DeepExceptions.Level{level}")),
+            throws,
+            "Level{level}"
+        );
+    }
+    let stats = &r["trace_stats"];
+    assert_eq!(stats["unwound_frames"], 10 * throws, "{stats:#}");
+    assert_eq!(stats["unmatched_leaves"], 0, "{stats:#}");
+    assert_eq!(stats["open_at_end"], 0, "{stats:#}");
+}
+
+fn trace_counts_tail_calls(rt: Runtime) {
+    let app = app_on("TailCalls", rt);
+    let trace = scratch(&format!("rt-trace-tail-{}", rt.tfm())).join("t.clrprof");
+    let out = record_on(
+        &app,
+        &trace,
+        &["--mode", "trace", "--include", "TailCalls.*"],
+        &[],
+    );
+    let res = results(&out);
+    let r = report_json(&trace);
+    for m in ["ping", "pong", "hop", "wide"] {
+        assert_eq!(res[&format!("tail_prefixes_{m}")], "1");
+        assert_eq!(
+            calls(&r, &format!("TailCalls.Program.{m}")).to_string(),
+            res[m],
+            "{m}"
+        );
+    }
+    let stats = &r["trace_stats"];
+    assert_eq!(stats["unmatched_leaves"], 0, "{stats:#}");
+    assert_eq!(stats["open_at_end"], 0, "{stats:#}");
+}
+
+/// A running `Scenarios serve` on the given runtime.
+struct Serve {
+    child: Child,
+    pid: u32,
+    stdin: ChildStdin,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Serve {
+    fn start(rt: Runtime) -> Serve {
+        let mut child = app_on("Scenarios", rt)
+            .command(&["serve"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+        let ready = lines.recv_timeout(Duration::from_secs(30)).expect("READY");
+        let pid = ready
+            .trim()
+            .strip_prefix("READY ")
+            .expect("READY")
+            .parse()
+            .unwrap();
+        Serve {
+            child,
+            pid,
+            stdin,
+            lines,
+        }
+    }
+
+    fn maps(&self) -> String {
+        std::fs::read_to_string(format!("/proc/{}/maps", self.pid)).unwrap_or_default()
+    }
+
+    /// Quits and returns the `RESULT runtime=` the app printed on its way out.
+    fn quit(mut self) -> String {
+        let _ = writeln!(self.stdin, "quit");
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "target exited with {status}");
+        self.lines
+            .try_iter()
+            .find_map(|l| l.strip_prefix("RESULT runtime=").map(str::to_owned))
+            .unwrap_or_default()
+    }
+}
+
+fn attach_detach_unloads(rt: Runtime) {
+    let trace = scratch(&format!("rt-attach-{}", rt.tfm())).join("t.clrprof");
+    let t = Serve::start(rt);
+    let out = clrprof()
+        .args([
+            "record",
+            "--pid",
+            &t.pid.to_string(),
+            "--duration",
+            "1",
+            "-o",
+        ])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("library is unloaded"), "{stderr}");
+    assert!(!t.maps().contains("libclrprof_profiler"), "still mapped");
+    let r = report_json(&trace);
+    assert_eq!(r["trace"]["attached"], true);
+    assert!(
+        r["trace"]["runtime_version"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with(&format!("{}.", rt.major())),
+        "{:#}",
+        r["trace"]
+    );
+    assert!(
+        calls_or_samples(&r, "Scenarios.Serve.ServeWork"),
+        "ServeWork never sampled"
+    );
+    let ran_on = t.quit();
+    assert!(ran_on.starts_with(&format!("{}.", rt.major())), "{ran_on}");
+}
+
+fn calls_or_samples(r: &Value, name: &str) -> bool {
+    r["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["name"] == name)
+}
+
+fn ps_shows_the_runtime_version(rt: Runtime) {
+    let t = Serve::start(rt);
+    let out = clrprof().arg("ps").output().unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&t.pid.to_string()))
+        .unwrap_or_else(|| panic!("pid {} not in:\n{stdout}", t.pid))
+        .to_owned();
+    let ran_on = t.quit();
+    assert!(
+        line.contains(&format!(" {ran_on}")) && line.contains("Scenarios.dll"),
+        "`ps` line {line:?}, the app ran on {ran_on}"
+    );
+}
