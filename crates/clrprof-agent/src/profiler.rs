@@ -133,7 +133,7 @@ impl Controlled for Session {
         self.stop("detach requested");
         // The control thread (this one) returns right after answering; the runtime's
         // ProfilerDetachSucceeded joins it before the library is unloaded.
-        match self.info.request_profiler_detach(0) {
+        match self.info.request_profiler_detach(DETACH_EXPECTED_MS) {
             Ok(()) => Ok(format!(
                 "detaching; trace written to {}",
                 self.settings.output.display()
@@ -148,6 +148,15 @@ impl Controlled for Session {
         }
     }
 }
+
+/// The expected-completion hint given to RequestProfilerDetach: when the runtime's detach
+/// thread first checks that no thread is still inside the profiler. 0 means the runtime's
+/// default, 2500 ms, which is what detach used to take. The runtime sleeps at least 300 ms
+/// between checks (`ProfAPI_DetachMinSleepMs` can raise that floor, never lower it), checks
+/// again at twice the hint, then only every 5 s; everything of ours has stopped before the
+/// request, so the first check succeeds, and 300 ms gives a second chance at 600 ms.
+/// (dotnet/runtime src/coreclr/vm/profdetach.cpp, `SleepWhileProfilerEvacuates`.)
+const DETACH_EXPECTED_MS: u32 = 300;
 
 #[derive(Default)]
 pub struct Profiler {

@@ -5,7 +5,7 @@
 //!   cargo run --release -p clrprof-bench -- events      # events-mode overhead on the demo
 //!   cargo run --release -p clrprof-bench -- sample      # sampling overhead at 99 and 999 Hz (+ dotnet-trace)
 //!   cargo run --release -p clrprof-bench -- trace       # ns per traced call (enter+leave)
-//!   cargo run --release -p clrprof-bench -- attach      # attach latency
+//!   cargo run --release -p clrprof-bench -- attach      # attach and detach latency
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -31,7 +31,7 @@ enum What {
     Sample,
     /// ELT tracing on a call-dense workload (recursive Fib)
     Trace,
-    /// Attach latency to a running app
+    /// Attach and detach latency on a running app
     Attach,
 }
 
@@ -455,9 +455,12 @@ fn time_fib(mut cmd: Command) -> Result<(Duration, Duration)> {
 }
 
 fn attach(runs: usize) -> Result<()> {
+    const DURATION_S: f64 = 0.3;
     let clrprof = clrprof()?;
     let app = clrprof_testkit::app("Scenarios");
-    let mut latencies = Vec::new();
+    let mut attaches = Vec::new();
+    let mut detaches = Vec::new();
+    let mut overruns = Vec::new();
     for i in 0..runs {
         let mut child = dotnet_app(&app, &["serve"])
             .stdin(Stdio::piped())
@@ -474,37 +477,56 @@ fn attach(runs: usize) -> Result<()> {
             .context("READY")?
             .parse()?;
         let out = scratch().join(format!("attach-{i}.clrprof"));
+        let started = Instant::now();
         let o = Command::new(&clrprof)
-            .args([
-                "record",
-                "--pid",
-                &pid.to_string(),
-                "--duration",
-                "0.3",
-                "-o",
-            ])
+            .args(["record", "--pid", &pid.to_string(), "--duration"])
+            .arg(DURATION_S.to_string())
+            .arg("-o")
             .arg(&out)
             .output()?;
+        let wall = started.elapsed();
         let err = String::from_utf8_lossy(&o.stderr);
-        let ms: f64 = err
-            .lines()
-            .find_map(|l| {
-                l.split(" in ")
-                    .nth(1)
-                    .and_then(|r| r.split(" ms").next())
-                    .and_then(|x| x.parse().ok())
-            })
-            .with_context(|| format!("no latency in: {err}"))?;
-        latencies.push(ms);
+        if !o.status.success() {
+            bail!("clrprof record --pid failed: {err}");
+        }
+        let attach = ms_after(&err, "attached to pid", " in ")
+            .with_context(|| format!("no attach latency in: {err}"))?;
+        let detach = ms_after(&err, "detached from pid", " in ")
+            .with_context(|| format!("no detach latency in: {err}"))?;
+        attaches.push(attach);
+        detaches.push(detach);
+        overruns.push(ms(wall) - DURATION_S * 1e3);
         drop(child.stdin.take());
         let _ = child.wait();
     }
-    latencies.sort_by(f64::total_cmp);
+    let summary = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        format!(
+            "median {:.1} ms, min {:.1}, max {:.1}",
+            v[v.len() / 2],
+            v[0],
+            v[v.len() - 1]
+        )
+    };
     println!(
-        "attach latency (clrprof start → profiler confirmed recording), {runs} runs: median {:.1} ms, min {:.1}, max {:.1}",
-        latencies[latencies.len() / 2],
-        latencies[0],
-        latencies[latencies.len() - 1]
+        "attach latency (clrprof start → profiler confirmed recording), {runs} runs: {}",
+        summary(&mut attaches)
+    );
+    println!(
+        "detach latency (end of the recording window → library unloaded), {runs} runs: {}",
+        summary(&mut detaches)
+    );
+    println!(
+        "`record --pid --duration {DURATION_S}` wall time beyond the window, {runs} runs: {}",
+        summary(&mut overruns)
     );
     Ok(())
+}
+
+/// The number of milliseconds after `sep` on the first stderr line containing `marker`.
+fn ms_after(stderr: &str, marker: &str, sep: &str) -> Option<f64> {
+    stderr
+        .lines()
+        .filter(|l| l.contains(marker))
+        .find_map(|l| l.split(sep).nth(1)?.split(" ms").next()?.parse().ok())
 }

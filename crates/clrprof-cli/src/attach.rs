@@ -77,7 +77,9 @@ fn wait_unloaded(pid: u32, library: &Path, timeout: Duration) -> bool {
         if !alive(pid) || !library_mapped(pid, library) {
             return true;
         }
-        std::thread::sleep(Duration::from_millis(50));
+        // Reading the maps is cheap; a short period keeps the reported detach time close
+        // to the real unload.
+        std::thread::sleep(Duration::from_millis(10));
     }
     false
 }
@@ -201,13 +203,20 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
 }
 
 fn detach_and_wait(pid: u32, library: &Path, quiet: bool) -> Result<()> {
+    let started = Instant::now();
     let answer = control_request(pid, "detach", Duration::from_secs(30))?;
+    let answered = started.elapsed();
     if !quiet {
         eprintln!("clrprof: {answer}");
     }
     if wait_unloaded(pid, library, Duration::from_secs(15)) {
         if !quiet {
-            eprintln!("clrprof: detached from pid {pid}; the profiler library is unloaded");
+            eprintln!(
+                "clrprof: detached from pid {pid} in {:.1} ms ({:.1} ms until the profiler \
+                 stopped and answered); the profiler library is unloaded",
+                started.elapsed().as_secs_f64() * 1e3,
+                answered.as_secs_f64() * 1e3
+            );
         }
     } else {
         eprintln!(
