@@ -14,13 +14,15 @@
 # safe to run concurrently (flock), and offline once provisioned. The last line printed on
 # stdout is the DOTNET_ROOT; everything else goes to stderr.
 #
-# usage: scripts/provision-runtimes.sh [CACHE_DIR]      (default: <repo>/target/dotnet-runtimes)
+# usage: scripts/provision-runtimes.sh [CACHE_DIR]   (default: <cargo target dir>/dotnet-runtimes)
 # env:   CLRPROF_RUNTIME_VERSIONS  runtimes to provision (default: "8.0.33 9.0.22")
 #        CLRPROF_SYSTEM_DOTNET     the installed .NET root (default: from `dotnet` on PATH)
 set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
-cache="${1:-$repo/target/dotnet-runtimes}"
+target="${CARGO_TARGET_DIR:-target}"
+case "$target" in /*) ;; *) target="$repo/$target" ;; esac
+cache="${1:-$target/dotnet-runtimes}"
 versions="${CLRPROF_RUNTIME_VERSIONS:-8.0.33 9.0.22}"
 rid=linux-x64
 package="Microsoft.NETCore.App.Runtime.$rid"

@@ -69,10 +69,11 @@ pub fn start_with(
     )
     .map_err(|e| format!("cannot write trace file {}: {e}", settings.output.display()))?;
     log!(
-        "recording {} to {} (runtime {})",
+        "recording {} to {} (runtime {}, ICorProfilerInfo{})",
         settings.mode.as_str(),
         settings.output.display(),
-        header.meta.runtime_version.as_deref().unwrap_or("unknown")
+        header.meta.runtime_version.as_deref().unwrap_or("unknown"),
+        info.version()
     );
     Ok((settings, writer))
 }

@@ -82,6 +82,13 @@ fn startup_load_and_events(rt: Runtime) {
     let out = record_on(&app, &trace, &["--mode", "events"], &["exceptions", "7"]);
     let r = report_json(&trace);
     assert_ran_on(rt, &out, &r);
+    // The newest profiler-info interface each runtime offers (see docs/runtimes.md).
+    let info = match rt {
+        Runtime::Net8 => "ICorProfilerInfo14",
+        Runtime::Net9 | Runtime::Net10 => "ICorProfilerInfo15",
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("{info})")), "{stderr}");
     assert_eq!(results(&out)["caught"], "7");
     assert_eq!(r["exceptions"]["System.InvalidOperationException"], 7);
     assert_eq!(r["events"]["exceptions_thrown"], 7);
