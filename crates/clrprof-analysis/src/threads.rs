@@ -25,9 +25,10 @@ impl ThreadNames {
         let mut t = ThreadNames::default();
         for e in events {
             match &e.event {
-                // A new lifetime of the ThreadID (or the end of one): forget what the
-                // previous holder was called and which OS thread it ran on.
-                Event::ThreadCreated { thread } | Event::ThreadDestroyed { thread } => {
+                // The end of the ThreadID's lifetime: forget what its holder was called and
+                // which OS thread it ran on. (Not at ThreadCreated: a thread named before
+                // `Start` has its name reported before its creation.)
+                Event::ThreadDestroyed { thread } => {
                     t.by_managed.remove(thread);
                     t.os_of.remove(thread);
                 }
@@ -208,6 +209,38 @@ mod tests {
                 (Some(102), Some("second"), Some(30), Some(40)),
             ]
         );
+    }
+
+    #[test]
+    fn a_name_set_before_the_thread_starts_is_kept() {
+        // `new Thread(…) { Name = "x" }.Start()`: ThreadName, then ThreadCreated.
+        const ID: u64 = 0x5555_0000_2000;
+        let events = vec![
+            at(
+                1,
+                Event::ThreadName {
+                    thread: ID,
+                    name: "early".into(),
+                },
+            ),
+            at(2, Event::ThreadCreated { thread: ID }),
+            at(
+                3,
+                Event::ThreadAssigned {
+                    thread: ID,
+                    os_tid: 200,
+                },
+            ),
+        ];
+        assert_eq!(ThreadNames::collect(&events).named(200), Some("early"));
+        let mut lives = ThreadLifetimes::default();
+        for e in &events {
+            lives.add(e.ns, &e.event);
+        }
+        let threads = lives.finish();
+        assert_eq!(threads.len(), 1);
+        assert_eq!(threads[0].name.as_deref(), Some("early"));
+        assert_eq!(threads[0].os_tid, Some(200));
     }
 
     #[test]
