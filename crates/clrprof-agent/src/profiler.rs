@@ -21,6 +21,9 @@ use crate::sampler::{self, Sampler};
 use crate::writer::Writer;
 use crate::{inspect, mask, session};
 
+/// How long after `--duration` an attached agent detaches itself if its CLI has not.
+const DURATION_GRACE: Duration = Duration::from_secs(2);
+
 /// State that exists once Initialize (or InitializeForAttach) succeeded.
 pub struct Active {
     pub info: ProfilerInfo,
@@ -256,6 +259,8 @@ impl Profiler {
         control: Option<std::path::PathBuf>,
     ) -> std::result::Result<(), String> {
         let (settings, writer) = session::start_with(&info, settings, attached)?;
+        // Any failure below removes the file again: a failed start leaves no stub trace.
+        let created = session::RemoveOnError(Some(settings.output.clone()));
         let (mut low, mut high) = mask::for_settings(&settings);
         if attached {
             let (l, h) = (
@@ -292,7 +297,16 @@ impl Profiler {
             detaching: std::sync::atomic::AtomicBool::new(false),
         });
         if let Some(path) = control {
-            match ControlServer::start(path, session.clone()) {
+            // The CLI detaches at the duration; this is the backstop for a CLI that
+            // cannot (stopped, killed), a little later so the two do not race.
+            let watch = crate::control::Watch {
+                deadline: settings
+                    .duration_s
+                    .and_then(|d| Duration::try_from_secs_f64(d).ok())
+                    .map(|d| std::time::Instant::now() + d + DURATION_GRACE),
+                owner: settings.owner_pid.map(crate::control::Owner::new),
+            };
+            match ControlServer::start(path, session.clone(), watch) {
                 Ok(c) => {
                     if let Ok(mut g) = session.control.lock() {
                         *g = Some(c);
@@ -304,6 +318,7 @@ impl Profiler {
                 }
             }
         }
+        created.keep();
         let _ = self.active.set(Active {
             info,
             settings,
@@ -325,7 +340,10 @@ impl Profiler {
 
     fn start_sampler(&self, a: &Active) {
         let interval = Duration::from_nanos(1_000_000_000 / u64::from(a.settings.rate_hz));
-        let duration = a.settings.duration_s.map(Duration::from_secs_f64);
+        let duration = a
+            .settings
+            .duration_s
+            .and_then(|d| Duration::try_from_secs_f64(d).ok());
         match Sampler::start(
             a.info.clone(),
             interval,
@@ -421,16 +439,24 @@ fn hr(h: HResult) -> i32 {
 
 impl ProfilerCallback for Profiler {
     fn initialize(&self, info: ProfilerInfo) -> Result<()> {
-        let settings = match crate::config::Settings::from_lookup(
-            |k| std::env::var(k).ok(),
-            std::process::id(),
-        ) {
+        let settings = match crate::config::check_utf8(std::env::vars_os()).and_then(|()| {
+            crate::config::Settings::from_lookup(|k| std::env::var(k).ok(), std::process::id())
+        }) {
             Ok(s) => s,
             Err(e) => {
                 log!("{e}; the profiler is not loaded and the application runs unprofiled");
                 return Err(HResult(corprof_sys::CORPROF_E_PROFILER_CANCEL_ACTIVATION));
             }
         };
+        if !settings.profile_sdk
+            && let Some(what) = crate::sdk::sdk_process(&session::command_line())
+        {
+            log!(
+                "pid {} is {what}, not an app: not profiled (CLRPROF_PROFILE_SDK=1 profiles it too)",
+                std::process::id()
+            );
+            return Err(HResult(corprof_sys::CORPROF_E_PROFILER_CANCEL_ACTIVATION));
+        }
         self.start_recording(info, settings, false, None)
             .map_err(|e| {
                 log!("{e}; the application runs unprofiled");
@@ -454,9 +480,15 @@ impl ProfilerCallback for Profiler {
                 corprof_sys::CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER,
             ));
         }
+        let control = req.control.clone();
         self.start_recording(info, req.settings, true, req.control)
             .map_err(|e| {
                 log!("{e}; attach refused, the application is untouched");
+                // The runtime passes only the HRESULT back: leave the reason where the
+                // CLI that asked looks for it.
+                if let Some(c) = &control {
+                    crate::control::write_error_note(c, &e);
+                }
                 HResult(corprof_sys::E_FAIL)
             })
     }
