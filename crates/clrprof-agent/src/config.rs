@@ -179,6 +179,8 @@ pub struct Settings {
     /// Also profile the .NET SDK's own processes (`dotnet run`/`build`, MSBuild, the
     /// compiler server), which are skipped by default.
     pub profile_sdk: bool,
+    /// Sample mode: the deepest stack kept; deeper ones are cut and marked.
+    pub max_depth: usize,
 }
 
 /// Hooks that record nothing, to measure the parts of trace mode's cost
@@ -235,6 +237,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
     (
         "CLRPROF_DURATION_S",
         "stop after this many seconds, more than 0 and at most 31536000: sample mode stops sampling, an attached profiler detaches (default: until exit)",
+    ),
+    (
+        "CLRPROF_MAX_DEPTH",
+        "sample mode: frames kept per stack, 16..=16384 (default 512); deeper stacks lose their root-most frames and end in a `[truncated: …]` frame",
     ),
     (
         "CLRPROF_SIBLINGS",
@@ -477,7 +483,12 @@ impl Settings {
             Some("1") => true,
             Some(v) => return Err(bad("CLRPROF_PROFILE_SDK", v, "0 or 1")),
         };
+        let max_depth = match get("CLRPROF_MAX_DEPTH") {
+            None => 512,
+            Some(v) => number("CLRPROF_MAX_DEPTH", &v, 16, 16384)? as usize,
+        };
         Ok(Settings {
+            max_depth,
             siblings,
             owner_pid,
             profile_sdk,
@@ -516,6 +527,7 @@ impl Settings {
             "exclude": self.exclude,
             "allow_inlining": self.allow_inlining,
             "exception_stacks": self.exception_stacks,
+            "max_depth": self.max_depth,
             "siblings": self.siblings,
             "owner_pid": self.owner_pid,
             "profile_sdk": self.profile_sdk,

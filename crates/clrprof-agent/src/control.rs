@@ -149,11 +149,10 @@ impl ControlServer {
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let p = path.clone();
-        let handle =
-            crate::thread::spawn("clrprof-control", move || {
-                serve(listener, &s, target, &p, &watch)
-            })
-                .map_err(|e| format!("cannot start the control thread: {e}"))?;
+        let handle = crate::thread::spawn("clrprof-control", move || {
+            serve(listener, &s, target, &p, &watch)
+        })
+        .map_err(|e| format!("cannot start the control thread: {e}"))?;
         Ok(ControlServer {
             stop,
             path,
@@ -270,7 +269,8 @@ mod tests {
 
     #[test]
     fn stat_fields_after_a_tricky_command_name() {
-        let line = "1234 (a) (b c) T 1 1234 1234 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 987654 1000 10";
+        let line =
+            "1234 (a) (b c) T 1 1234 1234 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 987654 1000 10";
         assert_eq!(parse_stat(line), Some(('T', 987654)));
         assert_eq!(parse_stat("garbage"), None);
     }

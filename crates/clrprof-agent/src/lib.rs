@@ -24,6 +24,7 @@ pub mod log;
 pub mod mask;
 pub mod names;
 pub mod outfile;
+pub mod pages;
 pub mod profiler;
 pub mod ring;
 pub mod sampler;

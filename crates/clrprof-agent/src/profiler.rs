@@ -96,6 +96,17 @@ impl Session {
                     String::new()
                 }
             );
+            if let Some(errno) = stats.write_errno {
+                log!(
+                    "{} block(s) holding {} events could not be written to {}: {} ({}); the trace \
+                     records the loss if the disk had room again at the end",
+                    stats.write_errors,
+                    stats.write_lost,
+                    self.settings.output.display(),
+                    std::io::Error::from_raw_os_error(errno),
+                    errno_name(errno)
+                );
+            }
             let (waits, waited_ns) = crate::buffers::waits();
             if waits > 0 {
                 log!(
@@ -351,6 +362,7 @@ impl Profiler {
             a.settings.sampler,
             a.attached,
             a.functions_named.clone(),
+            a.settings.max_depth,
         ) {
             Ok(s) => {
                 if let Ok(mut g) = a.session.sampler.lock() {
@@ -430,6 +442,19 @@ impl Profiler {
             name: Cow::Owned(name),
             hr: hr(status),
         });
+    }
+}
+
+/// The symbolic name of the errors a trace write meets.
+pub fn errno_name(errno: i32) -> &'static str {
+    match errno {
+        libc::ENOSPC => "ENOSPC",
+        libc::EDQUOT => "EDQUOT",
+        libc::EIO => "EIO",
+        libc::EFBIG => "EFBIG",
+        libc::EROFS => "EROFS",
+        libc::EBADF => "EBADF",
+        _ => "errno",
     }
 }
 
@@ -514,6 +539,8 @@ impl ProfilerCallback for Profiler {
                 c.stop();
             }
         }
+        // No callback runs any more: the rings of threads that outlive us can go.
+        crate::buffers::release_thread_refs();
         log!("detached");
         Ok(())
     }

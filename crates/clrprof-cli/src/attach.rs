@@ -3,8 +3,8 @@
 //! the profiler's own control socket, and detaching through it.
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
 use std::os::unix::fs::MetadataExt;
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -70,7 +70,11 @@ fn check_control_dir(dir: &Path, uid: u32) -> Result<()> {
 /// The one-letter state in `/proc/PID/stat` (R, S, D, T, t, Z…).
 fn process_state(pid: u32) -> Option<char> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    text[text.rfind(')')? + 1..].split_whitespace().next()?.chars().next()
+    text[text.rfind(')')? + 1..]
+        .split_whitespace()
+        .next()?
+        .chars()
+        .next()
 }
 
 /// Reads and removes the reason the agent left when it refused the attach.
@@ -184,6 +188,9 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
     if let Some(kb) = args.buffer_kb {
         env.push(("CLRPROF_BUFFER_KB", kb.to_string()));
     }
+    if let Some(n) = args.max_depth {
+        env.push(("CLRPROF_MAX_DEPTH", n.to_string()));
+    }
     if let Some(d) = args.duration {
         // The agent enforces it too (and detaches) should this process be killed.
         env.push(("CLRPROF_DURATION_S", d.to_string()));
@@ -191,7 +198,12 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
     if let Some(f) = args.on_full {
         env.push((
             "CLRPROF_ON_FULL",
-            if f == crate::cli::OnFull::Drop { "drop" } else { "wait" }.to_string(),
+            if f == crate::cli::OnFull::Drop {
+                "drop"
+            } else {
+                "wait"
+            }
+            .to_string(),
         ));
     }
     // The agent detaches itself when this process is gone (killed, terminal closed).

@@ -162,6 +162,10 @@ pub struct RecordArgs {
     /// How stacks are captured (sample mode) [default: signal on Linux x86_64]
     #[arg(long, value_enum)]
     pub sampler: Option<Sampler>,
+    /// Frames kept per sampled stack, 16..=16384; deeper stacks lose their root-most
+    /// frames and end in a `[truncated: …]` frame, and the report counts them (sample mode)
+    #[arg(long, value_name = "FRAMES", value_parser = clap::value_parser!(u32).range(16..=16384))]
+    pub max_depth: Option<u32>,
     /// Stop after this many seconds: sampling stops and the command goes on; an attached
     /// profiler detaches (it does so itself if clrprof is gone)
     #[arg(long, value_parser = parse_duration, value_name = "SECONDS")]

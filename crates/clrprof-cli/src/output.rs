@@ -21,8 +21,16 @@ pub fn prepare(path: &Path, force: bool) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     match std::fs::metadata(dir) {
         Ok(m) if m.is_dir() => {}
-        Ok(_) => bail!("cannot write {}: {} is not a directory", path.display(), dir.display()),
-        Err(e) => bail!("cannot write {}: directory {}: {e}", path.display(), dir.display()),
+        Ok(_) => bail!(
+            "cannot write {}: {} is not a directory",
+            path.display(),
+            dir.display()
+        ),
+        Err(e) => bail!(
+            "cannot write {}: directory {}: {e}",
+            path.display(),
+            dir.display()
+        ),
     }
     if path.to_string_lossy().contains("{pid}") {
         return Ok(());
@@ -115,7 +123,11 @@ pub fn describe(path: &Path) -> Option<String> {
     let mut f = std::fs::File::open(path).ok()?;
     let n = f.read(&mut buf).ok()?;
     let (h, _) = clrprof_format::Header::parse(&buf[..n]).ok()?;
-    Some(format!("pid {}: {}", h.meta.pid, h.meta.command_line.join(" ")))
+    Some(format!(
+        "pid {}: {}",
+        h.meta.pid,
+        h.meta.command_line.join(" ")
+    ))
 }
 
 #[cfg(test)]
@@ -139,7 +151,12 @@ mod tests {
         let e = prepare(&link, true).unwrap_err().to_string();
         assert!(e.contains("symbolic link"), "{e}");
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
-        assert!(prepare(&d, false).unwrap_err().to_string().contains("is a directory"));
+        assert!(
+            prepare(&d, false)
+                .unwrap_err()
+                .to_string()
+                .contains("is a directory")
+        );
         let e = prepare(&victim, false).unwrap_err().to_string();
         assert!(e.contains("already exists") && e.contains("--force"), "{e}");
         prepare(&victim, true).unwrap();
@@ -152,7 +169,13 @@ mod tests {
     fn lists_the_traces_of_a_run() {
         let d = scratch("list");
         let since = SystemTime::now() - std::time::Duration::from_secs(1);
-        for n in ["t.clrprof", "t.123.clrprof", "t.x.clrprof", "u.clrprof", "t.clrprof.9"] {
+        for n in [
+            "t.clrprof",
+            "t.123.clrprof",
+            "t.x.clrprof",
+            "u.clrprof",
+            "t.clrprof.9",
+        ] {
             std::fs::write(d.join(n), "x").unwrap();
         }
         let names = |v: Vec<(PathBuf, u64)>| {
@@ -160,9 +183,15 @@ mod tests {
                 .map(|(p, _)| p.file_name().unwrap().to_string_lossy().into_owned())
                 .collect::<Vec<_>>()
         };
-        assert_eq!(names(written(&d.join("t.clrprof"), since)), ["t.123.clrprof", "t.clrprof"]);
+        assert_eq!(
+            names(written(&d.join("t.clrprof"), since)),
+            ["t.123.clrprof", "t.clrprof"]
+        );
         std::fs::write(d.join("c-77.trace"), "x").unwrap();
-        assert_eq!(names(written(&d.join("c-{pid}.trace"), since)), ["c-77.trace"]);
+        assert_eq!(
+            names(written(&d.join("c-{pid}.trace"), since)),
+            ["c-77.trace"]
+        );
         let later = SystemTime::now() + std::time::Duration::from_secs(60);
         assert!(written(&d.join("t.clrprof"), later).is_empty());
     }

@@ -37,7 +37,11 @@ pub fn run() -> Result<i32> {
         } else {
             p.command_line.clone()
         };
-        let _ = writeln!(out, "{:>8}  {:<10}  {:<8}  {}", p.pid, version, attached, cmd);
+        let _ = writeln!(
+            out,
+            "{:>8}  {:<10}  {:<8}  {}",
+            p.pid, version, attached, cmd
+        );
     }
     crate::report::write_stdout(out.as_bytes())
 }

@@ -46,6 +46,9 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     if let Some(d) = args.duration {
         cmd.env("CLRPROF_DURATION_S", d.to_string());
     }
+    if let Some(n) = args.max_depth {
+        cmd.env("CLRPROF_MAX_DEPTH", n.to_string());
+    }
     if !args.include.is_empty() {
         cmd.env("CLRPROF_INCLUDE", args.include.join(";"));
     }

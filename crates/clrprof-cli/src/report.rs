@@ -37,6 +37,8 @@ pub fn write_stdout(bytes: &[u8]) -> Result<i32> {
     match out.write_all(bytes).and_then(|()| out.flush()) {
         Ok(()) => Ok(0),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
-        Err(e) => Err(anyhow::anyhow!("cannot write the report to standard output: {e}")),
+        Err(e) => Err(anyhow::anyhow!(
+            "cannot write the report to standard output: {e}"
+        )),
     }
 }

@@ -55,7 +55,12 @@ fn a_symlink_at_the_output_path_is_refused_and_its_target_unchanged() {
         assert_eq!(out.status.code(), Some(2), "{flags:?}: {e}");
         assert!(e.contains("symbolic link"), "{e}");
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "secret");
-        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
     }
 }
 
@@ -78,7 +83,10 @@ fn the_agent_itself_never_writes_through_a_symlink() {
         .unwrap();
     let e = stderr_of(&out);
     assert_eq!(results(&out)["exceptions"], "2", "{e}");
-    assert!(e.contains("symbolic link") && e.contains("runs unprofiled"), "{e}");
+    assert!(
+        e.contains("symbolic link") && e.contains("runs unprofiled"),
+        "{e}"
+    );
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
 }
 
@@ -94,10 +102,17 @@ fn an_existing_file_needs_force_and_the_new_trace_is_owner_only() {
     assert!(!e.contains("RESULT"), "the app must not run");
     assert_eq!(std::fs::read_to_string(&trace).unwrap(), "old trace");
 
-    record(&trace, &["--mode", "events", "--force"], &["exceptions", "4"]);
+    record(
+        &trace,
+        &["--mode", "events", "--force"],
+        &["exceptions", "4"],
+    );
     let m = std::fs::metadata(&trace).unwrap();
     assert_eq!(m.mode() & 0o777, 0o600, "trace mode {:o}", m.mode() & 0o777);
-    assert_eq!(report_json(&trace)["exceptions"]["System.InvalidOperationException"], 4);
+    assert_eq!(
+        report_json(&trace)["exceptions"]["System.InvalidOperationException"],
+        4
+    );
 }
 
 #[test]
@@ -158,7 +173,10 @@ fn durations_that_cannot_be_honoured_are_refused_before_anything_runs() {
         let out = try_record(&trace, &[&format!("--duration={d}")], &["exceptions", "1"]);
         let e = stderr_of(&out);
         assert_eq!(out.status.code(), Some(2), "--duration {d}: {e}");
-        assert!(e.contains("--duration") && e.contains("seconds"), "{d}: {e}");
+        assert!(
+            e.contains("--duration") && e.contains("seconds"),
+            "{d}: {e}"
+        );
         assert!(!trace.exists());
     }
 }
@@ -189,7 +207,10 @@ fn non_utf8_paths_and_settings_are_refused_with_their_name() {
         .output()
         .unwrap();
     let e = stderr_of(&out);
-    assert!(e.contains("invalid CLRPROF_LOG=") && e.contains("not valid UTF-8"), "{e}");
+    assert!(
+        e.contains("invalid CLRPROF_LOG=") && e.contains("not valid UTF-8"),
+        "{e}"
+    );
     assert!(e.contains("no trace was written"), "{e}");
 }
 
@@ -280,7 +301,9 @@ impl Target {
                 let _ = tx.send(l);
             }
         });
-        let ready = rx.recv_timeout(Duration::from_secs(60)).expect("READY line");
+        let ready = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("READY line");
         let pid = ready
             .trim()
             .strip_prefix("READY ")
@@ -341,6 +364,8 @@ fn start_attached(pid: u32, trace: &Path, extra: &[&str]) -> Child {
             return rec;
         }
     }
+    let _ = rec.kill();
+    let _ = rec.wait();
     panic!("record --pid did not attach: {line}");
 }
 
@@ -378,7 +403,12 @@ fn the_agent_stops_at_the_duration_even_when_the_cli_cannot() {
     // The CLI, resumed, sees the detach happened and ends cleanly.
     let status = wait_timeout(&mut rec, Duration::from_secs(30)).expect("record ended");
     assert!(status.success(), "{status}");
-    assert!(report_json(&trace)["samples"]["total"].as_u64().unwrap_or(0) > 0);
+    assert!(
+        report_json(&trace)["samples"]["total"]
+            .as_u64()
+            .unwrap_or(0)
+            > 0
+    );
     t.quit();
 }
 
@@ -440,7 +470,10 @@ fn a_failed_attach_says_why_and_leaves_no_trace() {
         .unwrap();
     let e = stderr_of(&out);
     assert_eq!(out.status.code(), Some(2), "{e}");
-    assert!(e.contains("cannot create trace file /proc/t.clrprof"), "{e}");
+    assert!(
+        e.contains("cannot create trace file /proc/t.clrprof"),
+        "{e}"
+    );
     assert!(!t.profiler_mapped() || t.wait_unmapped(Duration::from_secs(5)));
 
     // A squatted control directory: refused before anything is asked of the runtime.
@@ -456,7 +489,10 @@ fn a_failed_attach_says_why_and_leaves_no_trace() {
         .unwrap();
     let e = stderr_of(&out);
     assert_eq!(out.status.code(), Some(2), "{e}");
-    assert!(e.contains("control directory") && e.contains("mode 777"), "{e}");
+    assert!(
+        e.contains("control directory") && e.contains("mode 777"),
+        "{e}"
+    );
     assert!(!dir.join("t.clrprof").exists());
     t.quit();
 }
@@ -472,7 +508,14 @@ fn root_attaches_to_another_users_process() {
     let trace = dir.join("t.clrprof");
     let t = Target::start_as(Some(65534));
     let out = clrprof()
-        .args(["record", "--pid", &t.pid.to_string(), "--duration", "1", "-o"])
+        .args([
+            "record",
+            "--pid",
+            &t.pid.to_string(),
+            "--duration",
+            "1",
+            "-o",
+        ])
         .arg(&trace)
         .output()
         .unwrap();
@@ -482,7 +525,12 @@ fn root_attaches_to_another_users_process() {
     // The agent ran as the target's user: the trace is theirs, owner-only.
     let m = std::fs::metadata(&trace).unwrap();
     assert_eq!((m.uid(), m.mode() & 0o777), (65534, 0o600));
-    assert!(report_json(&trace)["samples"]["total"].as_u64().unwrap_or(0) > 0);
+    assert!(
+        report_json(&trace)["samples"]["total"]
+            .as_u64()
+            .unwrap_or(0)
+            > 0
+    );
     t.quit();
 }
 
@@ -501,7 +549,10 @@ fn detach_of_another_users_process_says_permission() {
         .unwrap();
     let e = stderr_of(&out);
     assert_eq!(out.status.code(), Some(2), "{e}");
-    assert!(e.contains("another user") && !e.contains("no process"), "{e}");
+    assert!(
+        e.contains("another user") && !e.contains("no process"),
+        "{e}"
+    );
     t.quit();
 }
 
@@ -521,14 +572,25 @@ fn a_child_dotnet_process_writes_its_own_trace() {
     assert_eq!(r["child_exceptions"], "6", "{e}");
     // Both are listed, each with its pid.
     assert!(e.contains("2 .NET processes wrote a trace each"), "{e}");
-    assert!(e.contains(&format!("pid {parent}:")) && e.contains(&format!("pid {child}:")), "{e}");
+    assert!(
+        e.contains(&format!("pid {parent}:")) && e.contains(&format!("pid {child}:")),
+        "{e}"
+    );
     // Whoever loaded the agent first took the name; the other wrote <stem>.<pid>.<ext>.
     let mut by_pid = std::collections::BTreeMap::new();
-    for name in ["t.clrprof".to_string(), format!("t.{parent}.clrprof"), format!("t.{child}.clrprof")] {
+    for name in [
+        "t.clrprof".to_string(),
+        format!("t.{parent}.clrprof"),
+        format!("t.{child}.clrprof"),
+    ] {
         let p = dir.join(&name);
         if p.exists() {
             let j = report_json(&p);
-            assert!(j["warnings"].as_array().unwrap().is_empty(), "{name}: {}", j["warnings"]);
+            assert!(
+                j["warnings"].as_array().unwrap().is_empty(),
+                "{name}: {}",
+                j["warnings"]
+            );
             by_pid.insert(j["trace"]["pid"].as_u64().unwrap(), j);
         }
     }
@@ -559,7 +621,10 @@ fn report_into_a_closed_pipe_or_a_full_disk_does_not_panic() {
     assert_eq!(out.status.code(), Some(0), "{e}");
     assert!(!e.contains("panicked"), "{e}");
     // `report > /dev/full`: an error with its reason.
-    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
     let out = clrprof()
         .arg("report")
         .arg(&trace)
@@ -568,5 +633,230 @@ fn report_into_a_closed_pipe_or_a_full_disk_does_not_panic() {
         .unwrap();
     let e = stderr_of(&out);
     assert_eq!(out.status.code(), Some(2), "{e}");
-    assert!(e.contains("No space left on device") && !e.contains("panicked"), "{e}");
+    assert!(
+        e.contains("No space left on device") && !e.contains("panicked"),
+        "{e}"
+    );
+}
+
+// ---- 3. Memory across attach cycles -----------------------------------------------------
+
+fn rss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// N sample-mode attach/detach cycles (`CLRPROF_CYCLES`, default 50) on one target; its
+/// RSS after them is within 1 MB of its RSS after the first few (which map the library,
+/// JIT and size the allocator's arenas). Slow (about a second per cycle):
+/// `cargo test -p clrprof-cli --test reliability -- --ignored attach_detach_cycles`.
+#[test]
+#[ignore]
+fn attach_detach_cycles_keep_the_targets_memory() {
+    let cycles: usize = std::env::var("CLRPROF_CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50);
+    let dir = scratch("rel-cycles");
+    let t = Target::start_as(None);
+    let cycle = |i: usize| {
+        let trace = dir.join(format!("t{i}.clrprof"));
+        let out = clrprof()
+            .args([
+                "record",
+                "--pid",
+                &t.pid.to_string(),
+                "--rate",
+                "999",
+                "--duration",
+                "0.3",
+                "-q",
+                "-o",
+            ])
+            .arg(&trace)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "cycle {i}: {}", stderr_of(&out));
+        assert!(!t.profiler_mapped(), "cycle {i}: still mapped");
+        let _ = std::fs::remove_file(&trace);
+    };
+    for i in 0..3 {
+        cycle(i);
+    }
+    let before = rss_kb(t.pid);
+    for i in 3..3 + cycles {
+        cycle(i);
+    }
+    let after = rss_kb(t.pid);
+    let growth = after as i64 - before as i64;
+    eprintln!(
+        "RSS {before} KiB -> {after} KiB after {cycles} cycles: {growth} KiB ({:.1} KiB per cycle)",
+        growth as f64 / cycles as f64
+    );
+    assert!(
+        growth < 1024,
+        "the target grew {growth} KiB over {cycles} attach/detach cycles"
+    );
+    t.quit();
+}
+
+// ---- 7/8/9. Lost data with its reasons, deep stacks --------------------------------------
+
+#[test]
+fn stacks_deeper_than_the_limit_are_marked_and_counted() {
+    let dir = scratch("rel-deep");
+    let trace = dir.join("t.clrprof");
+    let out = record(
+        &trace,
+        &["--rate", "199", "--max-depth", "100"],
+        &["deep", "depth=400", "seconds=1"],
+    );
+    assert_eq!(results(&out)["deep_spins"], "1");
+    let r = report_json(&trace);
+    let s = &r["sampler"];
+    assert_eq!(s["max_depth"], 100, "{s}");
+    assert!(s["truncated_stacks"].as_u64().unwrap() > 10, "{s}");
+    assert!(
+        r["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["name"] == "[truncated: deeper than 100 frames]"),
+        "no truncation marker among {}",
+        r["functions"]
+    );
+    // The text report says so.
+    let text = clrprof().arg("report").arg(&trace).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("stacks truncated at 100 frames"), "{text}");
+
+    // A limit above the depth keeps whole stacks, down to Main.
+    let trace = dir.join("whole.clrprof");
+    record(
+        &trace,
+        &["--rate", "199", "--max-depth", "1000"],
+        &["deep", "depth=400", "seconds=1"],
+    );
+    let r = report_json(&trace);
+    assert_eq!(r["sampler"]["truncated_stacks"], 0, "{}", r["sampler"]);
+}
+
+#[test]
+fn exception_stacks_are_aggregated() {
+    let dir = scratch("rel-exc-stacks");
+    let trace = dir.join("t.clrprof");
+    record(&trace, &[], &["exceptions", "500"]);
+    let r = report_json(&trace);
+    let stacks = r["exception_stacks"].as_array().unwrap();
+    let ours: Vec<&serde_json::Value> = stacks
+        .iter()
+        .filter(|s| s["type_name"] == "System.InvalidOperationException")
+        .collect();
+    let total: u64 = ours.iter().map(|s| s["count"].as_u64().unwrap()).sum();
+    assert_eq!(total, 500);
+    // 500 throws from one place: a handful of distinct stacks, not 500 entries.
+    assert!(ours.len() <= 3, "{} entries", ours.len());
+}
+
+#[test]
+fn events_dropped_in_drop_mode_are_reported_with_that_reason() {
+    let dir = scratch("rel-drop");
+    let trace = dir.join("t.clrprof");
+    record(
+        &trace,
+        &["--mode", "trace", "--buffer-kb", "4", "--on-full", "drop"],
+        &["fib", "27"],
+    );
+    let r = report_json(&trace);
+    let lost = r["lost_events"].as_u64().unwrap();
+    assert!(lost > 0, "nothing lost with 4 KiB buffers");
+    assert_eq!(
+        r["lost_by_reason"]["buffer_full"], lost,
+        "{}",
+        r["lost_by_reason"]
+    );
+    let text = clrprof().arg("report").arg(&trace).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("buffer was full (--on-full drop)"), "{text}");
+}
+
+/// A small tmpfs (root only): a full disk costs the trace, never the target, and once
+/// there is room again the trace records what was lost and why (ENOSPC).
+#[test]
+fn a_full_disk_is_named_in_the_log_and_the_trace() {
+    if !is_root() {
+        eprintln!("skipped: needs root to mount a small tmpfs");
+        return;
+    }
+    let dir = scratch("rel-enospc");
+    let mnt = dir.join("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !ok {
+        eprintln!("skipped: cannot mount a tmpfs here");
+        return;
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _guard = Unmount(mnt.clone());
+    // Leave room for the header only.
+    let filler = mnt.join("filler");
+    std::fs::write(&filler, vec![0u8; 1024 * 1024 - 24 * 1024]).unwrap_or(());
+    let trace = mnt.join("t.clrprof");
+    let app = scenarios();
+    let mut rec = clrprof()
+        .args(["record", "--mode", "events", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(clrprof_testkit::dotnet())
+        .arg(&app.dll)
+        .arg("wait")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(rec.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.starts_with("READY"), "{line}");
+    std::thread::sleep(Duration::from_millis(500));
+    // Room again: the rest of the recording, and the loss record, fit.
+    std::fs::remove_file(&filler).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    drop(rec.stdin.take()); // EOF: the app exits
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    let out = rec.wait_with_output().unwrap();
+    let e = stderr_of(&out);
+    assert!(out.status.success(), "the target was harmed: {e}");
+    assert!(rest.contains("wait_exit=eof"), "{rest}");
+    assert!(
+        e.contains("No space left on device (os error 28) (ENOSPC)"),
+        "{e}"
+    );
+    let r = report_json(&trace);
+    let w = &r["write_failures"][0];
+    assert_eq!(w["errno"], 28, "{}", r["write_failures"]);
+    assert!(w["error"].as_str().unwrap().starts_with("ENOSPC"));
+    assert!(r["lost_by_reason"]["write_failed"].as_u64().unwrap() > 0);
+    let text = clrprof().arg("report").arg(&trace).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("the trace file refused writes: ENOSPC"),
+        "{text}"
+    );
 }
