@@ -474,12 +474,15 @@ impl ProfilerCallback for Profiler {
             }
         };
         if !settings.profile_sdk
-            && let Some(what) = crate::sdk::sdk_process(&session::command_line())
+            && let Some(sdk) = crate::sdk::sdk_process(&session::command_line())
         {
-            log!(
-                "pid {} is {what}, not an app: not profiled (CLRPROF_PROFILE_SDK=1 profiles it too)",
-                std::process::id()
-            );
+            if !sdk.quiet {
+                log!(
+                    "pid {} is {}, not an app: not profiled (CLRPROF_PROFILE_SDK=1 profiles it too)",
+                    std::process::id(),
+                    sdk.what
+                );
+            }
             return Err(HResult(corprof_sys::CORPROF_E_PROFILER_CANCEL_ACTIVATION));
         }
         self.start_recording(info, settings, false, None)

@@ -16,10 +16,40 @@ const SDK_DLLS: &[&str] = &[
     "microsoft.build.tasks.codeanalysis.dll",
 ];
 
+/// An SDK process recognised by its command line.
+#[derive(Debug, PartialEq, Eq)]
+pub struct SdkProcess {
+    /// E.g. "the .NET SDK command `dotnet run`".
+    pub what: String,
+    /// A build tool (MSBuild node, compiler) run by MSBuild, which turns every line on
+    /// its stderr into a build error: it must decline without a word.
+    pub quiet: bool,
+}
+
+/// Whether `path` lies in an SDK directory (`…/sdk/<version>/…`).
+fn in_sdk_dir(path: &str) -> bool {
+    path.split("/sdk/")
+        .skip(1)
+        .any(|tail| tail.starts_with(|c: char| c.is_ascii_digit()))
+}
+
 /// What SDK process `argv` is, or `None` for anything else (an app).
-pub fn sdk_process(argv: &[String]) -> Option<String> {
+pub fn sdk_process(argv: &[String]) -> Option<SdkProcess> {
+    let tool = |what: String| {
+        Some(SdkProcess {
+            what: format!("the .NET SDK's {what}"),
+            quiet: true,
+        })
+    };
     let (program, rest) = argv.split_first()?;
     let base = program.rsplit('/').next().unwrap_or(program);
+    // Apphosts of the SDK's tools (`…/sdk/10.0.100/Roslyn/bincore/csc`).
+    let lower_base = base.to_ascii_lowercase();
+    if in_sdk_dir(program)
+        || ["csc", "vbc", "vbcscompiler", "msbuild"].contains(&lower_base.as_str())
+    {
+        return tool(base.to_string());
+    }
     if base != "dotnet" && base != "dotnet.exe" {
         return None;
     }
@@ -52,16 +82,20 @@ pub fn sdk_process(argv: &[String]) -> Option<String> {
         let lower = a.to_ascii_lowercase();
         if lower.ends_with(".dll") || lower.ends_with(".exe") {
             let file = lower.rsplit('/').next().unwrap_or(&lower);
-            let in_sdk_dir = lower
-                .split("/sdk/")
-                .nth(1)
-                .is_some_and(|tail| tail.starts_with(|c: char| c.is_ascii_digit()));
-            return (SDK_DLLS.contains(&file) || in_sdk_dir)
-                .then(|| format!("the .NET SDK's {}", a.rsplit('/').next().unwrap_or(a)));
+            if SDK_DLLS.contains(&file) || in_sdk_dir(&lower) {
+                return tool(a.rsplit('/').next().unwrap_or(a).to_string());
+            }
+            return None;
         }
-        return Some(format!("the .NET SDK command `dotnet {a}`"));
+        return Some(SdkProcess {
+            what: format!("the .NET SDK command `dotnet {a}`"),
+            quiet: false,
+        });
     }
-    Some("the .NET SDK command `dotnet`".into())
+    Some(SdkProcess {
+        what: "the .NET SDK command `dotnet`".into(),
+        quiet: false,
+    })
 }
 
 #[cfg(test)]
@@ -93,13 +127,18 @@ mod tests {
             "/usr/lib/dotnet/dotnet /usr/lib/dotnet/sdk/10.0.100/MSBuild.dll -nologo -nodemode:1",
             "/usr/lib/dotnet/dotnet /usr/lib/dotnet/sdk/10.0.100/Roslyn/bincore/VBCSCompiler.dll -pipename:x",
             "/usr/lib/dotnet/dotnet exec /usr/lib/dotnet/sdk/10.0.100/Roslyn/bincore/csc.dll @x.rsp",
+            "/usr/share/dotnet/sdk/10.0.401/Roslyn/bincore/csc /noconfig @/tmp/x.rsp",
             "dotnet",
         ] {
             assert!(sdk_process(&argv(cmd)).is_some(), "{cmd}");
         }
-        assert_eq!(
-            sdk_process(&argv("dotnet run -c Release")).unwrap(),
-            "the .NET SDK command `dotnet run`"
-        );
+        let run = sdk_process(&argv("dotnet run -c Release")).unwrap();
+        assert_eq!(run.what, "the .NET SDK command `dotnet run`");
+        assert!(!run.quiet);
+        // Tools MSBuild runs decline silently: their stderr becomes build errors.
+        let csc = sdk_process(&argv(
+            "/usr/share/dotnet/sdk/10.0.401/Roslyn/bincore/csc /noconfig",
+        ));
+        assert!(csc.unwrap().quiet);
     }
 }

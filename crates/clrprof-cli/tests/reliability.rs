@@ -860,3 +860,78 @@ fn a_full_disk_is_named_in_the_log_and_the_trace() {
         "{text}"
     );
 }
+
+// ---- 5. `clrprof record -- dotnet run`: the app's trace, whole ---------------------------
+
+/// The SDK (`dotnet run` itself, MSBuild, the compiler) declines the profiler; the app it
+/// starts writes the one trace, complete. Slow (a real build, about a minute here).
+#[test]
+fn dotnet_run_gives_a_whole_trace_of_the_app() {
+    let dir = scratch("rel-dotnet-run");
+    let project = dir.join("hello");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(
+        project.join("hello.csproj"),
+        r#"<Project Sdk="Microsoft.NET.Sdk">
+  <PropertyGroup>
+    <OutputType>Exe</OutputType>
+    <TargetFramework>net10.0</TargetFramework>
+    <ImplicitUsings>enable</ImplicitUsings>
+  </PropertyGroup>
+</Project>
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        project.join("Program.cs"),
+        r#"int caught = 0;
+for (int i = 0; i < 5; i++)
+{
+    try { throw new InvalidOperationException($"run #{i}"); }
+    catch (InvalidOperationException) { caught++; }
+}
+Console.WriteLine($"RESULT app_pid={Environment.ProcessId} caught={caught}");
+"#,
+    )
+    .unwrap();
+    let trace = dir.join("t.clrprof");
+    let out = clrprof()
+        .args(["record", "--mode", "events", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(clrprof_testkit::dotnet())
+        .args(["run", "-c", "Release", "--project"])
+        .arg(&project)
+        .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
+        .env("DOTNET_NOLOGO", "1")
+        .output()
+        .unwrap();
+    let e = stderr_of(&out);
+    assert!(
+        out.status.success(),
+        "{e}\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let r = results(&out);
+    assert_eq!(r["caught"], "5");
+    assert!(
+        e.contains("the .NET SDK command `dotnet run`, not an app"),
+        "{e}"
+    );
+    // Exactly one trace: the app's, with all of it.
+    let traces: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter(|f| f.file_name().to_string_lossy().ends_with(".clrprof"))
+        .collect();
+    assert_eq!(traces.len(), 1, "{e}");
+    let j = report_json(&trace);
+    assert!(
+        j["warnings"].as_array().unwrap().is_empty(),
+        "{}",
+        j["warnings"]
+    );
+    assert_eq!(j["trace"]["pid"].to_string(), r["app_pid"]);
+    assert_eq!(j["exceptions"]["System.InvalidOperationException"], 5);
+    assert_eq!(j["events"]["runtime_shutdowns"], 1);
+}
