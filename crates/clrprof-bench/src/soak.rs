@@ -107,6 +107,7 @@ pub fn run(clrprof: &Path, cycles: usize) -> Result<()> {
     let mut target = crate::dotnet_app(&app, &["serve"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
+        .stderr(Stdio::null()) // the agent's log lines, one set per cycle
         .spawn()?;
     let mut line = String::new();
     BufReader::new(target.stdout.take().context("stdout")?).read_line(&mut line)?;
