@@ -176,6 +176,8 @@ pub struct Settings {
     pub siblings: bool,
     /// Attach: the pid of the `clrprof` that attached; when it is gone, detach.
     pub owner_pid: Option<u32>,
+    /// Its start time (/proc/PID/stat field 22), to tell it from a reused pid.
+    pub owner_start: Option<u64>,
     /// Also profile the .NET SDK's own processes (`dotnet run`/`build`, MSBuild, the
     /// compiler server), which are skipped by default.
     pub profile_sdk: bool,
@@ -249,6 +251,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
     (
         "CLRPROF_OWNER_PID",
         "attach: pid of the clrprof that attached; the profiler detaches itself when that process is gone",
+    ),
+    (
+        "CLRPROF_OWNER_START",
+        "attach: start time of CLRPROF_OWNER_PID (field 22 of its /proc/PID/stat), so a pid reused or seen from another pid namespace is not taken for it",
     ),
     (
         "CLRPROF_PROFILE_SDK",
@@ -478,6 +484,10 @@ impl Settings {
             None => None,
             Some(v) => Some(number("CLRPROF_OWNER_PID", &v, 1, u64::from(u32::MAX))? as u32),
         };
+        let owner_start = match get("CLRPROF_OWNER_START") {
+            None => None,
+            Some(v) => Some(number("CLRPROF_OWNER_START", &v, 0, u64::MAX)?),
+        };
         let profile_sdk = match get("CLRPROF_PROFILE_SDK").as_deref() {
             None | Some("0") => false,
             Some("1") => true,
@@ -491,6 +501,7 @@ impl Settings {
             max_depth,
             siblings,
             owner_pid,
+            owner_start,
             profile_sdk,
             trace_probe,
             rate_hz,

@@ -91,10 +91,15 @@ pub struct Owner {
 }
 
 impl Owner {
-    pub fn new(pid: u32) -> Owner {
-        Owner {
-            pid,
-            start: proc_stat(pid).map(|s| s.1),
+    /// The process `pid` if it is the one that started at `start` (clock ticks since
+    /// boot, /proc/PID/stat field 22, as `clrprof` read it for itself); `None` when this
+    /// process cannot see it (a target in another pid namespace): then it is not watched.
+    pub fn new(pid: u32, start: Option<u64>) -> Option<Owner> {
+        let seen = proc_stat(pid).map(|s| s.1);
+        match (seen, start) {
+            (Some(s), Some(expected)) if s == expected => Some(Owner { pid, start: seen }),
+            (Some(_), None) => Some(Owner { pid, start: seen }),
+            _ => None,
         }
     }
 
@@ -277,8 +282,12 @@ mod tests {
 
     #[test]
     fn this_process_is_alive_and_a_wrong_start_time_is_not() {
-        let me = Owner::new(std::process::id());
+        let me = Owner::new(std::process::id(), None).unwrap();
         assert!(me.alive());
+        let start = me.start;
+        assert!(Owner::new(std::process::id(), start).is_some());
+        // Another namespace's pid 1234 that started at another time: not ours to watch.
+        assert!(Owner::new(std::process::id(), start.map(|s| s + 1)).is_none());
         let recycled = Owner {
             pid: std::process::id(),
             start: me.start.map(|s| s + 1),

@@ -315,7 +315,16 @@ impl Profiler {
                     .duration_s
                     .and_then(|d| Duration::try_from_secs_f64(d).ok())
                     .map(|d| std::time::Instant::now() + d + DURATION_GRACE),
-                owner: settings.owner_pid.map(crate::control::Owner::new),
+                owner: settings.owner_pid.and_then(|pid| {
+                    let owner = crate::control::Owner::new(pid, settings.owner_start);
+                    if owner.is_none() {
+                        log!(
+                            "cannot see the clrprof that attached (pid {pid}; another pid namespace?): \
+                             only its detach request or --duration will stop the recording"
+                        );
+                    }
+                    owner
+                }),
             };
             match ControlServer::start(path, session.clone(), watch) {
                 Ok(c) => {

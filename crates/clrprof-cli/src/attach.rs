@@ -77,6 +77,17 @@ fn process_state(pid: u32) -> Option<char> {
         .next()
 }
 
+/// This process's start time (field 22 of /proc/self/stat), which names it together with
+/// its pid.
+fn own_start_time() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/stat").ok()?;
+    text[text.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()
+}
+
 /// Reads and removes the reason the agent left when it refused the attach.
 fn take_error_note(control: &Path) -> Option<String> {
     let path = control.with_extension("error");
@@ -208,6 +219,9 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
     }
     // The agent detaches itself when this process is gone (killed, terminal closed).
     env.push(("CLRPROF_OWNER_PID", std::process::id().to_string()));
+    if let Some(start) = own_start_time() {
+        env.push(("CLRPROF_OWNER_START", start.to_string()));
+    }
     let data = clrprof_format::encode_attach(&clrprof_format::AttachRequest {
         env: env
             .iter()
