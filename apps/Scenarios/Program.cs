@@ -24,6 +24,8 @@ public static class Program
         ("serve", "serve", Serve.Run),
         ("crunch", "crunch [work=20000]", Crunch.Run),
         ("sequential-threads", "sequential-threads [n=30]", SequentialThreads.Run),
+        ("spawn", "spawn [n=3]", Spawn.Run),
+        ("deep", "deep [depth=1000] [seconds=1]", Deep.Run),
     ];
 
     [MethodImpl(MethodImplOptions.NoInlining)]

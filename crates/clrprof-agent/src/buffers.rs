@@ -108,6 +108,27 @@ pub fn set_accepting(on: bool) {
     ACCEPTING.store(on, Ordering::Release);
 }
 
+/// The reference each live thread holds on its slot (`Arc::into_raw`), as an address, so
+/// that a detach can release those of threads that outlive the profiler: once the key is
+/// deleted their destructor never runs, and each ring (256 KiB and up) would leak.
+static THREAD_REFS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+fn thread_refs() -> std::sync::MutexGuard<'static, Vec<usize>> {
+    THREAD_REFS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// After a detach, when no thread can be inside a callback any more
+/// (ProfilerDetachSucceeded): frees the slots of threads that are still alive.
+pub fn release_thread_refs() {
+    let refs = std::mem::take(&mut *thread_refs());
+    for raw in refs {
+        // SAFETY: each address is a pointer from Arc::into_raw in `register` whose
+        // thread's destructor did not run (it removes its entry under the same lock); the
+        // key is deleted, so it never will, and no callback runs any more to use it.
+        drop(unsafe { Arc::from_raw(raw as *const Slot) });
+    }
+}
+
 /// Deletes the pthread key so no destructor of ours runs after the library is unloaded.
 pub fn shutdown() {
     set_accepting(false);
@@ -125,8 +146,19 @@ extern "C" fn slot_destructor(value: *mut libc::c_void) {
         if value.is_null() {
             return;
         }
+        {
+            let mut refs = thread_refs();
+            match refs.iter().position(|&r| r == value as usize) {
+                Some(i) => {
+                    refs.swap_remove(i);
+                }
+                // Already released by a detach.
+                None => return,
+            }
+        }
         // SAFETY: `value` is the pointer `register` produced with Arc::into_raw and
-        // stored under our key; glibc passes it here exactly once.
+        // stored under our key; glibc passes it here exactly once, and it was still in
+        // THREAD_REFS, so no detach released it.
         let slot = unsafe { Arc::from_raw(value as *const Slot) };
         crate::tpmap::remove();
         slot.retired.store(true, Ordering::Release);
@@ -149,6 +181,11 @@ pub fn take_fallback(into: &mut Vec<u8>) {
     };
     into.extend_from_slice(&f.bytes);
     f.bytes.clear();
+}
+
+/// Whether full buffers drop events (`--on-full drop`) rather than wait.
+pub fn drop_when_full() -> bool {
+    DROP_WHEN_FULL.load(Ordering::Relaxed)
 }
 
 pub fn lost_global() -> u64 {
@@ -178,6 +215,7 @@ fn register() -> *const Slot {
         drop(unsafe { Arc::from_raw(raw) });
         return ptr::null();
     }
+    thread_refs().push(raw as usize);
     crate::tpmap::insert(&slot);
     match PENDING.lock() {
         Ok(mut p) => p.push(Registration { slot }),

@@ -171,6 +171,18 @@ pub struct Settings {
     pub exception_stacks: bool,
     /// Trace mode, benchmarking only: install hooks that record nothing.
     pub trace_probe: Option<TraceProbe>,
+    /// Several processes of one `clrprof record` run may share `output`: when it exists,
+    /// write `<stem>.<pid>.<ext>` beside it instead.
+    pub siblings: bool,
+    /// Attach: the pid of the `clrprof` that attached; when it is gone, detach.
+    pub owner_pid: Option<u32>,
+    /// Its start time (/proc/PID/stat field 22), to tell it from a reused pid.
+    pub owner_start: Option<u64>,
+    /// Also profile the .NET SDK's own processes (`dotnet run`/`build`, MSBuild, the
+    /// compiler server), which are skipped by default.
+    pub profile_sdk: bool,
+    /// Sample mode: the deepest stack kept; deeper ones are cut and marked.
+    pub max_depth: usize,
 }
 
 /// Hooks that record nothing, to measure the parts of trace mode's cost
@@ -226,7 +238,27 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ),
     (
         "CLRPROF_DURATION_S",
-        "sample mode: stop sampling after this many seconds (default: until exit)",
+        "stop after this many seconds, more than 0 and at most 31536000: sample mode stops sampling, an attached profiler detaches (default: until exit)",
+    ),
+    (
+        "CLRPROF_MAX_DEPTH",
+        "sample mode: frames kept per stack, 16..=16384 (default 512); deeper stacks lose their root-most frames and end in a `[truncated: …]` frame",
+    ),
+    (
+        "CLRPROF_SIBLINGS",
+        "0 | 1: when CLRPROF_OUTPUT exists, write <stem>.<pid>.<ext> beside it (set by `clrprof record` so each process of the launched tree writes its own trace)",
+    ),
+    (
+        "CLRPROF_OWNER_PID",
+        "attach: pid of the clrprof that attached; the profiler detaches itself when that process is gone",
+    ),
+    (
+        "CLRPROF_OWNER_START",
+        "attach: start time of CLRPROF_OWNER_PID (field 22 of its /proc/PID/stat), so a pid reused or seen from another pid namespace is not taken for it",
+    ),
+    (
+        "CLRPROF_PROFILE_SDK",
+        "0 | 1: also profile the .NET SDK's own processes (dotnet build/run, MSBuild, VBCSCompiler, csc); default 0: they decline",
     ),
     (
         "CLRPROF_TRACE_PROBE",
@@ -258,6 +290,27 @@ impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
+}
+
+/// The longest `CLRPROF_DURATION_S` accepted: a year (`Duration::from_secs_f64` panics
+/// on values past `u64::MAX` seconds, and no recording means to run longer).
+pub const MAX_DURATION_S: f64 = 31_536_000.0;
+
+/// Refuses a `CLRPROF_*` variable whose value is not UTF-8 (naming it) instead of
+/// ignoring it: a setting that cannot be read must not silently fall back to its default.
+pub fn check_utf8(
+    vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> Result<(), ConfigError> {
+    for (k, v) in vars {
+        let key = k.to_string_lossy();
+        if key.starts_with("CLRPROF_") && v.to_str().is_none() {
+            return Err(ConfigError(format!(
+                "invalid {key}={:?}: the value is not valid UTF-8",
+                v.to_string_lossy()
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn bad(var: &str, value: &str, expected: &str) -> ConfigError {
@@ -388,12 +441,12 @@ impl Settings {
         let duration_s = match get("CLRPROF_DURATION_S") {
             None => None,
             Some(v) => match v.trim().parse::<f64>() {
-                Ok(d) if d > 0.0 && d.is_finite() => Some(d),
+                Ok(d) if d > 0.0 && d <= MAX_DURATION_S => Some(d),
                 _ => {
                     return Err(bad(
                         "CLRPROF_DURATION_S",
                         &v,
-                        "a positive number of seconds",
+                        "a number of seconds, more than 0 and at most 31536000 (a year)",
                     ));
                 }
             },
@@ -422,7 +475,34 @@ impl Settings {
             Some("clock") => Some(TraceProbe::Clock),
             Some(v) => return Err(bad("CLRPROF_TRACE_PROBE", v, "noop or clock")),
         };
+        let siblings = match get("CLRPROF_SIBLINGS").as_deref() {
+            None | Some("0") => false,
+            Some("1") => true,
+            Some(v) => return Err(bad("CLRPROF_SIBLINGS", v, "0 or 1")),
+        };
+        let owner_pid = match get("CLRPROF_OWNER_PID") {
+            None => None,
+            Some(v) => Some(number("CLRPROF_OWNER_PID", &v, 1, u64::from(u32::MAX))? as u32),
+        };
+        let owner_start = match get("CLRPROF_OWNER_START") {
+            None => None,
+            Some(v) => Some(number("CLRPROF_OWNER_START", &v, 0, u64::MAX)?),
+        };
+        let profile_sdk = match get("CLRPROF_PROFILE_SDK").as_deref() {
+            None | Some("0") => false,
+            Some("1") => true,
+            Some(v) => return Err(bad("CLRPROF_PROFILE_SDK", v, "0 or 1")),
+        };
+        let max_depth = match get("CLRPROF_MAX_DEPTH") {
+            None => 512,
+            Some(v) => number("CLRPROF_MAX_DEPTH", &v, 16, 16384)? as usize,
+        };
         Ok(Settings {
+            max_depth,
+            siblings,
+            owner_pid,
+            owner_start,
+            profile_sdk,
             trace_probe,
             rate_hz,
             duration_s,
@@ -458,6 +538,10 @@ impl Settings {
             "exclude": self.exclude,
             "allow_inlining": self.allow_inlining,
             "exception_stacks": self.exception_stacks,
+            "max_depth": self.max_depth,
+            "siblings": self.siblings,
+            "owner_pid": self.owner_pid,
+            "profile_sdk": self.profile_sdk,
             "trace_probe": self.trace_probe.map(|p| match p {
                 TraceProbe::Noop => "noop",
                 TraceProbe::Clock => "clock",
@@ -516,6 +600,33 @@ mod tests {
         assert!(parse(&[("CLRPROF_ON_FULL", "maybe")]).is_err());
         assert!(parse(&[("CLRPROF_FLUSH_MS", "0")]).is_err());
         assert!(parse(&[("CLRPROF_COMPRESS", "yes")]).is_err());
+    }
+
+    #[test]
+    fn durations_that_cannot_be_honoured_are_refused() {
+        for v in ["0", "-1", "nan", "inf", "1e20", "31536001", "soon"] {
+            let e = parse(&[("CLRPROF_DURATION_S", v)]).unwrap_err();
+            assert!(e.0.contains("CLRPROF_DURATION_S"), "{v}: {e}");
+        }
+        let s = parse(&[("CLRPROF_DURATION_S", "0.5")]).unwrap();
+        assert_eq!(s.duration_s, Some(0.5));
+    }
+
+    #[test]
+    fn non_utf8_values_name_the_variable() {
+        use std::ffi::OsString;
+        use std::os::unix::ffi::OsStringExt;
+        let vars = vec![
+            (OsString::from("PATH"), OsString::from_vec(vec![0xff])),
+            (
+                OsString::from("CLRPROF_MODE"),
+                OsString::from_vec(vec![b's', 0xff]),
+            ),
+        ];
+        let e = check_utf8(vars.into_iter()).unwrap_err();
+        assert!(e.0.starts_with("invalid CLRPROF_MODE="), "{e}");
+        assert!(e.0.contains("not valid UTF-8"), "{e}");
+        assert!(check_utf8(std::iter::empty()).is_ok());
     }
 
     #[test]

@@ -15,7 +15,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What the control thread needs from the profiler.
 pub trait Controlled: Send + Sync + 'static {
@@ -24,16 +24,25 @@ pub trait Controlled: Send + Sync + 'static {
     fn detach(&self) -> Result<String, String>;
 }
 
-/// Checks (or creates) the private directory the socket lives in.
+/// Checks (or creates) the private directory the socket lives in. `lstat`, not `stat`: a
+/// symbolic link to a directory of ours is refused like any other squatter.
 pub fn prepare_dir(dir: &Path) -> Result<(), String> {
-    match std::fs::metadata(dir) {
+    match std::fs::symlink_metadata(dir) {
         Ok(m) => {
             // SAFETY: getuid has no preconditions.
             let uid = unsafe { libc::getuid() };
-            if m.uid() != uid || m.mode() & 0o077 != 0 {
+            if !m.is_dir() || m.uid() != uid || m.mode() & 0o077 != 0 {
                 return Err(format!(
-                    "control directory {} must be owned by uid {uid} with mode 0700 (it is uid {}, mode {:o})",
+                    "control directory {} must be a directory owned by uid {uid} with mode 0700 \
+                     (it is {}, uid {}, mode {:o}); remove it and try again",
                     dir.display(),
+                    if m.file_type().is_symlink() {
+                        "a symbolic link"
+                    } else if m.is_dir() {
+                        "a directory"
+                    } else {
+                        "not a directory"
+                    },
                     m.uid(),
                     m.mode() & 0o777
                 ));
@@ -48,6 +57,76 @@ pub fn prepare_dir(dir: &Path) -> Result<(), String> {
     }
 }
 
+/// Where an attach that failed leaves its reason for the CLI: `<dir>/<pid>.error` beside
+/// the socket (the runtime only passes an HRESULT back).
+pub fn error_note_path(socket: &Path) -> PathBuf {
+    socket.with_extension("error")
+}
+
+/// Writes the reason an attach failed next to the control socket (best effort).
+pub fn write_error_note(socket: &Path, reason: &str) {
+    let Some(dir) = socket.parent() else { return };
+    if prepare_dir(dir).is_err() {
+        return;
+    }
+    let path = error_note_path(socket);
+    let _ = std::fs::remove_file(&path);
+    if let Ok((mut f, _)) = crate::outfile::create_new(&path, false, 0) {
+        let _ = f.write_all(reason.as_bytes());
+    }
+}
+
+/// When the control thread detaches on its own: at a deadline (`--duration`) or when the
+/// `clrprof` that attached is gone (killed, or its terminal closed).
+#[derive(Default)]
+pub struct Watch {
+    pub deadline: Option<Instant>,
+    pub owner: Option<Owner>,
+}
+
+/// A process identified by pid and start time, so a recycled pid is not mistaken for it.
+pub struct Owner {
+    pid: u32,
+    start: Option<u64>,
+}
+
+impl Owner {
+    /// The process `pid` if it is the one that started at `start` (clock ticks since
+    /// boot, /proc/PID/stat field 22, as `clrprof` read it for itself); `None` when this
+    /// process cannot see it (a target in another pid namespace): then it is not watched.
+    pub fn new(pid: u32, start: Option<u64>) -> Option<Owner> {
+        let seen = proc_stat(pid).map(|s| s.1);
+        match (seen, start) {
+            (Some(s), Some(expected)) if s == expected => Some(Owner { pid, start: seen }),
+            (Some(_), None) => Some(Owner { pid, start: seen }),
+            _ => None,
+        }
+    }
+
+    pub fn alive(&self) -> bool {
+        match (proc_stat(self.pid), self.start) {
+            (Some((state, start)), Some(s0)) => start == s0 && state != 'Z' && state != 'X',
+            _ => false,
+        }
+    }
+}
+
+/// `(state, starttime)` from `/proc/PID/stat`.
+fn proc_stat(pid: u32) -> Option<(char, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&text)
+}
+
+/// Fields after the command name (which may hold spaces and parentheses): state is the
+/// 3rd field of the line, starttime the 22nd.
+pub fn parse_stat(text: &str) -> Option<(char, u64)> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let state = fields.first()?.chars().next()?;
+    let start = fields.get(19)?.parse().ok()?;
+    Some((state, start))
+}
+
 pub struct ControlServer {
     stop: Arc<AtomicBool>,
     path: PathBuf,
@@ -56,11 +135,16 @@ pub struct ControlServer {
 
 impl ControlServer {
     /// Listens on `path` and serves requests on a thread of its own.
-    pub fn start(path: PathBuf, target: Arc<dyn Controlled>) -> Result<ControlServer, String> {
+    pub fn start(
+        path: PathBuf,
+        target: Arc<dyn Controlled>,
+        watch: Watch,
+    ) -> Result<ControlServer, String> {
         if let Some(dir) = path.parent() {
             prepare_dir(dir)?;
         }
         let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_file(error_note_path(&path));
         let listener = UnixListener::bind(&path)
             .map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
         let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
@@ -70,9 +154,10 @@ impl ControlServer {
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let p = path.clone();
-        let handle =
-            crate::thread::spawn("clrprof-control", move || serve(listener, &s, target, &p))
-                .map_err(|e| format!("cannot start the control thread: {e}"))?;
+        let handle = crate::thread::spawn("clrprof-control", move || {
+            serve(listener, &s, target, &p, &watch)
+        })
+        .map_err(|e| format!("cannot start the control thread: {e}"))?;
         Ok(ControlServer {
             stop,
             path,
@@ -98,8 +183,36 @@ impl ControlServer {
     }
 }
 
-fn serve(listener: UnixListener, stop: &AtomicBool, target: Arc<dyn Controlled>, path: &Path) {
+fn serve(
+    listener: UnixListener,
+    stop: &AtomicBool,
+    target: Arc<dyn Controlled>,
+    path: &Path,
+    watch: &Watch,
+) {
+    let mut last_owner_check = Instant::now();
     while !stop.load(Ordering::Acquire) {
+        let why = if watch.deadline.is_some_and(|d| Instant::now() >= d) {
+            Some("the recording's duration is over".to_string())
+        } else if let Some(o) = &watch.owner
+            && last_owner_check.elapsed() >= Duration::from_millis(200)
+        {
+            last_owner_check = Instant::now();
+            (!o.alive()).then(|| format!("the clrprof that attached (pid {}) is gone", o.pid))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            crate::log!("{why}: detaching");
+            match target.detach() {
+                Ok(_) => {
+                    let _ = std::fs::remove_file(path);
+                    return;
+                }
+                // Someone else's detach is under way; keep serving until stopped.
+                Err(e) => crate::log!("{e}"),
+            }
+        }
         match listener.accept() {
             Ok((stream, _)) => {
                 if handle(stream, &*target) {
@@ -152,5 +265,46 @@ fn handle(stream: UnixStream, target: &dyn Controlled) -> bool {
             );
             false
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_after_a_tricky_command_name() {
+        let line =
+            "1234 (a) (b c) T 1 1234 1234 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 987654 1000 10";
+        assert_eq!(parse_stat(line), Some(('T', 987654)));
+        assert_eq!(parse_stat("garbage"), None);
+    }
+
+    #[test]
+    fn this_process_is_alive_and_a_wrong_start_time_is_not() {
+        let me = Owner::new(std::process::id(), None).unwrap();
+        assert!(me.alive());
+        let start = me.start;
+        assert!(Owner::new(std::process::id(), start).is_some());
+        // Another namespace's pid 1234 that started at another time: not ours to watch.
+        assert!(Owner::new(std::process::id(), start.map(|s| s + 1)).is_none());
+        let recycled = Owner {
+            pid: std::process::id(),
+            start: me.start.map(|s| s + 1),
+        };
+        assert!(!recycled.alive());
+    }
+
+    #[test]
+    fn a_symlinked_control_dir_is_refused() {
+        let d = std::env::temp_dir().join(format!("clrprof-ctl-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("real")).unwrap();
+        std::fs::set_permissions(d.join("real"), std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::os::unix::fs::symlink(d.join("real"), d.join("link")).unwrap();
+        assert!(prepare_dir(&d.join("real")).is_ok());
+        let e = prepare_dir(&d.join("link")).unwrap_err();
+        assert!(e.contains("symbolic link"), "{e}");
+        let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -23,9 +23,12 @@ pub mod inspect;
 pub mod log;
 pub mod mask;
 pub mod names;
+pub mod outfile;
+pub mod pages;
 pub mod profiler;
 pub mod ring;
 pub mod sampler;
+pub mod sdk;
 pub mod session;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub mod sigsample;

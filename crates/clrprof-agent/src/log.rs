@@ -28,11 +28,7 @@ pub fn line(msg: &str) {
             let _ = std::io::stderr().write_all(text.as_bytes());
         }
         LogTarget::File(path) => {
-            let ok = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&path)
-                .and_then(|mut f| f.write_all(text.as_bytes()));
+            let ok = crate::outfile::open_log(&path).and_then(|mut f| f.write_all(text.as_bytes()));
             if ok.is_err() {
                 let _ = std::io::stderr().write_all(text.as_bytes());
             }

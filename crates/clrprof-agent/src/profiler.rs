@@ -21,6 +21,9 @@ use crate::sampler::{self, Sampler};
 use crate::writer::Writer;
 use crate::{inspect, mask, session};
 
+/// How long after `--duration` an attached agent detaches itself if its CLI has not.
+const DURATION_GRACE: Duration = Duration::from_secs(2);
+
 /// State that exists once Initialize (or InitializeForAttach) succeeded.
 pub struct Active {
     pub info: ProfilerInfo,
@@ -93,6 +96,17 @@ impl Session {
                     String::new()
                 }
             );
+            if let Some(errno) = stats.write_errno {
+                log!(
+                    "{} block(s) holding {} events could not be written to {}: {} ({}); the trace \
+                     records the loss if the disk had room again at the end",
+                    stats.write_errors,
+                    stats.write_lost,
+                    self.settings.output.display(),
+                    std::io::Error::from_raw_os_error(errno),
+                    errno_name(errno)
+                );
+            }
             let (waits, waited_ns) = crate::buffers::waits();
             if waits > 0 {
                 log!(
@@ -265,6 +279,8 @@ impl Profiler {
         control: Option<std::path::PathBuf>,
     ) -> std::result::Result<(), String> {
         let (settings, writer) = session::start_with(&info, settings, attached)?;
+        // Any failure below removes the file again: a failed start leaves no stub trace.
+        let created = session::RemoveOnError(Some(settings.output.clone()));
         let (mut low, mut high) = mask::for_settings(&settings);
         if attached {
             let (l, h) = (
@@ -301,7 +317,25 @@ impl Profiler {
             detaching: std::sync::atomic::AtomicBool::new(false),
         });
         if let Some(path) = control {
-            match ControlServer::start(path, session.clone()) {
+            // The CLI detaches at the duration; this is the backstop for a CLI that
+            // cannot (stopped, killed), a little later so the two do not race.
+            let watch = crate::control::Watch {
+                deadline: settings
+                    .duration_s
+                    .and_then(|d| Duration::try_from_secs_f64(d).ok())
+                    .map(|d| std::time::Instant::now() + d + DURATION_GRACE),
+                owner: settings.owner_pid.and_then(|pid| {
+                    let owner = crate::control::Owner::new(pid, settings.owner_start);
+                    if owner.is_none() {
+                        log!(
+                            "cannot see the clrprof that attached (pid {pid}; another pid namespace?): \
+                             only its detach request or --duration will stop the recording"
+                        );
+                    }
+                    owner
+                }),
+            };
+            match ControlServer::start(path, session.clone(), watch) {
                 Ok(c) => {
                     if let Ok(mut g) = session.control.lock() {
                         *g = Some(c);
@@ -313,6 +347,7 @@ impl Profiler {
                 }
             }
         }
+        created.keep();
         let _ = self.active.set(Active {
             info,
             settings,
@@ -334,7 +369,10 @@ impl Profiler {
 
     fn start_sampler(&self, a: &Active) {
         let interval = Duration::from_nanos(1_000_000_000 / u64::from(a.settings.rate_hz));
-        let duration = a.settings.duration_s.map(Duration::from_secs_f64);
+        let duration = a
+            .settings
+            .duration_s
+            .and_then(|d| Duration::try_from_secs_f64(d).ok());
         match Sampler::start(
             a.info.clone(),
             interval,
@@ -342,6 +380,7 @@ impl Profiler {
             a.settings.sampler,
             a.attached,
             a.functions_named.clone(),
+            a.settings.max_depth,
         ) {
             Ok(s) => {
                 if let Ok(mut g) = a.session.sampler.lock() {
@@ -424,22 +463,46 @@ impl Profiler {
     }
 }
 
+/// The symbolic name of the errors a trace write meets.
+pub fn errno_name(errno: i32) -> &'static str {
+    match errno {
+        libc::ENOSPC => "ENOSPC",
+        libc::EDQUOT => "EDQUOT",
+        libc::EIO => "EIO",
+        libc::EFBIG => "EFBIG",
+        libc::EROFS => "EROFS",
+        libc::EBADF => "EBADF",
+        _ => "errno",
+    }
+}
+
 fn hr(h: HResult) -> i32 {
     h.0
 }
 
 impl ProfilerCallback for Profiler {
     fn initialize(&self, info: ProfilerInfo) -> Result<()> {
-        let settings = match crate::config::Settings::from_lookup(
-            |k| std::env::var(k).ok(),
-            std::process::id(),
-        ) {
+        let settings = match crate::config::check_utf8(std::env::vars_os()).and_then(|()| {
+            crate::config::Settings::from_lookup(|k| std::env::var(k).ok(), std::process::id())
+        }) {
             Ok(s) => s,
             Err(e) => {
                 log!("{e}; the profiler is not loaded and the application runs unprofiled");
                 return Err(HResult(corprof_sys::CORPROF_E_PROFILER_CANCEL_ACTIVATION));
             }
         };
+        if !settings.profile_sdk
+            && let Some(sdk) = crate::sdk::sdk_process(&session::command_line())
+        {
+            if !sdk.quiet {
+                log!(
+                    "pid {} is {}, not an app: not profiled (CLRPROF_PROFILE_SDK=1 profiles it too)",
+                    std::process::id(),
+                    sdk.what
+                );
+            }
+            return Err(HResult(corprof_sys::CORPROF_E_PROFILER_CANCEL_ACTIVATION));
+        }
         self.start_recording(info, settings, false, None)
             .map_err(|e| {
                 log!("{e}; the application runs unprofiled");
@@ -463,9 +526,15 @@ impl ProfilerCallback for Profiler {
                 corprof_sys::CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER,
             ));
         }
+        let control = req.control.clone();
         self.start_recording(info, req.settings, true, req.control)
             .map_err(|e| {
                 log!("{e}; attach refused, the application is untouched");
+                // The runtime passes only the HRESULT back: leave the reason where the
+                // CLI that asked looks for it.
+                if let Some(c) = &control {
+                    crate::control::write_error_note(c, &e);
+                }
                 HResult(corprof_sys::E_FAIL)
             })
     }
@@ -491,6 +560,8 @@ impl ProfilerCallback for Profiler {
                 c.stop();
             }
         }
+        // No callback runs any more: the rings of threads that outlive us can go.
+        crate::buffers::release_thread_refs();
         log!("detached");
         Ok(())
     }

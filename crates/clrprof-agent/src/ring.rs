@@ -17,7 +17,6 @@
 //! writer copies ring memory into the file as it is; otherwise it turns units into
 //! ordinary records ([`Ring::drain`]).
 
-use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -78,12 +77,8 @@ impl Ring {
     /// is called by the owner each time the ring passes half full.
     pub fn new(bytes: usize, wake: fn()) -> Option<Ring> {
         let size = bytes.max(4096).checked_next_power_of_two()?;
-        let layout = Layout::from_size_align(size, 64).ok()?;
-        // SAFETY: the layout has a non-zero size.
-        let base = unsafe { alloc_zeroed(layout) };
-        if base.is_null() {
-            return None;
-        }
+        // Own pages, zeroed and page-aligned (more than the 64 the units need): see pages.rs.
+        let base = crate::pages::map(size)?.as_ptr();
         Some(Ring {
             head: RingHead {
                 wpos: AtomicU64::new(0),
@@ -254,9 +249,10 @@ impl Ring {
 
 impl Drop for Ring {
     fn drop(&mut self) {
-        if let Ok(layout) = Layout::from_size_align(self.size as usize, 64) {
-            // SAFETY: `base` came from alloc_zeroed with this layout and is freed once.
-            unsafe { dealloc(self.head.base, layout) };
+        if let Some(base) = std::ptr::NonNull::new(self.head.base) {
+            // SAFETY: `base` came from pages::map(size) in `new` and is unmapped once;
+            // the ring (its only user) is being dropped.
+            unsafe { crate::pages::unmap(base, self.size as usize) };
         }
     }
 }

@@ -30,8 +30,35 @@ static WALK_ACTIVE: AtomicUsize = AtomicUsize::new(0);
 /// Ticks a late sampler may catch up on before it skips (and counts) the rest.
 const MAX_CATCH_UP: u64 = 10;
 
-/// Longest stack kept (leaf first); deeper frames are cut and marked.
-const MAX_FRAMES: usize = 512;
+/// Longest stack kept (leaf first; `CLRPROF_MAX_DEPTH`, default 512); deeper stacks lose
+/// their root-most frames, end in [`clrprof_format::TRUNCATED_FRAME`] and are counted.
+/// Set once per recording by [`Sampler::start`], before the sampler thread starts.
+static MAX_DEPTH: AtomicUsize = AtomicUsize::new(512);
+/// Whether the truncation marker was named in this recording.
+static TRUNCATION_NAMED: AtomicBool = AtomicBool::new(false);
+
+fn max_depth() -> usize {
+    MAX_DEPTH.load(Ordering::Relaxed)
+}
+
+/// Signal mode: the most stack a handler copies. 512 KiB, or more for a deeper
+/// `--max-depth` (~160 bytes a frame, at most 8 MiB): the pages are only touched as far
+/// as a thread's stack actually goes (see pages.rs).
+fn stack_copy_bytes() -> usize {
+    (max_depth() * 160).clamp(STACK_COPY_BYTES, 8 << 20)
+}
+
+/// Appends the truncation marker to a cut stack and names it once.
+fn mark_truncated(frames: &mut Vec<u64>, stats: &SamplerStats) {
+    stats.truncated.fetch_add(1, Ordering::Relaxed);
+    if !TRUNCATION_NAMED.swap(true, Ordering::Relaxed) {
+        crate::profiler::emit_frame_name(
+            clrprof_format::TRUNCATED_FRAME,
+            format!("[truncated: deeper than {} frames]", max_depth()),
+        );
+    }
+    frames.push(clrprof_format::TRUNCATED_FRAME);
+}
 
 /// Called from ThreadDestroyed: returns once no walk is in progress.
 pub fn wait_thread_destroyed() {
@@ -55,7 +82,7 @@ pub struct SamplerStats {
     pub walk_failures: AtomicU64,
     /// Signal mode: threads whose handler did not run within the timeout.
     pub signal_timeouts: AtomicU64,
-    /// Signal mode: walks that reached the end of the copied stack before the root.
+    /// Stacks cut at the depth limit or at the end of the largest stack copy.
     pub truncated: AtomicU64,
     /// Signal mode: samples of threads that had not run since their previous capture,
     /// which reuse that capture instead of being signalled.
@@ -89,7 +116,10 @@ impl Sampler {
         kind: SamplerKind,
         attached: bool,
         seen: Arc<Seen>,
+        max_depth: usize,
     ) -> std::io::Result<Sampler> {
+        MAX_DEPTH.store(max_depth.max(1), Ordering::Relaxed);
+        TRUNCATION_NAMED.store(false, Ordering::Relaxed);
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(SamplerStats::default());
         let (s, st) = (stop.clone(), stats.clone());
@@ -163,7 +193,7 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
     let start = clock::monotonic_ns();
     let end = duration.map(|d| start + d.as_nanos() as u64);
     let mut next = start + interval_ns;
-    let mut frames: Vec<u64> = Vec::with_capacity(64 * MAX_FRAMES);
+    let mut frames: Vec<u64> = Vec::with_capacity(64 * (max_depth() + 1));
     let mut walked: Vec<Walked> = Vec::with_capacity(256);
     let mut cpu: Vec<ThreadCpu> = Vec::with_capacity(256);
     let mut new_functions: Vec<u64> = Vec::with_capacity(256);
@@ -263,6 +293,15 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
         );
     }
     capture.finish();
+    let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    crate::buffers::emit(&Event::SamplerStats {
+        ticks: get(&stats.ticks),
+        samples: get(&stats.samples),
+        missed_ticks: get(&stats.missed_ticks),
+        signal_timeouts: get(&stats.signal_timeouts),
+        truncated: get(&stats.truncated),
+        max_depth: max_depth() as u64,
+    });
 }
 
 /// Suspend-mode capture of one tick (seed 002's way): SuspendRuntime, an asynchronous
@@ -295,8 +334,11 @@ fn take_suspended(
                         frames.push(f.0 as u64);
                     }
                     depth += 1;
-                    depth < MAX_FRAMES
+                    depth < max_depth()
                 });
+            if depth >= max_depth() && frames.len() > begin {
+                mark_truncated(frames, stats);
+            }
             if let Err(e) = r
                 && frames.len() == begin
             {
@@ -353,7 +395,7 @@ impl Capture {
         }
         #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
         {
-            match crate::sigsample::SignalSampler::install(STACK_COPY_BYTES) {
+            match crate::sigsample::SignalSampler::install(stack_copy_bytes()) {
                 Ok(sig) => {
                     // At startup every thread reports itself (ThreadAssignedToOSThread)
                     // after this point; after attach, existing threads must be listed.
@@ -546,7 +588,7 @@ impl SignalCapture {
             copy_bytes: std::collections::HashMap::new(),
             last: std::collections::HashMap::new(),
             to_signal: Vec::with_capacity(256),
-            addrs: Vec::with_capacity(MAX_FRAMES),
+            addrs: Vec::with_capacity(max_depth()),
         }
     }
 
@@ -631,7 +673,7 @@ impl SignalCapture {
                 };
                 addrs.clear();
                 let leaf = symbols.leaf(info, c.ip).code();
-                let walk = crate::fpwalk::walk(&c, leaf, addrs, MAX_FRAMES, |a| {
+                let walk = crate::fpwalk::walk(&c, leaf, addrs, max_depth(), |a| {
                     symbols.caller(info, a).code()
                 });
                 stats
@@ -639,12 +681,14 @@ impl SignalCapture {
                     .fetch_add(u64::from(walk.osr_frames), Ordering::Relaxed);
                 let end = walk.end;
                 let want = wants[i];
+                let copy_max = stack_copy_bytes();
+                let cut = end == crate::fpwalk::WalkEnd::Limit
+                    || (end == crate::fpwalk::WalkEnd::OutsideCopy
+                        && c.stack.len() >= want
+                        && want >= copy_max);
                 let next_want =
                     if end == crate::fpwalk::WalkEnd::OutsideCopy && c.stack.len() >= want {
-                        if want >= STACK_COPY_BYTES {
-                            stats.truncated.fetch_add(1, Ordering::Relaxed);
-                        }
-                        (want * 2).min(STACK_COPY_BYTES)
+                        (want * 2).min(copy_max)
                     } else if c.stack.len() * 2 < want {
                         // The whole stack fit in half: copy less next time.
                         (want - want / 8).max(MIN_COPY_BYTES)
@@ -693,6 +737,9 @@ impl SignalCapture {
                     frames.truncate(begin);
                     stats.walk_failures.fetch_add(1, Ordering::Relaxed);
                     continue;
+                }
+                if cut {
+                    mark_truncated(frames, stats);
                 }
                 walked.push(Walked {
                     thread: ThreadId(thread as usize),

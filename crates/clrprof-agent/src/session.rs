@@ -2,8 +2,6 @@
 //! and the writer thread. Any failure here is reported as one message and the profiler
 //! declines to load.
 
-use std::fs::File;
-
 use clrprof_format::{ClockInfo, ClockKind, Header, TraceMeta};
 use corprof::ProfilerInfo;
 
@@ -24,12 +22,11 @@ pub fn start_with(
     ) {
         return Err("cannot create the thread-buffer key (pthread_key_create failed)".into());
     }
-    let file = File::create(&settings.output).map_err(|e| {
-        format!(
-            "cannot create trace file {}: {e}",
-            settings.output.display()
-        )
-    })?;
+    let mut settings = settings;
+    let (file, path) =
+        crate::outfile::create_new(&settings.output, settings.siblings, std::process::id())?;
+    settings.output = path;
+    let created = RemoveOnError(Some(settings.output.clone()));
     let runtime = info.get_runtime_information().ok();
     let header = Header {
         major: clrprof_format::FORMAT_MAJOR,
@@ -68,6 +65,7 @@ pub fn start_with(
         settings.mode == crate::config::Mode::Trace,
     )
     .map_err(|e| format!("cannot write trace file {}: {e}", settings.output.display()))?;
+    created.keep();
     log!(
         "recording {} to {} (runtime {}, ICorProfilerInfo{})",
         settings.mode.as_str(),
@@ -78,7 +76,7 @@ pub fn start_with(
     Ok((settings, writer))
 }
 
-fn command_line() -> Vec<String> {
+pub fn command_line() -> Vec<String> {
     std::fs::read("/proc/self/cmdline")
         .map(|b| {
             b.split(|c| *c == 0)
@@ -87,4 +85,22 @@ fn command_line() -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// Removes the trace file it names when dropped, unless kept: a recording that fails to
+/// start leaves no stub file behind.
+pub struct RemoveOnError(pub Option<std::path::PathBuf>);
+
+impl RemoveOnError {
+    pub fn keep(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for RemoveOnError {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
 }

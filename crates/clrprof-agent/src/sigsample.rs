@@ -122,8 +122,14 @@ impl SignalSampler {
         if old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN {
             return Err("the application has its own SIGPROF handler".into());
         }
-        let slots: Vec<Slot> = (0..BATCH)
-            .map(|_| Slot {
+        let mut slots: Vec<Slot> = Vec::with_capacity(BATCH);
+        for _ in 0..BATCH {
+            // Own pages (see pages.rs): only the bytes a handler copies become resident.
+            let Some(buf) = crate::pages::map(copy_bytes) else {
+                free_bufs(&slots);
+                return Err(format!("cannot map {copy_bytes} bytes for a stack copy"));
+            };
+            slots.push(Slot {
                 state: AtomicU32::new(IDLE),
                 seq: AtomicU32::new(0),
                 ip: AtomicU64::new(0),
@@ -131,12 +137,13 @@ impl SignalSampler {
                 fp: AtomicU64::new(0),
                 copied: AtomicUsize::new(0),
                 want: AtomicUsize::new(copy_bytes),
-                buf: Box::leak(vec![0u8; copy_bytes].into_boxed_slice()).as_mut_ptr(),
+                buf: buf.as_ptr(),
                 cap: copy_bytes,
-            })
-            .collect();
-        // Slots and buffers are leaked on purpose: a late signal may still reach the
-        // handler after the sampler stopped, and must find valid memory.
+            });
+        }
+        // Slots and buffers live until `uninstall`, which frees them only once SIGPROF
+        // is ignored and no handler runs (a late signal must find valid memory until
+        // then). They used to be leaked, which cost every attach/detach cycle ~4 MB.
         let slots: &'static [Slot] = Box::leak(slots.into_boxed_slice());
         SLOTS.store(slots.as_ptr() as *mut Slot, Ordering::Release);
         // SAFETY: a fully initialised sigaction whose handler has the SA_SIGINFO signature.
@@ -147,6 +154,16 @@ impl SignalSampler {
         unsafe { libc::sigfillset(&mut act.sa_mask) };
         // SAFETY: installs a handler that only touches the static slots (see on_signal).
         if unsafe { libc::sigaction(SIGNAL, &act, std::ptr::null_mut()) } != 0 {
+            SLOTS.store(std::ptr::null_mut(), Ordering::Release);
+            free_bufs(slots);
+            // SAFETY: the boxed slice leaked just above, never reached by a handler (none
+            // was installed), freed once.
+            drop(unsafe {
+                Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                    slots.as_ptr() as *mut Slot,
+                    BATCH,
+                ))
+            });
             return Err(format!(
                 "sigaction(SIGPROF) failed: {}",
                 std::io::Error::last_os_error()
@@ -263,6 +280,30 @@ impl SignalSampler {
         }
         // A handler that was entered but had not yet counted itself: give it time.
         std::thread::sleep(Duration::from_millis(5));
+        if IN_HANDLER.load(Ordering::Acquire) != 0 {
+            // A handler is stuck (it cannot be, short of a stopped thread): keep the
+            // memory rather than risk it writing into freed buffers.
+            return;
+        }
+        SLOTS.store(std::ptr::null_mut(), Ordering::Release);
+        let slots = self.slots.as_ptr() as *mut Slot;
+        // No handler can reach the buffers any more (SIGPROF is ignored, IN_HANDLER is 0
+        // and SLOTS is null).
+        free_bufs(self.slots);
+        // SAFETY: `slots` is the leaked boxed slice of BATCH slots from `install`, freed
+        // once; `self` (its only other reference) is consumed by this call.
+        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(slots, BATCH)) });
+    }
+}
+
+/// Unmaps the stack-copy buffers of `slots` (once, when no handler can reach them).
+fn free_bufs(slots: &[Slot]) {
+    for slot in slots {
+        if let Some(buf) = std::ptr::NonNull::new(slot.buf) {
+            // SAFETY: `buf` came from pages::map(cap) in `install`; callers free each
+            // slot's buffer once, after no handler can use it.
+            unsafe { crate::pages::unmap(buf, slot.cap) };
+        }
     }
 }
 
@@ -389,7 +430,8 @@ fn handle(info: *mut libc::siginfo_t, ctx: *mut c_void) {
     if slots.is_null() || index >= BATCH {
         return;
     }
-    // SAFETY: SLOTS points at BATCH leaked slots once non-null.
+    // SAFETY: SLOTS points at BATCH live slots while non-null (uninstall nulls it and
+    // waits for IN_HANDLER, incremented above, before freeing them).
     let slot = unsafe { &*slots.add(index) };
     if slot.seq.load(Ordering::Acquire) != seq
         || slot

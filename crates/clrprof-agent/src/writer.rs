@@ -36,6 +36,10 @@ pub struct Stats {
     pub bytes: u64,
     pub lost: u64,
     pub write_errors: u64,
+    /// Events in blocks that could not be written (part of `lost`).
+    pub write_lost: u64,
+    /// The first write error's errno (28: ENOSPC).
+    pub write_errno: Option<i32>,
 }
 
 struct Shared {
@@ -172,17 +176,35 @@ fn run(mut file: File, flush: Duration, compress: bool, raw_units: bool, shared:
     // Final pass: anything registered or written while we were stopping.
     d.register();
     d.drain_all(&mut file, compress);
-    let lost: u64 = buffers::lost_global()
+    // `stats.lost` holds retired threads' buffer losses and the write failures.
+    let in_buffers: u64 = buffers::lost_global()
         + d.regs
             .iter()
             .map(|r| r.reg.slot.lost.load(Ordering::Relaxed))
             .sum::<u64>()
-        + d.stats.lost;
-    d.stats.lost = lost;
-    if lost > 0 {
+        + d.stats.lost.saturating_sub(d.stats.write_lost);
+    d.stats.lost = in_buffers + d.stats.write_lost;
+    if in_buffers > 0 {
         d.record(&Event::Lost {
-            count: lost,
-            reason: 0,
+            count: in_buffers,
+            reason: if buffers::drop_when_full() {
+                clrprof_format::LOST_BUFFER_FULL
+            } else {
+                clrprof_format::LOST_STOPPING
+            },
+        });
+    }
+    if d.stats.write_errors > 0 {
+        // Written now if the disk has room again (a temporary ENOSPC); the agent's log
+        // names the error either way.
+        d.record(&Event::WriteFailed {
+            errno: d.stats.write_errno.unwrap_or(0) as u64,
+            blocks: d.stats.write_errors,
+            events: d.stats.write_lost,
+        });
+        d.record(&Event::Lost {
+            count: d.stats.write_lost,
+            reason: clrprof_format::LOST_WRITE_FAILED,
         });
     }
     d.clock_sync();
@@ -285,10 +307,7 @@ impl Drain {
                     self.stats.blocks += 1;
                     self.stats.bytes += part.len() as u64;
                 }
-                Err(_) => {
-                    self.stats.write_errors += 1;
-                    self.stats.lost += (part.len() / 16) as u64;
-                }
+                Err(e) => self.write_failed(&e, (part.len() / 16) as u64),
             }
         }
         slot.ring.consume(a.len() + b.len());
@@ -308,10 +327,16 @@ impl Drain {
                 self.stats.blocks += 1;
                 self.stats.bytes += records.len() as u64;
             }
-            Err(_) => {
-                self.stats.write_errors += 1;
-                self.stats.lost += u64::from(count);
-            }
+            Err(e) => self.write_failed(&e, u64::from(count)),
+        }
+    }
+
+    fn write_failed(&mut self, e: &io::Error, events: u64) {
+        self.stats.write_errors += 1;
+        self.stats.lost += events;
+        self.stats.write_lost += events;
+        if self.stats.write_errno.is_none() {
+            self.stats.write_errno = Some(e.raw_os_error().unwrap_or(0));
         }
     }
 }

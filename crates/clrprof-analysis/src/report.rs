@@ -73,15 +73,68 @@ pub struct Report {
     /// Consistency figures of the call-tree reconstruction (trace mode).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace_stats: Option<TraceStats>,
-    /// The stack of each thrown exception, leaf first (when recorded).
+    /// The distinct stacks exceptions were thrown from, leaf first, with how many were
+    /// thrown from each, most first (when recorded).
     pub exception_stacks: Vec<ExceptionStack>,
+    /// `lost_events` by reason: `buffer_full` (drop mode), `write_failed` (the file
+    /// refused writes), `stopping` (arrived while the recording stopped), `unknown` (a
+    /// trace of before reasons were recorded).
+    pub lost_by_reason: BTreeMap<String, u64>,
+    /// Writes the trace file refused, by error (e.g. ENOSPC: the disk was full).
+    pub write_failures: Vec<WriteFailure>,
+    /// The sampler's own figures (sample mode, when recorded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampler: Option<SamplerStats>,
 }
 
 #[derive(Debug, Serialize)]
 pub struct ExceptionStack {
     pub type_name: String,
-    pub os_tid: u64,
+    /// Exceptions thrown from this stack.
+    pub count: u64,
     pub frames: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WriteFailure {
+    pub errno: u64,
+    /// E.g. `ENOSPC (No space left on device)`.
+    pub error: String,
+    pub blocks: u64,
+    pub events: u64,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct SamplerStats {
+    pub ticks: u64,
+    pub samples: u64,
+    pub missed_ticks: u64,
+    pub signal_timeouts: u64,
+    /// Stacks deeper than `max_depth` (cut; their root-most frame is `[truncated: …]`).
+    pub truncated_stacks: u64,
+    pub max_depth: u64,
+}
+
+/// The name of a `Lost` reason code.
+pub fn lost_reason(code: u8) -> &'static str {
+    match code {
+        clrprof_format::LOST_BUFFER_FULL => "buffer_full",
+        clrprof_format::LOST_WRITE_FAILED => "write_failed",
+        clrprof_format::LOST_STOPPING => "stopping",
+        _ => "unknown",
+    }
+}
+
+/// Names the errno of a failed trace write.
+pub fn errno_text(errno: u64) -> String {
+    match errno {
+        28 => "ENOSPC (No space left on device)".into(),
+        122 => "EDQUOT (Disk quota exceeded)".into(),
+        5 => "EIO (Input/output error)".into(),
+        27 => "EFBIG (File too large)".into(),
+        30 => "EROFS (Read-only file system)".into(),
+        n => format!("errno {n}"),
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -183,7 +236,11 @@ pub fn build(trace: &Trace<'_>) -> Report {
 pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
     let names = Names::collect(&trace.events);
     let thread_names = ThreadNames::collect(&trace.events);
-    let mut exception_stacks = Vec::new();
+    // (type, frame ids) → count: a million throws from one place are one entry.
+    let mut exception_stacks: HashMap<(String, Vec<u64>), u64> = HashMap::new();
+    let mut lost_by_reason: BTreeMap<String, u64> = BTreeMap::new();
+    let mut write_failures = Vec::new();
+    let mut sampler: Option<SamplerStats> = None;
     let mut last_exception: HashMap<u64, String> = HashMap::new();
     let mut has_samples = false;
     let mut c = EventCounts::default();
@@ -254,20 +311,8 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
             }
             Event::Sample { .. } => has_samples = true,
             Event::ExceptionStack { frames } => {
-                exception_stacks.push(ExceptionStack {
-                    type_name: last_exception.get(&e.os_tid).cloned().unwrap_or_default(),
-                    os_tid: e.os_tid,
-                    frames: frames
-                        .iter()
-                        .map(|f| {
-                            if *f == 0 {
-                                samples::NATIVE.to_string()
-                            } else {
-                                names.function(*f)
-                            }
-                        })
-                        .collect(),
-                });
+                let ty = last_exception.get(&e.os_tid).cloned().unwrap_or_default();
+                *exception_stacks.entry((ty, frames.to_vec())).or_default() += 1;
             }
             Event::ExceptionThrown {
                 type_name, message, ..
@@ -303,7 +348,39 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
                 *allocs.entry(*class).or_default() += count;
             }
             Event::Transition { .. } => c.transitions += 1,
-            Event::Lost { count, .. } => lost += count,
+            Event::Lost { count, reason } => {
+                lost += count;
+                *lost_by_reason
+                    .entry(lost_reason(*reason).into())
+                    .or_default() += count;
+            }
+            Event::WriteFailed {
+                errno,
+                blocks,
+                events,
+            } => write_failures.push(WriteFailure {
+                errno: *errno,
+                error: errno_text(*errno),
+                blocks: *blocks,
+                events: *events,
+            }),
+            Event::SamplerStats {
+                ticks,
+                samples,
+                missed_ticks,
+                signal_timeouts,
+                truncated,
+                max_depth,
+            } => {
+                // One per sampler run (an attach may start more than one): add them up.
+                let s = sampler.get_or_insert_with(SamplerStats::default);
+                s.ticks += ticks;
+                s.samples += samples;
+                s.missed_ticks += missed_ticks;
+                s.signal_timeouts += signal_timeouts;
+                s.truncated_stacks += truncated;
+                s.max_depth = *max_depth;
+            }
             _ => {}
         }
     }
@@ -379,7 +456,35 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
         call_tree,
         thread_call_trees,
         trace_stats,
-        exception_stacks,
+        exception_stacks: {
+            let mut v: Vec<ExceptionStack> = exception_stacks
+                .into_iter()
+                .map(|((type_name, frames), count)| ExceptionStack {
+                    type_name,
+                    count,
+                    frames: frames
+                        .iter()
+                        .map(|f| {
+                            if *f == 0 {
+                                samples::NATIVE.to_string()
+                            } else {
+                                names.function(*f)
+                            }
+                        })
+                        .collect(),
+                })
+                .collect();
+            v.sort_by(|a, b| {
+                b.count
+                    .cmp(&a.count)
+                    .then_with(|| a.type_name.cmp(&b.type_name))
+                    .then_with(|| a.frames.cmp(&b.frames))
+            });
+            v
+        },
+        lost_by_reason,
+        write_failures,
+        sampler,
         trace: TraceInfo {
             pid: meta.pid,
             command_line: meta.command_line.clone(),

@@ -44,10 +44,37 @@ pub fn render(r: &Report, top: usize) -> String {
     );
     let _ = writeln!(o, "  duration: {}", ns(t.duration_ns));
     if r.lost_events > 0 {
+        let why: Vec<String> = r
+            .lost_by_reason
+            .iter()
+            .map(|(reason, n)| {
+                let text = match reason.as_str() {
+                    "buffer_full" => "a thread's buffer was full (--on-full drop)".to_string(),
+                    "write_failed" => match r.write_failures.first() {
+                        Some(w) => format!("the trace file refused writes: {}", w.error),
+                        None => "the trace file refused writes".to_string(),
+                    },
+                    "stopping" => "they arrived while the recording was stopping".to_string(),
+                    _ => "reason not recorded".to_string(),
+                };
+                format!("{n} because {text}")
+            })
+            .collect();
         let _ = writeln!(
             o,
-            "  LOST:     {} events could not be recorded (buffers full in drop mode)",
-            r.lost_events
+            "  LOST:     {} events could not be recorded: {}",
+            r.lost_events,
+            why.join("; ")
+        );
+    }
+    if let Some(s) = &r.sampler
+        && (s.truncated_stacks > 0 || s.missed_ticks > 0 || s.signal_timeouts > 0)
+    {
+        let _ = writeln!(
+            o,
+            "  sampler:  {} ticks, {} missed (the sampler fell behind), {} threads did not answer in time, \
+             {} stacks truncated at {} frames (--max-depth)",
+            s.ticks, s.missed_ticks, s.signal_timeouts, s.truncated_stacks, s.max_depth
         );
     }
     for w in &r.warnings {

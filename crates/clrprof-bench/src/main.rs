@@ -6,6 +6,9 @@
 //!   cargo run --release -p clrprof-bench -- sample      # sampling overhead at 99 and 999 Hz (+ dotnet-trace)
 //!   cargo run --release -p clrprof-bench -- trace       # ns per traced call (enter+leave)
 //!   cargo run --release -p clrprof-bench -- attach      # attach and detach latency
+//!   cargo run --release -p clrprof-bench -- soak        # stress cases + 50 attach/detach cycles
+
+mod soak;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -33,6 +36,14 @@ enum What {
     Trace,
     /// Attach and detach latency on a running app
     Attach,
+    /// Stress and soak: the stress cases of issue #16 under the profiler, then attach/detach
+    /// cycles on a loaded target; prints crashes, hangs, memory growth per cycle and the
+    /// events lost with their reasons
+    Soak {
+        /// Attach/detach cycles
+        #[arg(long, default_value_t = 50)]
+        cycles: usize,
+    },
 }
 
 fn main() -> Result<()> {
@@ -42,6 +53,7 @@ fn main() -> Result<()> {
         What::Sample => sample(args.runs),
         What::Trace => trace(args.runs),
         What::Attach => attach(args.runs),
+        What::Soak { cycles } => soak::run(&clrprof()?, cycles),
     }
 }
 
@@ -127,6 +139,7 @@ fn recorded(
     let mut c = Command::new(clrprof);
     c.arg("record")
         .arg("-q")
+        .arg("--force") // runs reuse the file; clrprof never overwrites unasked
         .arg("-o")
         .arg(out)
         .args(flags)
@@ -481,7 +494,7 @@ fn attach(runs: usize) -> Result<()> {
         let o = Command::new(&clrprof)
             .args(["record", "--pid", &pid.to_string(), "--duration"])
             .arg(DURATION_S.to_string())
-            .arg("-o")
+            .args(["--force", "-o"])
             .arg(&out)
             .output()?;
         let wall = started.elapsed();

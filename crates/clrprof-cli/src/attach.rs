@@ -3,10 +3,9 @@
 //! the profiler's own control socket, and detaching through it.
 
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -19,17 +18,82 @@ use crate::record::CLSID;
 /// `CORPROF_E_PROFILER_ALREADY_ACTIVE`
 const ALREADY_ACTIVE: i32 = 0x8013_136A_u32 as i32;
 
-/// The private directory holding control sockets: `$TMPDIR/clrprof-<uid>` (0700).
-pub fn control_dir() -> PathBuf {
+/// The private directory holding control sockets: `$TMPDIR/clrprof-<uid>` (0700), where
+/// `uid` is the *target's* user (the agent creates and checks it as that user; root
+/// attaching to someone's process uses theirs).
+pub fn control_dir(uid: u32) -> PathBuf {
     let base = std::env::var_os("TMPDIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/tmp"));
-    // SAFETY: getuid has no preconditions.
-    base.join(format!("clrprof-{}", unsafe { libc::getuid() }))
+    base.join(format!("clrprof-{uid}"))
+}
+
+/// The uid a process runs as (the owner of `/proc/PID`).
+fn process_uid(pid: u32) -> Option<u32> {
+    std::fs::metadata(format!("/proc/{pid}"))
+        .ok()
+        .map(|m| m.uid())
 }
 
 pub fn control_socket(pid: u32) -> PathBuf {
-    control_dir().join(format!("{pid}.sock"))
+    // SAFETY: getuid has no preconditions.
+    let uid = process_uid(pid).unwrap_or_else(|| unsafe { libc::getuid() });
+    control_dir(uid).join(format!("{pid}.sock"))
+}
+
+/// Refuses a control directory the agent would refuse (lstat: a link is not followed),
+/// before asking the runtime for anything.
+fn check_control_dir(dir: &Path, uid: u32) -> Result<()> {
+    let Ok(m) = std::fs::symlink_metadata(dir) else {
+        return Ok(());
+    };
+    if m.file_type().is_symlink() || !m.is_dir() || m.uid() != uid || m.mode() & 0o077 != 0 {
+        bail!(
+            "the control directory {} must be a directory owned by uid {uid} (the target's user) \
+             with mode 0700, and it is {} owned by uid {} with mode {:o}: someone else may have \
+             created it; remove it and try again",
+            dir.display(),
+            if m.file_type().is_symlink() {
+                "a symbolic link"
+            } else if m.is_dir() {
+                "a directory"
+            } else {
+                "a file"
+            },
+            m.uid(),
+            m.mode() & 0o777
+        );
+    }
+    Ok(())
+}
+
+/// The one-letter state in `/proc/PID/stat` (R, S, D, T, t, Z…).
+fn process_state(pid: u32) -> Option<char> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    text[text.rfind(')')? + 1..]
+        .split_whitespace()
+        .next()?
+        .chars()
+        .next()
+}
+
+/// This process's start time (field 22 of /proc/self/stat), which names it together with
+/// its pid.
+fn own_start_time() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/stat").ok()?;
+    text[text.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()
+}
+
+/// Reads and removes the reason the agent left when it refused the attach.
+fn take_error_note(control: &Path) -> Option<String> {
+    let path = control.with_extension("error");
+    let text = std::fs::read_to_string(&path).ok()?;
+    let _ = std::fs::remove_file(&path);
+    Some(text.trim().to_string()).filter(|t| !t.is_empty())
 }
 
 /// Sends one request line to the control socket; returns the answer without `ok `.
@@ -67,7 +131,10 @@ fn library_mapped(pid: u32, library: &Path) -> bool {
 
 fn alive(pid: u32) -> bool {
     // SAFETY: signal 0 only checks for existence and permission.
-    unsafe { libc::kill(pid as i32, 0) == 0 }
+    let r = unsafe { libc::kill(pid as i32, 0) };
+    // EPERM: it exists, it is another user's.
+    (r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+        && process_state(pid).is_none_or(|s| s != 'Z' && s != 'X')
 }
 
 /// Waits until the runtime has unloaded the library (after a detach).
@@ -94,6 +161,12 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
     }
     let started = Instant::now();
     let library = locate::profiler_library(args.profiler.as_deref())?;
+    if let Some(state @ ('T' | 't')) = process_state(pid) {
+        bail!(
+            "pid {pid} is stopped (state {state}: SIGSTOP, Ctrl-Z or a debugger) and cannot answer an attach; \
+             resume it (`kill -CONT {pid}`) and try again"
+        );
+    }
     let client = DiagnosticsClient::connect(pid).map_err(explain)?;
     let cwd = std::env::current_dir()?;
     let output = match &args.output {
@@ -101,7 +174,13 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
         Some(p) => cwd.join(p),
         None => cwd.join(format!("clrprof-{pid}.clrprof")),
     };
+    let output = PathBuf::from(output.to_string_lossy().replace("{pid}", &pid.to_string()));
+    crate::output::prepare(&output, args.force)?;
     let control = control_socket(pid);
+    if let (Some(dir), Some(uid)) = (control.parent(), process_uid(pid)) {
+        check_control_dir(dir, uid)?;
+    }
+    let _ = std::fs::remove_file(control.with_extension("error"));
     if control.exists() && control_request(pid, "status", Duration::from_secs(2)).is_ok() {
         bail!(
             "clrprof is already attached to pid {pid} (CORPROF_E_PROFILER_ALREADY_ACTIVE); \
@@ -121,6 +200,29 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
     }
     if let Some(kb) = args.buffer_kb {
         env.push(("CLRPROF_BUFFER_KB", kb.to_string()));
+    }
+    if let Some(n) = args.max_depth {
+        env.push(("CLRPROF_MAX_DEPTH", n.to_string()));
+    }
+    if let Some(d) = args.duration {
+        // The agent enforces it too (and detaches) should this process be killed.
+        env.push(("CLRPROF_DURATION_S", d.to_string()));
+    }
+    if let Some(f) = args.on_full {
+        env.push((
+            "CLRPROF_ON_FULL",
+            if f == crate::cli::OnFull::Drop {
+                "drop"
+            } else {
+                "wait"
+            }
+            .to_string(),
+        ));
+    }
+    // The agent detaches itself when this process is gone (killed, terminal closed).
+    env.push(("CLRPROF_OWNER_PID", std::process::id().to_string()));
+    if let Some(start) = own_start_time() {
+        env.push(("CLRPROF_OWNER_START", start.to_string()));
     }
     let data = clrprof_format::encode_attach(&clrprof_format::AttachRequest {
         env: env
@@ -142,13 +244,21 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
                 "clrprof: the runtime did not answer in time; checking whether the attach succeeded…"
             )
         }
-        Err(e) => return Err(explain(e)),
+        Err(e) => {
+            return Err(match take_error_note(&control) {
+                Some(reason) => anyhow::anyhow!("{e}\nthe profiler in pid {pid} said: {reason}"),
+                None => explain(e),
+            });
+        }
     }
     // Confirm through our own channel: the agent listens once it is initialised.
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         match control_request(pid, "status", Duration::from_secs(2)) {
             Ok(_) => break,
+            Err(_) if let Some(reason) = take_error_note(&control) => {
+                bail!("the profiler in pid {pid} refused the attach: {reason}");
+            }
             Err(e) if Instant::now() > deadline => {
                 return Err(e.context(format!(
                     "the profiler did not confirm the attach to pid {pid}; look for `clrprof[{pid}]:` lines in the target's stderr"
@@ -170,28 +280,43 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
             }
         );
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
-    let _ = ctrlc::set_handler(move || s.store(true, Ordering::SeqCst));
+    crate::signals::catch();
     let end = args
         .duration
         .map(|d| Instant::now() + Duration::from_secs_f64(d));
-    let mut exited = false;
-    while !stop.load(Ordering::SeqCst) && end.is_none_or(|e| Instant::now() < e) {
+    let mut last_socket_check = Instant::now();
+    while crate::signals::received().is_none() && end.is_none_or(|e| Instant::now() < e) {
         if !alive(pid) {
-            exited = true;
-            break;
+            eprintln!(
+                "clrprof: pid {pid} exited during the recording; the trace up to its end is in {}",
+                output.display()
+            );
+            return Ok(0);
+        }
+        if last_socket_check.elapsed() >= Duration::from_millis(200) {
+            last_socket_check = Instant::now();
+            if !control.exists() {
+                // Another `clrprof detach`, or the agent's own stop: the trace is whole.
+                wait_unloaded(pid, &library, Duration::from_secs(15));
+                eprintln!(
+                    "clrprof: the profiler in pid {pid} was detached by another request; the trace is complete in {}",
+                    output.display()
+                );
+                return Ok(0);
+            }
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    if exited {
-        eprintln!(
-            "clrprof: pid {pid} exited during the recording; the trace up to its end is in {}",
-            output.display()
-        );
-        return Ok(0);
+    if control.exists() {
+        detach_and_wait(pid, &library, args.quiet)?;
+    } else {
+        // The agent stopped on its own meanwhile (its --duration backstop when this
+        // process could not act in time, or another `clrprof detach`).
+        wait_unloaded(pid, &library, Duration::from_secs(15));
+        if !args.quiet {
+            eprintln!("clrprof: the profiler in pid {pid} had already detached");
+        }
     }
-    detach_and_wait(pid, &library, args.quiet)?;
     if !args.quiet {
         eprintln!(
             "clrprof: trace written to {}; see it with `clrprof report {}`",
@@ -230,6 +355,12 @@ fn detach_and_wait(pid: u32, library: &Path, quiet: bool) -> Result<()> {
 pub fn detach(pid: u32, profiler: Option<&Path>) -> Result<i32> {
     if !alive(pid) {
         bail!("no process with pid {pid}");
+    }
+    // SAFETY: signal 0 only checks for existence and permission.
+    if unsafe { libc::kill(pid as i32, 0) } != 0 {
+        bail!(
+            "pid {pid} belongs to another user (EPERM): only its user or root can detach clrprof from it"
+        );
     }
     let library = locate::profiler_library(profiler)?;
     detach_and_wait(pid, &library, false)?;

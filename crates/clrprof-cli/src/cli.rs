@@ -135,9 +135,13 @@ impl Sampler {
 
 #[derive(clap::Args, Debug)]
 pub struct RecordArgs {
-    /// Trace file to write [default: clrprof-<pid>.clrprof]
+    /// Trace file to write; `{pid}` is replaced by the process id. Other .NET processes
+    /// the command starts write `<name>.<pid>.<ext>` beside it [default: clrprof-{pid}.clrprof]
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+    /// Replace an existing trace file of yours (never a symbolic link or another user's file)
+    #[arg(long)]
+    pub force: bool,
     /// What to record
     #[arg(long, value_enum, default_value_t = Mode::Sample)]
     pub mode: Mode,
@@ -158,8 +162,13 @@ pub struct RecordArgs {
     /// How stacks are captured (sample mode) [default: signal on Linux x86_64]
     #[arg(long, value_enum)]
     pub sampler: Option<Sampler>,
-    /// Stop sampling after this many seconds; the command goes on (sample mode)
-    #[arg(long)]
+    /// Frames kept per sampled stack, 16..=16384; deeper stacks lose their root-most
+    /// frames and end in a `[truncated: …]` frame, and the report counts them (sample mode)
+    #[arg(long, value_name = "FRAMES", value_parser = clap::value_parser!(u32).range(16..=16384))]
+    pub max_depth: Option<u32>,
+    /// Stop after this many seconds: sampling stops and the command goes on; an attached
+    /// profiler detaches (it does so itself if clrprof is gone)
+    #[arg(long, value_parser = parse_duration, value_name = "SECONDS")]
     pub duration: Option<f64>,
     /// Only trace functions matching these patterns, e.g. `MyApp.*` (trace mode; repeatable)
     #[arg(long)]
@@ -197,4 +206,30 @@ pub struct ReportArgs {
     /// Depth of call trees (trace mode) [default: 12 in text, 40 in JSON]
     #[arg(long)]
     pub depth: Option<usize>,
+}
+
+/// Longest `--duration`: a year (the agent refuses more).
+pub const MAX_DURATION_S: f64 = 31_536_000.0;
+
+/// `--duration`: a number of seconds, more than 0 and at most a year (no NaN, no infinity).
+pub fn parse_duration(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(d) if d > 0.0 && d <= MAX_DURATION_S => Ok(d),
+        _ => Err(format!(
+            "expected a number of seconds, more than 0 and at most {MAX_DURATION_S} (a year)"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        for bad in ["0", "-1", "nan", "NaN", "inf", "1e20", "x", ""] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_duration("2.5"), Ok(2.5));
+    }
 }

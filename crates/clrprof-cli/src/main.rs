@@ -6,9 +6,11 @@ mod cli;
 mod convert;
 mod input;
 mod locate;
+mod output;
 mod ps;
 mod record;
 mod report;
+mod signals;
 
 use clap::Parser;
 

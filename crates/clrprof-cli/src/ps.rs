@@ -13,8 +13,9 @@ pub fn run() -> Result<i32> {
         );
         return Ok(0);
     }
-    println!(
-        "{:>8}  {:<10}  {:<8}  command",
+    use std::fmt::Write;
+    let mut out = format!(
+        "{:>8}  {:<10}  {:<8}  command\n",
         "pid", "runtime", "attached"
     );
     for p in procs.iter().filter(|p| p.alive) {
@@ -36,7 +37,11 @@ pub fn run() -> Result<i32> {
         } else {
             p.command_line.clone()
         };
-        println!("{:>8}  {:<10}  {:<8}  {}", p.pid, version, attached, cmd);
+        let _ = writeln!(
+            out,
+            "{:>8}  {:<10}  {:<8}  {}",
+            p.pid, version, attached, cmd
+        );
     }
-    Ok(0)
+    crate::report::write_stdout(out.as_bytes())
 }

@@ -1,10 +1,10 @@
 //! `clrprof record -- <command…>`: starts the command with the profiler enabled through
 //! the CORECLR_* variables and its settings in CLRPROF_* variables, forwards Ctrl-C,
-//! waits, and returns the command's exit code.
+//! SIGTERM and SIGHUP, waits, lists the traces the run wrote (one per .NET process) and
+//! returns the command's exit code.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicI32, Ordering};
 
 use anyhow::{Context, Result};
 
@@ -14,8 +14,6 @@ use crate::locate;
 /// The agent's CLSID (`CLSID_CLRPROF` in the agent crate).
 pub const CLSID: &str = "{27C113DB-28AB-4298-B83A-625E7E26E45D}";
 
-static CHILD: AtomicI32 = AtomicI32::new(0);
-
 pub fn run(args: RecordArgs) -> Result<i32> {
     let library = locate::profiler_library(args.profiler.as_deref())?;
     let cwd = std::env::current_dir()?;
@@ -23,6 +21,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         Some(p) => absolute(&cwd, p),
         None => cwd.join("clrprof-{pid}.clrprof"),
     };
+    crate::output::prepare(&output_template, args.force)?;
     let (program, rest) = args.command.split_first().context("no command given")?;
     let mut cmd = Command::new(program);
     cmd.args(rest)
@@ -30,13 +29,25 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         .env("CORECLR_PROFILER", CLSID)
         .env("CORECLR_PROFILER_PATH", &library)
         .env("CLRPROF_OUTPUT", &output_template)
+        // Every .NET process of the launched tree loads the agent: each writes its own
+        // trace (`<stem>.<pid>.<ext>` when the name is taken).
+        .env("CLRPROF_SIBLINGS", "1")
         .env("CLRPROF_MODE", args.mode.as_str());
+    // `dotnet run` / `dotnet build`: no long-lived build node or compiler server may keep
+    // running with the profiler after the command ends (the agent also declines to
+    // profile the SDK's processes; CLRPROF_PROFILE_SDK=1 overrides that).
+    cmd.env("MSBUILDDISABLENODEREUSE", "1")
+        .env("DOTNET_CLI_USE_MSBUILD_SERVER", "0")
+        .env("UseSharedCompilation", "false");
     cmd.env("CLRPROF_RATE_HZ", args.rate.to_string());
     if let Some(s) = args.sampler {
         cmd.env("CLRPROF_SAMPLER", s.as_str());
     }
     if let Some(d) = args.duration {
         cmd.env("CLRPROF_DURATION_S", d.to_string());
+    }
+    if let Some(n) = args.max_depth {
+        cmd.env("CLRPROF_MAX_DEPTH", n.to_string());
     }
     if !args.include.is_empty() {
         cmd.env("CLRPROF_INCLUDE", args.include.join(";"));
@@ -59,19 +70,14 @@ pub fn run(args: RecordArgs) -> Result<i32> {
             if f == OnFull::Drop { "drop" } else { "wait" },
         );
     }
+    let started = std::time::SystemTime::now();
     let mut child = cmd
         .spawn()
         .with_context(|| format!("cannot start `{program}`"))?;
-    CHILD.store(child.id() as i32, Ordering::SeqCst);
-    // The terminal sends Ctrl-C to the whole foreground group; when we alone get it
-    // (e.g. from a script), pass it on. Either way we stay alive to report the trace.
-    let _ = ctrlc::set_handler(|| {
-        let pid = CHILD.load(Ordering::SeqCst);
-        if pid > 0 {
-            // SAFETY: kill has no memory-safety preconditions.
-            unsafe { libc::kill(pid, libc::SIGINT) };
-        }
-    });
+    // The terminal sends Ctrl-C to the whole foreground group; when we alone get a stop
+    // signal (a script, `timeout`, a closed terminal), pass it on. Either way we stay
+    // alive to report the trace.
+    crate::signals::forward_to(child.id());
     let status = child.wait().context("waiting for the command")?;
     let code = exit_code(status);
     if let Some(sig) = killed_by(status).filter(|&s| s != libc::SIGINT) {
@@ -80,32 +86,41 @@ pub fn run(args: RecordArgs) -> Result<i32> {
             signal_name(sig)
         );
     }
-    let output = PathBuf::from(
-        output_template
-            .to_string_lossy()
-            .replace("{pid}", &child.id().to_string()),
-    );
-    match std::fs::metadata(&output) {
-        Ok(m) if m.len() > 0 => {
-            if !args.quiet {
+    // Only files this run wrote: a file that was there before is never reported as new.
+    let traces = crate::output::written(&output_template, started);
+    if traces.is_empty() {
+        eprintln!(
+            "clrprof: no trace was written to {}: the profiler did not load. Is `{program}` a .NET (CoreCLR) program? \
+             Lines starting with `clrprof[pid]:` above say why it declined, if it did.",
+            output_template.display()
+        );
+        return Ok(if code == 0 { 1 } else { code });
+    }
+    if !args.quiet {
+        if let [(path, len)] = traces.as_slice() {
+            eprintln!(
+                "clrprof: trace written to {} ({}); see it with `clrprof report {}`",
+                path.display(),
+                clrprof_analysis::text::bytes(*len),
+                path.display()
+            );
+        } else {
+            eprintln!(
+                "clrprof: {} .NET processes wrote a trace each:",
+                traces.len()
+            );
+            for (path, len) in &traces {
                 eprintln!(
-                    "clrprof: trace written to {} ({}); see it with `clrprof report {}`",
-                    output.display(),
-                    clrprof_analysis::text::bytes(m.len()),
-                    output.display()
+                    "  {} ({}) — {}",
+                    path.display(),
+                    clrprof_analysis::text::bytes(*len),
+                    crate::output::describe(path).unwrap_or_else(|| "unreadable header".into())
                 );
             }
-            Ok(code)
-        }
-        _ => {
-            eprintln!(
-                "clrprof: no trace was written to {}: the profiler did not load. Is `{program}` a .NET (CoreCLR) program? \
-                 Lines starting with `clrprof[pid]:` above say why it declined, if it did.",
-                output.display()
-            );
-            Ok(if code == 0 { 1 } else { code })
+            eprintln!("clrprof: see each with `clrprof report FILE`");
         }
     }
+    Ok(code)
 }
 
 fn absolute(cwd: &Path, p: &Path) -> PathBuf {
@@ -130,6 +145,7 @@ fn signal_name(sig: i32) -> &'static str {
         libc::SIGKILL => "SIGKILL",
         libc::SIGTERM => "SIGTERM",
         libc::SIGINT => "SIGINT",
+        libc::SIGHUP => "SIGHUP",
         libc::SIGPROF => "SIGPROF",
         _ => "see `kill -l`",
     }

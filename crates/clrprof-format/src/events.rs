@@ -175,10 +175,39 @@ events! {
         frames: Cow<'a, [u64]>,
     }
     32 ExceptionStack { frames: Cow<'a, [u64]> }
-    /// Events that could not be recorded.
+    /// Events that could not be recorded, and why (`LOST_*`; 0 in traces of before the
+    /// reasons were recorded).
     33 Lost { count: u64, reason: u8 }
     34 ObjectAllocated { class: u64, size: u64 }
+    /// The sampler's own figures, written when it stops.
+    35 SamplerStats {
+        ticks: u64,
+        samples: u64,
+        /// Ticks skipped because the sampler fell behind.
+        missed_ticks: u64,
+        /// Signal mode: threads whose handler did not run in time (no sample).
+        signal_timeouts: u64,
+        /// Samples deeper than `max_depth` frames (or than the stack copy): their root-most
+        /// frames are cut and replaced by [`TRUNCATED_FRAME`](crate::TRUNCATED_FRAME).
+        truncated: u64,
+        max_depth: u64,
+    }
+    /// The trace file refused writes: `blocks` blocks holding `events` events are missing.
+    36 WriteFailed {
+        /// The first error's errno (28 = ENOSPC, the disk is full).
+        errno: u64,
+        blocks: u64,
+        events: u64,
+    }
 }
+
+/// `Lost.reason`: a thread's buffer was full in drop mode (`--on-full drop`).
+pub const LOST_BUFFER_FULL: u8 = 1;
+/// `Lost.reason`: writing the trace failed (see the `WriteFailed` record for the errno).
+pub const LOST_WRITE_FAILED: u8 = 2;
+/// `Lost.reason`: events arrived while the recording was stopping, or were larger than
+/// a buffer.
+pub const LOST_STOPPING: u8 = 3;
 
 /// The self-description written into the header: every kind this version writes, with
 /// its fields in wire order.
@@ -193,12 +222,17 @@ mod tests {
     #[test]
     fn table_ids_are_unique_and_named() {
         let table = event_kind_table();
-        assert_eq!(table.len(), 34);
-        for (i, k) in table.iter().enumerate() {
-            assert_eq!(usize::from(k.id), i + 1);
+        // Ids need not be consecutive (ranges are handed out per feature): unique, nonzero.
+        let mut ids: Vec<u8> = table.iter().map(|k| k.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), table.len(), "duplicate kind ids");
+        assert!(!ids.contains(&0));
+        assert!(table.len() >= 36);
+        for k in &table {
             assert_eq!(kind_name(k.id), Some(k.name.as_str()));
         }
         assert_eq!(kind_name(0), None);
-        assert_eq!(kind_name(35), None);
+        assert_eq!(kind_name(u8::MAX), None);
     }
 }

@@ -60,7 +60,9 @@ pub use encode::{
     rebase_ts,
 };
 pub use error::FormatError;
-pub use events::{Event, event_kind_table, kind_name};
+pub use events::{
+    Event, LOST_BUFFER_FULL, LOST_STOPPING, LOST_WRITE_FAILED, event_kind_table, kind_name,
+};
 pub use fields::{MAX_LIST_ITEMS, MAX_STRING_BYTES};
 pub use header::{
     ClockInfo, ClockKind, EventKindDesc, FILE_HEADER_FIXED_LEN, FILE_MAGIC, FORMAT_MAJOR,
@@ -76,6 +78,10 @@ pub use warning::{DamageCause, Warning};
 /// `libcoreclr.so`), named by a `FunctionInfo` record under that id. FunctionIDs are
 /// user-space pointers and never have it; frame id 0 is native code of unknown module.
 pub const NATIVE_MODULE_FRAME: u64 = 1 << 63;
+
+/// The root-most frame of a stack cut at the depth limit (a native-module-style id,
+/// named by a `FunctionInfo` record like `[truncated: deeper than 512 frames]`).
+pub const TRUNCATED_FRAME: u64 = u64::MAX;
 
 /// Whether a `Sample` frame id is native code (a module's or unknown), not a function.
 pub fn is_native_frame(id: u64) -> bool {

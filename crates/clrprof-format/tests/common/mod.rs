@@ -149,6 +149,20 @@ pub fn every_kind() -> Vec<Event<'static>> {
             class: 11,
             size: 24,
         },
+        // 1.2
+        Event::SamplerStats {
+            ticks: 4_999,
+            samples: 19_996,
+            missed_ticks: 3,
+            signal_timeouts: 1,
+            truncated: 250,
+            max_depth: 512,
+        },
+        Event::WriteFailed {
+            errno: 28,
+            blocks: 7,
+            events: 12_345,
+        },
     ]
 }
 
@@ -296,7 +310,7 @@ fn arb_list() -> impl Strategy<Value = Cow<'static, [u64]>> {
 /// Any event of any kind, built from a pool of random values.
 pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
     (
-        1u8..=34,
+        1u8..=36,
         prop::array::uniform6(arb_u64()),
         (arb_str(), arb_str()),
         (any::<bool>(), any::<u8>(), any::<u32>(), any::<i32>()),
@@ -428,6 +442,19 @@ pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
                     reason: byte,
                 },
                 34 => Event::ObjectAllocated { class: a, size: d },
+                35 => Event::SamplerStats {
+                    ticks: a,
+                    samples: b2,
+                    missed_ticks: c,
+                    signal_timeouts: d,
+                    truncated: a ^ d,
+                    max_depth: u64::from(byte),
+                },
+                36 => Event::WriteFailed {
+                    errno: u64::from(byte),
+                    blocks: a,
+                    events: b2,
+                },
                 _ => unreachable!(),
             }
         })

@@ -1,0 +1,55 @@
+//! Large buffers straight from the kernel (`mmap`), for the rings and the signal
+//! sampler's stack copies. Not `malloc`: glibc raises its mmap threshold after the first
+//! large free, so later buffers would come from the (target's) heap arenas and stay
+//! resident after a detach; pages of our own are untouched until used and go back to the
+//! kernel at `munmap`, so an attach/detach cycle leaves the target's memory where it was.
+
+use std::ptr::NonNull;
+
+/// `len` bytes of zeroed, page-aligned memory, or `None`.
+pub fn map(len: usize) -> Option<NonNull<u8>> {
+    if len == 0 {
+        return None;
+    }
+    // SAFETY: an anonymous private mapping with no address hint; no memory is aliased.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        None
+    } else {
+        NonNull::new(p as *mut u8)
+    }
+}
+
+/// Returns memory from [`map`].
+///
+/// # Safety
+/// `p` and `len` must be exactly what one `map` call returned and was given, unmapped
+/// once, with no reference into it left.
+pub unsafe fn unmap(p: NonNull<u8>, len: usize) {
+    // SAFETY: per the function's contract.
+    unsafe { libc::munmap(p.as_ptr() as *mut libc::c_void, len) };
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn map_write_unmap() {
+        let p = super::map(1 << 20).unwrap();
+        // SAFETY: 1 MiB mapped just above, written then unmapped once.
+        unsafe {
+            assert_eq!(*p.as_ptr().add(12345), 0);
+            *p.as_ptr().add(12345) = 7;
+            super::unmap(p, 1 << 20);
+        }
+        assert!(super::map(0).is_none());
+    }
+}

@@ -1,0 +1,225 @@
+//! `clrprof-bench soak`: what issue #16 tried by hand, as one command. Each stress case
+//! runs a Scenarios workload under `clrprof record` with a time limit (a target that dies
+//! by a signal or exits non-zero is a crash; one that outlives the limit is a hang), then
+//! reads the report for what was lost and why. Then one `serve` target, kept busy by a
+//! CPU-bound app beside it, goes through N attach/detach cycles; its RSS after the first
+//! three and after all of them gives the growth per cycle.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+struct Case {
+    name: &'static str,
+    flags: &'static [&'static str],
+    args: &'static [&'static str],
+}
+
+const CASES: &[Case] = &[
+    Case {
+        name: "thread churn, sampled at 999 Hz",
+        flags: &["--rate", "999"],
+        args: &["churn", "seconds=5"],
+    },
+    Case {
+        name: "64 threads traced, 4 KiB buffers in drop mode",
+        flags: &["--mode", "trace", "--buffer-kb", "4", "--on-full", "drop"],
+        args: &["threads64", "calls=20000"],
+    },
+    Case {
+        name: "200 000 exceptions with their stacks",
+        flags: &["--mode", "events"],
+        args: &["exceptions", "200000"],
+    },
+    Case {
+        name: "recursion 10 000 deep, sampled at 999 Hz",
+        flags: &["--rate", "999"],
+        args: &["deep", "depth=10000", "seconds=3"],
+    },
+    Case {
+        name: "GC storm with allocation events",
+        flags: &["--mode", "events", "--events", "default,alloc"],
+        args: &["alloc", "3000000"],
+    },
+];
+
+const CASE_LIMIT: Duration = Duration::from_secs(300);
+
+#[derive(Default)]
+struct Tally {
+    crashes: usize,
+    hangs: usize,
+    lost: BTreeMap<String, u64>,
+}
+
+pub fn run(clrprof: &Path, cycles: usize) -> Result<()> {
+    let app = clrprof_testkit::app("Scenarios");
+    let dir = crate::scratch().join("soak");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    let mut t = Tally::default();
+    for (i, case) in CASES.iter().enumerate() {
+        let trace = dir.join(format!("case{i}.clrprof"));
+        let mut cmd = Command::new(clrprof);
+        cmd.args(["record", "-q", "-o"])
+            .arg(&trace)
+            .args(case.flags)
+            .arg("--")
+            .arg(clrprof_testkit::dotnet())
+            .arg(&app.dll)
+            .args(case.args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let started = Instant::now();
+        let outcome = match wait_limited(cmd.spawn()?, CASE_LIMIT)? {
+            None => {
+                t.hangs += 1;
+                "HANG".to_string()
+            }
+            Some(s) if !s.success() => {
+                t.crashes += 1;
+                format!("CRASH ({s})")
+            }
+            Some(_) => "ok".to_string(),
+        };
+        let r = report(clrprof, &trace);
+        let lost = lost_of(&r);
+        for (k, v) in &lost {
+            *t.lost.entry(k.clone()).or_default() += v;
+        }
+        println!(
+            "{:<48} {outcome:<6} {:>6.1} s  lost {}  truncated stacks {}",
+            case.name,
+            started.elapsed().as_secs_f64(),
+            describe(&lost),
+            r["sampler"]["truncated_stacks"].as_u64().unwrap_or(0)
+        );
+    }
+
+    // Attach/detach cycles on a busy target, with a CPU-bound neighbour for load.
+    let mut load = crate::dotnet_app(&app, &["hot", "seconds=900"])
+        .stdout(Stdio::null())
+        .spawn()?;
+    let mut target = crate::dotnet_app(&app, &["serve"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null()) // the agent's log lines, one set per cycle
+        .spawn()?;
+    let mut line = String::new();
+    BufReader::new(target.stdout.take().context("stdout")?).read_line(&mut line)?;
+    let pid: u32 = line
+        .trim()
+        .strip_prefix("READY ")
+        .context("READY")?
+        .parse()?;
+    let mut before = 0;
+    let mut failed = 0;
+    let started = Instant::now();
+    for i in 0..cycles + 3 {
+        if i == 3 {
+            before = rss_kb(pid);
+        }
+        let trace = dir.join("cycle.clrprof");
+        let mut cmd = Command::new(clrprof);
+        cmd.args(["record", "--pid", &pid.to_string(), "--rate", "999"])
+            .args(["--duration", "0.3", "-q", "--force", "-o"])
+            .arg(&trace)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        match wait_limited(cmd.spawn()?, Duration::from_secs(60))? {
+            None => t.hangs += 1,
+            Some(s) if !s.success() => failed += 1,
+            Some(_) => {
+                for (k, v) in lost_of(&report(clrprof, &trace)) {
+                    *t.lost.entry(k).or_default() += v;
+                }
+            }
+        }
+    }
+    let after = rss_kb(pid);
+    if let Some(mut stdin) = target.stdin.take() {
+        let _ = writeln!(stdin, "quit");
+    }
+    match wait_limited(target, Duration::from_secs(30))? {
+        None => t.hangs += 1,
+        Some(s) if !s.success() => t.crashes += 1,
+        Some(_) => {}
+    }
+    let _ = load.kill();
+    let _ = load.wait();
+    let growth = after as f64 - before as f64;
+    println!(
+        "{cycles} attach/detach cycles (999 Hz, 0.3 s each, target under load): {failed} failed, \
+         {:.1} s; target RSS {before} KiB after 3 warm-up cycles, {after} KiB after all: \
+         {growth:+.0} KiB, {:+.1} KiB per cycle",
+        started.elapsed().as_secs_f64(),
+        growth / cycles.max(1) as f64
+    );
+    println!(
+        "target crashes {}, hangs {}; events lost: {}",
+        t.crashes,
+        t.hangs,
+        describe(&t.lost)
+    );
+    Ok(())
+}
+
+/// Waits for `child` at most `limit`; kills it and returns `None` past that.
+fn wait_limited(mut child: Child, limit: Duration) -> Result<Option<std::process::ExitStatus>> {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if let Some(s) = child.try_wait()? {
+            return Ok(Some(s));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    Ok(None)
+}
+
+fn report(clrprof: &Path, trace: &Path) -> serde_json::Value {
+    Command::new(clrprof)
+        .args(["report", "--json"])
+        .arg(trace)
+        .stderr(Stdio::null())
+        .output()
+        .ok()
+        .and_then(|o| serde_json::from_slice(&o.stdout).ok())
+        .unwrap_or(serde_json::Value::Null)
+}
+
+fn lost_of(r: &serde_json::Value) -> BTreeMap<String, u64> {
+    r["lost_by_reason"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn describe(lost: &BTreeMap<String, u64>) -> String {
+    if lost.values().all(|&v| v == 0) {
+        return "0".into();
+    }
+    lost.iter()
+        .filter(|(_, v)| **v > 0)
+        .map(|(k, v)| format!("{v} ({k})"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn rss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
