@@ -178,6 +178,20 @@ events! {
     /// Events that could not be recorded.
     33 Lost { count: u64, reason: u8 }
     34 ObjectAllocated { class: u64, size: u64 }
+    /// `--args`: the arguments of a call, recorded right after its Enter (same thread,
+    /// same timestamp). `values` is a [`values`](crate::values) list (`this` first).
+    40 CallArgs {
+        /// The trace-mode function index (as in Enter).
+        function: u64,
+        /// Low 32 bits of the caller's SP (as in Enter).
+        sp: u64,
+        values: Cow<'a, [u8]>,
+    }
+    /// `--args`: the return value of a call, recorded right before its Leave; `values`
+    /// holds one item named `return`, or none for `void`.
+    41 CallReturn { function: u64, sp: u64, values: Cow<'a, [u8]> }
+    /// `--args`: an exception unwound a call of `function` (no CallReturn follows).
+    42 CallUnwound { function: u64 }
 }
 
 /// The self-description written into the header: every kind this version writes, with
@@ -193,11 +207,17 @@ mod tests {
     #[test]
     fn table_ids_are_unique_and_named() {
         let table = event_kind_table();
-        assert_eq!(table.len(), 34);
-        for (i, k) in table.iter().enumerate() {
-            assert_eq!(usize::from(k.id), i + 1);
+        // Ids are grouped in ranges (1–34 the first kinds, 40–49 arguments), so check
+        // uniqueness rather than consecutiveness.
+        let mut ids: Vec<u8> = table.iter().map(|k| k.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), table.len(), "duplicate kind id");
+        for k in &table {
+            assert_ne!(k.id, 0);
             assert_eq!(kind_name(k.id), Some(k.name.as_str()));
         }
+        assert!(ids.starts_with(&(1..=34).collect::<Vec<u8>>()));
         assert_eq!(kind_name(0), None);
         assert_eq!(kind_name(35), None);
     }
