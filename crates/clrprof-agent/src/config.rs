@@ -171,6 +171,35 @@ pub struct Settings {
     pub exception_stacks: bool,
     /// Trace mode, benchmarking only: install hooks that record nothing.
     pub trace_probe: Option<TraceProbe>,
+    /// Trace mode: record arguments and return values of the functions these
+    /// `;`-separated patterns match (the ELT slow path; see docs/tracing.md).
+    pub args: Option<String>,
+    /// `--args`: what is read of each value.
+    pub arg_limits: ArgLimits,
+}
+
+/// How much of each argument `--args` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArgLimits {
+    /// Characters of a string kept (the full length is recorded too).
+    pub max_len: u32,
+    /// Levels of object fields read.
+    pub depth: u32,
+    /// Array elements read.
+    pub items: u32,
+    /// Bytes of values per call; the rest is cut and counted.
+    pub bytes: u32,
+}
+
+impl Default for ArgLimits {
+    fn default() -> Self {
+        ArgLimits {
+            max_len: 256,
+            depth: 1,
+            items: 8,
+            bytes: 2048,
+        }
+    }
 }
 
 /// Hooks that record nothing, to measure the parts of trace mode's cost
@@ -247,6 +276,26 @@ pub const VARIABLES: &[(&str, &str)] = &[
     (
         "CLRPROF_EXCEPTION_STACKS",
         "0 | 1: record each thrown exception's stack (default 1)",
+    ),
+    (
+        "CLRPROF_ARGS",
+        "trace mode: `;`-separated name patterns of functions whose arguments and return values are recorded (ELT slow path)",
+    ),
+    (
+        "CLRPROF_ARG_MAX_LEN",
+        "--args: characters of a string kept, 0..=65536 (default 256)",
+    ),
+    (
+        "CLRPROF_ARG_DEPTH",
+        "--args: levels of object fields read, 0..=4 (default 1)",
+    ),
+    (
+        "CLRPROF_ARG_ITEMS",
+        "--args: array elements read, 0..=1024 (default 8)",
+    ),
+    (
+        "CLRPROF_ARG_BYTES",
+        "--args: bytes of values recorded per call, 64..=32768 (default 2048; the rest is cut and counted)",
     ),
 ];
 
@@ -422,7 +471,29 @@ impl Settings {
             Some("clock") => Some(TraceProbe::Clock),
             Some(v) => return Err(bad("CLRPROF_TRACE_PROBE", v, "noop or clock")),
         };
+        let d = ArgLimits::default();
+        let limit = |name: &str, default: u32, lo: u64, hi: u64| -> Result<u32, ConfigError> {
+            match get(name) {
+                None => Ok(default),
+                Some(v) => Ok(number(name, &v, lo, hi)? as u32),
+            }
+        };
+        let arg_limits = ArgLimits {
+            max_len: limit("CLRPROF_ARG_MAX_LEN", d.max_len, 0, 65536)?,
+            depth: limit("CLRPROF_ARG_DEPTH", d.depth, 0, 4)?,
+            items: limit("CLRPROF_ARG_ITEMS", d.items, 0, 1024)?,
+            bytes: limit("CLRPROF_ARG_BYTES", d.bytes, 64, 32768)?,
+        };
+        let args = get("CLRPROF_ARGS").filter(|a| !a.trim().is_empty());
+        if args.is_some() && mode != Mode::Trace {
+            return Err(ConfigError(
+                "CLRPROF_ARGS needs CLRPROF_MODE=trace (arguments are read by the ELT hooks)"
+                    .into(),
+            ));
+        }
         Ok(Settings {
+            args,
+            arg_limits,
             trace_probe,
             rate_hz,
             duration_s,
@@ -458,6 +529,11 @@ impl Settings {
             "exclude": self.exclude,
             "allow_inlining": self.allow_inlining,
             "exception_stacks": self.exception_stacks,
+            "args": self.args,
+            "arg_max_len": self.arg_limits.max_len,
+            "arg_depth": self.arg_limits.depth,
+            "arg_items": self.arg_limits.items,
+            "arg_bytes": self.arg_limits.bytes,
             "trace_probe": self.trace_probe.map(|p| match p {
                 TraceProbe::Noop => "noop",
                 TraceProbe::Clock => "clock",

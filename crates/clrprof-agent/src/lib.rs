@@ -15,6 +15,7 @@ pub mod clock;
 pub mod config;
 pub mod control;
 pub mod elt;
+pub mod elt_args;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 pub mod elt_x64;
 pub mod fpwalk;

@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 
-use clrprof_analysis::{Options, Trace, build_with, text};
+use clrprof_analysis::{Options, Trace, build_with, invocations, text};
 
 use crate::cli::ReportArgs;
 
@@ -13,6 +13,9 @@ pub fn run(args: ReportArgs) -> Result<i32> {
     for w in &trace.warnings {
         eprintln!("clrprof: warning: {}: {w}", args.file.display());
     }
+    if let Some(pattern) = &args.calls {
+        return print_calls(&trace, pattern, args.limit, args.json);
+    }
     let report = build_with(
         &trace,
         Options {
@@ -20,10 +23,60 @@ pub fn run(args: ReportArgs) -> Result<i32> {
         },
     );
     if args.json {
-        let s = serde_json::to_string_pretty(&report)?;
+        let mut v = serde_json::to_value(&report)?;
+        let (invocations, _) = invocations::collect(&trace);
+        if !invocations.is_empty()
+            && let Some(o) = v.as_object_mut()
+        {
+            o.insert(
+                "invocations".into(),
+                invocations
+                    .iter()
+                    .take(args.limit)
+                    .map(invocations::invocation_json)
+                    .collect(),
+            );
+        }
+        let s = serde_json::to_string_pretty(&v)?;
         println!("{s}");
     } else {
         print!("{}", text::render(&report, args.top));
+    }
+    Ok(0)
+}
+
+/// `--calls PATTERN`: the recorded invocations of matching functions, as a log.
+fn print_calls(trace: &Trace<'_>, pattern: &str, limit: usize, json: bool) -> Result<i32> {
+    let (all, problems) = invocations::collect(trace);
+    if all.is_empty() {
+        anyhow::bail!(
+            "the trace holds no recorded arguments: record with `clrprof record --mode trace --args PATTERN -- <command>`"
+        );
+    }
+    let matching: Vec<_> = all
+        .iter()
+        .filter(|i| invocations::glob(pattern, &i.function))
+        .collect();
+    if json {
+        let v: Vec<_> = matching
+            .iter()
+            .take(limit)
+            .map(|i| invocations::invocation_json(i))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        for i in matching.iter().take(limit) {
+            println!("{}", invocations::log_line(i));
+        }
+        if matching.len() > limit {
+            println!("… {} more (--limit)", matching.len() - limit);
+        }
+        if matching.is_empty() {
+            eprintln!("clrprof: no recorded call matches `{pattern}`");
+        }
+    }
+    if problems > 0 {
+        eprintln!("clrprof: warning: {problems} value list(s) could not be decoded");
     }
     Ok(0)
 }

@@ -963,6 +963,40 @@ impl ProfilerInfo {
         })
     }
 
+    /// `GetClassFromToken`: the ClassID of a non-generic TypeDef of `module` (loaded).
+    /// **Info1 · async · after attach**
+    pub fn get_class_from_token(&self, module: ModuleId, type_def: u32) -> Result<ClassId> {
+        let mut class = 0;
+        check(vcall!(
+            self,
+            ICorProfilerInfo::GetClassFromToken(module.0, type_def, &mut class)
+        ))?;
+        Ok(ClassId(class))
+    }
+
+    /// `GetClassFromTokenAndTypeArgs`: the ClassID of an instantiation of a generic
+    /// TypeDef of `module`. **Info2 · sync · after attach**
+    pub fn get_class_from_token_and_type_args(
+        &self,
+        module: ModuleId,
+        type_def: u32,
+        type_args: &[ClassId],
+    ) -> Result<ClassId> {
+        let mut args: Vec<usize> = type_args.iter().map(|c| c.0).collect();
+        let mut class = 0;
+        check(vcall!(
+            self,
+            ICorProfilerInfo2::GetClassFromTokenAndTypeArgs(
+                module.0,
+                type_def,
+                args.len() as u32,
+                args.as_mut_ptr(),
+                &mut class
+            )
+        ))?;
+        Ok(ClassId(class))
+    }
+
     /// `GetClassFromObject`. **Info1 · sync · object inspection · after attach**
     pub fn get_class_from_object(&self, object: ObjectId) -> Result<ClassId> {
         let mut class = 0;
