@@ -23,6 +23,7 @@ public static class Program
         ("churn", "churn [seconds=10]", Churn.Run),
         ("serve", "serve", Serve.Run),
         ("crunch", "crunch [work=20000]", Crunch.Run),
+        ("args", "args", ArgsScenario.Run),
     ];
 
     [MethodImpl(MethodImplOptions.NoInlining)]

@@ -217,6 +217,8 @@ struct State {
     limits: ArgLimits,
     string_layout: Option<(u32, u32)>,
     classes: RwLock<HashMap<usize, Arc<ClassDesc>>>,
+    /// (module, typedef) → [(type args, ClassID)] of the classes loaded so far.
+    loaded: Mutex<HashMap<(usize, u32), Vec<(Vec<ClassId>, ClassId)>>>,
     /// FunctionID → index, for the exception callbacks.
     by_function: Mutex<HashMap<usize, u64>>,
     corelib: OnceLock<Option<(ModuleId, MetaDataImport)>>,
@@ -233,6 +235,7 @@ pub fn init(info: &ProfilerInfo, limits: ArgLimits) {
         limits,
         string_layout: info.get_string_layout2().ok(),
         classes: RwLock::new(HashMap::new()),
+        loaded: Mutex::new(HashMap::new()),
         by_function: Mutex::new(HashMap::new()),
         corelib: OnceLock::new(),
         calls: AtomicU64::new(0),
@@ -899,7 +902,6 @@ impl Cx<'_> {
 
     /// The loaded class of a type in this signature.
     fn class_of(&self, t: &Type) -> Option<ClassId> {
-        let info = &self.s.info;
         match t {
             Type::ValueType(tok) | Type::Class(tok) => self.class_of_token(*tok, &[]),
             Type::GenericInst { token, args, .. } => {
@@ -912,37 +914,21 @@ impl Cx<'_> {
             Type::Object => self.corelib_class("System.Object"),
             other => match prim_kind(other) {
                 Kind::Prim(p) => self.corelib_class(p.corelib_name()),
-                _ => {
-                    let _ = info;
-                    None
-                }
+                _ => None,
             },
         }
     }
 
     fn class_of_token(&self, tok: u32, args: &[ClassId]) -> Option<ClassId> {
-        let info = &self.s.info;
         match tok >> 24 {
-            0x02 => {
-                if args.is_empty() {
-                    info.get_class_from_token(self.module, tok).ok()
-                } else {
-                    info.get_class_from_token_and_type_args(self.module, tok, args)
-                        .ok()
-                }
-            }
+            0x02 => loaded_class(self.s, self.module, tok, args),
             0x01 => {
                 // A type of another assembly: looked up by name in CoreLib (where the
                 // framework's value types live).
                 let name = self.md.type_ref_full_name(tok);
                 let (module, md) = corelib(self.s)?;
                 let td = md.find_type_def_by_name(&name).ok()?;
-                if args.is_empty() {
-                    info.get_class_from_token(*module, td).ok()
-                } else {
-                    info.get_class_from_token_and_type_args(*module, td, args)
-                        .ok()
-                }
+                loaded_class(self.s, *module, td, args)
             }
             0x1B => {
                 let blob = self.md.get_type_spec_from_token(tok).ok()?;
@@ -956,7 +942,29 @@ impl Cx<'_> {
     fn corelib_class(&self, name: &str) -> Option<ClassId> {
         let (module, md) = corelib(self.s)?;
         let td = md.find_type_def_by_name(name).ok()?;
-        self.s.info.get_class_from_token(*module, td).ok()
+        loaded_class(self.s, *module, td, &[])
+    }
+}
+
+/// The ClassID of a loaded type `(module, typedef, type args)`, as ClassLoadFinished
+/// reported it. (`GetClassFromToken` answers CORPROF_E_UNSUPPORTED_CALL_SEQUENCE inside
+/// the ELT hooks, as it may load types; a type a method takes by value is loaded before
+/// the method runs, so the map knows it.)
+fn loaded_class(s: &State, module: ModuleId, token: u32, args: &[ClassId]) -> Option<ClassId> {
+    let m = s.loaded.lock().unwrap_or_else(|p| p.into_inner());
+    m.get(&(module.0, token))?
+        .iter()
+        .find(|(a, _)| a.as_slice() == args)
+        .map(|(_, c)| *c)
+}
+
+/// ClassLoadFinished: remembers value types (and CoreLib's, for generic arguments).
+pub fn class_loaded(class: ClassId, module: ModuleId, token: u32, type_args: Vec<ClassId>) {
+    let Some(s) = STATE.get() else { return };
+    let mut m = s.loaded.lock().unwrap_or_else(|p| p.into_inner());
+    let v = m.entry((module.0, token)).or_default();
+    if !v.iter().any(|(_, c)| *c == class) {
+        v.push((type_args, class));
     }
 }
 

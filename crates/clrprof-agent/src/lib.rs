@@ -15,13 +15,14 @@ pub mod clock;
 pub mod config;
 pub mod control;
 pub mod elt;
-pub mod elt_args;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 pub mod elt_x64;
 pub mod fpwalk;
 pub mod inspect;
 #[macro_use]
 pub mod log;
+// After `log`: uses its macro.
+pub mod elt_args;
 pub mod mask;
 pub mod names;
 pub mod profiler;

@@ -52,7 +52,9 @@ pub fn for_settings(s: &Settings) -> (u32, u32) {
                     | sys::COR_PRF_ENABLE_FUNCTION_RETVAL
                     | sys::COR_PRF_ENABLE_FRAME_INFO
                     // Exceptions end calls: the unwind callbacks close their invocations.
-                    | sys::COR_PRF_MONITOR_EXCEPTIONS;
+                    | sys::COR_PRF_MONITOR_EXCEPTIONS
+                    // Class loads map typedefs to ClassIDs for value-type arguments.
+                    | sys::COR_PRF_MONITOR_CLASS_LOADS;
             }
         }
     }

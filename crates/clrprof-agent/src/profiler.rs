@@ -558,7 +558,12 @@ impl ProfilerCallback for Profiler {
             return Ok(());
         };
         let (module, token) = match a.info.get_class_id_info2(id) {
-            Ok(ci) => (ci.module.0 as u64, ci.token),
+            Ok(ci) => {
+                if a.settings.args.is_some() {
+                    crate::elt_args::class_loaded(id, ci.module, ci.token, ci.type_args);
+                }
+                (ci.module.0 as u64, ci.token)
+            }
             Err(_) => (0, 0),
         };
         a.classes_named.first(id.0);
