@@ -15,6 +15,11 @@ public static class ArgsScenario
     [MethodImpl(MethodImplOptions.NoInlining)]
     public static int Run(ScenarioArgs args)
     {
+        int bench = args.NamedInt("bench", 0);
+        if (bench > 0)
+        {
+            return Bench(bench);
+        }
         var t = ArgTargets.AddInt(40, 2);
         Results.Print(("addint1_a", 40), ("addint1_b", 2), ("addint1_ret", t));
         t = ArgTargets.AddInt(-7, 3);
@@ -86,6 +91,21 @@ public static class ArgsScenario
             caught++;
         }
         Results.Print(("fail_x", 9), ("fail_caught", caught));
+        return 0;
+    }
+
+    /// <summary>`args bench=N`: N calls of <c>ArgTargets.Describe(string, ID)</c>, timed.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static int Bench(int n)
+    {
+        long sum = 0;
+        var watch = System.Diagnostics.Stopwatch.StartNew();
+        for (int i = 0; i < n; i++)
+        {
+            sum += ArgTargets.Describe("order-17", new ID(i, 0.5));
+        }
+        double us = watch.Elapsed.TotalMicroseconds;
+        Results.Print(("describe_calls", n), ("describe_sum", sum), ("describe_us", (long)us));
         return 0;
     }
 }
@@ -224,6 +244,9 @@ public static class ArgTargets
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     public static bool TryParse(string s, out int v) => int.TryParse(s, out v);
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static int Describe(string name, ID v) => name.Length + v.I;
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     public static int Fail(int x) => throw new InvalidOperationException($"fail {x}");

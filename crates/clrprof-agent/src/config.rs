@@ -295,7 +295,7 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ),
     (
         "CLRPROF_ARG_BYTES",
-        "--args: bytes of values recorded per call, 64..=32768 (default 2048; the rest is cut and counted)",
+        "--args: bytes of values recorded per call, 64..=8192 (default 2048; the rest is cut and counted)",
     ),
 ];
 
@@ -482,7 +482,7 @@ impl Settings {
             max_len: limit("CLRPROF_ARG_MAX_LEN", d.max_len, 0, 65536)?,
             depth: limit("CLRPROF_ARG_DEPTH", d.depth, 0, 4)?,
             items: limit("CLRPROF_ARG_ITEMS", d.items, 0, 1024)?,
-            bytes: limit("CLRPROF_ARG_BYTES", d.bytes, 64, 32768)?,
+            bytes: limit("CLRPROF_ARG_BYTES", d.bytes, 64, 8192)?,
         };
         let args = get("CLRPROF_ARGS").filter(|a| !a.trim().is_empty());
         if args.is_some() && mode != Mode::Trace {

@@ -346,18 +346,27 @@ fn on_enter(id: usize, elt: usize) {
     let Some(plan) = f.plan.get_or_init(|| build_plan(s, f.function)) else {
         return;
     };
-    let ranges = s
+    // Up to 16 ranges without allocating; more (rare) through the allocating call.
+    let mut inline = [corprof::ArgumentRange::default(); 16];
+    let ranges: Result<std::borrow::Cow<'_, [corprof::ArgumentRange]>, corprof::HResult> = match s
         .info
-        .get_function_enter3_info(f.function, elt)
-        .map(|i| i.ranges);
-    with_buffer(s.limits.bytes as usize, |buf| {
-        let mut w = ValueWriter::new(buf);
-        match &ranges {
+        .get_function_enter3_ranges(f.function, elt, &mut inline)
+    {
+        Ok(n) if n <= inline.len() => Ok(std::borrow::Cow::Borrowed(&inline[..n])),
+        Ok(_) => s
+            .info
+            .get_function_enter3_info(f.function, elt)
+            .map(|i| std::borrow::Cow::Owned(i.ranges)),
+        Err(e) => Err(e),
+    };
+    write_bounded(
+        s,
+        |w| match &ranges {
             Ok(ranges) => {
                 for (i, p) in plan.args.iter().enumerate() {
                     w.item(&p.name, Some(&p.ty));
                     match ranges.get(i) {
-                        Some(r) if r.start != 0 => write_value(s, &mut w, &p.kind, r.start, 0),
+                        Some(r) if r.start != 0 => write_value(s, w, &p.kind, r.start, 0),
                         _ => w.unreadable("no argument range"),
                     }
                 }
@@ -366,13 +375,13 @@ fn on_enter(id: usize, elt: usize) {
                 w.item("?", Some("?"));
                 w.unreadable(&format!("GetFunctionEnter3Info: {e}"));
             }
-        }
-        finish(s, w, |values| Event::CallArgs {
+        },
+        |values| Event::CallArgs {
             function: f.index,
             sp: sp & 0xffff_ffff,
             values,
-        });
-    });
+        },
+    );
 }
 
 fn on_leave(id: usize, elt: usize, kind: EltKind) {
@@ -386,54 +395,63 @@ fn on_leave(id: usize, elt: usize, kind: EltKind) {
     if let Some(s) = STATE.get()
         && let Some(Some(plan)) = f.plan.get()
     {
-        with_buffer(s.limits.bytes as usize, |buf| {
-            let mut w = ValueWriter::new(buf);
-            if let (EltKind::Leave, Some(ret)) = (kind, &plan.ret) {
-                w.item(&ret.name, Some(&ret.ty));
-                match s.info.get_function_leave3_info(f.function, elt) {
-                    Ok(l) if l.retval.start != 0 => {
-                        write_value(s, &mut w, &ret.kind, l.retval.start, 0)
+        let retval = match (kind, &plan.ret) {
+            (EltKind::Leave, Some(_)) => Some(s.info.get_function_leave3_info(f.function, elt)),
+            _ => None,
+        };
+        write_bounded(
+            s,
+            |w| {
+                if let (Some(ret), Some(r)) = (&plan.ret, &retval) {
+                    w.item(&ret.name, Some(&ret.ty));
+                    match r {
+                        Ok(l) if l.retval.start != 0 => {
+                            write_value(s, w, &ret.kind, l.retval.start, 0)
+                        }
+                        Ok(_) => w.unreadable("no return value range"),
+                        Err(e) => w.unreadable(&format!("GetFunctionLeave3Info: {e}")),
                     }
-                    Ok(_) => w.unreadable("no return value range"),
-                    Err(e) => w.unreadable(&format!("GetFunctionLeave3Info: {e}")),
                 }
-            }
-            finish(s, w, |values| Event::CallReturn {
+            },
+            |values| Event::CallReturn {
                 function: f.index,
                 sp: sp & 0xffff_ffff,
                 values,
-            });
-        });
+            },
+        );
     }
     buffers::emit_elt(kind, f.index, sp);
 }
 
-fn finish(
+/// Encodes values with `write` and emits the record `event` makes of them. The values
+/// are written into a small stack buffer first (most calls need a few dozen bytes, and
+/// clearing the full bound on every call would cost more than the rest); only if that
+/// was cut and the bound is larger are they written again into a buffer of the bound.
+fn write_bounded(
     s: &State,
-    w: ValueWriter<'_>,
-    event: impl FnOnce(std::borrow::Cow<'_, [u8]>) -> Event<'_>,
+    write: impl Fn(&mut ValueWriter<'_>),
+    event: impl Fn(std::borrow::Cow<'_, [u8]>) -> Event<'_>,
 ) {
+    let bound = s.limits.bytes as usize;
+    let mut small = [0u8; 256];
+    let mut w = ValueWriter::new(&mut small[..bound.min(256)]);
+    write(&mut w);
+    if w.was_cut() && bound > 256 {
+        let mut big = [0u8; 8192];
+        let mut w = ValueWriter::new(&mut big[..bound.min(8192)]);
+        write(&mut w);
+        return finish(s, w, event);
+    }
+    finish(s, w, event)
+}
+
+fn finish(s: &State, w: ValueWriter<'_>, event: impl Fn(std::borrow::Cow<'_, [u8]>) -> Event<'_>) {
     let (bytes, cut) = w.finish();
     s.calls.fetch_add(1, Ordering::Relaxed);
     if cut {
         s.cut.fetch_add(1, Ordering::Relaxed);
     }
     buffers::emit(&event(std::borrow::Cow::Borrowed(bytes)));
-}
-
-/// Runs `f` with a zeroed stack buffer of at least `bytes` (sized in steps, so that the
-/// common small bound does not clear kilobytes on every call).
-fn with_buffer(bytes: usize, f: impl FnOnce(&mut [u8])) {
-    if bytes <= 512 {
-        let mut b = [0u8; 512];
-        f(&mut b[..bytes]);
-    } else if bytes <= 2048 {
-        let mut b = [0u8; 2048];
-        f(&mut b[..bytes]);
-    } else {
-        let mut b = [0u8; 8192];
-        f(&mut b[..bytes.min(8192)]);
-    }
 }
 
 // ---- Reading values (inside the hook only) ---------------------------------------------
