@@ -296,6 +296,30 @@ fn recorded_arguments_and_return_values_equal_what_the_app_printed() {
         log.starts_with("Scenarios.ArgTargets.Flip(p=P2{X=3, Y=-4}) → P2{X=-4, Y=3}"),
         "{log}"
     );
+
+    // Perfetto: each recorded call's slice carries its values.
+    convert(&trace, "chrome");
+    let chrome: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("t.chrome.json")).unwrap()).unwrap();
+    let slices: Vec<&Value> = chrome["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "Scenarios.Counter.Add")
+        .collect();
+    assert_eq!(slices.len(), 2);
+    assert_eq!(
+        slices[1]["args"]["args"][0]["value"].as_f64(),
+        Some(num(&app, "add2_ret") - num(&app, "add2_before"))
+    );
+    assert_eq!(
+        slices[1]["args"]["return"]["value"].as_f64(),
+        Some(num(&app, "add2_ret"))
+    );
+    assert_eq!(
+        slices[1]["args"]["this"]["fields"]["_count"].as_f64(),
+        Some(num(&app, "add2_before"))
+    );
 }
 
 #[test]
