@@ -595,6 +595,31 @@ mod tests {
     }
 
     #[test]
+    fn args_need_trace_mode_and_bounded_limits() {
+        let e = parse(&[("CLRPROF_ARGS", "A.*")]).unwrap_err();
+        assert!(e.0.contains("CLRPROF_MODE=trace"), "{e}");
+        let s = parse(&[("CLRPROF_MODE", "trace"), ("CLRPROF_ARGS", "A.*;B.*")]).unwrap();
+        assert_eq!(s.args.as_deref(), Some("A.*;B.*"));
+        assert_eq!(s.arg_limits, ArgLimits::default());
+        let s = parse(&[
+            ("CLRPROF_MODE", "trace"),
+            ("CLRPROF_ARGS", "A.*"),
+            ("CLRPROF_ARG_MAX_LEN", "10"),
+            ("CLRPROF_ARG_DEPTH", "2"),
+        ])
+        .unwrap();
+        assert_eq!((s.arg_limits.max_len, s.arg_limits.depth), (10, 2));
+        let e = parse(&[("CLRPROF_MODE", "trace"), ("CLRPROF_ARG_BYTES", "100000")]).unwrap_err();
+        assert!(e.0.contains("CLRPROF_ARG_BYTES"), "{e}");
+        let (low, _) = crate::mask::for_settings(
+            &parse(&[("CLRPROF_MODE", "trace"), ("CLRPROF_ARGS", "A.*")]).unwrap(),
+        );
+        assert_ne!(low & corprof_sys::COR_PRF_ENABLE_FUNCTION_ARGS, 0);
+        assert_ne!(low & corprof_sys::COR_PRF_ENABLE_FUNCTION_RETVAL, 0);
+        assert_ne!(low & corprof_sys::COR_PRF_ENABLE_FRAME_INFO, 0);
+    }
+
+    #[test]
     fn output_pid_placeholder() {
         let s = parse(&[("CLRPROF_OUTPUT", "/tmp/x-{pid}.trace")]).unwrap();
         assert_eq!(s.output, PathBuf::from("/tmp/x-42.trace"));

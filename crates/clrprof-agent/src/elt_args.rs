@@ -212,13 +212,16 @@ struct FieldDesc {
     kind: Kind,
 }
 
+/// (module, typedef) → [(type args, ClassID)].
+type LoadedClasses = HashMap<(usize, u32), Vec<(Vec<ClassId>, ClassId)>>;
+
 struct State {
     info: ProfilerInfo,
     limits: ArgLimits,
     string_layout: Option<(u32, u32)>,
     classes: RwLock<HashMap<usize, Arc<ClassDesc>>>,
     /// (module, typedef) → [(type args, ClassID)] of the classes loaded so far.
-    loaded: Mutex<HashMap<(usize, u32), Vec<(Vec<ClassId>, ClassId)>>>,
+    loaded: Mutex<LoadedClasses>,
     /// FunctionID → index, for the exception callbacks.
     by_function: Mutex<HashMap<usize, u64>>,
     corelib: OnceLock<Option<(ModuleId, MetaDataImport)>>,
@@ -319,16 +322,26 @@ fn frame_sp(elt: usize) -> usize {
 }
 
 /// `FunctionEnter3WithInfo`.
+///
+/// # Safety
+/// Called by the runtime's slow-path stub only: `id` is an index or an [`ArgsFn`] address
+/// from [`client_id`], `elt` the runtime's ELT info for this call.
 pub unsafe extern "system" fn enter(id: FunctionIDOrClientID, elt: COR_PRF_ELT_INFO) {
     let _ = std::panic::catch_unwind(|| on_enter(id.raw(), elt));
 }
 
 /// `FunctionLeave3WithInfo`.
+///
+/// # Safety
+/// As for [`enter`].
 pub unsafe extern "system" fn leave(id: FunctionIDOrClientID, elt: COR_PRF_ELT_INFO) {
     let _ = std::panic::catch_unwind(|| on_leave(id.raw(), elt, EltKind::Leave));
 }
 
 /// `FunctionTailcall3WithInfo`: the call ends without a return value.
+///
+/// # Safety
+/// As for [`enter`].
 pub unsafe extern "system" fn tailcall(id: FunctionIDOrClientID, elt: COR_PRF_ELT_INFO) {
     let _ = std::panic::catch_unwind(|| on_leave(id.raw(), elt, EltKind::Tailcall));
 }
@@ -526,8 +539,9 @@ fn write_value(s: &State, w: &mut ValueWriter<'_>, kind: &Kind, addr: usize, lev
                 write_value(s, w, inner, target, level);
             }
         }
-        // SAFETY: pointer-sized slots.
+        // SAFETY: a pointer-typed slot is pointer-sized.
         Kind::Ptr => w.address("ptr", unsafe { read::<u64>(addr) }),
+        // SAFETY: a function-pointer slot is pointer-sized.
         Kind::FnPtr => w.address("fnptr", unsafe { read::<u64>(addr) }),
         Kind::TypedByRef => {
             // SAFETY: a TypedReference is a managed pointer then a type handle.
