@@ -366,3 +366,74 @@ fn args_need_trace_mode() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn every_call_of_64_threads_pairs_its_argument_with_its_return_value() {
+    let dir = scratch("args-threads64");
+    let trace = dir.join("t.clrprof");
+    let out = record(
+        &trace,
+        &[
+            "--mode",
+            "trace",
+            "--include",
+            "Scenarios.*",
+            "--args",
+            "Scenarios.Threads64.Work",
+        ],
+        &["threads64", "calls=200"],
+    );
+    let app = results(&out);
+    assert_eq!(app["work_calls"], "12800");
+    let out = clrprof()
+        .args(["report", "--calls", "Scenarios.Threads64.Work", "--json"])
+        .args(["--limit", "100000"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let calls: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(calls.len(), 12800);
+    let mut per_thread: BTreeMap<u64, Vec<i64>> = BTreeMap::new();
+    let mut checksum = 0i64;
+    for c in &calls {
+        let k = c["args"][0]["value"].as_i64().unwrap();
+        let r = c["return"]["value"].as_i64().unwrap();
+        // Work(k) = (k * 7 + 3) % 11: each return value belongs to its own argument.
+        assert_eq!(r, (k * 7 + 3) % 11, "{c}");
+        checksum += r;
+        per_thread
+            .entry(c["os_tid"].as_u64().unwrap())
+            .or_default()
+            .push(k);
+    }
+    assert_eq!(checksum.to_string(), app["checksum"]);
+    assert_eq!(per_thread.len(), 64);
+    for ks in per_thread.values() {
+        assert_eq!(ks, &(0..200).collect::<Vec<i64>>());
+    }
+}
+
+#[test]
+fn the_abi_scenario_computes_the_same_results_with_its_arguments_recorded() {
+    let dir = scratch("args-abi");
+    let trace = dir.join("t.clrprof");
+    let plain = scenarios().command(&["abi"]).output().unwrap();
+    assert!(plain.status.success());
+    let traced = record(
+        &trace,
+        &["--mode", "trace", "--args", "Scenarios.Abi.*"],
+        &["abi"],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&traced.stdout),
+        String::from_utf8_lossy(&plain.stdout)
+    );
+    let calls = invocations(&trace, "Scenarios.Abi.*");
+    let add = &calls["Scenarios.Abi.AddInt"][0];
+    assert_eq!(add["args"][0]["value"], 40);
+    assert_eq!(add["args"][1]["value"], 2);
+    assert_eq!(add["return"]["value"], 42);
+    // Nothing in these signatures is beyond the decoder.
+    let text = serde_json::to_string(&calls).unwrap();
+    assert!(!text.contains("unreadable"), "{text}");
+}
