@@ -26,6 +26,7 @@ public static class Program
         ("sequential-threads", "sequential-threads [n=30]", SequentialThreads.Run),
         ("spawn", "spawn [n=3]", Spawn.Run),
         ("deep", "deep [depth=1000] [seconds=1]", Deep.Run),
+        ("args", "args", ArgsScenario.Run),
     ];
 
     [MethodImpl(MethodImplOptions.NoInlining)]

@@ -183,6 +183,35 @@ pub struct Settings {
     pub profile_sdk: bool,
     /// Sample mode: the deepest stack kept; deeper ones are cut and marked.
     pub max_depth: usize,
+    /// Trace mode: record arguments and return values of the functions these
+    /// `;`-separated patterns match (the ELT slow path; see docs/tracing.md).
+    pub args: Option<String>,
+    /// `--args`: what is read of each value.
+    pub arg_limits: ArgLimits,
+}
+
+/// How much of each argument `--args` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArgLimits {
+    /// Characters of a string kept (the full length is recorded too).
+    pub max_len: u32,
+    /// Levels of object fields read.
+    pub depth: u32,
+    /// Array elements read.
+    pub items: u32,
+    /// Bytes of values per call; the rest is cut and counted.
+    pub bytes: u32,
+}
+
+impl Default for ArgLimits {
+    fn default() -> Self {
+        ArgLimits {
+            max_len: 256,
+            depth: 1,
+            items: 8,
+            bytes: 2048,
+        }
+    }
 }
 
 /// Hooks that record nothing, to measure the parts of trace mode's cost
@@ -279,6 +308,26 @@ pub const VARIABLES: &[(&str, &str)] = &[
     (
         "CLRPROF_EXCEPTION_STACKS",
         "0 | 1: record each thrown exception's stack (default 1)",
+    ),
+    (
+        "CLRPROF_ARGS",
+        "trace mode: `;`-separated name patterns of functions whose arguments and return values are recorded (ELT slow path)",
+    ),
+    (
+        "CLRPROF_ARG_MAX_LEN",
+        "--args: characters of a string kept, 0..=65536 (default 256)",
+    ),
+    (
+        "CLRPROF_ARG_DEPTH",
+        "--args: levels of object fields read, 0..=4 (default 1)",
+    ),
+    (
+        "CLRPROF_ARG_ITEMS",
+        "--args: array elements read, 0..=1024 (default 8)",
+    ),
+    (
+        "CLRPROF_ARG_BYTES",
+        "--args: bytes of values recorded per call, 64..=8192 (default 2048; the rest is cut and counted)",
     ),
 ];
 
@@ -497,12 +546,34 @@ impl Settings {
             None => 512,
             Some(v) => number("CLRPROF_MAX_DEPTH", &v, 16, 16384)? as usize,
         };
+        let d = ArgLimits::default();
+        let limit = |name: &str, default: u32, lo: u64, hi: u64| -> Result<u32, ConfigError> {
+            match get(name) {
+                None => Ok(default),
+                Some(v) => Ok(number(name, &v, lo, hi)? as u32),
+            }
+        };
+        let arg_limits = ArgLimits {
+            max_len: limit("CLRPROF_ARG_MAX_LEN", d.max_len, 0, 65536)?,
+            depth: limit("CLRPROF_ARG_DEPTH", d.depth, 0, 4)?,
+            items: limit("CLRPROF_ARG_ITEMS", d.items, 0, 1024)?,
+            bytes: limit("CLRPROF_ARG_BYTES", d.bytes, 64, 8192)?,
+        };
+        let args = get("CLRPROF_ARGS").filter(|a| !a.trim().is_empty());
+        if args.is_some() && mode != Mode::Trace {
+            return Err(ConfigError(
+                "CLRPROF_ARGS needs CLRPROF_MODE=trace (arguments are read by the ELT hooks)"
+                    .into(),
+            ));
+        }
         Ok(Settings {
             max_depth,
             siblings,
             owner_pid,
             owner_start,
             profile_sdk,
+            args,
+            arg_limits,
             trace_probe,
             rate_hz,
             duration_s,
@@ -542,6 +613,11 @@ impl Settings {
             "siblings": self.siblings,
             "owner_pid": self.owner_pid,
             "profile_sdk": self.profile_sdk,
+            "args": self.args,
+            "arg_max_len": self.arg_limits.max_len,
+            "arg_depth": self.arg_limits.depth,
+            "arg_items": self.arg_limits.items,
+            "arg_bytes": self.arg_limits.bytes,
             "trace_probe": self.trace_probe.map(|p| match p {
                 TraceProbe::Noop => "noop",
                 TraceProbe::Clock => "clock",
@@ -627,6 +703,31 @@ mod tests {
         assert!(e.0.starts_with("invalid CLRPROF_MODE="), "{e}");
         assert!(e.0.contains("not valid UTF-8"), "{e}");
         assert!(check_utf8(std::iter::empty()).is_ok());
+    }
+
+    #[test]
+    fn args_need_trace_mode_and_bounded_limits() {
+        let e = parse(&[("CLRPROF_ARGS", "A.*")]).unwrap_err();
+        assert!(e.0.contains("CLRPROF_MODE=trace"), "{e}");
+        let s = parse(&[("CLRPROF_MODE", "trace"), ("CLRPROF_ARGS", "A.*;B.*")]).unwrap();
+        assert_eq!(s.args.as_deref(), Some("A.*;B.*"));
+        assert_eq!(s.arg_limits, ArgLimits::default());
+        let s = parse(&[
+            ("CLRPROF_MODE", "trace"),
+            ("CLRPROF_ARGS", "A.*"),
+            ("CLRPROF_ARG_MAX_LEN", "10"),
+            ("CLRPROF_ARG_DEPTH", "2"),
+        ])
+        .unwrap();
+        assert_eq!((s.arg_limits.max_len, s.arg_limits.depth), (10, 2));
+        let e = parse(&[("CLRPROF_MODE", "trace"), ("CLRPROF_ARG_BYTES", "100000")]).unwrap_err();
+        assert!(e.0.contains("CLRPROF_ARG_BYTES"), "{e}");
+        let (low, _) = crate::mask::for_settings(
+            &parse(&[("CLRPROF_MODE", "trace"), ("CLRPROF_ARGS", "A.*")]).unwrap(),
+        );
+        assert_ne!(low & corprof_sys::COR_PRF_ENABLE_FUNCTION_ARGS, 0);
+        assert_ne!(low & corprof_sys::COR_PRF_ENABLE_FUNCTION_RETVAL, 0);
+        assert_ne!(low & corprof_sys::COR_PRF_ENABLE_FRAME_INFO, 0);
     }
 
     #[test]

@@ -79,8 +79,10 @@ impl Filter {
 struct Mapper {
     info: ProfilerInfo,
     filter: Filter,
-    /// FunctionID → index (0: not hooked). The runtime may ask twice for one function and
-    /// must get the same answer.
+    /// `--args` patterns: these functions are hooked too and get an `elt_args` client ID.
+    args: Option<Filter>,
+    /// FunctionID → client ID (an index, or an `elt_args` pointer; 0: not hooked). The
+    /// runtime may ask twice for one function and must get the same answer.
     indices: Mutex<HashMap<usize, u64>>,
     next: AtomicU64,
 }
@@ -92,12 +94,19 @@ pub fn install(
     info: &ProfilerInfo,
     filter: Filter,
     probe: Option<crate::config::TraceProbe>,
+    args: Option<(Filter, crate::config::ArgLimits)>,
 ) -> Result<(), String> {
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     {
+        let (args, limits) = match args {
+            Some((f, l)) => (Some(f), Some(l)),
+            None => (None, None),
+        };
+        let slow_path = args.is_some();
         let _ = MAPPER.set(Mapper {
             info: info.clone(),
             filter,
+            args,
             indices: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
         });
@@ -105,6 +114,24 @@ pub fn install(
         // stays valid for the life of the library (which cannot detach once hooks are set).
         unsafe { info.set_function_id_mapper2(Some(map_function), std::ptr::null_mut()) }
             .map_err(|e| format!("SetFunctionIDMapper2 failed: {e}"))?;
+        if let Some(limits) = limits
+            && slow_path
+        {
+            // --args: the slow path for every hooked function (the two cannot be mixed).
+            crate::elt_args::init(info, limits);
+            use crate::elt_args as a;
+            // SAFETY: the hooks are plain C-ABI functions that catch panics; the runtime's
+            // stub calls them with the client ID and its ELT info (elt_args.rs).
+            unsafe {
+                info.set_enter_leave_function_hooks3_with_info(
+                    Some(a::enter),
+                    Some(a::leave),
+                    Some(a::tailcall),
+                )
+            }
+            .map_err(|e| format!("SetEnterLeaveFunctionHooks3WithInfo failed: {e}"))?;
+            return Ok(());
+        }
         // With an invariant TSC the assembly fast paths write the rings themselves and
         // need the thread-pointer map; otherwise every event takes the slow path, whose
         // Rust half reads the monotonic clock.
@@ -156,7 +183,7 @@ pub fn install(
     }
     #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
     {
-        let _ = (info, filter, probe);
+        let _ = (info, filter, probe, args);
         Err("trace mode (ELT hooks) is implemented for Linux x86_64 only; use --mode sample on this machine".into())
     }
 }
@@ -177,10 +204,15 @@ unsafe extern "system" fn map_function(
             return (idx as usize, idx != 0);
         }
         let names = crate::names::function_names(&m.info, FunctionId(function));
-        let accept = names
-            .as_ref()
-            .map(|n| m.filter.accepts(&n.name))
-            .unwrap_or(m.filter.include.is_empty());
+        let with_args = match (&m.args, &names) {
+            (Some(a), Some(n)) => a.accepts(&n.name),
+            _ => false,
+        };
+        let accept = with_args
+            || names
+                .as_ref()
+                .map(|n| m.filter.accepts(&n.name))
+                .unwrap_or(m.filter.include.is_empty());
         // Indices must fit the ring unit's 30 bits; past that (a billion functions)
         // functions simply stay unhooked.
         let idx = if accept {
@@ -193,16 +225,28 @@ unsafe extern "system" fn map_function(
         } else {
             0
         };
+        let client = if with_args && idx != 0 {
+            crate::elt_args::client_id(idx, FunctionId(function)).unwrap_or(idx)
+        } else {
+            idx
+        };
         let mut map = match m.indices.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         };
-        let idx = *map.entry(function).or_insert(idx);
+        let stored = *map.entry(function).or_insert(client);
         drop(map);
-        if idx != 0 {
+        if stored == client && idx != 0 {
             crate::profiler::emit_function_info_as(names, idx);
         }
-        (if idx != 0 { idx as usize } else { function }, idx != 0)
+        (
+            if stored != 0 {
+                stored as usize
+            } else {
+                function
+            },
+            stored != 0,
+        )
     });
     let (value, hooked) = r.unwrap_or((function, false));
     if !hook.is_null() {

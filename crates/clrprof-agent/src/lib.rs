@@ -21,6 +21,8 @@ pub mod fpwalk;
 pub mod inspect;
 #[macro_use]
 pub mod log;
+// After `log`: uses its macro.
+pub mod elt_args;
 pub mod mask;
 pub mod names;
 pub mod outfile;

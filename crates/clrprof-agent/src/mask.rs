@@ -45,6 +45,17 @@ pub fn for_settings(s: &Settings) -> (u32, u32) {
             if !s.allow_inlining {
                 low |= sys::COR_PRF_DISABLE_INLINING;
             }
+            // --args: the slow-path hooks with argument and return-value ranges
+            // (immutable; GetFunctionEnter3Info/Leave3Info answer only with these).
+            if s.args.is_some() {
+                low |= sys::COR_PRF_ENABLE_FUNCTION_ARGS
+                    | sys::COR_PRF_ENABLE_FUNCTION_RETVAL
+                    | sys::COR_PRF_ENABLE_FRAME_INFO
+                    // Exceptions end calls: the unwind callbacks close their invocations.
+                    | sys::COR_PRF_MONITOR_EXCEPTIONS
+                    // Class loads map typedefs to ClassIDs for value-type arguments.
+                    | sys::COR_PRF_MONITOR_CLASS_LOADS;
+            }
         }
     }
     if s.exception_stacks && s.events.contains(EventGroup::Exceptions) {

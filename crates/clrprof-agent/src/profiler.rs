@@ -116,6 +116,12 @@ impl Session {
                     waited_ns as f64 / 1e6
                 );
             }
+            let (arg_calls, arg_cut) = crate::elt_args::stats();
+            if arg_calls > 0 {
+                log!(
+                    "args: values recorded for {arg_calls} call entries/returns, {arg_cut} cut at the per-call bound (CLRPROF_ARG_BYTES)"
+                );
+            }
             if crate::tpmap::collisions() > 0 {
                 log!(
                     "trace: {} thread(s) shared a fast-path table entry and used the slow path",
@@ -303,7 +309,13 @@ impl Profiler {
         if settings.mode == Mode::Trace {
             let filter =
                 crate::elt::Filter::parse(settings.include.as_deref(), settings.exclude.as_deref());
-            if let Err(e) = crate::elt::install(&info, filter, settings.trace_probe) {
+            let args = settings.args.as_deref().map(|a| {
+                (
+                    crate::elt::Filter::parse(Some(a), None),
+                    settings.arg_limits,
+                )
+            });
+            if let Err(e) = crate::elt::install(&info, filter, settings.trace_probe, args) {
                 drop(writer);
                 return Err(e);
             }
@@ -626,7 +638,12 @@ impl ProfilerCallback for Profiler {
             return Ok(());
         };
         let (module, token) = match a.info.get_class_id_info2(id) {
-            Ok(ci) => (ci.module.0 as u64, ci.token),
+            Ok(ci) => {
+                if a.settings.args.is_some() {
+                    crate::elt_args::class_loaded(id, ci.module, ci.token, ci.type_args);
+                }
+                (ci.module.0 as u64, ci.token)
+            }
             Err(_) => (0, 0),
         };
         a.classes_named.first(id.0);
@@ -766,6 +783,11 @@ impl ProfilerCallback for Profiler {
     }
     fn exception_unwind_function_enter(&self, function: FunctionId) -> Result<()> {
         phase(ExceptionPhase::UnwindFunctionEnter, function.0);
+        if let Some(a) = self.active()
+            && a.settings.args.is_some()
+        {
+            crate::elt_args::unwound(function);
+        }
         Ok(())
     }
     fn exception_unwind_function_leave(&self) -> Result<()> {

@@ -5,6 +5,7 @@
 //!   cargo run --release -p clrprof-bench -- events      # events-mode overhead on the demo
 //!   cargo run --release -p clrprof-bench -- sample      # sampling overhead at 99 and 999 Hz (+ dotnet-trace)
 //!   cargo run --release -p clrprof-bench -- trace       # ns per traced call (enter+leave)
+//!   cargo run --release -p clrprof-bench -- args        # ns per call with arguments recorded
 //!   cargo run --release -p clrprof-bench -- attach      # attach and detach latency
 //!   cargo run --release -p clrprof-bench -- soak        # stress cases + 50 attach/detach cycles
 
@@ -34,7 +35,10 @@ enum What {
     Sample,
     /// ELT tracing on a call-dense workload (recursive Fib)
     Trace,
-    /// Attach and detach latency on a running app
+    /// `--args` (ELT slow path): ns per call with arguments and return value recorded,
+    /// for `int Fib(int)` and for a method taking a string and a struct
+    Args,
+        /// Attach and detach latency on a running app
     Attach,
     /// Stress and soak: the stress cases of issue #16 under the profiler, then attach/detach
     /// cycles on a loaded target; prints crashes, hangs, memory growth per cycle and the
@@ -52,6 +56,7 @@ fn main() -> Result<()> {
         What::Events => events(args.runs),
         What::Sample => sample(args.runs),
         What::Trace => trace(args.runs),
+        What::Args => args_bench(args.runs),
         What::Attach => attach(args.runs),
         What::Soak { cycles } => soak::run(&clrprof()?, cycles),
     }
@@ -451,7 +456,12 @@ fn run_fib_configs(
 }
 
 /// Runs the Scenarios app; returns the process's wall time and the `fib_us` it printed.
-fn time_fib(mut cmd: Command) -> Result<(Duration, Duration)> {
+fn time_fib(cmd: Command) -> Result<(Duration, Duration)> {
+    time_key(cmd, "fib_us")
+}
+
+/// Runs the Scenarios app; returns the process's wall time and the µs it printed as `key`.
+fn time_key(mut cmd: Command, key: &str) -> Result<(Duration, Duration)> {
     let t = Instant::now();
     let out = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).output()?;
     let wall = t.elapsed();
@@ -461,9 +471,9 @@ fn time_fib(mut cmd: Command) -> Result<(Duration, Duration)> {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let us: u64 = stdout
         .split_whitespace()
-        .find_map(|w| w.strip_prefix("fib_us="))
+        .find_map(|w| w.strip_prefix(key).and_then(|w| w.strip_prefix('=')))
         .and_then(|v| v.parse().ok())
-        .with_context(|| format!("no fib_us in the app's output: {stdout}"))?;
+        .with_context(|| format!("no {key} in the app's output: {stdout}"))?;
     Ok((wall, Duration::from_micros(us)))
 }
 
@@ -542,4 +552,114 @@ fn ms_after(stderr: &str, marker: &str, sep: &str) -> Option<f64> {
         .lines()
         .filter(|l| l.contains(marker))
         .find_map(|l| l.split(sep).nth(1)?.split(" ms").next()?.parse().ok())
+}
+
+/// `args`: the ELT slow path's cost. Four configurations, alternated run by run, on two
+/// workloads: `fib 27` (635,621 calls of `int Fib(int)`) and `args bench=N` (N calls of
+/// `int Describe(string, ID)`); the figure is the app's own stopwatch around the calls.
+fn args_bench(runs: usize) -> Result<()> {
+    let clrprof = clrprof()?;
+    let app = clrprof_testkit::app("Scenarios");
+    let out = scratch().join("args.clrprof");
+    let workloads: [(&str, &'static [&'static str], &str, &str, f64); 2] = [
+        (
+            "Fib(int) -> int",
+            &["fib", "27"],
+            "fib_us",
+            "Scenarios.FibScenario.Fib",
+            635_621.0,
+        ),
+        (
+            "Describe(string, ID) -> int",
+            &["args", "bench=300000"],
+            "describe_us",
+            "Scenarios.ArgTargets.Describe",
+            300_000.0,
+        ),
+    ];
+    for (label, app_args, key, function, calls) in workloads {
+        let make = |flags: Vec<&'static str>| {
+            let (clrprof, app, out) = (clrprof.clone(), app.clone(), out.clone());
+            move || recorded(&clrprof, &flags, &out, &app, app_args)
+        };
+        let base = make(vec!["--mode", "events", "--events", "none"]);
+        let base = move || {
+            let mut c = base();
+            c.env("DOTNET_JitNoInline", "1");
+            c
+        };
+        let fast = make(vec!["--mode", "trace", "--include", "Scenarios.*"]);
+        let slow = make(vec![
+            "--mode",
+            "trace",
+            "--include",
+            "Scenarios.*",
+            "--args",
+            "Scenarios.NoSuchMethod",
+        ]);
+        let with_args = make(vec![
+            "--mode",
+            "trace",
+            "--include",
+            "Scenarios.*",
+            "--args",
+            function,
+        ]);
+        let configs: [(&str, &dyn Fn() -> Command); 4] = [
+            ("events, inlining off", &base),
+            ("trace (fast path)", &fast),
+            ("trace --args (none match)", &slow),
+            ("trace --args (this one)", &with_args),
+        ];
+        println!("\n{label}: {calls} calls, {runs} runs each (app's stopwatch around the calls)");
+        let mut t: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
+        for round in 0..=runs {
+            for (i, (_, make)) in configs.iter().enumerate() {
+                let (_, us) = time_key(make(), key)?;
+                if round > 0 {
+                    t[i].push(us.as_secs_f64() * 1e9 / calls);
+                }
+            }
+        }
+        println!(
+            "{:<30} {:>12} {:>10} {:>14}",
+            "configuration", "ns/call", "spread", "added ns/call"
+        );
+        let med = |v: &Vec<f64>| {
+            let mut v = v.clone();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let base_ns = med(&t[0]);
+        for (i, (name, _)) in configs.iter().enumerate() {
+            let m = med(&t[i]);
+            let (lo, hi) = t[i]
+                .iter()
+                .fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(*x), b.max(*x)));
+            println!(
+                "{name:<30} {m:>12.1} {:>10} {:>14.1}",
+                format!("{lo:.0}–{hi:.0}"),
+                m - base_ns
+            );
+        }
+        // The last run recorded `function`'s values: check every call is there.
+        let rep = Command::new(&clrprof)
+            .args([
+                "report",
+                "--calls",
+                function,
+                "--json",
+                "--limit",
+                "100000000",
+            ])
+            .arg(&out)
+            .output()?;
+        let inv: Vec<serde_json::Value> = serde_json::from_slice(&rep.stdout).unwrap_or_default();
+        let with_ret = inv.iter().filter(|i| !i["return"].is_null()).count();
+        println!(
+            "verified: the last run recorded {} invocations of {function} with {with_ret} return values (want {calls})",
+            inv.len()
+        );
+    }
+    Ok(())
 }

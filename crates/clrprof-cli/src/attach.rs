@@ -152,6 +152,15 @@ fn wait_unloaded(pid: u32, library: &Path, timeout: Duration) -> bool {
 }
 
 pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
+    if !args.args.is_empty() {
+        bail!(
+            "--args cannot attach to a running process (pid {pid} is left untouched): reading arguments needs \
+             COR_PRF_ENABLE_FUNCTION_ARGS, _RETVAL and _FRAME_INFO and the ELT slow-path hooks, which the runtime \
+             allows only for profilers loaded at startup; an attaching profiler gets \
+             CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER (0x8013136F). \
+             Start the program under the profiler instead: clrprof record --mode trace --args PATTERN -- <command>"
+        );
+    }
     if args.mode == Mode::Trace {
         bail!(
             "--mode trace cannot attach to a running process: the runtime allows ELT enter/leave hooks only \

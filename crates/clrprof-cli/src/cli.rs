@@ -179,6 +179,19 @@ pub struct RecordArgs {
     /// Let the JIT inline in trace mode (faster; inlined calls are not counted)
     #[arg(long)]
     pub allow_inlining: bool,
+    /// Record arguments and return values of functions matching these patterns, e.g.
+    /// `Shop.Cart.*` (trace mode, startup only; repeatable; see docs/tracing.md)
+    #[arg(long = "args", value_name = "PATTERN")]
+    pub args: Vec<String>,
+    /// --args: characters of a string kept (the full length is recorded too)
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(0..=65536))]
+    pub arg_max_len: u32,
+    /// --args: levels of object fields read
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=4))]
+    pub arg_depth: u32,
+    /// --args: array elements read
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(0..=1024))]
+    pub arg_items: u32,
     /// The profiler library [default: libclrprof_profiler.so next to this executable]
     #[arg(long)]
     pub profiler: Option<PathBuf>,
@@ -206,6 +219,13 @@ pub struct ReportArgs {
     /// Depth of call trees (trace mode) [default: 12 in text, 40 in JSON]
     #[arg(long)]
     pub depth: Option<usize>,
+    /// Print the recorded invocations (`record --args`) of functions matching this
+    /// pattern as a log, instead of the summary
+    #[arg(long, value_name = "PATTERN")]
+    pub calls: Option<String>,
+    /// Invocations printed by --calls (and put in --json's `invocations`)
+    #[arg(long, default_value_t = 1000)]
+    pub limit: usize,
 }
 
 /// Longest `--duration`: a year (the agent refuses more).

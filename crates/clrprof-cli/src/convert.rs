@@ -98,8 +98,23 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
         merge_threads: args.merge_threads,
         reverse: args.reverse,
     };
-    clrprof_export::export(&profile, fmt, &opts, &mut w)
-        .with_context(|| format!("writing {}", out_path.display()))?;
+    let (invocations, _) = if fmt == Format::Chrome {
+        clrprof_analysis::invocations::collect(&trace)
+    } else {
+        (Vec::new(), 0)
+    };
+    if invocations.is_empty() {
+        clrprof_export::export(&profile, fmt, &opts, &mut w)
+            .with_context(|| format!("writing {}", out_path.display()))?;
+    } else {
+        // Recorded arguments: joined into the slices (crate::chrome_args).
+        let mut buf = Vec::new();
+        clrprof_export::export(&profile, fmt, &opts, &mut buf)
+            .with_context(|| format!("writing {}", out_path.display()))?;
+        let mut doc: serde_json::Value = serde_json::from_slice(&buf)?;
+        crate::chrome_args::add(&mut doc, &invocations);
+        serde_json::to_writer(&mut w, &doc)?;
+    }
     std::io::Write::flush(&mut w)?;
     bar.finish_and_clear();
     eprintln!("clrprof: wrote {}", out_path.display());

@@ -2,6 +2,7 @@
 //! file only parses arguments and maps errors to exit codes.
 
 mod attach;
+mod chrome_args;
 mod cli;
 mod convert;
 mod input;

@@ -58,6 +58,17 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     if args.allow_inlining {
         cmd.env("CLRPROF_INLINING", "1");
     }
+    if !args.args.is_empty() {
+        if args.mode != crate::cli::Mode::Trace {
+            anyhow::bail!(
+                "--args needs --mode trace: arguments are read by the ELT enter/leave hooks"
+            );
+        }
+        cmd.env("CLRPROF_ARGS", args.args.join(";"))
+            .env("CLRPROF_ARG_MAX_LEN", args.arg_max_len.to_string())
+            .env("CLRPROF_ARG_DEPTH", args.arg_depth.to_string())
+            .env("CLRPROF_ARG_ITEMS", args.arg_items.to_string());
+    }
     if let Some(e) = &args.events {
         cmd.env("CLRPROF_EVENTS", e);
     }

@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 
-use clrprof_analysis::{Options, Trace, build_with, text};
+use clrprof_analysis::{Options, Trace, build_with, invocations, text};
 
 use crate::cli::ReportArgs;
 
@@ -13,6 +13,9 @@ pub fn run(args: ReportArgs) -> Result<i32> {
     for w in &trace.warnings {
         eprintln!("clrprof: warning: {}: {w}", args.file.display());
     }
+    if let Some(pattern) = &args.calls {
+        return print_calls(&trace, pattern, args.limit, args.json);
+    }
     let report = build_with(
         &trace,
         Options {
@@ -20,7 +23,21 @@ pub fn run(args: ReportArgs) -> Result<i32> {
         },
     );
     let text = if args.json {
-        let mut s = serde_json::to_string_pretty(&report)?;
+        let mut v = serde_json::to_value(&report)?;
+        let (invocations, _) = invocations::collect(&trace);
+        if !invocations.is_empty()
+            && let Some(o) = v.as_object_mut()
+        {
+            o.insert(
+                "invocations".into(),
+                invocations
+                    .iter()
+                    .take(args.limit)
+                    .map(invocations::invocation_json)
+                    .collect(),
+            );
+        }
+        let mut s = serde_json::to_string_pretty(&v)?;
         s.push('\n');
         s
     } else {
@@ -41,4 +58,43 @@ pub fn write_stdout(bytes: &[u8]) -> Result<i32> {
             "cannot write the report to standard output: {e}"
         )),
     }
+}
+
+/// `--calls PATTERN`: the recorded invocations of matching functions, as a log.
+fn print_calls(trace: &Trace<'_>, pattern: &str, limit: usize, json: bool) -> Result<i32> {
+    let (all, problems) = invocations::collect(trace);
+    if all.is_empty() {
+        anyhow::bail!(
+            "the trace holds no recorded arguments: record with `clrprof record --mode trace --args PATTERN -- <command>`"
+        );
+    }
+    let matching: Vec<_> = all
+        .iter()
+        .filter(|i| invocations::glob(pattern, &i.function))
+        .collect();
+    let mut out = String::new();
+    if json {
+        let v: Vec<_> = matching
+            .iter()
+            .take(limit)
+            .map(|i| invocations::invocation_json(i))
+            .collect();
+        out = serde_json::to_string_pretty(&v)?;
+        out.push('\n');
+    } else {
+        use std::fmt::Write;
+        for i in matching.iter().take(limit) {
+            let _ = writeln!(out, "{}", invocations::log_line(i));
+        }
+        if matching.len() > limit {
+            let _ = writeln!(out, "… {} more (--limit)", matching.len() - limit);
+        }
+        if matching.is_empty() {
+            eprintln!("clrprof: no recorded call matches `{pattern}`");
+        }
+    }
+    if problems > 0 {
+        eprintln!("clrprof: warning: {problems} value list(s) could not be decoded");
+    }
+    write_stdout(out.as_bytes())
 }

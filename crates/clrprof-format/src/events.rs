@@ -199,6 +199,20 @@ events! {
         blocks: u64,
         events: u64,
     }
+    /// `--args`: the arguments of a call, recorded right after its Enter (same thread,
+    /// same timestamp). `values` is a [`values`](crate::values) list (`this` first).
+    40 CallArgs {
+        /// The trace-mode function index (as in Enter).
+        function: u64,
+        /// Low 32 bits of the caller's SP (as in Enter).
+        sp: u64,
+        values: Cow<'a, [u8]>,
+    }
+    /// `--args`: the return value of a call, recorded right before its Leave; `values`
+    /// holds one item named `return`, or none for `void`.
+    41 CallReturn { function: u64, sp: u64, values: Cow<'a, [u8]> }
+    /// `--args`: an exception unwound a call of `function` (no CallReturn follows).
+    42 CallUnwound { function: u64 }
 }
 
 /// `Lost.reason`: a thread's buffer was full in drop mode (`--on-full drop`).
@@ -232,6 +246,7 @@ mod tests {
         for k in &table {
             assert_eq!(kind_name(k.id), Some(k.name.as_str()));
         }
+        assert!(ids.starts_with(&(1..=34).collect::<Vec<u8>>()));
         assert_eq!(kind_name(0), None);
         assert_eq!(kind_name(u8::MAX), None);
     }

@@ -210,6 +210,20 @@ impl<'a> Wire<'a> for Cow<'a, [u64]> {
     }
 }
 
+impl<'a> Wire<'a> for Cow<'a, [u8]> {
+    const TY: &'static str = "bytes";
+    #[inline]
+    fn put(&self, out: &mut Vec<u8>) {
+        let b = &self[..self.len().min(MAX_STRING_BYTES)];
+        leb128::put_u64(out, b.len() as u64);
+        out.extend_from_slice(b);
+    }
+    fn get(r: &mut Cursor<'a>) -> Result<Cow<'a, [u8]>, FieldError> {
+        let n = r.u64()?;
+        Ok(Cow::Borrowed(r.take(n)?))
+    }
+}
+
 /// A `u64` list: LEB128 count, then each item as LEB128.
 #[inline]
 pub fn put_u64_list(out: &mut Vec<u8>, items: &[u64]) {
@@ -254,6 +268,13 @@ plain_into_static!(u64, u32, i32, u8, bool);
 impl IntoStatic for Cow<'_, str> {
     type Static = Cow<'static, str>;
     fn into_static(self) -> Cow<'static, str> {
+        Cow::Owned(self.into_owned())
+    }
+}
+
+impl IntoStatic for Cow<'_, [u8]> {
+    type Static = Cow<'static, [u8]>;
+    fn into_static(self) -> Cow<'static, [u8]> {
         Cow::Owned(self.into_owned())
     }
 }

@@ -44,6 +44,7 @@ mod reader_events;
 mod records;
 mod scan;
 pub mod units;
+pub mod values;
 mod warning;
 
 pub use attach::{ATTACH_MAGIC, ATTACH_MAX_JSON, AttachRequest, decode_attach, encode_attach};

@@ -275,7 +275,7 @@ pub struct JitedFunction {
 }
 
 /// A run of argument (or return value) bytes handed to a slow-path ELT hook.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ArgumentRange {
     pub start: usize,
     pub length: u32,
@@ -963,6 +963,40 @@ impl ProfilerInfo {
         })
     }
 
+    /// `GetClassFromToken`: the ClassID of a non-generic TypeDef of `module` (loaded).
+    /// **Info1 · async · after attach**
+    pub fn get_class_from_token(&self, module: ModuleId, type_def: u32) -> Result<ClassId> {
+        let mut class = 0;
+        check(vcall!(
+            self,
+            ICorProfilerInfo::GetClassFromToken(module.0, type_def, &mut class)
+        ))?;
+        Ok(ClassId(class))
+    }
+
+    /// `GetClassFromTokenAndTypeArgs`: the ClassID of an instantiation of a generic
+    /// TypeDef of `module`. **Info2 · sync · after attach**
+    pub fn get_class_from_token_and_type_args(
+        &self,
+        module: ModuleId,
+        type_def: u32,
+        type_args: &[ClassId],
+    ) -> Result<ClassId> {
+        let mut args: Vec<usize> = type_args.iter().map(|c| c.0).collect();
+        let mut class = 0;
+        check(vcall!(
+            self,
+            ICorProfilerInfo2::GetClassFromTokenAndTypeArgs(
+                module.0,
+                type_def,
+                args.len() as u32,
+                args.as_mut_ptr(),
+                &mut class
+            )
+        ))?;
+        Ok(ClassId(class))
+    }
+
     /// `GetClassFromObject`. **Info1 · sync · object inspection · after attach**
     pub fn get_class_from_object(&self, object: ObjectId) -> Result<ClassId> {
         let mut class = 0;
@@ -1435,6 +1469,50 @@ impl ProfilerInfo {
             });
         }
         Err(HResult::ERROR_INSUFFICIENT_BUFFER)
+    }
+
+    /// `GetFunctionEnter3Info` without allocating: fills `out` with the first ranges and
+    /// returns how many arguments there are (more than `out.len()` when they did not all
+    /// fit). For hooks on every call. **Info3 · sync · startup only**
+    pub fn get_function_enter3_ranges(
+        &self,
+        function: FunctionId,
+        elt_info: usize,
+        out: &mut [ArgumentRange],
+    ) -> Result<usize> {
+        const HEADER: usize = offset_of!(sys::COR_PRF_FUNCTION_ARGUMENT_INFO, ranges);
+        const RANGE: usize = size_of::<sys::COR_PRF_FUNCTION_ARGUMENT_RANGE>();
+        const WORDS: usize = (HEADER + 16 * RANGE).div_ceil(8);
+        let mut words = [0u64; WORDS];
+        let mut frame = 0;
+        let mut bytes = (WORDS * 8) as u32;
+        let info = words
+            .as_mut_ptr()
+            .cast::<sys::COR_PRF_FUNCTION_ARGUMENT_INFO>();
+        let hr = vcall!(
+            self,
+            ICorProfilerInfo3::GetFunctionEnter3Info(
+                function.0, elt_info, &mut frame, &mut bytes, info
+            )
+        );
+        check(hr)?;
+        let buf = words.as_ptr().cast::<u8>();
+        // SAFETY: `words` is aligned and larger than the header the runtime wrote (R5).
+        let num =
+            unsafe { (*buf.cast::<sys::COR_PRF_FUNCTION_ARGUMENT_INFO>()).num_ranges as usize };
+        let fit = num.min(16).min(out.len());
+        for (i, slot) in out.iter_mut().enumerate().take(fit) {
+            // SAFETY: entry `i` < 16 lies inside `words`, aligned like `ranges` (R5).
+            let r = unsafe {
+                *buf.add(HEADER + i * RANGE)
+                    .cast::<sys::COR_PRF_FUNCTION_ARGUMENT_RANGE>()
+            };
+            *slot = ArgumentRange {
+                start: r.start_address,
+                length: r.length,
+            };
+        }
+        Ok(num)
     }
 
     /// `GetFunctionLeave3Info`: the return value, from inside a slow-path leave hook.

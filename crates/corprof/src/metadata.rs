@@ -8,7 +8,7 @@ use corprof_sys::GUID;
 
 use crate::hresult::{HResult, Result, check};
 use crate::sig;
-use crate::wstr::read_string;
+use crate::wstr::{read_string, to_utf16z};
 
 /// One reference to a module's metadata importer (from
 /// [`ProfilerInfo::get_module_metadata`](crate::ProfilerInfo::get_module_metadata)).
@@ -117,6 +117,8 @@ pub struct FieldProps {
     pub sig: Vec<u8>,
     /// `ELEMENT_TYPE_*` of the constant value, for literal fields (0 otherwise).
     pub constant_type: u32,
+    /// The constant of an integral literal field (enum members), sign-extended.
+    pub constant: Option<i64>,
 }
 
 /// `GetGenericParamProps`.
@@ -156,6 +158,29 @@ macro_rules! mdcall {
 unsafe fn copy_blob(blob: *const u8, len: u32) -> Vec<u8> {
     // SAFETY: guaranteed by the caller.
     unsafe { crate::com::borrowed(blob, len as usize) }.to_vec()
+}
+
+/// Reads an integral metadata constant of element type `ctype` at `value`.
+///
+/// # Safety
+/// `value` must be null or point to a constant of `ctype`'s size (R4).
+unsafe fn integral_constant(ctype: u32, value: *const u8) -> Option<i64> {
+    if value.is_null() {
+        return None;
+    }
+    // SAFETY: guaranteed by the caller for each size read.
+    unsafe {
+        Some(match ctype {
+            0x02 | 0x05 => i64::from(value.read()),
+            0x04 => i64::from(value.cast::<i8>().read()),
+            0x03 | 0x07 => i64::from(value.cast::<u16>().read_unaligned()),
+            0x06 => i64::from(value.cast::<i16>().read_unaligned()),
+            0x08 => i64::from(value.cast::<i32>().read_unaligned()),
+            0x09 => i64::from(value.cast::<u32>().read_unaligned()),
+            0x0A | 0x0B => value.cast::<i64>().read_unaligned(),
+            _ => return None,
+        })
+    }
 }
 
 const MAX_NESTING: usize = 64;
@@ -334,6 +359,9 @@ impl MetaDataImport {
             // SAFETY: the blob the last successful call returned (R4).
             sig: unsafe { copy_blob(sig, sig_len) },
             constant_type: ctype,
+            // SAFETY: for these element types the importer's value points to a constant
+            // of that size inside the live metadata (R4); unaligned reads.
+            constant: unsafe { integral_constant(ctype, value.cast::<u8>()) },
         })
     }
 
@@ -434,6 +462,42 @@ impl MetaDataImport {
     /// `EnumFields`: the `mdFieldDef`s of a type.
     pub fn enum_fields(&self, type_def: u32) -> Result<Vec<u32>> {
         self.enum_tokens(|e, buf, cap, n| mdcall!(self.EnumFields(e, type_def, buf, cap, n)))
+    }
+
+    /// `FindTypeDefByName`: the TypeDef of a top-level type `Namespace.Name` in this scope.
+    pub fn find_type_def_by_name(&self, name: &str) -> Result<u32> {
+        let wide = to_utf16z(name);
+        let mut td = 0;
+        check(mdcall!(self.FindTypeDefByName(wide.as_ptr(), 0, &mut td)))?;
+        Ok(td)
+    }
+
+    /// The names of a method's parameters by sequence number (1 = first, 0 = return
+    /// value), from `EnumParams` and `GetParamProps`.
+    pub fn param_names(&self, method: u32) -> Result<Vec<(u32, String)>> {
+        let params =
+            self.enum_tokens(|e, buf, cap, n| mdcall!(self.EnumParams(e, method, buf, cap, n)))?;
+        let mut out = Vec::with_capacity(params.len());
+        for p in params {
+            let (mut md, mut seq, mut attr, mut flag, mut value, mut value_len) =
+                (0, 0, 0, 0, ptr::null(), 0);
+            let name = read_string(|buf, cap, needed| {
+                mdcall!(self.GetParamProps(
+                    p,
+                    &mut md,
+                    &mut seq,
+                    buf,
+                    cap,
+                    needed,
+                    &mut attr,
+                    &mut flag,
+                    &mut value,
+                    &mut value_len,
+                ))
+            })?;
+            out.push((seq, name));
+        }
+        Ok(out)
     }
 
     /// `EnumMethods`: the `mdMethodDef`s of a type.

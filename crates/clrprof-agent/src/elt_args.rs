@@ -1,0 +1,1106 @@
+//! Trace mode with `--args`: the ELT3 slow path, which reads arguments and return values.
+//!
+//! With `SetEnterLeaveFunctionHooks3WithInfo` the JIT calls the runtime's own stub
+//! (`ProfileEnterNaked` in dotnet/runtime `vm/amd64/asmhelpers.S`), which saves the
+//! argument registers into a `PROFILE_PLATFORM_SPECIFIC_DATA` on its stack and calls
+//! `ProfileEnter` (`vm/proftoeeinterfaceimpl.cpp`), an FCALL that asserts cooperative GC
+//! mode, sets up a helper frame and the "in callback" state, and calls our hook as an
+//! ordinary C function `(FunctionIDOrClientID, COR_PRF_ELT_INFO)`. So the hooks here are
+//! plain `extern "system"` functions (catching panics), and no GC can move an object
+//! while they read it (the thread is in cooperative mode and we call nothing that
+//! triggers a GC).
+//!
+//! Every hooked function takes this path once the slow path is on (the fast and slow
+//! paths cannot be mixed). Functions that only match `--include` record an Enter/Leave
+//! unit as before; functions matching `--args` get a client ID that is a pointer to their
+//! [`ArgsFn`] (indices are below 2^30, heap pointers above), and also record a
+//! `CallArgs` / `CallReturn` record of typed values ([`clrprof_format::values`]).
+//!
+//! Planning (signature → per-argument [`Kind`], class layouts) happens once per function
+//! and once per class; the per-call work is one `GetFunctionEnter3Info` (or
+//! `Leave3Info`), raw reads of the ranges it gives and of the objects they reference,
+//! and one record into the thread's ring. Class layouts are shared behind a `RwLock`
+//! taken for reading only when a reference-type value is decoded.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+use clrprof_format::Event;
+use clrprof_format::values::ValueWriter;
+use corprof::sig::{self, Type};
+use corprof::{ClassId, FunctionId, MetaDataImport, ModuleId, ProfilerInfo};
+use corprof_sys::{COR_PRF_ELT_INFO, FunctionIDOrClientID};
+
+use crate::buffers;
+use crate::config::ArgLimits;
+use crate::elt::EltKind;
+
+/// One `--args` function; its address is the client ID the JIT passes to the hooks.
+pub struct ArgsFn {
+    index: u64,
+    function: FunctionId,
+    plan: OnceLock<Option<FnPlan>>,
+}
+
+struct FnPlan {
+    /// `this` first (when the method has one), then the parameters.
+    args: Vec<Param>,
+    ret: Option<Param>,
+}
+
+struct Param {
+    name: String,
+    ty: String,
+    kind: Kind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Prim {
+    Bool,
+    Char,
+    I1,
+    U1,
+    I2,
+    U2,
+    I4,
+    U4,
+    I8,
+    U8,
+    R4,
+    R8,
+    I,
+    U,
+}
+
+impl Prim {
+    fn size(self) -> usize {
+        match self {
+            Prim::Bool | Prim::I1 | Prim::U1 => 1,
+            Prim::Char | Prim::I2 | Prim::U2 => 2,
+            Prim::I4 | Prim::U4 | Prim::R4 => 4,
+            _ => 8,
+        }
+    }
+
+    fn from_element_type(et: u32) -> Option<Prim> {
+        Some(match et {
+            0x02 => Prim::Bool,
+            0x03 => Prim::Char,
+            0x04 => Prim::I1,
+            0x05 => Prim::U1,
+            0x06 => Prim::I2,
+            0x07 => Prim::U2,
+            0x08 => Prim::I4,
+            0x09 => Prim::U4,
+            0x0A => Prim::I8,
+            0x0B => Prim::U8,
+            0x0C => Prim::R4,
+            0x0D => Prim::R8,
+            0x18 => Prim::I,
+            0x19 => Prim::U,
+            _ => return None,
+        })
+    }
+
+    fn from_name(name: &str) -> Option<Prim> {
+        Some(match name {
+            "System.Boolean" => Prim::Bool,
+            "System.Char" => Prim::Char,
+            "System.SByte" => Prim::I1,
+            "System.Byte" => Prim::U1,
+            "System.Int16" => Prim::I2,
+            "System.UInt16" => Prim::U2,
+            "System.Int32" => Prim::I4,
+            "System.UInt32" => Prim::U4,
+            "System.Int64" => Prim::I8,
+            "System.UInt64" => Prim::U8,
+            "System.Single" => Prim::R4,
+            "System.Double" => Prim::R8,
+            "System.IntPtr" => Prim::I,
+            "System.UIntPtr" => Prim::U,
+            _ => return None,
+        })
+    }
+
+    fn corelib_name(self) -> &'static str {
+        match self {
+            Prim::Bool => "System.Boolean",
+            Prim::Char => "System.Char",
+            Prim::I1 => "System.SByte",
+            Prim::U1 => "System.Byte",
+            Prim::I2 => "System.Int16",
+            Prim::U2 => "System.UInt16",
+            Prim::I4 => "System.Int32",
+            Prim::U4 => "System.UInt32",
+            Prim::I8 => "System.Int64",
+            Prim::U8 => "System.UInt64",
+            Prim::R4 => "System.Single",
+            Prim::R8 => "System.Double",
+            Prim::I => "System.IntPtr",
+            Prim::U => "System.UIntPtr",
+        }
+    }
+}
+
+/// How a value at an address is read.
+#[derive(Clone)]
+enum Kind {
+    Prim(Prim),
+    /// An object reference (class, string, array, object, boxed): described by the
+    /// object's own class.
+    Ref,
+    /// A value type stored inline (struct, enum).
+    Inline(Arc<ClassDesc>),
+    /// A managed pointer to a value of the inner kind.
+    ByRef(Box<Kind>),
+    Ptr,
+    FnPtr,
+    TypedByRef,
+    Unknown(&'static str),
+}
+
+impl Kind {
+    fn size(&self) -> usize {
+        match self {
+            Kind::Prim(p) => p.size(),
+            Kind::Inline(d) => d.size as usize,
+            Kind::TypedByRef => 16,
+            _ => 8,
+        }
+    }
+}
+
+/// A loaded class, as decoding needs it.
+struct ClassDesc {
+    name: String,
+    /// Unboxed size of a value type; 0 for reference types.
+    size: u32,
+    shape: Shape,
+}
+
+enum Shape {
+    String,
+    Array {
+        element: String,
+        kind: Kind,
+        rank: u32,
+    },
+    /// A reference type: instance fields (inherited first), offsets from the object.
+    Object(Vec<FieldDesc>),
+    /// A value type: fields with offsets from the value; `box_offset` inside a box.
+    Struct {
+        fields: Vec<FieldDesc>,
+        box_offset: u32,
+    },
+    Enum {
+        underlying: Prim,
+        members: Vec<(i64, String)>,
+        box_offset: u32,
+    },
+    /// A boxable primitive (`System.Int32`…).
+    Primitive {
+        prim: Prim,
+        box_offset: u32,
+    },
+    Unknown(&'static str),
+}
+
+struct FieldDesc {
+    name: String,
+    offset: u32,
+    kind: Kind,
+}
+
+/// (module, typedef) → [(type args, ClassID)].
+type LoadedClasses = HashMap<(usize, u32), Vec<(Vec<ClassId>, ClassId)>>;
+
+struct State {
+    info: ProfilerInfo,
+    limits: ArgLimits,
+    string_layout: Option<(u32, u32)>,
+    classes: RwLock<HashMap<usize, Arc<ClassDesc>>>,
+    /// (module, typedef) → [(type args, ClassID)] of the classes loaded so far.
+    loaded: Mutex<LoadedClasses>,
+    /// FunctionID → index, for the exception callbacks.
+    by_function: Mutex<HashMap<usize, u64>>,
+    corelib: OnceLock<Option<(ModuleId, MetaDataImport)>>,
+    calls: AtomicU64,
+    cut: AtomicU64,
+}
+
+static STATE: OnceLock<State> = OnceLock::new();
+
+/// Sets up `--args` (trace mode, inside Initialize, before the hooks are set).
+pub fn init(info: &ProfilerInfo, limits: ArgLimits) {
+    let _ = STATE.set(State {
+        info: info.clone(),
+        limits,
+        string_layout: info.get_string_layout2().ok(),
+        classes: RwLock::new(HashMap::new()),
+        loaded: Mutex::new(HashMap::new()),
+        by_function: Mutex::new(HashMap::new()),
+        corelib: OnceLock::new(),
+        calls: AtomicU64::new(0),
+        cut: AtomicU64::new(0),
+    });
+}
+
+/// (calls with values recorded, calls whose values were cut at the per-call bound).
+pub fn stats() -> (u64, u64) {
+    STATE.get().map_or((0, 0), |s| {
+        (
+            s.calls.load(Ordering::Relaxed),
+            s.cut.load(Ordering::Relaxed),
+        )
+    })
+}
+
+/// The client ID of an `--args` function: the address of its (leaked, one per function)
+/// [`ArgsFn`]. `None` if the address could be mistaken for an index.
+pub fn client_id(index: u64, function: FunctionId) -> Option<u64> {
+    let f = Box::new(ArgsFn {
+        index,
+        function,
+        plan: OnceLock::new(),
+    });
+    let p = Box::into_raw(f) as u64;
+    if p <= u64::from(crate::ring::MAX_INDEX) {
+        // Never happens with a normal heap; the function is then traced without values.
+        return None;
+    }
+    if let Some(s) = STATE.get() {
+        let mut m = s.by_function.lock().unwrap_or_else(|p| p.into_inner());
+        m.insert(function.0, index);
+    }
+    Some(p)
+}
+
+/// An exception unwinds `function`: closes its open invocation (exception callbacks).
+pub fn unwound(function: FunctionId) {
+    let Some(s) = STATE.get() else { return };
+    let index = {
+        let m = s.by_function.lock().unwrap_or_else(|p| p.into_inner());
+        m.get(&function.0).copied()
+    };
+    if let Some(index) = index {
+        buffers::emit(&Event::CallUnwound { function: index });
+    }
+}
+
+fn is_args_client(id: usize) -> bool {
+    id as u64 > u64::from(crate::ring::MAX_INDEX)
+}
+
+/// The profiled method's SP, which identifies its frame for Enter and Leave alike.
+/// `COR_PRF_ELT_INFO` points to the runtime's `COR_PRF_ELT_INFO_INTERNAL`, whose first
+/// word is the stub's `PROFILE_PLATFORM_SPECIFIC_DATA`, whose fifth word is
+/// `profiledRsp` (the caller SP the JIT passed). This is runtime-internal layout, so
+/// each step is checked to stay within the stack just above us; if a check fails, the
+/// stub's data address (a fixed distance below the profiled frame for enter and leave
+/// alike) stands in.
+fn frame_sp(elt: usize) -> usize {
+    let here = &elt as *const usize as usize;
+    let near = |p: usize| p > here && p - here < (256 << 10);
+    if !near(elt) {
+        return here;
+    }
+    // SAFETY: `elt` is the address of the runtime's ELT info local, on this stack just
+    // above our frame (checked); its first word is readable.
+    let handle = unsafe { std::ptr::read(elt as *const usize) };
+    if !near(handle) {
+        return elt;
+    }
+    // SAFETY: `handle` points into the stub's frame on this stack (checked), which holds
+    // at least the first five words of the platform data.
+    let profiled = unsafe { std::ptr::read((handle as *const usize).add(4)) };
+    if near(profiled) && profiled > handle {
+        profiled
+    } else {
+        handle
+    }
+}
+
+/// `FunctionEnter3WithInfo`.
+///
+/// # Safety
+/// Called by the runtime's slow-path stub only: `id` is an index or an [`ArgsFn`] address
+/// from [`client_id`], `elt` the runtime's ELT info for this call.
+pub unsafe extern "system" fn enter(id: FunctionIDOrClientID, elt: COR_PRF_ELT_INFO) {
+    let _ = std::panic::catch_unwind(|| on_enter(id.raw(), elt));
+}
+
+/// `FunctionLeave3WithInfo`.
+///
+/// # Safety
+/// As for [`enter`].
+pub unsafe extern "system" fn leave(id: FunctionIDOrClientID, elt: COR_PRF_ELT_INFO) {
+    let _ = std::panic::catch_unwind(|| on_leave(id.raw(), elt, EltKind::Leave));
+}
+
+/// `FunctionTailcall3WithInfo`: the call ends without a return value.
+///
+/// # Safety
+/// As for [`enter`].
+pub unsafe extern "system" fn tailcall(id: FunctionIDOrClientID, elt: COR_PRF_ELT_INFO) {
+    let _ = std::panic::catch_unwind(|| on_leave(id.raw(), elt, EltKind::Tailcall));
+}
+
+fn on_enter(id: usize, elt: usize) {
+    let sp = frame_sp(elt) as u64;
+    if !is_args_client(id) {
+        buffers::emit_elt(EltKind::Enter, id as u64, sp);
+        return;
+    }
+    // SAFETY: args client IDs are addresses of leaked ArgsFn (client_id), never freed.
+    let f = unsafe { &*(id as *const ArgsFn) };
+    buffers::emit_elt(EltKind::Enter, f.index, sp);
+    let Some(s) = STATE.get() else { return };
+    let Some(plan) = f.plan.get_or_init(|| build_plan(s, f.function)) else {
+        return;
+    };
+    // Up to 16 ranges without allocating; more (rare) through the allocating call.
+    let mut inline = [corprof::ArgumentRange::default(); 16];
+    let ranges: Result<std::borrow::Cow<'_, [corprof::ArgumentRange]>, corprof::HResult> = match s
+        .info
+        .get_function_enter3_ranges(f.function, elt, &mut inline)
+    {
+        Ok(n) if n <= inline.len() => Ok(std::borrow::Cow::Borrowed(&inline[..n])),
+        Ok(_) => s
+            .info
+            .get_function_enter3_info(f.function, elt)
+            .map(|i| std::borrow::Cow::Owned(i.ranges)),
+        Err(e) => Err(e),
+    };
+    write_bounded(
+        s,
+        |w| match &ranges {
+            Ok(ranges) => {
+                for (i, p) in plan.args.iter().enumerate() {
+                    w.item(&p.name, Some(&p.ty));
+                    match ranges.get(i) {
+                        Some(r) if r.start != 0 => write_value(s, w, &p.kind, r.start, 0),
+                        _ => w.unreadable("no argument range"),
+                    }
+                }
+            }
+            Err(e) => {
+                w.item("?", Some("?"));
+                w.unreadable(&format!("GetFunctionEnter3Info: {e}"));
+            }
+        },
+        |values| Event::CallArgs {
+            function: f.index,
+            sp: sp & 0xffff_ffff,
+            values,
+        },
+    );
+}
+
+fn on_leave(id: usize, elt: usize, kind: EltKind) {
+    let sp = frame_sp(elt) as u64;
+    if !is_args_client(id) {
+        buffers::emit_elt(kind, id as u64, sp);
+        return;
+    }
+    // SAFETY: as in on_enter.
+    let f = unsafe { &*(id as *const ArgsFn) };
+    if let Some(s) = STATE.get()
+        && let Some(Some(plan)) = f.plan.get()
+    {
+        let retval = match (kind, &plan.ret) {
+            (EltKind::Leave, Some(_)) => Some(s.info.get_function_leave3_info(f.function, elt)),
+            _ => None,
+        };
+        write_bounded(
+            s,
+            |w| {
+                if let (Some(ret), Some(r)) = (&plan.ret, &retval) {
+                    w.item(&ret.name, Some(&ret.ty));
+                    match r {
+                        Ok(l) if l.retval.start != 0 => {
+                            write_value(s, w, &ret.kind, l.retval.start, 0)
+                        }
+                        Ok(_) => w.unreadable("no return value range"),
+                        Err(e) => w.unreadable(&format!("GetFunctionLeave3Info: {e}")),
+                    }
+                }
+            },
+            |values| Event::CallReturn {
+                function: f.index,
+                sp: sp & 0xffff_ffff,
+                values,
+            },
+        );
+    }
+    buffers::emit_elt(kind, f.index, sp);
+}
+
+/// Encodes values with `write` and emits the record `event` makes of them. The values
+/// are written into a small stack buffer first (most calls need a few dozen bytes, and
+/// clearing the full bound on every call would cost more than the rest); only if that
+/// was cut and the bound is larger are they written again into a buffer of the bound.
+fn write_bounded(
+    s: &State,
+    write: impl Fn(&mut ValueWriter<'_>),
+    event: impl Fn(std::borrow::Cow<'_, [u8]>) -> Event<'_>,
+) {
+    let bound = s.limits.bytes as usize;
+    let mut small = [0u8; 256];
+    let mut w = ValueWriter::new(&mut small[..bound.min(256)]);
+    write(&mut w);
+    if w.was_cut() && bound > 256 {
+        let mut big = [0u8; 8192];
+        let mut w = ValueWriter::new(&mut big[..bound.min(8192)]);
+        write(&mut w);
+        return finish(s, w, event);
+    }
+    finish(s, w, event)
+}
+
+fn finish(s: &State, w: ValueWriter<'_>, event: impl Fn(std::borrow::Cow<'_, [u8]>) -> Event<'_>) {
+    let (bytes, cut) = w.finish();
+    s.calls.fetch_add(1, Ordering::Relaxed);
+    if cut {
+        s.cut.fetch_add(1, Ordering::Relaxed);
+    }
+    buffers::emit(&event(std::borrow::Cow::Borrowed(bytes)));
+}
+
+// ---- Reading values (inside the hook only) ---------------------------------------------
+
+/// Reads a `T` at `addr`.
+///
+/// # Safety
+/// `addr` must be readable for `size_of::<T>()` bytes: an argument range the runtime
+/// gave for this hook, or a field or element of an object that is live during it.
+unsafe fn read<T: Copy>(addr: usize) -> T {
+    // SAFETY: per the contract.
+    unsafe { std::ptr::read_unaligned(addr as *const T) }
+}
+
+fn write_prim(w: &mut ValueWriter<'_>, p: Prim, addr: usize) {
+    // SAFETY: `addr` holds a value of this primitive type (callers' contract: an argument
+    // range, or a field/element whose declared type is `p`).
+    unsafe {
+        match p {
+            Prim::Bool => w.bool(read::<u8>(addr) != 0),
+            Prim::Char => w.char(read::<u16>(addr)),
+            Prim::I1 => w.int(i64::from(read::<i8>(addr))),
+            Prim::U1 => w.uint(u64::from(read::<u8>(addr))),
+            Prim::I2 => w.int(i64::from(read::<i16>(addr))),
+            Prim::U2 => w.uint(u64::from(read::<u16>(addr))),
+            Prim::I4 => w.int(i64::from(read::<i32>(addr))),
+            Prim::U4 => w.uint(u64::from(read::<u32>(addr))),
+            Prim::I8 | Prim::I => w.int(read::<i64>(addr)),
+            Prim::U8 | Prim::U => w.uint(read::<u64>(addr)),
+            Prim::R4 => w.f32(read::<f32>(addr)),
+            Prim::R8 => w.f64(read::<f64>(addr)),
+        }
+    }
+}
+
+fn read_integral(p: Prim, addr: usize) -> i64 {
+    // SAFETY: as in write_prim.
+    unsafe {
+        match p {
+            Prim::Bool | Prim::U1 => i64::from(read::<u8>(addr)),
+            Prim::I1 => i64::from(read::<i8>(addr)),
+            Prim::Char | Prim::U2 => i64::from(read::<u16>(addr)),
+            Prim::I2 => i64::from(read::<i16>(addr)),
+            Prim::I4 => i64::from(read::<i32>(addr)),
+            Prim::U4 => i64::from(read::<u32>(addr)),
+            _ => read::<i64>(addr),
+        }
+    }
+}
+
+/// Writes the value of kind `kind` stored at `addr`; `level` is the object depth.
+fn write_value(s: &State, w: &mut ValueWriter<'_>, kind: &Kind, addr: usize, level: u32) {
+    match kind {
+        Kind::Prim(p) => write_prim(w, *p, addr),
+        // SAFETY: a reference-typed slot holds an ObjectID (or null).
+        Kind::Ref => write_object(s, w, unsafe { read::<usize>(addr) }, level),
+        Kind::Inline(d) => write_inline(s, w, d, addr, level),
+        Kind::ByRef(inner) => {
+            // SAFETY: a BYREF slot holds a managed pointer (or null).
+            let target = unsafe { read::<usize>(addr) };
+            if target == 0 {
+                w.null();
+            } else if matches!(
+                **inner,
+                Kind::Unknown(_) | Kind::ByRef(_) | Kind::TypedByRef
+            ) {
+                w.address("byref", target as u64);
+            } else {
+                // A managed pointer points into a live frame or object during the hook
+                // (no GC can run); `out` targets were zero-initialised by the JIT.
+                w.byref(target as u64);
+                write_value(s, w, inner, target, level);
+            }
+        }
+        // SAFETY: a pointer-typed slot is pointer-sized.
+        Kind::Ptr => w.address("ptr", unsafe { read::<u64>(addr) }),
+        // SAFETY: a function-pointer slot is pointer-sized.
+        Kind::FnPtr => w.address("fnptr", unsafe { read::<u64>(addr) }),
+        Kind::TypedByRef => {
+            // SAFETY: a TypedReference is a managed pointer then a type handle.
+            let (ptr, _ty) = unsafe { (read::<u64>(addr), read::<u64>(addr + 8)) };
+            w.typed_ref("System.TypedReference", ptr);
+        }
+        Kind::Unknown(why) => w.unreadable(why),
+    }
+}
+
+fn write_inline(s: &State, w: &mut ValueWriter<'_>, d: &ClassDesc, addr: usize, level: u32) {
+    match &d.shape {
+        Shape::Struct { fields, .. } => {
+            w.structure(&d.name);
+            write_fields(s, w, fields, addr, level);
+            w.end();
+        }
+        Shape::Enum {
+            underlying,
+            members,
+            ..
+        } => {
+            let v = read_integral(*underlying, addr);
+            let member = members
+                .iter()
+                .find(|(m, _)| *m == v)
+                .map(|(_, n)| n.as_str())
+                .unwrap_or("");
+            w.enumeration(&d.name, member, v);
+        }
+        Shape::Primitive { prim, .. } => write_prim(w, *prim, addr),
+        Shape::Unknown(why) => w.unreadable(why),
+        Shape::String | Shape::Array { .. } | Shape::Object(_) => {
+            w.unreadable("reference type where a value type was expected")
+        }
+    }
+}
+
+fn write_fields(s: &State, w: &mut ValueWriter<'_>, fields: &[FieldDesc], base: usize, level: u32) {
+    for f in fields {
+        w.item(&f.name, None);
+        write_value(s, w, &f.kind, base + f.offset as usize, level + 1);
+    }
+}
+
+fn write_object(s: &State, w: &mut ValueWriter<'_>, obj: usize, level: u32) {
+    if obj == 0 {
+        return w.null();
+    }
+    let class = match s.info.get_class_from_object(corprof::ObjectId(obj)) {
+        Ok(c) => c,
+        Err(e) => return w.unreadable(&format!("GetClassFromObject: {e}")),
+    };
+    let d = class_desc(s, class);
+    match &d.shape {
+        Shape::String => {
+            let Some((len_off, buf_off)) = s.string_layout else {
+                return w.unreadable("no string layout");
+            };
+            // SAFETY: `obj` is a live System.String; the offsets are the runtime's.
+            let len = unsafe { read::<i32>(obj + len_off as usize) }.max(0) as usize;
+            let n = len.min(s.limits.max_len as usize);
+            let base = obj + buf_off as usize;
+            // SAFETY: the string holds `len` UTF-16 units at `base`; we read `n <= len`.
+            let units = unsafe { std::slice::from_raw_parts(base as *const u16, n) };
+            w.string_utf16(len as u64, units.iter().copied());
+        }
+        Shape::Array {
+            element,
+            kind,
+            rank,
+        } => {
+            if level > s.limits.depth {
+                return w.object_ref(&d.name, obj as u64);
+            }
+            let a = match s.info.get_array_object_info(corprof::ObjectId(obj), *rank) {
+                Ok(a) => a,
+                Err(e) => return w.unreadable(&format!("GetArrayObjectInfo: {e}")),
+            };
+            let length: u64 = a.dimensions.iter().map(|(n, _)| u64::from(*n)).product();
+            w.array(element, *rank, length);
+            let size = kind.size();
+            for i in 0..length.min(u64::from(s.limits.items)) {
+                write_value(s, w, kind, a.data + i as usize * size, level + 1);
+            }
+            w.end();
+        }
+        Shape::Object(fields) => {
+            if level >= s.limits.depth {
+                return w.object_ref(&d.name, obj as u64);
+            }
+            w.object(&d.name, obj as u64);
+            write_fields(s, w, fields, obj, level);
+            w.end();
+        }
+        Shape::Struct { box_offset, .. }
+        | Shape::Enum { box_offset, .. }
+        | Shape::Primitive { box_offset, .. } => {
+            w.boxed(&d.name, obj as u64);
+            write_inline(s, w, &d, obj + *box_offset as usize, level);
+        }
+        Shape::Unknown(why) => {
+            w.object_ref(&d.name, obj as u64);
+            let _ = why;
+        }
+    }
+}
+
+// ---- Planning (once per function, once per class) ---------------------------------------
+
+fn class_desc(s: &State, class: ClassId) -> Arc<ClassDesc> {
+    if let Some(d) = s.classes.read().ok().and_then(|m| m.get(&class.0).cloned()) {
+        return d;
+    }
+    let d = Arc::new(build_class(s, class, 0));
+    let mut m = s.classes.write().unwrap_or_else(|p| p.into_inner());
+    m.entry(class.0).or_insert(d).clone()
+}
+
+fn md_of(s: &State, module: ModuleId) -> Option<MetaDataImport> {
+    s.info.get_module_metadata(module, corprof_sys::ofRead).ok()
+}
+
+/// `<Name>k__BackingField` → `Name`.
+fn field_name(raw: &str) -> String {
+    raw.strip_prefix('<')
+        .and_then(|r| r.split_once(">k__BackingField"))
+        .map(|(n, _)| n.to_string())
+        .unwrap_or_else(|| raw.to_string())
+}
+
+fn build_class(s: &State, class: ClassId, depth: u32) -> ClassDesc {
+    let info = &s.info;
+    let name = crate::names::class_name(info, class);
+    let unknown = |name: String, why| ClassDesc {
+        name,
+        size: 0,
+        shape: Shape::Unknown(why),
+    };
+    if depth > 6 {
+        return unknown(name, "types nested too deeply");
+    }
+    if let Ok(Some(a)) = info.is_array_class(class) {
+        let (element, kind) = if a.element_class.0 != 0 {
+            let ed = class_desc_nested(s, a.element_class, depth + 1);
+            let kind = if is_inline(&ed) {
+                Kind::Inline(ed.clone())
+            } else {
+                Kind::Ref
+            };
+            (ed.name.clone(), kind)
+        } else {
+            match Prim::from_element_type(a.element_type) {
+                Some(p) => (p.corelib_name().to_string(), Kind::Prim(p)),
+                None => ("?".into(), Kind::Unknown("array element type")),
+            }
+        };
+        return ClassDesc {
+            name,
+            size: 0,
+            shape: Shape::Array {
+                element,
+                kind,
+                rank: a.rank,
+            },
+        };
+    }
+    if name == "System.String" {
+        return ClassDesc {
+            name,
+            size: 0,
+            shape: Shape::String,
+        };
+    }
+    let Ok(ci) = info.get_class_id_info2(class) else {
+        return unknown(name, "GetClassIDInfo2 failed");
+    };
+    let parent_name = if ci.parent.0 != 0 {
+        crate::names::class_name(info, ci.parent)
+    } else {
+        String::new()
+    };
+    let value_type = (parent_name == "System.ValueType" || parent_name == "System.Enum")
+        && name != "System.Enum";
+    if !value_type {
+        // A reference type: fields of every ancestor, base first.
+        let mut chain = Vec::new();
+        let mut c = class;
+        for _ in 0..32 {
+            if c.0 == 0 {
+                break;
+            }
+            chain.push(c);
+            c = info
+                .get_class_id_info2(c)
+                .map(|i| i.parent)
+                .unwrap_or(ClassId(0));
+        }
+        let mut fields = Vec::new();
+        for c in chain.into_iter().rev() {
+            fields.extend(own_fields(s, c, depth));
+        }
+        return ClassDesc {
+            name,
+            size: 0,
+            shape: Shape::Object(fields),
+        };
+    }
+    let box_offset = info.get_box_class_layout(class).unwrap_or(8);
+    let size = info.get_class_layout(class).map(|(_, n)| n).unwrap_or(0);
+    if let Some(prim) = Prim::from_name(&name) {
+        return ClassDesc {
+            name,
+            size: prim.size() as u32,
+            shape: Shape::Primitive { prim, box_offset },
+        };
+    }
+    if parent_name == "System.Enum" {
+        let Some(md) = md_of(s, ci.module) else {
+            return unknown(name, "no metadata");
+        };
+        let mut underlying = Prim::I4;
+        let mut members = Vec::new();
+        for f in md.enum_fields(ci.token).unwrap_or_default() {
+            let Ok(p) = md.get_field_props(f) else {
+                continue;
+            };
+            if p.attributes & 0x10 == 0 {
+                // The instance field `value__` has the underlying type.
+                if let Ok(t) = sig::parse_field(&p.sig)
+                    && let Kind::Prim(u) = prim_kind(&t)
+                {
+                    underlying = u;
+                }
+            } else if let Some(v) = p.constant {
+                members.push((v, p.name));
+            }
+        }
+        return ClassDesc {
+            name,
+            size: underlying.size() as u32,
+            shape: Shape::Enum {
+                underlying,
+                members,
+                box_offset,
+            },
+        };
+    }
+    ClassDesc {
+        name,
+        size,
+        shape: Shape::Struct {
+            fields: own_fields(s, class, depth),
+            box_offset,
+        },
+    }
+}
+
+/// A class met while describing another (element, field type): cached like any.
+fn class_desc_nested(s: &State, class: ClassId, depth: u32) -> Arc<ClassDesc> {
+    if let Some(d) = s.classes.read().ok().and_then(|m| m.get(&class.0).cloned()) {
+        return d;
+    }
+    let d = Arc::new(build_class(s, class, depth));
+    let mut m = s.classes.write().unwrap_or_else(|p| p.into_inner());
+    m.entry(class.0).or_insert(d).clone()
+}
+
+fn is_inline(d: &ClassDesc) -> bool {
+    matches!(
+        d.shape,
+        Shape::Struct { .. } | Shape::Enum { .. } | Shape::Primitive { .. }
+    )
+}
+
+fn own_fields(s: &State, class: ClassId, depth: u32) -> Vec<FieldDesc> {
+    let info = &s.info;
+    let Ok(ci) = info.get_class_id_info2(class) else {
+        return Vec::new();
+    };
+    let Some(md) = md_of(s, ci.module) else {
+        return Vec::new();
+    };
+    let Ok((layout, _)) = info.get_class_layout(class) else {
+        return Vec::new();
+    };
+    let cx = Cx {
+        s,
+        md: &md,
+        module: ci.module,
+        class_args: &ci.type_args,
+        method_args: &[],
+        depth: depth + 1,
+    };
+    layout
+        .into_iter()
+        .filter_map(|(tok, offset)| {
+            let p = md.get_field_props(tok).ok()?;
+            let kind = sig::parse_field(&p.sig)
+                .map(|t| cx.kind(&t))
+                .unwrap_or(Kind::Unknown("field signature"));
+            Some(FieldDesc {
+                name: field_name(&p.name),
+                offset,
+                kind,
+            })
+        })
+        .collect()
+}
+
+fn prim_kind(t: &Type) -> Kind {
+    Kind::Prim(match t {
+        Type::Bool => Prim::Bool,
+        Type::Char => Prim::Char,
+        Type::I1 => Prim::I1,
+        Type::U1 => Prim::U1,
+        Type::I2 => Prim::I2,
+        Type::U2 => Prim::U2,
+        Type::I4 => Prim::I4,
+        Type::U4 => Prim::U4,
+        Type::I8 => Prim::I8,
+        Type::U8 => Prim::U8,
+        Type::R4 => Prim::R4,
+        Type::R8 => Prim::R8,
+        Type::I => Prim::I,
+        Type::U => Prim::U,
+        _ => return Kind::Unknown("not a primitive"),
+    })
+}
+
+/// Resolution context: a signature's module and the generic arguments in scope.
+struct Cx<'a> {
+    s: &'a State,
+    md: &'a MetaDataImport,
+    module: ModuleId,
+    class_args: &'a [ClassId],
+    method_args: &'a [ClassId],
+    depth: u32,
+}
+
+impl Cx<'_> {
+    fn kind(&self, t: &Type) -> Kind {
+        match t {
+            Type::String
+            | Type::Object
+            | Type::Class(_)
+            | Type::SzArray(_)
+            | Type::Array { .. }
+            | Type::GenericInst {
+                value_type: false, ..
+            } => Kind::Ref,
+            Type::ValueType(_)
+            | Type::GenericInst {
+                value_type: true, ..
+            } => match self.class_of(t) {
+                Some(c) => self.kind_of_class(c),
+                None => Kind::Unknown("value type not resolved"),
+            },
+            Type::Var(n) => self
+                .class_args
+                .get(*n as usize)
+                .map(|c| self.kind_of_class(*c))
+                .unwrap_or(Kind::Unknown("generic argument not known")),
+            Type::MVar(n) => self
+                .method_args
+                .get(*n as usize)
+                .map(|c| self.kind_of_class(*c))
+                .unwrap_or(Kind::Unknown("generic argument not known")),
+            Type::ByRef(inner) => Kind::ByRef(Box::new(self.kind(inner))),
+            Type::Ptr(_) => Kind::Ptr,
+            Type::FnPtr(_) => Kind::FnPtr,
+            Type::TypedByRef => Kind::TypedByRef,
+            Type::Modified { inner, .. } | Type::Pinned(inner) => self.kind(inner),
+            Type::InternalModified { inner, .. } => self.kind(inner),
+            other => match prim_kind(other) {
+                Kind::Unknown(_) => Kind::Unknown("unsupported type"),
+                k => k,
+            },
+        }
+    }
+
+    fn kind_of_class(&self, c: ClassId) -> Kind {
+        let d = class_desc_nested(self.s, c, self.depth);
+        match &d.shape {
+            Shape::Primitive { prim, .. } => Kind::Prim(*prim),
+            _ if is_inline(&d) => Kind::Inline(d),
+            _ => Kind::Ref,
+        }
+    }
+
+    /// The loaded class of a type in this signature.
+    fn class_of(&self, t: &Type) -> Option<ClassId> {
+        match t {
+            Type::ValueType(tok) | Type::Class(tok) => self.class_of_token(*tok, &[]),
+            Type::GenericInst { token, args, .. } => {
+                let args: Option<Vec<ClassId>> = args.iter().map(|a| self.class_of(a)).collect();
+                self.class_of_token(*token, &args?)
+            }
+            Type::Var(n) => self.class_args.get(*n as usize).copied(),
+            Type::MVar(n) => self.method_args.get(*n as usize).copied(),
+            Type::String => self.corelib_class("System.String"),
+            Type::Object => self.corelib_class("System.Object"),
+            other => match prim_kind(other) {
+                Kind::Prim(p) => self.corelib_class(p.corelib_name()),
+                _ => None,
+            },
+        }
+    }
+
+    fn class_of_token(&self, tok: u32, args: &[ClassId]) -> Option<ClassId> {
+        match tok >> 24 {
+            0x02 => loaded_class(self.s, self.module, tok, args),
+            0x01 => {
+                // A type of another assembly: looked up by name in CoreLib (where the
+                // framework's value types live).
+                let name = self.md.type_ref_full_name(tok);
+                let (module, md) = corelib(self.s)?;
+                let td = md.find_type_def_by_name(&name).ok()?;
+                loaded_class(self.s, *module, td, args)
+            }
+            0x1B => {
+                let blob = self.md.get_type_spec_from_token(tok).ok()?;
+                let t = sig::parse_type(&blob).ok()?;
+                self.class_of(&t)
+            }
+            _ => None,
+        }
+    }
+
+    fn corelib_class(&self, name: &str) -> Option<ClassId> {
+        let (module, md) = corelib(self.s)?;
+        let td = md.find_type_def_by_name(name).ok()?;
+        loaded_class(self.s, *module, td, &[])
+    }
+}
+
+/// The ClassID of a loaded type `(module, typedef, type args)`, as ClassLoadFinished
+/// reported it. (`GetClassFromToken` answers CORPROF_E_UNSUPPORTED_CALL_SEQUENCE inside
+/// the ELT hooks, as it may load types; a type a method takes by value is loaded before
+/// the method runs, so the map knows it.)
+fn loaded_class(s: &State, module: ModuleId, token: u32, args: &[ClassId]) -> Option<ClassId> {
+    let m = s.loaded.lock().unwrap_or_else(|p| p.into_inner());
+    m.get(&(module.0, token))?
+        .iter()
+        .find(|(a, _)| a.as_slice() == args)
+        .map(|(_, c)| *c)
+}
+
+/// ClassLoadFinished: remembers value types (and CoreLib's, for generic arguments).
+pub fn class_loaded(class: ClassId, module: ModuleId, token: u32, type_args: Vec<ClassId>) {
+    let Some(s) = STATE.get() else { return };
+    let mut m = s.loaded.lock().unwrap_or_else(|p| p.into_inner());
+    let v = m.entry((module.0, token)).or_default();
+    if !v.iter().any(|(_, c)| *c == class) {
+        v.push((type_args, class));
+    }
+}
+
+/// CoreLib's module, found as the module of `System.Object` (the root of any class).
+fn corelib(s: &State) -> Option<&(ModuleId, MetaDataImport)> {
+    s.corelib.get()?.as_ref()
+}
+
+fn find_corelib(s: &State, mut class: ClassId) {
+    if s.corelib.get().is_some() || class.0 == 0 {
+        return;
+    }
+    for _ in 0..32 {
+        let Ok(ci) = s.info.get_class_id_info2(class) else {
+            return;
+        };
+        if ci.parent.0 == 0 {
+            let found = md_of(s, ci.module).map(|md| (ci.module, md));
+            let _ = s.corelib.set(found);
+            return;
+        }
+        class = ci.parent;
+    }
+}
+
+fn build_plan(s: &State, function: FunctionId) -> Option<FnPlan> {
+    let info = &s.info;
+    let fi = info.get_function_info2(function, 0).ok()?;
+    find_corelib(s, fi.class);
+    let md = md_of(s, fi.module)?;
+    let props = md.get_method_props(fi.token).ok()?;
+    let msig = sig::parse_method(&props.sig).ok()?;
+    let names = md.param_names(fi.token).unwrap_or_default();
+    let class_args = if fi.class.0 != 0 {
+        info.get_class_id_info2(fi.class)
+            .map(|c| c.type_args)
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let cx = Cx {
+        s,
+        md: &md,
+        module: fi.module,
+        class_args: &class_args,
+        method_args: &fi.type_args,
+        depth: 0,
+    };
+    let resolve = |tok: u32| md.token_name(tok);
+    let mut args = Vec::with_capacity(msig.params.len() + 1);
+    if msig.has_this && !msig.explicit_this {
+        let (ty, kind) = if fi.class.0 != 0 {
+            let d = class_desc(s, fi.class);
+            let kind = if is_inline(&d) {
+                // `this` of a value type's method is a managed pointer to the value.
+                Kind::ByRef(Box::new(Kind::Inline(d.clone())))
+            } else {
+                Kind::Ref
+            };
+            (d.name.clone(), kind)
+        } else {
+            ("?".into(), Kind::Ref)
+        };
+        args.push(Param {
+            name: "this".into(),
+            ty,
+            kind,
+        });
+    }
+    for (i, t) in msig.params.iter().enumerate() {
+        let seq = i as u32 + 1;
+        let name = names
+            .iter()
+            .find(|(n, _)| *n == seq)
+            .map(|(_, n)| n.clone())
+            .unwrap_or_else(|| format!("arg{i}"));
+        args.push(Param {
+            name,
+            ty: t.format(&resolve),
+            kind: cx.kind(t),
+        });
+    }
+    let ret = (msig.ret != Type::Void).then(|| Param {
+        name: "return".into(),
+        ty: msig.ret.format(&resolve),
+        kind: cx.kind(&msig.ret),
+    });
+    Some(FnPlan { args, ret })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backing_field_names_are_the_property_names() {
+        assert_eq!(field_name("<Sku>k__BackingField"), "Sku");
+        assert_eq!(field_name("_count"), "_count");
+    }
+
+    #[test]
+    fn primitive_names_round_trip() {
+        for p in [Prim::Bool, Prim::Char, Prim::I4, Prim::R8, Prim::U] {
+            assert_eq!(Prim::from_name(p.corelib_name()), Some(p));
+        }
+    }
+}

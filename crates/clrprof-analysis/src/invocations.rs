@@ -1,0 +1,482 @@
+//! Invocations recorded with `record --args`: each call of an `--args` function with its
+//! arguments, its return value or the exception that ended it, rebuilt from the
+//! `CallArgs` / `CallReturn` / `CallUnwound` records of each thread.
+//!
+//! A thread's open invocations form a stack keyed by the profiled frame's SP (as the call
+//! tree's): a `CallReturn` closes the invocation with its function and SP, and any
+//! opened after it that never returned were unwound; a new `CallArgs` at an SP at or
+//! above an open one means that one was unwound too. `CallUnwound` (the runtime's
+//! unwind callback) closes the innermost open invocation of its function. Unwound
+//! invocations carry the type of the last exception thrown on their thread.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use clrprof_format::Event;
+use clrprof_format::values::{Item, Value, decode_items};
+use serde::Serialize;
+use serde_json::json;
+
+use crate::names::Names;
+use crate::timeline::Trace;
+
+/// One call of an `--args` function.
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    pub function: String,
+    pub os_tid: u64,
+    pub start_ns: u64,
+    /// `None` when the trace ended before the call did.
+    pub duration_ns: Option<u64>,
+    /// Arguments in order, `this` first when the method has one.
+    pub args: Vec<Item>,
+    /// The return value (`None`: void, unwound, or unfinished).
+    pub ret: Option<Item>,
+    /// The exception type that ended the call.
+    pub exception: Option<String>,
+    /// Some values were cut at the per-call bound.
+    pub cut: bool,
+}
+
+struct Open {
+    function: u64,
+    sp: u32,
+    inv: Invocation,
+}
+
+/// Every invocation in the trace, in start order. `problems` counts value lists that
+/// could not be decoded (damaged records).
+pub fn collect(trace: &Trace<'_>) -> (Vec<Invocation>, u64) {
+    let names = Names::collect(&trace.events);
+    let mut stacks: HashMap<u64, Vec<Open>> = HashMap::new();
+    let mut last_exception: HashMap<u64, String> = HashMap::new();
+    let mut done = Vec::new();
+    let mut problems = 0u64;
+    let unwind = |o: Open, ns: u64, exc: &HashMap<u64, String>, done: &mut Vec<Invocation>| {
+        let mut inv = o.inv;
+        inv.duration_ns = Some(ns.saturating_sub(inv.start_ns));
+        inv.exception = Some(
+            exc.get(&inv.os_tid)
+                .cloned()
+                .unwrap_or_else(|| "(unknown exception)".into()),
+        );
+        done.push(inv);
+    };
+    for e in &trace.events {
+        match &e.event {
+            Event::ExceptionThrown { type_name, .. } => {
+                last_exception.insert(e.os_tid, type_name.to_string());
+            }
+            Event::CallArgs {
+                function,
+                sp,
+                values,
+            } => {
+                let sp = *sp as u32;
+                let stack = stacks.entry(e.os_tid).or_default();
+                while let Some(top) = stack.last() {
+                    if (top.sp.wrapping_sub(sp) as i32) <= 0 {
+                        let o = stack.pop().unwrap_or_else(|| unreachable!());
+                        unwind(o, e.ns, &last_exception, &mut done);
+                    } else {
+                        break;
+                    }
+                }
+                let (args, cut) = decode_items(values).unwrap_or_else(|_| {
+                    problems += 1;
+                    (Vec::new(), true)
+                });
+                stack.push(Open {
+                    function: *function,
+                    sp,
+                    inv: Invocation {
+                        function: names.function(*function),
+                        os_tid: e.os_tid,
+                        start_ns: e.ns,
+                        duration_ns: None,
+                        args,
+                        ret: None,
+                        exception: None,
+                        cut,
+                    },
+                });
+            }
+            Event::CallReturn {
+                function,
+                sp,
+                values,
+            } => {
+                let sp = *sp as u32;
+                let stack = stacks.entry(e.os_tid).or_default();
+                let Some(k) = stack
+                    .iter()
+                    .rposition(|o| o.function == *function && o.sp == sp)
+                else {
+                    continue;
+                };
+                while stack.len() > k + 1 {
+                    let o = stack.pop().unwrap_or_else(|| unreachable!());
+                    unwind(o, e.ns, &last_exception, &mut done);
+                }
+                let Some(o) = stack.pop() else { continue };
+                let mut inv = o.inv;
+                inv.duration_ns = Some(e.ns.saturating_sub(inv.start_ns));
+                match decode_items(values) {
+                    Ok((mut items, cut)) => {
+                        inv.cut |= cut;
+                        inv.ret = items.pop();
+                    }
+                    Err(_) => problems += 1,
+                }
+                done.push(inv);
+            }
+            Event::CallUnwound { function } => {
+                let stack = stacks.entry(e.os_tid).or_default();
+                if let Some(k) = stack.iter().rposition(|o| o.function == *function) {
+                    while stack.len() > k {
+                        let o = stack.pop().unwrap_or_else(|| unreachable!());
+                        unwind(o, e.ns, &last_exception, &mut done);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    for (_, stack) in stacks {
+        done.extend(stack.into_iter().map(|o| o.inv));
+    }
+    done.sort_by_key(|i| (i.start_ns, i.os_tid));
+    (done, problems)
+}
+
+/// Whether `name` matches a `*` / `?` glob.
+pub fn glob(pattern: &str, name: &str) -> bool {
+    fn m(p: &[char], n: &[char]) -> bool {
+        match p.split_first() {
+            None => n.is_empty(),
+            Some(('*', rest)) => (0..=n.len()).any(|i| m(rest, &n[i..])),
+            Some(('?', rest)) => !n.is_empty() && m(rest, &n[1..]),
+            Some((c, rest)) => n.first() == Some(c) && m(rest, &n[1..]),
+        }
+    }
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    m(&p, &n)
+}
+
+/// The short name of a type (`Shop.Item` → `Item`, generic arguments kept).
+fn short(ty: &str) -> &str {
+    let head = ty.split('<').next().unwrap_or(ty);
+    match head.rfind('.') {
+        Some(i) => &ty[i + 1..],
+        None => ty,
+    }
+}
+
+fn float(v: f64) -> String {
+    if v.is_finite() && v == v.trunc() && v.abs() < 1e15 {
+        format!("{v:.1}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// A value as the log shows it: `Item{Sku="A-17", Qty=2}`, `Cart#3f2a`, `[1, 2, …]`.
+pub fn render(v: &Value) -> String {
+    let mut s = String::new();
+    render_into(&mut s, v);
+    s
+}
+
+fn render_into(s: &mut String, v: &Value) {
+    match v {
+        Value::Null => s.push_str("null"),
+        Value::Bool(b) => s.push_str(if *b { "true" } else { "false" }),
+        Value::Char(c) => {
+            let ch = char::from_u32(u32::from(*c)).unwrap_or('\u{fffd}');
+            let _ = write!(s, "{ch:?}");
+        }
+        Value::Int(i) => {
+            let _ = write!(s, "{i}");
+        }
+        Value::UInt(u) => {
+            let _ = write!(s, "{u}");
+        }
+        Value::F32(f) => s.push_str(&float(f64::from(*f))),
+        Value::F64(f) => s.push_str(&float(*f)),
+        Value::Str { full_length, text } => {
+            let _ = write!(s, "{text:?}");
+            let have = text.encode_utf16().count() as u64;
+            if have < *full_length {
+                s.pop();
+                let _ = write!(s, "…\" ({full_length} chars)");
+            }
+        }
+        Value::Enum { ty, member, value } => {
+            if member.is_empty() {
+                let _ = write!(s, "({}){value}", short(ty));
+            } else {
+                let _ = write!(s, "{}.{member}", short(ty));
+            }
+        }
+        Value::Object {
+            ty,
+            id,
+            fields,
+            truncated,
+        } => {
+            let _ = write!(s, "{}#{:x}", short(ty), id & 0xffff);
+            if let Some(fields) = fields {
+                fields_into(s, fields, *truncated);
+            }
+        }
+        Value::Boxed { value, .. } => {
+            s.push_str("(object)");
+            render_into(s, value);
+        }
+        Value::Array {
+            element,
+            length,
+            items,
+            truncated,
+            ..
+        } => {
+            let _ = write!(s, "{}[{length}][", short(element));
+            for (i, it) in items.iter().enumerate() {
+                if i > 0 {
+                    s.push_str(", ");
+                }
+                render_into(s, it);
+            }
+            if *truncated {
+                s.push_str(if items.is_empty() { "…" } else { ", …" });
+            }
+            s.push(']');
+        }
+        Value::Struct {
+            ty,
+            fields,
+            truncated,
+        } => {
+            s.push_str(short(ty));
+            fields_into(s, fields, *truncated);
+        }
+        Value::Address { kind, address } => {
+            let _ = write!(s, "{kind} {address:#x}");
+        }
+        Value::ByRef { target, .. } => {
+            s.push_str("ref ");
+            render_into(s, target);
+        }
+        Value::TypedRef { ty, address } => {
+            let _ = write!(s, "{}@{address:#x}", short(ty));
+        }
+        Value::Unreadable(why) => {
+            let _ = write!(s, "<unreadable: {why}>");
+        }
+        Value::Cut => s.push('…'),
+    }
+}
+
+fn fields_into(s: &mut String, fields: &[(String, Value)], truncated: bool) {
+    s.push('{');
+    for (i, (name, v)) in fields.iter().enumerate() {
+        if i > 0 {
+            s.push_str(", ");
+        }
+        let _ = write!(s, "{name}=");
+        render_into(s, v);
+    }
+    if truncated {
+        s.push_str(if fields.is_empty() { "…" } else { ", …" });
+    }
+    s.push('}');
+}
+
+/// One log line: `Shop.Cart.Add(this=Cart#3f2a, qty=2) → true  4.1 µs  [tid 812]`.
+pub fn log_line(inv: &Invocation) -> String {
+    let mut s = format!("{}(", inv.function);
+    for (i, a) in inv.args.iter().enumerate() {
+        if i > 0 {
+            s.push_str(", ");
+        }
+        let _ = write!(s, "{}=", a.name);
+        render_into(&mut s, &a.value);
+    }
+    s.push(')');
+    match (&inv.exception, &inv.ret, inv.duration_ns) {
+        (Some(e), _, _) => {
+            let _ = write!(s, " ✗ {e}");
+        }
+        (None, Some(r), _) => {
+            s.push_str(" → ");
+            render_into(&mut s, &r.value);
+        }
+        (None, None, None) => s.push_str(" (unfinished)"),
+        (None, None, Some(_)) => {}
+    }
+    if let Some(d) = inv.duration_ns {
+        let _ = write!(s, "  {}", crate::text::ns(d));
+    }
+    let _ = write!(s, "  [tid {}]", inv.os_tid);
+    if inv.cut {
+        s.push_str("  (values cut)");
+    }
+    s
+}
+
+/// The JSON form of a value (schema in docs/report-json.md).
+pub fn value_json(v: &Value) -> serde_json::Value {
+    const SAFE: i64 = 1 << 53;
+    match v {
+        Value::Null => serde_json::Value::Null,
+        Value::Bool(b) => json!(b),
+        Value::Char(c) => json!(char::from_u32(u32::from(*c)).map(String::from)),
+        Value::Int(i) if (-SAFE..=SAFE).contains(i) => json!(i),
+        Value::Int(i) => json!(i.to_string()),
+        Value::UInt(u) if *u <= SAFE as u64 => json!(u),
+        Value::UInt(u) => json!(u.to_string()),
+        Value::F32(f) => json!(f64::from(*f)),
+        Value::F64(f) => json!(f),
+        Value::Str { full_length, text } => {
+            if (text.encode_utf16().count() as u64) < *full_length {
+                json!({ "type": "System.String", "value": text, "length": full_length, "truncated": true })
+            } else {
+                json!(text)
+            }
+        }
+        Value::Enum { ty, member, value } => {
+            json!({ "type": ty, "value": if member.is_empty() { json!(value) } else { json!(member) }, "number": value })
+        }
+        Value::Object {
+            ty,
+            id,
+            fields,
+            truncated,
+        } => {
+            let mut o = json!({ "type": ty, "id": id });
+            if let Some(f) = fields {
+                o["fields"] = fields_json(f);
+            }
+            if *truncated {
+                o["truncated"] = json!(true);
+            }
+            o
+        }
+        Value::Boxed { ty, id, value } => {
+            json!({ "type": ty, "id": id, "value": value_json(value) })
+        }
+        Value::Array {
+            element,
+            rank,
+            length,
+            items,
+            truncated,
+        } => {
+            let mut o = json!({
+                "type": format!("{element}[{}]", ",".repeat(rank.saturating_sub(1) as usize)),
+                "length": length,
+                "items": items.iter().map(value_json).collect::<Vec<_>>(),
+            });
+            if *truncated {
+                o["truncated"] = json!(true);
+            }
+            o
+        }
+        Value::Struct {
+            ty,
+            fields,
+            truncated,
+        } => {
+            let mut o = json!({ "type": ty, "fields": fields_json(fields) });
+            if *truncated {
+                o["truncated"] = json!(true);
+            }
+            o
+        }
+        Value::Address { kind, address } => json!({ "type": kind, "address": address }),
+        Value::ByRef { address, target } => {
+            json!({ "type": "byref", "address": address, "value": value_json(target) })
+        }
+        Value::TypedRef { ty, address } => json!({ "type": ty, "address": address }),
+        Value::Unreadable(why) => json!({ "type": "unreadable", "reason": why }),
+        Value::Cut => json!({ "type": "cut", "truncated": true }),
+    }
+}
+
+fn fields_json(fields: &[(String, Value)]) -> serde_json::Value {
+    let mut m = serde_json::Map::new();
+    for (n, v) in fields {
+        m.insert(n.clone(), value_json(v));
+    }
+    serde_json::Value::Object(m)
+}
+
+#[derive(Serialize)]
+struct ArgJson<'a> {
+    name: &'a str,
+    #[serde(rename = "type")]
+    ty: &'a str,
+    value: serde_json::Value,
+}
+
+/// The JSON form of an invocation (schema in docs/report-json.md).
+pub fn invocation_json(inv: &Invocation) -> serde_json::Value {
+    let (this, args): (Vec<&Item>, Vec<&Item>) = inv.args.iter().partition(|a| a.name == "this");
+    json!({
+        "function": inv.function,
+        "os_tid": inv.os_tid,
+        "start_ns": inv.start_ns,
+        "duration_ns": inv.duration_ns,
+        "this": this.first().map(|t| value_json(&t.value)),
+        "args": args.iter().map(|a| ArgJson { name: &a.name, ty: &a.ty, value: value_json(&a.value) }).collect::<Vec<_>>(),
+        "return": inv.ret.as_ref().map(|r| json!({ "type": r.ty, "value": value_json(&r.value) })),
+        "exception": inv.exception,
+        "truncated": inv.cut,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob("Shop.*", "Shop.Cart.Add"));
+        assert!(glob("*.Add", "Shop.Cart.Add"));
+        assert!(glob("Shop.Cart.A?d", "Shop.Cart.Add"));
+        assert!(!glob("Shop.*", "Other.Cart"));
+    }
+
+    #[test]
+    fn rendering() {
+        let v = Value::Struct {
+            ty: "Shop.Item".into(),
+            fields: vec![
+                (
+                    "Sku".into(),
+                    Value::Str {
+                        full_length: 4,
+                        text: "A-17".into(),
+                    },
+                ),
+                ("Qty".into(), Value::Int(2)),
+            ],
+            truncated: false,
+        };
+        assert_eq!(render(&v), r#"Item{Sku="A-17", Qty=2}"#);
+        assert_eq!(render(&Value::F64(9.5)), "9.5");
+        assert_eq!(render(&Value::F64(3.0)), "3.0");
+        assert_eq!(
+            render(&Value::Str {
+                full_length: 300,
+                text: "ab".into()
+            }),
+            "\"ab…\" (300 chars)"
+        );
+        assert_eq!(
+            value_json(&Value::Int(1 << 60)),
+            json!("1152921504606846976")
+        );
+    }
+}

@@ -1,0 +1,439 @@
+//! Acceptance tests of `record --mode trace --args`: the `args` scenario prints what it
+//! passed to and got back from each `Scenarios.ArgTargets` method, and every recorded
+//! value must equal it.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use common::*;
+use serde_json::{Value, json};
+
+/// `report --calls PATTERN --json`: the invocations, grouped by function, in call order.
+fn invocations(trace: &Path, pattern: &str) -> BTreeMap<String, Vec<Value>> {
+    let out = clrprof()
+        .args(["report", "--calls", pattern, "--json"])
+        .arg(trace)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "report --calls failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let all: Vec<Value> = serde_json::from_slice(&out.stdout).expect("JSON");
+    let mut by: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for i in all {
+        let name = i["function"].as_str().unwrap().to_string();
+        by.entry(name).or_default().push(i);
+    }
+    by
+}
+
+fn arg<'a>(inv: &'a Value, name: &str) -> &'a Value {
+    inv["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == name)
+        .map(|a| &a["value"])
+        .unwrap_or_else(|| panic!("no argument {name} in {inv:#}"))
+}
+
+fn ret(inv: &Value) -> &Value {
+    &inv["return"]["value"]
+}
+
+/// The app's RESULT value as JSON: a number when it parses as one.
+fn num(app: &BTreeMap<String, String>, key: &str) -> f64 {
+    app[key]
+        .parse()
+        .unwrap_or_else(|_| panic!("{key}={} is not a number", app[key]))
+}
+
+/// The named fields of a value as text, in the order given (JSON objects are unordered).
+fn fields(v: &Value, names: &[&str]) -> Vec<String> {
+    names
+        .iter()
+        .map(|n| match &v["fields"][*n] {
+            Value::String(s) => s.clone(),
+            Value::Null => panic!("no field {n} in {v:#}"),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+#[test]
+fn recorded_arguments_and_return_values_equal_what_the_app_printed() {
+    let dir = scratch("args-values");
+    let trace = dir.join("t.clrprof");
+    let app_out = scenarios().command(&["args"]).output().unwrap();
+    assert!(app_out.status.success());
+    let out = record(
+        &trace,
+        &[
+            "--mode",
+            "trace",
+            "--include",
+            "Scenarios.*",
+            "--args",
+            "Scenarios.ArgTargets.*",
+            "--args",
+            "Scenarios.Counter.*",
+        ],
+        &["args"],
+    );
+    // Register preservation: the traced run computes exactly what the plain run does.
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&app_out.stdout)
+    );
+    let app = results(&out);
+    let calls = invocations(&trace, "Scenarios.*");
+    let one = |name: &str, n: usize| -> Vec<Value> {
+        let v = calls
+            .get(&format!("Scenarios.ArgTargets.{name}"))
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(v.len(), n, "{name}: {v:#?}");
+        v
+    };
+
+    let add = one("AddInt", 2);
+    for (i, inv) in add.iter().enumerate() {
+        let k = format!("addint{}", i + 1);
+        assert_eq!(arg(inv, "a").as_f64(), Some(num(&app, &format!("{k}_a"))));
+        assert_eq!(arg(inv, "b").as_f64(), Some(num(&app, &format!("{k}_b"))));
+        assert_eq!(ret(inv).as_f64(), Some(num(&app, &format!("{k}_ret"))));
+        assert_eq!(inv["return"]["type"], "int");
+    }
+    let mul = one("MulLong", 2);
+    assert_eq!(arg(&mul[0], "a").as_f64(), Some(num(&app, "mullong_a")));
+    assert_eq!(ret(&mul[0]).as_f64(), Some(num(&app, "mullong_ret")));
+    // Beyond ±2^53 integers are decimal strings, exact.
+    assert_eq!(ret(&mul[1]), &json!(app["mullongbig_ret"]));
+    let half = one("Half", 1);
+    assert_eq!(arg(&half[0], "d").as_f64(), Some(num(&app, "half_d")));
+    assert_eq!(ret(&half[0]).as_f64(), Some(num(&app, "half_ret")));
+    let scale = one("Scale", 1);
+    assert_eq!(arg(&scale[0], "f").as_f64(), Some(num(&app, "scale_f")));
+    assert_eq!(arg(&scale[0], "k").as_f64(), Some(num(&app, "scale_k")));
+    assert_eq!(ret(&scale[0]).as_f64(), Some(num(&app, "scale_ret")));
+    let not = one("Not", 1);
+    assert_eq!(arg(&not[0], "b"), &json!(app["not_b"] == "1"));
+    assert_eq!(ret(&not[0]), &json!(app["not_ret"] == "1"));
+    let next = one("Next", 1);
+    assert_eq!(arg(&next[0], "c"), &json!(app["next_c"]));
+    assert_eq!(ret(&next[0]), &json!(app["next_ret"]));
+    let shift = one("Shift", 2);
+    assert_eq!(arg(&shift[0], "c")["value"], json!(app["shift1_c"]));
+    assert_eq!(ret(&shift[0])["value"], json!(app["shift1_ret"]));
+    assert_eq!(ret(&shift[0])["type"], "Scenarios.Color");
+    // No member has the value: the number stands.
+    assert_eq!(
+        arg(&shift[1], "c")["value"].as_f64(),
+        Some(num(&app, "shift2_c"))
+    );
+    assert_eq!(
+        ret(&shift[1])["value"].as_f64(),
+        Some(num(&app, "shift2_ret"))
+    );
+    let greet = one("Greet", 1);
+    assert_eq!(arg(&greet[0], "name"), &json!(app["greet_name"]));
+    assert_eq!(ret(&greet[0]), &json!(app["greet_ret"].replace('_', " ")));
+    let length = one("Length", 1);
+    let s = arg(&length[0], "s");
+    assert_eq!(s["truncated"], true, "{s}");
+    assert_eq!(s["length"].as_f64(), Some(num(&app, "length_ret")));
+    assert_eq!(s["value"].as_str().unwrap(), "x".repeat(256));
+    let echo = one("Echo", 1);
+    assert!(arg(&echo[0], "s").is_null());
+    assert_eq!(app["echo_ret_null"], "1");
+    assert!(ret(&echo[0]).is_null());
+    let legs = one("LegsOf", 1);
+    let dog = arg(&legs[0], "a");
+    assert_eq!(dog["type"], "Scenarios.Dog");
+    assert!(dog["id"].as_u64().unwrap() != 0);
+    // Inherited fields (Animal's) and the class's own.
+    assert_eq!(dog["fields"]["Name"], json!(app["legs_name"]));
+    assert_eq!(dog["fields"]["Legs"].as_f64(), Some(num(&app, "legs_legs")));
+    assert_eq!(dog["fields"]["Good"], json!(app["legs_good"] == "1"));
+    assert_eq!(ret(&legs[0]).as_f64(), Some(num(&app, "legs_ret")));
+    let identity = one("Identity", 1);
+    let boxed = arg(&identity[0], "o");
+    assert_eq!(boxed["type"], "System.Int32");
+    assert_eq!(boxed["value"].as_f64(), Some(num(&app, "identity_o")));
+    assert_eq!(
+        ret(&identity[0])["value"].as_f64(),
+        Some(num(&app, "identity_ret"))
+    );
+    let sum = one("Sum", 2);
+    let xs = arg(&sum[0], "xs");
+    assert_eq!(xs["type"], "System.Int32[]");
+    let items: Vec<String> = xs["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.to_string())
+        .collect();
+    assert_eq!(items.join(","), app["sum_xs"]);
+    assert_eq!(ret(&sum[0]).as_f64(), Some(num(&app, "sum_ret")));
+    let many = arg(&sum[1], "xs");
+    assert_eq!(many["length"].as_f64(), Some(num(&app, "summany_len")));
+    assert_eq!(many["items"].as_array().unwrap().len(), 8, "--arg-items=8");
+    assert_eq!(many["truncated"], true);
+    assert_eq!(ret(&sum[1]).as_f64(), Some(num(&app, "summany_ret")));
+    let total = one("TotalLength", 1);
+    let ss: Vec<&str> = arg(&total[0], "ss")["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(ss.join(","), app["total_ss"]);
+    assert_eq!(ret(&total[0]).as_f64(), Some(num(&app, "total_ret")));
+    let flip = one("Flip", 1);
+    assert_eq!(
+        fields(arg(&flip[0], "p"), &["X", "Y"]).join(","),
+        app["flip_p"]
+    );
+    assert_eq!(
+        fields(ret(&flip[0]), &["X", "Y"]).join(","),
+        app["flip_ret"]
+    );
+    // SysV: {float, float, double} comes back in two XMM registers, {int, double} in RAX
+    // and XMM0, a 40-byte struct through a return buffer; all read as whole values.
+    let ffd = one("MakeFFD", 1);
+    assert_eq!(
+        fields(ret(&ffd[0]), &["A", "B", "C"]).join(","),
+        app["ffd_ret"]
+    );
+    let sum_ffd = one("SumFFD", 1);
+    assert_eq!(
+        fields(arg(&sum_ffd[0], "v"), &["A", "B", "C"]).join(","),
+        app["ffd_ret"]
+    );
+    assert_eq!(ret(&sum_ffd[0]).as_f64(), Some(num(&app, "sumffd_ret")));
+    let bump = one("Bump", 1);
+    assert_eq!(
+        fields(arg(&bump[0], "v"), &["I", "D"]).join(","),
+        app["bump_v"]
+    );
+    assert_eq!(
+        fields(ret(&bump[0]), &["I", "D"]).join(","),
+        app["bump_ret"]
+    );
+    let make_big = one("MakeBig", 1);
+    assert_eq!(
+        fields(ret(&make_big[0]), &["A", "B", "C", "D", "E"]).join(","),
+        app["makebig_ret"]
+    );
+    let sum_big = one("SumBig", 1);
+    assert_eq!(
+        fields(arg(&sum_big[0], "b"), &["A", "B", "C", "D", "E"]).join(","),
+        app["makebig_ret"]
+    );
+    assert_eq!(ret(&sum_big[0]).as_f64(), Some(num(&app, "sumbig_ret")));
+    let make_pair = one("MakePair", 1);
+    assert_eq!(
+        fields(ret(&make_pair[0]), &["First", "Second"]).join(","),
+        app["makepair_ret"]
+    );
+    let pair_first = one("PairFirst", 1);
+    assert_eq!(
+        fields(arg(&pair_first[0], "p"), &["First", "Second"]).join(","),
+        app["makepair_ret"]
+    );
+    assert_eq!(
+        ret(&pair_first[0]).as_f64(),
+        Some(num(&app, "pairfirst_ret"))
+    );
+    let inc = one("Inc", 1);
+    let x = arg(&inc[0], "x");
+    assert_eq!(x["type"], "byref");
+    assert_eq!(x["value"].as_f64(), Some(num(&app, "inc_before")));
+    assert!(inc[0]["return"].is_null(), "void");
+    let parse = one("TryParse", 1);
+    assert_eq!(arg(&parse[0], "s"), &json!(app["tryparse_s"]));
+    assert_eq!(arg(&parse[0], "v")["type"], "byref");
+    assert_eq!(ret(&parse[0]), &json!(app["tryparse_ret"] == "1"));
+    // Instance methods: `this` with its fields as they were on entry.
+    let adds = &calls["Scenarios.Counter.Add"];
+    assert_eq!(adds.len(), 2);
+    for (i, inv) in adds.iter().enumerate() {
+        let k = format!("add{}", i + 1);
+        assert_eq!(inv["this"]["type"], "Scenarios.Counter");
+        assert_eq!(
+            inv["this"]["fields"]["_count"].as_f64(),
+            Some(num(&app, &format!("{k}_before")))
+        );
+        assert_eq!(ret(inv).as_f64(), Some(num(&app, &format!("{k}_ret"))));
+    }
+    assert_eq!(adds[0]["this"]["id"], adds[1]["this"]["id"]);
+    // The throwing method ends with its exception, no return value.
+    let fail = one("Fail", 1);
+    assert_eq!(arg(&fail[0], "x").as_f64(), Some(num(&app, "fail_x")));
+    assert_eq!(fail[0]["exception"], "System.InvalidOperationException");
+    assert!(fail[0]["return"].is_null());
+    assert_eq!(app["fail_caught"], "1");
+
+    // The call tree stays balanced and the text log reads as documented.
+    let r = report_json(&trace);
+    assert_eq!(
+        r["trace_stats"]["unmatched_leaves"], 0,
+        "{:#}",
+        r["trace_stats"]
+    );
+    assert!(r["invocations"].as_array().unwrap().len() >= 30);
+    let log = clrprof()
+        .args(["report", "--calls", "Scenarios.ArgTargets.Flip"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&log.stdout);
+    assert!(
+        log.starts_with("Scenarios.ArgTargets.Flip(p=P2{X=3, Y=-4}) → P2{X=-4, Y=3}"),
+        "{log}"
+    );
+
+    // Perfetto: each recorded call's slice carries its values.
+    convert(&trace, "chrome");
+    let chrome: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("t.chrome.json")).unwrap()).unwrap();
+    let slices: Vec<&Value> = chrome["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "Scenarios.Counter.Add")
+        .collect();
+    assert_eq!(slices.len(), 2);
+    assert_eq!(
+        slices[1]["args"]["args"][0]["value"].as_f64(),
+        Some(num(&app, "add2_ret") - num(&app, "add2_before"))
+    );
+    assert_eq!(
+        slices[1]["args"]["return"]["value"].as_f64(),
+        Some(num(&app, "add2_ret"))
+    );
+    assert_eq!(
+        slices[1]["args"]["this"]["fields"]["_count"].as_f64(),
+        Some(num(&app, "add2_before"))
+    );
+}
+
+#[test]
+fn args_are_refused_when_attaching_and_the_target_keeps_running() {
+    let app = scenarios();
+    let mut child = app.command(&["sleeper", "20"]).spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let out = clrprof()
+        .args([
+            "record",
+            "--mode",
+            "trace",
+            "--args",
+            "Scenarios.*",
+            "--pid",
+        ])
+        .arg(child.id().to_string())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER") && err.contains("--args"),
+        "{err}"
+    );
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the target must keep running"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn args_need_trace_mode() {
+    let out = clrprof()
+        .args(["record", "--args", "X.*", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--args needs --mode trace"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn every_call_of_64_threads_pairs_its_argument_with_its_return_value() {
+    let dir = scratch("args-threads64");
+    let trace = dir.join("t.clrprof");
+    let out = record(
+        &trace,
+        &[
+            "--mode",
+            "trace",
+            "--include",
+            "Scenarios.*",
+            "--args",
+            "Scenarios.Threads64.Work",
+        ],
+        &["threads64", "calls=200"],
+    );
+    let app = results(&out);
+    assert_eq!(app["work_calls"], "12800");
+    let out = clrprof()
+        .args(["report", "--calls", "Scenarios.Threads64.Work", "--json"])
+        .args(["--limit", "100000"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let calls: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(calls.len(), 12800);
+    let mut per_thread: BTreeMap<u64, Vec<i64>> = BTreeMap::new();
+    let mut checksum = 0i64;
+    for c in &calls {
+        let k = c["args"][0]["value"].as_i64().unwrap();
+        let r = c["return"]["value"].as_i64().unwrap();
+        // Work(k) = (k * 7 + 3) % 11: each return value belongs to its own argument.
+        assert_eq!(r, (k * 7 + 3) % 11, "{c}");
+        checksum += r;
+        per_thread
+            .entry(c["os_tid"].as_u64().unwrap())
+            .or_default()
+            .push(k);
+    }
+    assert_eq!(checksum.to_string(), app["checksum"]);
+    assert_eq!(per_thread.len(), 64);
+    for ks in per_thread.values() {
+        assert_eq!(ks, &(0..200).collect::<Vec<i64>>());
+    }
+}
+
+#[test]
+fn the_abi_scenario_computes_the_same_results_with_its_arguments_recorded() {
+    let dir = scratch("args-abi");
+    let trace = dir.join("t.clrprof");
+    let plain = scenarios().command(&["abi"]).output().unwrap();
+    assert!(plain.status.success());
+    let traced = record(
+        &trace,
+        &["--mode", "trace", "--args", "Scenarios.Abi.*"],
+        &["abi"],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&traced.stdout),
+        String::from_utf8_lossy(&plain.stdout)
+    );
+    let calls = invocations(&trace, "Scenarios.Abi.*");
+    let add = &calls["Scenarios.Abi.AddInt"][0];
+    assert_eq!(add["args"][0]["value"], 40);
+    assert_eq!(add["args"][1]["value"], 2);
+    assert_eq!(add["return"]["value"], 42);
+    // Nothing in these signatures is beyond the decoder.
+    let text = serde_json::to_string(&calls).unwrap();
+    assert!(!text.contains("unreadable"), "{text}");
+}

@@ -1,0 +1,698 @@
+//! Argument and return values (`--args`): a typed, compact encoding of what a call was
+//! given or returned, carried by the `values` field of `CallArgs` / `CallReturn`.
+//!
+//! The agent writes it with [`ValueWriter`] into a fixed buffer (the per-call bound: no
+//! allocation in the hook); what does not fit is cut: the writer goes back to the last
+//! complete value, writes a [`CUT`] marker and closes the containers still open, so a
+//! cut list still decodes. [`decode_items`] reads it back into [`Item`]s.
+//!
+//! ```text
+//! list   := item* [CUT]
+//! item   := ITEM name:str type:str value
+//! value  := NULL | BOOL u8 | CHAR uleb | INT zigzag | UINT uleb | F32 4 bytes | F64 8 bytes
+//!         | STR full_length:uleb text:str            (text may be cut: full_length says)
+//!         | ENUM type:str member:str zigzag            (member "" when none matches)
+//!         | OBJECT type:str id:uleb fields              (a class instance, fields read)
+//!         | OBJREF type:str id:uleb                     (fields not read: depth limit)
+//!         | BOXED type:str id:uleb value
+//!         | ARRAY element_type:str rank:uleb length:uleb value* END
+//!         | STRUCT type:str fields
+//!         | ADDRESS kind:str address:uleb               (ptr, fnptr, byref, …)
+//!         | BYREF address:uleb value                    (a managed pointer and its target)
+//!         | TYPEDREF type:str address:uleb
+//!         | UNREADABLE reason:str
+//!         | CUT                                         (the bound was reached here)
+//! fields := (ITEM name:str value)* END
+//! str    := uleb length, UTF-8 bytes
+//! ```
+
+use crate::leb128;
+
+pub const NULL: u8 = 0;
+pub const BOOL: u8 = 1;
+pub const CHAR: u8 = 2;
+pub const INT: u8 = 3;
+pub const UINT: u8 = 4;
+pub const F32: u8 = 5;
+pub const F64: u8 = 6;
+pub const STR: u8 = 7;
+pub const ENUM: u8 = 8;
+pub const OBJECT: u8 = 9;
+pub const OBJREF: u8 = 10;
+pub const BOXED: u8 = 11;
+pub const ARRAY: u8 = 12;
+pub const STRUCT: u8 = 13;
+pub const ADDRESS: u8 = 14;
+pub const BYREF: u8 = 15;
+pub const TYPEDREF: u8 = 16;
+pub const UNREADABLE: u8 = 17;
+pub const ITEM: u8 = 0x40;
+pub const END: u8 = 0x7e;
+pub const CUT: u8 = 0x7f;
+
+/// Deepest nesting the writer opens (containers beyond are not entered).
+pub const MAX_NESTING: u32 = 16;
+/// Bytes kept free for the cut marker and the END of every open container.
+const RESERVE: usize = MAX_NESTING as usize + 2;
+
+/// Writes a value list into a fixed buffer, cutting at its end.
+pub struct ValueWriter<'b> {
+    buf: &'b mut [u8],
+    pos: usize,
+    depth: u32,
+    /// Position and depth after the last complete value or container opening.
+    safe: (usize, u32),
+    cut: bool,
+}
+
+impl<'b> ValueWriter<'b> {
+    /// A writer bounded by `buf`'s length (which must exceed the reserve, ~20 bytes, to
+    /// hold anything).
+    pub fn new(buf: &'b mut [u8]) -> ValueWriter<'b> {
+        ValueWriter {
+            buf,
+            pos: 0,
+            depth: 0,
+            safe: (0, 0),
+            cut: false,
+        }
+    }
+
+    /// Whether something was cut.
+    pub fn was_cut(&self) -> bool {
+        self.cut
+    }
+
+    /// Current nesting depth (open containers).
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+
+    fn room(&self, n: usize) -> bool {
+        !self.cut && self.pos + n + RESERVE <= self.buf.len()
+    }
+
+    fn bytes(&mut self, b: &[u8]) {
+        if self.room(b.len()) {
+            self.buf[self.pos..self.pos + b.len()].copy_from_slice(b);
+            self.pos += b.len();
+        } else {
+            self.cut = true;
+        }
+    }
+
+    fn byte(&mut self, b: u8) {
+        self.bytes(&[b]);
+    }
+
+    fn uleb(&mut self, v: u64) {
+        let mut tmp = [0u8; leb128::MAX_LEN];
+        let n = leb128::write_u64(&mut tmp, v);
+        self.bytes(&tmp[..n]);
+    }
+
+    fn str(&mut self, s: &str) {
+        self.uleb(s.len() as u64);
+        self.bytes(s.as_bytes());
+    }
+
+    fn done(&mut self) {
+        if !self.cut {
+            self.safe = (self.pos, self.depth);
+        }
+    }
+
+    fn open(&mut self) {
+        if self.depth >= MAX_NESTING {
+            self.cut = true;
+        }
+        self.depth += 1;
+        self.done();
+    }
+
+    /// Starts a top-level argument or a field: the value must follow.
+    pub fn item(&mut self, name: &str, ty: Option<&str>) {
+        self.byte(ITEM);
+        self.str(name);
+        if let Some(t) = ty {
+            self.str(t);
+        }
+    }
+
+    pub fn null(&mut self) {
+        self.byte(NULL);
+        self.done();
+    }
+    pub fn bool(&mut self, v: bool) {
+        self.bytes(&[BOOL, u8::from(v)]);
+        self.done();
+    }
+    pub fn char(&mut self, v: u16) {
+        self.byte(CHAR);
+        self.uleb(u64::from(v));
+        self.done();
+    }
+    pub fn int(&mut self, v: i64) {
+        self.byte(INT);
+        self.uleb(zigzag(v));
+        self.done();
+    }
+    pub fn uint(&mut self, v: u64) {
+        self.byte(UINT);
+        self.uleb(v);
+        self.done();
+    }
+    pub fn f32(&mut self, v: f32) {
+        let mut b = [F32, 0, 0, 0, 0];
+        b[1..].copy_from_slice(&v.to_le_bytes());
+        self.bytes(&b);
+        self.done();
+    }
+    pub fn f64(&mut self, v: f64) {
+        let mut b = [F64, 0, 0, 0, 0, 0, 0, 0, 0];
+        b[1..].copy_from_slice(&v.to_le_bytes());
+        self.bytes(&b);
+        self.done();
+    }
+    /// A string of `full_len` UTF-16 units of which `units` (a prefix) are given.
+    pub fn string_utf16(&mut self, full_len: u64, units: impl Iterator<Item = u16> + Clone) {
+        self.byte(STR);
+        self.uleb(full_len);
+        let utf8_len: usize = char::decode_utf16(units.clone())
+            .map(|c| c.unwrap_or('\u{fffd}').len_utf8())
+            .sum();
+        self.uleb(utf8_len as u64);
+        if !self.room(utf8_len) {
+            self.cut = true;
+            return;
+        }
+        for c in char::decode_utf16(units) {
+            let c = c.unwrap_or('\u{fffd}');
+            let n = c.encode_utf8(&mut self.buf[self.pos..]).len();
+            self.pos += n;
+        }
+        self.done();
+    }
+    pub fn string(&mut self, s: &str) {
+        self.byte(STR);
+        self.uleb(s.chars().map(|c| c.len_utf16() as u64).sum());
+        self.str(s);
+        self.done();
+    }
+    pub fn enumeration(&mut self, ty: &str, member: &str, v: i64) {
+        self.byte(ENUM);
+        self.str(ty);
+        self.str(member);
+        self.uleb(zigzag(v));
+        self.done();
+    }
+    /// Opens an object's field list; close it with [`end`](Self::end).
+    pub fn object(&mut self, ty: &str, id: u64) {
+        self.byte(OBJECT);
+        self.str(ty);
+        self.uleb(id);
+        self.open();
+    }
+    pub fn object_ref(&mut self, ty: &str, id: u64) {
+        self.byte(OBJREF);
+        self.str(ty);
+        self.uleb(id);
+        self.done();
+    }
+    /// A boxed value: the inner value must follow.
+    pub fn boxed(&mut self, ty: &str, id: u64) {
+        self.byte(BOXED);
+        self.str(ty);
+        self.uleb(id);
+    }
+    /// Opens an array's item list; close it with [`end`](Self::end).
+    pub fn array(&mut self, element: &str, rank: u32, length: u64) {
+        self.byte(ARRAY);
+        self.str(element);
+        self.uleb(u64::from(rank));
+        self.uleb(length);
+        self.open();
+    }
+    /// Opens a value type's field list; close it with [`end`](Self::end).
+    pub fn structure(&mut self, ty: &str) {
+        self.byte(STRUCT);
+        self.str(ty);
+        self.open();
+    }
+    pub fn address(&mut self, kind: &str, address: u64) {
+        self.byte(ADDRESS);
+        self.str(kind);
+        self.uleb(address);
+        self.done();
+    }
+    /// A managed pointer: the target's value must follow.
+    pub fn byref(&mut self, address: u64) {
+        self.byte(BYREF);
+        self.uleb(address);
+    }
+    pub fn typed_ref(&mut self, ty: &str, address: u64) {
+        self.byte(TYPEDREF);
+        self.str(ty);
+        self.uleb(address);
+        self.done();
+    }
+    pub fn unreadable(&mut self, reason: &str) {
+        self.byte(UNREADABLE);
+        self.str(reason);
+        self.done();
+    }
+    /// Closes the innermost open container.
+    pub fn end(&mut self) {
+        if self.depth == 0 {
+            return;
+        }
+        if self.cut {
+            // finish() closes what is still open at the safe point.
+            self.depth -= 1;
+            return;
+        }
+        // The reserve guarantees room for this byte.
+        self.buf[self.pos] = END;
+        self.pos += 1;
+        self.depth -= 1;
+        self.done();
+    }
+
+    /// The encoded list (cut and closed if the bound was reached).
+    pub fn finish(self) -> (&'b [u8], bool) {
+        let cut = self.cut;
+        let mut pos = self.pos;
+        if cut {
+            let (p, depth) = self.safe;
+            pos = p;
+            self.buf[pos] = CUT;
+            pos += 1;
+            for _ in 0..depth {
+                self.buf[pos] = END;
+                pos += 1;
+            }
+        }
+        (&self.buf[..pos], cut)
+    }
+}
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// A decoded value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Char(u16),
+    Int(i64),
+    UInt(u64),
+    F32(f32),
+    F64(f64),
+    Str {
+        full_length: u64,
+        text: String,
+    },
+    Enum {
+        ty: String,
+        member: String,
+        value: i64,
+    },
+    Object {
+        ty: String,
+        id: u64,
+        /// `None`: not read (depth limit).
+        fields: Option<Vec<(String, Value)>>,
+        truncated: bool,
+    },
+    Boxed {
+        ty: String,
+        id: u64,
+        value: Box<Value>,
+    },
+    Array {
+        element: String,
+        rank: u32,
+        length: u64,
+        items: Vec<Value>,
+        truncated: bool,
+    },
+    Struct {
+        ty: String,
+        fields: Vec<(String, Value)>,
+        truncated: bool,
+    },
+    Address {
+        kind: String,
+        address: u64,
+    },
+    ByRef {
+        address: u64,
+        target: Box<Value>,
+    },
+    TypedRef {
+        ty: String,
+        address: u64,
+    },
+    Unreadable(String),
+    /// The per-call bound was reached here.
+    Cut,
+}
+
+/// One argument (or the return value).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    pub name: String,
+    pub ty: String,
+    pub value: Value,
+}
+
+struct R<'a> {
+    b: &'a [u8],
+    pos: usize,
+    /// A CUT marker was read somewhere.
+    cut: bool,
+}
+
+type Res<T> = Result<T, String>;
+
+impl R<'_> {
+    fn byte(&mut self) -> Res<u8> {
+        let v = *self.b.get(self.pos).ok_or("value list ends early")?;
+        self.pos += 1;
+        Ok(v)
+    }
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.pos).copied()
+    }
+    fn uleb(&mut self) -> Res<u64> {
+        leb128::read_u64(self.b, &mut self.pos).map_err(|e| format!("{e:?}"))
+    }
+    fn str(&mut self) -> Res<String> {
+        let n = self.uleb()? as usize;
+        let s = self
+            .b
+            .get(self.pos..self.pos.saturating_add(n))
+            .ok_or("string runs past the value list")?;
+        self.pos += n;
+        Ok(String::from_utf8_lossy(s).into_owned())
+    }
+    fn fixed<const N: usize>(&mut self) -> Res<[u8; N]> {
+        let s = self
+            .b
+            .get(self.pos..self.pos + N)
+            .ok_or("value list ends early")?;
+        self.pos += N;
+        let mut a = [0u8; N];
+        a.copy_from_slice(s);
+        Ok(a)
+    }
+
+    fn fields(&mut self, depth: u32) -> Res<(Vec<(String, Value)>, bool)> {
+        let mut v = Vec::new();
+        let mut cut = false;
+        loop {
+            match self.byte()? {
+                END => return Ok((v, cut)),
+                CUT => {
+                    cut = true;
+                    self.cut = true;
+                }
+                ITEM => {
+                    let name = self.str()?;
+                    let value = self.value(depth + 1)?;
+                    cut |= value == Value::Cut;
+                    v.push((name, value));
+                }
+                t => return Err(format!("unexpected tag {t:#x} in a field list")),
+            }
+        }
+    }
+
+    fn value(&mut self, depth: u32) -> Res<Value> {
+        if depth > MAX_NESTING + 2 {
+            return Err("values nested too deeply".into());
+        }
+        Ok(match self.byte()? {
+            NULL => Value::Null,
+            BOOL => Value::Bool(self.byte()? != 0),
+            CHAR => Value::Char(self.uleb()? as u16),
+            INT => Value::Int(unzigzag(self.uleb()?)),
+            UINT => Value::UInt(self.uleb()?),
+            F32 => Value::F32(f32::from_le_bytes(self.fixed()?)),
+            F64 => Value::F64(f64::from_le_bytes(self.fixed()?)),
+            STR => {
+                let full_length = self.uleb()?;
+                Value::Str {
+                    full_length,
+                    text: self.str()?,
+                }
+            }
+            ENUM => Value::Enum {
+                ty: self.str()?,
+                member: self.str()?,
+                value: unzigzag(self.uleb()?),
+            },
+            OBJECT => {
+                let ty = self.str()?;
+                let id = self.uleb()?;
+                let (fields, truncated) = self.fields(depth)?;
+                Value::Object {
+                    ty,
+                    id,
+                    fields: Some(fields),
+                    truncated,
+                }
+            }
+            OBJREF => Value::Object {
+                ty: self.str()?,
+                id: self.uleb()?,
+                fields: None,
+                truncated: true,
+            },
+            BOXED => Value::Boxed {
+                ty: self.str()?,
+                id: self.uleb()?,
+                value: Box::new(self.value(depth + 1)?),
+            },
+            ARRAY => {
+                let element = self.str()?;
+                let rank = self.uleb()? as u32;
+                let length = self.uleb()?;
+                let mut items = Vec::new();
+                let mut truncated = false;
+                loop {
+                    match self.peek() {
+                        Some(END) => {
+                            self.pos += 1;
+                            break;
+                        }
+                        Some(CUT) => {
+                            self.pos += 1;
+                            truncated = true;
+                            self.cut = true;
+                        }
+                        _ => items.push(self.value(depth + 1)?),
+                    }
+                }
+                truncated |= (items.len() as u64) < length;
+                Value::Array {
+                    element,
+                    rank,
+                    length,
+                    items,
+                    truncated,
+                }
+            }
+            STRUCT => {
+                let ty = self.str()?;
+                let (fields, truncated) = self.fields(depth)?;
+                Value::Struct {
+                    ty,
+                    fields,
+                    truncated,
+                }
+            }
+            ADDRESS => Value::Address {
+                kind: self.str()?,
+                address: self.uleb()?,
+            },
+            BYREF => Value::ByRef {
+                address: self.uleb()?,
+                target: Box::new(self.value(depth + 1)?),
+            },
+            TYPEDREF => Value::TypedRef {
+                ty: self.str()?,
+                address: self.uleb()?,
+            },
+            UNREADABLE => Value::Unreadable(self.str()?),
+            CUT => {
+                self.cut = true;
+                Value::Cut
+            }
+            t => return Err(format!("unknown value tag {t:#x}")),
+        })
+    }
+}
+
+/// Decodes a value list; the bool says whether it was cut. Errors describe the problem
+/// (a damaged record); the items before it are lost.
+pub fn decode_items(bytes: &[u8]) -> Result<(Vec<Item>, bool), String> {
+    let mut r = R {
+        b: bytes,
+        pos: 0,
+        cut: false,
+    };
+    let mut items = Vec::new();
+    let mut cut = false;
+    while r.pos < bytes.len() {
+        match r.byte()? {
+            CUT => cut = true,
+            END => {}
+            ITEM => {
+                let name = r.str()?;
+                let ty = r.str()?;
+                let value = r.value(0)?;
+                cut |= value == Value::Cut;
+                items.push(Item { name, ty, value });
+            }
+            t => return Err(format!("unexpected tag {t:#x} in a value list")),
+        }
+    }
+    Ok((items, cut || r.cut))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_of_every_kind() {
+        let mut buf = [0u8; 1024];
+        let mut w = ValueWriter::new(&mut buf);
+        w.item("this", Some("Shop.Cart"));
+        w.object("Shop.Cart", 0x3f2a);
+        w.item("Count", None);
+        w.int(-3);
+        w.item("Owner", None);
+        w.string("Ann");
+        w.end();
+        w.item("xs", Some("int[]"));
+        w.array("int", 1, 3);
+        w.int(1);
+        w.int(2);
+        w.end();
+        w.item("p", Some("Point"));
+        w.structure("Point");
+        w.item("X", None);
+        w.f32(1.5);
+        w.item("Y", None);
+        w.f64(-2.25);
+        w.end();
+        w.item("r", Some("int&"));
+        w.byref(0x1000);
+        w.uint(7);
+        w.item("o", Some("object"));
+        w.boxed("System.Int32", 9);
+        w.int(42);
+        w.item("c", Some("Color"));
+        w.enumeration("Color", "Red", 1);
+        w.item("n", Some("string"));
+        w.null();
+        w.item("u", Some("char*"));
+        w.unreadable("no type");
+        let (bytes, cut) = w.finish();
+        assert!(!cut);
+        let (items, cut) = decode_items(bytes).unwrap();
+        assert!(!cut);
+        assert_eq!(items.len(), 8);
+        assert_eq!(
+            items[0].value,
+            Value::Object {
+                ty: "Shop.Cart".into(),
+                id: 0x3f2a,
+                fields: Some(vec![
+                    ("Count".into(), Value::Int(-3)),
+                    (
+                        "Owner".into(),
+                        Value::Str {
+                            full_length: 3,
+                            text: "Ann".into()
+                        }
+                    ),
+                ]),
+                truncated: false,
+            }
+        );
+        assert!(
+            matches!(&items[1].value, Value::Array { items, truncated: true, length: 3, .. } if items.len() == 2)
+        );
+        assert_eq!(
+            items[3].value,
+            Value::ByRef {
+                address: 0x1000,
+                target: Box::new(Value::UInt(7))
+            }
+        );
+        assert_eq!(
+            items[5].value,
+            Value::Enum {
+                ty: "Color".into(),
+                member: "Red".into(),
+                value: 1
+            }
+        );
+    }
+
+    #[test]
+    fn a_cut_list_still_decodes() {
+        for size in 20..200 {
+            let mut buf = vec![0u8; size];
+            let mut w = ValueWriter::new(&mut buf);
+            for i in 0..10 {
+                w.item("a", Some("Thing"));
+                w.object("Thing", i);
+                w.item("s", None);
+                w.string("a fairly long string value");
+                w.item("xs", None);
+                w.array("int", 1, 5);
+                for k in 0..5 {
+                    w.int(k);
+                }
+                w.end();
+                w.end();
+            }
+            let (bytes, cut) = w.finish();
+            assert!(bytes.len() <= size);
+            let (items, was_cut) = decode_items(bytes).unwrap();
+            assert_eq!(cut, was_cut, "size {size}");
+            assert!(items.len() <= 10);
+        }
+    }
+
+    #[test]
+    fn utf16_strings_and_zigzag() {
+        let mut buf = [0u8; 64];
+        let mut w = ValueWriter::new(&mut buf);
+        w.item("s", Some("string"));
+        let units: Vec<u16> = "héllo".encode_utf16().collect();
+        w.string_utf16(12, units.iter().copied());
+        w.item("m", Some("long"));
+        w.int(i64::MIN);
+        let (bytes, _) = w.finish();
+        let (items, _) = decode_items(bytes).unwrap();
+        assert_eq!(
+            items[0].value,
+            Value::Str {
+                full_length: 12,
+                text: "héllo".into()
+            }
+        );
+        assert_eq!(items[1].value, Value::Int(i64::MIN));
+    }
+}
