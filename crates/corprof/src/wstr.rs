@@ -10,12 +10,6 @@ pub fn utf16_lossy(units: &[u16]) -> String {
     String::from_utf16_lossy(&units[..end])
 }
 
-/// `s` as UTF-16 with a terminating NUL (interior NULs are kept and end the string early
-/// for the runtime).
-pub(crate) fn to_utf16z(s: &str) -> Vec<u16> {
-    s.encode_utf16().chain(core::iter::once(0)).collect()
-}
-
 /// Units of the first call's buffer, on the stack. Most names fit.
 const STACK_UNITS: usize = 256;
 /// Refuse sizes beyond this (1 Mi units): a runtime string is never that long.
@@ -78,6 +72,10 @@ fn finish(buf: &[u16], needed: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn to_utf16z(s: &str) -> Vec<u16> {
+        s.encode_utf16().chain(core::iter::once(0)).collect()
+    }
 
     fn fake(text: &str, truncating: bool) -> impl FnMut(*mut u16, u32, &mut u32) -> i32 {
         let units = to_utf16z(text);
