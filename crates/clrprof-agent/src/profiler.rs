@@ -220,16 +220,11 @@ pub fn emit_function_info_as(names: Option<names::FunctionNames>, index: u64) {
     }
 }
 
-/// Names a frame id that is not a FunctionID (a native module's, from the signal
-/// sampler): a FunctionInfo record with no module, class or token.
-pub fn emit_frame_name(id: u64, name: String) {
-    emit(&Event::FunctionInfo {
-        function: id,
-        module: 0,
-        class: 0,
-        token: 0,
-        name: Cow::Owned(name),
-        signature: Cow::Borrowed(""),
+/// Names a native module's frame id (from the signal sampler) with the module's path.
+pub fn emit_native_module(frame: u64, path: String) {
+    emit(&Event::NativeModule {
+        frame,
+        path: Cow::Owned(path),
     });
 }
 
@@ -782,11 +777,9 @@ impl ProfilerCallback for Profiler {
         };
         for (class, count) in classes.iter().zip(counts) {
             if let Some(name) = self.name_class(a, *class) {
-                emit(&Event::Meta {
-                    key: Cow::Borrowed("class_name"),
-                    json: Cow::Owned(
-                        serde_json::json!({ "id": class.0, "name": name }).to_string(),
-                    ),
+                emit(&Event::ClassName {
+                    class: class.0 as u64,
+                    name: Cow::Owned(name),
                 });
             }
             emit(&Event::Allocations {

@@ -709,8 +709,8 @@ impl SignalCapture {
                 }
             }
         }
-        for (id, name) in symbols.take_new_modules() {
-            crate::profiler::emit_frame_name(id, name);
+        for (id, path) in symbols.take_new_modules() {
+            crate::profiler::emit_native_module(id, path);
         }
     }
 }

@@ -178,6 +178,14 @@ events! {
     /// Events that could not be recorded.
     33 Lost { count: u64, reason: u8 }
     34 ObjectAllocated { class: u64, size: u64 }
+    /// A class's name, written once per class id by events that refer to classes the
+    /// runtime did not announce with `ClassLoaded` (allocations). Since 1.2; before, a
+    /// `Meta` record with key `class_name` and JSON `{"id", "name"}` said the same.
+    50 ClassName { class: u64, name: Cow<'a, str> }
+    /// A native module seen in stacks: `frame` is the id its runs of frames carry in
+    /// `Sample` records (with [`NATIVE_MODULE_FRAME`](crate::NATIVE_MODULE_FRAME) set), `path`
+    /// the mapped file. Since 1.2; before, a `FunctionInfo` named the id `[file name]`.
+    51 NativeModule { frame: u64, path: Cow<'a, str> }
 }
 
 /// The self-description written into the header: every kind this version writes, with
@@ -193,9 +201,13 @@ mod tests {
     #[test]
     fn table_ids_are_unique_and_named() {
         let table = event_kind_table();
-        assert_eq!(table.len(), 34);
-        for (i, k) in table.iter().enumerate() {
-            assert_eq!(usize::from(k.id), i + 1);
+        let ids: std::collections::BTreeSet<u8> = table.iter().map(|k| k.id).collect();
+        assert_eq!(ids.len(), table.len(), "an id is used twice");
+        let names: std::collections::BTreeSet<&str> =
+            table.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names.len(), table.len(), "a name is used twice");
+        for k in &table {
+            assert_ne!(k.id, 0, "0 is never a kind");
             assert_eq!(kind_name(k.id), Some(k.name.as_str()));
         }
         assert_eq!(kind_name(0), None);

@@ -1,5 +1,5 @@
 //! Golden files: small traces committed under tests/fixtures/. The encoder must still
-//! produce `golden-v1.1.bin` byte for byte (so any format change is deliberate), and the
+//! produce `golden-v1.2.bin` byte for byte (so any format change is deliberate), and the
 //! reader must still read every file, 1.0 included (so old traces stay readable).
 //!
 //! After a deliberate format change, regenerate with
@@ -21,11 +21,15 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 /// The golden trace's blocks: every kind once, in three blocks, optionally compressed.
-fn golden_blocks(compress: bool) -> Vec<TestBlock> {
+/// The files of minor versions before 1.2 hold only the kinds they knew.
+fn golden_blocks(compress: bool, minor: u16) -> Vec<TestBlock> {
     let mut blocks = sample_blocks();
     blocks.truncate(3);
     for b in &mut blocks {
         b.compress = compress;
+        if minor < 2 {
+            b.events.retain(|(_, e)| !added_after_1_1(e));
+        }
     }
     blocks
 }
@@ -68,7 +72,7 @@ fn golden_units() -> (Vec<u8>, Vec<DecodedEvent<'static>>) {
 }
 
 fn golden_bytes(compress: bool) -> Vec<u8> {
-    let mut file = build_file(&fixed_header(), &golden_blocks(compress)).0;
+    let mut file = build_file(&fixed_header(), &golden_blocks(compress, FORMAT_MINOR)).0;
     write_units_block(&mut file, &mut Vec::new(), 77, &golden_units().0, compress).unwrap();
     file
 }
@@ -105,9 +109,9 @@ fn check_or_update(name: &str, bytes: &[u8], compare: bool) {
 
 #[test]
 fn encoder_reproduces_the_golden_file() {
-    check_or_update("golden-v1.1.bin", &golden_bytes(false), true);
+    check_or_update("golden-v1.2.bin", &golden_bytes(false), true);
     // Compressed output depends on the LZ4 implementation: only its decoding is checked.
-    check_or_update("golden-v1.1-lz4.bin", &golden_bytes(true), false);
+    check_or_update("golden-v1.2-lz4.bin", &golden_bytes(true), false);
 }
 
 #[test]
@@ -117,13 +121,20 @@ fn golden_files_still_decode() {
         ("golden-v1.0-lz4.bin", true, 0),
         ("golden-v1.1.bin", false, 1),
         ("golden-v1.1-lz4.bin", true, 1),
+        ("golden-v1.2.bin", false, 2),
+        ("golden-v1.2-lz4.bin", true, 2),
     ] {
         let bytes = std::fs::read(fixture(name)).unwrap();
         let (header, events, warnings) = read_all(&bytes).unwrap();
         assert_eq!((header.major, header.minor), (1, minor), "{name}");
-        assert_eq!(header.meta, fixed_header().meta, "{name}");
+        // Each file describes the kinds of its own version.
+        let mut meta = fixed_header().meta;
+        if minor < 2 {
+            meta.event_kinds.retain(|k| k.id < 50);
+        }
+        assert_eq!(header.meta, meta, "{name}");
         assert!(warnings.is_empty(), "{name}: {warnings:?}");
-        let blocks = golden_blocks(compress);
+        let blocks = golden_blocks(compress, minor);
         let mut want = expected(&blocks.iter().collect::<Vec<_>>());
         if minor >= 1 {
             want.extend(golden_units().1);

@@ -149,7 +149,21 @@ pub fn every_kind() -> Vec<Event<'static>> {
             class: 11,
             size: 24,
         },
+        // Since 1.2.
+        Event::ClassName {
+            class: 11,
+            name: s("Scenarios.Known.Allocated"),
+        },
+        Event::NativeModule {
+            frame: clrprof_format::NATIVE_MODULE_FRAME | 1,
+            path: s("/usr/share/dotnet/shared/Microsoft.NETCore.App/10.0.0/libcoreclr.so"),
+        },
     ]
+}
+
+/// Kinds added after 1.1 (files of 1.0 and 1.1 have none).
+pub fn added_after_1_1(e: &Event<'_>) -> bool {
+    e.kind() >= 50
 }
 
 /// A header with fixed contents (the golden file depends on it).
@@ -296,7 +310,12 @@ fn arb_list() -> impl Strategy<Value = Cow<'static, [u64]>> {
 /// Any event of any kind, built from a pool of random values.
 pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
     (
-        1u8..=34,
+        prop::sample::select(
+            clrprof_format::event_kind_table()
+                .iter()
+                .map(|k| k.id)
+                .collect::<Vec<u8>>(),
+        ),
         prop::array::uniform6(arb_u64()),
         (arb_str(), arb_str()),
         (any::<bool>(), any::<u8>(), any::<u32>(), any::<i32>()),
@@ -428,6 +447,8 @@ pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
                     reason: byte,
                 },
                 34 => Event::ObjectAllocated { class: a, size: d },
+                50 => Event::ClassName { class: a, name: s1 },
+                51 => Event::NativeModule { frame: a, path: s1 },
                 _ => unreachable!(),
             }
         })
