@@ -244,6 +244,7 @@ fixture_tests! {
     events_exceptions: "events-exceptions.bin", exports = false;
     events_threads: "events-threads.bin", exports = false;
     events_gc: "events-gc.bin", exports = false;
+    events_alloc: "events-alloc.bin", exports = false;
     sample_hot: "sample-hot.bin", exports = true;
     trace_calls: "trace-calls.bin", exports = true;
     attach_sample: "attach-sample.bin", exports = true;
@@ -270,4 +271,67 @@ fn exports_are_deterministic() {
             "{f:?}"
         );
     }
+}
+
+/// Format 1.2 fixtures carry class names and native modules as typed records (1.1 ones
+/// as a `Meta` and `FunctionInfo`s, still read: see `attach-sample.bin`), and the
+/// exporters' model gets a module, with its path, for every frame that has one.
+#[test]
+fn typed_class_names_and_native_modules() {
+    use clrprof_format::Event;
+    let data = bytes("events-alloc.bin");
+    let trace = Trace::load(&data).unwrap();
+    assert_eq!(trace.header.minor, 2);
+    let class_names: Vec<&str> = trace
+        .events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::ClassName { name, .. } => Some(name.as_ref()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        class_names.contains(&"Scenarios.Known.Allocated"),
+        "{class_names:?}"
+    );
+    assert!(
+        !trace
+            .events
+            .iter()
+            .any(|e| matches!(&e.event, Event::Meta { key, .. } if key == "class_name"))
+    );
+
+    let data = bytes("sample-hot.bin");
+    let trace = Trace::load(&data).unwrap();
+    let native: Vec<&str> = trace
+        .events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::NativeModule { path, .. } => Some(path.as_ref()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        native
+            .iter()
+            .any(|p| p.starts_with('/') && p.ends_with("/libcoreclr.so")),
+        "{native:?}"
+    );
+    let p = profile(&trace, Format::Pprof);
+    let module = |name: &str| {
+        let f = p
+            .frames
+            .iter()
+            .find(|f| f.name == name)
+            .unwrap_or_else(|| panic!("{name}"));
+        (f.kind, p.module_of(f).cloned())
+    };
+    let (kind, m) = module("[libcoreclr.so]");
+    assert_eq!(kind, clrprof_export::FrameKind::Runtime);
+    assert!(m.unwrap().path.unwrap().ends_with("/libcoreclr.so"));
+    let (kind, m) = module("Scenarios.Hot.HotA");
+    assert_eq!(kind, clrprof_export::FrameKind::Managed);
+    let m = m.unwrap();
+    assert_eq!(m.name, "Scenarios.dll");
+    assert!(m.path.unwrap().ends_with("/Scenarios/Scenarios.dll"));
 }
