@@ -609,7 +609,8 @@ impl ProfilerCallback for Profiler {
     }
 
     fn thread_destroyed(&self, thread: ThreadId) -> Result<()> {
-        // Seed 002: a thread must not finish dying while the sampler walks it.
+        // A thread must not finish dying while the sampler walks its stack: wait for an
+        // in-flight walk to end.
         sampler::wait_thread_destroyed();
         sampler::thread_gone(thread.0 as u64);
         emit(&Event::ThreadDestroyed {
