@@ -478,3 +478,42 @@ fn enter3_info_grows_its_buffer_and_leave3_info_reads_the_return_value() {
         (0xF01, 0x9990, 4)
     );
 }
+
+// ---- Slow-path ELT hooks --------------------------------------------------------------------
+
+static HOOKS: [std::sync::atomic::AtomicUsize; 3] =
+    [const { std::sync::atomic::AtomicUsize::new(1) }; 3];
+
+unsafe extern "system" fn set_hooks3_with_info(
+    _this: *mut c_void,
+    enter: Option<sys::FunctionEnter3WithInfo>,
+    leave: Option<sys::FunctionLeave3WithInfo>,
+    tailcall: Option<sys::FunctionTailcall3WithInfo>,
+) -> HRESULT {
+    use std::sync::atomic::Ordering::SeqCst;
+    HOOKS[0].store(enter.map_or(0, |f| f as usize), SeqCst);
+    HOOKS[1].store(leave.map_or(0, |f| f as usize), SeqCst);
+    HOOKS[2].store(tailcall.map_or(0, |f| f as usize), SeqCst);
+    sys::S_OK
+}
+
+unsafe extern "system" fn enter_hook(_f: sys::FunctionIDOrClientID, _elt: sys::COR_PRF_ELT_INFO) {}
+unsafe extern "system" fn leave_hook(_f: sys::FunctionIDOrClientID, _elt: sys::COR_PRF_ELT_INFO) {}
+
+#[test]
+fn slow_path_hooks_reach_the_runtime_as_given() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let info = info_with(&[(
+        "SetEnterLeaveFunctionHooks3WithInfo",
+        set_hooks3_with_info as *const () as usize,
+    )]);
+    // SAFETY: the hooks do nothing, so they are sound to call with any arguments; the
+    // fake runtime only stores them.
+    let r = unsafe {
+        info.set_enter_leave_function_hooks3_with_info(Some(enter_hook), Some(leave_hook), None)
+    };
+    assert_eq!(r, Ok(()));
+    assert_eq!(HOOKS[0].load(SeqCst), enter_hook as *const () as usize);
+    assert_eq!(HOOKS[1].load(SeqCst), leave_hook as *const () as usize);
+    assert_eq!(HOOKS[2].load(SeqCst), 0, "no tail-call hook");
+}
