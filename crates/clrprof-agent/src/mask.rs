@@ -37,7 +37,8 @@ pub fn for_settings(s: &Settings) -> (u32, u32) {
     }
     match s.mode {
         Mode::Events => {}
-        // Threads: ThreadDestroyed must wait for an in-flight walk (seed 002).
+        // Threads: ThreadDestroyed must wait for an in-flight stack walk of the dying
+        // thread.
         Mode::Sample => low |= sys::COR_PRF_ENABLE_STACK_SNAPSHOT | sys::COR_PRF_MONITOR_THREADS,
         Mode::Trace => {
             low |= sys::COR_PRF_MONITOR_ENTERLEAVE;

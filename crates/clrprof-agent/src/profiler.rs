@@ -249,8 +249,16 @@ pub fn emit_function_info_as(names: Option<names::FunctionNames>, index: u64) {
     }
 }
 
-/// Names a frame id that is not a FunctionID (a native module's, from the signal
-/// sampler): a FunctionInfo record with no module, class or token.
+/// Names a native module's frame id (from the signal sampler) with the module's path.
+pub fn emit_native_module(frame: u64, path: String) {
+    emit(&Event::NativeModule {
+        frame,
+        path: Cow::Owned(path),
+    });
+}
+
+/// Names a pseudo frame id (bit 63 set, e.g. `TRUNCATED_FRAME`) with a bracketed label;
+/// readers take it as a native-module-style frame.
 pub fn emit_frame_name(id: u64, name: String) {
     emit(&Event::FunctionInfo {
         function: id,
@@ -711,7 +719,8 @@ impl ProfilerCallback for Profiler {
     }
 
     fn thread_destroyed(&self, thread: ThreadId) -> Result<()> {
-        // Seed 002: a thread must not finish dying while the sampler walks it.
+        // A thread must not finish dying while the sampler walks its stack: wait for an
+        // in-flight walk to end.
         sampler::wait_thread_destroyed();
         sampler::thread_gone(thread.0 as u64);
         emit(&Event::ThreadDestroyed {
@@ -884,11 +893,9 @@ impl ProfilerCallback for Profiler {
         };
         for (class, count) in classes.iter().zip(counts) {
             if let Some(name) = self.name_class(a, *class) {
-                emit(&Event::Meta {
-                    key: Cow::Borrowed("class_name"),
-                    json: Cow::Owned(
-                        serde_json::json!({ "id": class.0, "name": name }).to_string(),
-                    ),
+                emit(&Event::ClassName {
+                    class: class.0 as u64,
+                    name: Cow::Owned(name),
                 });
             }
             emit(&Event::Allocations {

@@ -4,7 +4,7 @@
 //! threads, walks each one with an asynchronous DoStackSnapshot, resumes, and only then
 //! does the slow work: CPU times, names of new functions, records.
 //!
-//! Seed 002's rules, and where each is kept:
+//! The rules of walking other threads with the profiling API, and where each is kept:
 //! - suspend others only from a thread that never ran managed code: this thread;
 //! - before first suspending anyone, call DoStackSnapshot once without suspending, so the
 //!   runtime's per-thread state for this thread exists: `warm_up`;
@@ -304,7 +304,7 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
     });
 }
 
-/// Suspend-mode capture of one tick (seed 002's way): SuspendRuntime, an asynchronous
+/// Suspend-mode capture of one tick (the profiling API's own way): SuspendRuntime, an asynchronous
 /// DoStackSnapshot of every managed thread, ResumeRuntime. False when the runtime could not
 /// be suspended (the tick is skipped and counted).
 fn take_suspended(
@@ -369,7 +369,8 @@ fn take_suspended(
 pub enum SamplerKind {
     /// SIGPROF to each managed thread, frame-pointer walk of a stack copy (Linux x86_64).
     Signal,
-    /// SuspendRuntime + asynchronous DoStackSnapshot of every thread (seed 002).
+    /// SuspendRuntime + asynchronous DoStackSnapshot of every thread (the profiling API's
+    /// own way).
     Suspend,
 }
 
@@ -441,8 +442,9 @@ fn suspend_with_retry(info: &ProfilerInfo) -> bool {
     false
 }
 
-/// Seed 002: let the runtime initialise this thread's state with a walk that suspends
-/// nobody. On our own (unmanaged) thread the call fails, which is expected.
+/// Before a thread of ours first suspends anyone, it calls DoStackSnapshot once without
+/// suspending, so that the runtime's per-thread initialization for it completes first. On
+/// our own (unmanaged) thread the call fails, which is expected.
 fn warm_up(info: &ProfilerInfo) {
     let _ = info.do_stack_snapshot(None, 0, None, &mut |_, _, _| false);
 }
@@ -756,8 +758,8 @@ impl SignalCapture {
                 }
             }
         }
-        for (id, name) in symbols.take_new_modules() {
-            crate::profiler::emit_frame_name(id, name);
+        for (id, path) in symbols.take_new_modules() {
+            crate::profiler::emit_native_module(id, path);
         }
     }
 }

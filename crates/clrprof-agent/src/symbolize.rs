@@ -56,7 +56,7 @@ impl ExecMap {
                 // The runtime's double-mapped code (`/memfd:doublemapper (deleted)`) holds
                 // stubs, not a library: left unnamed like anonymous memory.
                 let file = if path.starts_with('/') && !path.starts_with("/memfd:") {
-                    path.rsplit('/').next().unwrap_or("").to_string()
+                    path.to_string()
                 } else {
                     String::new()
                 };
@@ -68,7 +68,7 @@ impl ExecMap {
         ExecMap { ranges, files }
     }
 
-    /// The name of the file mapped at `addr`, if it is executable and file-backed.
+    /// The path of the file mapped at `addr`, if it is executable and file-backed.
     pub fn file_at(&self, addr: u64) -> Option<&str> {
         let i = self.ranges.partition_point(|r| r.0 <= addr);
         if i == 0 || addr >= self.ranges[i - 1].1 {
@@ -245,11 +245,12 @@ impl Symbolizer {
         }
         let id = NATIVE_MODULE | (self.modules.len() as u64 + 1);
         self.modules.insert(file.to_string(), id);
-        self.new_modules.push((id, format!("[{file}]")));
+        self.new_modules.push((id, file.to_string()));
         id
     }
 
-    /// Module frames named since the last call: (id, `[file]`), to be written once.
+    /// Module frames given an id since the last call: (id, the file's path), to be
+    /// written once.
     pub fn take_new_modules(&mut self) -> Vec<(u64, String)> {
         std::mem::take(&mut self.new_modules)
     }
@@ -346,12 +347,18 @@ mod tests {
     }
 
     #[test]
-    fn native_frames_are_named_by_their_file() {
+    fn native_frames_are_named_by_their_file_path() {
         let m = ExecMap::parse(MAPS);
-        assert_eq!(m.file_at(0x7f0000010000), Some("libc.so.6"));
-        assert_eq!(m.file_at(0x7f000001ffff), Some("libc.so.6"));
+        assert_eq!(
+            m.file_at(0x7f0000010000),
+            Some("/usr/lib/x86_64-linux-gnu/libc.so.6")
+        );
+        assert_eq!(
+            m.file_at(0x7f000001ffff),
+            Some("/usr/lib/x86_64-linux-gnu/libc.so.6")
+        );
         assert_eq!(m.file_at(0x7f0000020000), None);
-        assert_eq!(m.file_at(0x55d0c0a10008), Some("dotnet"));
+        assert_eq!(m.file_at(0x55d0c0a10008), Some("/usr/bin/dotnet"));
         // Anonymous and double-mapped runtime code, and non-executable ranges: unnamed.
         assert_eq!(m.file_at(0x7f0000000008), None);
         assert_eq!(m.file_at(0x7f0000030008), None);
@@ -364,7 +371,10 @@ mod tests {
         assert_ne!(s.native(0x55d0c0a10008), libc);
         assert_eq!(s.native(0x7f0000000008), 0);
         let names: Vec<String> = s.take_new_modules().into_iter().map(|m| m.1).collect();
-        assert_eq!(names, ["[libc.so.6]", "[dotnet]"]);
+        assert_eq!(
+            names,
+            ["/usr/lib/x86_64-linux-gnu/libc.so.6", "/usr/bin/dotnet"]
+        );
         assert!(s.take_new_modules().is_empty());
     }
 

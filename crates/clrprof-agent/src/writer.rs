@@ -1,8 +1,11 @@
-//! The background writer: the only thread that does I/O. Every `flush_ms` (or sooner when
-//! a thread waits for room) it drains each thread's ring into one block (turning its units into trace records) of the trace
-//! file, written with a single `write` so a killed target leaves every block written so
-//! far intact. It also stamps periodic clock-sync points and, at the end, the loss
-//! counters.
+//! The background writer: the only thread that writes the trace file. Every `flush_ms` (or
+//! sooner when a thread waits for room) it drains each thread's ring: in events and sample
+//! mode the ring's records become one record block; in trace mode (`raw_units`) the ring's
+//! 16-byte units are copied as they are into unit blocks (format 1.1), which the reader
+//! turns into `Enter`/`Leave`/`Tailcall` records. Each block goes out with a single
+//! `write`, so a killed target leaves every block written so far intact. The writer also
+//! keeps its own block of process-wide records (periodic clock-sync points and, at the
+//! end, the `Lost` counters).
 
 use std::fs::File;
 use std::io;

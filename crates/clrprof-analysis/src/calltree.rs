@@ -622,7 +622,7 @@ mod tests {
                 id,
                 crate::names::FunctionName {
                     name: name.into(),
-                    signature: String::new(),
+                    ..Default::default()
                 },
             );
         }

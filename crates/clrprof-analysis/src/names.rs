@@ -1,24 +1,52 @@
-//! Name tables rebuilt from the trace: the agent writes each name once per id.
+//! Name tables rebuilt from the trace: the agent writes each name once per id. Stacks keep
+//! frame ids; these tables give a frame its name, its kind and its module.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
-use clrprof_format::Event;
+use clrprof_export::FrameKind;
+use clrprof_format::{Event, NATIVE_MODULE_FRAME, is_native_frame};
 
 use crate::timeline::TimedEvent;
+
+/// The name given to a run of native frames of unknown module (frame id 0).
+pub const NATIVE: &str = "[native]";
 
 #[derive(Debug, Clone, Default)]
 pub struct FunctionName {
     pub name: String,
     pub signature: String,
+    /// The runtime's ModuleID of the function's module (0 when unknown).
+    pub module: u64,
+}
+
+/// A module a frame belongs to: a managed assembly's file or a native library.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ModuleFile {
+    /// The file name, e.g. `libcoreclr.so` or `Scenarios.dll`.
+    pub name: String,
+    /// The full path, when the trace recorded it (traces before format 1.2 named native
+    /// modules by file name only).
+    pub path: Option<String>,
+}
+
+impl ModuleFile {
+    fn from_path(path: &str) -> ModuleFile {
+        ModuleFile {
+            name: path.rsplit('/').next().unwrap_or(path).to_string(),
+            path: Some(path.to_string()),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
 pub struct Names {
     pub functions: HashMap<u64, FunctionName>,
     pub classes: HashMap<u64, String>,
-    /// Names of native modules' frames (`[libc.so.6]`), from their frame ids
-    /// ([`clrprof_format::NATIVE_MODULE_FRAME`]).
-    pub native_modules: HashSet<String>,
+    /// Managed modules by ModuleID, from `ModuleLoaded`.
+    pub modules: HashMap<u64, ModuleFile>,
+    /// Native modules by frame id ([`NATIVE_MODULE_FRAME`] set), from `NativeModule`
+    /// (format 1.2) or the `FunctionInfo` `[file]` that 1.1 wrote instead.
+    pub native_modules: HashMap<u64, ModuleFile>,
 }
 
 impl Names {
@@ -26,27 +54,43 @@ impl Names {
         let mut n = Names::default();
         for e in events {
             match &e.event {
+                Event::FunctionInfo { function, name, .. }
+                    if *function & NATIVE_MODULE_FRAME != 0 =>
+                {
+                    // Format 1.1: a native module named `[file]`, without its path.
+                    let file = name.trim_start_matches('[').trim_end_matches(']');
+                    n.native_modules.entry(*function).or_insert(ModuleFile {
+                        name: file.to_string(),
+                        path: None,
+                    });
+                }
                 Event::FunctionInfo {
                     function,
+                    module,
                     name,
                     signature,
                     ..
                 } => {
-                    if *function & clrprof_format::NATIVE_MODULE_FRAME != 0 {
-                        n.native_modules.insert(name.to_string());
-                    }
                     n.functions.insert(
                         *function,
                         FunctionName {
                             name: name.to_string(),
                             signature: signature.to_string(),
+                            module: *module,
                         },
                     );
                 }
-                Event::ClassLoaded { id, name, .. } => {
+                Event::NativeModule { frame, path } => {
+                    n.native_modules.insert(*frame, ModuleFile::from_path(path));
+                }
+                Event::ModuleLoaded { id, path, .. } if !path.is_empty() => {
+                    n.modules.insert(*id, ModuleFile::from_path(path));
+                }
+                Event::ClassLoaded { id, name, .. } | Event::ClassName { class: id, name } => {
                     n.classes.insert(*id, name.to_string());
                 }
                 Event::Meta { key, json } if key == "class_name" => {
+                    // Format 1.1's form of `ClassName`.
                     if let Ok(v) = serde_json::from_str::<serde_json::Value>(json)
                         && let (Some(id), Some(name)) = (v["id"].as_u64(), v["name"].as_str())
                     {
@@ -57,11 +101,6 @@ impl Names {
             }
         }
         n
-    }
-
-    /// Whether a frame name stands for native code: `[native]` or a native module.
-    pub fn is_native(&self, name: &str) -> bool {
-        name == crate::samples::NATIVE || self.native_modules.contains(name)
     }
 
     pub fn function(&self, id: u64) -> String {
@@ -76,5 +115,127 @@ impl Names {
             Some(c) => c.clone(),
             None => format!("class@{id:#x}"),
         }
+    }
+
+    /// A stack frame's name: the function's, `[libc.so.6]` for a native module's run of
+    /// frames, [`NATIVE`] for native code of unknown module.
+    pub fn frame_name(&self, id: u64) -> String {
+        if !is_native_frame(id) {
+            return self.function(id);
+        }
+        match self.native_modules.get(&id) {
+            Some(m) => format!("[{}]", m.name),
+            None => NATIVE.to_string(),
+        }
+    }
+
+    /// Managed code, the runtime itself (its VM, GC and JIT libraries) or other native
+    /// code.
+    pub fn frame_kind(&self, id: u64) -> FrameKind {
+        if !is_native_frame(id) {
+            return FrameKind::Managed;
+        }
+        match self.native_modules.get(&id) {
+            Some(m) if is_runtime_library(&m.name) => FrameKind::Runtime,
+            _ => FrameKind::Native,
+        }
+    }
+
+    /// The module a frame's code belongs to, when the trace says.
+    pub fn frame_module(&self, id: u64) -> Option<&ModuleFile> {
+        if is_native_frame(id) {
+            self.native_modules.get(&id)
+        } else {
+            let f = self.functions.get(&id)?;
+            self.modules.get(&f.module)
+        }
+    }
+}
+
+/// Whether a native library is the runtime itself: the VM (with the GC) or the JIT.
+pub fn is_runtime_library(file_name: &str) -> bool {
+    matches!(file_name, "libcoreclr.so" | "libclrjit.so")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    fn ev(event: Event<'static>) -> TimedEvent<'static> {
+        TimedEvent {
+            ns: 0,
+            os_tid: 1,
+            event,
+        }
+    }
+
+    #[test]
+    fn frames_get_names_kinds_and_modules_from_typed_records() {
+        let coreclr = NATIVE_MODULE_FRAME | 1;
+        let libc = NATIVE_MODULE_FRAME | 2;
+        let n = Names::collect(&[
+            ev(Event::ModuleLoaded {
+                id: 7,
+                assembly: 1,
+                base_address: 0,
+                path: Cow::Borrowed("/app/App.dll"),
+                hr: 0,
+            }),
+            ev(Event::FunctionInfo {
+                function: 0x100,
+                module: 7,
+                class: 0,
+                token: 0,
+                name: Cow::Borrowed("App.Main"),
+                signature: Cow::Borrowed(""),
+            }),
+            ev(Event::NativeModule {
+                frame: coreclr,
+                path: Cow::Borrowed("/dotnet/libcoreclr.so"),
+            }),
+            // Format 1.1's forms.
+            ev(Event::FunctionInfo {
+                function: libc,
+                module: 0,
+                class: 0,
+                token: 0,
+                name: Cow::Borrowed("[libc.so.6]"),
+                signature: Cow::Borrowed(""),
+            }),
+            ev(Event::ClassName {
+                class: 5,
+                name: Cow::Borrowed("App.Thing"),
+            }),
+            ev(Event::Meta {
+                key: Cow::Borrowed("class_name"),
+                json: Cow::Borrowed(r#"{"id":6,"name":"App.Other"}"#),
+            }),
+        ]);
+        assert_eq!(n.frame_name(0x100), "App.Main");
+        assert_eq!(n.frame_kind(0x100), FrameKind::Managed);
+        assert_eq!(
+            n.frame_module(0x100),
+            Some(&ModuleFile {
+                name: "App.dll".into(),
+                path: Some("/app/App.dll".into())
+            })
+        );
+        assert_eq!(n.frame_name(coreclr), "[libcoreclr.so]");
+        assert_eq!(n.frame_kind(coreclr), FrameKind::Runtime);
+        assert_eq!(
+            n.frame_module(coreclr).and_then(|m| m.path.as_deref()),
+            Some("/dotnet/libcoreclr.so")
+        );
+        assert_eq!(n.frame_name(libc), "[libc.so.6]");
+        assert_eq!(n.frame_kind(libc), FrameKind::Native);
+        assert_eq!(n.frame_module(libc).map(|m| m.path.is_none()), Some(true));
+        assert_eq!(n.frame_name(0), NATIVE);
+        assert_eq!(n.frame_module(0), None);
+        assert_eq!(n.frame_name(NATIVE_MODULE_FRAME | 9), NATIVE);
+        assert_eq!(
+            (n.class(5), n.class(6)),
+            ("App.Thing".into(), "App.Other".into())
+        );
     }
 }

@@ -4,10 +4,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use clrprof_export::{Call, CallPath, Frame, FrameKind, Profile, Sample, ThreadProfile};
+use clrprof_export::{
+    Call, CallPath, Frame, FrameKind, Module, ModuleId, Profile, Sample, ThreadProfile,
+};
 
 use crate::calltree;
-use crate::names::Names;
+use crate::names::{ModuleFile, Names};
 use crate::samples;
 use crate::threads::ThreadNames;
 use crate::timeline::Trace;
@@ -15,6 +17,68 @@ use crate::timeline::Trace;
 /// The frame that stands for the frames of a call path below
 /// [`calltree::MAX_PATH_DEPTH`].
 pub const DEEPER: &str = "[deeper frames]";
+
+/// The profile's frames and modules, built from the trace's frame ids as they are met:
+/// each id is looked up once; ids that name the same frame (two code versions of one
+/// method) share it.
+#[derive(Default)]
+struct Frames {
+    frames: Vec<Frame>,
+    modules: Vec<Module>,
+    by_id: HashMap<u64, u32>,
+    by_frame: HashMap<Frame, u32>,
+    by_module: HashMap<ModuleFile, ModuleId>,
+}
+
+impl Frames {
+    fn id(&mut self, id: u64, names: &Names) -> u32 {
+        if let Some(&i) = self.by_id.get(&id) {
+            return i;
+        }
+        let module = names.frame_module(id).map(|m| self.module(m));
+        let frame = Frame {
+            name: names.frame_name(id),
+            module,
+            kind: names.frame_kind(id),
+        };
+        let i = self.intern(frame);
+        self.by_id.insert(id, i);
+        i
+    }
+
+    /// The frame that stands for the frames of a call path below
+    /// [`calltree::MAX_PATH_DEPTH`].
+    fn deeper(&mut self) -> u32 {
+        self.intern(Frame {
+            name: DEEPER.to_string(),
+            module: None,
+            kind: FrameKind::Managed,
+        })
+    }
+
+    fn intern(&mut self, frame: Frame) -> u32 {
+        if let Some(&i) = self.by_frame.get(&frame) {
+            return i;
+        }
+        let i = self.frames.len() as u32;
+        self.frames.push(frame.clone());
+        self.by_frame.insert(frame, i);
+        i
+    }
+
+    fn module(&mut self, m: &ModuleFile) -> ModuleId {
+        if let Some(&h) = self.by_module.get(m) {
+            return h;
+        }
+        let h = ModuleId(self.modules.len() as u32);
+        self.modules.push(Module {
+            name: m.name.clone(),
+            path: m.path.clone(),
+        });
+        self.by_module.insert(m.clone(), h);
+        h
+    }
+}
 
 /// What the exporter will need of a traced run's calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,27 +113,7 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
     let interval_ns = if rate > 0.0 { (1e9 / rate) as u64 } else { 0 };
     // Times are ns since the trace's earliest record already (Trace::load), the profile's
     // start.
-    let mut frames: Vec<Frame> = Vec::new();
-    let mut index: HashMap<String, u32> = HashMap::new();
-    let mut intern = |name: &str| -> u32 {
-        if let Some(i) = index.get(name) {
-            return *i;
-        }
-        let i = frames.len() as u32;
-        frames.push(Frame {
-            name: name.to_string(),
-            module: None,
-            kind: if !names.is_native(name) {
-                FrameKind::Managed
-            } else if samples::is_runtime(name) {
-                FrameKind::Runtime
-            } else {
-                FrameKind::Native
-            },
-        });
-        index.insert(name.to_string(), i);
-        i
-    };
+    let mut frames = Frames::default();
     let mut per: BTreeMap<u64, ThreadProfile> = BTreeMap::new();
     let thread = |per: &mut BTreeMap<u64, ThreadProfile>, tid: u64| {
         per.entry(tid).or_insert_with(|| ThreadProfile {
@@ -80,9 +124,14 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
             call_paths: Vec::new(),
         });
     };
-    for s in samples::named_samples(&trace.events, &names) {
+    for s in samples::stack_samples(&trace.events) {
         thread(&mut per, s.os_tid);
-        let stack: Vec<u32> = s.stack.iter().rev().map(|n| intern(n)).collect();
+        let stack: Vec<u32> = s
+            .stack
+            .iter()
+            .rev()
+            .map(|&f| frames.id(f, &names))
+            .collect();
         if let Some(t) = per.get_mut(&s.os_tid) {
             t.samples.push(Sample {
                 time_ns: s.ns,
@@ -116,7 +165,7 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
             t.calls.reserve(calls.len());
             for c in calls {
                 t.calls.push(Call {
-                    frame: intern(&names.function(c.function)),
+                    frame: frames.id(c.function, &names),
                     start_ns: c.start_ns,
                     end_ns: c.end_ns,
                     depth: c.depth,
@@ -132,8 +181,8 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
                         .stack
                         .iter()
                         .map(|&f| match f {
-                            calltree::TRUNCATED => intern(DEEPER),
-                            f => intern(&names.function(f)),
+                            calltree::TRUNCATED => frames.deeper(),
+                            f => frames.id(f, &names),
                         })
                         .collect(),
                     calls: p.calls,
@@ -150,7 +199,8 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
         start_unix_ns: meta.start_unix_ns,
         duration_ns: trace.duration_ns,
         interval_ns,
-        frames,
+        frames: frames.frames,
+        modules: frames.modules,
         threads: per
             .into_values()
             .filter(|t| !t.samples.is_empty() || !t.calls.is_empty() || !t.call_paths.is_empty())

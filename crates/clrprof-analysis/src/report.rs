@@ -426,11 +426,11 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
     }
     let meta = &trace.header.meta;
     let (samples_section, mut functions) = if has_samples {
-        let named = samples::named_samples(&trace.events, &names);
+        let stacks = samples::stack_samples(&trace.events);
         let rate = meta.settings.get("rate_hz").and_then(|v| v.as_f64());
         (
-            Some(samples::totals(&named, &thread_names, rate)),
-            Some(Functions::Sampled(samples::functions(&named))),
+            Some(samples::totals(&stacks, &thread_names, rate)),
+            Some(Functions::Sampled(samples::functions(&stacks, &names))),
         )
     } else {
         (None, None)
@@ -464,13 +464,7 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
                     count,
                     frames: frames
                         .iter()
-                        .map(|f| {
-                            if *f == 0 {
-                                samples::NATIVE.to_string()
-                            } else {
-                                names.function(*f)
-                            }
-                        })
+                        .map(|f| names.frame_name(*f))
                         .collect(),
                 })
                 .collect();

@@ -12,25 +12,17 @@ use crate::names::Names;
 use crate::threads::ThreadNames;
 use crate::timeline::TimedEvent;
 
-/// The name given to a run of native (unmanaged) frames.
-pub const NATIVE: &str = "[native]";
-
-/// Whether a native module's frame is the runtime itself (the VM, GC and JIT libraries).
-/// Ask [`Names::is_native`] first.
-pub fn is_runtime(name: &str) -> bool {
-    matches!(name, "[libcoreclr.so]" | "[libclrjit.so]")
-}
-
-/// One sample, leaf first, with names resolved.
+/// One sample: its stack as frame ids, leaf first (names come from [`Names`]).
 #[derive(Debug, Clone)]
-pub struct NamedSample {
+pub struct StackSample {
     pub ns: u64,
     pub os_tid: u64,
     pub cpu_ns: u64,
     /// 1 when the thread was running (used at least half the interval on a CPU).
     pub state: u8,
-    /// Function names, leaf first.
-    pub stack: Vec<String>,
+    /// Frame ids, leaf first: function ids, and native ids (see
+    /// [`clrprof_format::is_native_frame`]), consecutive runs of one module merged.
+    pub stack: Vec<u64>,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -65,8 +57,8 @@ pub struct FunctionSamples {
     pub total_cpu_ns: u64,
 }
 
-/// Every sample of the trace with names.
-pub fn named_samples(events: &[TimedEvent<'_>], names: &Names) -> Vec<NamedSample> {
+/// Every sample of the trace, in time order.
+pub fn stack_samples(events: &[TimedEvent<'_>]) -> Vec<StackSample> {
     let mut out = Vec::new();
     for e in events {
         if let Event::Sample {
@@ -77,20 +69,15 @@ pub fn named_samples(events: &[TimedEvent<'_>], names: &Names) -> Vec<NamedSampl
             ..
         } = &e.event
         {
-            let mut stack: Vec<String> = Vec::with_capacity(frames.len());
-            for f in frames.iter() {
-                let name = if *f == 0 {
-                    NATIVE.to_string()
-                } else {
-                    names.function(*f)
-                };
+            let mut stack: Vec<u64> = Vec::with_capacity(frames.len());
+            for &f in frames.iter() {
                 // Consecutive native runs (of one module) collapse into one frame.
-                if clrprof_format::is_native_frame(*f) && stack.last() == Some(&name) {
+                if clrprof_format::is_native_frame(f) && stack.last() == Some(&f) {
                     continue;
                 }
-                stack.push(name);
+                stack.push(f);
             }
-            out.push(NamedSample {
+            out.push(StackSample {
                 ns: e.ns,
                 os_tid: *os_tid,
                 cpu_ns: *cpu_ns,
@@ -103,7 +90,7 @@ pub fn named_samples(events: &[TimedEvent<'_>], names: &Names) -> Vec<NamedSampl
 }
 
 pub fn totals(
-    samples: &[NamedSample],
+    samples: &[StackSample],
     threads: &ThreadNames,
     requested_rate_hz: Option<f64>,
 ) -> SampleTotals {
@@ -142,62 +129,93 @@ pub fn totals(
     t
 }
 
-/// Per-function self and total counts, most self samples first.
-pub fn functions(samples: &[NamedSample]) -> Vec<FunctionSamples> {
-    let mut map: HashMap<&str, FunctionSamples> = HashMap::new();
-    let mut seen: HashSet<&str> = HashSet::new();
+/// Per-function self and total counts, most self samples first. Functions are counted
+/// by name, so that the code versions of one method make one row.
+pub fn functions(samples: &[StackSample], names: &Names) -> Vec<FunctionSamples> {
+    let mut name_of: HashMap<u64, usize> = HashMap::new();
+    let mut rows: Vec<FunctionSamples> = Vec::new();
+    let mut by_name: HashMap<String, usize> = HashMap::new();
+    let mut seen: HashSet<usize> = HashSet::new();
     for s in samples {
         seen.clear();
         for (i, f) in s.stack.iter().enumerate() {
-            let e = map.entry(f.as_str()).or_insert_with(|| FunctionSamples {
-                name: f.clone(),
-                self_samples: 0,
-                total_samples: 0,
-                self_cpu_ns: 0,
-                total_cpu_ns: 0,
+            let row = *name_of.entry(*f).or_insert_with(|| {
+                let name = names.frame_name(*f);
+                *by_name.entry(name.clone()).or_insert_with(|| {
+                    rows.push(FunctionSamples {
+                        name,
+                        self_samples: 0,
+                        total_samples: 0,
+                        self_cpu_ns: 0,
+                        total_cpu_ns: 0,
+                    });
+                    rows.len() - 1
+                })
             });
+            let e = &mut rows[row];
             if i == 0 {
                 e.self_samples += 1;
                 e.self_cpu_ns += s.cpu_ns;
             }
             // Recursion: count a function once per sample in totals.
-            if seen.insert(f.as_str()) {
+            if seen.insert(row) {
                 e.total_samples += 1;
                 e.total_cpu_ns += s.cpu_ns;
             }
         }
     }
-    let mut v: Vec<FunctionSamples> = map.into_values().collect();
-    v.sort_by(|a, b| {
+    rows.sort_by(|a, b| {
         b.self_samples
             .cmp(&a.self_samples)
             .then(b.total_samples.cmp(&a.total_samples))
             .then_with(|| a.name.cmp(&b.name))
     });
-    v
+    rows
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::names::FunctionName;
+    use clrprof_format::NATIVE_MODULE_FRAME;
+    use std::borrow::Cow;
 
-    fn s(stack: &[&str], cpu: u64) -> NamedSample {
-        NamedSample {
+    const A: u64 = 1;
+    const MAIN: u64 = 2;
+    const B: u64 = 3;
+    /// Another code version of `A` (a different FunctionID with the same name).
+    const A2: u64 = 4;
+
+    fn names() -> Names {
+        let mut n = Names::default();
+        for (id, name) in [(A, "A"), (MAIN, "Main"), (B, "B"), (A2, "A")] {
+            n.functions.insert(
+                id,
+                FunctionName {
+                    name: name.into(),
+                    ..Default::default()
+                },
+            );
+        }
+        n
+    }
+
+    fn s(stack: &[u64], cpu: u64) -> StackSample {
+        StackSample {
             ns: 0,
             os_tid: 1,
             cpu_ns: cpu,
             state: u8::from(cpu > 0),
-            stack: stack.iter().map(|x| x.to_string()).collect(),
+            stack: stack.to_vec(),
         }
     }
 
     #[test]
     fn self_and_total_count_recursion_once() {
-        let v = functions(&[
-            s(&["A", "A", "Main"], 10),
-            s(&["B", "Main"], 0),
-            s(&["A", "Main"], 5),
-        ]);
+        let v = functions(
+            &[s(&[A, A2, MAIN], 10), s(&[B, MAIN], 0), s(&[A2, MAIN], 5)],
+            &names(),
+        );
         let a = v.iter().find(|f| f.name == "A").unwrap();
         assert_eq!(
             (
@@ -211,51 +229,27 @@ mod tests {
         let m = v.iter().find(|f| f.name == "Main").unwrap();
         assert_eq!((m.self_samples, m.total_samples), (0, 3));
         assert_eq!(v[0].name, "A");
+        assert_eq!(v.len(), 3, "one row per name");
     }
 
     #[test]
-    fn native_module_frames() {
-        use clrprof_format::NATIVE_MODULE_FRAME;
-        use std::borrow::Cow;
-        let mut events = Vec::new();
-        let modules = [
-            "[libc.so.6]",
-            "[libcoreclr.so]",
-            "[libclrjit.so]",
-            "[ld-linux-x86-64.so.2]",
-            "[dotnet]",
-        ];
-        for (i, n) in modules
-            .iter()
-            .chain(["Main", "[deeper frames]"].iter())
-            .enumerate()
-        {
-            let module = i < modules.len();
-            let id = if module {
-                NATIVE_MODULE_FRAME | (i as u64 + 1)
-            } else {
-                0x7f00 + i as u64
-            };
-            events.push(TimedEvent {
-                ns: 0,
-                os_tid: 1,
-                event: Event::FunctionInfo {
-                    function: id,
-                    module: 0,
-                    class: 0,
-                    token: 0,
-                    name: Cow::Borrowed(n),
-                    signature: Cow::Borrowed(""),
-                },
-            });
-        }
-        let names = Names::collect(&events);
-        for n in [NATIVE].iter().chain(modules.iter()) {
-            assert!(names.is_native(n), "{n}");
-        }
-        for n in ["Main", "[deeper frames]", "Demo.[weird]"] {
-            assert!(!names.is_native(n), "{n}");
-        }
-        assert!(is_runtime("[libcoreclr.so]") && !is_runtime("[libc.so.6]"));
+    fn consecutive_frames_of_one_native_module_collapse() {
+        let libc = NATIVE_MODULE_FRAME | 1;
+        let coreclr = NATIVE_MODULE_FRAME | 2;
+        let frames = vec![libc, libc, coreclr, A, 0, 0, MAIN, MAIN];
+        let got = stack_samples(&[TimedEvent {
+            ns: 5,
+            os_tid: 9,
+            event: Event::Sample {
+                os_tid: 9,
+                thread: 1,
+                cpu_ns: 3,
+                state: 1,
+                frames: Cow::Owned(frames),
+            },
+        }]);
+        assert_eq!(got.len(), 1);
+        // Managed recursion stays; native runs merge.
+        assert_eq!(got[0].stack, vec![libc, coreclr, A, 0, MAIN, MAIN]);
     }
 }

@@ -1,5 +1,9 @@
 //! `clrprof`: the command-line front end. Each subcommand lives in its own module; this
 //! file only parses arguments and maps errors to exit codes.
+//!
+//! The few `unsafe` blocks are OS calls (mapping the trace, `kill`, `getuid`); each says
+//! why it is sound.
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod attach;
 mod chrome_args;

@@ -313,14 +313,22 @@ fn target_exiting_during_the_recording_leaves_a_readable_trace() {
     assert!(r["samples"]["total"].as_u64().unwrap_or(0) > 0);
 }
 
+/// Runs the CLI as the unprivileged `nobody` against a process of root's, which needs
+/// root: ignored by a plain `cargo test`, run by `.ci/run` when it is root (`cargo test -p
+/// clrprof-cli --test attach -- --ignored`).
 #[test]
+#[ignore = "needs root and setpriv (runs the CLI as `nobody`); .ci/run runs it as root"]
 fn another_users_process_is_refused_with_a_permission_message() {
-    // Needs root to run the CLI as another user; skipped otherwise.
-    if unsafe { libc::getuid() } != 0 || Command::new("setpriv").arg("--version").output().is_err()
-    {
-        eprintln!("skipped: needs root and setpriv");
-        return;
-    }
+    assert_eq!(
+        // SAFETY: getuid has no preconditions.
+        unsafe { libc::getuid() },
+        0,
+        "run this test as root: it runs the CLI as `nobody` with setpriv"
+    );
+    assert!(
+        Command::new("setpriv").arg("--version").output().is_ok(),
+        "setpriv (util-linux) is needed"
+    );
     let dir = scratch("attach-perm");
     let t = Target::start(&[]);
     let out = Command::new("setpriv")

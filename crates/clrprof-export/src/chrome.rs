@@ -186,8 +186,8 @@ pub fn write(profile: &Profile, _opts: &Options, out: impl Write) -> Result<(), 
         events.extend(complete.into_iter().map(|c| {
             let frame = &profile.frames[c.frame as usize];
             let mut args = serde_json::Map::new();
-            if let Some(m) = &frame.module {
-                args.insert("module".into(), m.as_str().into());
+            if let Some(m) = profile.module_of(frame) {
+                args.insert("module".into(), m.name.as_str().into());
             }
             if let Some((samples, cpu_ns)) = c.sampled {
                 args.insert("samples".into(), samples.into());

@@ -126,7 +126,7 @@ impl<'a> Builder<'a> {
     fn frame_info(&mut self, frame: u32) -> FrameInfo {
         let f = &self.model.frames[frame as usize];
         let k = kind_index(f.kind);
-        let category_pair = match f.module.as_deref() {
+        let category_pair = match self.model.module_of(f).map(|m| m.name.as_str()) {
             None => self.categories[k].into(),
             Some(m) => *self
                 .pairs
@@ -211,10 +211,10 @@ impl<'a> Builder<'a> {
                         name: self.fx.intern_string(&f.name),
                         category: self.categories[kind_index(f.kind)],
                         depth: s.depth,
-                        module: f
-                            .module
-                            .as_deref()
-                            .map_or(empty_module, |m| self.fx.intern_string(m)),
+                        module: self
+                            .model
+                            .module_of(f)
+                            .map_or(empty_module, |m| self.fx.intern_string(&m.name)),
                     };
                     let timing = MarkerTiming::Interval(ts(s.start_ns), ts(s.end_ns));
                     let m = self.fx.add_marker(thread, timing, marker);

@@ -23,9 +23,10 @@
 //!     name: "dotnet app.dll".into(),
 //!     interval_ns: 1_000_000,
 //!     frames: vec![
-//!         Frame { name: "App.Program.Main".into(), module: Some("app.dll".into()), kind: FrameKind::Managed },
-//!         Frame { name: "App.Program.Work".into(), module: Some("app.dll".into()), kind: FrameKind::Managed },
+//!         Frame { name: "App.Program.Main".into(), module: Some(ModuleId(0)), kind: FrameKind::Managed },
+//!         Frame { name: "App.Program.Work".into(), module: Some(ModuleId(0)), kind: FrameKind::Managed },
 //!     ],
+//!     modules: vec![Module { name: "app.dll".into(), path: Some("/srv/app/app.dll".into()) }],
 //!     threads: vec![ThreadProfile {
 //!         name: "Main".into(),
 //!         os_tid: 42,
@@ -58,7 +59,9 @@ pub mod speedscope;
 mod stacks;
 pub mod svg;
 
-pub use model::{Call, CallPath, Frame, FrameKind, Profile, Sample, ThreadProfile, Weight};
+pub use model::{
+    Call, CallPath, Frame, FrameKind, Module, ModuleId, Profile, Sample, ThreadProfile, Weight,
+};
 
 /// What went wrong while exporting.
 #[derive(Debug, thiserror::Error)]

@@ -19,6 +19,8 @@ pub struct Profile {
     pub duration_ns: u64,
     /// Interned frames; stacks and calls refer to them by index.
     pub frames: Vec<Frame>,
+    /// The modules frames belong to; [`Frame::module`] refers to them by handle.
+    pub modules: Vec<Module>,
     /// One entry per thread that has samples or calls.
     pub threads: Vec<ThreadProfile>,
 }
@@ -29,9 +31,40 @@ pub struct Frame {
     /// `Namespace.Type.Method`, or a pseudo-frame such as `[native]`.
     pub name: String,
     /// The module (assembly or shared library) the code belongs to, when known.
-    pub module: Option<String>,
+    pub module: Option<ModuleId>,
     /// Managed, native or runtime code.
     pub kind: FrameKind,
+}
+
+/// A handle to a module: its index in [`Profile::modules`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ModuleId(pub u32);
+
+/// A file that code comes from: a managed assembly or a native library.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Module {
+    /// Its file name, e.g. `App.dll` or `libcoreclr.so`.
+    pub name: String,
+    /// Its full path, when recorded.
+    pub path: Option<String>,
+}
+
+impl Profile {
+    /// The module of frame `frame`, if it has one (and the handle is valid).
+    pub fn module_of(&self, frame: &Frame) -> Option<&Module> {
+        frame.module.and_then(|m| self.modules.get(m.0 as usize))
+    }
+
+    /// Adds `module` unless an equal one is there; its handle either way.
+    pub fn intern_module(&mut self, module: Module) -> ModuleId {
+        match self.modules.iter().position(|m| *m == module) {
+            Some(i) => ModuleId(i as u32),
+            None => {
+                self.modules.push(module);
+                ModuleId(self.modules.len() as u32 - 1)
+            }
+        }
+    }
 }
 
 /// What kind of code a frame is.

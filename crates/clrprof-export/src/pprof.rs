@@ -201,7 +201,7 @@ pub fn build(profile: &Profile, opts: &Options) -> Result<proto::Profile, Export
     let period_type = Some(value_type(&mut strings, "wall", "nanoseconds"));
 
     let mut mapping: Vec<proto::Mapping> = Vec::new();
-    let mut mapping_ids: HashMap<&str, u64> = HashMap::new();
+    let mut mapping_ids: HashMap<crate::ModuleId, u64> = HashMap::new();
     let mut location = Vec::with_capacity(profile.frames.len());
     let mut function = Vec::with_capacity(profile.frames.len());
     for (i, f) in profile.frames.iter().enumerate() {
@@ -214,13 +214,13 @@ pub fn build(profile: &Profile, opts: &Options) -> Result<proto::Profile, Export
             filename: 0,
             start_line: 0,
         });
-        let mapping_id = match f.module.as_deref() {
+        let mapping_id = match f.module.zip(profile.module_of(f)) {
             None => 0,
-            Some(m) => *mapping_ids.entry(m).or_insert_with(|| {
+            Some((handle, m)) => *mapping_ids.entry(handle).or_insert_with(|| {
                 let id = mapping.len() as u64 + 1;
                 mapping.push(proto::Mapping {
                     id,
-                    filename: strings.get(m),
+                    filename: strings.get(m.path.as_deref().unwrap_or(&m.name)),
                     has_functions: true,
                     ..Default::default()
                 });

@@ -149,7 +149,9 @@ pub fn write(profile: &Profile, opts: &Options, out: impl Write) -> Result<(), E
         .iter()
         .map(|f| SFrame {
             name: &f.name,
-            file: f.module.as_deref(),
+            file: profile
+                .module_of(f)
+                .map(|m| m.path.as_deref().unwrap_or(&m.name)),
         })
         .collect();
     let mut profiles = Vec::new();

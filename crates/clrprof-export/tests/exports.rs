@@ -572,15 +572,21 @@ fn pprof_round_trips() {
     // Empty stacks are left out: 5 + 2 non-empty samples, 6 calls.
     let count: i64 = samples.iter().map(|x| x.2[0]).sum();
     assert_eq!(count, 5 + 2 + 6);
-    // Every frame with a module points to a mapping of that module.
-    for (l, f) in p.location.iter().zip(&fixture().frames) {
+    // Every frame with a module points to a mapping of that module, named by its path
+    // when the profile has one.
+    let profile = fixture();
+    for (l, f) in p.location.iter().zip(&profile.frames) {
         let m = p
             .mapping
             .iter()
             .find(|m| m.id == l.mapping_id)
             .map(|m| p.string_table[m.filename as usize].clone());
-        assert_eq!(m, f.module);
+        let want = profile
+            .module_of(f)
+            .map(|m| m.path.clone().unwrap_or(m.name.clone()));
+        assert_eq!(m, want);
     }
+    assert_eq!(p.mapping.len(), 3);
 }
 
 #[test]

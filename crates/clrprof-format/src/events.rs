@@ -213,6 +213,14 @@ events! {
     41 CallReturn { function: u64, sp: u64, values: Cow<'a, [u8]> }
     /// `--args`: an exception unwound a call of `function` (no CallReturn follows).
     42 CallUnwound { function: u64 }
+    /// A class's name, written once per class id by events that refer to classes the
+    /// runtime did not announce with `ClassLoaded` (allocations). Since 1.2; before, a
+    /// `Meta` record with key `class_name` and JSON `{"id", "name"}` said the same.
+    50 ClassName { class: u64, name: Cow<'a, str> }
+    /// A native module seen in stacks: `frame` is the id its runs of frames carry in
+    /// `Sample` records (with [`NATIVE_MODULE_FRAME`](crate::NATIVE_MODULE_FRAME) set), `path`
+    /// the mapped file. Since 1.2; before, a `FunctionInfo` named the id `[file name]`.
+    51 NativeModule { frame: u64, path: Cow<'a, str> }
 }
 
 /// `Lost.reason`: a thread's buffer was full in drop mode (`--on-full drop`).

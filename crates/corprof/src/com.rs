@@ -210,24 +210,45 @@ unsafe fn wcslen(p: *const u16, max: usize) -> usize {
     n
 }
 
-/// Defines one vtable shim: the `this` pointer's interface, the arguments, and a body that
-/// sees the implementation as `$cb`. Every shim runs its body inside [`guard`].
-macro_rules! shims {
+/// The one table of callback shims, in vtable order: each group names an
+/// `ICorProfilerCallbackN` and its vtable struct (which nests the group before it as `base`);
+/// each entry is one method, its raw arguments and a body that sees the implementation as
+/// `$cb`. From it come one `extern "system"` shim per method, each running its body inside
+/// [`guard`], and `shim::vtbl`, the `ICorProfilerCallback11` vtable pointing at them. The
+/// vtable literals do not compile if a slot is missing, misnamed or in the wrong interface,
+/// so this table cannot drift from `corprof-sys` (whose order `tests/vtable_order.rs` checks
+/// against corprof.idl).
+macro_rules! callback_table {
     ($(
-        fn $name:ident($iface:ident $(, $arg:ident: $ty:ty)* $(,)?) => |$cb:ident| $body:expr;
-    )*) => {$(
-        #[allow(non_snake_case)]
-        pub(super) unsafe extern "system" fn $name<T: ProfilerCallback>(
-            this: *mut sys::$iface $(, $arg: $ty)*
-        ) -> HRESULT {
-            guard(concat!(stringify!($iface), "::", stringify!($name)), || {
-                // SAFETY: the runtime calls a method only through a reference it holds, so
-                // `this` is our live CallbackObject<T> (safety.md R2).
-                let $cb: &T = unsafe { callback_of::<T>(this.cast()) };
-                $body
-            })
+        $iface:ident($vtbl:ident) {
+            $( fn $name:ident($($arg:ident: $ty:ty),* $(,)?) => |$cb:ident| $body:expr; )*
         }
-    )*};
+    )*) => {
+        $($(
+            #[allow(non_snake_case)]
+            pub(super) unsafe extern "system" fn $name<T: ProfilerCallback>(
+                this: *mut sys::$iface $(, $arg: $ty)*
+            ) -> HRESULT {
+                guard(concat!(stringify!($iface), "::", stringify!($name)), || {
+                    // SAFETY: the runtime calls a method only through a reference it holds,
+                    // so `this` is our live CallbackObject<T> (safety.md R2).
+                    let $cb: &T = unsafe { callback_of::<T>(this.cast()) };
+                    $body
+                })
+            }
+        )*)*
+
+        /// The vtable for `T`: `IUnknown`, then every group above, each nesting the last.
+        pub(super) const fn vtbl<T: ProfilerCallback>() -> sys::ICorProfilerCallback11Vtbl {
+            let v = sys::IUnknownVtbl {
+                QueryInterface: QueryInterface::<T>,
+                AddRef: AddRef::<T>,
+                Release: Release::<T>,
+            };
+            $( let v = sys::$vtbl { base: v, $($name: $name::<T>,)* }; )*
+            v
+        }
+    };
 }
 
 mod shim {
@@ -299,484 +320,368 @@ mod shim {
 
     // ---- ICorProfilerCallback ----------------------------------------------------------
 
-    shims! {
-        fn Initialize(ICorProfilerCallback, unk: *mut IUnknown) => |cb| {
-            // SAFETY: the runtime passes its live info object (R3).
-            let info = unsafe { ProfilerInfo::from_unknown(unk) }?;
-            cb.initialize(info)
-        };
-        fn Shutdown(ICorProfilerCallback) => |cb| cb.shutdown();
-        fn AppDomainCreationStarted(ICorProfilerCallback, id: AppDomainID) =>
-            |cb| cb.app_domain_creation_started(AppDomainId(id));
-        fn AppDomainCreationFinished(ICorProfilerCallback, id: AppDomainID, status: HRESULT) =>
-            |cb| cb.app_domain_creation_finished(AppDomainId(id), hr(status));
-        fn AppDomainShutdownStarted(ICorProfilerCallback, id: AppDomainID) =>
-            |cb| cb.app_domain_shutdown_started(AppDomainId(id));
-        fn AppDomainShutdownFinished(ICorProfilerCallback, id: AppDomainID, status: HRESULT) =>
-            |cb| cb.app_domain_shutdown_finished(AppDomainId(id), hr(status));
-        fn AssemblyLoadStarted(ICorProfilerCallback, id: AssemblyID) =>
-            |cb| cb.assembly_load_started(AssemblyId(id));
-        fn AssemblyLoadFinished(ICorProfilerCallback, id: AssemblyID, status: HRESULT) =>
-            |cb| cb.assembly_load_finished(AssemblyId(id), hr(status));
-        fn AssemblyUnloadStarted(ICorProfilerCallback, id: AssemblyID) =>
-            |cb| cb.assembly_unload_started(AssemblyId(id));
-        fn AssemblyUnloadFinished(ICorProfilerCallback, id: AssemblyID, status: HRESULT) =>
-            |cb| cb.assembly_unload_finished(AssemblyId(id), hr(status));
-        fn ModuleLoadStarted(ICorProfilerCallback, id: ModuleID) =>
-            |cb| cb.module_load_started(ModuleId(id));
-        fn ModuleLoadFinished(ICorProfilerCallback, id: ModuleID, status: HRESULT) =>
-            |cb| cb.module_load_finished(ModuleId(id), hr(status));
-        fn ModuleUnloadStarted(ICorProfilerCallback, id: ModuleID) =>
-            |cb| cb.module_unload_started(ModuleId(id));
-        fn ModuleUnloadFinished(ICorProfilerCallback, id: ModuleID, status: HRESULT) =>
-            |cb| cb.module_unload_finished(ModuleId(id), hr(status));
-        fn ModuleAttachedToAssembly(ICorProfilerCallback, module: ModuleID, assembly: AssemblyID) =>
-            |cb| cb.module_attached_to_assembly(ModuleId(module), AssemblyId(assembly));
-        fn ClassLoadStarted(ICorProfilerCallback, id: ClassID) =>
-            |cb| cb.class_load_started(ClassId(id));
-        fn ClassLoadFinished(ICorProfilerCallback, id: ClassID, status: HRESULT) =>
-            |cb| cb.class_load_finished(ClassId(id), hr(status));
-        fn ClassUnloadStarted(ICorProfilerCallback, id: ClassID) =>
-            |cb| cb.class_unload_started(ClassId(id));
-        fn ClassUnloadFinished(ICorProfilerCallback, id: ClassID, status: HRESULT) =>
-            |cb| cb.class_unload_finished(ClassId(id), hr(status));
-        fn FunctionUnloadStarted(ICorProfilerCallback, id: FunctionID) =>
-            |cb| cb.function_unload_started(FunctionId(id));
-        fn JITCompilationStarted(ICorProfilerCallback, id: FunctionID, safe: BOOL) =>
-            |cb| cb.jit_compilation_started(FunctionId(id), safe != 0);
-        fn JITCompilationFinished(ICorProfilerCallback, id: FunctionID, status: HRESULT, safe: BOOL) =>
-            |cb| cb.jit_compilation_finished(FunctionId(id), hr(status), safe != 0);
-        fn JITCachedFunctionSearchStarted(ICorProfilerCallback, id: FunctionID, use_cached: *mut BOOL) => |cb| {
-            // SAFETY: a non-null out-pointer from the runtime, valid for the call (R4).
-            let mut flag = use_cached.is_null() || unsafe { *use_cached } != 0;
-            let r = cb.jit_cached_function_search_started(FunctionId(id), &mut flag);
-            if !use_cached.is_null() {
-                // SAFETY: as above.
-                unsafe { *use_cached = BOOL::from(flag) };
-            }
-            r
-        };
-        fn JITCachedFunctionSearchFinished(ICorProfilerCallback, id: FunctionID, result: u32) =>
-            |cb| cb.jit_cached_function_search_finished(FunctionId(id), result);
-        fn JITFunctionPitched(ICorProfilerCallback, id: FunctionID) =>
-            |cb| cb.jit_function_pitched(FunctionId(id));
-        fn JITInlining(ICorProfilerCallback, caller: FunctionID, callee: FunctionID, should: *mut BOOL) => |cb| {
-            // SAFETY: a non-null out-pointer from the runtime, valid for the call (R4).
-            let mut flag = should.is_null() || unsafe { *should } != 0;
-            let r = cb.jit_inlining(FunctionId(caller), FunctionId(callee), &mut flag);
-            if !should.is_null() {
-                // SAFETY: as above.
-                unsafe { *should = BOOL::from(flag) };
-            }
-            r
-        };
-        fn ThreadCreated(ICorProfilerCallback, id: ThreadID) =>
-            |cb| cb.thread_created(ThreadId(id));
-        fn ThreadDestroyed(ICorProfilerCallback, id: ThreadID) =>
-            |cb| cb.thread_destroyed(ThreadId(id));
-        fn ThreadAssignedToOSThread(ICorProfilerCallback, id: ThreadID, os: DWORD) =>
-            |cb| cb.thread_assigned_to_os_thread(ThreadId(id), os);
-        fn RemotingClientInvocationStarted(ICorProfilerCallback) =>
-            |cb| cb.remoting_client_invocation_started();
-        fn RemotingClientSendingMessage(ICorProfilerCallback, cookie: *mut GUID, is_async: BOOL) =>
-            // SAFETY: null or a GUID valid for the call (R4).
-            |cb| cb.remoting_client_sending_message(unsafe { cookie.as_ref() }, is_async != 0);
-        fn RemotingClientReceivingReply(ICorProfilerCallback, cookie: *mut GUID, is_async: BOOL) =>
-            // SAFETY: null or a GUID valid for the call (R4).
-            |cb| cb.remoting_client_receiving_reply(unsafe { cookie.as_ref() }, is_async != 0);
-        fn RemotingClientInvocationFinished(ICorProfilerCallback) =>
-            |cb| cb.remoting_client_invocation_finished();
-        fn RemotingServerReceivingMessage(ICorProfilerCallback, cookie: *mut GUID, is_async: BOOL) =>
-            // SAFETY: null or a GUID valid for the call (R4).
-            |cb| cb.remoting_server_receiving_message(unsafe { cookie.as_ref() }, is_async != 0);
-        fn RemotingServerInvocationStarted(ICorProfilerCallback) =>
-            |cb| cb.remoting_server_invocation_started();
-        fn RemotingServerInvocationReturned(ICorProfilerCallback) =>
-            |cb| cb.remoting_server_invocation_returned();
-        fn RemotingServerSendingReply(ICorProfilerCallback, cookie: *mut GUID, is_async: BOOL) =>
-            // SAFETY: null or a GUID valid for the call (R4).
-            |cb| cb.remoting_server_sending_reply(unsafe { cookie.as_ref() }, is_async != 0);
-        fn UnmanagedToManagedTransition(ICorProfilerCallback, id: FunctionID, reason: u32) =>
-            |cb| cb.unmanaged_to_managed_transition(FunctionId(id), reason);
-        fn ManagedToUnmanagedTransition(ICorProfilerCallback, id: FunctionID, reason: u32) =>
-            |cb| cb.managed_to_unmanaged_transition(FunctionId(id), reason);
-        fn RuntimeSuspendStarted(ICorProfilerCallback, reason: u32) =>
-            |cb| cb.runtime_suspend_started(reason);
-        fn RuntimeSuspendFinished(ICorProfilerCallback) => |cb| cb.runtime_suspend_finished();
-        fn RuntimeSuspendAborted(ICorProfilerCallback) => |cb| cb.runtime_suspend_aborted();
-        fn RuntimeResumeStarted(ICorProfilerCallback) => |cb| cb.runtime_resume_started();
-        fn RuntimeResumeFinished(ICorProfilerCallback) => |cb| cb.runtime_resume_finished();
-        fn RuntimeThreadSuspended(ICorProfilerCallback, id: ThreadID) =>
-            |cb| cb.runtime_thread_suspended(ThreadId(id));
-        fn RuntimeThreadResumed(ICorProfilerCallback, id: ThreadID) =>
-            |cb| cb.runtime_thread_resumed(ThreadId(id));
-        fn MovedReferences(ICorProfilerCallback, n: ULONG, old: *mut ObjectID, new: *mut ObjectID, len: *mut ULONG) => |cb| {
-            let n = n as usize;
-            // SAFETY: three runtime arrays of `n` elements, valid for the call (R4);
-            // ObjectId is a transparent ObjectID.
-            let (old, new, len) = unsafe {
-                (borrowed(old.cast::<ObjectId>(), n), borrowed(new.cast::<ObjectId>(), n), borrowed(len, n))
+    callback_table! {
+        ICorProfilerCallback(ICorProfilerCallbackVtbl) {
+            fn Initialize(unk: *mut IUnknown) => |cb| {
+                // SAFETY: the runtime passes its live info object (R3).
+                let info = unsafe { ProfilerInfo::from_unknown(unk) }?;
+                cb.initialize(info)
             };
-            cb.moved_references(old, new, len)
-        };
-        fn ObjectAllocated(ICorProfilerCallback, object: ObjectID, class: ClassID) =>
-            |cb| cb.object_allocated(ObjectId(object), ClassId(class));
-        fn ObjectsAllocatedByClass(ICorProfilerCallback, n: ULONG, classes: *mut ClassID, counts: *mut ULONG) => |cb| {
-            let n = n as usize;
-            // SAFETY: two runtime arrays of `n` elements, valid for the call (R4).
-            let (classes, counts) = unsafe { (borrowed(classes.cast::<ClassId>(), n), borrowed(counts, n)) };
-            cb.objects_allocated_by_class(classes, counts)
-        };
-        fn ObjectReferences(ICorProfilerCallback, object: ObjectID, class: ClassID, n: ULONG, refs: *mut ObjectID) => |cb| {
-            // SAFETY: a runtime array of `n` elements, valid for the call (R4).
-            let refs = unsafe { borrowed(refs.cast::<ObjectId>(), n as usize) };
-            cb.object_references(ObjectId(object), ClassId(class), refs)
-        };
-        fn RootReferences(ICorProfilerCallback, n: ULONG, roots: *mut ObjectID) => |cb| {
-            // SAFETY: a runtime array of `n` elements, valid for the call (R4).
-            let roots = unsafe { borrowed(roots.cast::<ObjectId>(), n as usize) };
-            cb.root_references(roots)
-        };
-        fn ExceptionThrown(ICorProfilerCallback, object: ObjectID) =>
-            |cb| cb.exception_thrown(ObjectId(object));
-        fn ExceptionSearchFunctionEnter(ICorProfilerCallback, id: FunctionID) =>
-            |cb| cb.exception_search_function_enter(FunctionId(id));
-        fn ExceptionSearchFunctionLeave(ICorProfilerCallback) =>
-            |cb| cb.exception_search_function_leave();
-        fn ExceptionSearchFilterEnter(ICorProfilerCallback, id: FunctionID) =>
-            |cb| cb.exception_search_filter_enter(FunctionId(id));
-        fn ExceptionSearchFilterLeave(ICorProfilerCallback) =>
-            |cb| cb.exception_search_filter_leave();
-        fn ExceptionSearchCatcherFound(ICorProfilerCallback, id: FunctionID) =>
-            |cb| cb.exception_search_catcher_found(FunctionId(id));
-        fn ExceptionOSHandlerEnter(ICorProfilerCallback, unused: UINT_PTR) =>
-            |cb| cb.exception_os_handler_enter(unused);
-        fn ExceptionOSHandlerLeave(ICorProfilerCallback, unused: UINT_PTR) =>
-            |cb| cb.exception_os_handler_leave(unused);
-        fn ExceptionUnwindFunctionEnter(ICorProfilerCallback, id: FunctionID) =>
-            |cb| cb.exception_unwind_function_enter(FunctionId(id));
-        fn ExceptionUnwindFunctionLeave(ICorProfilerCallback) =>
-            |cb| cb.exception_unwind_function_leave();
-        fn ExceptionUnwindFinallyEnter(ICorProfilerCallback, id: FunctionID) =>
-            |cb| cb.exception_unwind_finally_enter(FunctionId(id));
-        fn ExceptionUnwindFinallyLeave(ICorProfilerCallback) =>
-            |cb| cb.exception_unwind_finally_leave();
-        fn ExceptionCatcherEnter(ICorProfilerCallback, id: FunctionID, object: ObjectID) =>
-            |cb| cb.exception_catcher_enter(FunctionId(id), ObjectId(object));
-        fn ExceptionCatcherLeave(ICorProfilerCallback) => |cb| cb.exception_catcher_leave();
-        fn COMClassicVTableCreated(ICorProfilerCallback, class: ClassID, iid: *const GUID, vtable: *mut c_void, slots: ULONG) => |cb| {
-            // SAFETY: null or a GUID valid for the call (R4).
-            let iid = unsafe { iid.as_ref() }.unwrap_or(&GUID::NULL);
-            cb.com_classic_vtable_created(ClassId(class), iid, vtable, slots)
-        };
-        fn COMClassicVTableDestroyed(ICorProfilerCallback, class: ClassID, iid: *const GUID, vtable: *mut c_void) => |cb| {
-            // SAFETY: null or a GUID valid for the call (R4).
-            let iid = unsafe { iid.as_ref() }.unwrap_or(&GUID::NULL);
-            cb.com_classic_vtable_destroyed(ClassId(class), iid, vtable)
-        };
-        fn ExceptionCLRCatcherFound(ICorProfilerCallback) => |cb| cb.exception_clr_catcher_found();
-        fn ExceptionCLRCatcherExecute(ICorProfilerCallback) => |cb| cb.exception_clr_catcher_execute();
-
-        // ---- ICorProfilerCallback2 ----------------------------------------------------------
-
-        fn ThreadNameChanged(ICorProfilerCallback2, id: ThreadID, cch: ULONG, name: *mut WCHAR) => |cb| {
-            // SAFETY: `cch` UTF-16 units (no NUL) valid for the call, or null (R4).
-            let name = unsafe { borrowed(name.cast_const(), cch as usize) };
-            cb.thread_name_changed(ThreadId(id), name)
-        };
-        fn GarbageCollectionStarted(ICorProfilerCallback2, n: c_int, collected: *mut BOOL, reason: u32) => |cb| {
-            let n = usize::try_from(n).unwrap_or(0);
-            // SAFETY: a runtime array of `n` BOOLs, valid for the call (R4).
-            let raw = unsafe { borrowed(collected.cast_const(), n) };
-            let mut small = [false; 8];
-            let heap: Vec<bool>;
-            let flags: &[bool] = if raw.len() <= small.len() {
-                for (dst, src) in small.iter_mut().zip(raw) {
-                    *dst = *src != 0;
+            fn Shutdown() => |cb| cb.shutdown();
+            fn AppDomainCreationStarted(id: AppDomainID) =>
+                |cb| cb.app_domain_creation_started(AppDomainId(id));
+            fn AppDomainCreationFinished(id: AppDomainID, status: HRESULT) =>
+                |cb| cb.app_domain_creation_finished(AppDomainId(id), hr(status));
+            fn AppDomainShutdownStarted(id: AppDomainID) =>
+                |cb| cb.app_domain_shutdown_started(AppDomainId(id));
+            fn AppDomainShutdownFinished(id: AppDomainID, status: HRESULT) =>
+                |cb| cb.app_domain_shutdown_finished(AppDomainId(id), hr(status));
+            fn AssemblyLoadStarted(id: AssemblyID) =>
+                |cb| cb.assembly_load_started(AssemblyId(id));
+            fn AssemblyLoadFinished(id: AssemblyID, status: HRESULT) =>
+                |cb| cb.assembly_load_finished(AssemblyId(id), hr(status));
+            fn AssemblyUnloadStarted(id: AssemblyID) =>
+                |cb| cb.assembly_unload_started(AssemblyId(id));
+            fn AssemblyUnloadFinished(id: AssemblyID, status: HRESULT) =>
+                |cb| cb.assembly_unload_finished(AssemblyId(id), hr(status));
+            fn ModuleLoadStarted(id: ModuleID) =>
+                |cb| cb.module_load_started(ModuleId(id));
+            fn ModuleLoadFinished(id: ModuleID, status: HRESULT) =>
+                |cb| cb.module_load_finished(ModuleId(id), hr(status));
+            fn ModuleUnloadStarted(id: ModuleID) =>
+                |cb| cb.module_unload_started(ModuleId(id));
+            fn ModuleUnloadFinished(id: ModuleID, status: HRESULT) =>
+                |cb| cb.module_unload_finished(ModuleId(id), hr(status));
+            fn ModuleAttachedToAssembly(module: ModuleID, assembly: AssemblyID) =>
+                |cb| cb.module_attached_to_assembly(ModuleId(module), AssemblyId(assembly));
+            fn ClassLoadStarted(id: ClassID) =>
+                |cb| cb.class_load_started(ClassId(id));
+            fn ClassLoadFinished(id: ClassID, status: HRESULT) =>
+                |cb| cb.class_load_finished(ClassId(id), hr(status));
+            fn ClassUnloadStarted(id: ClassID) =>
+                |cb| cb.class_unload_started(ClassId(id));
+            fn ClassUnloadFinished(id: ClassID, status: HRESULT) =>
+                |cb| cb.class_unload_finished(ClassId(id), hr(status));
+            fn FunctionUnloadStarted(id: FunctionID) =>
+                |cb| cb.function_unload_started(FunctionId(id));
+            fn JITCompilationStarted(id: FunctionID, safe: BOOL) =>
+                |cb| cb.jit_compilation_started(FunctionId(id), safe != 0);
+            fn JITCompilationFinished(id: FunctionID, status: HRESULT, safe: BOOL) =>
+                |cb| cb.jit_compilation_finished(FunctionId(id), hr(status), safe != 0);
+            fn JITCachedFunctionSearchStarted(id: FunctionID, use_cached: *mut BOOL) => |cb| {
+                // SAFETY: a non-null out-pointer from the runtime, valid for the call (R4).
+                let mut flag = use_cached.is_null() || unsafe { *use_cached } != 0;
+                let r = cb.jit_cached_function_search_started(FunctionId(id), &mut flag);
+                if !use_cached.is_null() {
+                    // SAFETY: as above.
+                    unsafe { *use_cached = BOOL::from(flag) };
                 }
-                &small[..raw.len()]
-            } else {
-                heap = raw.iter().map(|b| *b != 0).collect();
-                &heap
+                r
             };
-            cb.garbage_collection_started(flags, reason)
-        };
-        fn SurvivingReferences(ICorProfilerCallback2, n: ULONG, starts: *mut ObjectID, len: *mut ULONG) => |cb| {
-            let n = n as usize;
-            // SAFETY: two runtime arrays of `n` elements, valid for the call (R4).
-            let (starts, len) = unsafe { (borrowed(starts.cast::<ObjectId>(), n), borrowed(len, n)) };
-            cb.surviving_references(starts, len)
-        };
-        fn GarbageCollectionFinished(ICorProfilerCallback2) => |cb| cb.garbage_collection_finished();
-        fn FinalizeableObjectQueued(ICorProfilerCallback2, flags: DWORD, object: ObjectID) =>
-            |cb| cb.finalizeable_object_queued(flags, ObjectId(object));
-        fn RootReferences2(ICorProfilerCallback2, n: ULONG, roots: *mut ObjectID, kinds: *mut u32, flags: *mut u32, ids: *mut UINT_PTR) => |cb| {
-            let n = n as usize;
-            // SAFETY: four runtime arrays of `n` elements, valid for the call (R4).
-            let (roots, kinds, flags, ids) = unsafe {
-                (borrowed(roots.cast::<ObjectId>(), n), borrowed(kinds, n), borrowed(flags, n), borrowed(ids, n))
-            };
-            cb.root_references2(roots, kinds, flags, ids)
-        };
-        fn HandleCreated(ICorProfilerCallback2, handle: GCHandleID, object: ObjectID) =>
-            |cb| cb.handle_created(GcHandleId(handle), ObjectId(object));
-        fn HandleDestroyed(ICorProfilerCallback2, handle: GCHandleID) =>
-            |cb| cb.handle_destroyed(GcHandleId(handle));
-
-        // ---- ICorProfilerCallback3 ----------------------------------------------------------
-
-        fn InitializeForAttach(ICorProfilerCallback3, unk: *mut IUnknown, data: *mut c_void, len: UINT) => |cb| {
-            // SAFETY: the runtime passes its live info object (R3).
-            let info = unsafe { ProfilerInfo::from_unknown(unk) }?;
-            // SAFETY: `len` bytes of client data valid for the call, or null (R4).
-            let data = unsafe { borrowed(data.cast_const().cast::<u8>(), len as usize) };
-            cb.initialize_for_attach(info, data)
-        };
-        fn ProfilerAttachComplete(ICorProfilerCallback3) => |cb| cb.profiler_attach_complete();
-        fn ProfilerDetachSucceeded(ICorProfilerCallback3) => |cb| cb.profiler_detach_succeeded();
-
-        // ---- ICorProfilerCallback4 ----------------------------------------------------------
-
-        fn ReJITCompilationStarted(ICorProfilerCallback4, id: FunctionID, rejit: ReJITID, safe: BOOL) =>
-            |cb| cb.rejit_compilation_started(FunctionId(id), ReJitId(rejit), safe != 0);
-        fn GetReJITParameters(ICorProfilerCallback4, module: ModuleID, method: u32, control: *mut sys::ICorProfilerFunctionControl) => |cb| {
-            let control = NonNull::new(control).ok_or(HResult::E_POINTER)?;
-            // SAFETY: the runtime's function-control object lives for the call (R4).
-            let control = unsafe { FunctionControl::new(control) };
-            cb.get_rejit_parameters(ModuleId(module), method, control)
-        };
-        fn ReJITCompilationFinished(ICorProfilerCallback4, id: FunctionID, rejit: ReJITID, status: HRESULT, safe: BOOL) =>
-            |cb| cb.rejit_compilation_finished(FunctionId(id), ReJitId(rejit), hr(status), safe != 0);
-        fn ReJITError(ICorProfilerCallback4, module: ModuleID, method: u32, id: FunctionID, status: HRESULT) =>
-            |cb| cb.rejit_error(ModuleId(module), method, FunctionId(id), hr(status));
-        fn MovedReferences2(ICorProfilerCallback4, n: ULONG, old: *mut ObjectID, new: *mut ObjectID, len: *mut SIZE_T) => |cb| {
-            let n = n as usize;
-            // SAFETY: three runtime arrays of `n` elements, valid for the call (R4).
-            let (old, new, len) = unsafe {
-                (borrowed(old.cast::<ObjectId>(), n), borrowed(new.cast::<ObjectId>(), n), borrowed(len, n))
-            };
-            cb.moved_references2(old, new, len)
-        };
-        fn SurvivingReferences2(ICorProfilerCallback4, n: ULONG, starts: *mut ObjectID, len: *mut SIZE_T) => |cb| {
-            let n = n as usize;
-            // SAFETY: two runtime arrays of `n` elements, valid for the call (R4).
-            let (starts, len) = unsafe { (borrowed(starts.cast::<ObjectId>(), n), borrowed(len, n)) };
-            cb.surviving_references2(starts, len)
-        };
-
-        // ---- ICorProfilerCallback5 … 11 -----------------------------------------------------
-
-        fn ConditionalWeakTableElementReferences(ICorProfilerCallback5, n: ULONG, keys: *mut ObjectID, values: *mut ObjectID, ids: *mut GCHandleID) => |cb| {
-            let n = n as usize;
-            // SAFETY: three runtime arrays of `n` elements, valid for the call (R4).
-            let (keys, values, ids) = unsafe {
-                (borrowed(keys.cast::<ObjectId>(), n), borrowed(values.cast::<ObjectId>(), n), borrowed(ids.cast::<GcHandleId>(), n))
-            };
-            cb.conditional_weak_table_element_references(keys, values, ids)
-        };
-        fn GetAssemblyReferences(ICorProfilerCallback6, path: *const WCHAR, provider: *mut sys::ICorProfilerAssemblyReferenceProvider) => |cb| {
-            let provider = NonNull::new(provider).ok_or(HResult::E_POINTER)?;
-            // SAFETY: a NUL-terminated path valid for the call, or null (R4).
-            let path = unsafe { borrowed(path, wcslen(path, 32 * 1024)) };
-            // SAFETY: the runtime's provider lives for the call (R4).
-            let provider = unsafe { AssemblyReferenceProvider::new(provider) };
-            cb.get_assembly_references(path, provider)
-        };
-        fn ModuleInMemorySymbolsUpdated(ICorProfilerCallback7, module: ModuleID) =>
-            |cb| cb.module_in_memory_symbols_updated(ModuleId(module));
-        fn DynamicMethodJITCompilationStarted(ICorProfilerCallback8, id: FunctionID, safe: BOOL, il: LPCBYTE, len: ULONG) => |cb| {
-            // SAFETY: `len` bytes of IL header valid for the call, or null (R4).
-            let il = unsafe { borrowed(il, len as usize) };
-            cb.dynamic_method_jit_compilation_started(FunctionId(id), safe != 0, il)
-        };
-        fn DynamicMethodJITCompilationFinished(ICorProfilerCallback8, id: FunctionID, status: HRESULT, safe: BOOL) =>
-            |cb| cb.dynamic_method_jit_compilation_finished(FunctionId(id), hr(status), safe != 0);
-        fn DynamicMethodUnloaded(ICorProfilerCallback9, id: FunctionID) =>
-            |cb| cb.dynamic_method_unloaded(FunctionId(id));
-        fn EventPipeEventDelivered(
-            ICorProfilerCallback10,
-            provider: UINT_PTR,
-            event_id: DWORD,
-            event_version: DWORD,
-            metadata_len: ULONG,
-            metadata: LPCBYTE,
-            data_len: ULONG,
-            data: LPCBYTE,
-            activity: LPCGUID,
-            related: LPCGUID,
-            thread: ThreadID,
-            frames: ULONG,
-            stack: *mut UINT_PTR,
-        ) => |cb| {
-            // SAFETY: every pointer is null or valid for its count during the call (R4).
-            let event = unsafe {
-                EventPipeEvent {
-                    provider,
-                    event_id,
-                    event_version,
-                    metadata: borrowed(metadata, metadata_len as usize),
-                    data: borrowed(data, data_len as usize),
-                    activity_id: activity.as_ref(),
-                    related_activity_id: related.as_ref(),
-                    thread: ThreadId(thread),
-                    stack: borrowed(stack.cast_const(), frames as usize),
+            fn JITCachedFunctionSearchFinished(id: FunctionID, result: u32) =>
+                |cb| cb.jit_cached_function_search_finished(FunctionId(id), result);
+            fn JITFunctionPitched(id: FunctionID) =>
+                |cb| cb.jit_function_pitched(FunctionId(id));
+            fn JITInlining(caller: FunctionID, callee: FunctionID, should: *mut BOOL) => |cb| {
+                // SAFETY: a non-null out-pointer from the runtime, valid for the call (R4).
+                let mut flag = should.is_null() || unsafe { *should } != 0;
+                let r = cb.jit_inlining(FunctionId(caller), FunctionId(callee), &mut flag);
+                if !should.is_null() {
+                    // SAFETY: as above.
+                    unsafe { *should = BOOL::from(flag) };
                 }
+                r
             };
-            cb.event_pipe_event_delivered(&event)
-        };
-        fn EventPipeProviderCreated(ICorProfilerCallback10, provider: UINT_PTR) =>
-            |cb| cb.event_pipe_provider_created(provider);
-        fn LoadAsNotificationOnly(ICorProfilerCallback11, only: *mut BOOL) => |cb| {
-            // SAFETY: a non-null out-pointer from the runtime, valid for the call (R4).
-            let mut flag = !only.is_null() && unsafe { *only } != 0;
-            let r = cb.load_as_notification_only(&mut flag);
-            if !only.is_null() {
-                // SAFETY: as above.
-                unsafe { *only = BOOL::from(flag) };
-            }
-            r
-        };
+            fn ThreadCreated(id: ThreadID) =>
+                |cb| cb.thread_created(ThreadId(id));
+            fn ThreadDestroyed(id: ThreadID) =>
+                |cb| cb.thread_destroyed(ThreadId(id));
+            fn ThreadAssignedToOSThread(id: ThreadID, os: DWORD) =>
+                |cb| cb.thread_assigned_to_os_thread(ThreadId(id), os);
+            fn RemotingClientInvocationStarted() =>
+                |cb| cb.remoting_client_invocation_started();
+            fn RemotingClientSendingMessage(cookie: *mut GUID, is_async: BOOL) =>
+                // SAFETY: null or a GUID valid for the call (R4).
+                |cb| cb.remoting_client_sending_message(unsafe { cookie.as_ref() }, is_async != 0);
+            fn RemotingClientReceivingReply(cookie: *mut GUID, is_async: BOOL) =>
+                // SAFETY: null or a GUID valid for the call (R4).
+                |cb| cb.remoting_client_receiving_reply(unsafe { cookie.as_ref() }, is_async != 0);
+            fn RemotingClientInvocationFinished() =>
+                |cb| cb.remoting_client_invocation_finished();
+            fn RemotingServerReceivingMessage(cookie: *mut GUID, is_async: BOOL) =>
+                // SAFETY: null or a GUID valid for the call (R4).
+                |cb| cb.remoting_server_receiving_message(unsafe { cookie.as_ref() }, is_async != 0);
+            fn RemotingServerInvocationStarted() =>
+                |cb| cb.remoting_server_invocation_started();
+            fn RemotingServerInvocationReturned() =>
+                |cb| cb.remoting_server_invocation_returned();
+            fn RemotingServerSendingReply(cookie: *mut GUID, is_async: BOOL) =>
+                // SAFETY: null or a GUID valid for the call (R4).
+                |cb| cb.remoting_server_sending_reply(unsafe { cookie.as_ref() }, is_async != 0);
+            fn UnmanagedToManagedTransition(id: FunctionID, reason: u32) =>
+                |cb| cb.unmanaged_to_managed_transition(FunctionId(id), reason);
+            fn ManagedToUnmanagedTransition(id: FunctionID, reason: u32) =>
+                |cb| cb.managed_to_unmanaged_transition(FunctionId(id), reason);
+            fn RuntimeSuspendStarted(reason: u32) =>
+                |cb| cb.runtime_suspend_started(reason);
+            fn RuntimeSuspendFinished() => |cb| cb.runtime_suspend_finished();
+            fn RuntimeSuspendAborted() => |cb| cb.runtime_suspend_aborted();
+            fn RuntimeResumeStarted() => |cb| cb.runtime_resume_started();
+            fn RuntimeResumeFinished() => |cb| cb.runtime_resume_finished();
+            fn RuntimeThreadSuspended(id: ThreadID) =>
+                |cb| cb.runtime_thread_suspended(ThreadId(id));
+            fn RuntimeThreadResumed(id: ThreadID) =>
+                |cb| cb.runtime_thread_resumed(ThreadId(id));
+            fn MovedReferences(n: ULONG, old: *mut ObjectID, new: *mut ObjectID, len: *mut ULONG) => |cb| {
+                let n = n as usize;
+                // SAFETY: three runtime arrays of `n` elements, valid for the call (R4);
+                // ObjectId is a transparent ObjectID.
+                let (old, new, len) = unsafe {
+                    (borrowed(old.cast::<ObjectId>(), n), borrowed(new.cast::<ObjectId>(), n), borrowed(len, n))
+                };
+                cb.moved_references(old, new, len)
+            };
+            fn ObjectAllocated(object: ObjectID, class: ClassID) =>
+                |cb| cb.object_allocated(ObjectId(object), ClassId(class));
+            fn ObjectsAllocatedByClass(n: ULONG, classes: *mut ClassID, counts: *mut ULONG) => |cb| {
+                let n = n as usize;
+                // SAFETY: two runtime arrays of `n` elements, valid for the call (R4).
+                let (classes, counts) = unsafe { (borrowed(classes.cast::<ClassId>(), n), borrowed(counts, n)) };
+                cb.objects_allocated_by_class(classes, counts)
+            };
+            fn ObjectReferences(object: ObjectID, class: ClassID, n: ULONG, refs: *mut ObjectID) => |cb| {
+                // SAFETY: a runtime array of `n` elements, valid for the call (R4).
+                let refs = unsafe { borrowed(refs.cast::<ObjectId>(), n as usize) };
+                cb.object_references(ObjectId(object), ClassId(class), refs)
+            };
+            fn RootReferences(n: ULONG, roots: *mut ObjectID) => |cb| {
+                // SAFETY: a runtime array of `n` elements, valid for the call (R4).
+                let roots = unsafe { borrowed(roots.cast::<ObjectId>(), n as usize) };
+                cb.root_references(roots)
+            };
+            fn ExceptionThrown(object: ObjectID) =>
+                |cb| cb.exception_thrown(ObjectId(object));
+            fn ExceptionSearchFunctionEnter(id: FunctionID) =>
+                |cb| cb.exception_search_function_enter(FunctionId(id));
+            fn ExceptionSearchFunctionLeave() =>
+                |cb| cb.exception_search_function_leave();
+            fn ExceptionSearchFilterEnter(id: FunctionID) =>
+                |cb| cb.exception_search_filter_enter(FunctionId(id));
+            fn ExceptionSearchFilterLeave() =>
+                |cb| cb.exception_search_filter_leave();
+            fn ExceptionSearchCatcherFound(id: FunctionID) =>
+                |cb| cb.exception_search_catcher_found(FunctionId(id));
+            fn ExceptionOSHandlerEnter(unused: UINT_PTR) =>
+                |cb| cb.exception_os_handler_enter(unused);
+            fn ExceptionOSHandlerLeave(unused: UINT_PTR) =>
+                |cb| cb.exception_os_handler_leave(unused);
+            fn ExceptionUnwindFunctionEnter(id: FunctionID) =>
+                |cb| cb.exception_unwind_function_enter(FunctionId(id));
+            fn ExceptionUnwindFunctionLeave() =>
+                |cb| cb.exception_unwind_function_leave();
+            fn ExceptionUnwindFinallyEnter(id: FunctionID) =>
+                |cb| cb.exception_unwind_finally_enter(FunctionId(id));
+            fn ExceptionUnwindFinallyLeave() =>
+                |cb| cb.exception_unwind_finally_leave();
+            fn ExceptionCatcherEnter(id: FunctionID, object: ObjectID) =>
+                |cb| cb.exception_catcher_enter(FunctionId(id), ObjectId(object));
+            fn ExceptionCatcherLeave() => |cb| cb.exception_catcher_leave();
+            fn COMClassicVTableCreated(class: ClassID, iid: *const GUID, vtable: *mut c_void, slots: ULONG) => |cb| {
+                // SAFETY: null or a GUID valid for the call (R4).
+                let iid = unsafe { iid.as_ref() }.unwrap_or(&GUID::NULL);
+                cb.com_classic_vtable_created(ClassId(class), iid, vtable, slots)
+            };
+            fn COMClassicVTableDestroyed(class: ClassID, iid: *const GUID, vtable: *mut c_void) => |cb| {
+                // SAFETY: null or a GUID valid for the call (R4).
+                let iid = unsafe { iid.as_ref() }.unwrap_or(&GUID::NULL);
+                cb.com_classic_vtable_destroyed(ClassId(class), iid, vtable)
+            };
+            fn ExceptionCLRCatcherFound() => |cb| cb.exception_clr_catcher_found();
+            fn ExceptionCLRCatcherExecute() => |cb| cb.exception_clr_catcher_execute();
+        }
+
+        ICorProfilerCallback2(ICorProfilerCallback2Vtbl) {
+            fn ThreadNameChanged(id: ThreadID, cch: ULONG, name: *mut WCHAR) => |cb| {
+                // SAFETY: `cch` UTF-16 units (no NUL) valid for the call, or null (R4).
+                let name = unsafe { borrowed(name.cast_const(), cch as usize) };
+                cb.thread_name_changed(ThreadId(id), name)
+            };
+            fn GarbageCollectionStarted(n: c_int, collected: *mut BOOL, reason: u32) => |cb| {
+                let n = usize::try_from(n).unwrap_or(0);
+                // SAFETY: a runtime array of `n` BOOLs, valid for the call (R4).
+                let raw = unsafe { borrowed(collected.cast_const(), n) };
+                let mut small = [false; 8];
+                let heap: Vec<bool>;
+                let flags: &[bool] = if raw.len() <= small.len() {
+                    for (dst, src) in small.iter_mut().zip(raw) {
+                        *dst = *src != 0;
+                    }
+                    &small[..raw.len()]
+                } else {
+                    heap = raw.iter().map(|b| *b != 0).collect();
+                    &heap
+                };
+                cb.garbage_collection_started(flags, reason)
+            };
+            fn SurvivingReferences(n: ULONG, starts: *mut ObjectID, len: *mut ULONG) => |cb| {
+                let n = n as usize;
+                // SAFETY: two runtime arrays of `n` elements, valid for the call (R4).
+                let (starts, len) = unsafe { (borrowed(starts.cast::<ObjectId>(), n), borrowed(len, n)) };
+                cb.surviving_references(starts, len)
+            };
+            fn GarbageCollectionFinished() => |cb| cb.garbage_collection_finished();
+            fn FinalizeableObjectQueued(flags: DWORD, object: ObjectID) =>
+                |cb| cb.finalizeable_object_queued(flags, ObjectId(object));
+            fn RootReferences2(n: ULONG, roots: *mut ObjectID, kinds: *mut u32, flags: *mut u32, ids: *mut UINT_PTR) => |cb| {
+                let n = n as usize;
+                // SAFETY: four runtime arrays of `n` elements, valid for the call (R4).
+                let (roots, kinds, flags, ids) = unsafe {
+                    (borrowed(roots.cast::<ObjectId>(), n), borrowed(kinds, n), borrowed(flags, n), borrowed(ids, n))
+                };
+                cb.root_references2(roots, kinds, flags, ids)
+            };
+            fn HandleCreated(handle: GCHandleID, object: ObjectID) =>
+                |cb| cb.handle_created(GcHandleId(handle), ObjectId(object));
+            fn HandleDestroyed(handle: GCHandleID) =>
+                |cb| cb.handle_destroyed(GcHandleId(handle));
+        }
+
+        ICorProfilerCallback3(ICorProfilerCallback3Vtbl) {
+            fn InitializeForAttach(unk: *mut IUnknown, data: *mut c_void, len: UINT) => |cb| {
+                // SAFETY: the runtime passes its live info object (R3).
+                let info = unsafe { ProfilerInfo::from_unknown(unk) }?;
+                // SAFETY: `len` bytes of client data valid for the call, or null (R4).
+                let data = unsafe { borrowed(data.cast_const().cast::<u8>(), len as usize) };
+                cb.initialize_for_attach(info, data)
+            };
+            fn ProfilerAttachComplete() => |cb| cb.profiler_attach_complete();
+            fn ProfilerDetachSucceeded() => |cb| cb.profiler_detach_succeeded();
+        }
+
+        ICorProfilerCallback4(ICorProfilerCallback4Vtbl) {
+            fn ReJITCompilationStarted(id: FunctionID, rejit: ReJITID, safe: BOOL) =>
+                |cb| cb.rejit_compilation_started(FunctionId(id), ReJitId(rejit), safe != 0);
+            fn GetReJITParameters(module: ModuleID, method: u32, control: *mut sys::ICorProfilerFunctionControl) => |cb| {
+                let control = NonNull::new(control).ok_or(HResult::E_POINTER)?;
+                // SAFETY: the runtime's function-control object lives for the call (R4).
+                let control = unsafe { FunctionControl::new(control) };
+                cb.get_rejit_parameters(ModuleId(module), method, control)
+            };
+            fn ReJITCompilationFinished(id: FunctionID, rejit: ReJITID, status: HRESULT, safe: BOOL) =>
+                |cb| cb.rejit_compilation_finished(FunctionId(id), ReJitId(rejit), hr(status), safe != 0);
+            fn ReJITError(module: ModuleID, method: u32, id: FunctionID, status: HRESULT) =>
+                |cb| cb.rejit_error(ModuleId(module), method, FunctionId(id), hr(status));
+            fn MovedReferences2(n: ULONG, old: *mut ObjectID, new: *mut ObjectID, len: *mut SIZE_T) => |cb| {
+                let n = n as usize;
+                // SAFETY: three runtime arrays of `n` elements, valid for the call (R4).
+                let (old, new, len) = unsafe {
+                    (borrowed(old.cast::<ObjectId>(), n), borrowed(new.cast::<ObjectId>(), n), borrowed(len, n))
+                };
+                cb.moved_references2(old, new, len)
+            };
+            fn SurvivingReferences2(n: ULONG, starts: *mut ObjectID, len: *mut SIZE_T) => |cb| {
+                let n = n as usize;
+                // SAFETY: two runtime arrays of `n` elements, valid for the call (R4).
+                let (starts, len) = unsafe { (borrowed(starts.cast::<ObjectId>(), n), borrowed(len, n)) };
+                cb.surviving_references2(starts, len)
+            };
+        }
+
+        ICorProfilerCallback5(ICorProfilerCallback5Vtbl) {
+            fn ConditionalWeakTableElementReferences(n: ULONG, keys: *mut ObjectID, values: *mut ObjectID, ids: *mut GCHandleID) => |cb| {
+                let n = n as usize;
+                // SAFETY: three runtime arrays of `n` elements, valid for the call (R4).
+                let (keys, values, ids) = unsafe {
+                    (borrowed(keys.cast::<ObjectId>(), n), borrowed(values.cast::<ObjectId>(), n), borrowed(ids.cast::<GcHandleId>(), n))
+                };
+                cb.conditional_weak_table_element_references(keys, values, ids)
+            };
+        }
+
+        ICorProfilerCallback6(ICorProfilerCallback6Vtbl) {
+            fn GetAssemblyReferences(path: *const WCHAR, provider: *mut sys::ICorProfilerAssemblyReferenceProvider) => |cb| {
+                let provider = NonNull::new(provider).ok_or(HResult::E_POINTER)?;
+                // SAFETY: a NUL-terminated path valid for the call, or null (R4).
+                let path = unsafe { borrowed(path, wcslen(path, 32 * 1024)) };
+                // SAFETY: the runtime's provider lives for the call (R4).
+                let provider = unsafe { AssemblyReferenceProvider::new(provider) };
+                cb.get_assembly_references(path, provider)
+            };
+        }
+
+        ICorProfilerCallback7(ICorProfilerCallback7Vtbl) {
+            fn ModuleInMemorySymbolsUpdated(module: ModuleID) =>
+                |cb| cb.module_in_memory_symbols_updated(ModuleId(module));
+        }
+
+        ICorProfilerCallback8(ICorProfilerCallback8Vtbl) {
+            fn DynamicMethodJITCompilationStarted(id: FunctionID, safe: BOOL, il: LPCBYTE, len: ULONG) => |cb| {
+                // SAFETY: `len` bytes of IL header valid for the call, or null (R4).
+                let il = unsafe { borrowed(il, len as usize) };
+                cb.dynamic_method_jit_compilation_started(FunctionId(id), safe != 0, il)
+            };
+            fn DynamicMethodJITCompilationFinished(id: FunctionID, status: HRESULT, safe: BOOL) =>
+                |cb| cb.dynamic_method_jit_compilation_finished(FunctionId(id), hr(status), safe != 0);
+        }
+
+        ICorProfilerCallback9(ICorProfilerCallback9Vtbl) {
+            fn DynamicMethodUnloaded(id: FunctionID) =>
+                |cb| cb.dynamic_method_unloaded(FunctionId(id));
+        }
+
+        ICorProfilerCallback10(ICorProfilerCallback10Vtbl) {
+            fn EventPipeEventDelivered(
+                provider: UINT_PTR,
+                event_id: DWORD,
+                event_version: DWORD,
+                metadata_len: ULONG,
+                metadata: LPCBYTE,
+                data_len: ULONG,
+                data: LPCBYTE,
+                activity: LPCGUID,
+                related: LPCGUID,
+                thread: ThreadID,
+                frames: ULONG,
+                stack: *mut UINT_PTR,
+            ) => |cb| {
+                // SAFETY: every pointer is null or valid for its count during the call (R4).
+                let event = unsafe {
+                    EventPipeEvent {
+                        provider,
+                        event_id,
+                        event_version,
+                        metadata: borrowed(metadata, metadata_len as usize),
+                        data: borrowed(data, data_len as usize),
+                        activity_id: activity.as_ref(),
+                        related_activity_id: related.as_ref(),
+                        thread: ThreadId(thread),
+                        stack: borrowed(stack.cast_const(), frames as usize),
+                    }
+                };
+                cb.event_pipe_event_delivered(&event)
+            };
+            fn EventPipeProviderCreated(provider: UINT_PTR) =>
+                |cb| cb.event_pipe_provider_created(provider);
+        }
+
+        ICorProfilerCallback11(ICorProfilerCallback11Vtbl) {
+            fn LoadAsNotificationOnly(only: *mut BOOL) => |cb| {
+                // SAFETY: a non-null out-pointer from the runtime, valid for the call (R4).
+                let mut flag = !only.is_null() && unsafe { *only } != 0;
+                let r = cb.load_as_notification_only(&mut flag);
+                if !only.is_null() {
+                    // SAFETY: as above.
+                    unsafe { *only = BOOL::from(flag) };
+                }
+                r
+            };
+        }
     }
 }
 
 impl<T: ProfilerCallback> CallbackObject<T> {
     /// The one vtable for `T`: a promoted constant, so `&Self::VTBL` is `'static` (R10).
-    const VTBL: sys::ICorProfilerCallback11Vtbl = {
-        use shim::*;
-        let unknown = sys::IUnknownVtbl {
-            QueryInterface: QueryInterface::<T>,
-            AddRef: AddRef::<T>,
-            Release: Release::<T>,
-        };
-        let v1 = sys::ICorProfilerCallbackVtbl {
-            base: unknown,
-            Initialize: Initialize::<T>,
-            Shutdown: Shutdown::<T>,
-            AppDomainCreationStarted: AppDomainCreationStarted::<T>,
-            AppDomainCreationFinished: AppDomainCreationFinished::<T>,
-            AppDomainShutdownStarted: AppDomainShutdownStarted::<T>,
-            AppDomainShutdownFinished: AppDomainShutdownFinished::<T>,
-            AssemblyLoadStarted: AssemblyLoadStarted::<T>,
-            AssemblyLoadFinished: AssemblyLoadFinished::<T>,
-            AssemblyUnloadStarted: AssemblyUnloadStarted::<T>,
-            AssemblyUnloadFinished: AssemblyUnloadFinished::<T>,
-            ModuleLoadStarted: ModuleLoadStarted::<T>,
-            ModuleLoadFinished: ModuleLoadFinished::<T>,
-            ModuleUnloadStarted: ModuleUnloadStarted::<T>,
-            ModuleUnloadFinished: ModuleUnloadFinished::<T>,
-            ModuleAttachedToAssembly: ModuleAttachedToAssembly::<T>,
-            ClassLoadStarted: ClassLoadStarted::<T>,
-            ClassLoadFinished: ClassLoadFinished::<T>,
-            ClassUnloadStarted: ClassUnloadStarted::<T>,
-            ClassUnloadFinished: ClassUnloadFinished::<T>,
-            FunctionUnloadStarted: FunctionUnloadStarted::<T>,
-            JITCompilationStarted: JITCompilationStarted::<T>,
-            JITCompilationFinished: JITCompilationFinished::<T>,
-            JITCachedFunctionSearchStarted: JITCachedFunctionSearchStarted::<T>,
-            JITCachedFunctionSearchFinished: JITCachedFunctionSearchFinished::<T>,
-            JITFunctionPitched: JITFunctionPitched::<T>,
-            JITInlining: JITInlining::<T>,
-            ThreadCreated: ThreadCreated::<T>,
-            ThreadDestroyed: ThreadDestroyed::<T>,
-            ThreadAssignedToOSThread: ThreadAssignedToOSThread::<T>,
-            RemotingClientInvocationStarted: RemotingClientInvocationStarted::<T>,
-            RemotingClientSendingMessage: RemotingClientSendingMessage::<T>,
-            RemotingClientReceivingReply: RemotingClientReceivingReply::<T>,
-            RemotingClientInvocationFinished: RemotingClientInvocationFinished::<T>,
-            RemotingServerReceivingMessage: RemotingServerReceivingMessage::<T>,
-            RemotingServerInvocationStarted: RemotingServerInvocationStarted::<T>,
-            RemotingServerInvocationReturned: RemotingServerInvocationReturned::<T>,
-            RemotingServerSendingReply: RemotingServerSendingReply::<T>,
-            UnmanagedToManagedTransition: UnmanagedToManagedTransition::<T>,
-            ManagedToUnmanagedTransition: ManagedToUnmanagedTransition::<T>,
-            RuntimeSuspendStarted: RuntimeSuspendStarted::<T>,
-            RuntimeSuspendFinished: RuntimeSuspendFinished::<T>,
-            RuntimeSuspendAborted: RuntimeSuspendAborted::<T>,
-            RuntimeResumeStarted: RuntimeResumeStarted::<T>,
-            RuntimeResumeFinished: RuntimeResumeFinished::<T>,
-            RuntimeThreadSuspended: RuntimeThreadSuspended::<T>,
-            RuntimeThreadResumed: RuntimeThreadResumed::<T>,
-            MovedReferences: MovedReferences::<T>,
-            ObjectAllocated: ObjectAllocated::<T>,
-            ObjectsAllocatedByClass: ObjectsAllocatedByClass::<T>,
-            ObjectReferences: ObjectReferences::<T>,
-            RootReferences: RootReferences::<T>,
-            ExceptionThrown: ExceptionThrown::<T>,
-            ExceptionSearchFunctionEnter: ExceptionSearchFunctionEnter::<T>,
-            ExceptionSearchFunctionLeave: ExceptionSearchFunctionLeave::<T>,
-            ExceptionSearchFilterEnter: ExceptionSearchFilterEnter::<T>,
-            ExceptionSearchFilterLeave: ExceptionSearchFilterLeave::<T>,
-            ExceptionSearchCatcherFound: ExceptionSearchCatcherFound::<T>,
-            ExceptionOSHandlerEnter: ExceptionOSHandlerEnter::<T>,
-            ExceptionOSHandlerLeave: ExceptionOSHandlerLeave::<T>,
-            ExceptionUnwindFunctionEnter: ExceptionUnwindFunctionEnter::<T>,
-            ExceptionUnwindFunctionLeave: ExceptionUnwindFunctionLeave::<T>,
-            ExceptionUnwindFinallyEnter: ExceptionUnwindFinallyEnter::<T>,
-            ExceptionUnwindFinallyLeave: ExceptionUnwindFinallyLeave::<T>,
-            ExceptionCatcherEnter: ExceptionCatcherEnter::<T>,
-            ExceptionCatcherLeave: ExceptionCatcherLeave::<T>,
-            COMClassicVTableCreated: COMClassicVTableCreated::<T>,
-            COMClassicVTableDestroyed: COMClassicVTableDestroyed::<T>,
-            ExceptionCLRCatcherFound: ExceptionCLRCatcherFound::<T>,
-            ExceptionCLRCatcherExecute: ExceptionCLRCatcherExecute::<T>,
-        };
-        let v2 = sys::ICorProfilerCallback2Vtbl {
-            base: v1,
-            ThreadNameChanged: ThreadNameChanged::<T>,
-            GarbageCollectionStarted: GarbageCollectionStarted::<T>,
-            SurvivingReferences: SurvivingReferences::<T>,
-            GarbageCollectionFinished: GarbageCollectionFinished::<T>,
-            FinalizeableObjectQueued: FinalizeableObjectQueued::<T>,
-            RootReferences2: RootReferences2::<T>,
-            HandleCreated: HandleCreated::<T>,
-            HandleDestroyed: HandleDestroyed::<T>,
-        };
-        let v3 = sys::ICorProfilerCallback3Vtbl {
-            base: v2,
-            InitializeForAttach: InitializeForAttach::<T>,
-            ProfilerAttachComplete: ProfilerAttachComplete::<T>,
-            ProfilerDetachSucceeded: ProfilerDetachSucceeded::<T>,
-        };
-        let v4 = sys::ICorProfilerCallback4Vtbl {
-            base: v3,
-            ReJITCompilationStarted: ReJITCompilationStarted::<T>,
-            GetReJITParameters: GetReJITParameters::<T>,
-            ReJITCompilationFinished: ReJITCompilationFinished::<T>,
-            ReJITError: ReJITError::<T>,
-            MovedReferences2: MovedReferences2::<T>,
-            SurvivingReferences2: SurvivingReferences2::<T>,
-        };
-        let v5 = sys::ICorProfilerCallback5Vtbl {
-            base: v4,
-            ConditionalWeakTableElementReferences: ConditionalWeakTableElementReferences::<T>,
-        };
-        let v6 = sys::ICorProfilerCallback6Vtbl {
-            base: v5,
-            GetAssemblyReferences: GetAssemblyReferences::<T>,
-        };
-        let v7 = sys::ICorProfilerCallback7Vtbl {
-            base: v6,
-            ModuleInMemorySymbolsUpdated: ModuleInMemorySymbolsUpdated::<T>,
-        };
-        let v8 = sys::ICorProfilerCallback8Vtbl {
-            base: v7,
-            DynamicMethodJITCompilationStarted: DynamicMethodJITCompilationStarted::<T>,
-            DynamicMethodJITCompilationFinished: DynamicMethodJITCompilationFinished::<T>,
-        };
-        let v9 = sys::ICorProfilerCallback9Vtbl {
-            base: v8,
-            DynamicMethodUnloaded: DynamicMethodUnloaded::<T>,
-        };
-        let v10 = sys::ICorProfilerCallback10Vtbl {
-            base: v9,
-            EventPipeEventDelivered: EventPipeEventDelivered::<T>,
-            EventPipeProviderCreated: EventPipeProviderCreated::<T>,
-        };
-        sys::ICorProfilerCallback11Vtbl {
-            base: v10,
-            LoadAsNotificationOnly: LoadAsNotificationOnly::<T>,
-        }
-    };
+    const VTBL: sys::ICorProfilerCallback11Vtbl = shim::vtbl::<T>();
 }
 
 // ---------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ use crate::ids::{
     AppDomainId, AssemblyId, ClassId, FunctionId, ModuleId, ObjectId, ReJitId, ThreadId,
 };
 use crate::metadata::MetaDataImport;
-use crate::wstr::{read_string, to_utf16z};
+use crate::wstr::read_string;
 
 /// The lowest `ICorProfilerInfo` version [`ProfilerInfo`] accepts. Info3 (.NET Framework 4,
 /// every CoreCLR) brings attach/detach, `EnumModules`, `GetModuleInfo2`,
@@ -161,16 +161,6 @@ pub struct RuntimeInfo {
     pub version: String,
 }
 
-/// `GetFunctionInfo`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FunctionInfo {
-    /// Null for a function of a generic class (use `get_function_info2`).
-    pub class: ClassId,
-    pub module: ModuleId,
-    /// The `mdMethodDef`.
-    pub token: u32,
-}
-
 /// `GetFunctionInfo2`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FunctionInfo2 {
@@ -257,21 +247,6 @@ pub struct GenerationRange {
 pub struct CodeRange {
     pub start: usize,
     pub size: usize,
-}
-
-/// One entry of an IL-to-native map; `il_offset` may be `NO_MAPPING`, `PROLOG` or `EPILOG`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IlToNative {
-    pub il_offset: u32,
-    pub native_start: u32,
-    pub native_end: u32,
-}
-
-/// `EnumJITedFunctions2` entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct JitedFunction {
-    pub function: FunctionId,
-    pub rejit_id: ReJitId,
 }
 
 /// A run of argument (or return value) bytes handed to a slow-path ELT hook.
@@ -447,13 +422,6 @@ impl ProfilerInfo {
         check(vcall!(self, ICorProfilerInfo5::SetEventMask2(low, high)))
     }
 
-    /// `GetEventMask`. **Info1 · async · after attach**
-    pub fn get_event_mask(&self) -> Result<u32> {
-        let mut low = 0;
-        check(vcall!(self, ICorProfilerInfo::GetEventMask(&mut low)))?;
-        Ok(low)
-    }
-
     /// `GetEventMask2`: `(low, high)`. **Info5 · async · after attach**
     pub fn get_event_mask2(&self) -> Result<(u32, u32)> {
         let (mut low, mut high) = (0, 0);
@@ -491,14 +459,6 @@ impl ProfilerInfo {
         })
     }
 
-    /// `GetCurrentThreadID`: `CORPROF_E_NOT_MANAGED_THREAD` on a thread that never ran
-    /// managed code. **Info1 · async · after attach**
-    pub fn get_current_thread_id(&self) -> Result<ThreadId> {
-        let mut id = 0;
-        check(vcall!(self, ICorProfilerInfo::GetCurrentThreadID(&mut id)))?;
-        Ok(ThreadId(id))
-    }
-
     /// `GetThreadInfo`: the OS thread id (`gettid()` on Linux). **Info1 · sync · after attach**
     pub fn get_thread_info(&self, thread: ThreadId) -> Result<u32> {
         let mut os = 0;
@@ -507,16 +467,6 @@ impl ProfilerInfo {
             ICorProfilerInfo::GetThreadInfo(thread.0, &mut os)
         ))?;
         Ok(os)
-    }
-
-    /// `GetThreadAppDomain` (null thread = current). **Info2 · async · after attach**
-    pub fn get_thread_app_domain(&self, thread: ThreadId) -> Result<AppDomainId> {
-        let mut id = 0;
-        check(vcall!(
-            self,
-            ICorProfilerInfo2::GetThreadAppDomain(thread.0, &mut id)
-        ))?;
-        Ok(AppDomainId(id))
     }
 
     /// `GetAppDomainInfo`. **Info1 · sync (may trigger a GC) · after attach**
@@ -563,34 +513,6 @@ impl ProfilerInfo {
             name,
             assembly: AssemblyId(assembly),
             flags: 0,
-        })
-    }
-
-    /// `GetModuleInfo2`: also the `COR_PRF_MODULE_FLAGS`. **Info3 · async · after attach**
-    pub fn get_module_info2(&self, module: ModuleId) -> Result<ModuleInfo> {
-        let (mut base, mut assembly, mut flags) = (ptr::null(), 0, 0);
-        let name = read_string(|buf, cap, needed| {
-            vcall_or_hr(self.iface::<sys::ICorProfilerInfo3>(), |p| {
-                // SAFETY: see `vcall!` (R3, R5).
-                unsafe {
-                    ((*(*p).vtbl).GetModuleInfo2)(
-                        p,
-                        module.0,
-                        &mut base,
-                        cap,
-                        needed,
-                        buf,
-                        &mut assembly,
-                        &mut flags,
-                    )
-                }
-            })
-        })?;
-        Ok(ModuleInfo {
-            base_address: base as usize,
-            name,
-            assembly: AssemblyId(assembly),
-            flags,
         })
     }
 
@@ -694,33 +616,7 @@ impl ProfilerInfo {
         Ok(unsafe { drain(e) }?.into_iter().map(ModuleId).collect())
     }
 
-    /// `GetILFunctionBody`: a copy of the method's IL (header included).
-    /// **Info1 · async · after attach**
-    pub fn get_il_function_body(&self, module: ModuleId, method: u32) -> Result<Vec<u8>> {
-        let (mut header, mut size) = (ptr::null(), 0u32);
-        check(vcall!(
-            self,
-            ICorProfilerInfo::GetILFunctionBody(module.0, method, &mut header, &mut size)
-        ))?;
-        // SAFETY: the runtime returned `size` bytes of IL inside the loaded module (R4).
-        Ok(unsafe { borrowed(header, size as usize) }.to_vec())
-    }
-
     // ---- Functions ----------------------------------------------------------------------------
-
-    /// `GetFunctionInfo`. **Info1 · async · after attach**
-    pub fn get_function_info(&self, function: FunctionId) -> Result<FunctionInfo> {
-        let (mut class, mut module, mut token) = (0, 0, 0);
-        check(vcall!(
-            self,
-            ICorProfilerInfo::GetFunctionInfo(function.0, &mut class, &mut module, &mut token)
-        ))?;
-        Ok(FunctionInfo {
-            class: ClassId(class),
-            module: ModuleId(module),
-            token,
-        })
-    }
 
     /// `GetFunctionInfo2`: with the exact class and the method's generic arguments.
     /// `frame_info` is a `COR_PRF_FRAME_INFO` from the current callback or hook, or 0.
@@ -768,54 +664,6 @@ impl ProfilerInfo {
         Ok(FunctionId(id))
     }
 
-    /// `GetFunctionFromIP2`: with the ReJIT version. **Info4 · sync · after attach**
-    pub fn get_function_from_ip2(&self, ip: usize) -> Result<(FunctionId, ReJitId)> {
-        let (mut id, mut rejit) = (0, 0);
-        check(vcall!(
-            self,
-            ICorProfilerInfo4::GetFunctionFromIP2(ip as sys::LPCBYTE, &mut id, &mut rejit)
-        ))?;
-        Ok((FunctionId(id), ReJitId(rejit)))
-    }
-
-    /// `GetFunctionFromToken` (non-generic methods). **Info1 · sync · after attach**
-    pub fn get_function_from_token(&self, module: ModuleId, token: u32) -> Result<FunctionId> {
-        let mut id = 0;
-        check(vcall!(
-            self,
-            ICorProfilerInfo::GetFunctionFromToken(module.0, token, &mut id)
-        ))?;
-        Ok(FunctionId(id))
-    }
-
-    /// `IsFunctionDynamic`: true for IL stubs and LCG methods (no metadata).
-    /// **Info8 · async · after attach**
-    pub fn is_function_dynamic(&self, function: FunctionId) -> Result<bool> {
-        let mut dynamic = 0;
-        check(vcall!(
-            self,
-            ICorProfilerInfo8::IsFunctionDynamic(function.0, &mut dynamic)
-        ))?;
-        Ok(dynamic != 0)
-    }
-
-    /// `GetCodeInfo2`: the native code of a compiled function (hot part first).
-    /// **Info2 · async · after attach**
-    pub fn get_code_info2(&self, function: FunctionId) -> Result<Vec<CodeRange>> {
-        let mut infos = [sys::COR_PRF_CODE_INFO::default(); 4];
-        let mut n = 0;
-        check(vcall!(
-            self,
-            ICorProfilerInfo2::GetCodeInfo2(
-                function.0,
-                infos.len() as u32,
-                &mut n,
-                infos.as_mut_ptr()
-            )
-        ))?;
-        Ok(code_ranges(&infos, n))
-    }
-
     /// `GetNativeCodeStartAddresses`: where each native code version of a function
     /// starts (every tier, OSR versions included). **Info9 · sync · after attach**
     pub fn get_native_code_start_addresses(
@@ -851,51 +699,6 @@ impl ProfilerInfo {
         Ok(code_ranges(&infos, n))
     }
 
-    /// `GetCodeInfo3`: the code of one ReJIT version. **Info4 · sync · after attach**
-    pub fn get_code_info3(&self, function: FunctionId, rejit: ReJitId) -> Result<Vec<CodeRange>> {
-        let mut infos = [sys::COR_PRF_CODE_INFO::default(); 4];
-        let mut n = 0;
-        check(vcall!(
-            self,
-            ICorProfilerInfo4::GetCodeInfo3(
-                function.0,
-                rejit.0,
-                infos.len() as u32,
-                &mut n,
-                infos.as_mut_ptr()
-            )
-        ))?;
-        Ok(code_ranges(&infos, n))
-    }
-
-    /// `GetILToNativeMapping`. **Info1 · sync · after attach**
-    pub fn get_il_to_native_mapping(&self, function: FunctionId) -> Result<Vec<IlToNative>> {
-        let map = read_array(|cap, buf, needed| {
-            vcall_or_hr(self.iface::<sys::ICorProfilerInfo>(), |p| {
-                // SAFETY: see `vcall!` (R3, R5).
-                unsafe { ((*(*p).vtbl).GetILToNativeMapping)(p, function.0, cap, needed, buf) }
-            })
-        })?;
-        Ok(il_map(map))
-    }
-
-    /// `GetILToNativeMapping2`: for one ReJIT version. **Info4 · sync · after attach**
-    pub fn get_il_to_native_mapping2(
-        &self,
-        function: FunctionId,
-        rejit: ReJitId,
-    ) -> Result<Vec<IlToNative>> {
-        let map = read_array(|cap, buf, needed| {
-            vcall_or_hr(self.iface::<sys::ICorProfilerInfo4>(), |p| {
-                // SAFETY: see `vcall!` (R3, R5).
-                unsafe {
-                    ((*(*p).vtbl).GetILToNativeMapping2)(p, function.0, rejit.0, cap, needed, buf)
-                }
-            })
-        })?;
-        Ok(il_map(map))
-    }
-
     /// `EnumJITedFunctions`: functions compiled so far. **Info3 · sync · after attach**
     pub fn enum_jited_functions(&self) -> Result<Vec<FunctionId>> {
         let mut e = ptr::null_mut();
@@ -907,32 +710,7 @@ impl ProfilerInfo {
             .collect())
     }
 
-    /// `EnumJITedFunctions2`: with ReJIT ids. **Info4 · sync · after attach**
-    pub fn enum_jited_functions2(&self) -> Result<Vec<JitedFunction>> {
-        let mut e = ptr::null_mut();
-        check(vcall!(self, ICorProfilerInfo4::EnumJITedFunctions2(&mut e)))?;
-        // SAFETY: a live enumerator with one reference for us (R3).
-        let items = unsafe { drain(e) }?;
-        Ok(items
-            .into_iter()
-            .map(|f| JitedFunction {
-                function: FunctionId(f.function_id),
-                rejit_id: ReJitId(f.re_jit_id),
-            })
-            .collect())
-    }
-
     // ---- Classes and objects ---------------------------------------------------------------
-
-    /// `GetClassIDInfo`: `(module, mdTypeDef)`. **Info1 · async · after attach**
-    pub fn get_class_id_info(&self, class: ClassId) -> Result<(ModuleId, u32)> {
-        let (mut module, mut token) = (0, 0);
-        check(vcall!(
-            self,
-            ICorProfilerInfo::GetClassIDInfo(class.0, &mut module, &mut token)
-        ))?;
-        Ok((ModuleId(module), token))
-    }
 
     /// `GetClassIDInfo2`: `CORPROF_E_CLASSID_IS_ARRAY` for arrays (use `is_array_class`).
     /// **Info2 · async · after attach**
@@ -1102,17 +880,6 @@ impl ProfilerInfo {
 
     // ---- Statics -------------------------------------------------------------------------------
 
-    /// `GetStaticFieldInfo`: `COR_PRF_STATIC_TYPE` bits (`COR_PRF_FIELD_APP_DOMAIN_STATIC`, …).
-    /// **Info2 · sync · after attach**
-    pub fn get_static_field_info(&self, class: ClassId, field: u32) -> Result<u32> {
-        let mut kind = 0;
-        check(vcall!(
-            self,
-            ICorProfilerInfo2::GetStaticFieldInfo(class.0, field, &mut kind)
-        ))?;
-        Ok(kind)
-    }
-
     /// `GetAppDomainStaticAddress`: `CORPROF_E_DATAINCOMPLETE` before the class
     /// constructor ran. **Info2 · sync · after attach**
     pub fn get_app_domain_static_address(
@@ -1147,32 +914,6 @@ impl ProfilerInfo {
                 thread.0,
                 &mut addr
             )
-        ))?;
-        Ok(addr as usize)
-    }
-
-    /// `GetRVAStaticAddress`: needs a managed thread. **Info2 · sync · after attach**
-    pub fn get_rva_static_address(&self, class: ClassId, field: u32) -> Result<usize> {
-        let mut addr = ptr::null_mut();
-        check(vcall!(
-            self,
-            ICorProfilerInfo2::GetRVAStaticAddress(class.0, field, &mut addr)
-        ))?;
-        Ok(addr as usize)
-    }
-
-    /// `GetContextStaticAddress`: CoreCLR has no contexts and always answers `E_NOTIMPL`.
-    /// **Info2 · sync · after attach**
-    pub fn get_context_static_address(
-        &self,
-        class: ClassId,
-        field: u32,
-        context: usize,
-    ) -> Result<usize> {
-        let mut addr = ptr::null_mut();
-        check(vcall!(
-            self,
-            ICorProfilerInfo2::GetContextStaticAddress(class.0, field, context, &mut addr)
         ))?;
         Ok(addr as usize)
     }
@@ -1227,12 +968,6 @@ impl ProfilerInfo {
         check(vcall!(self, ICorProfilerInfo4::EnumThreads(&mut e)))?;
         // SAFETY: a live enumerator with one reference for us (R3).
         Ok(unsafe { drain(e) }?.into_iter().map(ThreadId).collect())
-    }
-
-    /// `InitializeCurrentThread`: call on a profiler thread before it suspends anyone.
-    /// **Info4 · sync · after attach**
-    pub fn initialize_current_thread(&self) -> Result<()> {
-        check(vcall!(self, ICorProfilerInfo4::InitializeCurrentThread()))
     }
 
     /// `DoStackSnapshot`: calls `f(function, ip, context)` for each managed frame, leaf
@@ -1537,53 +1272,7 @@ impl ProfilerInfo {
         })
     }
 
-    /// `GetFunctionTailcall3Info`: the frame info, from inside a slow-path tailcall hook.
-    /// **Info3 · sync · startup only**
-    pub fn get_function_tailcall3_info(
-        &self,
-        function: FunctionId,
-        elt_info: usize,
-    ) -> Result<usize> {
-        let mut frame = 0;
-        check(vcall!(
-            self,
-            ICorProfilerInfo3::GetFunctionTailcall3Info(function.0, elt_info, &mut frame)
-        ))?;
-        Ok(frame)
-    }
-
     // ---- Environment ------------------------------------------------------------------------------
-
-    /// `GetEnvironmentVariable` of the process as the runtime sees it; `None` if unset.
-    /// **Info11 · async · after attach**
-    pub fn get_environment_variable(&self, name: &str) -> Result<Option<String>> {
-        const ERROR_ENVVAR_NOT_FOUND: u32 = 203;
-        let wname = to_utf16z(name);
-        let r = read_string(|buf, cap, needed| {
-            vcall_or_hr(self.iface::<sys::ICorProfilerInfo11>(), |p| {
-                // SAFETY: see `vcall!` (R3, R5); `wname` is NUL-terminated.
-                unsafe {
-                    ((*(*p).vtbl).GetEnvironmentVariable)(p, wname.as_ptr(), cap, needed, buf)
-                }
-            })
-        });
-        match r {
-            Ok(v) => Ok(Some(v)),
-            Err(e) if e == HResult::from_win32(ERROR_ENVVAR_NOT_FOUND) => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// `SetEnvironmentVariable`; `None` deletes the variable. **Info11 · async · after attach**
-    pub fn set_environment_variable(&self, name: &str, value: Option<&str>) -> Result<()> {
-        let wname = to_utf16z(name);
-        let wvalue = value.map(to_utf16z);
-        let pvalue = wvalue.as_ref().map_or(ptr::null(), |v| v.as_ptr());
-        check(vcall!(
-            self,
-            ICorProfilerInfo11::SetEnvironmentVariable(wname.as_ptr(), pvalue)
-        ))
-    }
 }
 
 /// Runs `f` on the interface pointer, or returns the error as a raw HRESULT (for the
@@ -1601,16 +1290,6 @@ fn code_ranges(infos: &[sys::COR_PRF_CODE_INFO], n: u32) -> Vec<CodeRange> {
         .map(|c| CodeRange {
             start: c.start_address,
             size: c.size,
-        })
-        .collect()
-}
-
-fn il_map(map: Vec<sys::COR_DEBUG_IL_TO_NATIVE_MAP>) -> Vec<IlToNative> {
-    map.into_iter()
-        .map(|m| IlToNative {
-            il_offset: m.il_offset,
-            native_start: m.native_start_offset,
-            native_end: m.native_end_offset,
         })
         .collect()
 }

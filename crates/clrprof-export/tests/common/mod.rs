@@ -6,15 +6,20 @@
 
 #![allow(dead_code)]
 
-use clrprof_export::{Call, Frame, FrameKind, Profile, Sample, ThreadProfile};
+use clrprof_export::{Call, Frame, FrameKind, Module, ModuleId, Profile, Sample, ThreadProfile};
 
 pub const MS: u64 = 1_000_000;
 pub const US: u64 = 1_000;
 
-fn managed(name: &str, module: &str) -> Frame {
+/// Module handles: the fixture's `modules`, in order.
+pub const DEMO_DLL: ModuleId = ModuleId(0);
+pub const CORELIB: ModuleId = ModuleId(1);
+pub const CORECLR: ModuleId = ModuleId(2);
+
+fn managed(name: &str, module: ModuleId) -> Frame {
     Frame {
         name: name.into(),
-        module: Some(module.into()),
+        module: Some(module),
         kind: FrameKind::Managed,
     }
 }
@@ -55,26 +60,37 @@ pub fn fixture() -> Profile {
         interval_ns: MS,
         duration_ns: 0,
         frames: vec![
-            managed("Demo.Program.Main", "Demo.dll"),
-            managed("Demo.Worker.Run", "Demo.dll"),
-            managed(
-                "System.Collections.Generic.List<int>.Add",
-                "System.Private.CoreLib.dll",
-            ),
+            managed("Demo.Program.Main", DEMO_DLL),
+            managed("Demo.Worker.Run", DEMO_DLL),
+            managed("System.Collections.Generic.List<int>.Add", CORELIB),
             Frame {
                 name: "[native]".into(),
                 module: None,
                 kind: FrameKind::Native,
             },
-            managed("Demo.Worker.Compute", "Demo.dll"),
+            managed("Demo.Worker.Compute", DEMO_DLL),
             Frame {
                 name: "[gc]".into(),
-                module: Some("libcoreclr.so".into()),
+                module: Some(CORECLR),
                 kind: FrameKind::Runtime,
             },
-            managed("Demo.Weird;Name\nWith breaks", "Demo.dll"),
-            managed("Demo.Traced.Outer", "Demo.dll"),
-            managed("Demo.Traced.Inner", "Demo.dll"),
+            managed("Demo.Weird;Name\nWith breaks", DEMO_DLL),
+            managed("Demo.Traced.Outer", DEMO_DLL),
+            managed("Demo.Traced.Inner", DEMO_DLL),
+        ],
+        modules: vec![
+            Module {
+                name: "Demo.dll".into(),
+                path: None,
+            },
+            Module {
+                name: "System.Private.CoreLib.dll".into(),
+                path: Some("/dotnet/shared/System.Private.CoreLib.dll".into()),
+            },
+            Module {
+                name: "libcoreclr.so".into(),
+                path: Some("/dotnet/shared/libcoreclr.so".into()),
+            },
         ],
         threads: vec![
             ThreadProfile {

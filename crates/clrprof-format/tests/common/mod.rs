@@ -163,8 +163,28 @@ pub fn every_kind() -> Vec<Event<'static>> {
             blocks: 7,
             events: 12_345,
         },
+        Event::CallArgs {
+            function: 3,
+            sp: 0x7ffe_1230,
+            values: Cow::Borrowed(&[0x40, 1, b'n', 3, b'i', b'n', b't', 3, 50]),
+        },
+        Event::CallReturn {
+            function: 3,
+            sp: 0x7ffe_1230,
+            values: Cow::Borrowed(&[]),
+        },
+        Event::CallUnwound { function: 3 },
+        Event::ClassName {
+            class: 11,
+            name: s("Scenarios.Known.Allocated"),
+        },
+        Event::NativeModule {
+            frame: clrprof_format::NATIVE_MODULE_FRAME | 1,
+            path: s("/usr/share/dotnet/shared/Microsoft.NETCore.App/10.0.0/libcoreclr.so"),
+        },
     ]
 }
+
 
 /// A header with fixed contents (the golden file depends on it).
 pub fn fixed_header() -> Header {
@@ -310,7 +330,12 @@ fn arb_list() -> impl Strategy<Value = Cow<'static, [u64]>> {
 /// Any event of any kind, built from a pool of random values.
 pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
     (
-        1u8..=36,
+        prop::sample::select(
+            clrprof_format::event_kind_table()
+                .iter()
+                .map(|k| k.id)
+                .collect::<Vec<u8>>(),
+        ),
         prop::array::uniform6(arb_u64()),
         (arb_str(), arb_str()),
         (any::<bool>(), any::<u8>(), any::<u32>(), any::<i32>()),
@@ -455,6 +480,19 @@ pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
                     blocks: a,
                     events: b2,
                 },
+                40 => Event::CallArgs {
+                    function: a,
+                    sp: b2,
+                    values: Cow::Owned(s1.as_bytes().to_vec()),
+                },
+                41 => Event::CallReturn {
+                    function: a,
+                    sp: c,
+                    values: Cow::Owned(s2.as_bytes().to_vec()),
+                },
+                42 => Event::CallUnwound { function: d },
+                50 => Event::ClassName { class: a, name: s1 },
+                51 => Event::NativeModule { frame: a, path: s1 },
                 _ => unreachable!(),
             }
         })

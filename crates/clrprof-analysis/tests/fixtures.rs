@@ -1,0 +1,337 @@
+//! Real traces, recorded once from the test apps (tests/fixtures/README.md says what each
+//! shows and how to re-record it), through the report and every exporter: the text
+//! report, `report --json` and each export format are `insta` snapshots, so a change to
+//! analysis or export shows as a diff (`cargo insta review`, or `INSTA_UPDATE=always cargo
+//! test -p clrprof-analysis --test fixtures` to re-bless). No .NET SDK needed.
+//!
+//! The fixtures hold only what was recorded (a pid, a start time, the module paths of the
+//! recording machine); nothing here reads the clock or the file system beyond them, so
+//! the snapshots are the same on every machine.
+
+use std::io::Read;
+use std::path::PathBuf;
+
+use clrprof_analysis::profile::{CallsWanted, build_with as build_profile};
+use clrprof_analysis::{Options, Trace, build_with, text};
+use clrprof_export::pprof::proto;
+use clrprof_export::{Format, Options as ExportOptions, Profile, Weight, export};
+use prost::Message;
+use serde_json::Value;
+
+fn bytes(name: &str) -> Vec<u8> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let path = if name.starts_with("golden-") {
+        dir.join("../clrprof-format/tests/fixtures").join(name)
+    } else {
+        dir.join("tests/fixtures").join(name)
+    };
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// What `clrprof report` prints (its defaults: 15 rows, depth 12 in text and 40 in JSON).
+fn report_text(trace: &Trace<'_>) -> String {
+    text::render(&build_with(trace, Options { depth: 12 }), 15)
+}
+
+fn report_json(trace: &Trace<'_>) -> String {
+    let v = serde_json::to_value(build_with(trace, Options { depth: 40 })).unwrap();
+    pretty(&v)
+}
+
+/// The exporters' model, as `clrprof convert` builds it for `format`.
+fn profile(trace: &Trace<'_>, format: Format) -> Profile {
+    build_profile(
+        trace,
+        CallsWanted {
+            timeline: format.is_timeline(),
+            max_calls: 1_000_000,
+        },
+    )
+    .profile
+}
+
+fn exported(trace: &Trace<'_>, format: Format, weight: Weight) -> Vec<u8> {
+    let opts = ExportOptions {
+        weight,
+        ..Default::default()
+    };
+    let mut out = Vec::new();
+    export(&profile(trace, format), format, &opts, &mut out)
+        .unwrap_or_else(|e| panic!("{format:?}: {e}"));
+    out
+}
+
+fn exported_text(trace: &Trace<'_>, format: Format) -> String {
+    String::from_utf8(exported(trace, format, Weight::Samples)).expect("UTF-8")
+}
+
+fn exported_json(trace: &Trace<'_>, format: Format) -> String {
+    pretty(&serde_json::from_slice(&exported(trace, format, Weight::Samples)).expect("JSON"))
+}
+
+/// An SVG flamegraph as the frames it draws: each `<title>` (name and count), in order.
+fn svg_titles(trace: &Trace<'_>) -> String {
+    let svg = exported_text(trace, Format::Svg);
+    assert!(svg.starts_with("<?xml"), "an SVG document");
+    let mut out = String::new();
+    for part in svg.split("<title>").skip(1) {
+        let title = part.split("</title>").next().unwrap_or("");
+        out.push_str(title);
+        out.push('\n');
+    }
+    out
+}
+
+/// A pprof file decoded and printed with its strings resolved: header, mappings,
+/// functions, locations, then each sample as values and its stack (leaf first).
+fn pprof_text(trace: &Trace<'_>) -> String {
+    let gz = exported(trace, Format::Pprof, Weight::Samples);
+    let mut raw = Vec::new();
+    flate2::read::GzDecoder::new(&gz[..])
+        .read_to_end(&mut raw)
+        .expect("gzip");
+    let p = proto::Profile::decode(&raw[..]).expect("a pprof Profile");
+    let s = |i: i64| p.string_table[i as usize].as_str();
+    let vt = |v: &proto::ValueType| format!("{}/{}", s(v.r#type), s(v.unit));
+    let mut o = String::new();
+    let types: Vec<String> = p.sample_type.iter().map(vt).collect();
+    o += &format!("sample types: {}\n", types.join(", "));
+    o += &format!(
+        "default: {}; period: {} {}; time: {}; duration: {}\n",
+        s(p.default_sample_type),
+        p.period,
+        p.period_type.as_ref().map(vt).unwrap_or_default(),
+        p.time_nanos,
+        p.duration_nanos
+    );
+    for c in &p.comment {
+        o += &format!("comment: {}\n", s(*c));
+    }
+    for m in &p.mapping {
+        o += &format!(
+            "mapping {}: {} [{:#x}, {:#x}) functions={}\n",
+            m.id,
+            s(m.filename),
+            m.memory_start,
+            m.memory_limit,
+            m.has_functions
+        );
+    }
+    for f in &p.function {
+        o += &format!(
+            "function {}: {} (system {}) file {:?}\n",
+            f.id,
+            s(f.name),
+            s(f.system_name),
+            s(f.filename)
+        );
+    }
+    for l in &p.location {
+        let lines: Vec<String> = l.line.iter().map(|x| x.function_id.to_string()).collect();
+        o += &format!(
+            "location {}: mapping {} functions [{}]\n",
+            l.id,
+            l.mapping_id,
+            lines.join(", ")
+        );
+    }
+    for smp in &p.sample {
+        let labels: Vec<String> = smp
+            .label
+            .iter()
+            .map(|l| {
+                if l.str != 0 {
+                    format!("{}={}", s(l.key), s(l.str))
+                } else {
+                    format!("{}={}", s(l.key), l.num)
+                }
+            })
+            .collect();
+        let stack: Vec<String> = smp.location_id.iter().map(u64::to_string).collect();
+        o += &format!(
+            "sample {:?} [{}] at [{}]\n",
+            smp.value,
+            labels.join(", "),
+            stack.join(" ")
+        );
+    }
+    o
+}
+
+/// JSON for snapshots: keys sorted, one line per object member or array element, except
+/// that objects and arrays of scalars stay on one line.
+fn pretty(v: &Value) -> String {
+    fn flat(v: &Value) -> bool {
+        match v {
+            Value::Array(a) => a.iter().all(|x| !x.is_array() && !x.is_object()),
+            Value::Object(o) => o.values().all(|x| !x.is_array() && !x.is_object()),
+            _ => true,
+        }
+    }
+    fn inline(v: &Value) -> String {
+        match v {
+            Value::Array(a) => format!("[{}]", a.iter().map(inline).collect::<Vec<_>>().join(", ")),
+            Value::Object(o) => {
+                let mut keys: Vec<&String> = o.keys().collect();
+                keys.sort();
+                let members: Vec<String> = keys
+                    .iter()
+                    .map(|k| format!("{}: {}", Value::from(k.as_str()), inline(&o[*k])))
+                    .collect();
+                format!("{{{}}}", members.join(", "))
+            }
+            scalar => scalar.to_string(),
+        }
+    }
+    fn go(v: &Value, indent: usize, out: &mut String) {
+        let pad = "  ".repeat(indent + 1);
+        match v {
+            _ if flat(v) => out.push_str(&inline(v)),
+            Value::Array(a) => {
+                out.push_str("[\n");
+                for (i, x) in a.iter().enumerate() {
+                    out.push_str(&pad);
+                    go(x, indent + 1, out);
+                    out.push_str(if i + 1 < a.len() { ",\n" } else { "\n" });
+                }
+                out.push_str(&format!("{}]", "  ".repeat(indent)));
+            }
+            Value::Object(o) => {
+                let mut keys: Vec<&String> = o.keys().collect();
+                keys.sort();
+                out.push_str("{\n");
+                for (i, k) in keys.iter().enumerate() {
+                    out.push_str(&format!("{pad}{}: ", Value::from(k.as_str())));
+                    go(&o[*k], indent + 1, out);
+                    out.push_str(if i + 1 < keys.len() { ",\n" } else { "\n" });
+                }
+                out.push_str(&format!("{}}}", "  ".repeat(indent)));
+            }
+            _ => unreachable!("scalars are flat"),
+        }
+    }
+    let mut out = String::new();
+    go(v, 0, &mut out);
+    out
+}
+
+/// One test per fixture: `$name` is the file stem, `$exports` whether it has samples or
+/// calls to export.
+macro_rules! fixture_tests {
+    ($($test:ident: $file:literal, exports = $exports:literal;)*) => {$(
+        #[test]
+        fn $test() {
+            let data = bytes($file);
+            let trace = Trace::load(&data).expect("a readable trace");
+            assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
+            insta::with_settings!({ snapshot_suffix => stringify!($test), prepend_module_to_snapshot => false }, {
+                insta::assert_snapshot!("report", report_text(&trace));
+                insta::assert_snapshot!("report_json", report_json(&trace));
+                if $exports {
+                    insta::assert_snapshot!("folded", exported_text(&trace, Format::Folded));
+                    insta::assert_snapshot!("svg", svg_titles(&trace));
+                    insta::assert_snapshot!("speedscope", exported_json(&trace, Format::Speedscope));
+                    insta::assert_snapshot!("firefox", exported_json(&trace, Format::Firefox));
+                    insta::assert_snapshot!("chrome", exported_json(&trace, Format::Chrome));
+                    insta::assert_snapshot!("pprof", pprof_text(&trace));
+                }
+            });
+        }
+    )*};
+}
+
+fixture_tests! {
+    events_exceptions: "events-exceptions.bin", exports = false;
+    events_threads: "events-threads.bin", exports = false;
+    events_gc: "events-gc.bin", exports = false;
+    events_alloc: "events-alloc.bin", exports = false;
+    sample_hot: "sample-hot.bin", exports = true;
+    trace_calls: "trace-calls.bin", exports = true;
+    attach_sample: "attach-sample.bin", exports = true;
+    golden_v1_0: "golden-v1.0.bin", exports = false;
+    golden_v1_1_lz4: "golden-v1.1-lz4.bin", exports = false;
+}
+
+/// Exports are pure functions of the trace: the same bytes twice.
+#[test]
+fn exports_are_deterministic() {
+    let data = bytes("sample-hot.bin");
+    let trace = Trace::load(&data).unwrap();
+    for f in [
+        Format::Folded,
+        Format::Svg,
+        Format::Speedscope,
+        Format::Firefox,
+        Format::Chrome,
+        Format::Pprof,
+    ] {
+        assert_eq!(
+            exported(&trace, f, Weight::Cpu),
+            exported(&trace, f, Weight::Cpu),
+            "{f:?}"
+        );
+    }
+}
+
+/// Format 1.2 fixtures carry class names and native modules as typed records (1.1 ones
+/// as a `Meta` and `FunctionInfo`s, still read: see `attach-sample.bin`), and the
+/// exporters' model gets a module, with its path, for every frame that has one.
+#[test]
+fn typed_class_names_and_native_modules() {
+    use clrprof_format::Event;
+    let data = bytes("events-alloc.bin");
+    let trace = Trace::load(&data).unwrap();
+    assert_eq!(trace.header.minor, 2);
+    let class_names: Vec<&str> = trace
+        .events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::ClassName { name, .. } => Some(name.as_ref()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        class_names.contains(&"Scenarios.Known.Allocated"),
+        "{class_names:?}"
+    );
+    assert!(
+        !trace
+            .events
+            .iter()
+            .any(|e| matches!(&e.event, Event::Meta { key, .. } if key == "class_name"))
+    );
+
+    let data = bytes("sample-hot.bin");
+    let trace = Trace::load(&data).unwrap();
+    let native: Vec<&str> = trace
+        .events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::NativeModule { path, .. } => Some(path.as_ref()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        native
+            .iter()
+            .any(|p| p.starts_with('/') && p.ends_with("/libcoreclr.so")),
+        "{native:?}"
+    );
+    let p = profile(&trace, Format::Pprof);
+    let module = |name: &str| {
+        let f = p
+            .frames
+            .iter()
+            .find(|f| f.name == name)
+            .unwrap_or_else(|| panic!("{name}"));
+        (f.kind, p.module_of(f).cloned())
+    };
+    let (kind, m) = module("[libcoreclr.so]");
+    assert_eq!(kind, clrprof_export::FrameKind::Runtime);
+    assert!(m.unwrap().path.unwrap().ends_with("/libcoreclr.so"));
+    let (kind, m) = module("Scenarios.Hot.HotA");
+    assert_eq!(kind, clrprof_export::FrameKind::Managed);
+    let m = m.unwrap();
+    assert_eq!(m.name, "Scenarios.dll");
+    assert!(m.path.unwrap().ends_with("/Scenarios/Scenarios.dll"));
+}
