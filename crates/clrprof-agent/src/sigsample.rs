@@ -273,22 +273,27 @@ impl SignalSampler {
         act.sa_sigaction = libc::SIG_IGN;
         // SAFETY: valid arguments; ignoring SIGPROF is harmless to a .NET application.
         unsafe { libc::sigaction(SIGNAL, &act, std::ptr::null_mut()) };
+        // Unpublish the slots first, then wait for the handlers that may have seen them.
+        // SeqCst on both sides (here: store SLOTS, load IN_HANDLER; in the handler:
+        // increment IN_HANDLER, load SLOTS): a handler that loaded the slots counted
+        // itself before, so the wait below sees it; one that did not sees null.
+        SLOTS.store(std::ptr::null_mut(), Ordering::SeqCst);
         let mut waited = 0;
-        while IN_HANDLER.load(Ordering::Acquire) != 0 && waited < 1000 {
+        while IN_HANDLER.load(Ordering::SeqCst) != 0 && waited < 1000 {
             std::thread::sleep(Duration::from_millis(1));
             waited += 1;
         }
-        // A handler that was entered but had not yet counted itself: give it time.
+        // A handler that was entered but had not yet counted itself: give it time (it
+        // would find SLOTS null anyway).
         std::thread::sleep(Duration::from_millis(5));
-        if IN_HANDLER.load(Ordering::Acquire) != 0 {
+        if IN_HANDLER.load(Ordering::SeqCst) != 0 {
             // A handler is stuck (it cannot be, short of a stopped thread): keep the
             // memory rather than risk it writing into freed buffers.
             return;
         }
-        SLOTS.store(std::ptr::null_mut(), Ordering::Release);
         let slots = self.slots.as_ptr() as *mut Slot;
-        // No handler can reach the buffers any more (SIGPROF is ignored, IN_HANDLER is 0
-        // and SLOTS is null).
+        // No handler can reach the buffers any more (SIGPROF is ignored, SLOTS is null
+        // and every handler that saw it non-null has left).
         free_bufs(self.slots);
         // SAFETY: `slots` is the leaked boxed slice of BATCH slots from `install`, freed
         // once; `self` (its only other reference) is consumed by this call.
@@ -405,7 +410,7 @@ fn probe_process_vm_readv(pid: libc::pid_t) -> Result<(), String> {
 /// The SIGPROF handler. Only: match the slot by the queued value, record registers, copy
 /// the stack, publish. Never panics (no indexing that can fail, no allocation).
 extern "C" fn on_signal(_sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
-    IN_HANDLER.fetch_add(1, Ordering::AcqRel);
+    IN_HANDLER.fetch_add(1, Ordering::SeqCst);
     // SAFETY: errno is thread-local; saved and restored around our syscall.
     let errno = unsafe { *libc::__errno_location() };
     handle(info, ctx);
@@ -424,7 +429,8 @@ fn handle(info: *mut libc::siginfo_t, ctx: *mut c_void) {
     if q.code != libc::SI_QUEUE || q.pid as u32 != pid {
         return; // not ours (kill -PROF from outside): ignore
     }
-    let slots = SLOTS.load(Ordering::Acquire);
+    // SeqCst: pairs with uninstall's store (see there).
+    let slots = SLOTS.load(Ordering::SeqCst);
     let index = (q.value & 0xffff_ffff) as usize;
     let seq = (q.value >> 32) as u32;
     if slots.is_null() || index >= BATCH {

@@ -498,6 +498,29 @@ fn a_failed_attach_says_why_and_leaves_no_trace() {
 }
 
 #[test]
+fn an_attach_that_fails_after_creating_the_trace_removes_it() {
+    // A TMPDIR so long that the control socket's path does not fit in sockaddr_un: the
+    // agent has created the trace by the time it cannot listen.
+    let dir = scratch("rel-attach-stub");
+    let tmp = dir.join("t".repeat(110));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let trace = dir.join("t.clrprof");
+    let t = Target::start_as(None);
+    let out = clrprof()
+        .args(["record", "--pid", &t.pid.to_string(), "-o"])
+        .arg(&trace)
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    let e = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(e.contains("said: cannot listen on"), "{e}");
+    assert!(!trace.exists(), "a stub trace was left behind");
+    assert!(!t.profiler_mapped() || t.wait_unmapped(Duration::from_secs(5)));
+    t.quit();
+}
+
+#[test]
 fn root_attaches_to_another_users_process() {
     if !is_root() || Command::new("setpriv").arg("--version").output().is_err() {
         eprintln!("skipped: needs root and setpriv");
