@@ -352,14 +352,14 @@ fn attach_detach_unloads(rt: Runtime) {
         r["trace"]
     );
     assert!(
-        calls_or_samples(&r, "Scenarios.Serve.ServeWork"),
+        has_function(&r, "Scenarios.Serve.ServeWork"),
         "ServeWork never sampled"
     );
     let ran_on = t.quit();
     assert!(ran_on.starts_with(&format!("{}.", rt.major())), "{ran_on}");
 }
 
-fn calls_or_samples(r: &Value, name: &str) -> bool {
+fn has_function(r: &Value, name: &str) -> bool {
     r["functions"]
         .as_array()
         .unwrap()
