@@ -41,6 +41,14 @@ pub fn run(args: ReportArgs) -> Result<i32> {
         println!("{s}");
     } else {
         print!("{}", text::render(&report, args.top));
+        let (invocations, _) = invocations::collect(&trace);
+        if !invocations.is_empty() {
+            println!(
+                "\n{} calls recorded with their arguments (--args): see them with `clrprof report {} --calls 'PATTERN'`",
+                invocations.len(),
+                args.file.display()
+            );
+        }
     }
     Ok(0)
 }

@@ -149,6 +149,18 @@ pub fn every_kind() -> Vec<Event<'static>> {
             class: 11,
             size: 24,
         },
+        Event::CallArgs {
+            function: 7,
+            sp: 0x7ff0_1234,
+            // One argument `x` of type `int`, value 42 (a values list).
+            values: Cow::Owned(vec![0x40, 1, b'x', 3, b'i', b'n', b't', 3, 84]),
+        },
+        Event::CallReturn {
+            function: 7,
+            sp: 0x7ff0_1234,
+            values: Cow::Owned(vec![]),
+        },
+        Event::CallUnwound { function: 7 },
     ]
 }
 
@@ -296,7 +308,7 @@ fn arb_list() -> impl Strategy<Value = Cow<'static, [u64]>> {
 /// Any event of any kind, built from a pool of random values.
 pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
     (
-        1u8..=34,
+        prop::sample::select((1u8..=34).chain(40..=42).collect::<Vec<u8>>()),
         prop::array::uniform6(arb_u64()),
         (arb_str(), arb_str()),
         (any::<bool>(), any::<u8>(), any::<u32>(), any::<i32>()),
@@ -428,6 +440,17 @@ pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
                     reason: byte,
                 },
                 34 => Event::ObjectAllocated { class: a, size: d },
+                40 => Event::CallArgs {
+                    function: a,
+                    sp: b2,
+                    values: Cow::Owned(s1.as_bytes().to_vec()),
+                },
+                41 => Event::CallReturn {
+                    function: a,
+                    sp: b2,
+                    values: Cow::Owned(s2.as_bytes().to_vec()),
+                },
+                42 => Event::CallUnwound { function: c },
                 _ => unreachable!(),
             }
         })
