@@ -41,7 +41,16 @@ pub fn run(args: ReportArgs) -> Result<i32> {
         s.push('\n');
         s
     } else {
-        text::render(&report, args.top)
+        let mut s = text::render(&report, args.top);
+        let (invocations, _) = invocations::collect(&trace);
+        if !invocations.is_empty() {
+            s.push_str(&format!(
+                "\n{} calls recorded with their arguments (--args): see them with `clrprof report {} --calls 'PATTERN'`\n",
+                invocations.len(),
+                args.file.display()
+            ));
+        }
+        s
     };
     write_stdout(text.as_bytes())
 }
