@@ -462,10 +462,7 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
                 .map(|((type_name, frames), count)| ExceptionStack {
                     type_name,
                     count,
-                    frames: frames
-                        .iter()
-                        .map(|f| names.frame_name(*f))
-                        .collect(),
+                    frames: frames.iter().map(|f| names.frame_name(*f)).collect(),
                 })
                 .collect();
             v.sort_by(|a, b| {

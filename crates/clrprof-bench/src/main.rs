@@ -38,7 +38,7 @@ enum What {
     /// `--args` (ELT slow path): ns per call with arguments and return value recorded,
     /// for `int Fib(int)` and for a method taking a string and a struct
     Args,
-        /// Attach and detach latency on a running app
+    /// Attach and detach latency on a running app
     Attach,
     /// Stress and soak: the stress cases of issue #16 under the profiler, then attach/detach
     /// cycles on a loaded target; prints crashes, hangs, memory growth per cycle and the

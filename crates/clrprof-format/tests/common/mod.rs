@@ -185,7 +185,6 @@ pub fn every_kind() -> Vec<Event<'static>> {
     ]
 }
 
-
 /// A header with fixed contents (the golden file depends on it).
 pub fn fixed_header() -> Header {
     Header::new(TraceMeta {
