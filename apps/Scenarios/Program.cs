@@ -23,6 +23,7 @@ public static class Program
         ("churn", "churn [seconds=10]", Churn.Run),
         ("serve", "serve", Serve.Run),
         ("crunch", "crunch [work=20000]", Crunch.Run),
+        ("heap", "heap [n=1000]", Heap.Run),
     ];
 
     [MethodImpl(MethodImplOptions.NoInlining)]

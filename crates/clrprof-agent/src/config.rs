@@ -171,6 +171,11 @@ pub struct Settings {
     pub exception_stacks: bool,
     /// Trace mode, benchmarking only: install hooks that record nothing.
     pub trace_probe: Option<TraceProbe>,
+    /// Heap snapshots at these many seconds after startup, in order (docs/heap.md).
+    pub heap_at: Vec<f64>,
+    /// Heap snapshots may be taken (on request or at `heap_at`): the GC monitor must be
+    /// requested at startup or attach, the only times the runtime allows it.
+    pub heap: bool,
 }
 
 /// Hooks that record nothing, to measure the parts of trace mode's cost
@@ -243,6 +248,14 @@ pub const VARIABLES: &[(&str, &str)] = &[
     (
         "CLRPROF_INLINING",
         "trace mode: 1 lets the JIT inline (inlined calls are then not seen; default 0)",
+    ),
+    (
+        "CLRPROF_HEAP",
+        "0 | 1: allow heap snapshots on request (turns background GC off while loaded; default 0, 1 with CLRPROF_HEAP_AT)",
+    ),
+    (
+        "CLRPROF_HEAP_AT",
+        "`,`-separated seconds after startup at which to take a heap snapshot (docs/heap.md)",
     ),
     (
         "CLRPROF_EXCEPTION_STACKS",
@@ -422,7 +435,24 @@ impl Settings {
             Some("clock") => Some(TraceProbe::Clock),
             Some(v) => return Err(bad("CLRPROF_TRACE_PROBE", v, "noop or clock")),
         };
+        let heap_at = match get("CLRPROF_HEAP_AT") {
+            None => Vec::new(),
+            Some(v) => heap_times(&v).ok_or_else(|| {
+                bad(
+                    "CLRPROF_HEAP_AT",
+                    &v,
+                    "`,`-separated non-negative numbers of seconds, e.g. 2,5.5",
+                )
+            })?,
+        };
+        let heap = match get("CLRPROF_HEAP").as_deref() {
+            None | Some("0") => !heap_at.is_empty(),
+            Some("1") => true,
+            Some(v) => return Err(bad("CLRPROF_HEAP", v, "0 or 1")),
+        };
         Ok(Settings {
+            heap,
+            heap_at,
             trace_probe,
             rate_hz,
             duration_s,
@@ -458,12 +488,28 @@ impl Settings {
             "exclude": self.exclude,
             "allow_inlining": self.allow_inlining,
             "exception_stacks": self.exception_stacks,
+            "heap": self.heap,
+            "heap_at": self.heap_at,
             "trace_probe": self.trace_probe.map(|p| match p {
                 TraceProbe::Noop => "noop",
                 TraceProbe::Clock => "clock",
             }),
         })
     }
+}
+
+/// Parses `2,5.5`: sorted seconds; `None` for anything else.
+fn heap_times(v: &str) -> Option<Vec<f64>> {
+    let mut times = Vec::new();
+    for part in v.split(',') {
+        let t: f64 = part.trim().parse().ok()?;
+        if !(t.is_finite() && t >= 0.0) {
+            return None;
+        }
+        times.push(t);
+    }
+    times.sort_by(f64::total_cmp);
+    Some(times)
 }
 
 #[cfg(test)]
@@ -487,6 +533,20 @@ mod tests {
         assert_eq!(s.events, EventGroups::of(&EventGroup::DEFAULT));
         assert!(!s.events.contains(EventGroup::Alloc));
         assert_eq!(s.on_full, OnFull::Wait);
+    }
+
+    #[test]
+    fn heap_times_are_sorted_and_checked() {
+        let s = parse(&[("CLRPROF_HEAP_AT", "5, 2.5,0")]).unwrap();
+        assert_eq!(s.heap_at, vec![0.0, 2.5, 5.0]);
+        assert!(s.heap, "timed snapshots imply heap snapshots");
+        assert!(parse(&[]).unwrap().heap_at.is_empty());
+        assert!(!parse(&[]).unwrap().heap);
+        assert!(parse(&[("CLRPROF_HEAP", "1")]).unwrap().heap);
+        assert!(parse(&[("CLRPROF_HEAP", "yes")]).is_err());
+        let e = parse(&[("CLRPROF_HEAP_AT", "2,-1")]).unwrap_err();
+        assert!(e.0.contains("CLRPROF_HEAP_AT"), "{e}");
+        assert!(parse(&[("CLRPROF_HEAP_AT", "soon")]).is_err());
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 pub mod calltree;
 pub mod gc;
+pub mod heap;
 pub mod names;
 pub mod profile;
 pub mod report;

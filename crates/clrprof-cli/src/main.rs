@@ -4,6 +4,7 @@
 mod attach;
 mod cli;
 mod convert;
+mod heap;
 mod input;
 mod locate;
 mod ps;
@@ -21,6 +22,8 @@ fn main() {
         },
         cli::Command::Report(r) => report::run(r),
         cli::Command::Convert(c) => convert::run(c),
+        cli::Command::Heap(h) => heap::run(h),
+        cli::Command::Diff(d) => heap::diff(d),
         cli::Command::Detach(d) => attach::detach(d.pid, d.profiler.as_deref()),
         cli::Command::Ps => ps::run(),
     };

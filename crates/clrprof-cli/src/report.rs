@@ -19,11 +19,25 @@ pub fn run(args: ReportArgs) -> Result<i32> {
             depth: args.depth.unwrap_or(if args.json { 40 } else { 12 }),
         },
     );
+    let heap = if crate::heap::has_snapshots(&bytes) {
+        Some(crate::heap::report_of(
+            &args.file, &bytes, &args.heap, args.top,
+        )?)
+    } else {
+        None
+    };
     if args.json {
-        let s = serde_json::to_string_pretty(&report)?;
+        let mut v = serde_json::to_value(&report)?;
+        if let (Some(h), Some(map)) = (&heap, v.as_object_mut()) {
+            map.insert("heap".into(), serde_json::to_value(h)?);
+        }
+        let s = serde_json::to_string_pretty(&v)?;
         println!("{s}");
     } else {
         print!("{}", text::render(&report, args.top));
+        if let Some(h) = &heap {
+            print!("\n{}", clrprof_analysis::heap::text::render(h));
+        }
     }
     Ok(0)
 }

@@ -178,6 +178,47 @@ events! {
     /// Events that could not be recorded.
     33 Lost { count: u64, reason: u8 }
     34 ObjectAllocated { class: u64, size: u64 }
+    /// A heap snapshot begins (docs/heap.md). Its records carry the same `snapshot`.
+    65 HeapStart {
+        snapshot: u64,
+        /// 0 = asked for over the control socket, 1 = `--heap SECONDS` timer.
+        reason: u8,
+    }
+    /// A batch of live objects, each as `zigzag(id - previous id)`, class index,
+    /// `size << 3 | generation` (7 = not in a GC generation), reference count, then per
+    /// reference `zigzag(target - id)` and the field's byte offset in the object (0 =
+    /// not known, array elements).
+    66 HeapObjects { snapshot: u64, objects: Cow<'a, [u64]> }
+    /// A batch of GC roots, each as object id, `kind | flags << 4`
+    /// (`COR_PRF_GC_ROOT_KIND`: 0 other, 1 stack, 2 finalizer, 3 handle;
+    /// `COR_PRF_GC_ROOT_FLAGS`), root id (a FunctionID for stack
+    /// roots, a GCHandleID for handles, else 0).
+    67 HeapRoots { snapshot: u64, roots: Cow<'a, [u64]> }
+    /// The class behind a class index of this snapshot's objects.
+    68 HeapClass { snapshot: u64, index: u64, class: u64, name: Cow<'a, str> }
+    /// A field of a class (its own or inherited): byte offset from the object id.
+    69 HeapField { snapshot: u64, index: u64, offset: u64, name: Cow<'a, str> }
+    /// A static field and what it holds: `object` (0 for none), or its value as text
+    /// for primitives and strings; `thread` is the managed thread of a `[ThreadStatic]`.
+    70 HeapStatic {
+        snapshot: u64,
+        class: Cow<'a, str>,
+        field: Cow<'a, str>,
+        thread: u64,
+        object: u64,
+        value: Cow<'a, str>,
+    }
+    /// The snapshot is complete: what it holds and what could not be recorded.
+    71 HeapEnd {
+        snapshot: u64,
+        objects: u64,
+        references: u64,
+        roots: u64,
+        /// Objects and roots that could not be recorded.
+        lost: u64,
+        /// How long the target was stopped (the forced GC and the walk).
+        pause_ns: u64,
+    }
 }
 
 /// The self-description written into the header: every kind this version writes, with
@@ -193,12 +234,16 @@ mod tests {
     #[test]
     fn table_ids_are_unique_and_named() {
         let table = event_kind_table();
-        assert_eq!(table.len(), 34);
-        for (i, k) in table.iter().enumerate() {
-            assert_eq!(usize::from(k.id), i + 1);
+        let mut ids: Vec<u8> = table.iter().map(|k| k.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), table.len(), "kind ids are unique");
+        for k in &table {
+            assert_ne!(k.id, 0);
             assert_eq!(kind_name(k.id), Some(k.name.as_str()));
         }
         assert_eq!(kind_name(0), None);
         assert_eq!(kind_name(35), None);
+        assert_eq!(kind_name(65), Some("HeapStart"));
     }
 }

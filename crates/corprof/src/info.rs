@@ -934,6 +934,18 @@ impl ProfilerInfo {
         Ok((ModuleId(module), token))
     }
 
+    /// `GetClassFromToken`: the ClassID of a non-generic TypeDef. **Loads the type** if it
+    /// was not loaded (its static constructor does not run); fails for generic types.
+    /// **Info1 · after attach**
+    pub fn get_class_from_token(&self, module: ModuleId, type_def: u32) -> Result<ClassId> {
+        let mut class = 0;
+        check(vcall!(
+            self,
+            ICorProfilerInfo::GetClassFromToken(module.0, type_def, &mut class)
+        ))?;
+        Ok(ClassId(class))
+    }
+
     /// `GetClassIDInfo2`: `CORPROF_E_CLASSID_IS_ARRAY` for arrays (use `is_array_class`).
     /// **Info2 · async · after attach**
     pub fn get_class_id_info2(&self, class: ClassId) -> Result<ClassInfo> {
