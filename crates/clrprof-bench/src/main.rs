@@ -6,6 +6,7 @@
 //!   cargo run --release -p clrprof-bench -- sample      # sampling overhead at 99 and 999 Hz (+ dotnet-trace)
 //!   cargo run --release -p clrprof-bench -- trace       # ns per traced call (enter+leave)
 //!   cargo run --release -p clrprof-bench -- attach      # attach latency
+//!   cargo run --release -p clrprof-bench -- heap        # heap snapshot of 10 M objects
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -13,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
+
+mod heap;
 
 #[derive(Parser)]
 struct Args {
@@ -33,6 +36,12 @@ enum What {
     Trace,
     /// Attach latency to a running app
     Attach,
+    /// One heap snapshot of a large heap: pause, objects/s, bytes/object, report time and memory
+    Heap {
+        /// Objects in the heap
+        #[arg(long, default_value_t = 10_000_000)]
+        objects: u64,
+    },
 }
 
 fn main() -> Result<()> {
@@ -42,6 +51,7 @@ fn main() -> Result<()> {
         What::Sample => sample(args.runs),
         What::Trace => trace(args.runs),
         What::Attach => attach(args.runs),
+        What::Heap { objects } => heap::run(objects),
     }
 }
 

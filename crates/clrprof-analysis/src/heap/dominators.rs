@@ -160,10 +160,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_papers_example() {
-        // Cooper–Harvey–Kennedy, figure 4 (nodes renumbered: their 6 is our 0).
-        // 0 → 1, 2; 1 → 3; 2 → 4, 5; 3 → 4 ... use the classic irreducible graph:
-        // 0 → 1, 2; 1 → 3; 2 → 4; 3 → 4; 4 → 3, 5; 5 → 4.
+    fn an_irreducible_loop() {
+        // 0 → 1, 2; 1 → 3; 2 → 4; 3 → 4; 4 → 3, 5; 5 → 4: the loop 3 ⇄ 4 has two entries,
+        // so neither dominates the other (the case the paper's iteration exists for).
         let g = Graph::from_lists(&[vec![1, 2], vec![3], vec![4], vec![4], vec![3, 5], vec![4]]);
         let d = dominators(&g);
         assert_eq!(d.idom, vec![0, 0, 0, 0, 0, 4]);

@@ -293,3 +293,74 @@ fn build_graph(s: &HeapSnapshot, groups: &[Group], skipped: &HashSet<(u32, u32)>
     g.start.push(g.targets.len() as u32);
     (g, first_object)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::heap::snapshot::{Root, Static};
+
+    /// Objects: 0 storage Object[] (handle root) → 1 list head → 2 → 3; 4 a local's array
+    /// (stack root) → 5; 6 reached by nothing.
+    fn snapshot() -> HeapSnapshot {
+        let edges: [&[u32]; 7] = [&[1], &[2], &[3], &[], &[5], &[], &[]];
+        let mut s = HeapSnapshot {
+            ids: (0..7).map(|i| 1000 + i * 100).collect(),
+            class: vec![0, 1, 1, 1, 2, 3, 3],
+            size: vec![100, 32, 32, 32, 40, 24, 24],
+            generation: vec![2; 7],
+            class_names: vec![
+                "System.Object[]".into(),
+                "Node".into(),
+                "Local[]".into(),
+                "Local".into(),
+            ],
+            ..HeapSnapshot::default()
+        };
+        for e in edges {
+            s.edge_start.push(s.targets.len() as u32);
+            s.targets.extend_from_slice(e);
+            s.fields.extend(e.iter().map(|_| 8));
+        }
+        s.edge_start.push(s.targets.len() as u32);
+        s.roots = vec![
+            Root {
+                object: 0,
+                kind: ROOT_HANDLE,
+                flags: 0,
+                id: 1,
+            },
+            Root {
+                object: 4,
+                kind: ROOT_STACK,
+                flags: 0,
+                id: 77,
+            },
+        ];
+        s.functions.insert(77, "App.Hold".into());
+        s.statics.push(Static {
+            class: "App.Holder".into(),
+            field: "List".into(),
+            thread: 0,
+            object: Some(1),
+            value: String::new(),
+        });
+        s
+    }
+
+    #[test]
+    fn a_static_retains_what_its_storage_array_also_references() {
+        let s = snapshot();
+        let m = Model::build(&s);
+        let group = |kind: &str| m.groups.iter().position(|g| g.kind == kind).unwrap();
+        let list = group("static");
+        assert_eq!(m.groups[list].name, "App.Holder.List");
+        assert_eq!(m.retained_of_group(list), 96, "the three nodes");
+        assert_eq!(m.retained_of_group(group("handle")), 100, "the array only");
+        assert_eq!(m.groups[group("stack")].name, "App.Hold");
+        assert_eq!(m.retained_of_group(group("stack")), 64);
+        let unrooted = group("unrooted");
+        assert_eq!(m.groups[unrooted].objects, vec![6]);
+        let by_class = m.retained_by_class();
+        assert_eq!(by_class, vec![100, 96, 64, 48]);
+    }
+}
