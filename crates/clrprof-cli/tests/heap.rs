@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use common::*;
 
-/// A running `Scenarios heap N`.
+/// A running `Scenarios heap N` (or another scenario that prints `READY <pid>`).
 struct Target {
     child: Child,
     pid: u32,
@@ -23,10 +23,10 @@ struct Target {
 }
 
 impl Target {
-    fn start(n: u32) -> Target {
+    fn start(args: &[&str]) -> Target {
         let app = scenarios();
         let mut child = app
-            .command(&["heap", &n.to_string()])
+            .command(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -148,7 +148,7 @@ fn count(v: &Value) -> i64 {
 fn heap_snapshot_of_a_known_graph_then_diff_after_freeing_half() {
     let dir = scratch("heap-known-graph");
     let (s1, s2) = (dir.join("s1.clrprof"), dir.join("s2.clrprof"));
-    let mut t = Target::start(1000);
+    let mut t = Target::start(&["heap", "1000"]);
     let (n, m) = (t.fact("heap_nodes"), t.fact("heap_locals"));
 
     let h = heap_json(
@@ -273,6 +273,38 @@ fn heap_snapshot_of_a_known_graph_then_diff_after_freeing_half() {
         t.fact("heap_locals_after") - m
     );
     // The target went on unharmed.
+    assert_eq!(t.finish(), 0);
+}
+
+#[test]
+fn a_busy_server_survives_ten_snapshots_in_a_row() {
+    let dir = scratch("heap-busy");
+    let mut t = Target::start(&["serve"]);
+    let mut objects = Vec::new();
+    for i in 0..10 {
+        let h = heap_json(t.pid, &dir.join(format!("s{i}.clrprof")), &[]);
+        assert_eq!(h["complete"], true);
+        assert_eq!(h["lost"], 0);
+        objects.push(h["objects"].as_u64().unwrap());
+    }
+    assert!(objects.iter().all(|&n| n > 100), "{objects:?}");
+    // Still serving: its work counter goes on.
+    t.send("result");
+    let before: u64 = t.wait_for("RESULT")["RESULT work_items=".len()..]
+        .trim()
+        .parse()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    t.send("result");
+    let after: u64 = t.wait_for("RESULT")["RESULT work_items=".len()..]
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        after > before,
+        "the server stopped working: {before} → {after}"
+    );
+    t.send("quit");
     assert_eq!(t.finish(), 0);
 }
 
