@@ -276,6 +276,69 @@ fn heap_snapshot_of_a_known_graph_then_diff_after_freeing_half() {
     assert_eq!(t.finish(), 0);
 }
 
+/// The runtime's `createdump`, next to the libcoreclr.so that `pid` has mapped.
+fn createdump_of(pid: u32) -> std::path::PathBuf {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let coreclr = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| p.ends_with("/libcoreclr.so"))
+        .expect("libcoreclr.so mapped");
+    Path::new(coreclr).with_file_name("createdump")
+}
+
+#[test]
+fn clrmd_counts_the_apps_types_as_the_snapshot_does() {
+    let dir = scratch("heap-clrmd");
+    let t = Target::start(&["heap", "1000"]);
+    let h = heap_json(t.pid, &dir.join("s.clrprof"), &[]);
+    // The snapshot's forced GC left only live objects, and the app allocates no more of
+    // its own types while it waits: a dump now holds the same ones.
+    let dump = dir.join("core.dump");
+    let out = std::process::Command::new(createdump_of(t.pid))
+        .arg("-f")
+        .arg(&dump)
+        .arg(t.pid.to_string())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "createdump: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let oracle = clrprof_testkit::app("HeapOracle");
+    let out = oracle
+        .command(&[dump.to_str().unwrap(), "Scenarios."])
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&dump);
+    assert!(
+        out.status.success(),
+        "HeapOracle: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut compared = 0;
+    for l in text.lines().filter(|l| l.starts_with("COUNT ")) {
+        let field = |k: &str| {
+            l.split_whitespace()
+                .find_map(|w| w.strip_prefix(k))
+                .unwrap()
+                .to_string()
+        };
+        let name = field("type=");
+        let ours = row(&h["types"], "name", &name);
+        assert_eq!(ours["count"].to_string(), field("objects="), "{name}");
+        assert_eq!(ours["shallow_bytes"].to_string(), field("bytes="), "{name}");
+        compared += 1;
+    }
+    assert!(
+        compared >= 7,
+        "ClrMD saw too few of the app's types:\n{text}"
+    );
+    assert_eq!(t.finish(), 0);
+}
+
 #[test]
 fn a_busy_server_survives_ten_snapshots_in_a_row() {
     let dir = scratch("heap-busy");
