@@ -151,6 +151,11 @@ pub fn take_fallback(into: &mut Vec<u8>) {
     f.bytes.clear();
 }
 
+/// Size of each thread's ring in bytes (a record may take at most half).
+pub fn buffer_bytes() -> usize {
+    BUFFER_BYTES.load(Ordering::Relaxed)
+}
+
 pub fn lost_global() -> u64 {
     LOST_GLOBAL.load(Ordering::Relaxed)
 }

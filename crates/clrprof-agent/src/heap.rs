@@ -34,8 +34,17 @@ static WALK: Mutex<Option<Walk>> = Mutex::new(None);
 /// One snapshot at a time (control socket and `--heap` timer may race).
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-/// Values per batch record: far below half the smallest ring (each value ≤ 10 bytes).
+/// Values per batch record at most (each value takes ≤ 10 bytes); less with small rings
+/// (a record may fill at most half a ring), see `batch_values`.
 const BATCH_VALUES: usize = 2048;
+/// Class index of a continuation entry: more references of the previous object with the
+/// same id (an object with more references than one batch holds, e.g. a large array).
+pub const CONTINUATION: u64 = u32::MAX as u64;
+
+/// Values per batch for this ring size; an entry adds at most a quarter of it.
+fn batch_values() -> usize {
+    (crate::buffers::buffer_bytes() / 2 / 10 / 2).clamp(64, BATCH_VALUES)
+}
 /// Objects larger than this, or with more references, get no field offsets (arrays
 /// never do: their references are elements).
 const SCAN_MAX_BYTES: usize = 4096;
@@ -43,6 +52,7 @@ const SCAN_MAX_REFS: usize = 256;
 
 struct Walk {
     snapshot: u64,
+    batch_values: usize,
     objects: Vec<u64>,
     objects_in_batch: u64,
     previous: u64,
@@ -66,6 +76,7 @@ impl Walk {
     fn new(snapshot: u64) -> Walk {
         Walk {
             snapshot,
+            batch_values: batch_values(),
             objects: Vec::with_capacity(BATCH_VALUES + 64),
             objects_in_batch: 0,
             previous: 0,
@@ -100,43 +111,57 @@ impl Walk {
             Err(_) => 7,
         };
         let id = object.0 as u64;
-        self.objects
-            .push(zigzag(id.wrapping_sub(self.previous) as i64));
-        self.previous = id;
-        self.objects.push(u64::from(index));
-        self.objects.push((size as u64) << 3 | generation);
-        self.objects.push(refs.len() as u64);
         let scan = !array && size <= SCAN_MAX_BYTES && refs.len() <= SCAN_MAX_REFS;
+        // References per entry: a large array is split into continuation entries so that
+        // no record outgrows the ring.
+        let chunk = (self.batch_values / 4).max(8);
         let mut from = 8usize;
-        for r in refs {
+        let mut parts = refs.chunks(chunk).peekable();
+        let mut first = true;
+        while first || parts.peek().is_some() {
+            let part = parts.next().unwrap_or(&[]);
             self.objects
-                .push(zigzag((r.0 as u64).wrapping_sub(id) as i64));
-            let offset = if scan {
-                // SAFETY: called from ObjectReferences: the runtime is suspended for the
-                // GC and `object` is a live object of `size` bytes (GetObjectSize2), whose
-                // fields lie between its id + 8 and id + size - 8.
-                match unsafe { find_slot(object.0, size, r.0, from) } {
-                    Some(o) => {
-                        from = o + 8;
-                        o as u64
-                    }
-                    None => 0,
-                }
+                .push(zigzag(id.wrapping_sub(self.previous) as i64));
+            self.previous = id;
+            if first {
+                self.objects.push(u64::from(index));
+                self.objects.push((size as u64) << 3 | generation);
+                self.objects_in_batch += 1;
             } else {
-                0
-            };
-            self.objects.push(offset);
+                self.objects.push(CONTINUATION);
+                self.objects.push(0);
+            }
+            first = false;
+            self.objects.push(part.len() as u64);
+            for r in part {
+                self.objects
+                    .push(zigzag((r.0 as u64).wrapping_sub(id) as i64));
+                let offset = if scan {
+                    // SAFETY: called from ObjectReferences: the runtime is suspended for
+                    // the GC and `object` is a live object of `size` bytes
+                    // (GetObjectSize2), whose fields lie between id + 8 and id + size - 8.
+                    match unsafe { find_slot(object.0, size, r.0, from) } {
+                        Some(o) => {
+                            from = o + 8;
+                            o as u64
+                        }
+                        None => 0,
+                    }
+                } else {
+                    0
+                };
+                self.objects.push(offset);
+            }
+            if self.objects.len() >= self.batch_values {
+                self.flush_objects();
+            }
         }
         self.n_objects += 1;
         self.n_references += refs.len() as u64;
-        self.objects_in_batch += 1;
-        if self.objects.len() >= BATCH_VALUES {
-            self.flush_objects();
-        }
     }
 
     fn flush_objects(&mut self) {
-        if self.objects_in_batch == 0 {
+        if self.objects.is_empty() {
             return;
         }
         let ok = emit_waiting(&Event::HeapObjects {
@@ -144,7 +169,8 @@ impl Walk {
             objects: Cow::Borrowed(&self.objects),
         });
         if !ok {
-            self.lost += self.objects_in_batch;
+            // A batch of continuations only: count its object once.
+            self.lost += self.objects_in_batch.max(1);
         }
         self.objects.clear();
         self.objects_in_batch = 0;
@@ -170,7 +196,7 @@ impl Walk {
             }
             self.n_roots += 1;
             self.roots_in_batch += 1;
-            if self.roots.len() >= BATCH_VALUES {
+            if self.roots.len() >= self.batch_values {
                 self.flush_roots();
             }
         }

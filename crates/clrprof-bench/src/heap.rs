@@ -55,6 +55,7 @@ pub fn run(objects: u64) -> Result<()> {
     let recorded = h["objects"].as_u64().unwrap_or(0);
     let references = h["references"].as_u64().unwrap_or(0);
     let pause_ms = h["pause_ms"].as_f64().unwrap_or(0.0);
+    let lost = h["lost"].as_u64().unwrap_or(0);
     let bytes = std::fs::metadata(&trace)?.len();
 
     // The report on its own, under GNU time for the peak memory.
@@ -84,7 +85,7 @@ pub fn run(objects: u64) -> Result<()> {
         "heap snapshot of {recorded} objects, {references} references (app built its heap in {:.1} s)",
         built.as_secs_f64()
     );
-    println!("  target paused (forced GC + walk + statics): {pause_ms:.0} ms");
+    println!("  target paused (forced GC + walk): {pause_ms:.0} ms; objects or roots lost: {lost}");
     println!(
         "  objects recorded per second of pause: {:.2} M",
         recorded as f64 / (pause_ms / 1e3).max(1e-9) / 1e6

@@ -148,7 +148,8 @@ fn count(v: &Value) -> i64 {
 fn heap_snapshot_of_a_known_graph_then_diff_after_freeing_half() {
     let dir = scratch("heap-known-graph");
     let (s1, s2) = (dir.join("s1.clrprof"), dir.join("s2.clrprof"));
-    let mut t = Target::start(&["heap", "1000"]);
+    // 1500 locals: their array's references span several batch entries (continuations).
+    let mut t = Target::start(&["heap", "3000"]);
     let (n, m) = (t.fact("heap_nodes"), t.fact("heap_locals"));
 
     let h = heap_json(
@@ -225,6 +226,13 @@ fn heap_snapshot_of_a_known_graph_then_diff_after_freeing_half() {
         row(statics, "field", "Ratio")["value"],
         t.facts["heap_ratio"].as_str()
     );
+
+    // Every local is reached through the array on Hold's frame.
+    let locals = report_heap(&s1, &["--paths-to", "Scenarios.HeapLocal"]);
+    let p = &locals["paths"][0];
+    assert_eq!(count(p), m, "{locals:#}");
+    assert_eq!(p["root"]["name"], "Scenarios.Heap.Hold");
+    assert_eq!(p["edges"][0]["field"], "[]");
 
     // Inherited and own fields name their edges.
     let leaves = report_heap(&s1, &["--paths-to", "Scenarios.HeapLeaf"]);

@@ -187,7 +187,8 @@ events! {
     /// A batch of live objects, each as `zigzag(id - previous id)`, class index,
     /// `size << 3 | generation` (7 = not in a GC generation), reference count, then per
     /// reference `zigzag(target - id)` and the field's byte offset in the object (0 =
-    /// not known, array elements).
+    /// not known, array elements). Class index `u32::MAX` marks a continuation: size 0,
+    /// then more references of the object with that id.
     66 HeapObjects { snapshot: u64, objects: Cow<'a, [u64]> }
     /// A batch of GC roots, each as object id, `kind | flags << 4`
     /// (`COR_PRF_GC_ROOT_KIND`: 0 other, 1 stack, 2 finalizer, 3 handle;

@@ -19,6 +19,8 @@ pub const ROOT_REFCOUNTED: u32 = 0x8;
 
 /// Generation value of an object outside the GC generations (frozen, or unknown).
 pub const NO_GENERATION: u8 = 7;
+/// Class index of a continuation entry: more references of the object with that id.
+pub const CONTINUATION: u64 = u32::MAX as u64;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Root {
@@ -169,6 +171,8 @@ struct Raw {
     edge_start: Vec<u32>,
     target_ids: Vec<u64>,
     fields: Vec<u32>,
+    /// References from continuation entries: (object id, target id, field).
+    more: Vec<(u64, u64, u32)>,
     roots: Vec<(u64, u8, u32, u64)>,
     statics: Vec<(String, String, u64, u64, String)>,
 }
@@ -194,6 +198,19 @@ impl Raw {
             }
             let id = previous.wrapping_add(unzigzag(delta) as u64);
             previous = id;
+            if class == CONTINUATION {
+                for _ in 0..n {
+                    let (Some(t), Some(field)) = (next(&mut i), next(&mut i)) else {
+                        return false;
+                    };
+                    self.more.push((
+                        id,
+                        id.wrapping_add(unzigzag(t) as u64),
+                        u32::try_from(field).unwrap_or(0),
+                    ));
+                }
+                continue;
+            }
             self.ids.push(id);
             self.class.push(class as u32);
             self.size.push(size_gen >> 3);
@@ -308,7 +325,8 @@ pub fn load(bytes: &[u8], snapshot: u64) -> Result<HeapSnapshot, FormatError> {
 }
 
 /// Sorts the objects by id and turns reference ids into indexes.
-fn finish(raw: Raw, s: &mut HeapSnapshot) {
+fn finish(mut raw: Raw, s: &mut HeapSnapshot) {
+    raw.more.sort_by_key(|m| m.0);
     let n = raw.ids.len();
     let mut order: Vec<u32> = (0..n as u32).collect();
     order.sort_unstable_by_key(|&i| raw.ids[i as usize]);
@@ -328,11 +346,19 @@ fn finish(raw: Raw, s: &mut HeapSnapshot) {
     for &o in &order {
         s.edge_start.push(s.targets.len() as u32);
         let o = o as usize;
-        for e in raw.edge_start[o] as usize..end_of(o) {
-            match s.ids.binary_search(&raw.target_ids[e]) {
+        let own =
+            (raw.edge_start[o] as usize..end_of(o)).map(|e| (raw.target_ids[e], raw.fields[e]));
+        let id = raw.ids[o];
+        let first = raw.more.partition_point(|m| m.0 < id);
+        let more = raw.more[first..]
+            .iter()
+            .take_while(|m| m.0 == id)
+            .map(|m| (m.1, m.2));
+        for (target, field) in own.chain(more) {
+            match s.ids.binary_search(&target) {
                 Ok(t) => {
                     s.targets.push(t as u32);
-                    s.fields.push(raw.fields[e]);
+                    s.fields.push(field);
                 }
                 Err(_) => s.dangling += 1,
             }
@@ -399,12 +425,15 @@ mod tests {
         assert_eq!(raw.target_ids, vec![1024, 1000]);
         assert_eq!(raw.fields, vec![8, 0]);
         assert!(!Raw::default().objects(&[zz(8), 0, 24 << 3, 2, zz(1)]));
+        // More references of object 1000, in a later batch.
+        assert!(raw.objects(&[zz(1000), CONTINUATION, 0, 1, zz(24), 0]));
+        assert_eq!(raw.ids.len(), 2, "a continuation is not an object");
         let mut s = HeapSnapshot::default();
         raw.roots.push((1024, ROOT_HANDLE, 0, 7));
         raw.roots.push((5, ROOT_HANDLE, 0, 7));
         finish(raw, &mut s);
-        assert_eq!(s.targets, vec![1, 0]);
-        assert_eq!(s.edge_start, vec![0, 1, 2]);
+        assert_eq!(s.targets, vec![1, 1, 0]);
+        assert_eq!(s.edge_start, vec![0, 2, 3]);
         assert_eq!(s.roots.len(), 1, "a root of an unknown object is dropped");
         assert_eq!(s.roots[0].object, 1);
     }
