@@ -61,7 +61,7 @@ pub fn run(objects: u64) -> Result<()> {
     // The report on its own, under GNU time for the peak memory.
     let t = Instant::now();
     let rep = Command::new("/usr/bin/time")
-        .args(["-f", "%M"])
+        .args(["-f", "%M %U %S"])
         .arg(&clrprof)
         .arg("report")
         .arg(&trace)
@@ -75,11 +75,19 @@ pub fn run(objects: u64) -> Result<()> {
             String::from_utf8_lossy(&rep.stderr)
         );
     }
-    let peak_kb: f64 = String::from_utf8_lossy(&rep.stderr)
+    // GNU time's last line: peak KB, user s, system s.
+    let stderr = String::from_utf8_lossy(&rep.stderr);
+    let figures: Vec<f64> = stderr
         .lines()
         .last()
-        .and_then(|l| l.trim().parse().ok())
-        .unwrap_or(0.0);
+        .unwrap_or("")
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let (peak_kb, cpu_s) = match figures[..] {
+        [kb, user, sys] => (kb, user + sys),
+        _ => (0.0, 0.0),
+    };
 
     println!(
         "heap snapshot of {recorded} objects, {references} references (app built its heap in {:.1} s)",
@@ -101,7 +109,7 @@ pub fn run(objects: u64) -> Result<()> {
         snapshot_wall.as_secs_f64()
     );
     println!(
-        "  clrprof report: {report_s:.1} s, peak memory {:.0} MB",
+        "  clrprof report: {report_s:.1} s ({cpu_s:.1} s of CPU), peak memory {:.0} MB",
         peak_kb / 1024.0
     );
     Ok(())
