@@ -188,6 +188,11 @@ pub fn drop_when_full() -> bool {
     DROP_WHEN_FULL.load(Ordering::Relaxed)
 }
 
+/// Size of each thread's ring in bytes (a record may take at most half).
+pub fn buffer_bytes() -> usize {
+    BUFFER_BYTES.load(Ordering::Relaxed)
+}
+
 pub fn lost_global() -> u64 {
     LOST_GLOBAL.load(Ordering::Relaxed)
 }
@@ -239,9 +244,20 @@ pub fn emit(ev: &Event<'_>) {
 
 /// Records one event with a given timestamp.
 pub fn emit_at(ts: u64, ev: &Event<'_>) {
+    emit_with(ts, ev, false);
+}
+
+/// Records one event, waiting for the writer when the ring is full whatever `--on-full`
+/// says (heap snapshots: the target is stopped anyway, and a snapshot with holes is worth
+/// little). False when it could not be recorded (not accepting, or too large).
+pub fn emit_waiting(ev: &Event<'_>) -> bool {
+    emit_with(clock::ticks(), ev, true)
+}
+
+fn emit_with(ts: u64, ev: &Event<'_>, always_wait: bool) -> bool {
     if !ACCEPTING.load(Ordering::Acquire) {
         LOST_GLOBAL.fetch_add(1, Ordering::Relaxed);
-        return;
+        return false;
     }
     let slot = current_slot();
     if slot.is_null() {
@@ -259,10 +275,11 @@ pub fn emit_at(ts: u64, ev: &Event<'_>) {
     let scratch = unsafe { &mut *slot.scratch.get() };
     scratch.clear();
     clrprof_format::encode(scratch, 0, ev);
-    write_waiting(slot, &mut limit, |ring, limit| {
+    let written = write_waiting(slot, &mut limit, always_wait, |ring, limit| {
         ring.try_write_record(limit, ts, scratch)
     });
     slot.ring.leave(limit);
+    written
 }
 
 /// The tracing slow path: one enter/leave/tailcall record, for a thread the assembly
@@ -304,7 +321,7 @@ pub fn emit_elt(kind: crate::elt::EltKind, function: u64, caller_sp: u64) {
         crate::elt::EltKind::Tailcall => clrprof_format::EltKind::Tailcall,
     };
     let index = u32::try_from(function).unwrap_or(u32::MAX);
-    write_waiting(slot, &mut limit, |ring, limit| {
+    write_waiting(slot, &mut limit, false, |ring, limit| {
         ring.try_write_elt(limit, ts, kind, index, caller_sp as u32)
     });
     slot.ring.leave(limit);
@@ -315,6 +332,7 @@ pub fn emit_elt(kind: crate::elt::EltKind, function: u64, caller_sp: u64) {
 fn write_waiting(
     slot: &Slot,
     limit: &mut u64,
+    always_wait: bool,
     mut write: impl FnMut(&Ring, &mut u64) -> Result<(), Full>,
 ) -> bool {
     let mut spins = 0u32;
@@ -340,7 +358,9 @@ fn write_waiting(
             }
             Err(Full::NoRoom) => {}
         }
-        if DROP_WHEN_FULL.load(Ordering::Relaxed) || !ACCEPTING.load(Ordering::Acquire) {
+        if (DROP_WHEN_FULL.load(Ordering::Relaxed) && !always_wait)
+            || !ACCEPTING.load(Ordering::Acquire)
+        {
             slot.lost.fetch_add(1, Ordering::Relaxed);
             done(waiting_since);
             return false;
@@ -359,7 +379,7 @@ fn write_waiting(
     }
 }
 
-fn emit_fallback(ts: u64, ev: &Event<'_>) {
+fn emit_fallback(ts: u64, ev: &Event<'_>) -> bool {
     let mut f = match FALLBACK.try_lock() {
         Ok(f) => f,
         Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
@@ -370,9 +390,10 @@ fn emit_fallback(ts: u64, ev: &Event<'_>) {
     };
     if f.bytes.len() > FALLBACK_LIMIT {
         LOST_GLOBAL.fetch_add(1, Ordering::Relaxed);
-        return;
+        return false;
     }
     let delta = ts.wrapping_sub(f.last_ts);
     f.last_ts = ts;
     clrprof_format::encode(&mut f.bytes, delta, ev);
+    true
 }

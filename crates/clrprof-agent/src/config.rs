@@ -188,6 +188,11 @@ pub struct Settings {
     pub args: Option<String>,
     /// `--args`: what is read of each value.
     pub arg_limits: ArgLimits,
+    /// Heap snapshots at these many seconds after startup, in order (docs/heap.md).
+    pub heap_at: Vec<f64>,
+    /// Heap snapshots may be taken (on request or at `heap_at`): the GC monitor must be
+    /// requested at startup or attach, the only times the runtime allows it.
+    pub heap: bool,
 }
 
 /// How much of each argument `--args` reads.
@@ -304,6 +309,14 @@ pub const VARIABLES: &[(&str, &str)] = &[
     (
         "CLRPROF_INLINING",
         "trace mode: 1 lets the JIT inline (inlined calls are then not seen; default 0)",
+    ),
+    (
+        "CLRPROF_HEAP",
+        "0 | 1: allow heap snapshots on request (turns background GC off while loaded; default 0, 1 with CLRPROF_HEAP_AT)",
+    ),
+    (
+        "CLRPROF_HEAP_AT",
+        "`,`-separated seconds after startup at which to take a heap snapshot (docs/heap.md)",
     ),
     (
         "CLRPROF_EXCEPTION_STACKS",
@@ -566,6 +579,21 @@ impl Settings {
                     .into(),
             ));
         }
+        let heap_at = match get("CLRPROF_HEAP_AT") {
+            None => Vec::new(),
+            Some(v) => heap_times(&v).ok_or_else(|| {
+                bad(
+                    "CLRPROF_HEAP_AT",
+                    &v,
+                    "`,`-separated non-negative numbers of seconds, e.g. 2,5.5",
+                )
+            })?,
+        };
+        let heap = match get("CLRPROF_HEAP").as_deref() {
+            None | Some("0") => !heap_at.is_empty(),
+            Some("1") => true,
+            Some(v) => return Err(bad("CLRPROF_HEAP", v, "0 or 1")),
+        };
         Ok(Settings {
             max_depth,
             siblings,
@@ -574,6 +602,8 @@ impl Settings {
             profile_sdk,
             args,
             arg_limits,
+            heap,
+            heap_at,
             trace_probe,
             rate_hz,
             duration_s,
@@ -618,12 +648,28 @@ impl Settings {
             "arg_depth": self.arg_limits.depth,
             "arg_items": self.arg_limits.items,
             "arg_bytes": self.arg_limits.bytes,
+            "heap": self.heap,
+            "heap_at": self.heap_at,
             "trace_probe": self.trace_probe.map(|p| match p {
                 TraceProbe::Noop => "noop",
                 TraceProbe::Clock => "clock",
             }),
         })
     }
+}
+
+/// Parses `2,5.5`: sorted seconds; `None` for anything else.
+fn heap_times(v: &str) -> Option<Vec<f64>> {
+    let mut times = Vec::new();
+    for part in v.split(',') {
+        let t: f64 = part.trim().parse().ok()?;
+        if !(t.is_finite() && t >= 0.0) {
+            return None;
+        }
+        times.push(t);
+    }
+    times.sort_by(f64::total_cmp);
+    Some(times)
 }
 
 #[cfg(test)]
@@ -647,6 +693,20 @@ mod tests {
         assert_eq!(s.events, EventGroups::of(&EventGroup::DEFAULT));
         assert!(!s.events.contains(EventGroup::Alloc));
         assert_eq!(s.on_full, OnFull::Wait);
+    }
+
+    #[test]
+    fn heap_times_are_sorted_and_checked() {
+        let s = parse(&[("CLRPROF_HEAP_AT", "5, 2.5,0")]).unwrap();
+        assert_eq!(s.heap_at, vec![0.0, 2.5, 5.0]);
+        assert!(s.heap, "timed snapshots imply heap snapshots");
+        assert!(parse(&[]).unwrap().heap_at.is_empty());
+        assert!(!parse(&[]).unwrap().heap);
+        assert!(parse(&[("CLRPROF_HEAP", "1")]).unwrap().heap);
+        assert!(parse(&[("CLRPROF_HEAP", "yes")]).is_err());
+        let e = parse(&[("CLRPROF_HEAP_AT", "2,-1")]).unwrap_err();
+        assert!(e.0.contains("CLRPROF_HEAP_AT"), "{e}");
+        assert!(parse(&[("CLRPROF_HEAP_AT", "soon")]).is_err());
     }
 
     #[test]

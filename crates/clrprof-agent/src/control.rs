@@ -6,6 +6,7 @@
 //!
 //! Protocol: one line per request, one line per answer.
 //! - `status` → `ok <json>` (pid, mode, output path, samples so far)
+//! - `heap` → `ok <json>` once a heap snapshot is in the trace (docs/heap.md)
 //! - `detach` → `ok detaching`, then the profiler stops its threads, flushes the trace
 //!   and calls RequestProfilerDetach; the runtime unloads the library afterwards.
 
@@ -22,6 +23,8 @@ pub trait Controlled: Send + Sync + 'static {
     fn status_json(&self) -> String;
     /// Stops sampling and writing and asks the runtime to detach; returns a message.
     fn detach(&self) -> Result<String, String>;
+    /// Takes a heap snapshot into the trace; returns its summary as JSON.
+    fn heap(&self) -> Result<String, String>;
 }
 
 /// Checks (or creates) the private directory the socket lives in. `lstat`, not `stat`: a
@@ -248,6 +251,17 @@ fn handle(stream: UnixStream, target: &dyn Controlled) -> bool {
             let _ = writeln!(w, "ok {}", target.status_json());
             false
         }
+        "heap" => {
+            match target.heap() {
+                Ok(json) => {
+                    let _ = writeln!(w, "ok {json}");
+                }
+                Err(e) => {
+                    let _ = writeln!(w, "error {e}");
+                }
+            }
+            false
+        }
         "detach" => match target.detach() {
             Ok(msg) => {
                 let _ = writeln!(w, "ok {msg}");
@@ -261,7 +275,7 @@ fn handle(stream: UnixStream, target: &dyn Controlled) -> bool {
         other => {
             let _ = writeln!(
                 w,
-                "error unknown request {other:?} (expected status or detach)"
+                "error unknown request {other:?} (expected status, heap or detach)"
             );
             false
         }

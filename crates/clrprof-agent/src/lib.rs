@@ -21,6 +21,9 @@ pub mod fpwalk;
 pub mod inspect;
 #[macro_use]
 pub mod log;
+pub mod heap;
+pub mod heap_statics;
+pub mod heap_timer;
 // After `log`: uses its macro.
 pub mod elt_args;
 pub mod mask;

@@ -59,6 +59,13 @@ pub fn for_settings(s: &Settings) -> (u32, u32) {
             }
         }
     }
+    // Heap snapshots: the runtime lets COR_PRF_MONITOR_GC be turned on only in
+    // Initialize or InitializeForAttach (it turns background GC off then); later it
+    // answers CORPROF_E_CONCURRENT_GC_NOT_PROFILABLE. Asked for here, dropped again right
+    // after (see `heap::monitor_between_snapshots`), turned on again per snapshot.
+    if s.heap {
+        low |= sys::COR_PRF_MONITOR_GC;
+    }
     if s.exception_stacks && s.events.contains(EventGroup::Exceptions) {
         low |= sys::COR_PRF_ENABLE_STACK_SNAPSHOT;
     }

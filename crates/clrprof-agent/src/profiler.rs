@@ -45,12 +45,18 @@ pub struct Session {
     writer: Mutex<Option<Writer>>,
     sampler: Mutex<Option<Sampler>>,
     control: Mutex<Option<ControlServer>>,
+    /// The `--heap SECONDS` timer thread, if any.
+    heap_timer: Mutex<Option<crate::heap_timer::HeapTimer>>,
     detaching: std::sync::atomic::AtomicBool,
 }
 
 impl Session {
     /// Stops the sampler, then the writer (which flushes everything); idempotent.
     pub fn stop(&self, why: &str) {
+        let timer = self.heap_timer.lock().ok().and_then(|mut t| t.take());
+        if let Some(t) = timer {
+            t.stop();
+        }
         let sampler = self.sampler.lock().ok().and_then(|mut s| s.take());
         if let Some(mut s) = sampler {
             s.stop();
@@ -141,6 +147,13 @@ impl Controlled for Session {
             "recording": self.writer.lock().map(|w| w.is_some()).unwrap_or(false),
         })
         .to_string()
+    }
+
+    fn heap(&self) -> std::result::Result<String, String> {
+        if self.detaching.load(std::sync::atomic::Ordering::Acquire) {
+            return Err("the profiler is detaching".into());
+        }
+        crate::heap::take(&self.info, 0).map(|s| s.json())
     }
 
     fn detach(&self) -> std::result::Result<String, String> {
@@ -314,6 +327,9 @@ impl Profiler {
             drop(writer);
             return Err(format!("SetEventMask2({low:#x}, {high:#x}) failed: {e}"));
         }
+        if settings.heap && attached {
+            crate::heap::monitor_between_snapshots(&info, &settings);
+        }
         if settings.mode == Mode::Trace {
             let filter =
                 crate::elt::Filter::parse(settings.include.as_deref(), settings.exclude.as_deref());
@@ -334,8 +350,23 @@ impl Profiler {
             writer: Mutex::new(Some(writer)),
             sampler: Mutex::new(None),
             control: Mutex::new(None),
+            heap_timer: Mutex::new(None),
             detaching: std::sync::atomic::AtomicBool::new(false),
         });
+        if !settings.heap_at.is_empty() {
+            match crate::heap_timer::HeapTimer::start(
+                info.clone(),
+                settings.heap_at.clone(),
+                (!attached).then(|| settings.clone()),
+            ) {
+                Ok(t) => {
+                    if let Ok(mut g) = session.heap_timer.lock() {
+                        *g = Some(t);
+                    }
+                }
+                Err(e) => log!("cannot start the heap snapshot thread: {e}; no snapshots"),
+            }
+        }
         if let Some(path) = control {
             // The CLI detaches at the duration; this is the backstop for a CLI that
             // cannot (stopped, killed), a little later so the two do not race.
@@ -866,10 +897,12 @@ impl ProfilerCallback for Profiler {
             generations,
             reason: reason as u8,
         });
+        crate::heap::gc_started(generation_collected);
         Ok(())
     }
 
     fn garbage_collection_finished(&self) -> Result<()> {
+        crate::heap::gc_finished();
         let Some(a) = self.active() else {
             return Ok(());
         };
@@ -884,6 +917,29 @@ impl ProfilerCallback for Profiler {
         emit(&Event::GcFinished {
             generation_sizes: sizes.to_vec().into(),
         });
+        Ok(())
+    }
+
+    fn object_references(
+        &self,
+        object: ObjectId,
+        class: ClassId,
+        references: &[ObjectId],
+    ) -> Result<()> {
+        if let Some(a) = self.active() {
+            crate::heap::object_references(&a.info, object, class, references);
+        }
+        Ok(())
+    }
+
+    fn root_references2(
+        &self,
+        roots: &[ObjectId],
+        kinds: &[u32],
+        flags: &[u32],
+        root_ids: &[usize],
+    ) -> Result<()> {
+        crate::heap::root_references(roots, kinds, flags, root_ids);
         Ok(())
     }
 

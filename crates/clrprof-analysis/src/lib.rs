@@ -9,6 +9,7 @@
 
 pub mod calltree;
 pub mod gc;
+pub mod heap;
 pub mod invocations;
 pub mod names;
 pub mod profile;

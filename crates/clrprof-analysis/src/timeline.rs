@@ -53,6 +53,10 @@ impl<'a> Trace<'a> {
                 call_records += 1;
                 continue;
             }
+            // Heap snapshot batches are read on their own (`heap::snapshot::load`).
+            if matches!(d.event, Event::HeapObjects { .. } | Event::HeapRoots { .. }) {
+                continue;
+            }
             if let Event::ClockSync { mono_ns, .. } = &d.event {
                 syncs.push((d.ts, *mono_ns));
             }

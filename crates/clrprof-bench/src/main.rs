@@ -8,6 +8,7 @@
 //!   cargo run --release -p clrprof-bench -- args        # ns per call with arguments recorded
 //!   cargo run --release -p clrprof-bench -- attach      # attach and detach latency
 //!   cargo run --release -p clrprof-bench -- soak        # stress cases + 50 attach/detach cycles
+//!   cargo run --release -p clrprof-bench -- heap        # heap snapshot of 10 M objects
 
 mod soak;
 
@@ -17,6 +18,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
+
+mod heap;
 
 #[derive(Parser)]
 struct Args {
@@ -48,6 +51,12 @@ enum What {
         #[arg(long, default_value_t = 50)]
         cycles: usize,
     },
+    /// One heap snapshot of a large heap: pause, objects/s, bytes/object, report time and memory
+    Heap {
+        /// Objects in the heap
+        #[arg(long, default_value_t = 10_000_000)]
+        objects: u64,
+    },
 }
 
 fn main() -> Result<()> {
@@ -59,6 +68,7 @@ fn main() -> Result<()> {
         What::Args => args_bench(args.runs),
         What::Attach => attach(args.runs),
         What::Soak { cycles } => soak::run(&clrprof()?, cycles),
+        What::Heap { objects } => heap::run(objects),
     }
 }
 

@@ -129,7 +129,7 @@ fn library_mapped(pid: u32, library: &Path) -> bool {
         .unwrap_or(false)
 }
 
-fn alive(pid: u32) -> bool {
+pub fn alive(pid: u32) -> bool {
     // SAFETY: signal 0 only checks for existence and permission.
     let r = unsafe { libc::kill(pid as i32, 0) };
     // EPERM: it exists, it is another user's.
@@ -185,17 +185,6 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
     };
     let output = PathBuf::from(output.to_string_lossy().replace("{pid}", &pid.to_string()));
     crate::output::prepare(&output, args.force)?;
-    let control = control_socket(pid);
-    if let (Some(dir), Some(uid)) = (control.parent(), process_uid(pid)) {
-        check_control_dir(dir, uid)?;
-    }
-    let _ = std::fs::remove_file(control.with_extension("error"));
-    if control.exists() && control_request(pid, "status", Duration::from_secs(2)).is_ok() {
-        bail!(
-            "clrprof is already attached to pid {pid} (CORPROF_E_PROFILER_ALREADY_ACTIVE); \
-             detach it first with `clrprof detach --pid {pid}`"
-        );
-    }
     let mut env: Vec<(&str, String)> = vec![
         ("CLRPROF_MODE", args.mode.as_str().to_string()),
         ("CLRPROF_OUTPUT", output.display().to_string()),
@@ -233,49 +222,13 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
     if let Some(start) = own_start_time() {
         env.push(("CLRPROF_OWNER_START", start.to_string()));
     }
-    let data = clrprof_format::encode_attach(&clrprof_format::AttachRequest {
-        env: env
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect(),
-        control: Some(control.display().to_string()),
-    });
-    let clsid = Uuid::parse_str(CLSID.trim_matches(|c| c == '{' || c == '}')).expect("valid CLSID");
-    match client.attach_profiler(Duration::from_secs(10), clsid, &library, &data) {
-        Ok(_) => {}
-        Err(IpcError::RuntimeError { hresult, .. }) if hresult == ALREADY_ACTIVE => bail!(
-            "another profiler is already attached to pid {pid} (CORPROF_E_PROFILER_ALREADY_ACTIVE): \
-             .NET allows one at a time"
-        ),
-        // The runtime's answer can time out although the attach goes on: confirm below.
-        Err(IpcError::Timeout { .. }) => {
-            eprintln!(
-                "clrprof: the runtime did not answer in time; checking whether the attach succeeded…"
-            )
-        }
-        Err(e) => {
-            return Err(match take_error_note(&control) {
-                Some(reason) => anyhow::anyhow!("{e}\nthe profiler in pid {pid} said: {reason}"),
-                None => explain(e),
-            });
-        }
+    if !args.heap.is_empty() {
+        let times: Vec<String> = args.heap.iter().map(f64::to_string).collect();
+        env.push(("CLRPROF_HEAP_AT", times.join(",")));
+        env.push(("CLRPROF_HEAP", "1".to_string()));
     }
-    // Confirm through our own channel: the agent listens once it is initialised.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match control_request(pid, "status", Duration::from_secs(2)) {
-            Ok(_) => break,
-            Err(_) if let Some(reason) = take_error_note(&control) => {
-                bail!("the profiler in pid {pid} refused the attach: {reason}");
-            }
-            Err(e) if Instant::now() > deadline => {
-                return Err(e.context(format!(
-                    "the profiler did not confirm the attach to pid {pid}; look for `clrprof[{pid}]:` lines in the target's stderr"
-                )));
-            }
-            Err(_) => std::thread::sleep(Duration::from_millis(5)),
-        }
-    }
+    start(&client, pid, &library, &env)?;
+    let control = control_socket(pid);
     let latency = started.elapsed();
     if !args.quiet {
         eprintln!(
@@ -336,7 +289,72 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
     Ok(0)
 }
 
-fn detach_and_wait(pid: u32, library: &Path, quiet: bool) -> Result<()> {
+/// Sends AttachProfiler with `env` as the agent's settings and waits until the agent
+/// answers on its control socket; a refusal comes back with the agent's reason.
+pub fn start(
+    client: &DiagnosticsClient,
+    pid: u32,
+    library: &Path,
+    env: &[(&str, String)],
+) -> Result<()> {
+    let control = control_socket(pid);
+    if let (Some(dir), Some(uid)) = (control.parent(), process_uid(pid)) {
+        check_control_dir(dir, uid)?;
+    }
+    let _ = std::fs::remove_file(control.with_extension("error"));
+    if control.exists() && control_request(pid, "status", Duration::from_secs(2)).is_ok() {
+        bail!(
+            "clrprof is already attached to pid {pid} (CORPROF_E_PROFILER_ALREADY_ACTIVE); \
+             detach it first with `clrprof detach --pid {pid}`"
+        );
+    }
+    let data = clrprof_format::encode_attach(&clrprof_format::AttachRequest {
+        env: env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect(),
+        control: Some(control.display().to_string()),
+    });
+    let clsid = Uuid::parse_str(CLSID.trim_matches(|c| c == '{' || c == '}')).expect("valid CLSID");
+    match client.attach_profiler(Duration::from_secs(10), clsid, library, &data) {
+        Ok(_) => {}
+        Err(IpcError::RuntimeError { hresult, .. }) if hresult == ALREADY_ACTIVE => bail!(
+            "another profiler is already attached to pid {pid} (CORPROF_E_PROFILER_ALREADY_ACTIVE): \
+             .NET allows one at a time"
+        ),
+        // The runtime's answer can time out although the attach goes on: confirm below.
+        Err(IpcError::Timeout { .. }) => {
+            eprintln!(
+                "clrprof: the runtime did not answer in time; checking whether the attach succeeded…"
+            )
+        }
+        Err(e) => {
+            return Err(match take_error_note(&control) {
+                Some(reason) => anyhow::anyhow!("{e}\nthe profiler in pid {pid} said: {reason}"),
+                None => explain(e),
+            });
+        }
+    }
+    // Confirm through our own channel: the agent listens once it is initialised.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match control_request(pid, "status", Duration::from_secs(2)) {
+            Ok(_) => break,
+            Err(_) if let Some(reason) = take_error_note(&control) => {
+                bail!("the profiler in pid {pid} refused the attach: {reason}");
+            }
+            Err(e) if Instant::now() > deadline => {
+                return Err(e.context(format!(
+                    "the profiler did not confirm the attach to pid {pid}; look for `clrprof[{pid}]:` lines in the target's stderr"
+                )));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(5)),
+        }
+    }
+    Ok(())
+}
+
+pub fn detach_and_wait(pid: u32, library: &Path, quiet: bool) -> Result<()> {
     let started = Instant::now();
     let answer = control_request(pid, "detach", Duration::from_secs(30))?;
     let answered = started.elapsed();
@@ -376,6 +394,6 @@ pub fn detach(pid: u32, profiler: Option<&Path>) -> Result<i32> {
     Ok(0)
 }
 
-fn explain(e: IpcError) -> anyhow::Error {
+pub fn explain(e: IpcError) -> anyhow::Error {
     anyhow::anyhow!("{e}")
 }

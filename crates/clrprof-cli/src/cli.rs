@@ -19,6 +19,10 @@ pub enum Command {
     Report(ReportArgs),
     /// Convert a trace to a flamegraph or another profiler's format
     Convert(ConvertArgs),
+    /// Take a heap snapshot of a running process and summarise it
+    Heap(HeapArgs),
+    /// Compare two heap snapshots: growth by type
+    Diff(DiffArgs),
     /// Detach clrprof from a process it was attached to
     Detach(DetachArgs),
     /// List the .NET processes this user can profile
@@ -33,6 +37,56 @@ pub struct DetachArgs {
     /// The profiler library [default: next to this executable]
     #[arg(long)]
     pub profiler: Option<PathBuf>,
+}
+
+/// What to show of a heap snapshot (`heap`, `report`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct HeapView {
+    /// Shortest paths from roots to objects of this type (`Ns.Type`, `Type`, `*` wildcards)
+    #[arg(long, value_name = "PATTERN")]
+    pub paths_to: Option<String>,
+    /// List the static fields of classes matching this pattern, with their values
+    #[arg(long, value_name = "PATTERN")]
+    pub statics: Option<String>,
+    /// Which heap snapshot of the trace (1, 2, …) [default: the last]
+    #[arg(long, value_name = "N")]
+    pub snapshot: Option<u64>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct HeapArgs {
+    /// The process
+    #[arg(long)]
+    pub pid: u32,
+    /// Trace file to write [default: clrprof-<pid>-heap.clrprof]
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Print JSON (schema: docs/report-json.md)
+    #[arg(long)]
+    pub json: bool,
+    /// Rows per list
+    #[arg(long, default_value_t = 15)]
+    pub top: usize,
+    #[command(flatten)]
+    pub view: HeapView,
+    /// The profiler library [default: libclrprof_profiler.so next to this executable]
+    #[arg(long)]
+    pub profiler: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct DiffArgs {
+    /// The trace holding the earlier snapshot (`FILE` or `FILE:N` for its Nth snapshot)
+    pub before: String,
+    /// The trace holding the later snapshot; with one file of several snapshots, omit it
+    /// to compare the first with the last
+    pub after: Option<String>,
+    /// Print JSON (schema: docs/report-json.md)
+    #[arg(long)]
+    pub json: bool,
+    /// Rows
+    #[arg(long, default_value_t = 15)]
+    pub top: usize,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -198,6 +252,9 @@ pub struct RecordArgs {
     /// Don't print the summary line after the command ends
     #[arg(short, long)]
     pub quiet: bool,
+    /// Take a heap snapshot this many seconds after the start (repeatable; docs/heap.md)
+    #[arg(long, value_name = "SECONDS")]
+    pub heap: Vec<f64>,
     /// Attach to this running process instead of starting a command
     #[arg(long, conflicts_with = "command")]
     pub pid: Option<u32>,
@@ -226,6 +283,8 @@ pub struct ReportArgs {
     /// Invocations printed by --calls (and put in --json's `invocations`)
     #[arg(long, default_value_t = 1000)]
     pub limit: usize,
+    #[command(flatten)]
+    pub heap: HeapView,
 }
 
 /// Longest `--duration`: a year (the agent refuses more).

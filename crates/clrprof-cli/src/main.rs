@@ -9,6 +9,7 @@ mod attach;
 mod chrome_args;
 mod cli;
 mod convert;
+mod heap;
 mod input;
 mod locate;
 mod output;
@@ -28,6 +29,8 @@ fn main() {
         },
         cli::Command::Report(r) => report::run(r),
         cli::Command::Convert(c) => convert::run(c),
+        cli::Command::Heap(h) => heap::run(h),
+        cli::Command::Diff(d) => heap::diff(d),
         cli::Command::Detach(d) => attach::detach(d.pid, d.profiler.as_deref()),
         cli::Command::Ps => ps::run(),
     };

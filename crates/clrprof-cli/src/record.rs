@@ -40,6 +40,13 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         .env("DOTNET_CLI_USE_MSBUILD_SERVER", "0")
         .env("UseSharedCompilation", "false");
     cmd.env("CLRPROF_RATE_HZ", args.rate.to_string());
+    if !args.heap.is_empty() {
+        if let Some(bad) = args.heap.iter().find(|t| !(t.is_finite() && **t >= 0.0)) {
+            anyhow::bail!("--heap {bad}: expected a number of seconds, 0 or more");
+        }
+        let times: Vec<String> = args.heap.iter().map(f64::to_string).collect();
+        cmd.env("CLRPROF_HEAP_AT", times.join(","));
+    }
     if let Some(s) = args.sampler {
         cmd.env("CLRPROF_SAMPLER", s.as_str());
     }

@@ -22,8 +22,18 @@ pub fn run(args: ReportArgs) -> Result<i32> {
             depth: args.depth.unwrap_or(if args.json { 40 } else { 12 }),
         },
     );
+    let heap = if crate::heap::has_snapshots(&bytes) {
+        Some(crate::heap::report_of(
+            &args.file, &bytes, &args.heap, args.top,
+        )?)
+    } else {
+        None
+    };
     let text = if args.json {
         let mut v = serde_json::to_value(&report)?;
+        if let (Some(h), Some(map)) = (&heap, v.as_object_mut()) {
+            map.insert("heap".into(), serde_json::to_value(h)?);
+        }
         let (invocations, _) = invocations::collect(&trace);
         if !invocations.is_empty()
             && let Some(o) = v.as_object_mut()
@@ -42,6 +52,10 @@ pub fn run(args: ReportArgs) -> Result<i32> {
         s
     } else {
         let mut s = text::render(&report, args.top);
+        if let Some(h) = &heap {
+            s.push('\n');
+            s.push_str(&clrprof_analysis::heap::text::render(h));
+        }
         let (invocations, _) = invocations::collect(&trace);
         if !invocations.is_empty() {
             s.push_str(&format!(

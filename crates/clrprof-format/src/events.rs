@@ -221,6 +221,48 @@ events! {
     /// `Sample` records (with [`NATIVE_MODULE_FRAME`](crate::NATIVE_MODULE_FRAME) set), `path`
     /// the mapped file. Since 1.2; before, a `FunctionInfo` named the id `[file name]`.
     51 NativeModule { frame: u64, path: Cow<'a, str> }
+    /// A heap snapshot begins (docs/heap.md). Its records carry the same `snapshot`.
+    65 HeapStart {
+        snapshot: u64,
+        /// 0 = asked for over the control socket, 1 = `--heap SECONDS` timer.
+        reason: u8,
+    }
+    /// A batch of live objects, each as `zigzag(id - previous id)`, class index,
+    /// `size << 3 | generation` (7 = not in a GC generation), reference count, then per
+    /// reference `zigzag(target - id)` and the field's byte offset in the object (0 =
+    /// not known, array elements). Class index `u32::MAX` marks a continuation: size 0,
+    /// then more references of the object with that id.
+    66 HeapObjects { snapshot: u64, objects: Cow<'a, [u64]> }
+    /// A batch of GC roots, each as object id, `kind | flags << 4`
+    /// (`COR_PRF_GC_ROOT_KIND`: 0 other, 1 stack, 2 finalizer, 3 handle;
+    /// `COR_PRF_GC_ROOT_FLAGS`), root id (a FunctionID for stack
+    /// roots, a GCHandleID for handles, else 0).
+    67 HeapRoots { snapshot: u64, roots: Cow<'a, [u64]> }
+    /// The class behind a class index of this snapshot's objects.
+    68 HeapClass { snapshot: u64, index: u64, class: u64, name: Cow<'a, str> }
+    /// A field of a class (its own or inherited): byte offset from the object id.
+    69 HeapField { snapshot: u64, index: u64, offset: u64, name: Cow<'a, str> }
+    /// A static field and what it holds: `object` (0 for none), or its value as text
+    /// for primitives and strings; `thread` is the managed thread of a `[ThreadStatic]`.
+    70 HeapStatic {
+        snapshot: u64,
+        class: Cow<'a, str>,
+        field: Cow<'a, str>,
+        thread: u64,
+        object: u64,
+        value: Cow<'a, str>,
+    }
+    /// The snapshot is complete: what it holds and what could not be recorded.
+    71 HeapEnd {
+        snapshot: u64,
+        objects: u64,
+        references: u64,
+        roots: u64,
+        /// Objects and roots that could not be recorded.
+        lost: u64,
+        /// How long the target was stopped (the forced GC and the walk).
+        pause_ns: u64,
+    }
 }
 
 /// `Lost.reason`: a thread's buffer was full in drop mode (`--on-full drop`).
@@ -257,5 +299,6 @@ mod tests {
         assert!(ids.starts_with(&(1..=34).collect::<Vec<u8>>()));
         assert_eq!(kind_name(0), None);
         assert_eq!(kind_name(u8::MAX), None);
+        assert_eq!(kind_name(65), Some("HeapStart"));
     }
 }

@@ -880,6 +880,17 @@ impl ProfilerInfo {
 
     // ---- Statics -------------------------------------------------------------------------------
 
+    /// `GetStaticFieldInfo`: `COR_PRF_STATIC_TYPE` bits (`COR_PRF_FIELD_APP_DOMAIN_STATIC`, …).
+    /// **Info2 · sync · after attach**
+    pub fn get_static_field_info(&self, class: ClassId, field: u32) -> Result<u32> {
+        let mut kind = 0;
+        check(vcall!(
+            self,
+            ICorProfilerInfo2::GetStaticFieldInfo(class.0, field, &mut kind)
+        ))?;
+        Ok(kind)
+    }
+
     /// `GetAppDomainStaticAddress`: `CORPROF_E_DATAINCOMPLETE` before the class
     /// constructor ran. **Info2 · sync · after attach**
     pub fn get_app_domain_static_address(
@@ -914,6 +925,16 @@ impl ProfilerInfo {
                 thread.0,
                 &mut addr
             )
+        ))?;
+        Ok(addr as usize)
+    }
+
+    /// `GetRVAStaticAddress`: needs a managed thread. **Info2 · sync · after attach**
+    pub fn get_rva_static_address(&self, class: ClassId, field: u32) -> Result<usize> {
+        let mut addr = ptr::null_mut();
+        check(vcall!(
+            self,
+            ICorProfilerInfo2::GetRVAStaticAddress(class.0, field, &mut addr)
         ))?;
         Ok(addr as usize)
     }
@@ -968,6 +989,12 @@ impl ProfilerInfo {
         check(vcall!(self, ICorProfilerInfo4::EnumThreads(&mut e)))?;
         // SAFETY: a live enumerator with one reference for us (R3).
         Ok(unsafe { drain(e) }?.into_iter().map(ThreadId).collect())
+    }
+
+    /// `InitializeCurrentThread`: call on a profiler thread before it suspends anyone.
+    /// **Info4 · sync · after attach**
+    pub fn initialize_current_thread(&self) -> Result<()> {
+        check(vcall!(self, ICorProfilerInfo4::InitializeCurrentThread()))
     }
 
     /// `DoStackSnapshot`: calls `f(function, ip, context)` for each managed frame, leaf

@@ -459,6 +459,11 @@ impl MetaDataImport {
         }
     }
 
+    /// `EnumTypeDefs`: every `mdTypeDef` of the module (not `<Module>`).
+    pub fn enum_type_defs(&self) -> Result<Vec<u32>> {
+        self.enum_tokens(|e, buf, cap, n| mdcall!(self.EnumTypeDefs(e, buf, cap, n)))
+    }
+
     /// `EnumFields`: the `mdFieldDef`s of a type.
     pub fn enum_fields(&self, type_def: u32) -> Result<Vec<u32>> {
         self.enum_tokens(|e, buf, cap, n| mdcall!(self.EnumFields(e, type_def, buf, cap, n)))

@@ -182,6 +182,57 @@ pub fn every_kind() -> Vec<Event<'static>> {
             frame: clrprof_format::NATIVE_MODULE_FRAME | 1,
             path: s("/usr/share/dotnet/shared/Microsoft.NETCore.App/10.0.0/libcoreclr.so"),
         },
+        Event::HeapStart {
+            snapshot: 1,
+            reason: 0,
+        },
+        Event::HeapObjects {
+            snapshot: 1,
+            objects: Cow::Owned(vec![
+                2000,
+                0,
+                24 << 3 | 2,
+                1,
+                48,
+                8,
+                48,
+                u64::from(u32::MAX),
+                0,
+                0,
+            ]),
+        },
+        Event::HeapRoots {
+            snapshot: 1,
+            roots: Cow::Owned(vec![0x7f00_0000_1000, 1 | 1 << 4, 0x7f12_0000]),
+        },
+        Event::HeapClass {
+            snapshot: 1,
+            index: 0,
+            class: 0x7f00_1234,
+            name: s("Scenarios.HeapNode"),
+        },
+        Event::HeapField {
+            snapshot: 1,
+            index: 0,
+            offset: 8,
+            name: s("Next"),
+        },
+        Event::HeapStatic {
+            snapshot: 1,
+            class: s("Scenarios.HeapHolder"),
+            field: s("Text"),
+            thread: 0,
+            object: 0x7f00_0000_2000,
+            value: s("heap-1000"),
+        },
+        Event::HeapEnd {
+            snapshot: 1,
+            objects: 2,
+            references: 1,
+            roots: 1,
+            lost: 0,
+            pause_ns: 13_000_000,
+        },
     ]
 }
 
@@ -492,6 +543,46 @@ pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
                 42 => Event::CallUnwound { function: d },
                 50 => Event::ClassName { class: a, name: s1 },
                 51 => Event::NativeModule { frame: a, path: s1 },
+                65 => Event::HeapStart {
+                    snapshot: a,
+                    reason: byte,
+                },
+                66 => Event::HeapObjects {
+                    snapshot: a,
+                    objects: list,
+                },
+                67 => Event::HeapRoots {
+                    snapshot: a,
+                    roots: list,
+                },
+                68 => Event::HeapClass {
+                    snapshot: a,
+                    index: b2,
+                    class: c,
+                    name: s1,
+                },
+                69 => Event::HeapField {
+                    snapshot: a,
+                    index: b2,
+                    offset: c,
+                    name: s1,
+                },
+                70 => Event::HeapStatic {
+                    snapshot: a,
+                    class: s1,
+                    field: s2,
+                    thread: b2,
+                    object: c,
+                    value: Cow::Borrowed(""),
+                },
+                71 => Event::HeapEnd {
+                    snapshot: a,
+                    objects: b2,
+                    references: c,
+                    roots: d,
+                    lost: _e,
+                    pause_ns: _f,
+                },
                 _ => unreachable!(),
             }
         })

@@ -1,0 +1,366 @@
+//! The snapshot as one rooted graph: node 0 is a virtual root, then one node per root
+//! group (a static field, a stack frame's function, a handle kind, the finalizer queue,
+//! objects no reported root reaches), then one node per object. Dominators over that
+//! graph give every object's retained size and every root group's.
+
+use std::collections::{HashMap, HashSet};
+
+use super::dominators::{self, Dominators, Graph};
+use super::snapshot::{
+    HeapSnapshot, ROOT_FINALIZER, ROOT_HANDLE, ROOT_PINNING, ROOT_REFCOUNTED, ROOT_STACK, ROOT_WEAK,
+};
+
+/// A set of roots shown as one: e.g. every stack root of one function.
+#[derive(Debug, Clone)]
+pub struct Group {
+    /// `static`, `thread-static`, `stack`, `handle`, `finalizer`, `other`, `unrooted`.
+    pub kind: String,
+    pub name: String,
+    pub objects: Vec<u32>,
+    /// Weak handles: listed, but they keep nothing alive.
+    pub weak: bool,
+}
+
+pub struct Model<'s> {
+    pub snapshot: &'s HeapSnapshot,
+    pub groups: Vec<Group>,
+    pub graph: Graph,
+    pub dom: Dominators,
+    /// Retained bytes per node.
+    pub retained: Vec<u64>,
+    /// Node of object 0.
+    pub first_object: u32,
+    /// Edges left out of the graph: from the runtime's static storage arrays to the
+    /// objects their statics hold (the static field is the root instead).
+    skipped: HashSet<(u32, u32)>,
+}
+
+fn handle_name(flags: u32) -> &'static str {
+    if flags & ROOT_WEAK != 0 {
+        "weak handle"
+    } else if flags & ROOT_PINNING != 0 {
+        "pinned handle"
+    } else if flags & ROOT_REFCOUNTED != 0 {
+        "ref-counted handle"
+    } else {
+        "strong handle"
+    }
+}
+
+/// Root groups in the order paths prefer them: statics first, then stacks, handles.
+fn groups(s: &HeapSnapshot) -> Vec<Group> {
+    let mut out: Vec<Group> = Vec::new();
+    let mut index: HashMap<(String, String), usize> = HashMap::new();
+    let mut add = |out: &mut Vec<Group>, kind: &str, name: String, object: u32, weak: bool| {
+        let key = (kind.to_string(), name);
+        let i = *index.entry(key.clone()).or_insert_with(|| {
+            out.push(Group {
+                kind: key.0.clone(),
+                name: key.1.clone(),
+                objects: Vec::new(),
+                weak,
+            });
+            out.len() - 1
+        });
+        out[i].objects.push(object);
+    };
+    for st in &s.statics {
+        if let Some(o) = st.object {
+            let kind = if st.thread != 0 {
+                "thread-static"
+            } else {
+                "static"
+            };
+            add(
+                &mut out,
+                kind,
+                format!("{}.{}", st.class, st.field),
+                o,
+                false,
+            );
+        }
+    }
+    for r in &s.roots {
+        let (kind, name, weak) = match r.kind {
+            ROOT_STACK => (
+                "stack",
+                s.functions
+                    .get(&r.id)
+                    .cloned()
+                    .unwrap_or_else(|| "?".into()),
+                false,
+            ),
+            ROOT_FINALIZER => ("finalizer", "finalizer queue".to_string(), false),
+            ROOT_HANDLE => (
+                "handle",
+                handle_name(r.flags).to_string(),
+                r.flags & ROOT_WEAK != 0,
+            ),
+            _ => ("other", "other".to_string(), r.flags & ROOT_WEAK != 0),
+        };
+        add(&mut out, kind, name, r.object, weak);
+    }
+    out
+}
+
+/// Edges from the runtime's static storage to the objects that a named static holds. The
+/// runtime keeps statics in `Object[]`s: on .NET 10 plain statics in one held by a strong
+/// handle, `[ThreadStatic]`s in one per thread under another reported as a stack root of
+/// that thread. Those edges are left out so that the field, not the array, is the root.
+fn static_storage_edges(s: &HeapSnapshot, groups: &[Group]) -> HashSet<(u32, u32)> {
+    let held: HashSet<u32> = groups
+        .iter()
+        .filter(|g| g.kind == "static" || g.kind == "thread-static")
+        .flat_map(|g| g.objects.iter().copied())
+        .collect();
+    let mut out = HashSet::new();
+    if held.is_empty() {
+        return out;
+    }
+    let is_storage = |o: u32| s.class_name(o) == "System.Object[]";
+    // Rooted Object[]s, and the Object[]s they hold.
+    let mut storage: Vec<u32> = s
+        .roots
+        .iter()
+        .filter(|r| r.flags & ROOT_WEAK == 0 && is_storage(r.object))
+        .map(|r| r.object)
+        .collect();
+    let first_level = storage.len();
+    for i in 0..first_level {
+        for e in s.edges(storage[i]) {
+            if is_storage(s.targets[e]) {
+                storage.push(s.targets[e]);
+            }
+        }
+    }
+    for o in storage {
+        for e in s.edges(o) {
+            let t = s.targets[e];
+            if held.contains(&t) {
+                out.insert((o, t));
+            }
+        }
+    }
+    out
+}
+
+impl<'s> Model<'s> {
+    pub fn build(s: &'s HeapSnapshot) -> Model<'s> {
+        let mut groups = groups(s);
+        let skipped = static_storage_edges(s, &groups);
+        let (graph, first_object) = build_graph(s, &groups, &skipped);
+        // Objects no root reaches (dependent handles, roots the API does not report)
+        // hang under one more group.
+        let order = dominators::dominators(&graph);
+        let unreached: Vec<u32> = (0..s.len() as u32)
+            .filter(|&o| order.idom[(first_object + o) as usize] == dominators::UNREACHABLE)
+            .collect();
+        let (graph, first_object, dom) = if unreached.is_empty() {
+            (graph, first_object, order)
+        } else {
+            groups.push(Group {
+                kind: "unrooted".into(),
+                name: "no reported root".into(),
+                objects: unreached,
+                weak: false,
+            });
+            let (g, f) = build_graph(s, &groups, &skipped);
+            let d = dominators::dominators(&g);
+            (g, f, d)
+        };
+        let mut weight = vec![0u64; graph.nodes()];
+        weight[first_object as usize..].copy_from_slice(&s.size);
+        let retained = dominators::retained(&dom, &weight);
+        Model {
+            snapshot: s,
+            groups,
+            graph,
+            dom,
+            retained,
+            first_object,
+            skipped,
+        }
+    }
+
+    pub fn node_of(&self, object: u32) -> u32 {
+        self.first_object + object
+    }
+
+    /// The object of a node, if it is one.
+    pub fn object_of(&self, node: u32) -> Option<u32> {
+        node.checked_sub(self.first_object)
+    }
+
+    pub fn retained_of_group(&self, g: usize) -> u64 {
+        self.retained[g + 1]
+    }
+
+    pub fn is_skipped(&self, from: u32, to: u32) -> bool {
+        !self.skipped.is_empty() && self.skipped.contains(&(from, to))
+    }
+
+    /// Children of each node in the dominator tree.
+    pub fn dominator_children(&self) -> Graph {
+        let n = self.graph.nodes();
+        let mut lists: Vec<u32> = vec![0; n + 1];
+        for v in 1..n {
+            let d = self.dom.idom[v];
+            if d != dominators::UNREACHABLE {
+                lists[d as usize + 1] += 1;
+            }
+        }
+        for i in 0..n {
+            lists[i + 1] += lists[i];
+        }
+        let mut fill = lists.clone();
+        let mut targets = vec![0u32; lists[n] as usize];
+        for v in 1..n {
+            let d = self.dom.idom[v];
+            if d != dominators::UNREACHABLE {
+                targets[fill[d as usize] as usize] = v as u32;
+                fill[d as usize] += 1;
+            }
+        }
+        Graph {
+            start: lists,
+            targets,
+        }
+    }
+
+    /// Retained bytes per class index: objects of the class and everything only they
+    /// keep alive (an object under another of its own class is counted once, at the top).
+    pub fn retained_by_class(&self) -> Vec<u64> {
+        let s = self.snapshot;
+        let classes = s
+            .class_names
+            .len()
+            .max(s.class.iter().map(|&c| c as usize + 1).max().unwrap_or(0));
+        let mut out = vec![0u64; classes];
+        let mut active = vec![0u32; classes];
+        let children = self.dominator_children();
+        // (node, leaving)
+        let mut stack: Vec<(u32, bool)> = vec![(0, false)];
+        while let Some((v, leaving)) = stack.pop() {
+            let class = self.object_of(v).map(|o| s.class[o as usize] as usize);
+            if leaving {
+                if let Some(c) = class {
+                    active[c] -= 1;
+                }
+                continue;
+            }
+            if let Some(c) = class {
+                if active[c] == 0 {
+                    out[c] += self.retained[v as usize];
+                }
+                active[c] += 1;
+            }
+            stack.push((v, true));
+            for &c in children.successors(v) {
+                stack.push((c, false));
+            }
+        }
+        out
+    }
+}
+
+fn build_graph(s: &HeapSnapshot, groups: &[Group], skipped: &HashSet<(u32, u32)>) -> (Graph, u32) {
+    let first_object = 1 + groups.len() as u32;
+    let mut g = Graph {
+        start: Vec::with_capacity(first_object as usize + s.len() + 1),
+        targets: Vec::with_capacity(groups.len() + s.targets.len() + s.roots.len()),
+    };
+    g.start.push(0);
+    for i in 0..groups.len() as u32 {
+        g.targets.push(1 + i);
+    }
+    for grp in groups {
+        g.start.push(g.targets.len() as u32);
+        if !grp.weak {
+            g.targets
+                .extend(grp.objects.iter().map(|&o| first_object + o));
+        }
+    }
+    for o in 0..s.len() as u32 {
+        g.start.push(g.targets.len() as u32);
+        for e in s.edges(o) {
+            let t = s.targets[e];
+            if !skipped.is_empty() && skipped.contains(&(o, t)) {
+                continue;
+            }
+            g.targets.push(first_object + t);
+        }
+    }
+    g.start.push(g.targets.len() as u32);
+    (g, first_object)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::heap::snapshot::{Root, Static};
+
+    /// Objects: 0 storage Object[] (handle root) → 1 list head → 2 → 3; 4 a local's array
+    /// (stack root) → 5; 6 reached by nothing.
+    fn snapshot() -> HeapSnapshot {
+        let edges: [&[u32]; 7] = [&[1], &[2], &[3], &[], &[5], &[], &[]];
+        let mut s = HeapSnapshot {
+            ids: (0..7).map(|i| 1000 + i * 100).collect(),
+            class: vec![0, 1, 1, 1, 2, 3, 3],
+            size: vec![100, 32, 32, 32, 40, 24, 24],
+            generation: vec![2; 7],
+            class_names: vec![
+                "System.Object[]".into(),
+                "Node".into(),
+                "Local[]".into(),
+                "Local".into(),
+            ],
+            ..HeapSnapshot::default()
+        };
+        for e in edges {
+            s.edge_start.push(s.targets.len() as u32);
+            s.targets.extend_from_slice(e);
+            s.fields.extend(e.iter().map(|_| 8));
+        }
+        s.edge_start.push(s.targets.len() as u32);
+        s.roots = vec![
+            Root {
+                object: 0,
+                kind: ROOT_HANDLE,
+                flags: 0,
+                id: 1,
+            },
+            Root {
+                object: 4,
+                kind: ROOT_STACK,
+                flags: 0,
+                id: 77,
+            },
+        ];
+        s.functions.insert(77, "App.Hold".into());
+        s.statics.push(Static {
+            class: "App.Holder".into(),
+            field: "List".into(),
+            thread: 0,
+            object: Some(1),
+            value: String::new(),
+        });
+        s
+    }
+
+    #[test]
+    fn a_static_retains_what_its_storage_array_also_references() {
+        let s = snapshot();
+        let m = Model::build(&s);
+        let group = |kind: &str| m.groups.iter().position(|g| g.kind == kind).unwrap();
+        let list = group("static");
+        assert_eq!(m.groups[list].name, "App.Holder.List");
+        assert_eq!(m.retained_of_group(list), 96, "the three nodes");
+        assert_eq!(m.retained_of_group(group("handle")), 100, "the array only");
+        assert_eq!(m.groups[group("stack")].name, "App.Hold");
+        assert_eq!(m.retained_of_group(group("stack")), 64);
+        let unrooted = group("unrooted");
+        assert_eq!(m.groups[unrooted].objects, vec![6]);
+        let by_class = m.retained_by_class();
+        assert_eq!(by_class, vec![100, 96, 64, 48]);
+    }
+}

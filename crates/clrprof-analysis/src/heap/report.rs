@@ -1,0 +1,388 @@
+//! The heap section of a report (`clrprof heap`, `clrprof report` of a snapshot; JSON
+//! schema in docs/report-json.md): type histogram with retained bytes, the roots that
+//! retain most, the top of the dominator tree, shortest paths from roots to a type, and
+//! static field values.
+
+use std::collections::{HashMap, VecDeque};
+
+use serde::Serialize;
+
+use super::model::Model;
+use super::snapshot::HeapSnapshot;
+
+#[derive(Debug, Clone, Default)]
+pub struct HeapOptions {
+    /// Rows per list.
+    pub top: usize,
+    /// `--paths-to`: a type name pattern (`*` and `?` wildcards).
+    pub paths_to: Option<String>,
+    /// `--statics`: a class name pattern whose static fields to list.
+    pub statics: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct TypeRow {
+    pub name: String,
+    pub count: u64,
+    pub shallow_bytes: u64,
+    pub retained_bytes: u64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct RootRow {
+    pub kind: String,
+    pub name: String,
+    pub objects: u64,
+    pub retained_bytes: u64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct DominatorRow {
+    pub name: String,
+    pub retained_bytes: u64,
+    pub children: Vec<DominatorRow>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct PathRoot {
+    pub kind: String,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, Hash)]
+pub struct PathEdge {
+    /// The type the edge leaves from.
+    #[serde(rename = "type")]
+    pub type_name: String,
+    pub field: String,
+    /// True when the same edge repeats here (a linked list): shown once.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub repeated: bool,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct PathRow {
+    pub root: PathRoot,
+    pub edges: Vec<PathEdge>,
+    /// The type the path ends at.
+    pub target: String,
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct StaticRow {
+    pub class: String,
+    pub field: String,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub thread: u64,
+    /// The value of a primitive or string static.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub value: String,
+    /// The type of the object it holds.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub type_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retained_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct Generations {
+    pub gen0: u64,
+    pub gen1: u64,
+    pub gen2: u64,
+    pub loh: u64,
+    pub poh: u64,
+    pub other: u64,
+}
+
+impl Generations {
+    fn of(s: &HeapSnapshot) -> Generations {
+        let mut g = Generations::default();
+        for (size, generation) in s.size.iter().zip(&s.generation) {
+            *match generation {
+                0 => &mut g.gen0,
+                1 => &mut g.gen1,
+                2 => &mut g.gen2,
+                3 => &mut g.loh,
+                4 => &mut g.poh,
+                _ => &mut g.other,
+            } += size;
+        }
+        g
+    }
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct HeapReport {
+    pub snapshot: u64,
+    pub objects: u64,
+    pub bytes: u64,
+    pub references: u64,
+    /// Objects and roots the agent could not record.
+    pub lost: u64,
+    /// How long the target was stopped for the snapshot.
+    pub pause_ms: f64,
+    pub complete: bool,
+    /// Bytes per generation: gen0, gen1, gen2, loh, poh, and `other` (frozen or unknown).
+    pub generations: Generations,
+    pub types: Vec<TypeRow>,
+    pub roots: Vec<RootRow>,
+    pub dominators: Vec<DominatorRow>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paths: Option<Vec<PathRow>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub statics: Option<Vec<StaticRow>>,
+}
+
+/// Type histogram over every class (all rows, by retained bytes).
+pub fn types(m: &Model<'_>) -> Vec<TypeRow> {
+    let s = m.snapshot;
+    let retained = m.retained_by_class();
+    let mut rows: Vec<TypeRow> = (0..retained.len())
+        .map(|c| TypeRow {
+            name: s.class_names.get(c).cloned().unwrap_or_else(|| "?".into()),
+            count: 0,
+            shallow_bytes: 0,
+            retained_bytes: retained[c],
+        })
+        .collect();
+    for o in 0..s.len() {
+        let r = &mut rows[s.class[o] as usize];
+        r.count += 1;
+        r.shallow_bytes += s.size[o];
+    }
+    // Generic instantiations loaded twice share a name: merge rows by name.
+    let mut by_name: HashMap<String, TypeRow> = HashMap::new();
+    for r in rows.into_iter().filter(|r| r.count > 0) {
+        let e = by_name.entry(r.name.clone()).or_insert(TypeRow {
+            name: r.name.clone(),
+            count: 0,
+            shallow_bytes: 0,
+            retained_bytes: 0,
+        });
+        e.count += r.count;
+        e.shallow_bytes += r.shallow_bytes;
+        e.retained_bytes += r.retained_bytes;
+    }
+    let mut rows: Vec<TypeRow> = by_name.into_values().collect();
+    rows.sort_by(|a, b| {
+        b.retained_bytes
+            .cmp(&a.retained_bytes)
+            .then(b.shallow_bytes.cmp(&a.shallow_bytes))
+            .then(a.name.cmp(&b.name))
+    });
+    rows
+}
+
+pub fn build(s: &HeapSnapshot, opts: &HeapOptions) -> HeapReport {
+    let m = Model::build(s);
+    let top = opts.top.max(1);
+    let types = types(&m);
+    let mut roots: Vec<RootRow> = m
+        .groups
+        .iter()
+        .enumerate()
+        .map(|(i, g)| RootRow {
+            kind: g.kind.clone(),
+            name: g.name.clone(),
+            objects: g.objects.len() as u64,
+            retained_bytes: m.retained_of_group(i),
+        })
+        .collect();
+    roots.sort_by(|a, b| {
+        b.retained_bytes
+            .cmp(&a.retained_bytes)
+            .then(a.kind.cmp(&b.kind))
+            .then(a.name.cmp(&b.name))
+    });
+    let children = m.dominator_children();
+    let row = |node: u32, kids: Vec<DominatorRow>| DominatorRow {
+        name: m
+            .object_of(node)
+            .map(|o| s.class_name(o).to_string())
+            .unwrap_or_default(),
+        retained_bytes: m.retained[node as usize],
+        children: kids,
+    };
+    let top_of = |nodes: &mut Vec<u32>, n: usize| {
+        nodes.sort_by(|a, b| m.retained[*b as usize].cmp(&m.retained[*a as usize]));
+        nodes.truncate(n);
+    };
+    // Top-level retainers: objects whose dominator is a root group or the virtual root.
+    let mut tops: Vec<u32> = (0..m.first_object)
+        .flat_map(|g| children.successors(g).iter().copied())
+        .filter(|&v| v >= m.first_object)
+        .collect();
+    top_of(&mut tops, top);
+    let dominators = tops
+        .into_iter()
+        .map(|v| {
+            let mut kids: Vec<u32> = children.successors(v).to_vec();
+            top_of(&mut kids, 5);
+            row(v, kids.into_iter().map(|k| row(k, Vec::new())).collect())
+        })
+        .collect();
+    let paths = opts.paths_to.as_deref().map(|p| paths_to(&m, p, top));
+    let statics = opts.statics.as_deref().map(|p| statics(&m, p));
+    HeapReport {
+        snapshot: s.snapshot,
+        objects: s.len() as u64,
+        bytes: s.size.iter().sum(),
+        references: s.targets.len() as u64,
+        lost: s.totals.lost,
+        pause_ms: s.totals.pause_ns as f64 / 1e6,
+        complete: s.complete,
+        generations: Generations::of(s),
+        types: types.into_iter().take(top).collect(),
+        roots: roots.into_iter().take(top).collect(),
+        dominators,
+        paths,
+        statics,
+    }
+}
+
+/// Whether `name` matches `pattern` (`*` any run, `?` one character; whole name, or
+/// the name without namespace when the pattern has no dot).
+pub fn matches(pattern: &str, name: &str) -> bool {
+    fn glob(p: &[u8], n: &[u8]) -> bool {
+        match (p.first(), n.first()) {
+            (None, None) => true,
+            (Some(b'*'), _) => glob(&p[1..], n) || (!n.is_empty() && glob(p, &n[1..])),
+            (Some(b'?'), Some(_)) => glob(&p[1..], &n[1..]),
+            (Some(a), Some(b)) if a == b => glob(&p[1..], &n[1..]),
+            _ => false,
+        }
+    }
+    if glob(pattern.as_bytes(), name.as_bytes()) {
+        return true;
+    }
+    !pattern.contains('.')
+        && name
+            .rsplit('.')
+            .next()
+            .is_some_and(|short| glob(pattern.as_bytes(), short.as_bytes()))
+}
+
+/// Shortest paths from roots to every object whose type matches `pattern`, grouped by
+/// root and edge sequence (a repeated edge, as along a linked list, is shown once).
+pub fn paths_to(m: &Model<'_>, pattern: &str, top: usize) -> Vec<PathRow> {
+    let s = m.snapshot;
+    let n = s.len();
+    const NONE: u32 = u32::MAX;
+    // Per object: the object it was reached from (or NONE at a root), the edge used, and
+    // the root group.
+    let mut parent = vec![NONE; n];
+    let mut via = vec![NONE; n];
+    let mut group = vec![NONE; n];
+    let mut queue: VecDeque<u32> = VecDeque::new();
+    for (gi, g) in m.groups.iter().enumerate() {
+        if g.weak {
+            continue;
+        }
+        for &o in &g.objects {
+            if group[o as usize] == NONE {
+                group[o as usize] = gi as u32;
+                queue.push_back(o);
+            }
+        }
+    }
+    while let Some(o) = queue.pop_front() {
+        for e in s.edges(o) {
+            let t = s.targets[e];
+            if group[t as usize] != NONE || m.is_skipped(o, t) {
+                continue;
+            }
+            group[t as usize] = group[o as usize];
+            parent[t as usize] = o;
+            via[t as usize] = e as u32;
+            queue.push_back(t);
+        }
+    }
+    let mut grouped: HashMap<(u32, Vec<PathEdge>, String), u64> = HashMap::new();
+    for o in 0..n as u32 {
+        let name = s.class_name(o);
+        if group[o as usize] == NONE || !matches(pattern, name) {
+            continue;
+        }
+        let mut edges: Vec<PathEdge> = Vec::new();
+        let mut cur = o;
+        while parent[cur as usize] != NONE {
+            let p = parent[cur as usize];
+            let edge = PathEdge {
+                type_name: s.class_name(p).to_string(),
+                field: s.field_name(p, via[cur as usize] as usize),
+                repeated: false,
+            };
+            match edges.last_mut() {
+                Some(last) if last.type_name == edge.type_name && last.field == edge.field => {
+                    last.repeated = true;
+                }
+                _ => edges.push(edge),
+            }
+            cur = p;
+        }
+        edges.reverse();
+        *grouped
+            .entry((group[o as usize], edges, name.to_string()))
+            .or_default() += 1;
+    }
+    let mut rows: Vec<PathRow> = grouped
+        .into_iter()
+        .map(|((g, edges, target), count)| PathRow {
+            root: PathRoot {
+                kind: m.groups[g as usize].kind.clone(),
+                name: m.groups[g as usize].name.clone(),
+            },
+            edges,
+            target,
+            count,
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.count
+            .cmp(&a.count)
+            .then(a.edges.len().cmp(&b.edges.len()))
+            .then(a.root.name.cmp(&b.root.name))
+    });
+    rows.truncate(top);
+    rows
+}
+
+/// Static fields of classes matching `pattern`.
+pub fn statics(m: &Model<'_>, pattern: &str) -> Vec<StaticRow> {
+    let s = m.snapshot;
+    let mut rows: Vec<StaticRow> = s
+        .statics
+        .iter()
+        .filter(|st| matches(pattern, &st.class))
+        .map(|st| StaticRow {
+            class: st.class.clone(),
+            field: st.field.clone(),
+            thread: st.thread,
+            value: st.value.clone(),
+            type_name: st.object.map(|o| s.class_name(o).to_string()),
+            retained_bytes: st.object.map(|o| m.retained[m.node_of(o) as usize]),
+        })
+        .collect();
+    rows.sort_by(|a, b| (&a.class, &a.field, a.thread).cmp(&(&b.class, &b.field, b.thread)));
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_match_whole_or_short_names() {
+        assert!(matches("Scenarios.Heap.Node", "Scenarios.Heap.Node"));
+        assert!(matches("Node", "Scenarios.Heap.Node"));
+        assert!(matches("*.Node", "Scenarios.Heap.Node"));
+        assert!(matches("No?e", "Scenarios.Heap.Node"));
+        assert!(!matches("Heap.Node", "Scenarios.Heap.Node"));
+        assert!(!matches("Nod", "Scenarios.Heap.Node"));
+    }
+}

@@ -1,0 +1,135 @@
+//! The heap report and diff as text.
+
+use std::fmt::Write;
+
+use super::diff::HeapDiff;
+use super::report::HeapReport;
+
+fn mb(bytes: u64) -> String {
+    if bytes >= 10 << 20 {
+        format!("{:.1} MB", bytes as f64 / (1 << 20) as f64)
+    } else if bytes >= 10 << 10 {
+        format!("{:.1} KB", bytes as f64 / 1024.0)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
+pub fn render(r: &HeapReport) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "heap snapshot {}: {} objects, {}, {} references; target paused {:.1} ms{}{}",
+        r.snapshot,
+        r.objects,
+        mb(r.bytes),
+        r.references,
+        r.pause_ms,
+        if r.lost > 0 {
+            format!("; {} objects or roots LOST", r.lost)
+        } else {
+            String::new()
+        },
+        if r.complete { "" } else { " (INCOMPLETE)" }
+    );
+    let g = &r.generations;
+    let _ = writeln!(
+        o,
+        "generations: gen0 {}, gen1 {}, gen2 {}, LOH {}, POH {}, other {}",
+        mb(g.gen0),
+        mb(g.gen1),
+        mb(g.gen2),
+        mb(g.loh),
+        mb(g.poh),
+        mb(g.other)
+    );
+    let _ = writeln!(o, "\ntypes (by retained bytes):");
+    let _ = writeln!(
+        o,
+        "  {:>10} {:>14} {:>14}  type",
+        "count", "shallow", "retained"
+    );
+    for t in &r.types {
+        let _ = writeln!(
+            o,
+            "  {:>10} {:>14} {:>14}  {}",
+            t.count, t.shallow_bytes, t.retained_bytes, t.name
+        );
+    }
+    let _ = writeln!(o, "\nroots (by retained bytes):");
+    for g in &r.roots {
+        let _ = writeln!(
+            o,
+            "  {:>14}  {:<13} {} ({} objects)",
+            g.retained_bytes, g.kind, g.name, g.objects
+        );
+    }
+    let _ = writeln!(o, "\ntop retainers (dominator tree):");
+    for d in &r.dominators {
+        let _ = writeln!(o, "  {:>14}  {}", d.retained_bytes, d.name);
+        for c in &d.children {
+            let _ = writeln!(o, "  {:>14}    └ {}", c.retained_bytes, c.name);
+        }
+    }
+    if let Some(paths) = &r.paths {
+        let _ = writeln!(o, "\npaths from roots:");
+        if paths.is_empty() {
+            let _ = writeln!(o, "  (no reachable object of that type)");
+        }
+        for p in paths {
+            let mut line = format!("[{} {}]", p.root.kind, p.root.name);
+            for e in &p.edges {
+                let _ = write!(
+                    line,
+                    " → {}.{}{}",
+                    e.type_name,
+                    e.field,
+                    if e.repeated { " (repeated)" } else { "" }
+                );
+            }
+            let _ = writeln!(o, "  {:>8}× {line} → {}", p.count, p.target);
+        }
+    }
+    if let Some(statics) = &r.statics {
+        let _ = writeln!(o, "\nstatic fields:");
+        for s in statics {
+            let thread = if s.thread != 0 {
+                format!(" [thread {:#x}]", s.thread)
+            } else {
+                String::new()
+            };
+            let what = match (&s.type_name, s.retained_bytes) {
+                (Some(t), Some(r)) if !s.value.is_empty() => {
+                    format!("{t} {:?} (retains {r} bytes)", s.value)
+                }
+                (Some(t), Some(r)) => format!("{t} (retains {r} bytes)"),
+                _ if !s.value.is_empty() => s.value.clone(),
+                _ => "null".into(),
+            };
+            let _ = writeln!(o, "  {}.{}{thread} = {what}", s.class, s.field);
+        }
+    }
+    o
+}
+
+pub fn render_diff(d: &HeapDiff, top: usize) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "heap diff: {:+} objects, {:+} bytes",
+        d.objects_delta, d.bytes_delta
+    );
+    let _ = writeln!(
+        o,
+        "  {:>10} {:>10} {:>10} {:>14} {:>14}  type",
+        "before", "after", "Δcount", "Δbytes", "Δretained"
+    );
+    for t in d.types.iter().take(top) {
+        let _ = writeln!(
+            o,
+            "  {:>10} {:>10} {:>+10} {:>+14} {:>+14}  {}",
+            t.count_before, t.count_after, t.count_delta, t.bytes_delta, t.retained_delta, t.name
+        );
+    }
+    o
+}

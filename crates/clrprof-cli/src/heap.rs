@@ -1,0 +1,183 @@
+//! `clrprof heap --pid PID`: attach (or use the clrprof profiler already attached), take
+//! one heap snapshot, detach, and summarise it; `clrprof diff A B`; the heap section of
+//! `clrprof report`. The mechanism is in docs/heap.md.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clrprof_analysis::heap::{self, HeapOptions, HeapReport, snapshot};
+use clrprof_ipc::DiagnosticsClient;
+
+use crate::attach;
+use crate::cli::{DiffArgs, HeapArgs, HeapView};
+use crate::locate;
+
+/// How long a snapshot may take before the CLI stops waiting (a 10 M-object heap takes
+/// seconds; the target keeps going either way).
+const SNAPSHOT_TIMEOUT: Duration = Duration::from_secs(600);
+
+pub fn run(args: HeapArgs) -> Result<i32> {
+    let pid = args.pid;
+    if !attach::alive(pid) {
+        bail!("no process with pid {pid}");
+    }
+    let cwd = std::env::current_dir()?;
+    let already = attach::control_socket(pid).exists()
+        && attach::control_request(pid, "status", Duration::from_secs(2)).is_ok();
+    let (output, library) = if already {
+        // Use the running session: the snapshot goes into its trace.
+        let status = attach::control_request(pid, "status", Duration::from_secs(2))?;
+        let v: serde_json::Value = serde_json::from_str(&status).unwrap_or_default();
+        let out = v["output"].as_str().map(PathBuf::from).with_context(|| {
+            format!("the profiler attached to pid {pid} did not say where it writes")
+        })?;
+        (out, None)
+    } else {
+        let library = locate::profiler_library(args.profiler.as_deref())?;
+        let output = match &args.output {
+            Some(p) if p.is_absolute() => p.clone(),
+            Some(p) => cwd.join(p),
+            None => cwd.join(format!("clrprof-{pid}-heap.clrprof")),
+        };
+        let client = DiagnosticsClient::connect(pid).map_err(attach::explain)?;
+        let env = vec![
+            ("CLRPROF_MODE", "events".to_string()),
+            ("CLRPROF_EVENTS", "none".to_string()),
+            ("CLRPROF_HEAP", "1".to_string()),
+            ("CLRPROF_OUTPUT", output.display().to_string()),
+        ];
+        attach::start(&client, pid, &library, &env)?;
+        (output, Some(library))
+    };
+    let taken = attach::control_request(pid, "heap", SNAPSHOT_TIMEOUT);
+    if let Some(library) = &library {
+        attach::detach_and_wait(pid, library, true)?;
+    }
+    let taken = taken.context("taking the heap snapshot")?;
+    let v: serde_json::Value = serde_json::from_str(&taken).unwrap_or_default();
+    if !args.json {
+        eprintln!(
+            "clrprof: heap snapshot of pid {pid} in {} (target paused {:.1} ms)",
+            output.display(),
+            v["pause_ms"].as_f64().unwrap_or(0.0)
+        );
+    }
+    if library.is_none() {
+        // The session goes on writing: its file is complete only after it stops.
+        eprintln!(
+            "clrprof: the snapshot is in the running session's trace {}; report it once that session ends",
+            output.display()
+        );
+        return Ok(0);
+    }
+    let view = HeapView {
+        snapshot: v["snapshot"].as_u64(),
+        ..args.view
+    };
+    print_report(&output, &view, args.top, args.json)?;
+    Ok(0)
+}
+
+/// Loads snapshot `which` (default: the last) of `file`.
+fn load(file: &Path, bytes: &[u8], which: Option<u64>) -> Result<snapshot::HeapSnapshot> {
+    let list = snapshot::list(bytes)
+        .with_context(|| format!("{} is not a readable clrprof trace", file.display()))?;
+    let Some(last) = list.last() else {
+        bail!(
+            "{} holds no heap snapshot (take one with `clrprof heap --pid PID` or `clrprof record --heap SECONDS`)",
+            file.display()
+        );
+    };
+    let n = which.unwrap_or(last.0);
+    if !list.iter().any(|s| s.0 == n) {
+        bail!(
+            "{} has no heap snapshot {n} (it has {})",
+            file.display(),
+            list.iter()
+                .map(|s| s.0.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(snapshot::load(bytes, n)?)
+}
+
+pub fn report_of(file: &Path, bytes: &[u8], view: &HeapView, top: usize) -> Result<HeapReport> {
+    let s = load(file, bytes, view.snapshot)?;
+    Ok(heap::build(
+        &s,
+        &HeapOptions {
+            top,
+            paths_to: view.paths_to.clone(),
+            statics: view.statics.clone(),
+        },
+    ))
+}
+
+/// Whether the trace holds any heap snapshot.
+pub fn has_snapshots(bytes: &[u8]) -> bool {
+    snapshot::list(bytes).is_ok_and(|l| !l.is_empty())
+}
+
+fn print_report(file: &Path, view: &HeapView, top: usize, json: bool) -> Result<()> {
+    let bytes = crate::input::open(file)?;
+    let r = report_of(file, &bytes, view, top)?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "heap": r }))?
+        );
+    } else {
+        print!("{}", heap::text::render(&r));
+    }
+    Ok(())
+}
+
+/// `FILE` or `FILE:N`.
+fn split_spec(spec: &str) -> (PathBuf, Option<u64>) {
+    if let Some((f, n)) = spec.rsplit_once(':')
+        && let Ok(n) = n.parse::<u64>()
+        && !Path::new(spec).exists()
+    {
+        return (PathBuf::from(f), Some(n));
+    }
+    (PathBuf::from(spec), None)
+}
+
+pub fn diff(args: DiffArgs) -> Result<i32> {
+    let (fa, na) = split_spec(&args.before);
+    let bytes_a = crate::input::open(&fa)?;
+    let (a, b) = match &args.after {
+        Some(after) => {
+            let (fb, nb) = split_spec(after);
+            let bytes_b = crate::input::open(&fb)?;
+            (load(&fa, &bytes_a, na)?, load(&fb, &bytes_b, nb)?)
+        }
+        None => {
+            let list = snapshot::list(&bytes_a)?;
+            if list.len() < 2 {
+                bail!(
+                    "{} holds {} heap snapshot(s): give two files, or one with at least two snapshots",
+                    fa.display(),
+                    list.len()
+                );
+            }
+            let first = na.unwrap_or(list[0].0);
+            (
+                load(&fa, &bytes_a, Some(first))?,
+                load(&fa, &bytes_a, Some(list[list.len() - 1].0))?,
+            )
+        }
+    };
+    let types_of = |s: &snapshot::HeapSnapshot| heap::report::types(&heap::model::Model::build(s));
+    let d = heap::diff(&types_of(&a), &types_of(&b));
+    if args.json {
+        let mut d = d;
+        d.types.truncate(args.top);
+        println!("{}", serde_json::to_string_pretty(&d)?);
+    } else {
+        print!("{}", heap::text::render_diff(&d, args.top));
+    }
+    Ok(0)
+}
