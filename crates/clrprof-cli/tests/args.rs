@@ -324,9 +324,24 @@ fn recorded_arguments_and_return_values_equal_what_the_app_printed() {
 
 #[test]
 fn args_are_refused_when_attaching_and_the_target_keeps_running() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
     let app = scenarios();
-    let mut child = app.command(&["sleeper", "20"]).spawn().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // `wait` runs until its stdin closes: the target's lifetime is the test's, not a timer
+    // that a loaded machine can outrun.
+    let mut child = app
+        .command(&["wait"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let ready = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("READY "));
+    assert!(ready.is_some(), "the wait scenario never printed READY");
     let out = clrprof()
         .args([
             "record",
@@ -345,12 +360,19 @@ fn args_are_refused_when_attaching_and_the_target_keeps_running() {
         err.contains("CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER") && err.contains("--args"),
         "{err}"
     );
+    if let Some(status) = child.try_wait().unwrap() {
+        let mut target_err = String::new();
+        let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut target_err);
+        panic!("the target must keep running; it ended with {status}: {target_err}");
+    }
+    drop(child.stdin.take());
+    let status = child.wait().unwrap();
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(status.success(), "{status}: {rest:?}");
     assert!(
-        child.try_wait().unwrap().is_none(),
-        "the target must keep running"
+        rest.iter().any(|l| l.contains("wait_exit=eof")),
+        "the target ran on until its stdin closed: {rest:?}"
     );
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 #[test]
