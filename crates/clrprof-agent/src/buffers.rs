@@ -11,13 +11,14 @@
 //! library in memory and a detached profiler could never be unloaded.
 
 use std::cell::{Cell, UnsafeCell};
+use std::ffi::c_void;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use clrprof_format::Event;
 
-use crate::clock;
+use crate::os::{clock, tls};
 use crate::ring::{Full, Ring};
 
 /// One thread's buffer. Fields marked owner-only are touched by the owning thread alone.
@@ -92,14 +93,12 @@ thread_local! {
 pub fn init(buffer_bytes: usize, drop_when_full: bool) -> bool {
     BUFFER_BYTES.store(buffer_bytes, Ordering::Relaxed);
     DROP_WHEN_FULL.store(drop_when_full, Ordering::Relaxed);
-    let mut key: libc::pthread_key_t = 0;
-    // SAFETY: `key` is a valid out pointer; the destructor is an extern "C" fn that never
-    // unwinds (it catches panics) and stays valid until `shutdown` deletes the key.
-    let rc = unsafe { libc::pthread_key_create(&mut key, Some(slot_destructor)) };
-    if rc != 0 {
+    // The destructor never unwinds (it catches panics) and stays valid until `shutdown`
+    // deletes the key.
+    let Some(key) = tls::create(slot_destructor) else {
         return false;
-    }
-    PTHREAD_KEY.store(key as usize, Ordering::Release);
+    };
+    PTHREAD_KEY.store(key, Ordering::Release);
     true
 }
 
@@ -134,12 +133,12 @@ pub fn shutdown() {
     set_accepting(false);
     let key = PTHREAD_KEY.swap(usize::MAX, Ordering::AcqRel);
     if key != usize::MAX {
-        // SAFETY: `key` came from pthread_key_create and is deleted once (swap above).
-        unsafe { libc::pthread_key_delete(key as libc::pthread_key_t) };
+        // SAFETY: (A8) `key` came from tls::create and is deleted once (swap above).
+        unsafe { tls::delete(key) };
     }
 }
 
-extern "C" fn slot_destructor(value: *mut libc::c_void) {
+extern "C" fn slot_destructor(value: *mut c_void) {
     let _ = std::panic::catch_unwind(|| {
         CURRENT.with(|c| c.set(ptr::null()));
         EXITED.with(|e| e.set(true));
@@ -214,8 +213,8 @@ fn register() -> *const Slot {
         published: Cell::new(crate::tpmap::enabled()),
     });
     let raw = Arc::into_raw(slot.clone());
-    // SAFETY: `key` is live (checked above); the value is released by slot_destructor.
-    if unsafe { libc::pthread_setspecific(key as libc::pthread_key_t, raw as *const _) } != 0 {
+    // SAFETY: (A8) `key` is live (checked above); the value is released by slot_destructor.
+    if !unsafe { tls::set(key, raw as *const _) } {
         // SAFETY: `raw` came from Arc::into_raw just above and was not stored.
         drop(unsafe { Arc::from_raw(raw) });
         return ptr::null();

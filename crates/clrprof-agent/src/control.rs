@@ -32,8 +32,7 @@ pub trait Controlled: Send + Sync + 'static {
 pub fn prepare_dir(dir: &Path) -> Result<(), String> {
     match std::fs::symlink_metadata(dir) {
         Ok(m) => {
-            // SAFETY: getuid has no preconditions.
-            let uid = unsafe { libc::getuid() };
+            let uid = crate::os::process::uid();
             if !m.is_dir() || m.uid() != uid || m.mode() & 0o077 != 0 {
                 return Err(format!(
                     "control directory {} must be a directory owned by uid {uid} with mode 0700 \
@@ -133,7 +132,7 @@ pub fn parse_stat(text: &str) -> Option<(char, u64)> {
 pub struct ControlServer {
     stop: Arc<AtomicBool>,
     path: PathBuf,
-    handle: Option<crate::thread::NativeThread>,
+    handle: Option<crate::os::thread::NativeThread>,
 }
 
 impl ControlServer {
@@ -157,7 +156,7 @@ impl ControlServer {
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let p = path.clone();
-        let handle = crate::thread::spawn("clrprof-control", move || {
+        let handle = crate::os::thread::spawn("clrprof-control", move || {
             serve(listener, &s, target, &p, &watch)
         })
         .map_err(|e| format!("cannot start the control thread: {e}"))?;

@@ -136,7 +136,7 @@ pub fn install(
         // need the thread-pointer map; otherwise every event takes the slow path, whose
         // Rust half reads the monotonic clock.
         use crate::elt_x64 as x;
-        let fast = crate::clock::uses_tsc();
+        let fast = crate::os::clock::uses_tsc();
         let probe: Option<unsafe extern "C" fn()> = probe.map(|p| match p {
             crate::config::TraceProbe::Noop => {
                 x::clrprof_elt_probe_noop as unsafe extern "C" fn()

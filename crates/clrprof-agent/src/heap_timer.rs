@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use corprof::ProfilerInfo;
 
-use crate::thread::NativeThread;
+use crate::os::thread::NativeThread;
 
 pub struct HeapTimer {
     stop: Arc<AtomicBool>,
@@ -24,7 +24,7 @@ impl HeapTimer {
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let started = Instant::now();
-        let thread = crate::thread::spawn("clrprof-heap", move || {
+        let thread = crate::os::thread::spawn("clrprof-heap", move || {
             // Loaded at startup: COR_PRF_MONITOR_GC was set in Initialize so that the
             // runtime creates a GC without background collections; drop it until the
             // first snapshot so that ordinary GCs do not walk the heap.

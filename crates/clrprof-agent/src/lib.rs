@@ -11,7 +11,6 @@
 
 pub mod attach;
 pub mod buffers;
-pub mod clock;
 pub mod config;
 pub mod control;
 pub mod elt;
@@ -28,8 +27,8 @@ pub mod heap_timer;
 pub mod elt_args;
 pub mod mask;
 pub mod names;
+pub mod os;
 pub mod outfile;
-pub mod pages;
 pub mod profiler;
 pub mod ring;
 pub mod sampler;
@@ -39,7 +38,6 @@ pub mod session;
 pub mod sigsample;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub mod symbolize;
-pub mod thread;
 pub mod tpmap;
 pub mod writer;
 

@@ -75,8 +75,7 @@ pub fn open_log(path: &Path) -> std::io::Result<File> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .mode(0o600)
         .open(path)?;
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
+    let me = crate::os::process::euid();
     let m = f.metadata()?;
     if m.uid() != me || !m.is_file() {
         return Err(std::io::Error::new(

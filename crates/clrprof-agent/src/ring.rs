@@ -78,7 +78,7 @@ impl Ring {
     pub fn new(bytes: usize, wake: fn()) -> Option<Ring> {
         let size = bytes.max(4096).checked_next_power_of_two()?;
         // Own pages, zeroed and page-aligned (more than the 64 the units need): see pages.rs.
-        let base = crate::pages::map(size)?.as_ptr();
+        let base = crate::os::pages::map(size)?.as_ptr();
         Some(Ring {
             head: RingHead {
                 wpos: AtomicU64::new(0),
@@ -252,7 +252,7 @@ impl Drop for Ring {
         if let Some(base) = std::ptr::NonNull::new(self.head.base) {
             // SAFETY: `base` came from pages::map(size) in `new` and is unmapped once;
             // the ring (its only user) is being dropped.
-            unsafe { crate::pages::unmap(base, self.size as usize) };
+            unsafe { crate::os::pages::unmap(base, self.size as usize) };
         }
     }
 }

@@ -21,8 +21,8 @@ use clrprof_format::Event;
 use corprof::{FunctionId, ProfilerInfo, ThreadId};
 
 use crate::buffers::emit_at;
-use crate::clock;
 use crate::names::Seen;
+use crate::os::clock;
 
 /// Non-zero while the sampler holds the runtime suspended and walks threads.
 static WALK_ACTIVE: AtomicUsize = AtomicUsize::new(0);
@@ -103,7 +103,7 @@ pub struct SamplerStats {
 
 pub struct Sampler {
     stop: Arc<AtomicBool>,
-    handle: Option<crate::thread::NativeThread>,
+    handle: Option<crate::os::thread::NativeThread>,
     pub stats: Arc<SamplerStats>,
 }
 
@@ -123,7 +123,7 @@ impl Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(SamplerStats::default());
         let (s, st) = (stop.clone(), stats.clone());
-        let handle = crate::thread::spawn("clrprof-sampler", move || {
+        let handle = crate::os::thread::spawn("clrprof-sampler", move || {
             let plan = Plan {
                 interval,
                 duration,
@@ -244,7 +244,7 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
 
         // The runtime runs again: now read CPU clocks, name new functions and record.
         for w in &walked {
-            let cpu_now = thread_cpu_ns(w.os_tid);
+            let cpu_now = clock::thread_cpu_ns_of(w.os_tid);
             let cpu_delta = match cpu.iter_mut().find(|c| c.os_tid == w.os_tid) {
                 Some(c) => {
                     let d = cpu_now.saturating_sub(c.last_cpu_ns);
@@ -458,39 +458,8 @@ fn sleep_until(deadline_ns: u64, stop: &AtomicBool) {
         if now >= deadline_ns || stop.load(Ordering::Acquire) {
             return;
         }
-        let until = deadline_ns.min(now + SLICE_NS);
-        let ts = libc::timespec {
-            tv_sec: (until / 1_000_000_000) as libc::time_t,
-            tv_nsec: (until % 1_000_000_000) as libc::c_long,
-        };
-        // SAFETY: `ts` is a valid timespec; a null remainder is allowed with TIMER_ABSTIME.
-        unsafe {
-            libc::clock_nanosleep(
-                libc::CLOCK_MONOTONIC,
-                libc::TIMER_ABSTIME,
-                &ts,
-                std::ptr::null_mut(),
-            );
-        }
+        clock::sleep_until_ns(deadline_ns.min(now + SLICE_NS));
     }
-}
-
-/// CPU time of another thread of this process, via its per-thread CPU clock
-/// (the clock id glibc's pthread_getcpuclockid builds: `(~tid << 3) | 6`).
-fn thread_cpu_ns(os_tid: u64) -> u64 {
-    if os_tid == 0 {
-        return 0;
-    }
-    let clock = ((!(os_tid as libc::clockid_t)) << 3) | 6;
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `t` is a valid out pointer; an invalid clock id only makes the call fail.
-    if unsafe { libc::clock_gettime(clock, &mut t) } != 0 {
-        return 0;
-    }
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
 /// Most bytes of stack copied per thread and sample in signal mode (about a thousand
@@ -636,7 +605,7 @@ impl SignalCapture {
         // the one captured then: reuse it instead of waking the thread with a signal.
         to_signal.clear();
         for &(thread, os_tid) in threads.iter() {
-            let cpu = thread_cpu_ns(u64::from(os_tid));
+            let cpu = clock::thread_cpu_ns_of(u64::from(os_tid));
             match last.get(&os_tid) {
                 // (cpu < prev: the id now names a new thread.)
                 Some((prev, stack)) if cpu >= *prev && cpu != 0 && cpu - *prev < IDLE_CPU_NS => {
@@ -727,7 +696,7 @@ impl SignalCapture {
                 // handler's own return may land after this reading), the thread has not
                 // run since.
                 let entry = last.entry(os_tid).or_insert_with(|| (0, Vec::new()));
-                entry.0 = thread_cpu_ns(u64::from(os_tid));
+                entry.0 = clock::thread_cpu_ns_of(u64::from(os_tid));
                 entry.1.clear();
                 entry.1.extend_from_slice(&frames[begin..]);
                 // Like DoStackSnapshot, which reports nothing for a thread without managed
@@ -767,22 +736,4 @@ impl SignalCapture {
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 fn thread_alive(os_tid: u32) -> bool {
     std::path::Path::new(&format!("/proc/self/task/{os_tid}")).exists()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn own_thread_cpu_clock_reads() {
-        let tid = clock::gettid();
-        let a = thread_cpu_ns(tid);
-        let mut x = 0u64;
-        for i in 0..2_000_000u64 {
-            x = x.wrapping_mul(31).wrapping_add(i);
-        }
-        std::hint::black_box(x);
-        let b = thread_cpu_ns(tid);
-        assert!(b > a, "{a} {b}");
-    }
 }

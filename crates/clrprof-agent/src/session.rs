@@ -6,8 +6,9 @@ use clrprof_format::{ClockInfo, ClockKind, Header, TraceMeta};
 use corprof::ProfilerInfo;
 
 use crate::config::Settings;
+use crate::os::clock;
 use crate::writer::Writer;
-use crate::{buffers, clock, log};
+use crate::{buffers, log};
 
 pub fn start_with(
     info: &ProfilerInfo,

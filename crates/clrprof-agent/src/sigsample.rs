@@ -17,8 +17,8 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::clock;
 use crate::fpwalk::Captured;
+use crate::os::{clock, futex, process, signal};
 
 /// The signal used. CoreCLR itself uses SIGRTMIN (activation injection) and the fault
 /// signals, not SIGPROF.
@@ -64,22 +64,6 @@ static COMPLETED: AtomicU32 = AtomicU32::new(0);
 /// sampler one wake-up, not a polling loop that would preempt the application.
 static EXPECTED: AtomicU32 = AtomicU32::new(u32::MAX);
 
-/// The bytes of `siginfo_t` that `rt_tgsigqueueinfo` needs on x86_64 (128 bytes in all;
-/// `_sifields._rt` starts at offset 16).
-#[repr(C)]
-struct QueueInfo {
-    signo: i32,
-    errno: i32,
-    code: i32,
-    _pad: i32,
-    pid: i32,
-    uid: u32,
-    value: u64,
-    _rest: [u8; 96],
-}
-
-const _: () = assert!(std::mem::size_of::<QueueInfo>() == 128);
-
 /// Per tick outcome counts.
 #[derive(Default, Debug, Clone, Copy)]
 pub struct BatchOutcome {
@@ -106,26 +90,18 @@ impl SignalSampler {
         if !SLOTS.load(Ordering::Acquire).is_null() {
             return Err("the signal sampler is already installed".into());
         }
-        // SAFETY: getpid/getuid have no preconditions.
-        let (pid, uid) = unsafe { (libc::getpid(), libc::getuid()) };
-        PID.store(pid as u32, Ordering::Relaxed);
+        let (pid, uid) = (process::pid(), process::uid());
+        PID.store(pid, Ordering::Relaxed);
         probe_process_vm_readv(pid)?;
-        // SAFETY: zeroed sigaction is a valid "query" argument; we only read `old`.
-        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
-        // SAFETY: a null new action only queries the current disposition.
-        if unsafe { libc::sigaction(SIGNAL, std::ptr::null(), &mut old) } != 0 {
-            return Err(format!(
-                "sigaction(SIGPROF) failed: {}",
-                std::io::Error::last_os_error()
-            ));
-        }
-        if old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN {
-            return Err("the application has its own SIGPROF handler".into());
+        match signal::handled_elsewhere(SIGNAL) {
+            Err(e) => return Err(format!("sigaction(SIGPROF) failed: {e}")),
+            Ok(true) => return Err("the application has its own SIGPROF handler".into()),
+            Ok(false) => {}
         }
         let mut slots: Vec<Slot> = Vec::with_capacity(BATCH);
         for _ in 0..BATCH {
             // Own pages (see pages.rs): only the bytes a handler copies become resident.
-            let Some(buf) = crate::pages::map(copy_bytes) else {
+            let Some(buf) = crate::os::pages::map(copy_bytes) else {
                 free_bufs(&slots);
                 return Err(format!("cannot map {copy_bytes} bytes for a stack copy"));
             };
@@ -146,14 +122,9 @@ impl SignalSampler {
         // then). They used to be leaked, which cost every attach/detach cycle ~4 MB.
         let slots: &'static [Slot] = Box::leak(slots.into_boxed_slice());
         SLOTS.store(slots.as_ptr() as *mut Slot, Ordering::Release);
-        // SAFETY: a fully initialised sigaction whose handler has the SA_SIGINFO signature.
-        let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
-        act.sa_sigaction = on_signal as *const () as usize;
-        act.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
-        // SAFETY: `act.sa_mask` is a valid sigset to fill.
-        unsafe { libc::sigfillset(&mut act.sa_mask) };
-        // SAFETY: installs a handler that only touches the static slots (see on_signal).
-        if unsafe { libc::sigaction(SIGNAL, &act, std::ptr::null_mut()) } != 0 {
+        // SAFETY: (A6) installs a handler that is async-signal-safe, never unwinds and only
+        // touches the static slots (see on_signal).
+        if !unsafe { signal::install(SIGNAL, on_signal) } {
             SLOTS.store(std::ptr::null_mut(), Ordering::Release);
             free_bufs(slots);
             // SAFETY: the boxed slice leaked just above, never reached by a handler (none
@@ -201,7 +172,7 @@ impl SignalSampler {
             slot.seq.store(self.seq, Ordering::Relaxed);
             slot.state.store(ARMED, Ordering::Release);
             let value = (u64::from(self.seq) << 32) | i as u64;
-            if send(pid, tid, self.uid, value) {
+            if signal::send_queued(pid, tid, SIGNAL, self.uid, value) {
                 self.tids[i] = tid;
                 sent += 1;
             } else {
@@ -222,7 +193,7 @@ impl SignalSampler {
             }
             // Sleeping (not spinning) also lets a thread that this sampler preempted run
             // its handler on this core.
-            futex_wait(&COMPLETED, done, deadline - now);
+            futex::wait(&COMPLETED, done, deadline - now);
         }
         for i in 0..n {
             if self.tids[i] == 0 {
@@ -268,11 +239,7 @@ impl SignalSampler {
     /// pending SIGPROFs; SIG_DFL would terminate the process on a late one) and this
     /// returns once no handler runs any more, so the library can be unloaded.
     pub fn uninstall(self) {
-        // SAFETY: a zeroed sigaction with SIG_IGN is valid.
-        let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
-        act.sa_sigaction = libc::SIG_IGN;
-        // SAFETY: valid arguments; ignoring SIGPROF is harmless to a .NET application.
-        unsafe { libc::sigaction(SIGNAL, &act, std::ptr::null_mut()) };
+        signal::ignore(SIGNAL);
         // Unpublish the slots first, then wait for the handlers that may have seen them.
         // SeqCst on both sides (here: store SLOTS, load IN_HANDLER; in the handler:
         // increment IN_HANDLER, load SLOTS): a handler that loaded the slots counted
@@ -307,7 +274,7 @@ fn free_bufs(slots: &[Slot]) {
         if let Some(buf) = std::ptr::NonNull::new(slot.buf) {
             // SAFETY: `buf` came from pages::map(cap) in `install`; callers free each
             // slot's buffer once, after no handler can use it.
-            unsafe { crate::pages::unmap(buf, slot.cap) };
+            unsafe { crate::os::pages::unmap(buf, slot.cap) };
         }
     }
 }
@@ -327,76 +294,11 @@ fn wait_not_writing(slot: &Slot) -> bool {
     false
 }
 
-fn send(pid: u32, tid: u32, uid: u32, value: u64) -> bool {
-    let mut info = QueueInfo {
-        signo: SIGNAL,
-        errno: 0,
-        code: libc::SI_QUEUE,
-        _pad: 0,
-        pid: pid as i32,
-        uid,
-        value,
-        _rest: [0; 96],
-    };
-    // SAFETY: `info` is a 128-byte siginfo for this process; the kernel copies it.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_rt_tgsigqueueinfo,
-            pid as libc::pid_t,
-            tid as libc::pid_t,
-            SIGNAL,
-            &mut info as *mut QueueInfo,
-        )
-    };
-    r == 0
-}
-
-/// Copies `[from, from + len)` of our own memory into `dst` page by page; returns the
-/// bytes copied before the first unreadable page. Async-signal-safe (one syscall).
-pub(crate) fn copy_own_memory(pid: u32, dst: *mut u8, from: u64, len: usize) -> usize {
-    const PAGE: u64 = 4096;
-    const MAX_IOV: usize = 128;
-    let mut remote = [libc::iovec {
-        iov_base: std::ptr::null_mut(),
-        iov_len: 0,
-    }; MAX_IOV];
-    let mut n = 0;
-    let mut at = from;
-    let end = from.saturating_add(len as u64);
-    while at < end && n < MAX_IOV {
-        let next = ((at / PAGE) + 1) * PAGE;
-        let chunk_end = next.min(end);
-        remote[n] = libc::iovec {
-            iov_base: at as *mut c_void,
-            iov_len: (chunk_end - at) as usize,
-        };
-        n += 1;
-        at = chunk_end;
-    }
-    let local = libc::iovec {
-        iov_base: dst as *mut c_void,
-        iov_len: (at - from) as usize,
-    };
-    // SAFETY: `local` is our own writable buffer of that length; remote ranges are only
-    // read by the kernel, which reports unmapped pages instead of faulting. Partial
-    // transfers stop at the first unreadable iovec (one page each).
-    let r = unsafe {
-        libc::process_vm_readv(
-            pid as libc::pid_t,
-            &local,
-            1,
-            remote.as_ptr(),
-            n as libc::c_ulong,
-            0,
-        )
-    };
-    if r < 0 { 0 } else { r as usize }
-}
-
-fn probe_process_vm_readv(pid: libc::pid_t) -> Result<(), String> {
+fn probe_process_vm_readv(pid: u32) -> Result<(), String> {
     let probe = [0x5au8; 64];
     let mut dst = [0u8; 64];
-    let n = copy_own_memory(pid as u32, dst.as_mut_ptr(), probe.as_ptr() as u64, 64);
+    // SAFETY: (A8) `dst` is a local buffer of the 64 bytes asked for.
+    let n = unsafe { process::copy_own_memory(pid, dst.as_mut_ptr(), probe.as_ptr() as u64, 64) };
     if n == 64 && dst == probe {
         Ok(())
     } else {
@@ -411,11 +313,10 @@ fn probe_process_vm_readv(pid: libc::pid_t) -> Result<(), String> {
 /// the stack, publish. Never panics (no indexing that can fail, no allocation).
 extern "C" fn on_signal(_sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut c_void) {
     IN_HANDLER.fetch_add(1, Ordering::SeqCst);
-    // SAFETY: errno is thread-local; saved and restored around our syscall.
-    let errno = unsafe { *libc::__errno_location() };
+    // errno is thread-local; saved and restored around our syscalls.
+    let errno = signal::errno();
     handle(info, ctx);
-    // SAFETY: as above.
-    unsafe { *libc::__errno_location() = errno };
+    signal::set_errno(errno);
     IN_HANDLER.fetch_sub(1, Ordering::AcqRel);
 }
 
@@ -423,16 +324,16 @@ fn handle(info: *mut libc::siginfo_t, ctx: *mut c_void) {
     if info.is_null() || ctx.is_null() {
         return;
     }
-    // SAFETY: the kernel passes a valid 128-byte siginfo with SA_SIGINFO.
-    let q = unsafe { &*(info as *const QueueInfo) };
+    // SAFETY: (A6) `info` is the kernel's siginfo for this SA_SIGINFO handler (non-null).
+    let queued = unsafe { signal::queued(info) };
     let pid = PID.load(Ordering::Relaxed);
-    if q.code != libc::SI_QUEUE || q.pid as u32 != pid {
+    let Some((_, value)) = queued.filter(|&(sender, _)| sender == pid) else {
         return; // not ours (kill -PROF from outside): ignore
-    }
+    };
     // SeqCst: pairs with uninstall's store (see there).
     let slots = SLOTS.load(Ordering::SeqCst);
-    let index = (q.value & 0xffff_ffff) as usize;
-    let seq = (q.value >> 32) as u32;
+    let index = (value & 0xffff_ffff) as usize;
+    let seq = (value >> 32) as u32;
     if slots.is_null() || index >= BATCH {
         return;
     }
@@ -447,54 +348,19 @@ fn handle(info: *mut libc::siginfo_t, ctx: *mut c_void) {
     {
         return; // late signal for a slot that timed out or was re-armed
     }
-    // SAFETY: with SA_SIGINFO the third argument is the interrupted ucontext.
-    let uc = unsafe { &*(ctx as *const libc::ucontext_t) };
-    let g = &uc.uc_mcontext.gregs;
-    let (ip, sp, fp) = (
-        g[libc::REG_RIP as usize] as u64,
-        g[libc::REG_RSP as usize] as u64,
-        g[libc::REG_RBP as usize] as u64,
-    );
+    // SAFETY: (A6) `ctx` is the kernel's ucontext for this SA_SIGINFO handler (non-null).
+    let (ip, sp, fp) = unsafe { signal::registers(ctx) };
     slot.ip.store(ip, Ordering::Relaxed);
     slot.sp.store(sp, Ordering::Relaxed);
     slot.fp.store(fp, Ordering::Relaxed);
     let want = slot.want.load(Ordering::Relaxed).min(slot.cap);
-    let copied = copy_own_memory(pid, slot.buf, sp, want);
+    // SAFETY: (A6) this handler won ARMED→WRITING, so it alone writes the slot's buffer,
+    // `want <= cap` bytes of it.
+    let copied = unsafe { process::copy_own_memory(pid, slot.buf, sp, want) };
     slot.copied.store(copied, Ordering::Relaxed);
     slot.state.store(DONE, Ordering::Release);
     let done = COMPLETED.fetch_add(1, Ordering::SeqCst) + 1;
     if done >= EXPECTED.load(Ordering::SeqCst) {
-        futex_wake(&COMPLETED);
-    }
-}
-
-/// Waits while `*word == expected`, at most `timeout_ns`.
-fn futex_wait(word: &AtomicU32, expected: u32, timeout_ns: u64) {
-    let ts = libc::timespec {
-        tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
-    };
-    // SAFETY: a private futex wait on a live atomic, with a valid relative timeout.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-            expected,
-            &ts as *const libc::timespec,
-        );
-    }
-}
-
-/// Wakes the sampler waiting in [`futex_wait`]. Async-signal-safe (one syscall).
-fn futex_wake(word: &AtomicU32) {
-    // SAFETY: a private futex wake on a live atomic.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-            1,
-        );
+        futex::wake(&COMPLETED);
     }
 }

@@ -19,7 +19,8 @@ use corprof::ProfilerInfo;
 
 use crate::fpwalk::{Code, FrameKind};
 
-use crate::clock;
+use crate::os::clock;
+use crate::os::process::copy_own_memory;
 
 /// Entries kept in the address → FunctionID cache before it is cleared.
 const MAX_CACHED: usize = 1 << 16;
@@ -186,8 +187,7 @@ impl Symbolizer {
             exec: ExecMap::default(),
             refreshed_ns: 0,
             stale: true,
-            // SAFETY: getpid has no preconditions.
-            pid: unsafe { libc::getpid() } as u32,
+            pid: crate::os::process::pid(),
         }
     }
 
@@ -282,8 +282,9 @@ impl Symbolizer {
 
     fn call_before(&self, ret: u64) -> bool {
         let mut code = [0u8; 8];
-        crate::sigsample::copy_own_memory(self.pid, code.as_mut_ptr(), ret - 8, 8) == 8
-            && call_precedes(&code)
+        // SAFETY: (A8) `code` is a local buffer of the 8 bytes asked for.
+        let n = unsafe { copy_own_memory(self.pid, code.as_mut_ptr(), ret - 8, 8) };
+        n == 8 && call_precedes(&code)
     }
 }
 
@@ -307,7 +308,8 @@ fn lookup(info: &ProfilerInfo, pid: u32, addr: u64) -> Sym {
     let mut frame = FrameKind::Unknown;
     if body != 0 {
         let mut prolog = [0u8; 5];
-        if crate::sigsample::copy_own_memory(pid, prolog.as_mut_ptr(), body as u64, 5) == 5 {
+        // SAFETY: (A8) `prolog` is a local buffer of the 5 bytes asked for.
+        if unsafe { copy_own_memory(pid, prolog.as_mut_ptr(), body as u64, 5) } == 5 {
             frame = FrameKind::of_prolog(&prolog);
         }
     }

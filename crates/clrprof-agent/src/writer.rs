@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use clrprof_format::{Event, Header};
 
 use crate::buffers::{self, Registration};
-use crate::clock;
+use crate::os::clock;
 
 static WRITER: OnceLock<Thread> = OnceLock::new();
 static WAKE_PENDING: AtomicBool = AtomicBool::new(false);
@@ -52,7 +52,7 @@ struct Shared {
 }
 
 pub struct Writer {
-    handle: Option<crate::thread::NativeThread>,
+    handle: Option<crate::os::thread::NativeThread>,
     shared: Arc<Shared>,
     result: Arc<Mutex<Option<Stats>>>,
 }
@@ -75,7 +75,7 @@ impl Writer {
         let s = shared.clone();
         let result = Arc::new(Mutex::new(None));
         let r = result.clone();
-        let handle = crate::thread::spawn("clrprof-writer", move || {
+        let handle = crate::os::thread::spawn("clrprof-writer", move || {
             let _ = WRITER.set(thread::current());
             let stats = run(file, flush, compress, raw_units, &s);
             if let Ok(mut g) = r.lock() {

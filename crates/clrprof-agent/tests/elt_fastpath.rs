@@ -7,7 +7,8 @@
 use std::arch::asm;
 
 use clrprof_format::{Event, Records};
-use clrprof_profiler::{buffers, clock, elt_x64, tpmap};
+use clrprof_profiler::os::clock;
+use clrprof_profiler::{buffers, elt_x64, tpmap};
 
 const ARGS: [u64; 6] = [
     0x1111_0000_0000_0001,

@@ -21,7 +21,7 @@ pub struct NativeThread {
 }
 
 extern "C" fn start(arg: *mut c_void) -> *mut c_void {
-    // SAFETY: `arg` is the Box<Job> leaked by `spawn` for this thread alone.
+    // SAFETY: (A8) `arg` is the Box<Job> leaked by `spawn` for this thread alone.
     let job = unsafe { Box::from_raw(arg as *mut Job) };
     // A panic ends this thread quietly; it must not unwind into libc.
     let _ = std::panic::catch_unwind(AssertUnwindSafe(job));
@@ -33,11 +33,11 @@ pub fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> io::Result<Native
     let job: Box<Job> = Box::new(Box::new(f));
     let arg = Box::into_raw(job) as *mut c_void;
     let mut handle: libc::pthread_t = 0;
-    // SAFETY: `handle` is a valid out pointer, `start` has the pthread start signature and
+    // SAFETY: (A8) `handle` is a valid out pointer, `start` has the pthread start signature and
     // takes ownership of `arg`, default attributes (null) are allowed.
     let rc = unsafe { libc::pthread_create(&mut handle, std::ptr::null(), start, arg) };
     if rc != 0 {
-        // SAFETY: the thread was not created, so `arg` is still ours to free.
+        // SAFETY: (A8) the thread was not created, so `arg` is still ours to free.
         drop(unsafe { Box::from_raw(arg as *mut Job) });
         return Err(io::Error::from_raw_os_error(rc));
     }
@@ -45,7 +45,7 @@ pub fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> io::Result<Native
     for (d, s) in cname.iter_mut().zip(name.bytes().take(15)) {
         *d = s;
     }
-    // SAFETY: `handle` is a live thread and `cname` is NUL-terminated (16 bytes, ≤15 used).
+    // SAFETY: (A8) `handle` is a live thread and `cname` is NUL-terminated (16 bytes, ≤15 used).
     unsafe { libc::pthread_setname_np(handle, cname.as_ptr() as *const libc::c_char) };
     Ok(NativeThread {
         handle,
@@ -62,21 +62,21 @@ impl NativeThread {
     fn join_inner(&mut self) {
         if !self.joined {
             self.joined = true;
-            // SAFETY: `handle` is a joinable thread we created and have not joined yet.
+            // SAFETY: (A8) `handle` is a joinable thread we created and have not joined yet.
             unsafe { libc::pthread_join(self.handle, std::ptr::null_mut()) };
         }
     }
 
     /// Whether the caller is this thread.
     pub fn is_current(&self) -> bool {
-        // SAFETY: pthread_self/pthread_equal have no preconditions.
+        // SAFETY: (A8) pthread_self/pthread_equal have no preconditions.
         unsafe { libc::pthread_equal(self.handle, libc::pthread_self()) != 0 }
     }
 
     /// Lets the thread end on its own, unjoined.
     pub fn detach(mut self) {
         self.joined = true;
-        // SAFETY: `handle` is a joinable thread we created; detaching it once is allowed.
+        // SAFETY: (A8) `handle` is a joinable thread we created; detaching it once is allowed.
         unsafe { libc::pthread_detach(self.handle) };
     }
 }

@@ -11,7 +11,7 @@ pub fn map(len: usize) -> Option<NonNull<u8>> {
     if len == 0 {
         return None;
     }
-    // SAFETY: an anonymous private mapping with no address hint; no memory is aliased.
+    // SAFETY: (A5) an anonymous private mapping with no address hint; no memory is aliased.
     let p = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
@@ -35,7 +35,7 @@ pub fn map(len: usize) -> Option<NonNull<u8>> {
 /// `p` and `len` must be exactly what one `map` call returned and was given, unmapped
 /// once, with no reference into it left.
 pub unsafe fn unmap(p: NonNull<u8>, len: usize) {
-    // SAFETY: per the function's contract.
+    // SAFETY: (A5) per the function's contract.
     unsafe { libc::munmap(p.as_ptr() as *mut libc::c_void, len) };
 }
 
@@ -44,7 +44,7 @@ mod tests {
     #[test]
     fn map_write_unmap() {
         let p = super::map(1 << 20).unwrap();
-        // SAFETY: 1 MiB mapped just above, written then unmapped once.
+        // SAFETY: (A5) 1 MiB mapped just above, written then unmapped once.
         unsafe {
             assert_eq!(*p.as_ptr().add(12345), 0);
             *p.as_ptr().add(12345) = 7;

@@ -49,7 +49,7 @@ pub fn ticks() -> u64 {
 fn rdtsc() -> u64 {
     // `_rdtsc` has no preconditions; it reads the time-stamp counter.
     #[allow(unused_unsafe)]
-    // SAFETY: rdtsc is available on every x86_64 CPU and has no memory effects.
+    // SAFETY: (A9) rdtsc is available on every x86_64 CPU and has no memory effects.
     unsafe {
         core::arch::x86_64::_rdtsc()
     }
@@ -75,7 +75,7 @@ fn clock_ns(clock: libc::clockid_t) -> u64 {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: `ts` is a valid, writable timespec; clock_gettime only writes to it.
+    // SAFETY: (A8) `ts` is a valid, writable timespec; clock_gettime only writes to it.
     let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
     if rc != 0 {
         return 0;
@@ -99,15 +99,65 @@ pub fn sync_point() -> (u64, u64, u64) {
     (best.1, best.2, unix_ns())
 }
 
+/// CPU time of another thread of this process, via its per-thread CPU clock
+/// (the clock id glibc's pthread_getcpuclockid builds: `(~tid << 3) | 6`).
+pub fn thread_cpu_ns_of(os_tid: u64) -> u64 {
+    if os_tid == 0 {
+        return 0;
+    }
+    let clock = ((!(os_tid as libc::clockid_t)) << 3) | 6;
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: (A8) `t` is a valid out pointer; an invalid clock id only makes the call
+    // fail.
+    if unsafe { libc::clock_gettime(clock, &mut t) } != 0 {
+        return 0;
+    }
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// Sleeps until CLOCK_MONOTONIC reads `until_ns` (or a signal interrupts the sleep).
+pub fn sleep_until_ns(until_ns: u64) {
+    let ts = libc::timespec {
+        tv_sec: (until_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (until_ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: (A8) `ts` is a valid timespec; a null remainder is allowed with
+    // TIMER_ABSTIME.
+    unsafe {
+        libc::clock_nanosleep(
+            libc::CLOCK_MONOTONIC,
+            libc::TIMER_ABSTIME,
+            &ts,
+            std::ptr::null_mut(),
+        );
+    }
+}
+
 /// The OS thread id of the calling thread.
 pub fn gettid() -> u64 {
-    // SAFETY: gettid has no preconditions.
+    // SAFETY: (A8) gettid has no preconditions.
     unsafe { libc::gettid() as u64 }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn own_thread_cpu_clock_reads() {
+        let tid = gettid();
+        let a = thread_cpu_ns_of(tid);
+        let mut x = 0u64;
+        for i in 0..2_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        let b = thread_cpu_ns_of(tid);
+        assert!(b > a, "{a} {b}");
+    }
 
     #[test]
     fn ticks_are_monotonic() {
