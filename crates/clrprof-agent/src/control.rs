@@ -73,7 +73,7 @@ pub fn write_error_note(socket: &Path, reason: &str) {
     }
     let path = error_note_path(socket);
     let _ = std::fs::remove_file(&path);
-    if let Ok((mut f, _)) = crate::outfile::create_new(&path, false, 0) {
+    if let Ok((mut f, _)) = crate::output::outfile::create_new(&path, false, 0) {
         let _ = f.write_all(reason.as_bytes());
     }
 }

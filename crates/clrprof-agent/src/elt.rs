@@ -16,15 +16,10 @@ use std::sync::{Mutex, OnceLock};
 
 use corprof::{FunctionId, ProfilerInfo};
 
-use crate::buffers;
+use crate::output::buffers;
 
-/// Kinds of ELT events (stored as the record kind).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EltKind {
-    Enter,
-    Leave,
-    Tailcall,
-}
+/// Kinds of ELT events: the trace format's own (a ring unit's tag says which).
+pub use clrprof_format::EltKind;
 
 /// The slow paths (a thread's first event, a full ring…): rare, so they can afford to
 /// catch a panic rather than let it abort the target.
@@ -144,7 +139,7 @@ pub fn install(
             crate::config::TraceProbe::Clock => x::clrprof_elt_probe_clock,
         });
         if fast {
-            crate::tpmap::enable();
+            crate::output::tpmap::enable();
         }
         let (enter, leave, tailcall): (
             unsafe extern "C" fn(),
@@ -217,7 +212,7 @@ unsafe extern "system" fn map_function(
         // functions simply stay unhooked.
         let idx = if accept {
             let i = m.next.fetch_add(1, Ordering::Relaxed);
-            if i <= u64::from(crate::ring::MAX_INDEX) {
+            if i <= u64::from(crate::output::ring::MAX_INDEX) {
                 i
             } else {
                 0

@@ -32,9 +32,9 @@ use corprof::sig::{self, Type};
 use corprof::{ClassId, FunctionId, MetaDataImport, ModuleId, ProfilerInfo};
 use corprof_sys::{COR_PRF_ELT_INFO, FunctionIDOrClientID};
 
-use crate::buffers;
 use crate::config::ArgLimits;
 use crate::elt::EltKind;
+use crate::output::buffers;
 
 /// One `--args` function; its address is the client ID the JIT passes to the hooks.
 pub struct ArgsFn {
@@ -265,7 +265,7 @@ pub fn client_id(index: u64, function: FunctionId) -> Option<u64> {
         plan: OnceLock::new(),
     });
     let p = Box::into_raw(f) as u64;
-    if p <= u64::from(crate::ring::MAX_INDEX) {
+    if p <= u64::from(crate::output::ring::MAX_INDEX) {
         // Never happens with a normal heap; the function is then traced without values.
         return None;
     }
@@ -289,7 +289,7 @@ pub fn unwound(function: FunctionId) {
 }
 
 fn is_args_client(id: usize) -> bool {
-    id as u64 > u64::from(crate::ring::MAX_INDEX)
+    id as u64 > u64::from(crate::output::ring::MAX_INDEX)
 }
 
 /// The profiled method's SP, which identifies its frame for Enter and Leave alike.

@@ -12,9 +12,9 @@
 //!
 //! Each hook has two halves:
 //! - **the fast path** (`clrprof_elt_enter` …), about twenty instructions with no call
-//!   and no XMM register touched: find the thread's slot in [`tpmap`](crate::tpmap) by
+//!   and no XMM register touched: find the thread's slot in [`tpmap`](crate::output::tpmap) by
 //!   the thread pointer, check the ring has room, `rdtsc`, store one 16-byte unit (see
-//!   [`ring`](crate::ring)), publish the new write position. Enter saves the two
+//!   [`ring`](crate::output::ring)), publish the new write position. Enter saves the two
 //!   argument registers it needs (RDX for `rdtsc`, RCX) on the stack; leave parks RAX and
 //!   RDX in R8/R9, which it may trash.
 //! - **the slow path** (`clrprof_elt_enter_slow` …), taken when recording is off, the
@@ -189,8 +189,8 @@ global_asm!(
     "",
     leave_like_fast!("clrprof_elt_leave", "0x40000000", "clrprof_elt_leave_slow"),
     leave_like_fast!("clrprof_elt_tailcall", "0x80000000", "clrprof_elt_tailcall_slow"),
-    table = sym crate::tpmap::TABLE,
-    accepting = sym crate::buffers::ACCEPTING,
+    table = sym crate::output::tpmap::TABLE,
+    accepting = sym crate::output::buffers::ACCEPTING,
 );
 
 global_asm!(

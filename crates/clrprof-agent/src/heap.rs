@@ -15,7 +15,7 @@ use std::time::Instant;
 use clrprof_format::Event;
 use corprof::{ClassId, FunctionId, ObjectId, ProfilerInfo};
 
-use crate::buffers::{emit, emit_waiting};
+use crate::output::buffers::{emit, emit_waiting};
 
 const IDLE: u8 = 0;
 /// A snapshot asked for a GC; the next full GC is walked.
@@ -43,7 +43,7 @@ pub const CONTINUATION: u64 = u32::MAX as u64;
 
 /// Values per batch for this ring size; an entry adds at most a quarter of it.
 fn batch_values() -> usize {
-    (crate::buffers::buffer_bytes() / 2 / 10 / 2).clamp(64, BATCH_VALUES)
+    (crate::output::buffers::buffer_bytes() / 2 / 10 / 2).clamp(64, BATCH_VALUES)
 }
 /// Objects larger than this, or with more references, get no field offsets (arrays
 /// never do: their references are elements).

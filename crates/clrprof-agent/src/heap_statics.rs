@@ -16,7 +16,7 @@ use corprof::sig::{self, Type};
 use corprof::{AppDomainId, ClassId, ModuleId, ObjectId, ProfilerInfo, ThreadId};
 use corprof_sys as sys;
 
-use crate::buffers::emit;
+use crate::output::buffers::emit;
 
 /// What was read.
 #[derive(Debug, Default, Clone, Copy)]

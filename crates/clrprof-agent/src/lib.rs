@@ -10,7 +10,6 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod attach;
-pub mod buffers;
 pub mod config;
 pub mod control;
 pub mod elt;
@@ -28,9 +27,8 @@ pub mod elt_args;
 pub mod mask;
 pub mod names;
 pub mod os;
-pub mod outfile;
+pub mod output;
 pub mod profiler;
-pub mod ring;
 pub mod sampler;
 pub mod sdk;
 pub mod session;
@@ -38,8 +36,6 @@ pub mod session;
 pub mod sigsample;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub mod symbolize;
-pub mod tpmap;
-pub mod writer;
 
 use std::ffi::c_void;
 

@@ -28,7 +28,8 @@ pub fn line(msg: &str) {
             let _ = std::io::stderr().write_all(text.as_bytes());
         }
         LogTarget::File(path) => {
-            let ok = crate::outfile::open_log(&path).and_then(|mut f| f.write_all(text.as_bytes()));
+            let ok = crate::output::outfile::open_log(&path)
+                .and_then(|mut f| f.write_all(text.as_bytes()));
             if ok.is_err() {
                 let _ = std::io::stderr().write_all(text.as_bytes());
             }

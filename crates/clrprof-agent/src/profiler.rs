@@ -13,12 +13,12 @@ use corprof::{
     ProfilerInfo, Result, ThreadId,
 };
 
-use crate::buffers::emit;
 use crate::config::{EventGroup, Mode, Settings};
 use crate::control::{ControlServer, Controlled};
 use crate::names::{self, Seen};
+use crate::output::buffers::emit;
+use crate::output::writer::Writer;
 use crate::sampler::{self, Sampler};
-use crate::writer::Writer;
 use crate::{inspect, mask, session};
 
 /// How long after `--duration` an attached agent detaches itself if its CLI has not.
@@ -90,7 +90,7 @@ impl Session {
         if let Some(w) = writer {
             emit(&Event::Shutdown {});
             let stats = w.stop();
-            crate::buffers::shutdown();
+            crate::output::buffers::shutdown();
             log!(
                 "{why}: wrote {} ({} blocks, {} bytes of events{})",
                 self.settings.output.display(),
@@ -113,7 +113,7 @@ impl Session {
                     errno_name(errno)
                 );
             }
-            let (waits, waited_ns) = crate::buffers::waits();
+            let (waits, waited_ns) = crate::output::buffers::waits();
             if waits > 0 {
                 log!(
                     "exact mode: threads found their buffer full and waited for the writer {waits} \
@@ -128,10 +128,10 @@ impl Session {
                     "args: values recorded for {arg_calls} call entries/returns, {arg_cut} cut at the per-call bound (CLRPROF_ARG_BYTES)"
                 );
             }
-            if crate::tpmap::collisions() > 0 {
+            if crate::output::tpmap::collisions() > 0 {
                 log!(
                     "trace: {} thread(s) shared a fast-path table entry and used the slow path",
-                    crate::tpmap::collisions()
+                    crate::output::tpmap::collisions()
                 );
             }
         }
@@ -612,7 +612,7 @@ impl ProfilerCallback for Profiler {
             }
         }
         // No callback runs any more: the rings of threads that outlive us can go.
-        crate::buffers::release_thread_refs();
+        crate::output::buffers::release_thread_refs();
         log!("detached");
         Ok(())
     }

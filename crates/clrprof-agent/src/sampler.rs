@@ -20,9 +20,9 @@ use std::time::Duration;
 use clrprof_format::Event;
 use corprof::{FunctionId, ProfilerInfo, ThreadId};
 
-use crate::buffers::emit_at;
 use crate::names::Seen;
 use crate::os::clock;
+use crate::output::buffers::emit_at;
 
 /// Non-zero while the sampler holds the runtime suspended and walks threads.
 static WALK_ACTIVE: AtomicUsize = AtomicUsize::new(0);
@@ -294,7 +294,7 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
     }
     capture.finish();
     let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-    crate::buffers::emit(&Event::SamplerStats {
+    crate::output::buffers::emit(&Event::SamplerStats {
         ticks: get(&stats.ticks),
         samples: get(&stats.samples),
         missed_ticks: get(&stats.missed_ticks),

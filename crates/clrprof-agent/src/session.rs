@@ -6,9 +6,10 @@ use clrprof_format::{ClockInfo, ClockKind, Header, TraceMeta};
 use corprof::ProfilerInfo;
 
 use crate::config::Settings;
+use crate::log;
 use crate::os::clock;
-use crate::writer::Writer;
-use crate::{buffers, log};
+use crate::output::buffers;
+use crate::output::writer::Writer;
 
 pub fn start_with(
     info: &ProfilerInfo,
@@ -24,8 +25,11 @@ pub fn start_with(
         return Err("cannot create the thread-buffer key (pthread_key_create failed)".into());
     }
     let mut settings = settings;
-    let (file, path) =
-        crate::outfile::create_new(&settings.output, settings.siblings, std::process::id())?;
+    let (file, path) = crate::output::outfile::create_new(
+        &settings.output,
+        settings.siblings,
+        std::process::id(),
+    )?;
     settings.output = path;
     let created = RemoveOnError(Some(settings.output.clone()));
     let runtime = info.get_runtime_information().ok();

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use clrprof_format::{Event, Header};
 
-use crate::buffers::{self, Registration};
+use super::buffers::{self, Registration};
 use crate::os::clock;
 
 static WRITER: OnceLock<Thread> = OnceLock::new();

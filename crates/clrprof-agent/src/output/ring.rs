@@ -270,7 +270,7 @@ mod tests {
         assert_eq!(offset_of!(RingHead, mask), OFF_MASK);
         assert_eq!(offset_of!(RingHead, base), OFF_BASE);
         assert_eq!(offset_of!(Ring, head), 0);
-        assert_eq!(offset_of!(crate::buffers::Slot, ring), 0);
+        assert_eq!(offset_of!(crate::output::buffers::Slot, ring), 0);
     }
 
     fn decode(bytes: &[u8], base: u64) -> Vec<(u64, Event<'static>)> {

@@ -5,7 +5,7 @@
 //! reads. Emitting an event is one thread-local lookup, one encode and one ring write: no
 //! lock, no allocation once warm, no syscall. In trace mode the ELT hooks skip even the
 //! thread-local lookup and write the ring from assembly (`elt_x64.rs`, found through
-//! [`tpmap`](crate::tpmap)). A thread registers its slot once (the only lock on this
+//! [`tpmap`](super::tpmap)). A thread registers its slot once (the only lock on this
 //! path); a pthread key destructor retires the slot when the thread exits. There is
 //! deliberately no Rust `thread_local!` with a destructor: glibc would then pin the
 //! library in memory and a detached profiler could never be unloaded.
@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex};
 
 use clrprof_format::Event;
 
+use super::ring::{Full, Ring};
 use crate::os::{clock, tls};
-use crate::ring::{Full, Ring};
 
 /// One thread's buffer. Fields marked owner-only are touched by the owning thread alone.
 #[repr(C)]
@@ -33,7 +33,7 @@ pub struct Slot {
     pub retired: AtomicBool,
     /// Events dropped because the ring was full (drop policy) or the writer had stopped.
     pub lost: AtomicU64,
-    /// Owner-only: whether the slot was offered to [`tpmap`](crate::tpmap) (a thread that
+    /// Owner-only: whether the slot was offered to [`tpmap`](super::tpmap) (a thread that
     /// registered before trace mode turned the map on is offered at its first ELT event).
     published: Cell<bool>,
 }
@@ -159,7 +159,7 @@ extern "C" fn slot_destructor(value: *mut c_void) {
         // stored under our key; glibc passes it here exactly once, and it was still in
         // THREAD_REFS, so no detach released it.
         let slot = unsafe { Arc::from_raw(value as *const Slot) };
-        crate::tpmap::remove();
+        super::tpmap::remove();
         slot.retired.store(true, Ordering::Release);
     });
 }
@@ -201,7 +201,7 @@ fn register() -> *const Slot {
     if key == usize::MAX || EXITED.with(|e| e.get()) {
         return ptr::null();
     }
-    let Some(ring) = Ring::new(BUFFER_BYTES.load(Ordering::Relaxed), crate::writer::wake) else {
+    let Some(ring) = Ring::new(BUFFER_BYTES.load(Ordering::Relaxed), super::writer::wake) else {
         return ptr::null();
     };
     let slot = Arc::new(Slot {
@@ -210,7 +210,7 @@ fn register() -> *const Slot {
         os_tid: clock::gettid(),
         retired: AtomicBool::new(false),
         lost: AtomicU64::new(0),
-        published: Cell::new(crate::tpmap::enabled()),
+        published: Cell::new(super::tpmap::enabled()),
     });
     let raw = Arc::into_raw(slot.clone());
     // SAFETY: (A8) `key` is live (checked above); the value is released by slot_destructor.
@@ -220,7 +220,7 @@ fn register() -> *const Slot {
         return ptr::null();
     }
     thread_refs().push(raw as usize);
-    crate::tpmap::insert(&slot);
+    super::tpmap::insert(&slot);
     match PENDING.lock() {
         Ok(mut p) => p.push(Registration { slot }),
         Err(poisoned) => poisoned.into_inner().push(Registration { slot }),
@@ -284,7 +284,7 @@ fn emit_with(ts: u64, ev: &Event<'_>, always_wait: bool) -> bool {
 /// The tracing slow path: one enter/leave/tailcall record, for a thread the assembly
 /// fast path could not serve (first event, table collision, ring full, no TSC). No lock,
 /// allocation or syscall once the thread's slot exists, unless exact mode must wait.
-pub fn emit_elt(kind: crate::elt::EltKind, function: u64, caller_sp: u64) {
+pub fn emit_elt(kind: clrprof_format::EltKind, function: u64, caller_sp: u64) {
     let ts = clock::ticks();
     if !ACCEPTING.load(Ordering::Acquire) {
         LOST_GLOBAL.fetch_add(1, Ordering::Relaxed);
@@ -301,23 +301,18 @@ pub fn emit_elt(kind: crate::elt::EltKind, function: u64, caller_sp: u64) {
     let raw = slot;
     // SAFETY: a non-null CURRENT pointer is a live slot (see `emit_at`).
     let slot = unsafe { &*raw };
-    if !slot.published.replace(true) && crate::tpmap::enabled() {
+    if !slot.published.replace(true) && super::tpmap::enabled() {
         // SAFETY: CURRENT's pointer came from Arc::into_raw and is live (see `emit_at`);
         // the extra count is owned by the temporary Arc, dropped right after.
         let arc = unsafe {
             Arc::increment_strong_count(raw);
             Arc::from_raw(raw)
         };
-        crate::tpmap::insert(&arc);
+        super::tpmap::insert(&arc);
     }
     let Some(mut limit) = slot.ring.enter() else {
         slot.lost.fetch_add(1, Ordering::Relaxed);
         return;
-    };
-    let kind = match kind {
-        crate::elt::EltKind::Enter => clrprof_format::EltKind::Enter,
-        crate::elt::EltKind::Leave => clrprof_format::EltKind::Leave,
-        crate::elt::EltKind::Tailcall => clrprof_format::EltKind::Tailcall,
     };
     let index = u32::try_from(function).unwrap_or(u32::MAX);
     write_waiting(slot, &mut limit, false, |ring, limit| {
@@ -368,7 +363,7 @@ fn write_waiting(
         if waiting_since == 0 {
             waiting_since = clock::monotonic_ns().max(1);
         }
-        crate::writer::wake();
+        super::writer::wake();
         spins += 1;
         if spins < 16 {
             std::hint::spin_loop();
