@@ -12,9 +12,6 @@
 pub mod attach;
 pub mod config;
 pub mod control;
-pub mod elt;
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-pub mod elt_x64;
 pub mod fpwalk;
 pub mod inspect;
 #[macro_use]
@@ -22,8 +19,6 @@ pub mod log;
 pub mod heap;
 pub mod heap_statics;
 pub mod heap_timer;
-// After `log`: uses its macro.
-pub mod elt_args;
 pub mod mask;
 pub mod names;
 pub mod os;
@@ -36,6 +31,7 @@ pub mod session;
 pub mod sigsample;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub mod symbolize;
+pub mod tracing;
 
 use std::ffi::c_void;
 

@@ -122,7 +122,7 @@ impl Session {
                     waited_ns as f64 / 1e6
                 );
             }
-            let (arg_calls, arg_cut) = crate::elt_args::stats();
+            let (arg_calls, arg_cut) = crate::tracing::args::stats();
             if arg_calls > 0 {
                 log!(
                     "args: values recorded for {arg_calls} call entries/returns, {arg_cut} cut at the per-call bound (CLRPROF_ARG_BYTES)"
@@ -331,15 +331,17 @@ impl Profiler {
             crate::heap::monitor_between_snapshots(&info, &settings);
         }
         if settings.mode == Mode::Trace {
-            let filter =
-                crate::elt::Filter::parse(settings.include.as_deref(), settings.exclude.as_deref());
+            let filter = crate::tracing::Filter::parse(
+                settings.include.as_deref(),
+                settings.exclude.as_deref(),
+            );
             let args = settings.args.as_deref().map(|a| {
                 (
-                    crate::elt::Filter::parse(Some(a), None),
+                    crate::tracing::Filter::parse(Some(a), None),
                     settings.arg_limits,
                 )
             });
-            if let Err(e) = crate::elt::install(&info, filter, settings.trace_probe, args) {
+            if let Err(e) = crate::tracing::install(&info, filter, settings.trace_probe, args) {
                 drop(writer);
                 return Err(e);
             }
@@ -679,7 +681,7 @@ impl ProfilerCallback for Profiler {
         let (module, token) = match a.info.get_class_id_info2(id) {
             Ok(ci) => {
                 if a.settings.args.is_some() {
-                    crate::elt_args::class_loaded(id, ci.module, ci.token, ci.type_args);
+                    crate::tracing::args::class_loaded(id, ci.module, ci.token, ci.type_args);
                 }
                 (ci.module.0 as u64, ci.token)
             }
@@ -826,7 +828,7 @@ impl ProfilerCallback for Profiler {
         if let Some(a) = self.active()
             && a.settings.args.is_some()
         {
-            crate::elt_args::unwound(function);
+            crate::tracing::args::unwound(function);
         }
         Ok(())
     }

@@ -1,13 +1,5 @@
-//! Tracing mode: ELT3 fast-path hooks. The JIT calls the hooks in `elt_x64.rs` on every
-//! entry, return and tail call of every hooked method. Their assembly fast path records
-//! the event itself (a table lookup by thread pointer, a TSC read, one 16-byte store: no
-//! call, lock, allocation or syscall); their slow path calls the `on_*` functions here.
-//!
-//! Functions get compact indices from the FunctionIDMapper2 callback, which also applies
-//! the include/exclude filters: a filtered-out function is never hooked at all. The
-//! shadow stack is rebuilt out of process from the event stream; every event carries the
-//! caller's SP, which identifies the frame, so frames that an exception unwound without a
-//! Leave are recognised and closed (see clrprof-analysis `calltree`).
+//! Installing trace mode: the FunctionIDMapper2 callback (which decides which functions
+//! are hooked and gives each a compact index) and the ELT hooks themselves.
 
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -16,60 +8,7 @@ use std::sync::{Mutex, OnceLock};
 
 use corprof::{FunctionId, ProfilerInfo};
 
-use crate::output::buffers;
-
-/// Kinds of ELT events: the trace format's own (a ring unit's tag says which).
-pub use clrprof_format::EltKind;
-
-/// The slow paths (a thread's first event, a full ring…): rare, so they can afford to
-/// catch a panic rather than let it abort the target.
-fn slow(kind: EltKind, id: usize, caller_sp: usize) {
-    let _ = std::panic::catch_unwind(|| buffers::emit_elt(kind, id as u64, caller_sp as u64));
-}
-
-pub extern "C" fn on_enter(id: usize, caller_sp: usize) {
-    slow(EltKind::Enter, id, caller_sp);
-}
-
-pub extern "C" fn on_leave(id: usize, caller_sp: usize) {
-    slow(EltKind::Leave, id, caller_sp);
-}
-
-pub extern "C" fn on_tailcall(id: usize, caller_sp: usize) {
-    slow(EltKind::Tailcall, id, caller_sp);
-}
-
-/// Include/exclude patterns on `Namespace.Type.Method` names (`*` and `?` wildcards).
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct Filter {
-    pub include: Vec<String>,
-    pub exclude: Vec<String>,
-}
-
-impl Filter {
-    /// Patterns separated by `;` (commas appear in generic names).
-    pub fn parse(include: Option<&str>, exclude: Option<&str>) -> Filter {
-        let split = |s: Option<&str>| -> Vec<String> {
-            s.map(|s| {
-                s.split(';')
-                    .map(str::trim)
-                    .filter(|p| !p.is_empty())
-                    .map(String::from)
-                    .collect()
-            })
-            .unwrap_or_default()
-        };
-        Filter {
-            include: split(include),
-            exclude: split(exclude),
-        }
-    }
-
-    pub fn accepts(&self, name: &str) -> bool {
-        let m = |p: &String| wildmatch::WildMatch::new(p).matches(name);
-        (self.include.is_empty() || self.include.iter().any(m)) && !self.exclude.iter().any(m)
-    }
-}
+use super::Filter;
 
 struct Mapper {
     info: ProfilerInfo,
@@ -113,8 +52,8 @@ pub fn install(
             && slow_path
         {
             // --args: the slow path for every hooked function (the two cannot be mixed).
-            crate::elt_args::init(info, limits);
-            use crate::elt_args as a;
+            super::args::init(info, limits);
+            use super::args as a;
             // SAFETY: the hooks are plain C-ABI functions that catch panics; the runtime's
             // stub calls them with the client ID and its ELT info (elt_args.rs).
             unsafe {
@@ -130,7 +69,7 @@ pub fn install(
         // With an invariant TSC the assembly fast paths write the rings themselves and
         // need the thread-pointer map; otherwise every event takes the slow path, whose
         // Rust half reads the monotonic clock.
-        use crate::elt_x64 as x;
+        use super::x64 as x;
         let fast = crate::os::clock::uses_tsc();
         let probe: Option<unsafe extern "C" fn()> = probe.map(|p| match p {
             crate::config::TraceProbe::Noop => {
@@ -221,7 +160,7 @@ unsafe extern "system" fn map_function(
             0
         };
         let client = if with_args && idx != 0 {
-            crate::elt_args::client_id(idx, FunctionId(function)).unwrap_or(idx)
+            super::args::client_id(idx, FunctionId(function)).unwrap_or(idx)
         } else {
             idx
         };
@@ -249,19 +188,4 @@ unsafe extern "system" fn map_function(
         unsafe { *hook = i32::from(hooked) };
     }
     value
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn filter_rules() {
-        let f = Filter::parse(Some("Scenarios.*"), Some("*.Helper*;Scenarios.Skip.*"));
-        assert!(f.accepts("Scenarios.Program.Fib"));
-        assert!(!f.accepts("System.String.Concat"));
-        assert!(!f.accepts("Scenarios.Program.HelperA"));
-        assert!(!f.accepts("Scenarios.Skip.Me"));
-        assert!(Filter::default().accepts("anything"));
-    }
 }

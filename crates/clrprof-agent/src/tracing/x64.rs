@@ -247,9 +247,9 @@ global_asm!(
     "",
     leave_like!("clrprof_elt_leave_slow", "{leave}"),
     leave_like!("clrprof_elt_tailcall_slow", "{tailcall}"),
-    enter = sym crate::elt::on_enter,
-    leave = sym crate::elt::on_leave,
-    tailcall = sym crate::elt::on_tailcall,
+    enter = sym crate::tracing::hooks::on_enter,
+    leave = sym crate::tracing::hooks::on_leave,
+    tailcall = sym crate::tracing::hooks::on_tailcall,
 );
 
 // Benchmark probes (`CLRPROF_TRACE_PROBE`): hooks that record nothing, to measure what

@@ -32,8 +32,8 @@ use corprof::sig::{self, Type};
 use corprof::{ClassId, FunctionId, MetaDataImport, ModuleId, ProfilerInfo};
 use corprof_sys::{COR_PRF_ELT_INFO, FunctionIDOrClientID};
 
+use super::EltKind;
 use crate::config::ArgLimits;
-use crate::elt::EltKind;
 use crate::output::buffers;
 
 /// One `--args` function; its address is the client ID the JIT passes to the hooks.

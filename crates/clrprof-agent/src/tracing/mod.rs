@@ -1,0 +1,26 @@
+//! Tracing mode: ELT3 fast-path hooks. The JIT calls the hooks in `elt_x64.rs` on every
+//! entry, return and tail call of every hooked method. Their assembly fast path records
+//! the event itself (a table lookup by thread pointer, a TSC read, one 16-byte store: no
+//! call, lock, allocation or syscall); their slow path calls the `on_*` functions here.
+//!
+//! Functions get compact indices from the FunctionIDMapper2 callback, which also applies
+//! the include/exclude filters: a filtered-out function is never hooked at all. The
+//! shadow stack is rebuilt out of process from the event stream; every event carries the
+//! caller's SP, which identifies the frame, so frames that an exception unwound without a
+//! Leave are recognised and closed (see clrprof-analysis `calltree`).
+//!
+//! The files: `install` (the FunctionIDMapper and the hooks' installation), `filter`
+//! (include/exclude patterns), `x64` (the assembly trampolines), `hooks` (their Rust
+//! half: the slow path), `args` (`--args`: the slow-path hooks that also record argument
+//! and return values).
+
+pub mod args;
+pub mod filter;
+pub mod hooks;
+pub mod install;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+pub mod x64;
+
+pub use filter::Filter;
+pub use hooks::EltKind;
+pub use install::install;
