@@ -160,7 +160,7 @@ pub struct Settings {
     /// Sample mode: stop sampling after this many seconds (the app goes on).
     pub duration_s: Option<f64>,
     /// Sample mode: how stacks are captured.
-    pub sampler: crate::sampler::SamplerKind,
+    pub sampler: SamplerKind,
     /// Trace mode: only hook functions whose name matches one of these (`;`-separated).
     pub include: Option<String>,
     /// Trace mode: never hook functions whose name matches one of these.
@@ -514,11 +514,9 @@ impl Settings {
             },
         };
         let sampler = match get("CLRPROF_SAMPLER").as_deref() {
-            None if cfg!(all(target_os = "linux", target_arch = "x86_64")) => {
-                crate::sampler::SamplerKind::Signal
-            }
-            None | Some("suspend") => crate::sampler::SamplerKind::Suspend,
-            Some("signal") => crate::sampler::SamplerKind::Signal,
+            None if cfg!(all(target_os = "linux", target_arch = "x86_64")) => SamplerKind::Signal,
+            None | Some("suspend") => SamplerKind::Suspend,
+            Some("signal") => SamplerKind::Signal,
             Some(v) => return Err(bad("CLRPROF_SAMPLER", v, "signal or suspend")),
         };
         let allow_inlining = match get("CLRPROF_INLINING").as_deref() {
@@ -670,6 +668,25 @@ fn heap_times(v: &str) -> Option<Vec<f64>> {
     }
     times.sort_by(f64::total_cmp);
     Some(times)
+}
+
+/// How stacks are captured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SamplerKind {
+    /// SIGPROF to each managed thread, frame-pointer walk of a stack copy (Linux x86_64).
+    Signal,
+    /// SuspendRuntime + asynchronous DoStackSnapshot of every thread (the profiling API's
+    /// own way).
+    Suspend,
+}
+
+impl SamplerKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SamplerKind::Signal => "signal",
+            SamplerKind::Suspend => "suspend",
+        }
+    }
 }
 
 #[cfg(test)]

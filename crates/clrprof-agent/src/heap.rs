@@ -381,7 +381,7 @@ pub fn take(info: &ProfilerInfo, reason: u8) -> Result<Summary, String> {
     walk.flush_roots();
     describe_classes(info, &walk);
     for f in &walk.stack_functions {
-        crate::profiler::emit_function_info(info, FunctionId(*f));
+        crate::names::emit_function_info(info, FunctionId(*f));
     }
     let statics = statics.unwrap_or_default();
     if moved {

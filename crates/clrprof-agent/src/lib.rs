@@ -12,7 +12,6 @@
 pub mod attach;
 pub mod config;
 pub mod control;
-pub mod fpwalk;
 pub mod inspect;
 #[macro_use]
 pub mod log;
@@ -24,13 +23,9 @@ pub mod names;
 pub mod os;
 pub mod output;
 pub mod profiler;
-pub mod sampler;
+pub mod sampling;
 pub mod sdk;
 pub mod session;
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-pub mod sigsample;
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-pub mod symbolize;
 pub mod tracing;
 
 use std::ffi::c_void;

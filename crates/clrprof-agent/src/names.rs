@@ -1,12 +1,17 @@
 //! Turning runtime ids into names a person reads: `Namespace.Outer+Inner<Arg>` for
 //! classes, `Namespace.Type.Method` plus a C#-like signature for functions. Each lookup
 //! goes through ICorProfilerInfo and the module's IMetaDataImport; callers make sure a
-//! name is written once per id (see `Seen`).
+//! name is written once per id (see `Seen`). The name writers (`emit_*`) put the names
+//! into the trace for the callbacks, the sampler, trace mode's mapper and heap snapshots.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::Mutex;
 
+use clrprof_format::Event;
 use corprof::{ClassId, FunctionId, MetaDataImport, ModuleId, ProfilerInfo};
+
+use crate::output::buffers::emit;
 
 /// Strips the generic arity suffix: `List`1` → `List`.
 fn strip_arity(name: &str) -> &str {
@@ -150,6 +155,55 @@ impl Default for Seen {
     fn default() -> Self {
         Self::new()
     }
+}
+
+// The name writers: each records one name record on the calling thread. Callers
+// decide whether a name was already written (see `Seen`).
+
+/// Writes the names of `function` (no de-duplication: callers decide).
+pub fn emit_function_info(info: &ProfilerInfo, function: FunctionId) {
+    if let Some(n) = function_names(info, function) {
+        emit_names(function.0 as u64, n);
+    }
+}
+
+/// Writes names under a trace-mode index instead of the FunctionID.
+pub fn emit_function_info_as(names: Option<FunctionNames>, index: u64) {
+    if let Some(n) = names {
+        emit_names(index, n);
+    }
+}
+
+/// Names a native module's frame id (from the signal sampler) with the module's path.
+pub fn emit_native_module(frame: u64, path: String) {
+    emit(&Event::NativeModule {
+        frame,
+        path: Cow::Owned(path),
+    });
+}
+
+/// Names a pseudo frame id (bit 63 set, e.g. `TRUNCATED_FRAME`) with a bracketed label;
+/// readers take it as a native-module-style frame.
+pub fn emit_frame_name(id: u64, name: String) {
+    emit(&Event::FunctionInfo {
+        function: id,
+        module: 0,
+        class: 0,
+        token: 0,
+        name: Cow::Owned(name),
+        signature: Cow::Borrowed(""),
+    });
+}
+
+fn emit_names(id: u64, n: FunctionNames) {
+    emit(&Event::FunctionInfo {
+        function: id,
+        module: n.module.0 as u64,
+        class: n.class.0 as u64,
+        token: n.token,
+        name: Cow::Owned(n.name),
+        signature: Cow::Owned(n.signature),
+    });
 }
 
 #[cfg(test)]

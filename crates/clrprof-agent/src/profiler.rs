@@ -18,7 +18,7 @@ use crate::control::{ControlServer, Controlled};
 use crate::names::{self, Seen};
 use crate::output::buffers::emit;
 use crate::output::writer::Writer;
-use crate::sampler::{self, Sampler};
+use crate::sampling::{self, Sampler};
 use crate::{inspect, mask, session};
 
 /// How long after `--duration` an attached agent detaches itself if its CLI has not.
@@ -204,7 +204,7 @@ impl Profiler {
     /// Writes a function's names the first time the function is seen.
     fn name_function(&self, a: &Active, function: FunctionId) {
         if a.functions_named.first(function.0) {
-            emit_function_info(&a.info, function);
+            names::emit_function_info(&a.info, function);
         }
     }
 
@@ -246,52 +246,6 @@ impl Profiler {
             frames: frames.into(),
         });
     }
-}
-
-/// Writes the names of `function` (no de-duplication: callers decide).
-pub fn emit_function_info(info: &ProfilerInfo, function: FunctionId) {
-    if let Some(n) = names::function_names(info, function) {
-        emit_names(function.0 as u64, n);
-    }
-}
-
-/// Writes names under a trace-mode index instead of the FunctionID.
-pub fn emit_function_info_as(names: Option<names::FunctionNames>, index: u64) {
-    if let Some(n) = names {
-        emit_names(index, n);
-    }
-}
-
-/// Names a native module's frame id (from the signal sampler) with the module's path.
-pub fn emit_native_module(frame: u64, path: String) {
-    emit(&Event::NativeModule {
-        frame,
-        path: Cow::Owned(path),
-    });
-}
-
-/// Names a pseudo frame id (bit 63 set, e.g. `TRUNCATED_FRAME`) with a bracketed label;
-/// readers take it as a native-module-style frame.
-pub fn emit_frame_name(id: u64, name: String) {
-    emit(&Event::FunctionInfo {
-        function: id,
-        module: 0,
-        class: 0,
-        token: 0,
-        name: Cow::Owned(name),
-        signature: Cow::Borrowed(""),
-    });
-}
-
-fn emit_names(id: u64, n: names::FunctionNames) {
-    emit(&Event::FunctionInfo {
-        function: id,
-        module: n.module.0 as u64,
-        class: n.class.0 as u64,
-        token: n.token,
-        name: Cow::Owned(n.name),
-        signature: Cow::Owned(n.signature),
-    });
 }
 
 impl Profiler {
@@ -754,8 +708,8 @@ impl ProfilerCallback for Profiler {
     fn thread_destroyed(&self, thread: ThreadId) -> Result<()> {
         // A thread must not finish dying while the sampler walks its stack: wait for an
         // in-flight walk to end.
-        sampler::wait_thread_destroyed();
-        sampler::thread_gone(thread.0 as u64);
+        sampling::wait_thread_destroyed();
+        sampling::thread_gone(thread.0 as u64);
         emit(&Event::ThreadDestroyed {
             thread: thread.0 as u64,
         });
@@ -763,7 +717,7 @@ impl ProfilerCallback for Profiler {
     }
 
     fn thread_assigned_to_os_thread(&self, managed: ThreadId, os_thread: u32) -> Result<()> {
-        sampler::thread_assigned(managed.0 as u64, os_thread);
+        sampling::thread_assigned(managed.0 as u64, os_thread);
         emit(&Event::ThreadAssigned {
             thread: managed.0 as u64,
             os_tid: u64::from(os_thread),

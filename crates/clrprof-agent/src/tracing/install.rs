@@ -171,7 +171,7 @@ unsafe extern "system" fn map_function(
         let stored = *map.entry(function).or_insert(client);
         drop(map);
         if stored == client && idx != 0 {
-            crate::profiler::emit_function_info_as(names, idx);
+            crate::names::emit_function_info_as(names, idx);
         }
         (
             if stored != 0 {

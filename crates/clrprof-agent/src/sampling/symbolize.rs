@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 use corprof::ProfilerInfo;
 
-use crate::fpwalk::{Code, FrameKind};
+use super::fpwalk::{Code, FrameKind};
 
 use crate::os::clock;
 use crate::os::process::copy_own_memory;

@@ -17,7 +17,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::fpwalk::Captured;
+use super::fpwalk::Captured;
 use crate::os::{clock, futex, process, signal};
 
 /// The signal used. CoreCLR itself uses SIGRTMIN (activation injection) and the fault

@@ -1,0 +1,29 @@
+//! Sample mode: a thread of ours wakes every interval and records the stack of each
+//! managed thread.
+//!
+//! - `tick`: the sampler thread and its loop (schedule, CPU times, names, records);
+//! - `suspend`: suspend-mode capture (SuspendRuntime + DoStackSnapshot of every thread);
+//! - `signal`: signal-mode capture of one tick, `sigprof` its SIGPROF handler and
+//!   stack-copy slots, `fpwalk` the frame-pointer walk over a copy (pure),
+//!   `symbolize` address → FunctionID with the code checks (Linux x86_64);
+//! - `threads`: the registry of managed threads and their OS thread ids;
+//! - `stacks`: what a tick captures, the depth limit and the truncation marker;
+//! - `stats`: the sampler's counters.
+
+pub mod fpwalk;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub mod signal;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub mod sigprof;
+pub mod stacks;
+pub mod stats;
+pub mod suspend;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub mod symbolize;
+pub mod threads;
+pub mod tick;
+
+pub use stats::SamplerStats;
+pub use suspend::wait_thread_destroyed;
+pub use threads::{thread_assigned, thread_gone};
+pub use tick::Sampler;

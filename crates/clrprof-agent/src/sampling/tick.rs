@@ -1,0 +1,275 @@
+//! The tick loop: the sampler thread (one of ours, never running managed code) wakes
+//! every interval, captures the stacks of the managed threads (by signal or by
+//! suspension), and once the runtime runs again does the slow work: CPU times, names of
+//! new functions, records.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use clrprof_format::Event;
+use corprof::{FunctionId, ProfilerInfo};
+
+use super::stacks::{self, Walked, max_depth};
+use super::stats::SamplerStats;
+use super::suspend;
+use crate::config::SamplerKind;
+use crate::names::Seen;
+use crate::os::clock;
+use crate::output::buffers::emit_at;
+
+/// Ticks a late sampler may catch up on before it skips (and counts) the rest.
+const MAX_CATCH_UP: u64 = 10;
+
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    handle: Option<crate::os::thread::NativeThread>,
+    pub stats: Arc<SamplerStats>,
+}
+
+impl Sampler {
+    /// Starts sampling every `interval`, for at most `duration` when given.
+    pub fn start(
+        info: ProfilerInfo,
+        interval: Duration,
+        duration: Option<Duration>,
+        kind: SamplerKind,
+        attached: bool,
+        seen: Arc<Seen>,
+        max_depth: usize,
+    ) -> std::io::Result<Sampler> {
+        stacks::start_recording(max_depth);
+        let stop = Arc::new(AtomicBool::new(false));
+        let stats = Arc::new(SamplerStats::default());
+        let (s, st) = (stop.clone(), stats.clone());
+        let handle = crate::os::thread::spawn("clrprof-sampler", move || {
+            let plan = Plan {
+                interval,
+                duration,
+                kind,
+                attached,
+            };
+            run(&info, plan, &s, &st, &seen)
+        })?;
+        Ok(Sampler {
+            stop,
+            handle: Some(handle),
+            stats,
+        })
+    }
+
+    /// Stops the sampler and waits for its thread to end.
+    pub fn stop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(h) = self.handle.take() {
+            h.join();
+        }
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+struct ThreadCpu {
+    os_tid: u64,
+    last_cpu_ns: u64,
+}
+
+/// What the sampler thread is asked to do.
+struct Plan {
+    interval: Duration,
+    duration: Option<Duration>,
+    kind: SamplerKind,
+    attached: bool,
+}
+
+fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats, seen: &Seen) {
+    let Plan {
+        interval,
+        duration,
+        kind,
+        attached,
+    } = plan;
+    suspend::warm_up(info);
+    let no_suspend = std::env::var_os("CLRPROF_SAMPLER_NO_SUSPEND").is_some();
+    let mut capture = Capture::choose(info, kind, attached);
+    stats
+        .signal
+        .store(!matches!(capture, Capture::Suspend), Ordering::Relaxed);
+    let mut reported_error = false;
+    let interval_ns = interval.as_nanos().max(1) as u64;
+    let start = clock::monotonic_ns();
+    let end = duration.map(|d| start + d.as_nanos() as u64);
+    let mut next = start + interval_ns;
+    let mut frames: Vec<u64> = Vec::with_capacity(64 * (max_depth() + 1));
+    let mut walked: Vec<Walked> = Vec::with_capacity(256);
+    let mut cpu: Vec<ThreadCpu> = Vec::with_capacity(256);
+    let mut new_functions: Vec<u64> = Vec::with_capacity(256);
+    while !stop.load(Ordering::Acquire) {
+        sleep_until(next, stop);
+        if stop.load(Ordering::Acquire) {
+            break;
+        }
+        let now = clock::monotonic_ns();
+        if let Some(end) = end
+            && now >= end
+        {
+            break;
+        }
+        // Keep the schedule: a late tick is taken at once (the next deadline stays on the
+        // grid), so short delays do not lower the rate; only when far behind (a stalled
+        // machine) are whole ticks skipped, and counted.
+        next += interval_ns;
+        if now > next + MAX_CATCH_UP * interval_ns {
+            let behind = (now - next) / interval_ns;
+            stats.missed_ticks.fetch_add(behind, Ordering::Relaxed);
+            next += behind * interval_ns;
+        }
+        stats.ticks.fetch_add(1, Ordering::Relaxed);
+        let ts = clock::ticks();
+        let tick_start = now;
+        frames.clear();
+        walked.clear();
+        match &mut capture {
+            Capture::Suspend => {
+                if !suspend::take_suspended(
+                    info,
+                    stats,
+                    no_suspend,
+                    &mut reported_error,
+                    &mut frames,
+                    &mut walked,
+                ) {
+                    continue;
+                }
+            }
+            Capture::Signal(s) => s.take(info, stats, interval_ns, &mut frames, &mut walked),
+        }
+        stats.suspended_ns.fetch_add(
+            clock::monotonic_ns().saturating_sub(tick_start),
+            Ordering::Relaxed,
+        );
+
+        // The runtime runs again: now read CPU clocks, name new functions and record.
+        for w in &walked {
+            let cpu_now = clock::thread_cpu_ns_of(w.os_tid);
+            let cpu_delta = match cpu.iter_mut().find(|c| c.os_tid == w.os_tid) {
+                Some(c) => {
+                    let d = cpu_now.saturating_sub(c.last_cpu_ns);
+                    c.last_cpu_ns = cpu_now;
+                    d
+                }
+                None => {
+                    cpu.push(ThreadCpu {
+                        os_tid: w.os_tid,
+                        last_cpu_ns: cpu_now,
+                    });
+                    0
+                }
+            };
+            let stack = &frames[w.start..w.start + w.len];
+            for f in stack {
+                // Module frames are named by the signal sampler; never ask the runtime.
+                if !clrprof_format::is_native_frame(*f) && seen.first(*f as usize) {
+                    new_functions.push(*f);
+                }
+            }
+            for f in new_functions.drain(..) {
+                crate::names::emit_function_info(info, FunctionId(f as usize));
+            }
+            // Running: the thread used at least half the interval on a CPU since its
+            // previous sample (a sleeping thread's brief wake-ups stay below that).
+            let state = u8::from(cpu_delta * 2 >= interval_ns);
+            emit_at(
+                ts,
+                &Event::Sample {
+                    os_tid: w.os_tid,
+                    thread: w.thread.0 as u64,
+                    cpu_ns: cpu_delta,
+                    state,
+                    frames: stack.to_vec().into(),
+                },
+            );
+            stats.samples.fetch_add(1, Ordering::Relaxed);
+        }
+        if cpu.len() > 4096 {
+            cpu.clear();
+        }
+        stats.busy_ns.fetch_add(
+            clock::monotonic_ns().saturating_sub(tick_start),
+            Ordering::Relaxed,
+        );
+    }
+    capture.finish();
+    let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    crate::output::buffers::emit(&Event::SamplerStats {
+        ticks: get(&stats.ticks),
+        samples: get(&stats.samples),
+        missed_ticks: get(&stats.missed_ticks),
+        signal_timeouts: get(&stats.signal_timeouts),
+        truncated: get(&stats.truncated),
+        max_depth: max_depth() as u64,
+    });
+}
+
+enum Capture {
+    Suspend,
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    Signal(Box<super::signal::SignalCapture>),
+}
+
+impl Capture {
+    fn choose(info: &ProfilerInfo, kind: SamplerKind, seed: bool) -> Capture {
+        if kind == SamplerKind::Suspend {
+            return Capture::Suspend;
+        }
+        #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+        {
+            match super::sigprof::SignalSampler::install(stacks::stack_copy_bytes()) {
+                Ok(sig) => {
+                    // At startup every thread reports itself (ThreadAssignedToOSThread)
+                    // after this point; after attach, existing threads must be listed.
+                    if seed {
+                        super::threads::seed_registry(info);
+                    }
+                    return Capture::Signal(Box::new(super::signal::SignalCapture::new(sig)));
+                }
+                Err(e) => crate::log!(
+                    "signal sampler unavailable ({e}); sampling with SuspendRuntime instead"
+                ),
+            }
+        }
+        #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+        {
+            let _ = (info, seed);
+            crate::log!(
+                "the signal sampler exists for Linux x86_64 only; sampling with SuspendRuntime"
+            );
+        }
+        Capture::Suspend
+    }
+
+    fn finish(self) {
+        match self {
+            Capture::Suspend => {}
+            #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+            Capture::Signal(s) => s.sig.uninstall(),
+        }
+    }
+}
+
+/// Sleeps until `deadline_ns` (CLOCK_MONOTONIC), in slices of at most 10 ms so that a stop
+/// request (shutdown, detach) is seen quickly even at low rates.
+fn sleep_until(deadline_ns: u64, stop: &AtomicBool) {
+    const SLICE_NS: u64 = 10_000_000;
+    loop {
+        let now = clock::monotonic_ns();
+        if now >= deadline_ns || stop.load(Ordering::Acquire) {
+            return;
+        }
+        clock::sleep_until_ns(deadline_ns.min(now + SLICE_NS));
+    }
+}
