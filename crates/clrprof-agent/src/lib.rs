@@ -9,15 +9,12 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-pub mod attach;
 pub mod config;
 pub mod control;
 pub mod inspect;
 #[macro_use]
 pub mod log;
 pub mod heap;
-pub mod heap_statics;
-pub mod heap_timer;
 pub mod mask;
 pub mod names;
 pub mod os;

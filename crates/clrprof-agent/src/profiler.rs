@@ -46,7 +46,7 @@ pub struct Session {
     sampler: Mutex<Option<Sampler>>,
     control: Mutex<Option<ControlServer>>,
     /// The `--heap SECONDS` timer thread, if any.
-    heap_timer: Mutex<Option<crate::heap_timer::HeapTimer>>,
+    heap_timer: Mutex<Option<crate::heap::timer::HeapTimer>>,
     detaching: std::sync::atomic::AtomicBool,
 }
 
@@ -310,7 +310,7 @@ impl Profiler {
             detaching: std::sync::atomic::AtomicBool::new(false),
         });
         if !settings.heap_at.is_empty() {
-            match crate::heap_timer::HeapTimer::start(
+            match crate::heap::timer::HeapTimer::start(
                 info.clone(),
                 settings.heap_at.clone(),
                 (!attached).then(|| settings.clone()),
@@ -518,7 +518,7 @@ impl ProfilerCallback for Profiler {
     }
 
     fn initialize_for_attach(&self, info: ProfilerInfo, client_data: &[u8]) -> Result<()> {
-        let req = match crate::attach::parse(client_data, std::process::id()) {
+        let req = match crate::control::attach::parse(client_data, std::process::id()) {
             Ok(r) => r,
             Err(e) => {
                 log!("{e}; attach refused, the application is untouched");

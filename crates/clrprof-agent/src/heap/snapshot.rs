@@ -355,7 +355,7 @@ pub fn take(info: &ProfilerInfo, reason: u8) -> Result<Summary, String> {
     let walk = WALK.lock().unwrap_or_else(|p| p.into_inner()).take();
     // Statics are read with the GC monitor still on, so that a GC in between is seen.
     let statics = if gc.is_ok() && state == DONE {
-        Some(crate::heap_statics::record(info, snapshot))
+        Some(super::statics::record(info, snapshot))
     } else {
         None
     };

@@ -29,7 +29,7 @@ impl HeapTimer {
             // runtime creates a GC without background collections; drop it until the
             // first snapshot so that ordinary GCs do not walk the heap.
             if let Some(settings) = drop_monitor.as_ref() {
-                crate::heap::monitor_between_snapshots(&info, settings);
+                super::snapshot::monitor_between_snapshots(&info, settings);
             }
             for t in at {
                 let due = started + Duration::from_secs_f64(t);
@@ -42,7 +42,7 @@ impl HeapTimer {
                 if s.load(Ordering::Acquire) {
                     return;
                 }
-                match crate::heap::take(&info, 1) {
+                match super::snapshot::take(&info, 1) {
                     Ok(sum) => log!(
                         "heap snapshot {}: {} objects, {} references, {} roots, {} lost, target paused {:.1} ms",
                         sum.snapshot,

@@ -1,0 +1,11 @@
+//! How an attached profiler is controlled from outside: `attach` reads the settings the
+//! CLI sent with AttachProfiler, `socket` serves the control socket (status, heap,
+//! detach) and leaves a refused attach's reason for the CLI, `watch` decides when the
+//! agent detaches on its own (the duration is over, the CLI is gone).
+
+pub mod attach;
+pub mod socket;
+pub mod watch;
+
+pub use socket::{ControlServer, Controlled, write_error_note};
+pub use watch::{Owner, Watch};

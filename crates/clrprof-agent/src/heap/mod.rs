@@ -1,0 +1,11 @@
+//! Heap snapshots (docs/heap.md): `snapshot` forces a full GC with the GC monitor on and
+//! records the runtime's walk of it in batches; `statics` reads the static fields of the
+//! classes the walk met; `timer` takes snapshots at given times (`--heap SECONDS`).
+
+pub mod snapshot;
+pub mod statics;
+pub mod timer;
+
+pub use snapshot::{
+    gc_finished, gc_started, monitor_between_snapshots, object_references, root_references, take,
+};
