@@ -799,7 +799,7 @@ mod tests {
         assert_eq!((s.arg_limits.max_len, s.arg_limits.depth), (10, 2));
         let e = parse(&[("CLRPROF_MODE", "trace"), ("CLRPROF_ARG_BYTES", "100000")]).unwrap_err();
         assert!(e.0.contains("CLRPROF_ARG_BYTES"), "{e}");
-        let (low, _) = crate::mask::for_settings(
+        let (low, _) = crate::session::mask::for_settings(
             &parse(&[("CLRPROF_MODE", "trace"), ("CLRPROF_ARGS", "A.*")]).unwrap(),
         );
         assert_ne!(low & corprof_sys::COR_PRF_ENABLE_FUNCTION_ARGS, 0);

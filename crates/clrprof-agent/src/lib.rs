@@ -9,19 +9,19 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-pub mod config;
-pub mod control;
-pub mod inspect;
+// First: every room after it uses its `log!` macro.
 #[macro_use]
 pub mod log;
+
+pub mod callbacks;
+pub mod config;
+pub mod control;
 pub mod heap;
-pub mod mask;
+pub mod inspect;
 pub mod names;
 pub mod os;
 pub mod output;
-pub mod profiler;
 pub mod sampling;
-pub mod sdk;
 pub mod session;
 pub mod tracing;
 
@@ -44,12 +44,12 @@ pub unsafe extern "system" fn DllGetClassObject(
 ) -> HRESULT {
     // SAFETY: forwarded as received; dll_get_class_object checks every pointer.
     unsafe {
-        corprof::dll_get_class_object::<profiler::Profiler>(
+        corprof::dll_get_class_object::<callbacks::Profiler>(
             rclsid,
             riid,
             ppv,
             &CLSID_CLRPROF,
-            || Ok(profiler::Profiler::default()),
+            || Ok(callbacks::Profiler::default()),
         )
     }
 }

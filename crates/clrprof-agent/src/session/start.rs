@@ -2,6 +2,8 @@
 //! and the writer thread. Any failure here is reported as one message and the profiler
 //! declines to load.
 
+use std::time::Duration;
+
 use clrprof_format::{ClockInfo, ClockKind, Header, TraceMeta};
 use corprof::ProfilerInfo;
 
@@ -64,7 +66,7 @@ pub fn start_with(
     let writer = Writer::start(
         file,
         &header,
-        crate::profiler::flush_period(&settings),
+        flush_period(&settings),
         settings.compress,
         // Trace mode writes ring units as they are: see writer.rs.
         settings.mode == crate::config::Mode::Trace,
@@ -108,4 +110,9 @@ impl Drop for RemoveOnError {
             let _ = std::fs::remove_file(p);
         }
     }
+}
+
+/// Writer flush period from settings.
+pub fn flush_period(s: &Settings) -> Duration {
+    Duration::from_millis(s.flush_ms)
 }

@@ -1,0 +1,470 @@
+//! The `ProfilerCallback` implementation: each callback the runtime makes becomes one
+//! record (or a few), after what must be read while its ids are valid.
+
+use std::borrow::Cow;
+
+use clrprof_format::{Event, ExceptionPhase, SuspendPhase};
+use corprof::{
+    AppDomainId, AssemblyId, ClassId, FunctionId, HResult, ModuleId, ObjectId, ProfilerCallback,
+    ProfilerInfo, Result, ThreadId,
+};
+
+use super::{Profiler, hr, phase, suspend};
+use crate::config::{EventGroup, Mode};
+use crate::output::buffers::emit;
+use crate::{inspect, names, sampling, session};
+
+impl ProfilerCallback for Profiler {
+    fn initialize(&self, info: ProfilerInfo) -> Result<()> {
+        let settings = match crate::config::check_utf8(std::env::vars_os()).and_then(|()| {
+            crate::config::Settings::from_lookup(|k| std::env::var(k).ok(), std::process::id())
+        }) {
+            Ok(s) => s,
+            Err(e) => {
+                log!("{e}; the profiler is not loaded and the application runs unprofiled");
+                return Err(HResult(corprof_sys::CORPROF_E_PROFILER_CANCEL_ACTIVATION));
+            }
+        };
+        if !settings.profile_sdk
+            && let Some(sdk) = session::sdk_process(&session::command_line())
+        {
+            if !sdk.quiet {
+                log!(
+                    "pid {} is {}, not an app: not profiled (CLRPROF_PROFILE_SDK=1 profiles it too)",
+                    std::process::id(),
+                    sdk.what
+                );
+            }
+            return Err(HResult(corprof_sys::CORPROF_E_PROFILER_CANCEL_ACTIVATION));
+        }
+        self.start_recording(info, settings, false, None)
+            .map_err(|e| {
+                log!("{e}; the application runs unprofiled");
+                HResult(corprof_sys::CORPROF_E_PROFILER_CANCEL_ACTIVATION)
+            })
+    }
+
+    fn initialize_for_attach(&self, info: ProfilerInfo, client_data: &[u8]) -> Result<()> {
+        let req = match crate::control::attach::parse(client_data, std::process::id()) {
+            Ok(r) => r,
+            Err(e) => {
+                log!("{e}; attach refused, the application is untouched");
+                return Err(HResult(corprof_sys::E_INVALIDARG));
+            }
+        };
+        if req.settings.mode == Mode::Trace {
+            log!(
+                "trace mode needs ELT hooks, which the runtime allows only at startup; attach refused"
+            );
+            return Err(HResult(
+                corprof_sys::CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER,
+            ));
+        }
+        let control = req.control.clone();
+        self.start_recording(info, req.settings, true, req.control)
+            .map_err(|e| {
+                log!("{e}; attach refused, the application is untouched");
+                // The runtime passes only the HRESULT back: leave the reason where the
+                // CLI that asked looks for it.
+                if let Some(c) = &control {
+                    crate::control::write_error_note(c, &e);
+                }
+                HResult(corprof_sys::E_FAIL)
+            })
+    }
+
+    fn profiler_attach_complete(&self) -> Result<()> {
+        let Some(a) = self.active() else {
+            return Ok(());
+        };
+        self.catch_up(a);
+        if a.settings.mode == Mode::Sample {
+            a.session.start_sampler(a.functions_named.clone());
+        }
+        Ok(())
+    }
+
+    fn profiler_detach_succeeded(&self) -> Result<()> {
+        // Minimal work: the runtime unloads the library right after this returns, so make
+        // sure the control thread (which asked for the detach and then returned) has
+        // finished: after this join no code of ours runs on any thread.
+        if let Some(a) = self.active() {
+            a.session.stop_control();
+        }
+        // No callback runs any more: the rings of threads that outlive us can go.
+        crate::output::buffers::release_thread_refs();
+        log!("detached");
+        Ok(())
+    }
+
+    fn shutdown(&self) -> Result<()> {
+        self.stop("runtime shutdown");
+        Ok(())
+    }
+
+    fn app_domain_creation_finished(&self, id: AppDomainId, status: HResult) -> Result<()> {
+        let Some(a) = self.active() else {
+            return Ok(());
+        };
+        let name = a
+            .info
+            .get_app_domain_info(id)
+            .map(|d| d.name)
+            .unwrap_or_default();
+        emit(&Event::AppDomainCreated {
+            id: id.0 as u64,
+            name: Cow::Owned(name),
+            hr: hr(status),
+        });
+        Ok(())
+    }
+
+    fn app_domain_shutdown_finished(&self, id: AppDomainId, _status: HResult) -> Result<()> {
+        emit(&Event::AppDomainShutdown { id: id.0 as u64 });
+        Ok(())
+    }
+
+    fn assembly_load_finished(&self, id: AssemblyId, status: HResult) -> Result<()> {
+        let Some(a) = self.active() else {
+            return Ok(());
+        };
+        if a.assemblies_seen.first(id.0) {
+            self.assembly_loaded(a, id, status);
+        }
+        Ok(())
+    }
+
+    fn assembly_unload_finished(&self, id: AssemblyId, _status: HResult) -> Result<()> {
+        emit(&Event::AssemblyUnloaded { id: id.0 as u64 });
+        Ok(())
+    }
+
+    fn module_load_finished(&self, id: ModuleId, status: HResult) -> Result<()> {
+        let Some(a) = self.active() else {
+            return Ok(());
+        };
+        self.module_loaded(a, id, status);
+        Ok(())
+    }
+
+    fn module_unload_started(&self, id: ModuleId) -> Result<()> {
+        emit(&Event::ModuleUnloaded { id: id.0 as u64 });
+        Ok(())
+    }
+
+    fn class_load_finished(&self, id: ClassId, status: HResult) -> Result<()> {
+        let Some(a) = self.active() else {
+            return Ok(());
+        };
+        let (module, token) = match a.info.get_class_id_info2(id) {
+            Ok(ci) => {
+                if a.settings.args.is_some() {
+                    crate::tracing::args::class_loaded(id, ci.module, ci.token, ci.type_args);
+                }
+                (ci.module.0 as u64, ci.token)
+            }
+            Err(_) => (0, 0),
+        };
+        a.classes_named.first(id.0);
+        let name = names::class_name(&a.info, id);
+        emit(&Event::ClassLoaded {
+            id: id.0 as u64,
+            module,
+            token,
+            name: Cow::Owned(name),
+            hr: hr(status),
+        });
+        Ok(())
+    }
+
+    fn class_unload_finished(&self, id: ClassId, _status: HResult) -> Result<()> {
+        emit(&Event::ClassUnloaded { id: id.0 as u64 });
+        Ok(())
+    }
+
+    fn jit_compilation_started(&self, function: FunctionId, is_safe_to_block: bool) -> Result<()> {
+        let Some(a) = self.active() else {
+            return Ok(());
+        };
+        self.name_function(a, function);
+        emit(&Event::JitStarted {
+            function: function.0 as u64,
+            safe_to_block: is_safe_to_block,
+        });
+        Ok(())
+    }
+
+    fn jit_compilation_finished(
+        &self,
+        function: FunctionId,
+        status: HResult,
+        _is_safe_to_block: bool,
+    ) -> Result<()> {
+        emit(&Event::JitFinished {
+            function: function.0 as u64,
+            hr: hr(status),
+        });
+        Ok(())
+    }
+
+    fn jit_cached_function_search_finished(&self, function: FunctionId, result: u32) -> Result<()> {
+        let Some(a) = self.active() else {
+            return Ok(());
+        };
+        let found = result == corprof_sys::COR_PRF_CACHED_FUNCTION_FOUND;
+        if found {
+            self.name_function(a, function);
+        }
+        emit(&Event::JitCacheSearch {
+            function: function.0 as u64,
+            found,
+        });
+        Ok(())
+    }
+
+    fn thread_created(&self, thread: ThreadId) -> Result<()> {
+        emit(&Event::ThreadCreated {
+            thread: thread.0 as u64,
+        });
+        Ok(())
+    }
+
+    fn thread_destroyed(&self, thread: ThreadId) -> Result<()> {
+        // A thread must not finish dying while the sampler walks its stack: wait for an
+        // in-flight walk to end.
+        sampling::wait_thread_destroyed();
+        sampling::thread_gone(thread.0 as u64);
+        emit(&Event::ThreadDestroyed {
+            thread: thread.0 as u64,
+        });
+        Ok(())
+    }
+
+    fn thread_assigned_to_os_thread(&self, managed: ThreadId, os_thread: u32) -> Result<()> {
+        sampling::thread_assigned(managed.0 as u64, os_thread);
+        emit(&Event::ThreadAssigned {
+            thread: managed.0 as u64,
+            os_tid: u64::from(os_thread),
+        });
+        Ok(())
+    }
+
+    fn thread_name_changed(&self, thread: ThreadId, name: &[u16]) -> Result<()> {
+        let name = String::from_utf16_lossy(name);
+        emit(&Event::ThreadName {
+            thread: thread.0 as u64,
+            name: Cow::Owned(name),
+        });
+        Ok(())
+    }
+
+    fn exception_thrown(&self, object: ObjectId) -> Result<()> {
+        let Some(a) = self.active() else {
+            return Ok(());
+        };
+        let class = a.info.get_class_from_object(object).unwrap_or(ClassId(0));
+        let type_name = if class.0 != 0 {
+            names::class_name(&a.info, class)
+        } else {
+            String::new()
+        };
+        let message = inspect::exception_message(&a.info, object).unwrap_or_default();
+        emit(&Event::ExceptionThrown {
+            object: object.0 as u64,
+            class: class.0 as u64,
+            type_name: Cow::Owned(type_name),
+            message: Cow::Owned(message),
+        });
+        if a.settings.exception_stacks {
+            self.exception_stack(a);
+        }
+        Ok(())
+    }
+
+    fn exception_search_function_enter(&self, function: FunctionId) -> Result<()> {
+        phase(ExceptionPhase::SearchFunctionEnter, function.0);
+        Ok(())
+    }
+    fn exception_search_function_leave(&self) -> Result<()> {
+        phase(ExceptionPhase::SearchFunctionLeave, 0);
+        Ok(())
+    }
+    fn exception_search_filter_enter(&self, function: FunctionId) -> Result<()> {
+        phase(ExceptionPhase::SearchFilterEnter, function.0);
+        Ok(())
+    }
+    fn exception_search_filter_leave(&self) -> Result<()> {
+        phase(ExceptionPhase::SearchFilterLeave, 0);
+        Ok(())
+    }
+    fn exception_search_catcher_found(&self, function: FunctionId) -> Result<()> {
+        phase(ExceptionPhase::SearchCatcherFound, function.0);
+        Ok(())
+    }
+    fn exception_unwind_function_enter(&self, function: FunctionId) -> Result<()> {
+        phase(ExceptionPhase::UnwindFunctionEnter, function.0);
+        if let Some(a) = self.active()
+            && a.settings.args.is_some()
+        {
+            crate::tracing::args::unwound(function);
+        }
+        Ok(())
+    }
+    fn exception_unwind_function_leave(&self) -> Result<()> {
+        phase(ExceptionPhase::UnwindFunctionLeave, 0);
+        Ok(())
+    }
+    fn exception_unwind_finally_enter(&self, function: FunctionId) -> Result<()> {
+        phase(ExceptionPhase::UnwindFinallyEnter, function.0);
+        Ok(())
+    }
+    fn exception_unwind_finally_leave(&self) -> Result<()> {
+        phase(ExceptionPhase::UnwindFinallyLeave, 0);
+        Ok(())
+    }
+    fn exception_catcher_enter(&self, function: FunctionId, _object: ObjectId) -> Result<()> {
+        phase(ExceptionPhase::CatcherEnter, function.0);
+        Ok(())
+    }
+    fn exception_catcher_leave(&self) -> Result<()> {
+        phase(ExceptionPhase::CatcherLeave, 0);
+        Ok(())
+    }
+
+    fn runtime_suspend_started(&self, reason: u32) -> Result<()> {
+        suspend(SuspendPhase::SuspendStarted, reason);
+        Ok(())
+    }
+    fn runtime_suspend_finished(&self) -> Result<()> {
+        suspend(SuspendPhase::SuspendFinished, 0);
+        Ok(())
+    }
+    fn runtime_suspend_aborted(&self) -> Result<()> {
+        suspend(SuspendPhase::SuspendAborted, 0);
+        Ok(())
+    }
+    fn runtime_resume_started(&self) -> Result<()> {
+        suspend(SuspendPhase::ResumeStarted, 0);
+        Ok(())
+    }
+    fn runtime_resume_finished(&self) -> Result<()> {
+        suspend(SuspendPhase::ResumeFinished, 0);
+        Ok(())
+    }
+    fn runtime_thread_suspended(&self, thread: ThreadId) -> Result<()> {
+        emit(&Event::ThreadSuspended {
+            thread: thread.0 as u64,
+            resumed: false,
+        });
+        Ok(())
+    }
+    fn runtime_thread_resumed(&self, thread: ThreadId) -> Result<()> {
+        emit(&Event::ThreadSuspended {
+            thread: thread.0 as u64,
+            resumed: true,
+        });
+        Ok(())
+    }
+
+    fn garbage_collection_started(&self, generation_collected: &[bool], reason: u32) -> Result<()> {
+        let mut generations = 0u8;
+        for (i, collected) in generation_collected.iter().enumerate().take(8) {
+            if *collected {
+                generations |= 1 << i;
+            }
+        }
+        emit(&Event::GcStarted {
+            generations,
+            reason: reason as u8,
+        });
+        crate::heap::gc_started(generation_collected);
+        Ok(())
+    }
+
+    fn garbage_collection_finished(&self) -> Result<()> {
+        crate::heap::gc_finished();
+        let Some(a) = self.active() else {
+            return Ok(());
+        };
+        let mut sizes = [0u64; 5];
+        if let Ok(ranges) = a.info.get_generation_bounds() {
+            for r in ranges {
+                if let Some(s) = sizes.get_mut(r.generation as usize) {
+                    *s += r.length as u64;
+                }
+            }
+        }
+        emit(&Event::GcFinished {
+            generation_sizes: sizes.to_vec().into(),
+        });
+        Ok(())
+    }
+
+    fn object_references(
+        &self,
+        object: ObjectId,
+        class: ClassId,
+        references: &[ObjectId],
+    ) -> Result<()> {
+        if let Some(a) = self.active() {
+            crate::heap::object_references(&a.info, object, class, references);
+        }
+        Ok(())
+    }
+
+    fn root_references2(
+        &self,
+        roots: &[ObjectId],
+        kinds: &[u32],
+        flags: &[u32],
+        root_ids: &[usize],
+    ) -> Result<()> {
+        crate::heap::root_references(roots, kinds, flags, root_ids);
+        Ok(())
+    }
+
+    fn objects_allocated_by_class(&self, classes: &[ClassId], counts: &[u32]) -> Result<()> {
+        let Some(a) = self.active() else {
+            return Ok(());
+        };
+        for (class, count) in classes.iter().zip(counts) {
+            if let Some(name) = self.name_class(a, *class) {
+                emit(&Event::ClassName {
+                    class: class.0 as u64,
+                    name: Cow::Owned(name),
+                });
+            }
+            emit(&Event::Allocations {
+                class: class.0 as u64,
+                count: u64::from(*count),
+            });
+        }
+        Ok(())
+    }
+
+    fn unmanaged_to_managed_transition(&self, function: FunctionId, reason: u32) -> Result<()> {
+        if let Some(a) = self.active()
+            && a.settings.events.contains(EventGroup::Transitions)
+        {
+            self.name_function(a, function);
+        }
+        emit(&Event::Transition {
+            function: function.0 as u64,
+            to_managed: true,
+            reason: reason as u8,
+        });
+        Ok(())
+    }
+
+    fn managed_to_unmanaged_transition(&self, function: FunctionId, reason: u32) -> Result<()> {
+        if let Some(a) = self.active() {
+            self.name_function(a, function);
+        }
+        emit(&Event::Transition {
+            function: function.0 as u64,
+            to_managed: false,
+            reason: reason as u8,
+        });
+        Ok(())
+    }
+}

@@ -1,0 +1,86 @@
+//! What the control socket asks of a session (status, a heap snapshot, detach), and when
+//! an attached session detaches itself.
+
+use std::time::Duration;
+
+use super::Session;
+use crate::config::Settings;
+use crate::control::{Controlled, Owner, Watch};
+
+/// How long after `--duration` an attached agent detaches itself if its CLI has not.
+const DURATION_GRACE: Duration = Duration::from_secs(2);
+
+/// When the control thread detaches on its own. The CLI detaches at the duration; this
+/// is the backstop for a CLI that cannot (stopped, killed), a little later so the two do
+/// not race.
+pub(super) fn watch(settings: &Settings) -> Watch {
+    Watch {
+        deadline: settings
+            .duration_s
+            .and_then(|d| Duration::try_from_secs_f64(d).ok())
+            .map(|d| std::time::Instant::now() + d + DURATION_GRACE),
+        owner: settings.owner_pid.and_then(|pid| {
+            let owner = Owner::new(pid, settings.owner_start);
+            if owner.is_none() {
+                log!(
+                    "cannot see the clrprof that attached (pid {pid}; another pid namespace?): \
+                     only its detach request or --duration will stop the recording"
+                );
+            }
+            owner
+        }),
+    }
+}
+
+impl Controlled for Session {
+    fn status_json(&self) -> String {
+        serde_json::json!({
+            "pid": std::process::id(),
+            "mode": self.settings.mode.as_str(),
+            "output": self.settings.output.display().to_string(),
+            "recording": self.writer.lock().map(|w| w.is_some()).unwrap_or(false),
+        })
+        .to_string()
+    }
+
+    fn heap(&self) -> std::result::Result<String, String> {
+        if self.detaching.load(std::sync::atomic::Ordering::Acquire) {
+            return Err("the profiler is detaching".into());
+        }
+        crate::heap::take(&self.info, 0).map(|s| s.json())
+    }
+
+    fn detach(&self) -> std::result::Result<String, String> {
+        if self
+            .detaching
+            .swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
+            return Err("a detach is already in progress".into());
+        }
+        self.stop("detach requested");
+        // The control thread (this one) returns right after answering; the runtime's
+        // ProfilerDetachSucceeded joins it before the library is unloaded.
+        match self.info.request_profiler_detach(DETACH_EXPECTED_MS) {
+            Ok(()) => Ok(format!(
+                "detaching; trace written to {}",
+                self.settings.output.display()
+            )),
+            Err(e) => {
+                log!("RequestProfilerDetach failed: {e}");
+                Err(format!(
+                    "RequestProfilerDetach failed: {e}; the trace is complete at {}",
+                    self.settings.output.display()
+                ))
+            }
+        }
+    }
+}
+
+/// The expected-completion hint given to RequestProfilerDetach: when the runtime's detach
+/// thread first checks that no thread is still inside the profiler. 0 means the runtime's
+/// default, 2500 ms, which is what detach used to take. The runtime sleeps at least 300 ms
+/// between checks (`ProfAPI_DetachMinSleepMs` can raise that floor, never lower it), checks
+/// again at twice the hint, then only every 5 s; everything of ours has stopped before the
+/// request, so the first check succeeds, and 300 ms gives a second chance at 600 ms.
+/// (dotnet/runtime src/coreclr/vm/profdetach.cpp, `SleepWhileProfilerEvacuates`.)
+const DETACH_EXPECTED_MS: u32 = 300;

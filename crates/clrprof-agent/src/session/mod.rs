@@ -1,0 +1,212 @@
+//! The recording: a [`Session`] owns what a recording starts (the trace file and writer,
+//! the event mask, trace mode's hooks, the sampler, the control socket, the heap timer)
+//! and stops it again: at runtime shutdown, at detach, or when starting fails half way.
+//!
+//! - `start`: the log, clock, buffers, the trace file, its header and the writer thread;
+//! - `mask`: the event-mask bits for the settings; `sdk`: processes that decline;
+//! - `detach`: what the control socket asks (status, heap, detach) and the self-detach
+//!   watch;
+//! - `summary`: the end-of-recording lines in the agent's log.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clrprof_format::Event;
+use corprof::ProfilerInfo;
+
+use crate::config::{Mode, Settings};
+use crate::control::ControlServer;
+use crate::heap::timer::HeapTimer;
+use crate::names::Seen;
+use crate::output::buffers::emit;
+use crate::output::writer::Writer;
+use crate::sampling::Sampler;
+
+pub mod detach;
+pub mod mask;
+pub mod sdk;
+pub mod start;
+pub mod summary;
+
+pub use sdk::sdk_process;
+pub use start::command_line;
+
+/// The running recording: what detach and shutdown stop.
+pub struct Session {
+    info: ProfilerInfo,
+    settings: Settings,
+    attached: bool,
+    writer: Mutex<Option<Writer>>,
+    sampler: Mutex<Option<Sampler>>,
+    control: Mutex<Option<ControlServer>>,
+    /// The `--heap SECONDS` timer thread, if any.
+    heap_timer: Mutex<Option<HeapTimer>>,
+    detaching: std::sync::atomic::AtomicBool,
+}
+
+impl Session {
+    /// Everything Initialize and InitializeForAttach share: the file and writer, the
+    /// event mask, hooks (startup trace mode), the heap timer and the control channel
+    /// (attach). The sampler starts afterwards ([`Session::start_sampler`]), once the
+    /// callbacks can name the functions it meets.
+    pub fn start(
+        info: &ProfilerInfo,
+        settings: Settings,
+        attached: bool,
+        control: Option<PathBuf>,
+    ) -> Result<Arc<Session>, String> {
+        let (settings, writer) = start::start_with(info, settings, attached)?;
+        // Any failure below removes the file again: a failed start leaves no stub trace.
+        let created = start::RemoveOnError(Some(settings.output.clone()));
+        let (mut low, mut high) = mask::for_settings(&settings);
+        if attached {
+            let (l, h) = (
+                low & corprof_sys::COR_PRF_ALLOWABLE_AFTER_ATTACH,
+                high & corprof_sys::COR_PRF_HIGH_ALLOWABLE_AFTER_ATTACH,
+            );
+            if (l, h) != (low, high) {
+                log!(
+                    "after attach the runtime allows only COR_PRF_ALLOWABLE_AFTER_ATTACH flags: leaving out {:#x} / high {:#x}",
+                    low & !l,
+                    high & !h
+                );
+            }
+            (low, high) = (l, h);
+        }
+        if let Err(e) = info.set_event_mask2(low, high) {
+            drop(writer);
+            return Err(format!("SetEventMask2({low:#x}, {high:#x}) failed: {e}"));
+        }
+        if settings.heap && attached {
+            crate::heap::monitor_between_snapshots(info, &settings);
+        }
+        if settings.mode == Mode::Trace {
+            let filter = crate::tracing::Filter::parse(
+                settings.include.as_deref(),
+                settings.exclude.as_deref(),
+            );
+            let args = settings.args.as_deref().map(|a| {
+                (
+                    crate::tracing::Filter::parse(Some(a), None),
+                    settings.arg_limits,
+                )
+            });
+            if let Err(e) = crate::tracing::install(info, filter, settings.trace_probe, args) {
+                drop(writer);
+                return Err(e);
+            }
+        }
+        let session = Arc::new(Session {
+            info: info.clone(),
+            settings: settings.clone(),
+            attached,
+            writer: Mutex::new(Some(writer)),
+            sampler: Mutex::new(None),
+            control: Mutex::new(None),
+            heap_timer: Mutex::new(None),
+            detaching: std::sync::atomic::AtomicBool::new(false),
+        });
+        if !settings.heap_at.is_empty() {
+            match crate::heap::timer::HeapTimer::start(
+                info.clone(),
+                settings.heap_at.clone(),
+                (!attached).then(|| settings.clone()),
+            ) {
+                Ok(t) => {
+                    if let Ok(mut g) = session.heap_timer.lock() {
+                        *g = Some(t);
+                    }
+                }
+                Err(e) => log!("cannot start the heap snapshot thread: {e}; no snapshots"),
+            }
+        }
+        if let Some(path) = control {
+            let watch = detach::watch(&settings);
+            match ControlServer::start(path, session.clone(), watch) {
+                Ok(c) => {
+                    if let Ok(mut g) = session.control.lock() {
+                        *g = Some(c);
+                    }
+                }
+                Err(e) => {
+                    session.stop("control channel failed");
+                    return Err(e);
+                }
+            }
+        }
+        created.keep();
+        Ok(session)
+    }
+
+    /// Starts sample mode's sampler thread (at startup right away, after attach once the
+    /// catch-up is done); `seen` is the set of functions whose names are written.
+    pub fn start_sampler(&self, seen: Arc<Seen>) {
+        let interval = Duration::from_nanos(1_000_000_000 / u64::from(self.settings.rate_hz));
+        let duration = self
+            .settings
+            .duration_s
+            .and_then(|d| Duration::try_from_secs_f64(d).ok());
+        match Sampler::start(
+            self.info.clone(),
+            interval,
+            duration,
+            self.settings.sampler,
+            self.attached,
+            seen,
+            self.settings.max_depth,
+        ) {
+            Ok(s) => {
+                if let Ok(mut g) = self.sampler.lock() {
+                    *g = Some(s);
+                }
+            }
+            Err(e) => log!("cannot start the sampler thread: {e}; recording events only"),
+        }
+    }
+
+    /// Stops the sampler, then the writer (which flushes everything); idempotent.
+    pub fn stop(&self, why: &str) {
+        let timer = self.heap_timer.lock().ok().and_then(|mut t| t.take());
+        if let Some(t) = timer {
+            t.stop();
+        }
+        let sampler = self.sampler.lock().ok().and_then(|mut s| s.take());
+        if let Some(mut s) = sampler {
+            s.stop();
+            summary::log_sampler(&s.stats);
+        }
+        let writer = self.writer.lock().ok().and_then(|mut w| w.take());
+        if let Some(w) = writer {
+            emit(&Event::Shutdown {});
+            let stats = w.stop();
+            crate::output::buffers::shutdown();
+            summary::log_writer(why, &self.settings.output, &stats);
+        }
+    }
+
+    /// The settings the recording runs with (the trace's final path included).
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Runtime shutdown: stops the recording, then the control thread.
+    pub fn shutdown(&self, why: &str) {
+        self.stop(why);
+        if let Ok(mut c) = self.control.lock()
+            && let Some(mut c) = c.take()
+        {
+            c.stop();
+        }
+    }
+
+    /// ProfilerDetachSucceeded: the runtime unloads the library right after, so make sure
+    /// the control thread (which asked for the detach and then returned) has finished:
+    /// after this join no code of ours runs on any thread.
+    pub fn stop_control(&self) {
+        let control = self.control.lock().ok().and_then(|mut c| c.take());
+        if let Some(mut c) = control {
+            c.stop();
+        }
+    }
+}
