@@ -235,6 +235,7 @@ pub enum LogTarget {
 }
 
 /// The environment variables the agent reads, with their meaning (for docs and errors).
+#[allow(dead_code)] // a reference list: no code of the agent reads it
 pub const VARIABLES: &[(&str, &str)] = &[
     (
         "CLRPROF_OUTPUT",

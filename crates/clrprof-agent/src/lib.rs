@@ -5,25 +5,28 @@
 //!
 //! Loading: `CORECLR_ENABLE_PROFILING=1`, `CORECLR_PROFILER={27C113DB-28AB-4298-B83A-625E7E26E45D}`,
 //! `CORECLR_PROFILER_PATH=/path/to/libclrprof_profiler.so`, settings in `CLRPROF_*`
-//! variables (see [`config::VARIABLES`]).
+//! variables (see `config::VARIABLES`).
+//!
+//! The agent's rooms (ARCHITECTURE.md, "Inside the agent") are crate-private; the only
+//! public items are the two exports the runtime looks up, the CLSID, and `for_tests`.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 // First: every room after it uses its `log!` macro.
 #[macro_use]
-pub mod log;
+pub(crate) mod log;
 
-pub mod callbacks;
-pub mod config;
-pub mod control;
-pub mod heap;
-pub mod inspect;
-pub mod names;
-pub mod os;
-pub mod output;
-pub mod sampling;
-pub mod session;
-pub mod tracing;
+pub(crate) mod callbacks;
+pub(crate) mod config;
+pub(crate) mod control;
+pub(crate) mod heap;
+pub(crate) mod inspect;
+pub(crate) mod names;
+pub(crate) mod os;
+pub(crate) mod output;
+pub(crate) mod sampling;
+pub(crate) mod session;
+pub(crate) mod tracing;
 
 use std::ffi::c_void;
 
@@ -59,4 +62,25 @@ pub unsafe extern "system" fn DllGetClassObject(
 #[unsafe(no_mangle)]
 pub extern "system" fn DllCanUnloadNow() -> HRESULT {
     corprof_sys::S_FALSE
+}
+
+/// What `tests/elt_fastpath.rs` drives from outside the crate: it calls the ELT hooks the
+/// way the JIT does, in a process of its own, and reads the ring they wrote. Integration
+/// tests see only public items, so these few are re-exported here under the names the
+/// test uses; nothing else of the agent is public, and nothing here is an API.
+#[doc(hidden)]
+pub mod for_tests {
+    pub mod buffers {
+        pub use crate::output::buffers::{Slot, init, set_accepting};
+    }
+    pub mod clock {
+        pub use crate::os::clock::init;
+    }
+    pub mod tpmap {
+        pub use crate::output::tpmap::{enable, lookup};
+    }
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    pub mod elt_x64 {
+        pub use crate::tracing::x64::{clrprof_elt_enter, clrprof_elt_leave, clrprof_elt_tailcall};
+    }
 }

@@ -7,9 +7,7 @@
 use std::arch::asm;
 
 use clrprof_format::{Event, Records};
-use clrprof_profiler::os::clock;
-use clrprof_profiler::output::{buffers, tpmap};
-use clrprof_profiler::tracing::x64 as elt_x64;
+use clrprof_profiler::for_tests::{buffers, clock, elt_x64, tpmap};
 
 const ARGS: [u64; 6] = [
     0x1111_0000_0000_0001,

@@ -3,9 +3,9 @@
 //! detach) and leaves a refused attach's reason for the CLI, `watch` decides when the
 //! agent detaches on its own (the duration is over, the CLI is gone).
 
-pub mod attach;
-pub mod socket;
-pub mod watch;
+pub(crate) mod attach;
+mod socket;
+mod watch;
 
-pub use socket::{ControlServer, Controlled, write_error_note};
-pub use watch::{Owner, Watch};
+pub(crate) use socket::{ControlServer, Controlled, write_error_note};
+pub(crate) use watch::{Owner, Watch};

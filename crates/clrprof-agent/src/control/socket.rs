@@ -130,10 +130,6 @@ impl ControlServer {
         }
         let _ = std::fs::remove_file(&self.path);
     }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
 }
 
 fn serve(

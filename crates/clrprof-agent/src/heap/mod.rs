@@ -2,10 +2,11 @@
 //! records the runtime's walk of it in batches; `statics` reads the static fields of the
 //! classes the walk met; `timer` takes snapshots at given times (`--heap SECONDS`).
 
-pub mod snapshot;
-pub mod statics;
-pub mod timer;
+mod snapshot;
+mod statics;
+mod timer;
 
-pub use snapshot::{
+pub(crate) use snapshot::{
     gc_finished, gc_started, monitor_between_snapshots, object_references, root_references, take,
 };
+pub(crate) use timer::HeapTimer;

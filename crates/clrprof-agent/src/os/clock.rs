@@ -65,11 +65,6 @@ pub fn unix_ns() -> u64 {
     clock_ns(libc::CLOCK_REALTIME)
 }
 
-/// CPU time consumed by the calling thread, in nanoseconds.
-pub fn thread_cpu_ns() -> u64 {
-    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
-}
-
 fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,

@@ -5,10 +5,10 @@
 //! the SIGPROF handler or the ELT slow path call are `#[inline]`: moving them here adds
 //! no call.
 
-pub mod clock;
-pub mod futex;
-pub mod pages;
-pub mod process;
-pub mod signal;
-pub mod thread;
-pub mod tls;
+pub(crate) mod clock;
+pub(crate) mod futex;
+pub(crate) mod pages;
+pub(crate) mod process;
+pub(crate) mod signal;
+pub(crate) mod thread;
+pub(crate) mod tls;

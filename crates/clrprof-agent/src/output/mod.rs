@@ -5,8 +5,8 @@
 //! without trusting its directory. This room knows nothing of callbacks, sampling or
 //! tracing: they call `buffers::emit` (and the ELT hooks `emit_elt` or the ring itself).
 
-pub mod buffers;
-pub mod outfile;
-pub mod ring;
-pub mod tpmap;
-pub mod writer;
+pub(crate) mod buffers;
+pub(crate) mod outfile;
+pub(crate) mod ring;
+pub(crate) mod tpmap;
+pub(crate) mod writer;

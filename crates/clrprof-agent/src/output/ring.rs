@@ -41,12 +41,6 @@ pub struct RingHead {
     pub base: *mut u8,
 }
 
-/// Offsets the assembly relies on.
-pub const OFF_WPOS: usize = 0;
-pub const OFF_LIMIT: usize = 8;
-pub const OFF_MASK: usize = 16;
-pub const OFF_BASE: usize = 24;
-
 /// The writer's read position, on its own cache line so that draining does not steal
 /// the line the producer writes on every event.
 #[repr(C, align(64))]
@@ -262,6 +256,12 @@ mod tests {
     use super::*;
     use clrprof_format::{Event, Records};
     use std::mem::offset_of;
+
+    /// Offsets the assembly (tracing/x64.rs) relies on.
+    const OFF_WPOS: usize = 0;
+    const OFF_LIMIT: usize = 8;
+    const OFF_MASK: usize = 16;
+    const OFF_BASE: usize = 24;
 
     #[test]
     fn head_layout_is_what_the_assembly_reads() {

@@ -10,20 +10,20 @@
 //! - `stacks`: what a tick captures, the depth limit and the truncation marker;
 //! - `stats`: the sampler's counters.
 
-pub mod fpwalk;
+mod fpwalk;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-pub mod signal;
+mod signal;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-pub mod sigprof;
-pub mod stacks;
-pub mod stats;
-pub mod suspend;
+mod sigprof;
+mod stacks;
+mod stats;
+mod suspend;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-pub mod symbolize;
-pub mod threads;
-pub mod tick;
+mod symbolize;
+mod threads;
+mod tick;
 
-pub use stats::SamplerStats;
-pub use suspend::wait_thread_destroyed;
-pub use threads::{thread_assigned, thread_gone};
-pub use tick::Sampler;
+pub(crate) use stats::SamplerStats;
+pub(crate) use suspend::wait_thread_destroyed;
+pub(crate) use threads::{thread_assigned, thread_gone};
+pub(crate) use tick::Sampler;

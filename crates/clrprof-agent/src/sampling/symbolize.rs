@@ -99,12 +99,9 @@ impl ExecMap {
         end >= to
     }
 
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.ranges.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.ranges.is_empty()
     }
 }
 

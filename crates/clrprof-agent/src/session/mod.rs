@@ -17,20 +17,20 @@ use corprof::ProfilerInfo;
 
 use crate::config::{Mode, Settings};
 use crate::control::ControlServer;
-use crate::heap::timer::HeapTimer;
+use crate::heap::HeapTimer;
 use crate::names::Seen;
 use crate::output::buffers::emit;
 use crate::output::writer::Writer;
 use crate::sampling::Sampler;
 
-pub mod detach;
-pub mod mask;
-pub mod sdk;
-pub mod start;
-pub mod summary;
+mod detach;
+pub(crate) mod mask;
+mod sdk;
+mod start;
+mod summary;
 
-pub use sdk::sdk_process;
-pub use start::command_line;
+pub(crate) use sdk::sdk_process;
+pub(crate) use start::command_line;
 
 /// The running recording: what detach and shutdown stop.
 pub struct Session {
@@ -108,7 +108,7 @@ impl Session {
             detaching: std::sync::atomic::AtomicBool::new(false),
         });
         if !settings.heap_at.is_empty() {
-            match crate::heap::timer::HeapTimer::start(
+            match HeapTimer::start(
                 info.clone(),
                 settings.heap_at.clone(),
                 (!attached).then(|| settings.clone()),

@@ -14,13 +14,13 @@
 //! half: the slow path), `args` (`--args`: the slow-path hooks that also record argument
 //! and return values).
 
-pub mod args;
-pub mod filter;
-pub mod hooks;
-pub mod install;
+pub(crate) mod args;
+mod filter;
+mod hooks;
+mod install;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-pub mod x64;
+pub(crate) mod x64;
 
-pub use filter::Filter;
-pub use hooks::EltKind;
-pub use install::install;
+pub(crate) use filter::Filter;
+pub(crate) use hooks::EltKind;
+pub(crate) use install::install;
