@@ -44,7 +44,7 @@ pub fn field_offset(
 /// # Safety
 /// `object` must be a live object and `offset` the offset of a reference field in it.
 unsafe fn read_ref(object: ObjectId, offset: u32) -> usize {
-    // SAFETY: per the function contract the address is inside a live object.
+    // SAFETY: (A7) per the function contract the address is inside a live object.
     unsafe { std::ptr::read_unaligned((object.0 + offset as usize) as *const usize) }
 }
 
@@ -54,14 +54,14 @@ pub fn read_string(info: &ProfilerInfo, string: ObjectId, max: usize) -> Option<
         return None;
     }
     let (len_off, buf_off) = info.get_string_layout2().ok()?;
-    // SAFETY: `string` is a live System.String (the caller got it from a reference field
+    // SAFETY: (A7) `string` is a live System.String (the caller got it from a reference field
     // typed string) and the offsets come from the runtime's own layout description.
     let len = unsafe { std::ptr::read_unaligned((string.0 + len_off as usize) as *const i32) };
     if len < 0 {
         return None;
     }
     let n = (len as usize).min(max);
-    // SAFETY: the buffer holds `len` UTF-16 units starting at `buf_off`; we read `n <= len`.
+    // SAFETY: (A7) the buffer holds `len` UTF-16 units starting at `buf_off`; we read `n <= len`.
     let units =
         unsafe { std::slice::from_raw_parts((string.0 + buf_off as usize) as *const u16, n) };
     Some(String::from_utf16_lossy(units))
@@ -75,7 +75,7 @@ pub fn exception_message(info: &ProfilerInfo, exception: ObjectId) -> Option<Str
         off = field_offset(info, class, "System.Exception", "_message")?;
         MESSAGE_OFFSET.store(off, Ordering::Relaxed);
     }
-    // SAFETY: `exception` derives from System.Exception, whose `_message` reference field
+    // SAFETY: (A7) `exception` derives from System.Exception, whose `_message` reference field
     // is at `off` (layout is per class and inherited fields keep their offsets).
     let msg = unsafe { read_ref(exception, off) };
     read_string(info, ObjectId(msg), 1024)

@@ -45,7 +45,7 @@ pub unsafe extern "system" fn DllGetClassObject(
     riid: *const GUID,
     ppv: *mut *mut c_void,
 ) -> HRESULT {
-    // SAFETY: forwarded as received; dll_get_class_object checks every pointer.
+    // SAFETY: (A1) forwarded as received; dll_get_class_object checks every pointer.
     unsafe {
         corprof::dll_get_class_object::<callbacks::Profiler>(
             rclsid,

@@ -33,7 +33,7 @@ const FARGS: [f64; 8] = [
 fn call_enter(id: u64, sp: u64) -> ([u64; 6], [f64; 8]) {
     let mut g = ARGS;
     let mut f = FARGS;
-    // SAFETY: the hook keeps every argument register and may trash only RAX, R10, R11,
+    // SAFETY: (A2) the hook keeps every argument register and may trash only RAX, R10, R11,
     // XMM8–15 and the flags (declared); R14/R15 are inputs it does not write.
     unsafe {
         asm!(
@@ -57,7 +57,7 @@ fn call_enter(id: u64, sp: u64) -> ([u64; 6], [f64; 8]) {
 /// and XMM1; returns those afterwards.
 fn call_leave(hook: unsafe extern "C" fn(), id: u64, sp: u64) -> (u64, u64, f64, f64) {
     let (mut a, mut d, mut x0, mut x1) = (0xAAAA_u64, 0xDDDD_u64, 2.5_f64, -7.75_f64);
-    // SAFETY: leave and tailcall keep RAX, RDX, XMM0 and XMM1 and may trash the other
+    // SAFETY: (A2) leave and tailcall keep RAX, RDX, XMM0 and XMM1 and may trash the other
     // caller-saved registers (declared).
     unsafe {
         asm!(
@@ -115,7 +115,7 @@ fn hooks_keep_the_jit_registers_and_record_every_event() {
         want.push(ev);
     }
 
-    // SAFETY: the entry's slot stays alive while this thread runs (the table holds a
+    // SAFETY: (A3) the entry's slot stays alive while this thread runs (the table holds a
     // reference).
     let slot = unsafe { &*tpmap::lookup() };
     let (mut out, mut ts) = (Vec::new(), 0);

@@ -137,7 +137,7 @@ impl Walk {
                 self.objects
                     .push(zigzag((r.0 as u64).wrapping_sub(id) as i64));
                 let offset = if scan {
-                    // SAFETY: called from ObjectReferences: the runtime is suspended for
+                    // SAFETY: (A7) called from ObjectReferences: the runtime is suspended for
                     // the GC and `object` is a live object of `size` bytes
                     // (GetObjectSize2), whose fields lie between id + 8 and id + size - 8.
                     match unsafe { find_slot(object.0, size, r.0, from) } {
@@ -226,7 +226,7 @@ impl Walk {
 unsafe fn find_slot(object: usize, size: usize, target: usize, from: usize) -> Option<usize> {
     let end = size.saturating_sub(8);
     let read = |o: usize| {
-        // SAFETY: 8 <= o < size - 8: inside the object (function contract).
+        // SAFETY: (A7) 8 <= o < size - 8: inside the object (function contract).
         unsafe { std::ptr::read_unaligned((object + o) as *const usize) }
     };
     let first = (from.max(8)..end).step_by(8).find(|&o| read(o) == target);
@@ -482,7 +482,7 @@ mod tests {
         let obj: [usize; 6] = [0, 0xaaaa, 11, 22, 11, 0];
         let id = obj.as_ptr() as usize + 8;
         let size = 6 * 8;
-        // SAFETY: `obj` outlives the calls and is `size` bytes from id - 8.
+        // SAFETY: (A7) `obj` outlives the calls and is `size` bytes from id - 8.
         unsafe {
             assert_eq!(find_slot(id, size, 22, 8), Some(16));
             assert_eq!(find_slot(id, size, 11, 8), Some(8));

@@ -69,7 +69,7 @@ fn kind_of(t: &Type) -> Kind {
 /// # Safety
 /// `addr` must be the runtime's address of a live static field of type `t`.
 unsafe fn primitive(addr: usize, t: &Type) -> String {
-    // SAFETY: per the contract, `addr` holds a value of type `t` (unaligned reads: the
+    // SAFETY: (A7) per the contract, `addr` holds a value of type `t` (unaligned reads: the
     // runtime aligns statics, but nothing here depends on it).
     unsafe {
         match t {
@@ -219,7 +219,7 @@ impl Field<'_> {
         }
         let (object, value) = match self.kind {
             Kind::Reference | Kind::String => {
-                // SAFETY: `addr` is the runtime's address of this reference-typed static:
+                // SAFETY: (A7) `addr` is the runtime's address of this reference-typed static:
                 // a pointer-sized slot holding an object reference or null.
                 let object = unsafe { std::ptr::read_unaligned(addr as *const usize) };
                 let value = if matches!(self.kind, Kind::String) && object != 0 {
@@ -229,7 +229,7 @@ impl Field<'_> {
                 };
                 (object as u64, value)
             }
-            // SAFETY: `addr` is the runtime's address of this static, of type `t`.
+            // SAFETY: (A7) `addr` is the runtime's address of this static, of type `t`.
             Kind::Primitive(t) => (0, unsafe { primitive(addr, t) }),
             Kind::Other => (0, "(struct)".to_string()),
         };
@@ -274,7 +274,7 @@ mod tests {
         let d = 0.25f64;
         let i = -7i32;
         let b = 1u8;
-        // SAFETY: each address is a live local of the type named.
+        // SAFETY: (A7) each address is a live local of the type named.
         unsafe {
             assert_eq!(primitive(&d as *const f64 as usize, &Type::R8), "0.25");
             assert_eq!(primitive(&i as *const i32 as usize, &Type::I4), "-7");

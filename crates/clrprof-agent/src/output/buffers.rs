@@ -38,11 +38,11 @@ pub struct Slot {
     published: Cell<bool>,
 }
 
-// SAFETY: the owner-only parts (the ring's producer side, scratch) are only accessed by
+// SAFETY: (A3) the owner-only parts (the ring's producer side, scratch) are only accessed by
 // the thread that created the slot (reached solely through that thread's TLS pointer or
 // its own tpmap entry); the writer uses the ring's consumer side and atomics.
 unsafe impl Sync for Slot {}
-// SAFETY: as above; moving the Arc to the writer thread moves no owner-only access.
+// SAFETY: (A3) as above; moving the Arc to the writer thread moves no owner-only access.
 unsafe impl Send for Slot {}
 
 /// What the writer receives for each new thread.
@@ -121,7 +121,7 @@ fn thread_refs() -> std::sync::MutexGuard<'static, Vec<usize>> {
 pub fn release_thread_refs() {
     let refs = std::mem::take(&mut *thread_refs());
     for raw in refs {
-        // SAFETY: each address is a pointer from Arc::into_raw in `register` whose
+        // SAFETY: (A3) each address is a pointer from Arc::into_raw in `register` whose
         // thread's destructor did not run (it removes its entry under the same lock); the
         // key is deleted, so it never will, and no callback runs any more to use it.
         drop(unsafe { Arc::from_raw(raw as *const Slot) });
@@ -155,7 +155,7 @@ extern "C" fn slot_destructor(value: *mut c_void) {
                 None => return,
             }
         }
-        // SAFETY: `value` is the pointer `register` produced with Arc::into_raw and
+        // SAFETY: (A3) `value` is the pointer `register` produced with Arc::into_raw and
         // stored under our key; glibc passes it here exactly once, and it was still in
         // THREAD_REFS, so no detach released it.
         let slot = unsafe { Arc::from_raw(value as *const Slot) };
@@ -215,7 +215,7 @@ fn register() -> *const Slot {
     let raw = Arc::into_raw(slot.clone());
     // SAFETY: (A8) `key` is live (checked above); the value is released by slot_destructor.
     if !unsafe { tls::set(key, raw as *const _) } {
-        // SAFETY: `raw` came from Arc::into_raw just above and was not stored.
+        // SAFETY: (A3) `raw` came from Arc::into_raw just above and was not stored.
         drop(unsafe { Arc::from_raw(raw) });
         return ptr::null();
     }
@@ -262,14 +262,14 @@ fn emit_with(ts: u64, ev: &Event<'_>, always_wait: bool) -> bool {
     if slot.is_null() {
         return emit_fallback(ts, ev);
     }
-    // SAFETY: a non-null CURRENT pointer is a live slot: the TLS pointer holds one Arc
+    // SAFETY: (A3) a non-null CURRENT pointer is a live slot: the TLS pointer holds one Arc
     // reference that only slot_destructor (which nulls CURRENT first) releases.
     let slot = unsafe { &*slot };
     let Some(mut limit) = slot.ring.enter() else {
         // Re-entered from inside our own emit (a runtime call made while encoding).
         return emit_fallback(ts, ev);
     };
-    // SAFETY: owner-only field, accessed from the owning thread (see `Slot`); the ring is
+    // SAFETY: (A3) owner-only field, accessed from the owning thread (see `Slot`); the ring is
     // entered (busy), so no other borrow of it is live on this thread.
     let scratch = unsafe { &mut *slot.scratch.get() };
     scratch.clear();
@@ -299,10 +299,10 @@ pub fn emit_elt(kind: clrprof_format::EltKind, function: u64, caller_sp: u64) {
         }
     }
     let raw = slot;
-    // SAFETY: a non-null CURRENT pointer is a live slot (see `emit_at`).
+    // SAFETY: (A3) a non-null CURRENT pointer is a live slot (see `emit_at`).
     let slot = unsafe { &*raw };
     if !slot.published.replace(true) && super::tpmap::enabled() {
-        // SAFETY: CURRENT's pointer came from Arc::into_raw and is live (see `emit_at`);
+        // SAFETY: (A3) CURRENT's pointer came from Arc::into_raw and is live (see `emit_at`);
         // the extra count is owned by the temporary Arc, dropped right after.
         let arc = unsafe {
             Arc::increment_strong_count(raw);

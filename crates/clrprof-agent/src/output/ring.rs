@@ -145,7 +145,7 @@ impl Ring {
                 EltKind::Leave => TAG_LEAVE,
                 EltKind::Tailcall => TAG_TAILCALL,
             };
-        // SAFETY: `pos & mask` is a 16-aligned offset inside the ring and the unit lies
+        // SAFETY: (A4) `pos & mask` is a 16-aligned offset inside the ring and the unit lies
         // in [rpos, rpos + size), which the writer does not read until wpos says so.
         unsafe { self.put_unit(pos, ts, tag, sp) };
         self.head.wpos.store(pos + UNIT, Ordering::Release);
@@ -175,11 +175,11 @@ impl Ring {
         }
         let mut at = pos;
         if pad > 0 {
-            // SAFETY: as in try_write_elt; the padding lies inside the reserved room.
+            // SAFETY: (A4) as in try_write_elt; the padding lies inside the reserved room.
             unsafe { self.put_unit(at, 0, TAG_OTHER | PAD, 0) };
             at += pad;
         }
-        // SAFETY: as above; `at` is now at the ring's start or leaves room for `units`.
+        // SAFETY: (A4) as above; `at` is now at the ring's start or leaves room for `units`.
         unsafe {
             self.put_unit(at, ts, TAG_OTHER | record.len() as u32, 0);
             let dst = self.head.base.add(((at + UNIT) & self.head.mask) as usize);
@@ -193,7 +193,7 @@ impl Ring {
     /// `pos & mask` must be owned by the producer (between wpos and limit).
     #[inline(always)]
     unsafe fn put_unit(&self, pos: u64, ts: u64, tag: u32, sp: u32) {
-        // SAFETY: per the contract, 16 writable, 16-aligned bytes.
+        // SAFETY: (A4) per the contract, 16 writable, 16-aligned bytes.
         unsafe {
             let p = self.head.base.add((pos & self.head.mask) as usize);
             (p as *mut u64).write(ts);
@@ -209,7 +209,7 @@ impl Ring {
         let r = self.rpos.0.load(Ordering::Relaxed);
         let (off, len) = ((r & self.head.mask) as usize, (w - r) as usize);
         let first = len.min(self.size as usize - off);
-        // SAFETY: [r, w) was published by the producer (Acquire above) and is not written
+        // SAFETY: (A4) [r, w) was published by the producer (Acquire above) and is not written
         // again until rpos moves past it; both ranges lie inside the allocation.
         unsafe {
             (
@@ -244,7 +244,7 @@ impl Ring {
 impl Drop for Ring {
     fn drop(&mut self) {
         if let Some(base) = std::ptr::NonNull::new(self.head.base) {
-            // SAFETY: `base` came from pages::map(size) in `new` and is unmapped once;
+            // SAFETY: (A5) `base` came from pages::map(size) in `new` and is unmapped once;
             // the ring (its only user) is being dropped.
             unsafe { crate::os::pages::unmap(base, self.size as usize) };
         }

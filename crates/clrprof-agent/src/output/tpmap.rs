@@ -64,7 +64,7 @@ pub fn thread_pointer() -> usize {
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     {
         let tp: usize;
-        // SAFETY: on x86-64 Linux fs:0 holds the TCB's self pointer (the thread pointer);
+        // SAFETY: (A9) on x86-64 Linux fs:0 holds the TCB's self pointer (the thread pointer);
         // reading it has no side effects.
         unsafe {
             core::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp, options(nostack, readonly, preserves_flags));
@@ -102,7 +102,7 @@ pub fn insert(slot: &Arc<Slot>) {
         e.key.store(tp, Ordering::Release);
     } else {
         COLLISIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: `raw` came from Arc::into_raw above and was not published.
+        // SAFETY: (A3) `raw` came from Arc::into_raw above and was not published.
         drop(unsafe { Arc::from_raw(raw) });
     }
 }
@@ -122,7 +122,7 @@ pub fn remove() {
     let raw = e.slot.swap(std::ptr::null_mut(), Ordering::AcqRel);
     e.key.store(0, Ordering::Release);
     if !raw.is_null() {
-        // SAFETY: `raw` was stored by `insert` from Arc::into_raw and is released once
+        // SAFETY: (A3) `raw` was stored by `insert` from Arc::into_raw and is released once
         // (swapped out above).
         drop(unsafe { Arc::from_raw(raw) });
     }
@@ -147,7 +147,7 @@ mod tests {
     fn hash_matches_imul_with_sign_extended_immediate() {
         let tp: u64 = 0x7f12_3456_7000;
         let mut via_asm: u64;
-        // SAFETY: pure register arithmetic.
+        // SAFETY: (A9) pure register arithmetic.
         unsafe {
             core::arch::asm!(
                 "imul {o}, {i}, -1640531535",

@@ -48,7 +48,7 @@ struct Slot {
     cap: usize,
 }
 
-// SAFETY: the raw buffer is written only by the one handler that won ARMED→WRITING and
+// SAFETY: (A6) the raw buffer is written only by the one handler that won ARMED→WRITING and
 // read only by the sampler after it observed DONE (release/acquire), so it is never
 // accessed from two threads at once; every other field is atomic.
 unsafe impl Sync for Slot {}
@@ -127,7 +127,7 @@ impl SignalSampler {
         if !unsafe { signal::install(SIGNAL, on_signal) } {
             SLOTS.store(std::ptr::null_mut(), Ordering::Release);
             free_bufs(slots);
-            // SAFETY: the boxed slice leaked just above, never reached by a handler (none
+            // SAFETY: (A6) the boxed slice leaked just above, never reached by a handler (none
             // was installed), freed once.
             drop(unsafe {
                 Box::from_raw(std::ptr::slice_from_raw_parts_mut(
@@ -224,7 +224,7 @@ impl SignalSampler {
             return None;
         }
         let len = slot.copied.load(Ordering::Relaxed).min(slot.cap);
-        // SAFETY: the handler finished writing `len` bytes (DONE, acquire) and the slot is
+        // SAFETY: (A6) the handler finished writing `len` bytes (DONE, acquire) and the slot is
         // not re-armed before the next `capture`, which needs `&mut self`.
         let stack = unsafe { std::slice::from_raw_parts(slot.buf, len) };
         Some(Captured {
@@ -262,7 +262,7 @@ impl SignalSampler {
         // No handler can reach the buffers any more (SIGPROF is ignored, SLOTS is null
         // and every handler that saw it non-null has left).
         free_bufs(self.slots);
-        // SAFETY: `slots` is the leaked boxed slice of BATCH slots from `install`, freed
+        // SAFETY: (A6) `slots` is the leaked boxed slice of BATCH slots from `install`, freed
         // once; `self` (its only other reference) is consumed by this call.
         drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(slots, BATCH)) });
     }
@@ -272,7 +272,7 @@ impl SignalSampler {
 fn free_bufs(slots: &[Slot]) {
     for slot in slots {
         if let Some(buf) = std::ptr::NonNull::new(slot.buf) {
-            // SAFETY: `buf` came from pages::map(cap) in `install`; callers free each
+            // SAFETY: (A5) `buf` came from pages::map(cap) in `install`; callers free each
             // slot's buffer once, after no handler can use it.
             unsafe { crate::os::pages::unmap(buf, slot.cap) };
         }
@@ -337,7 +337,7 @@ fn handle(info: *mut libc::siginfo_t, ctx: *mut c_void) {
     if slots.is_null() || index >= BATCH {
         return;
     }
-    // SAFETY: SLOTS points at BATCH live slots while non-null (uninstall nulls it and
+    // SAFETY: (A6) SLOTS points at BATCH live slots while non-null (uninstall nulls it and
     // waits for IN_HANDLER, incremented above, before freeing them).
     let slot = unsafe { &*slots.add(index) };
     if slot.seq.load(Ordering::Acquire) != seq

@@ -305,13 +305,13 @@ fn frame_sp(elt: usize) -> usize {
     if !near(elt) {
         return here;
     }
-    // SAFETY: `elt` is the address of the runtime's ELT info local, on this stack just
+    // SAFETY: (A1) `elt` is the address of the runtime's ELT info local, on this stack just
     // above our frame (checked); its first word is readable.
     let handle = unsafe { std::ptr::read(elt as *const usize) };
     if !near(handle) {
         return elt;
     }
-    // SAFETY: `handle` points into the stub's frame on this stack (checked), which holds
+    // SAFETY: (A1) `handle` points into the stub's frame on this stack (checked), which holds
     // at least the first five words of the platform data.
     let profiled = unsafe { std::ptr::read((handle as *const usize).add(4)) };
     if near(profiled) && profiled > handle {
@@ -352,7 +352,7 @@ fn on_enter(id: usize, elt: usize) {
         buffers::emit_elt(EltKind::Enter, id as u64, sp);
         return;
     }
-    // SAFETY: args client IDs are addresses of leaked ArgsFn (client_id), never freed.
+    // SAFETY: (A1) args client IDs are addresses of leaked ArgsFn (client_id), never freed.
     let f = unsafe { &*(id as *const ArgsFn) };
     buffers::emit_elt(EltKind::Enter, f.index, sp);
     let Some(s) = STATE.get() else { return };
@@ -403,7 +403,7 @@ fn on_leave(id: usize, elt: usize, kind: EltKind) {
         buffers::emit_elt(kind, id as u64, sp);
         return;
     }
-    // SAFETY: as in on_enter.
+    // SAFETY: (A1) as in on_enter.
     let f = unsafe { &*(id as *const ArgsFn) };
     if let Some(s) = STATE.get()
         && let Some(Some(plan)) = f.plan.get()
@@ -475,12 +475,12 @@ fn finish(s: &State, w: ValueWriter<'_>, event: impl Fn(std::borrow::Cow<'_, [u8
 /// `addr` must be readable for `size_of::<T>()` bytes: an argument range the runtime
 /// gave for this hook, or a field or element of an object that is live during it.
 unsafe fn read<T: Copy>(addr: usize) -> T {
-    // SAFETY: per the contract.
+    // SAFETY: (A7) per the contract.
     unsafe { std::ptr::read_unaligned(addr as *const T) }
 }
 
 fn write_prim(w: &mut ValueWriter<'_>, p: Prim, addr: usize) {
-    // SAFETY: `addr` holds a value of this primitive type (callers' contract: an argument
+    // SAFETY: (A7) `addr` holds a value of this primitive type (callers' contract: an argument
     // range, or a field/element whose declared type is `p`).
     unsafe {
         match p {
@@ -501,7 +501,7 @@ fn write_prim(w: &mut ValueWriter<'_>, p: Prim, addr: usize) {
 }
 
 fn read_integral(p: Prim, addr: usize) -> i64 {
-    // SAFETY: as in write_prim.
+    // SAFETY: (A7) as in write_prim.
     unsafe {
         match p {
             Prim::Bool | Prim::U1 => i64::from(read::<u8>(addr)),
@@ -519,11 +519,11 @@ fn read_integral(p: Prim, addr: usize) -> i64 {
 fn write_value(s: &State, w: &mut ValueWriter<'_>, kind: &Kind, addr: usize, level: u32) {
     match kind {
         Kind::Prim(p) => write_prim(w, *p, addr),
-        // SAFETY: a reference-typed slot holds an ObjectID (or null).
+        // SAFETY: (A7) a reference-typed slot holds an ObjectID (or null).
         Kind::Ref => write_object(s, w, unsafe { read::<usize>(addr) }, level),
         Kind::Inline(d) => write_inline(s, w, d, addr, level),
         Kind::ByRef(inner) => {
-            // SAFETY: a BYREF slot holds a managed pointer (or null).
+            // SAFETY: (A7) a BYREF slot holds a managed pointer (or null).
             let target = unsafe { read::<usize>(addr) };
             if target == 0 {
                 w.null();
@@ -539,12 +539,12 @@ fn write_value(s: &State, w: &mut ValueWriter<'_>, kind: &Kind, addr: usize, lev
                 write_value(s, w, inner, target, level);
             }
         }
-        // SAFETY: a pointer-typed slot is pointer-sized.
+        // SAFETY: (A7) a pointer-typed slot is pointer-sized.
         Kind::Ptr => w.address("ptr", unsafe { read::<u64>(addr) }),
-        // SAFETY: a function-pointer slot is pointer-sized.
+        // SAFETY: (A7) a function-pointer slot is pointer-sized.
         Kind::FnPtr => w.address("fnptr", unsafe { read::<u64>(addr) }),
         Kind::TypedByRef => {
-            // SAFETY: a TypedReference is a managed pointer then a type handle.
+            // SAFETY: (A7) a TypedReference is a managed pointer then a type handle.
             let (ptr, _ty) = unsafe { (read::<u64>(addr), read::<u64>(addr + 8)) };
             w.typed_ref("System.TypedReference", ptr);
         }
@@ -601,11 +601,11 @@ fn write_object(s: &State, w: &mut ValueWriter<'_>, obj: usize, level: u32) {
             let Some((len_off, buf_off)) = s.string_layout else {
                 return w.unreadable("no string layout");
             };
-            // SAFETY: `obj` is a live System.String; the offsets are the runtime's.
+            // SAFETY: (A7) `obj` is a live System.String; the offsets are the runtime's.
             let len = unsafe { read::<i32>(obj + len_off as usize) }.max(0) as usize;
             let n = len.min(s.limits.max_len as usize);
             let base = obj + buf_off as usize;
-            // SAFETY: the string holds `len` UTF-16 units at `base`; we read `n <= len`.
+            // SAFETY: (A7) the string holds `len` UTF-16 units at `base`; we read `n <= len`.
             let units = unsafe { std::slice::from_raw_parts(base as *const u16, n) };
             w.string_utf16(len as u64, units.iter().copied());
         }

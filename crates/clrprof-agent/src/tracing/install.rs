@@ -44,7 +44,7 @@ pub fn install(
             indices: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
         });
-        // SAFETY: `map_function` has the FunctionIDMapper2 signature, catches panics and
+        // SAFETY: (A1) `map_function` has the FunctionIDMapper2 signature, catches panics and
         // stays valid for the life of the library (which cannot detach once hooks are set).
         unsafe { info.set_function_id_mapper2(Some(map_function), std::ptr::null_mut()) }
             .map_err(|e| format!("SetFunctionIDMapper2 failed: {e}"))?;
@@ -54,7 +54,7 @@ pub fn install(
             // --args: the slow path for every hooked function (the two cannot be mixed).
             super::args::init(info, limits);
             use super::args as a;
-            // SAFETY: the hooks are plain C-ABI functions that catch panics; the runtime's
+            // SAFETY: (A1) the hooks are plain C-ABI functions that catch panics; the runtime's
             // stub calls them with the client ID and its ELT info (elt_args.rs).
             unsafe {
                 info.set_enter_leave_function_hooks3_with_info(
@@ -99,7 +99,7 @@ pub fn install(
                 x::clrprof_elt_tailcall_slow,
             )
         };
-        // SAFETY: the trampolines follow the JIT's fast-path hook convention (elt_x64.rs).
+        // SAFETY: (A2) the trampolines follow the JIT's fast-path hook convention (elt_x64.rs).
         let (enter, leave, tailcall) = unsafe {
             (
                 std::mem::transmute::<unsafe extern "C" fn(), corprof_sys::FunctionEnter3>(enter),
@@ -109,7 +109,7 @@ pub fn install(
                 ),
             )
         };
-        // SAFETY: the trampolines keep every register the JIT's fast-path convention
+        // SAFETY: (A2) the trampolines keep every register the JIT's fast-path convention
         // requires (elt_x64.rs) and never unwind.
         unsafe { info.set_enter_leave_function_hooks3(Some(enter), Some(leave), Some(tailcall)) }
             .map_err(|e| format!("SetEnterLeaveFunctionHooks3 failed: {e}"))?;
@@ -184,7 +184,7 @@ unsafe extern "system" fn map_function(
     });
     let (value, hooked) = r.unwrap_or((function, false));
     if !hook.is_null() {
-        // SAFETY: the runtime passes a valid BOOL out pointer (checked for null above).
+        // SAFETY: (A1) the runtime passes a valid BOOL out pointer (checked for null above).
         unsafe { *hook = i32::from(hooked) };
     }
     value
