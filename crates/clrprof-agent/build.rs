@@ -1,7 +1,7 @@
-//! The compile-time gate for trace mode: its ELT trampolines (`src/elt_x64.rs`) exist
+//! The compile-time gate for trace mode: its ELT trampolines (`src/tracing/x64.rs`) exist
 //! for Linux x86_64 only. Elsewhere the crate still builds, because sampling and events
 //! work on every target the runtime supports, and the build says what is left out;
-//! `--mode trace` then declines to load with a log line (`elt.rs`).
+//! `--mode trace` then declines to load with a log line (`src/tracing/install.rs`).
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");

@@ -35,7 +35,7 @@ pub enum OnFull {
     Drop,
 }
 
-/// Groups of runtime events; each maps to event-mask bits (see `mask.rs`).
+/// Groups of runtime events; each maps to event-mask bits (see `session/mask.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum EventGroup {
     AppDomains,

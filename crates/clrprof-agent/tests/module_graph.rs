@@ -1,5 +1,6 @@
 //! The agent's rooms (the top-level modules and folders of `src/`, ARCHITECTURE.md "Inside
-//! the agent") import each other without a circle, and only `os` calls libc.
+//! the agent") import each other without a circle, in the order of the layers that
+//! document describes, and only `os` calls libc.
 //!
 //! The graph is read from the source: an edge A → B for every `crate::B…` path (including
 //! `use crate::{B, …}` groups, `$crate::B` in macros and `sym crate::B…` in assembly), every
@@ -18,6 +19,16 @@ use std::path::{Path, PathBuf};
 
 /// Circles allowed between rooms (each a sorted list of room names).
 const ALLOWED: &[&[&str]] = &[];
+
+/// The layers ARCHITECTURE.md describes: a room imports only rooms of later layers.
+const LAYERS: &[&[&str]] = &[
+    &["callbacks"],
+    &["session"],
+    &["control", "sampling", "tracing", "heap"],
+    &["names", "inspect", "log"],
+    &["config", "output"],
+    &["os"],
+];
 
 /// The rooms ARCHITECTURE.md names; the test fails if one disappears or is renamed
 /// without the document (and this list) following.
@@ -468,6 +479,28 @@ fn no_import_circle_between_rooms() {
     assert!(
         circles.is_empty(),
         "rooms that import each other in a circle: {circles:?}\nthe graph: {g:#?}"
+    );
+}
+
+#[test]
+fn rooms_import_only_later_layers() {
+    let layer = |room: &str| {
+        LAYERS
+            .iter()
+            .position(|l| l.contains(&room))
+            .unwrap_or_else(|| panic!("room {room} is in no layer of LAYERS"))
+    };
+    let mut upward = Vec::new();
+    for (from, to) in graph() {
+        for t in to {
+            if layer(&t) <= layer(&from) {
+                upward.push(format!("{from} → {t}"));
+            }
+        }
+    }
+    assert!(
+        upward.is_empty(),
+        "imports against the documented layers (ARCHITECTURE.md): {upward:?}"
     );
 }
 

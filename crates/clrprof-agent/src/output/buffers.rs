@@ -4,7 +4,7 @@
 //! single-consumer ring that only the owning thread writes and only the writer thread
 //! reads. Emitting an event is one thread-local lookup, one encode and one ring write: no
 //! lock, no allocation once warm, no syscall. In trace mode the ELT hooks skip even the
-//! thread-local lookup and write the ring from assembly (`elt_x64.rs`, found through
+//! thread-local lookup and write the ring from assembly (`tracing/x64.rs`, found through
 //! [`tpmap`](super::tpmap)). A thread registers its slot once (the only lock on this
 //! path); a pthread key destructor retires the slot when the thread exits. There is
 //! deliberately no Rust `thread_local!` with a destructor: glibc would then pin the

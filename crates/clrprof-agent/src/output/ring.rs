@@ -2,7 +2,7 @@
 //! units, written only by its thread and read only by the writer.
 //!
 //! The producer side is simple enough for the ELT fast path to write it from assembly
-//! (`elt_x64.rs`): check `wpos + 16 <= limit`, store one unit at `base + (wpos & mask)`,
+//! (`tracing/x64.rs`): check `wpos + 16 <= limit`, store one unit at `base + (wpos & mask)`,
 //! store `wpos + 16`. x86-64 stores are not reordered with each other, so the plain store
 //! of `wpos` publishes the unit. [`RingHead`]'s layout is that contract; a test pins it.
 //!
@@ -71,7 +71,7 @@ impl Ring {
     /// is called by the owner each time the ring passes half full.
     pub fn new(bytes: usize, wake: fn()) -> Option<Ring> {
         let size = bytes.max(4096).checked_next_power_of_two()?;
-        // Own pages, zeroed and page-aligned (more than the 64 the units need): see pages.rs.
+        // Own pages, zeroed and page-aligned (more than the 64 the units need): see os/pages.rs.
         let base = crate::os::pages::map(size)?.as_ptr();
         Some(Ring {
             head: RingHead {

@@ -1,6 +1,6 @@
 //! Thread pointer → slot, for the ELT fast path.
 //!
-//! The fast path (`elt_x64.rs`) must find the calling thread's ring without a call. A
+//! The fast path (`tracing/x64.rs`) must find the calling thread's ring without a call. A
 //! Rust `thread_local!` in a `dlopen`ed library goes through `__tls_get_addr` (a call that
 //! clobbers registers the hooks must keep), and initial-exec TLS can make `dlopen` fail
 //! when the static TLS surplus is used up, which would leave the app unprofiled. Instead

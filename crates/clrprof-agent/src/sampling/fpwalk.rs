@@ -1,6 +1,6 @@
 //! Frame-pointer walk over a copied stack (pure logic, no memory access outside the copy).
 //!
-//! The signal sampler (`sigsample.rs`) captures, on the sampled thread itself, the
+//! The signal sampler (`sigprof.rs`) captures, on the sampled thread itself, the
 //! registers RIP/RSP/RBP and a copy of the stack from RSP upwards. This module turns that
 //! copy into code addresses, leaf first, on the sampler thread.
 //!

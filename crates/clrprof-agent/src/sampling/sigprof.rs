@@ -100,7 +100,7 @@ impl SignalSampler {
         }
         let mut slots: Vec<Slot> = Vec::with_capacity(BATCH);
         for _ in 0..BATCH {
-            // Own pages (see pages.rs): only the bytes a handler copies become resident.
+            // Own pages (see os/pages.rs): only the bytes a handler copies become resident.
             let Some(buf) = crate::os::pages::map(copy_bytes) else {
                 free_bufs(&slots);
                 return Err(format!("cannot map {copy_bytes} bytes for a stack copy"));

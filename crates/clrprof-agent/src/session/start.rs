@@ -68,7 +68,7 @@ pub fn start_with(
         &header,
         flush_period(&settings),
         settings.compress,
-        // Trace mode writes ring units as they are: see writer.rs.
+        // Trace mode writes ring units as they are: see output/writer.rs.
         settings.mode == crate::config::Mode::Trace,
     )
     .map_err(|e| format!("cannot write trace file {}: {e}", settings.output.display()))?;

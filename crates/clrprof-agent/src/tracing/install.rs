@@ -13,9 +13,9 @@ use super::Filter;
 struct Mapper {
     info: ProfilerInfo,
     filter: Filter,
-    /// `--args` patterns: these functions are hooked too and get an `elt_args` client ID.
+    /// `--args` patterns: these functions are hooked too and get an `args` client ID.
     args: Option<Filter>,
-    /// FunctionID → client ID (an index, or an `elt_args` pointer; 0: not hooked). The
+    /// FunctionID → client ID (an index, or an `args::ArgsFn` pointer; 0: not hooked). The
     /// runtime may ask twice for one function and must get the same answer.
     indices: Mutex<HashMap<usize, u64>>,
     next: AtomicU64,
@@ -55,7 +55,7 @@ pub fn install(
             super::args::init(info, limits);
             use super::args as a;
             // SAFETY: (A1) the hooks are plain C-ABI functions that catch panics; the runtime's
-            // stub calls them with the client ID and its ELT info (elt_args.rs).
+            // stub calls them with the client ID and its ELT info (args.rs).
             unsafe {
                 info.set_enter_leave_function_hooks3_with_info(
                     Some(a::enter),
@@ -99,7 +99,7 @@ pub fn install(
                 x::clrprof_elt_tailcall_slow,
             )
         };
-        // SAFETY: (A2) the trampolines follow the JIT's fast-path hook convention (elt_x64.rs).
+        // SAFETY: (A2) the trampolines follow the JIT's fast-path hook convention (x64.rs).
         let (enter, leave, tailcall) = unsafe {
             (
                 std::mem::transmute::<unsafe extern "C" fn(), corprof_sys::FunctionEnter3>(enter),
@@ -110,7 +110,7 @@ pub fn install(
             )
         };
         // SAFETY: (A2) the trampolines keep every register the JIT's fast-path convention
-        // requires (elt_x64.rs) and never unwind.
+        // requires (x64.rs) and never unwind.
         unsafe { info.set_enter_leave_function_hooks3(Some(enter), Some(leave), Some(tailcall)) }
             .map_err(|e| format!("SetEnterLeaveFunctionHooks3 failed: {e}"))?;
         Ok(())

@@ -1,7 +1,8 @@
-//! Tracing mode: ELT3 fast-path hooks. The JIT calls the hooks in `elt_x64.rs` on every
+//! Tracing mode: ELT3 fast-path hooks. The JIT calls the hooks in `x64.rs` on every
 //! entry, return and tail call of every hooked method. Their assembly fast path records
 //! the event itself (a table lookup by thread pointer, a TSC read, one 16-byte store: no
-//! call, lock, allocation or syscall); their slow path calls the `on_*` functions here.
+//! call, lock, allocation or syscall); their slow path calls the `on_*` functions of
+//! `hooks.rs`. The ring and the thread-pointer table they write belong to `output`.
 //!
 //! Functions get compact indices from the FunctionIDMapper2 callback, which also applies
 //! the include/exclude filters: a filtered-out function is never hooked at all. The

@@ -20,7 +20,7 @@
 //! - **the slow path** (`clrprof_elt_enter_slow` …), taken when recording is off, the
 //!   thread has no entry yet (its first event registers it), its entry collided or its
 //!   ring is full or busy: save everything that must survive, align the stack, call the
-//!   Rust `elt::on_*` with (id, caller SP), restore. Callee-saved registers are kept by
+//!   Rust `hooks::on_*` with (id, caller SP), restore. Callee-saved registers are kept by
 //!   the C ABI of the Rust function itself. Without an invariant TSC only the slow path is
 //!   installed.
 
@@ -291,9 +291,9 @@ unsafe extern "C" {
     pub fn clrprof_elt_leave();
     /// Tailcall fast path (as leave).
     pub fn clrprof_elt_tailcall();
-    /// Enter slow path: saves every argument register and calls `elt::on_enter`.
+    /// Enter slow path: saves every argument register and calls `hooks::on_enter`.
     pub fn clrprof_elt_enter_slow();
-    /// Leave slow path: saves the return registers and calls `elt::on_leave`.
+    /// Leave slow path: saves the return registers and calls `hooks::on_leave`.
     pub fn clrprof_elt_leave_slow();
     /// Tailcall slow path (as leave).
     pub fn clrprof_elt_tailcall_slow();
