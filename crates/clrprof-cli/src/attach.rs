@@ -343,6 +343,13 @@ pub fn start(
             Err(_) if let Some(reason) = take_error_note(&control) => {
                 bail!("the profiler in pid {pid} refused the attach: {reason}");
             }
+            Err(_) if let Some(state @ ('T' | 't')) = process_state(pid) => {
+                bail!(
+                    "pid {pid} was stopped (state {state}: SIGSTOP, Ctrl-Z or a debugger) during the attach; \
+                     the runtime finishes it when the process resumes (`kill -CONT {pid}`), and the profiler \
+                     then detaches itself because this clrprof is gone"
+                );
+            }
             Err(e) if Instant::now() > deadline => {
                 return Err(e.context(format!(
                     "the profiler did not confirm the attach to pid {pid}; look for `clrprof[{pid}]:` lines in the target's stderr"
