@@ -147,7 +147,7 @@ pub struct TraceInfo {
     pub format_version: String,
     pub attached: bool,
     pub duration_ns: u64,
-    pub settings: serde_json::Value,
+    pub settings: clrprof_settings::Settings,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -427,7 +427,7 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
     let meta = &trace.header.meta;
     let (samples_section, mut functions) = if has_samples {
         let stacks = samples::stack_samples(&trace.events);
-        let rate = meta.settings.get("rate_hz").and_then(|v| v.as_f64());
+        let rate = Some(f64::from(meta.settings.rate_hz));
         (
             Some(samples::totals(&stacks, &thread_names, rate)),
             Some(Functions::Sampled(samples::functions(&stacks, &names))),
