@@ -48,7 +48,7 @@ use std::ffi::c_void;
 use corprof_sys::{GUID, HRESULT};
 
 /// The CLSID the runtime is told to create (`CORECLR_PROFILER`).
-pub const CLSID_CLRPROF: GUID = GUID::from_u128(0x27C113DB_28AB_4298_B83A_625E7E26E45D);
+pub const CLSID_CLRPROF: GUID = GUID::from_u128(clrprof_settings::CLSID);
 
 /// The only export the runtime needs: hands out our class factory.
 ///

@@ -534,7 +534,7 @@ fn hr(h: HResult) -> i32 {
 impl ProfilerCallback for Profiler {
     fn initialize(&self, info: ProfilerInfo) -> Result<()> {
         let settings = match crate::config::check_utf8(std::env::vars_os()).and_then(|()| {
-            crate::config::Settings::from_lookup(|k| std::env::var(k).ok(), std::process::id())
+            crate::config::Settings::from_env(|k| std::env::var(k).ok(), std::process::id())
         }) {
             Ok(s) => s,
             Err(e) => {

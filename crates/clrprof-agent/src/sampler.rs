@@ -364,24 +364,8 @@ fn take_suspended(
     true
 }
 
-/// How stacks are captured.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SamplerKind {
-    /// SIGPROF to each managed thread, frame-pointer walk of a stack copy (Linux x86_64).
-    Signal,
-    /// SuspendRuntime + asynchronous DoStackSnapshot of every thread (the profiling API's
-    /// own way).
-    Suspend,
-}
-
-impl SamplerKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SamplerKind::Signal => "signal",
-            SamplerKind::Suspend => "suspend",
-        }
-    }
-}
+/// How stacks are captured (a setting: `CLRPROF_SAMPLER`).
+pub use clrprof_settings::SamplerKind;
 
 enum Capture {
     Suspend,

@@ -38,7 +38,7 @@ impl Samples {
         if self.samples.is_empty() {
             return None;
         }
-        let rate = meta.settings.get("rate_hz").and_then(|v| v.as_f64());
+        let rate = Some(f64::from(meta.settings.rate_hz));
         Some(SamplesSection {
             totals: samples::totals(&self.samples, threads, rate),
             functions: samples::functions(&self.samples, names),
@@ -85,16 +85,14 @@ mod tests {
         ] {
             s.observe(&e);
         }
-        let meta = TraceMeta {
-            settings: serde_json::json!({ "rate_hz": 2.5 }),
-            ..Default::default()
-        };
+        let mut meta = TraceMeta::default();
+        meta.settings.rate_hz = 3;
         let section = s
             .finish(&meta, &names(&[(1, "A"), (2, "Main")]), &Default::default())
             .unwrap();
         let t = &section.totals;
         assert_eq!((t.total, t.on_cpu, t.cpu_ns), (3, 2, 150));
-        assert_eq!((t.rate_hz, t.requested_rate_hz), (2.0, Some(2.5)));
+        assert_eq!((t.rate_hz, t.requested_rate_hz), (2.0, Some(3.0)));
         let per_thread: Vec<_> = t.threads.iter().map(|t| (t.os_tid, t.samples)).collect();
         assert_eq!(per_thread, [(7, 2), (8, 1)]);
         let functions: Vec<_> = section

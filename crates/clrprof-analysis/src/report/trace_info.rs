@@ -14,7 +14,7 @@ pub struct TraceInfo {
     pub format_version: String,
     pub attached: bool,
     pub duration_ns: u64,
-    pub settings: serde_json::Value,
+    pub settings: clrprof_settings::Settings,
 }
 
 impl TraceInfo {

@@ -94,7 +94,7 @@ mod tests {
             format_version: "1.2".into(),
             attached: true,
             duration_ns: 25_000_000,
-            settings: serde_json::Value::Null,
+            settings: clrprof_settings::Settings::unrecorded(),
         };
         let mut o = String::new();
         trace(&mut o, &t);

@@ -250,8 +250,13 @@ pub fn fixed_header() -> Header {
             ticks_per_second: Some(3e9),
         },
         attached: false,
-        // Keys in sorted order, so the bytes do not depend on serde_json's preserve_order.
-        settings: serde_json::json!({ "buffer_bytes": 262144, "flush_ms": 100 }),
+        // The same on every platform (`unrecorded`, unlike `default`, does not depend on
+        // which sampler the platform has).
+        settings: clrprof_settings::Settings {
+            buffer_bytes: 262144,
+            flush_ms: 100,
+            ..clrprof_settings::Settings::unrecorded()
+        },
         event_kinds: event_kind_table(),
     })
 }
