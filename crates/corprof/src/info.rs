@@ -986,7 +986,10 @@ impl ProfilerInfo {
     /// **Info14 · sync · after attach**
     pub fn enumerate_non_gc_objects(&self) -> Result<Vec<ObjectId>> {
         let mut e = ptr::null_mut();
-        check(vcall!(self, ICorProfilerInfo14::EnumerateNonGCObjects(&mut e)))?;
+        check(vcall!(
+            self,
+            ICorProfilerInfo14::EnumerateNonGCObjects(&mut e)
+        ))?;
         // SAFETY: a live enumerator with one reference for us (R3).
         Ok(unsafe { drain(e) }?.into_iter().map(ObjectId).collect())
     }
