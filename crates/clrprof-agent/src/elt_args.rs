@@ -438,7 +438,13 @@ fn on_enter(id: usize, elt: usize) {
     let ts = clock::ticks();
     buffers::emit_elt_at(ts, EltKind::Enter, f.index, sp);
     let Some(s) = STATE.get() else { return };
-    let Some(plan) = f.plan.get_or_init(|| build_plan(s, f.function)) else {
+    let Some(plan) = f.plan.get_or_init(|| {
+        let plan = build_plan(s, f.function);
+        if let Some(plan) = &plan {
+            write_names(f.index, plan);
+        }
+        plan
+    }) else {
         return;
     };
     // Up to 16 ranges without allocating; more (rare) through the allocating call.
@@ -472,7 +478,7 @@ fn on_enter(id: usize, elt: usize) {
         |w| match &ranges {
             Ok(ranges) => {
                 for (i, p) in plan.args.iter().enumerate() {
-                    w.item(&p.name, Some(&p.ty));
+                    w.param(i as u32);
                     match ranges.get(i) {
                         Some(r) if r.start != 0 => write_value(s, w, &p.kind, r.start, 0),
                         _ => w.unreadable("no argument range"),
@@ -491,6 +497,19 @@ fn on_enter(id: usize, elt: usize) {
             values,
         },
     );
+}
+
+/// Records a function's value names and declared types once (`ArgNames`); its calls'
+/// values refer to them by index. Waits for room whatever `--on-full` says: without the
+/// names, none of the function's values could be read.
+fn write_names(function: u64, plan: &FnPlan) {
+    let pairs = plan.args.iter().chain(&plan.ret);
+    let names = clrprof_format::values::encode_names(pairs.map(|p| (&*p.name, &*p.ty)));
+    buffers::emit_waiting(&Event::ArgNames {
+        function,
+        params: plan.args.len() as u64,
+        names: std::borrow::Cow::Owned(names),
+    });
 }
 
 /// The argument ranges from the runtime (`GetFunctionEnter3Info`).
@@ -534,7 +553,7 @@ fn on_leave(id: usize, elt: usize, kind: EltKind) {
             s,
             |w| {
                 if let (Some(ret), Some(r)) = (&plan.ret, &retval) {
-                    w.item(&ret.name, Some(&ret.ty));
+                    w.param(plan.args.len() as u32);
                     match r {
                         Ok(start) if *start != 0 => write_value(s, w, &ret.kind, *start, 0),
                         Ok(_) => w.unreadable("no return value range"),
