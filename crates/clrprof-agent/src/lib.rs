@@ -9,6 +9,7 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+pub mod arg_slots;
 pub mod attach;
 pub mod buffers;
 pub mod clock;

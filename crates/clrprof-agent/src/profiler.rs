@@ -122,10 +122,14 @@ impl Session {
                     waited_ns as f64 / 1e6
                 );
             }
-            let (arg_calls, arg_cut) = crate::elt_args::stats();
-            if arg_calls > 0 {
+            if self.settings.args.is_some() {
+                let args = crate::elt_args::stats();
                 log!(
-                    "args: values recorded for {arg_calls} call entries/returns, {arg_cut} cut at the per-call bound (CLRPROF_ARG_BYTES)"
+                    "args: {} value lists cut at the per-call bound (CLRPROF_ARG_BYTES); \
+                     {} function entries/returns read from learned slots, {} contradicted by the runtime",
+                    args.cut,
+                    args.slotted,
+                    args.slot_mismatches
                 );
             }
             if crate::tpmap::collisions() > 0 {
