@@ -12,7 +12,7 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::time::Instant;
 
 use clrprof_format::Event;
@@ -385,6 +385,32 @@ pub fn root_references(roots: &[ObjectId], kinds: &[u32], flags: &[u32], ids: &[
 /// Whether the settings need the GC monitor all the time (allocation counts).
 fn gc_monitor_wanted(settings: &crate::config::Settings) -> bool {
     settings.events.contains(crate::config::EventGroup::Alloc)
+}
+
+/// Set by the first `HandleCreated` callback: the GC heap exists, so the runtime has
+/// already chosen non-concurrent GC for a profiler that asked for `COR_PRF_MONITOR_GC` in
+/// `Initialize` (it reads the bit right after `Initialize` returns, before it creates the
+/// GC: dropping the bit earlier leaves background GC on, and every later snapshot is
+/// refused with `CORPROF_E_CONCURRENT_GC_NOT_PROFILABLE`).
+static GC_CREATED: AtomicBool = AtomicBool::new(false);
+
+/// The runtime created a GC handle (callbacks with the GC monitor on).
+pub fn note_handle_created() {
+    if !GC_CREATED.load(Ordering::Relaxed) {
+        GC_CREATED.store(true, Ordering::Release);
+    }
+}
+
+/// Waits (up to `limit`, or until `stop`) for the runtime to have created its GC.
+pub fn wait_for_gc_created(limit: std::time::Duration, stop: &AtomicBool) -> bool {
+    let until = Instant::now() + limit;
+    while !GC_CREATED.load(Ordering::Acquire) {
+        if stop.load(Ordering::Acquire) || Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    true
 }
 
 /// After the event mask with `COR_PRF_MONITOR_GC` is set: the runtime has turned

@@ -890,6 +890,15 @@ impl ProfilerCallback for Profiler {
         Ok(())
     }
 
+    fn handle_created(
+        &self,
+        _handle: corprof::GcHandleId,
+        _initial_object: ObjectId,
+    ) -> Result<()> {
+        crate::heap::note_handle_created();
+        Ok(())
+    }
+
     fn garbage_collection_started(&self, generation_collected: &[bool], reason: u32) -> Result<()> {
         let mut generations = 0u8;
         for (i, collected) in generation_collected.iter().enumerate().take(8) {
