@@ -16,53 +16,68 @@ public static class Abi
     [MethodImpl(MethodImplOptions.NoInlining)]
     public static int Run(ScenarioArgs args)
     {
+        // `abi rounds=N`: the whole set N times with inputs that change by round, so that
+        // a profiler that learns where a function's values lie from its first calls is
+        // checked on later calls too. Round 0's keys have no suffix, later ones `_rN`.
+        int rounds = args.NamedInt("rounds", 1);
+        for (int r = 0; r < rounds; r++)
+        {
+            s_hash = 14695981039346656037UL;
+            Round(r);
+        }
+        return 0;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void Round(int r)
+    {
+        string suffix = r == 0 ? "" : $"_r{r}";
         var values = new List<(string Key, object Value)>();
         void Add(string key, object value, ulong bits)
         {
-            values.Add((key, value));
+            values.Add((key + suffix, value));
             Mix(bits);
         }
 
-        int i = AddInt(40, 2);
+        int i = AddInt(40 + r, 2);
         Add("abi_int", i, (ulong)i);
-        long l = MulLong(3_000_000_007L, -5L);
+        long l = MulLong(3_000_000_007L + r, -5L);
         Add("abi_long", l, (ulong)l);
-        float f = MixFloat(1.5f, -2.25f);
+        float f = MixFloat(1.5f + r, -2.25f);
         Add("abi_float", f, BitConverter.SingleToUInt32Bits(f));
-        double d = MixDouble(Math.PI, Math.E);
+        double d = MixDouble(Math.PI + r, Math.E);
         Add("abi_double", d, BitConverter.DoubleToUInt64Bits(d));
-        double m = Mixed(7, 0.5, -3, 1e10, long.MaxValue / 3, 0.25f);
+        double m = Mixed(7 + r, 0.5, -3, 1e10, long.MaxValue / 3, 0.25f);
         Add("abi_mixed", m, BitConverter.DoubleToUInt64Bits(m));
 
-        S16 s16 = SwapS16(MakeS16(11, -22));
+        S16 s16 = SwapS16(MakeS16(11 + r, -22));
         Add("abi_s16", $"{s16.A},{s16.B}", (ulong)s16.A ^ ((ulong)s16.B << 1));
-        long s16Sum = SumS16(s16, 5);
+        long s16Sum = SumS16(s16, 5 + r);
         Add("abi_s16_sum", s16Sum, (ulong)s16Sum);
 
-        S24 s24 = RotateS24(MakeS24(1, 2, 3), 4);
+        S24 s24 = RotateS24(MakeS24(1 + r, 2, 3), 4);
         Add("abi_s24", $"{s24.A},{s24.B},{s24.C}", (ulong)(s24.A * 1_000_003 + s24.B * 1_009 + s24.C));
-        long s24Sum = SumS24(7, s24, 9);
+        long s24Sum = SumS24(7 + r, s24, 9);
         Add("abi_s24_sum", s24Sum, (ulong)s24Sum);
 
-        SMix mix = ScaleMix(new SMix(1.25, 40), 3.0);
+        SMix mix = ScaleMix(new SMix(1.25 + r, 40 + r), 3.0);
         Add("abi_smix", $"{Text(mix.D)},{mix.L}", BitConverter.DoubleToUInt64Bits(mix.D) ^ (ulong)mix.L);
 
-        SF4 f4 = AddSF4(new SF4(1f, 2f, 3f, 4f), new SF4(0.5f, 0.25f, 0.125f, 0.0625f));
+        SF4 f4 = AddSF4(new SF4(1f + r, 2f, 3f, 4f), new SF4(0.5f, 0.25f, 0.125f, 0.0625f));
         Add(
             "abi_sf4",
             $"{Text(f4.X)},{Text(f4.Y)},{Text(f4.Z)},{Text(f4.W)}",
             BitConverter.SingleToUInt32Bits(f4.X) ^ ((ulong)BitConverter.SingleToUInt32Bits(f4.W) << 32));
 
-        long manyInts = ManyInts(1, 2, 3, 4, 5, 6, 7, 8, 9, 10);
+        long manyInts = ManyInts(1 + r, 2, 3, 4, 5, 6, 7, 8, 9, 10 + r);
         Add("abi_many_ints", manyInts, (ulong)manyInts);
-        double manyDoubles = ManyDoubles(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0);
+        double manyDoubles = ManyDoubles(0.1 + r, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0 + r);
         Add("abi_many_doubles", manyDoubles, BitConverter.DoubleToUInt64Bits(manyDoubles));
-        double manyMixed = ManyMixed(1, 0.5, 2L, 1.5f, 3, 2.5, 4L, 3.5f, 5, 4.5, new S16(6, 7), new S24(8, 9, 10));
+        double manyMixed = ManyMixed(1 + r, 0.5, 2L, 1.5f, 3, 2.5, 4L, 3.5f, 5, 4.5, new S16(6, 7), new S24(8, 9, 10 + r));
         Add("abi_many_mixed", manyMixed, BitConverter.DoubleToUInt64Bits(manyMixed));
 
-        values.Insert(0, ("abi", s_hash.ToString("x16", CultureInfo.InvariantCulture)));
+        values.Insert(0, ("abi" + suffix, s_hash.ToString("x16", CultureInfo.InvariantCulture)));
         Results.Print(values.ToArray());
-        return 0;
     }
 
     private static string Text(double d) => d.ToString("R", CultureInfo.InvariantCulture);

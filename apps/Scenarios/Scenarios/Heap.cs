@@ -45,6 +45,8 @@ public static class HeapHolder
     public static HeapDerived? Derived;
     public static byte[]? Large;
     public static string? Text;
+    /// <summary>A string literal: the runtime allocates it in the non-GC (frozen) heap.</summary>
+    public static string? Literal;
     public static int Count;
     public static double Ratio;
     [ThreadStatic]
@@ -55,7 +57,8 @@ public static class HeapHolder
 /// `heap [n=1000]`: builds a known graph — n <see cref="HeapNode"/>s in a list under
 /// <c>HeapHolder.List</c>, n/2 <see cref="HeapLocal"/>s held only by a local, a two-object
 /// <see cref="HeapCycle"/> under a [ThreadStatic] of the thread clrprof-heap-ts, a LOH
-/// array, an array pinned by a handle, an object with an inherited field, a built string —
+/// array, an array pinned by a handle, an object with an inherited field, a built string, a
+/// string literal (in the non-GC heap) —
 /// prints its facts and <c>READY &lt;pid&gt;</c>, then on the stdin line <c>free</c> drops
 /// the second half of the list and of the locals and prints <c>FREED</c>, and ends at EOF.
 /// </summary>
@@ -100,6 +103,7 @@ public static class Heap
         HeapHolder.Derived = new HeapDerived { BaseLeaf = new HeapLeaf { Tag = 1 }, OwnLeaf = new HeapLeaf { Tag = 2 } };
         HeapHolder.Large = new byte[100_000];
         HeapHolder.Text = string.Concat("heap-", n.ToString(System.Globalization.CultureInfo.InvariantCulture));
+        HeapHolder.Literal = "clrprof-frozen-literal";
         HeapHolder.Count = n;
         HeapHolder.Ratio = 0.25;
         return GCHandle.Alloc(new byte[1000], GCHandleType.Pinned);
@@ -129,7 +133,8 @@ public static class Heap
     {
         var locals = MakeLocals(m);
         Results.Print(("heap_nodes", n), ("heap_locals", m), ("heap_cycle", 2), ("heap_leaves", 2),
-            ("heap_text", HeapHolder.Text!), ("heap_count", HeapHolder.Count), ("heap_ratio", HeapHolder.Ratio));
+            ("heap_text", HeapHolder.Text!), ("heap_count", HeapHolder.Count), ("heap_ratio", HeapHolder.Ratio),
+            ("heap_literal", HeapHolder.Literal!));
         Console.Out.WriteLine($"READY {Environment.ProcessId}");
         Console.Out.Flush();
         string? line;

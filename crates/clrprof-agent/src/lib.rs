@@ -5,7 +5,7 @@
 //!
 //! Loading: `CORECLR_ENABLE_PROFILING=1`, `CORECLR_PROFILER={27C113DB-28AB-4298-B83A-625E7E26E45D}`,
 //! `CORECLR_PROFILER_PATH=/path/to/libclrprof_profiler.so`, settings in `CLRPROF_*`
-//! variables (see `config::VARIABLES`).
+//! variables (see `clrprof_settings::VARIABLES`).
 //!
 //! The agent's rooms (ARCHITECTURE.md, "Inside the agent") are crate-private; the only
 //! public items are the two exports the runtime looks up, the CLSID, and `for_tests`.
@@ -33,7 +33,7 @@ use std::ffi::c_void;
 use corprof_sys::{GUID, HRESULT};
 
 /// The CLSID the runtime is told to create (`CORECLR_PROFILER`).
-pub const CLSID_CLRPROF: GUID = GUID::from_u128(0x27C113DB_28AB_4298_B83A_625E7E26E45D);
+pub const CLSID_CLRPROF: GUID = GUID::from_u128(clrprof_settings::CLSID);
 
 /// The only export the runtime needs: hands out our class factory.
 ///

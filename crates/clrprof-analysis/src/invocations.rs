@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use clrprof_format::Event;
-use clrprof_format::values::{Item, Value, decode_items};
+use clrprof_format::values::{Item, Value, decode_items_named, decode_names};
 use serde::Serialize;
 use serde_json::json;
 
@@ -62,6 +62,23 @@ pub fn collect(trace: &Trace<'_>) -> (Vec<Invocation>, u64) {
         );
         done.push(inv);
     };
+    // Value names and types, once per function (`ArgNames`, format 1.2): calls refer
+    // to them by index. Older 1.2 traces name every value in the call itself.
+    let mut arg_names: HashMap<u64, Vec<(String, String)>> = HashMap::new();
+    for e in &trace.events {
+        if let Event::ArgNames {
+            function, names, ..
+        } = &e.event
+        {
+            match decode_names(names) {
+                Ok(pairs) => {
+                    arg_names.insert(*function, pairs);
+                }
+                Err(_) => problems += 1,
+            }
+        }
+    }
+    let no_names = Vec::new();
     for e in &trace.events {
         match &e.event {
             Event::ExceptionThrown { type_name, .. } => {
@@ -82,7 +99,8 @@ pub fn collect(trace: &Trace<'_>) -> (Vec<Invocation>, u64) {
                         break;
                     }
                 }
-                let (args, cut) = decode_items(values).unwrap_or_else(|_| {
+                let value_names = arg_names.get(function).unwrap_or(&no_names);
+                let (args, cut) = decode_items_named(values, value_names).unwrap_or_else(|_| {
                     problems += 1;
                     (Vec::new(), true)
                 });
@@ -121,7 +139,8 @@ pub fn collect(trace: &Trace<'_>) -> (Vec<Invocation>, u64) {
                 let Some(o) = stack.pop() else { continue };
                 let mut inv = o.inv;
                 inv.duration_ns = Some(e.ns.saturating_sub(inv.start_ns));
-                match decode_items(values) {
+                let value_names = arg_names.get(function).unwrap_or(&no_names);
+                match decode_items_named(values, value_names) {
                     Ok((mut items, cut)) => {
                         inv.cut |= cut;
                         inv.ret = items.pop();

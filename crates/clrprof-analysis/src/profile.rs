@@ -105,11 +105,7 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
     let names = Names::collect(&trace.events);
     let threads = ThreadNames::collect(&trace.events);
     let meta = &trace.header.meta;
-    let rate = meta
-        .settings
-        .get("rate_hz")
-        .and_then(|v| v.as_f64())
-        .unwrap_or(0.0);
+    let rate = f64::from(meta.settings.rate_hz);
     let interval_ns = if rate > 0.0 { (1e9 / rate) as u64 } else { 0 };
     // Times are ns since the trace's earliest record already (Trace::load), the profile's
     // start.

@@ -59,34 +59,36 @@ pub struct FunctionSamples {
 
 /// Every sample of the trace, in time order.
 pub fn stack_samples(events: &[TimedEvent<'_>]) -> Vec<StackSample> {
-    let mut out = Vec::new();
-    for e in events {
-        if let Event::Sample {
-            os_tid,
-            cpu_ns,
-            state,
-            frames,
-            ..
-        } = &e.event
-        {
-            let mut stack: Vec<u64> = Vec::with_capacity(frames.len());
-            for &f in frames.iter() {
-                // Consecutive native runs (of one module) collapse into one frame.
-                if clrprof_format::is_native_frame(f) && stack.last() == Some(&f) {
-                    continue;
-                }
-                stack.push(f);
-            }
-            out.push(StackSample {
-                ns: e.ns,
-                os_tid: *os_tid,
-                cpu_ns: *cpu_ns,
-                state: *state,
-                stack,
-            });
+    events.iter().filter_map(stack_sample).collect()
+}
+
+/// The sample an event holds, if it is one.
+pub fn stack_sample(e: &TimedEvent<'_>) -> Option<StackSample> {
+    let Event::Sample {
+        os_tid,
+        cpu_ns,
+        state,
+        frames,
+        ..
+    } = &e.event
+    else {
+        return None;
+    };
+    let mut stack: Vec<u64> = Vec::with_capacity(frames.len());
+    for &f in frames.iter() {
+        // Consecutive native runs (of one module) collapse into one frame.
+        if clrprof_format::is_native_frame(f) && stack.last() == Some(&f) {
+            continue;
         }
+        stack.push(f);
     }
-    out
+    Some(StackSample {
+        ns: e.ns,
+        os_tid: *os_tid,
+        cpu_ns: *cpu_ns,
+        state: *state,
+        stack,
+    })
 }
 
 pub fn totals(

@@ -7,9 +7,10 @@
 
 use std::collections::HashMap;
 
+use serde::Serialize;
+
 use clrprof_format::Event;
 
-use crate::report::ThreadInfo;
 use crate::timeline::TimedEvent;
 
 #[derive(Debug, Default)]
@@ -67,6 +68,18 @@ impl ThreadNames {
     pub fn named(&self, os_tid: u64) -> Option<&str> {
         self.by_os.get(&os_tid).map(String::as_str)
     }
+}
+
+/// One thread lifetime, as the report lists it.
+#[derive(Debug, Serialize, PartialEq)]
+pub struct ThreadInfo {
+    /// The runtime's ThreadID (opaque, stable for the thread's life; the runtime reuses it
+    /// for a later thread, which then gets its own entry).
+    pub id: u64,
+    pub os_tid: Option<u64>,
+    pub name: Option<String>,
+    pub created_ns: Option<u64>,
+    pub destroyed_ns: Option<u64>,
 }
 
 /// The report's thread list: one entry per thread lifetime, in order of first appearance.

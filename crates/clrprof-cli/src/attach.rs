@@ -11,9 +11,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use clrprof_ipc::{DiagnosticsClient, IpcError, Uuid};
 
-use crate::cli::{Mode, RecordArgs};
+use clrprof_settings::{Mode, Settings};
+
+use crate::cli::RecordArgs;
 use crate::locate;
-use crate::record::CLSID;
 
 /// `CORPROF_E_PROFILER_ALREADY_ACTIVE`
 const ALREADY_ACTIVE: i32 = 0x8013_136A_u32 as i32;
@@ -176,7 +177,6 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
              resume it (`kill -CONT {pid}`) and try again"
         );
     }
-    let client = DiagnosticsClient::connect(pid).map_err(explain)?;
     let cwd = std::env::current_dir()?;
     let output = match &args.output {
         Some(p) if p.is_absolute() => p.clone(),
@@ -184,50 +184,15 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
         None => cwd.join(format!("clrprof-{pid}.clrprof")),
     };
     let output = PathBuf::from(output.to_string_lossy().replace("{pid}", &pid.to_string()));
-    crate::output::prepare(&output, args.force)?;
-    let mut env: Vec<(&str, String)> = vec![
-        ("CLRPROF_MODE", args.mode.as_str().to_string()),
-        ("CLRPROF_OUTPUT", output.display().to_string()),
-        ("CLRPROF_RATE_HZ", args.rate.to_string()),
-    ];
-    if let Some(s) = args.sampler {
-        env.push(("CLRPROF_SAMPLER", s.as_str().to_string()));
-    }
-    if let Some(e) = &args.events {
-        env.push(("CLRPROF_EVENTS", e.clone()));
-    }
-    if let Some(kb) = args.buffer_kb {
-        env.push(("CLRPROF_BUFFER_KB", kb.to_string()));
-    }
-    if let Some(n) = args.max_depth {
-        env.push(("CLRPROF_MAX_DEPTH", n.to_string()));
-    }
-    if let Some(d) = args.duration {
-        // The agent enforces it too (and detaches) should this process be killed.
-        env.push(("CLRPROF_DURATION_S", d.to_string()));
-    }
-    if let Some(f) = args.on_full {
-        env.push((
-            "CLRPROF_ON_FULL",
-            if f == crate::cli::OnFull::Drop {
-                "drop"
-            } else {
-                "wait"
-            }
-            .to_string(),
-        ));
-    }
+    // The same settings as starting a command with these options; all of them travel in
+    // the client data (clrprof's own CLRPROF_* environment is not the target's).
+    let (mut settings, _) = crate::settings::from_args(&args, &output)?;
     // The agent detaches itself when this process is gone (killed, terminal closed).
-    env.push(("CLRPROF_OWNER_PID", std::process::id().to_string()));
-    if let Some(start) = own_start_time() {
-        env.push(("CLRPROF_OWNER_START", start.to_string()));
-    }
-    if !args.heap.is_empty() {
-        let times: Vec<String> = args.heap.iter().map(f64::to_string).collect();
-        env.push(("CLRPROF_HEAP_AT", times.join(",")));
-        env.push(("CLRPROF_HEAP", "1".to_string()));
-    }
-    start(&client, pid, &library, &env)?;
+    settings.owner_pid = Some(std::process::id());
+    settings.owner_start = own_start_time();
+    let client = DiagnosticsClient::connect(pid).map_err(explain)?;
+    crate::output::prepare(&output, args.force)?;
+    start(&client, pid, &library, &settings)?;
     let control = control_socket(pid);
     let latency = started.elapsed();
     if !args.quiet {
@@ -289,13 +254,13 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
     Ok(0)
 }
 
-/// Sends AttachProfiler with `env` as the agent's settings and waits until the agent
-/// answers on its control socket; a refusal comes back with the agent's reason.
+/// Sends AttachProfiler with `settings` and waits until the agent answers on its control
+/// socket; a refusal comes back with the agent's reason.
 pub fn start(
     client: &DiagnosticsClient,
     pid: u32,
     library: &Path,
-    env: &[(&str, String)],
+    settings: &Settings,
 ) -> Result<()> {
     let control = control_socket(pid);
     if let (Some(dir), Some(uid)) = (control.parent(), process_uid(pid)) {
@@ -308,14 +273,11 @@ pub fn start(
              detach it first with `clrprof detach --pid {pid}`"
         );
     }
-    let data = clrprof_format::encode_attach(&clrprof_format::AttachRequest {
-        env: env
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect(),
-        control: Some(control.display().to_string()),
+    let data = clrprof_settings::attach::encode(&clrprof_settings::attach::AttachRequest {
+        settings: settings.clone(),
+        control: Some(control.clone()),
     });
-    let clsid = Uuid::parse_str(CLSID.trim_matches(|c| c == '{' || c == '}')).expect("valid CLSID");
+    let clsid = Uuid::from_u128(clrprof_settings::CLSID);
     match client.attach_profiler(Duration::from_secs(10), clsid, library, &data) {
         Ok(_) => {}
         Err(IpcError::RuntimeError { hresult, .. }) if hresult == ALREADY_ACTIVE => bail!(
@@ -342,6 +304,13 @@ pub fn start(
             Ok(_) => break,
             Err(_) if let Some(reason) = take_error_note(&control) => {
                 bail!("the profiler in pid {pid} refused the attach: {reason}");
+            }
+            Err(_) if let Some(state @ ('T' | 't')) = process_state(pid) => {
+                bail!(
+                    "pid {pid} was stopped (state {state}: SIGSTOP, Ctrl-Z or a debugger) during the attach; \
+                     the runtime finishes it when the process resumes (`kill -CONT {pid}`), and the profiler \
+                     then detaches itself because this clrprof is gone"
+                );
             }
             Err(e) if Instant::now() > deadline => {
                 return Err(e.context(format!(

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use clrprof_settings::{ArgLimits, Mode, OnFull, SamplerKind, limits};
 
 #[derive(Parser, Debug)]
 #[command(name = "clrprof", version, about = "A profiler for .NET (CoreCLR) processes", long_about = None)]
@@ -141,52 +142,6 @@ pub struct ConvertArgs {
     pub max_calls: usize,
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Mode {
-    /// Runtime events: loads, JIT, threads, exceptions, GCs
-    Events,
-    /// Periodic stack samples
-    Sample,
-    /// Every call, via enter/leave hooks
-    Trace,
-}
-
-impl Mode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Events => "events",
-            Mode::Sample => "sample",
-            Mode::Trace => "trace",
-        }
-    }
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum OnFull {
-    Wait,
-    Drop,
-}
-
-/// How sample mode captures stacks.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Sampler {
-    /// SIGPROF to each managed thread and a frame-pointer walk of a copy of its stack:
-    /// no thread waits for another (default on Linux x86_64)
-    Signal,
-    /// SuspendRuntime and an asynchronous DoStackSnapshot of every thread (the profiling
-    /// API's own way; stops the whole runtime on every tick)
-    Suspend,
-}
-
-impl Sampler {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Sampler::Signal => "signal",
-            Sampler::Suspend => "suspend",
-        }
-    }
-}
-
 #[derive(clap::Args, Debug)]
 pub struct RecordArgs {
     /// Trace file to write; `{pid}` is replaced by the process id. Other .NET processes
@@ -204,21 +159,21 @@ pub struct RecordArgs {
     /// `-group` removes one (e.g. `default,alloc,-classes`)
     #[arg(long)]
     pub events: Option<String>,
-    /// Per-thread buffer size in KiB [default: 256, trace mode 4096]
-    #[arg(long)]
+    /// Per-thread buffer size in KiB, 4..=65536 [default: 256, trace mode 4096]
+    #[arg(long, value_parser = range(limits::BUFFER_KB))]
     pub buffer_kb: Option<u32>,
     /// When a thread's buffer is full: wait for the writer (exact) or drop and count
     #[arg(long, value_enum)]
     pub on_full: Option<OnFull>,
     /// Samples per second (sample mode)
-    #[arg(long, default_value_t = 99, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(long, default_value_t = clrprof_settings::Settings::default().rate_hz, value_parser = range(limits::RATE_HZ))]
     pub rate: u32,
     /// How stacks are captured (sample mode) [default: signal on Linux x86_64]
     #[arg(long, value_enum)]
-    pub sampler: Option<Sampler>,
+    pub sampler: Option<SamplerKind>,
     /// Frames kept per sampled stack, 16..=16384; deeper stacks lose their root-most
     /// frames and end in a `[truncated: …]` frame, and the report counts them (sample mode)
-    #[arg(long, value_name = "FRAMES", value_parser = clap::value_parser!(u32).range(16..=16384))]
+    #[arg(long, value_name = "FRAMES", value_parser = range(limits::MAX_DEPTH))]
     pub max_depth: Option<u32>,
     /// Stop after this many seconds: sampling stops and the command goes on; an attached
     /// profiler detaches (it does so itself if clrprof is gone)
@@ -238,13 +193,13 @@ pub struct RecordArgs {
     #[arg(long = "args", value_name = "PATTERN")]
     pub args: Vec<String>,
     /// --args: characters of a string kept (the full length is recorded too)
-    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(0..=65536))]
+    #[arg(long, default_value_t = ArgLimits::DEFAULT.max_len, value_parser = range(limits::ARG_MAX_LEN))]
     pub arg_max_len: u32,
     /// --args: levels of object fields read
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=4))]
+    #[arg(long, default_value_t = ArgLimits::DEFAULT.depth, value_parser = range(limits::ARG_DEPTH))]
     pub arg_depth: u32,
     /// --args: array elements read
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(0..=1024))]
+    #[arg(long, default_value_t = ArgLimits::DEFAULT.items, value_parser = range(limits::ARG_ITEMS))]
     pub arg_items: u32,
     /// The profiler library [default: libclrprof_profiler.so next to this executable]
     #[arg(long)]
@@ -288,7 +243,12 @@ pub struct ReportArgs {
 }
 
 /// Longest `--duration`: a year (the agent refuses more).
-pub const MAX_DURATION_S: f64 = 31_536_000.0;
+pub use clrprof_settings::MAX_DURATION_S;
+
+/// A `u32` option accepted in the range the agent accepts for its setting.
+fn range((lo, hi): (u64, u64)) -> clap::builder::RangedI64ValueParser<u32> {
+    clap::value_parser!(u32).range(lo as i64..=hi as i64)
+}
 
 /// `--duration`: a number of seconds, more than 0 and at most a year (no NaN, no infinity).
 pub fn parse_duration(s: &str) -> Result<f64, String> {

@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clrprof_analysis::heap::{self, HeapOptions, HeapReport, snapshot};
 use clrprof_ipc::DiagnosticsClient;
+use clrprof_settings::{EventGroups, Mode, Settings};
 
 use crate::attach;
 use crate::cli::{DiffArgs, HeapArgs, HeapView};
@@ -41,13 +42,14 @@ pub fn run(args: HeapArgs) -> Result<i32> {
             None => cwd.join(format!("clrprof-{pid}-heap.clrprof")),
         };
         let client = DiagnosticsClient::connect(pid).map_err(attach::explain)?;
-        let env = vec![
-            ("CLRPROF_MODE", "events".to_string()),
-            ("CLRPROF_EVENTS", "none".to_string()),
-            ("CLRPROF_HEAP", "1".to_string()),
-            ("CLRPROF_OUTPUT", output.display().to_string()),
-        ];
-        attach::start(&client, pid, &library, &env)?;
+        // No events: the snapshot only.
+        let settings = Settings {
+            events: EventGroups::default(),
+            heap: true,
+            output: output.clone(),
+            ..Settings::for_mode(Mode::Events)
+        };
+        attach::start(&client, pid, &library, &settings)?;
         (output, Some(library))
     };
     let taken = attach::control_request(pid, "heap", SNAPSHOT_TIMEOUT);

@@ -16,6 +16,7 @@ mod output;
 mod ps;
 mod record;
 mod report;
+mod settings;
 mod signals;
 
 use clap::Parser;

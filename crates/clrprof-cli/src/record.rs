@@ -8,11 +8,8 @@ use std::process::Command;
 
 use anyhow::{Context, Result};
 
-use crate::cli::{OnFull, RecordArgs};
+use crate::cli::RecordArgs;
 use crate::locate;
-
-/// The agent's CLSID (`CLSID_CLRPROF` in the agent crate).
-pub const CLSID: &str = "{27C113DB-28AB-4298-B83A-625E7E26E45D}";
 
 pub fn run(args: RecordArgs) -> Result<i32> {
     let library = locate::profiler_library(args.profiler.as_deref())?;
@@ -21,73 +18,23 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         Some(p) => absolute(&cwd, p),
         None => cwd.join("clrprof-{pid}.clrprof"),
     };
+    let (mut settings, mut decided) = crate::settings::from_args(&args, &output_template)?;
+    // Every .NET process of the launched tree loads the agent: each writes its own trace
+    // (`<stem>.<pid>.<ext>` when the name is taken).
+    settings.siblings = true;
+    decided.push(clrprof_settings::var::SIBLINGS);
     crate::output::prepare(&output_template, args.force)?;
     let (program, rest) = args.command.split_first().context("no command given")?;
     let mut cmd = Command::new(program);
     cmd.args(rest)
-        .env("CORECLR_ENABLE_PROFILING", "1")
-        .env("CORECLR_PROFILER", CLSID)
-        .env("CORECLR_PROFILER_PATH", &library)
-        .env("CLRPROF_OUTPUT", &output_template)
-        // Every .NET process of the launched tree loads the agent: each writes its own
-        // trace (`<stem>.<pid>.<ext>` when the name is taken).
-        .env("CLRPROF_SIBLINGS", "1")
-        .env("CLRPROF_MODE", args.mode.as_str());
+        .envs(clrprof_settings::startup_env(&library))
+        .envs(crate::settings::child_env(&settings, &decided));
     // `dotnet run` / `dotnet build`: no long-lived build node or compiler server may keep
     // running with the profiler after the command ends (the agent also declines to
     // profile the SDK's processes; CLRPROF_PROFILE_SDK=1 overrides that).
     cmd.env("MSBUILDDISABLENODEREUSE", "1")
         .env("DOTNET_CLI_USE_MSBUILD_SERVER", "0")
         .env("UseSharedCompilation", "false");
-    cmd.env("CLRPROF_RATE_HZ", args.rate.to_string());
-    if !args.heap.is_empty() {
-        if let Some(bad) = args.heap.iter().find(|t| !(t.is_finite() && **t >= 0.0)) {
-            anyhow::bail!("--heap {bad}: expected a number of seconds, 0 or more");
-        }
-        let times: Vec<String> = args.heap.iter().map(f64::to_string).collect();
-        cmd.env("CLRPROF_HEAP_AT", times.join(","));
-    }
-    if let Some(s) = args.sampler {
-        cmd.env("CLRPROF_SAMPLER", s.as_str());
-    }
-    if let Some(d) = args.duration {
-        cmd.env("CLRPROF_DURATION_S", d.to_string());
-    }
-    if let Some(n) = args.max_depth {
-        cmd.env("CLRPROF_MAX_DEPTH", n.to_string());
-    }
-    if !args.include.is_empty() {
-        cmd.env("CLRPROF_INCLUDE", args.include.join(";"));
-    }
-    if !args.exclude.is_empty() {
-        cmd.env("CLRPROF_EXCLUDE", args.exclude.join(";"));
-    }
-    if args.allow_inlining {
-        cmd.env("CLRPROF_INLINING", "1");
-    }
-    if !args.args.is_empty() {
-        if args.mode != crate::cli::Mode::Trace {
-            anyhow::bail!(
-                "--args needs --mode trace: arguments are read by the ELT enter/leave hooks"
-            );
-        }
-        cmd.env("CLRPROF_ARGS", args.args.join(";"))
-            .env("CLRPROF_ARG_MAX_LEN", args.arg_max_len.to_string())
-            .env("CLRPROF_ARG_DEPTH", args.arg_depth.to_string())
-            .env("CLRPROF_ARG_ITEMS", args.arg_items.to_string());
-    }
-    if let Some(e) = &args.events {
-        cmd.env("CLRPROF_EVENTS", e);
-    }
-    if let Some(kb) = args.buffer_kb {
-        cmd.env("CLRPROF_BUFFER_KB", kb.to_string());
-    }
-    if let Some(f) = args.on_full {
-        cmd.env(
-            "CLRPROF_ON_FULL",
-            if f == OnFull::Drop { "drop" } else { "wait" },
-        );
-    }
     let started = std::time::SystemTime::now();
     let mut child = cmd
         .spawn()

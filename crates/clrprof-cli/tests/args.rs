@@ -459,3 +459,109 @@ fn the_abi_scenario_computes_the_same_results_with_its_arguments_recorded() {
     let text = serde_json::to_string(&calls).unwrap();
     assert!(!text.contains("unreadable"), "{text}");
 }
+
+/// A function's first calls ask the runtime where its values lie; once its answers agree,
+/// the agent computes the addresses itself. Six rounds of the `abi` set with changing
+/// inputs: every round's recorded values must still be the app's, for the functions read
+/// from learned slots (integer and reference values, stack-passed arguments) and for
+/// those that keep asking (floating-point results, structs split across registers).
+#[test]
+fn values_read_from_learned_slots_equal_what_the_app_printed() {
+    let rounds = 6;
+    let dir = scratch("args-slots");
+    let trace = dir.join("t.clrprof");
+    let plain = scenarios()
+        .command(&["abi", &format!("rounds={rounds}")])
+        .output()
+        .unwrap();
+    assert!(plain.status.success());
+    let traced = record(
+        &trace,
+        &["--mode", "trace", "--args", "Scenarios.Abi.*"],
+        &["abi", &format!("rounds={rounds}")],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&traced.stdout),
+        String::from_utf8_lossy(&plain.stdout)
+    );
+    let log = String::from_utf8_lossy(&traced.stderr);
+    let slotted: u64 = log
+        .split(" function entries/returns read from learned slots")
+        .next()
+        .and_then(|s| s.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no learned-slots count in the log:\n{log}"));
+    assert!(slotted >= 8, "{log}");
+    assert!(log.contains(", 0 contradicted by the runtime"), "{log}");
+
+    let app = results(&traced);
+    let calls = invocations(&trace, "Scenarios.Abi.*");
+    let key = |k: &str, r: usize| {
+        if r == 0 {
+            k.to_string()
+        } else {
+            format!("{k}_r{r}")
+        }
+    };
+    for (function, result) in [
+        ("AddInt", "abi_int"),
+        ("MulLong", "abi_long"),
+        ("MixFloat", "abi_float"),
+        ("MixDouble", "abi_double"),
+        ("Mixed", "abi_mixed"),
+        ("SumS16", "abi_s16_sum"),
+        ("SumS24", "abi_s24_sum"),
+        ("ManyInts", "abi_many_ints"),
+        ("ManyDoubles", "abi_many_doubles"),
+        ("ManyMixed", "abi_many_mixed"),
+    ] {
+        let list = &calls[&format!("Scenarios.Abi.{function}")];
+        assert_eq!(list.len(), rounds, "{function}");
+        for (r, inv) in list.iter().enumerate() {
+            assert_eq!(
+                ret(inv).as_f64(),
+                Some(num(&app, &key(result, r))),
+                "{function} round {r}: {inv:#}"
+            );
+        }
+    }
+    for (r, inv) in calls["Scenarios.Abi.AddInt"].iter().enumerate() {
+        assert_eq!(arg(inv, "a"), &json!(40 + r), "round {r}");
+        assert_eq!(arg(inv, "b"), &json!(2), "round {r}");
+    }
+    for (r, inv) in calls["Scenarios.Abi.ManyInts"].iter().enumerate() {
+        // Six in registers, four on the stack.
+        assert_eq!(arg(inv, "a"), &json!(1 + r), "round {r}");
+        assert_eq!(arg(inv, "g"), &json!(7), "round {r}");
+        assert_eq!(arg(inv, "j"), &json!(10 + r), "round {r}");
+    }
+    for (r, inv) in calls["Scenarios.Abi.MixDouble"].iter().enumerate() {
+        let a = std::f64::consts::PI + r as f64;
+        assert_eq!(arg(inv, "a").as_f64(), Some(a), "round {r}");
+        assert_eq!(
+            arg(inv, "b").as_f64(),
+            Some(std::f64::consts::E),
+            "round {r}"
+        );
+    }
+    for (r, inv) in calls["Scenarios.Abi.SumS16"].iter().enumerate() {
+        assert_eq!(arg(inv, "k"), &json!(5 + r), "round {r}");
+        assert_eq!(
+            fields(arg(inv, "s"), &["A", "B"]).join(","),
+            app[&key("abi_s16", r)],
+            "round {r}"
+        );
+    }
+    for (r, inv) in calls["Scenarios.Abi.SumS24"].iter().enumerate() {
+        // A 24-byte struct on the stack between two register arguments.
+        assert_eq!(arg(inv, "before"), &json!(7 + r), "round {r}");
+        assert_eq!(arg(inv, "after"), &json!(9), "round {r}");
+        assert_eq!(
+            fields(arg(inv, "s"), &["A", "B", "C"]).join(","),
+            app[&key("abi_s24", r)],
+            "round {r}"
+        );
+    }
+    let text = serde_json::to_string(&calls).unwrap();
+    assert!(!text.contains("unreadable"), "{text}");
+}

@@ -241,6 +241,155 @@ fn modules_loaded_before_and_during_the_attach_appear_once() {
     t.quit();
 }
 
+/// Every option of `record` reaches an attached agent, typed and equal: one attach with
+/// each set to a value other than the one attaching without it sends, checked against
+/// the settings the agent wrote into the trace header. The list is checked against
+/// `record --help`, so a new option must be added here.
+#[test]
+fn every_option_reaches_the_attached_agent() {
+    use clrprof_settings::{
+        ArgLimits, EventGroup, EventGroups, Mode, OnFull, SamplerKind, Settings,
+    };
+    let (other_sampler, other) = match SamplerKind::DEFAULT {
+        SamplerKind::Signal => ("suspend", SamplerKind::Suspend),
+        SamplerKind::Suspend => ("signal", SamplerKind::Signal),
+    };
+    let options: &[(&str, Option<&str>)] = &[
+        ("--mode", Some("events")),
+        ("--events", Some("threads,exceptions,gc,jit")),
+        ("--buffer-kb", Some("64")),
+        ("--on-full", Some("drop")),
+        ("--rate", Some("250")),
+        ("--sampler", Some(other_sampler)),
+        ("--max-depth", Some("64")),
+        ("--duration", Some("2.5")),
+        ("--include", Some("Scenarios.*")),
+        ("--exclude", Some("System.*")),
+        ("--allow-inlining", None),
+        ("--arg-max-len", Some("10")),
+        ("--arg-depth", Some("2")),
+        ("--arg-items", Some("3")),
+        ("--heap", Some("0.5")),
+    ];
+    // Options that are not agent settings, or that cannot attach (`--args` is refused:
+    // reading arguments needs a profiler loaded at startup).
+    let not_settings = [
+        "--output",
+        "--force",
+        "--profiler",
+        "--quiet",
+        "--pid",
+        "--args",
+        "--help",
+    ];
+    let help = clrprof().args(["record", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    let listed: Vec<&str> = help
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with('-'))
+        .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("--")))
+        .map(|w| w.trim_end_matches(|c: char| !c.is_ascii_alphanumeric()))
+        .filter(|w| *w != "--")
+        .collect();
+    assert!(listed.contains(&"--on-full"), "{help}");
+    for o in &listed {
+        assert!(
+            not_settings.contains(o) || options.iter().any(|(n, _)| n == o),
+            "record option {o} is not covered by this test"
+        );
+    }
+
+    let dir = scratch("attach-every-option");
+    let trace = dir.join("t.clrprof");
+    let t = Target::start(&[]);
+    let mut cmd = clrprof();
+    cmd.args(["record", "-q", "--pid", &t.pid.to_string(), "-o"])
+        .arg(&trace);
+    for (name, value) in options {
+        cmd.arg(name).args(value);
+    }
+    let rec = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let owner = rec.id();
+    let out = rec.wait_with_output().unwrap();
+    assert_ok(&out);
+    t.quit();
+
+    let bytes = std::fs::read(&trace).unwrap();
+    let (header, _) = clrprof_format::Header::parse(&bytes).unwrap();
+    assert!(header.meta.attached);
+    assert_eq!(header.meta.mode, "events");
+    let got = header.meta.settings;
+    let expected = Settings {
+        mode: Mode::Events,
+        events: EventGroups::of(&[
+            EventGroup::Threads,
+            EventGroup::Exceptions,
+            EventGroup::Gc,
+            EventGroup::Jit,
+        ]),
+        buffer_bytes: 64 * 1024,
+        on_full: OnFull::Drop,
+        rate_hz: 250,
+        sampler: other,
+        max_depth: 64,
+        duration_s: Some(2.5),
+        include: Some("Scenarios.*".into()),
+        exclude: Some("System.*".into()),
+        allow_inlining: true,
+        arg_limits: ArgLimits {
+            max_len: 10,
+            depth: 2,
+            items: 3,
+            ..ArgLimits::DEFAULT
+        },
+        heap_at: vec![0.5],
+        heap: true,
+        owner_pid: Some(owner),
+        // Not in the header: the trace's own path, the log target, the owner's start.
+        ..Settings::unrecorded()
+    };
+    assert_eq!(got, expected);
+    // Each option changed its own setting: compared with an attach without options
+    // (sample mode, every default), exactly these members differ.
+    let plain = serde_json::to_value(Settings::for_mode(Mode::Sample)).unwrap();
+    let got = serde_json::to_value(&got).unwrap();
+    let mut changed: Vec<&str> = got
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, v)| plain[k.as_str()] != **v)
+        .map(|(k, _)| k.as_str())
+        .collect();
+    changed.sort();
+    assert_eq!(
+        changed,
+        [
+            "allow_inlining",
+            "arg_depth",
+            "arg_items",
+            "arg_max_len",
+            "buffer_bytes",
+            "duration_s",
+            "events",
+            "exclude",
+            "heap",
+            "heap_at",
+            "include",
+            "max_depth",
+            "mode",
+            "on_full",
+            "owner_pid",
+            "rate_hz",
+            "sampler",
+        ]
+    );
+}
+
 fn fails_with(out: &std::process::Output, needle: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "should fail: {stderr}");

@@ -24,7 +24,10 @@ struct Target {
 
 impl Target {
     fn start(args: &[&str]) -> Target {
-        let app = scenarios();
+        Target::start_on(&scenarios(), args)
+    }
+
+    fn start_on(app: &clrprof_testkit::BuiltApp, args: &[&str]) -> Target {
         let mut child = app
             .command(args)
             .stdin(Stdio::piped())
@@ -144,6 +147,28 @@ fn count(v: &Value) -> i64 {
     v["count"].as_i64().unwrap()
 }
 
+/// The non-GC heap is in the snapshot, marked: the static holding a string literal holds
+/// a non-GC `System.String` with the app's text, every reference resolves, and the non-GC
+/// objects hang from their own root. Returns the number of non-GC objects.
+fn assert_non_gc_heap(h: &Value, t: &Target) -> u64 {
+    assert!(h.get("nongc_missing").is_none(), "{}", h["nongc_missing"]);
+    let nongc = h["nongc_objects"].as_u64().unwrap();
+    assert!(nongc > 0, "no non-GC objects");
+    assert_eq!(h["generations"]["nongc"], h["nongc_bytes"]);
+    assert_eq!(h["dangling"], 0);
+    assert_eq!(h["lost"], 0);
+    let literal = row(&h["statics"], "field", "Literal");
+    assert_eq!(literal["value"], t.facts["heap_literal"].as_str());
+    assert_eq!(literal["type"], "System.String");
+    assert_eq!(literal["nongc"], true, "{literal}");
+    assert_eq!(root(h, "nongc", "non-GC heap")["objects"], nongc);
+    // The walk reports non-GC objects too: each is marked, none left without a generation.
+    assert_eq!(h["generations"]["other"], 0, "{}", h["generations"]);
+    // String literals are the most common non-GC objects.
+    assert!(count(row(&h["types"], "name", "System.String")) > 0);
+    nongc
+}
+
 #[test]
 fn heap_snapshot_of_a_known_graph_then_diff_after_freeing_half() {
     let dir = scratch("heap-known-graph");
@@ -226,6 +251,8 @@ fn heap_snapshot_of_a_known_graph_then_diff_after_freeing_half() {
         row(statics, "field", "Ratio")["value"],
         t.facts["heap_ratio"].as_str()
     );
+    let nongc = assert_non_gc_heap(&h, &t);
+    eprintln!("non-GC heap: {nongc} objects, {} bytes", h["nongc_bytes"]);
 
     // Every local is reached through the array on Hold's frame.
     let locals = report_heap(&s1, &["--paths-to", "Scenarios.HeapLocal"]);
@@ -281,6 +308,26 @@ fn heap_snapshot_of_a_known_graph_then_diff_after_freeing_half() {
         t.fact("heap_locals_after") - m
     );
     // The target went on unharmed.
+    assert_eq!(t.finish(), 0);
+}
+
+/// .NET 8 introduced the non-GC heap and `ICorProfilerInfo14`: the snapshot holds it too.
+#[test]
+fn the_non_gc_heap_on_net8() {
+    let dir = scratch("heap-nongc-net8");
+    let app = clrprof_testkit::app_on("Scenarios", clrprof_testkit::Runtime::Net8);
+    let t = Target::start_on(&app, &["heap", "100"]);
+    let h = heap_json(
+        t.pid,
+        &dir.join("s.clrprof"),
+        &["--statics", "Scenarios.HeapHolder"],
+    );
+    assert_eq!(h["complete"], true);
+    let nongc = assert_non_gc_heap(&h, &t);
+    eprintln!(
+        "non-GC heap on .NET 8: {nongc} objects, {} bytes",
+        h["nongc_bytes"]
+    );
     assert_eq!(t.finish(), 0);
 }
 

@@ -429,6 +429,15 @@ fn a_detach_from_another_shell_ends_record_cleanly() {
     t.quit();
 }
 
+fn main_thread_state(pid: u32) -> Option<char> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    text[text.rfind(')')? + 1..]
+        .split_whitespace()
+        .next()?
+        .chars()
+        .next()
+}
+
 #[test]
 fn attaching_to_a_stopped_target_is_refused_with_a_reason() {
     let dir = scratch("rel-stopped");
@@ -436,6 +445,16 @@ fn attaching_to_a_stopped_target_is_refused_with_a_reason() {
     let t = Target::start_as(None);
     // SAFETY: plain syscall on a process we started.
     unsafe { libc::kill(t.pid as i32, libc::SIGSTOP) };
+    // kill() returns before the stop takes effect; the premise is a target already stopped.
+    let stop_seen = Instant::now();
+    while !matches!(main_thread_state(t.pid), Some('T' | 't')) {
+        assert!(
+            stop_seen.elapsed() < Duration::from_secs(5),
+            "pid {} never stopped",
+            t.pid
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let started = Instant::now();
     let out = clrprof()
         .args(["record", "--pid", &t.pid.to_string(), "-o"])

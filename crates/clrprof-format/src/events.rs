@@ -213,6 +213,11 @@ events! {
     41 CallReturn { function: u64, sp: u64, values: Cow<'a, [u8]> }
     /// `--args`: an exception unwound a call of `function` (no CallReturn follows).
     42 CallUnwound { function: u64 }
+    /// `--args`: the names and declared types of a function's values, written once before
+    /// its first `CallArgs`: `params` pairs for `this` and the parameters, then one for
+    /// the return value unless it is `void` ([`values::encode_names`](crate::values::encode_names)).
+    /// `CallArgs`/`CallReturn` items then refer to them by index (`PARAM`).
+    43 ArgNames { function: u64, params: u64, names: Cow<'a, [u8]> }
     /// A class's name, written once per class id by events that refer to classes the
     /// runtime did not announce with `ClassLoaded` (allocations). Since 1.2; before, a
     /// `Meta` record with key `class_name` and JSON `{"id", "name"}` said the same.

@@ -13,6 +13,8 @@ use std::io::{self, Write};
 
 use serde::{Deserialize, Serialize};
 
+use clrprof_settings::Settings;
+
 use crate::error::FormatError;
 
 /// First 8 bytes of every trace.
@@ -36,7 +38,7 @@ pub struct Header {
 
 /// What was recorded, where and how. Every field has a default so readers cope with
 /// documents from older or newer writers (unknown fields are ignored).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TraceMeta {
     pub pid: u32,
@@ -50,10 +52,37 @@ pub struct TraceMeta {
     pub clock: ClockInfo,
     /// Whether the profiler attached to a running process (rather than loading at startup).
     pub attached: bool,
-    /// The agent's settings, free-form.
-    pub settings: serde_json::Value,
+    /// The agent's settings. A member an older writer left out reads as
+    /// [`Settings::unrecorded`] has it; `null` or no `settings` at all, as all left out.
+    #[serde(
+        default = "Settings::unrecorded",
+        deserialize_with = "settings_or_unrecorded"
+    )]
+    pub settings: Settings,
     /// Every event kind the writer knew: lets a reader name and skip kinds it does not know.
     pub event_kinds: Vec<EventKindDesc>,
+}
+
+/// What an empty header document reads as.
+impl Default for TraceMeta {
+    fn default() -> Self {
+        TraceMeta {
+            pid: 0,
+            command_line: Vec::new(),
+            mode: String::new(),
+            agent_version: String::new(),
+            runtime_version: None,
+            start_unix_ns: 0,
+            clock: ClockInfo::default(),
+            attached: false,
+            settings: Settings::unrecorded(),
+            event_kinds: Vec::new(),
+        }
+    }
+}
+
+fn settings_or_unrecorded<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Settings, D::Error> {
+    Ok(Option::<Settings>::deserialize(d)?.unwrap_or_else(Settings::unrecorded))
 }
 
 /// What record timestamps count.
@@ -215,6 +244,29 @@ mod tests {
         assert_eq!((h.major, h.minor, h.meta.pid), (1, 9, 7));
         assert_eq!(h.meta.clock.kind, ClockKind::Tsc);
         assert!(h.meta.event_kinds.is_empty());
+        assert_eq!(h.meta.settings, Settings::unrecorded());
+    }
+
+    #[test]
+    fn settings_are_typed_and_old_ones_read() {
+        let parse = |json: &str| {
+            let mut bytes = FILE_MAGIC.to_vec();
+            bytes.extend_from_slice(&1u16.to_le_bytes());
+            bytes.extend_from_slice(&0u16.to_le_bytes());
+            bytes.extend_from_slice(&(json.len() as u32).to_le_bytes());
+            bytes.extend_from_slice(json.as_bytes());
+            Header::parse(&bytes).map(|(h, _)| h.meta.settings)
+        };
+        assert_eq!(
+            parse(r#"{"settings":null}"#).unwrap(),
+            Settings::unrecorded()
+        );
+        let s = parse(r#"{"settings":{"rate_hz":250,"mode":"sample","something_new":1}}"#).unwrap();
+        assert_eq!((s.rate_hz, s.mode), (250, clrprof_settings::Mode::Sample));
+        assert!(matches!(
+            parse(r#"{"settings":{"rate_hz":"fast"}}"#),
+            Err(FormatError::HeaderJsonInvalid { .. })
+        ));
     }
 
     #[test]

@@ -28,7 +28,6 @@
 
 #![forbid(unsafe_code)]
 
-pub mod attach;
 mod block;
 mod block_writer;
 mod clock;
@@ -47,7 +46,6 @@ pub mod units;
 pub mod values;
 mod warning;
 
-pub use attach::{ATTACH_MAGIC, ATTACH_MAX_JSON, AttachRequest, decode_attach, encode_attach};
 pub use block::{
     BLOCK_HEADER_LEN, BLOCK_MAGIC, BlockHeader, FLAG_LZ4, FLAG_UNITS, KNOWN_FLAGS,
     MAX_BLOCK_PAYLOAD,

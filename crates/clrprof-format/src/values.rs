@@ -9,6 +9,8 @@
 //! ```text
 //! list   := item* [CUT]
 //! item   := ITEM name:str type:str value
+//!         | PARAM index:uleb value                     (name and type from the function's
+//!                                                       `ArgNames` record; since 1.2)
 //! value  := NULL | BOOL u8 | CHAR uleb | INT zigzag | UINT uleb | F32 4 bytes | F64 8 bytes
 //!         | STR full_length:uleb text:str            (text may be cut: full_length says)
 //!         | ENUM type:str member:str zigzag            (member "" when none matches)
@@ -24,6 +26,7 @@
 //!         | CUT                                         (the bound was reached here)
 //! fields := (ITEM name:str value)* END
 //! str    := uleb length, UTF-8 bytes
+//! names  := (name:str type:str)*                      (an `ArgNames` record's pairs)
 //! ```
 
 use crate::leb128;
@@ -47,6 +50,7 @@ pub const BYREF: u8 = 15;
 pub const TYPEDREF: u8 = 16;
 pub const UNREADABLE: u8 = 17;
 pub const ITEM: u8 = 0x40;
+pub const PARAM: u8 = 0x41;
 pub const END: u8 = 0x7e;
 pub const CUT: u8 = 0x7f;
 
@@ -137,6 +141,13 @@ impl<'b> ValueWriter<'b> {
         if let Some(t) = ty {
             self.str(t);
         }
+    }
+
+    /// Starts a top-level value whose name and type are the function's `index`-th
+    /// [`ArgNames`](crate::Event::ArgNames) pair: the value must follow.
+    pub fn param(&mut self, index: u32) {
+        self.byte(PARAM);
+        self.uleb(u64::from(index));
     }
 
     pub fn null(&mut self) {
@@ -543,6 +554,15 @@ impl R<'_> {
 /// Decodes a value list; the bool says whether it was cut. Errors describe the problem
 /// (a damaged record); the items before it are lost.
 pub fn decode_items(bytes: &[u8]) -> Result<(Vec<Item>, bool), String> {
+    decode_items_named(bytes, &[])
+}
+
+/// [`decode_items`] for a list whose `PARAM` items name pairs of `names` (the function's
+/// [`ArgNames`](crate::Event::ArgNames), see [`decode_names`]).
+pub fn decode_items_named(
+    bytes: &[u8],
+    names: &[(String, String)],
+) -> Result<(Vec<Item>, bool), String> {
     let mut r = R {
         b: bytes,
         pos: 0,
@@ -561,15 +581,79 @@ pub fn decode_items(bytes: &[u8]) -> Result<(Vec<Item>, bool), String> {
                 cut |= value == Value::Cut;
                 items.push(Item { name, ty, value });
             }
+            PARAM => {
+                let index = r.uleb()?;
+                let (name, ty) = usize::try_from(index)
+                    .ok()
+                    .and_then(|i| names.get(i))
+                    .cloned()
+                    .ok_or_else(|| format!("parameter {index} is not in the function's names"))?;
+                let value = r.value(0)?;
+                cut |= value == Value::Cut;
+                items.push(Item { name, ty, value });
+            }
             t => return Err(format!("unexpected tag {t:#x} in a value list")),
         }
     }
     Ok((items, cut || r.cut))
 }
 
+/// Encodes an `ArgNames` record's pairs (name, declared type).
+pub fn encode_names<'n>(pairs: impl IntoIterator<Item = (&'n str, &'n str)>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (name, ty) in pairs {
+        for s in [name, ty] {
+            let mut tmp = [0u8; leb128::MAX_LEN];
+            let n = leb128::write_u64(&mut tmp, s.len() as u64);
+            out.extend_from_slice(&tmp[..n]);
+            out.extend_from_slice(s.as_bytes());
+        }
+    }
+    out
+}
+
+/// Decodes an `ArgNames` record's pairs.
+pub fn decode_names(bytes: &[u8]) -> Result<Vec<(String, String)>, String> {
+    let mut r = R {
+        b: bytes,
+        pos: 0,
+        cut: false,
+    };
+    let mut pairs = Vec::new();
+    while r.pos < bytes.len() {
+        let name = r.str()?;
+        let ty = r.str()?;
+        pairs.push((name, ty));
+    }
+    Ok(pairs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn params_take_their_names_from_the_function() {
+        let names = decode_names(&encode_names([("n", "int"), ("return", "int")])).unwrap();
+        assert_eq!(names[1], ("return".to_string(), "int".to_string()));
+        let mut buf = [0u8; 64];
+        let mut w = ValueWriter::new(&mut buf);
+        w.param(0);
+        w.int(27);
+        let (bytes, cut) = w.finish();
+        assert!(!cut);
+        assert_eq!(bytes.len(), 4, "PARAM, index, INT, zigzag: {bytes:?}");
+        let (items, _) = decode_items_named(bytes, &names).unwrap();
+        assert_eq!(
+            items,
+            vec![Item {
+                name: "n".into(),
+                ty: "int".into(),
+                value: Value::Int(27)
+            }]
+        );
+        assert!(decode_items(bytes).is_err(), "a PARAM needs the names");
+    }
 
     #[test]
     fn round_trip_of_every_kind() {

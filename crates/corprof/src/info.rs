@@ -306,6 +306,7 @@ raw_enum! {
     ICorProfilerModuleEnum => sys::ModuleID,
     ICorProfilerThreadEnum => sys::ThreadID,
     ICorProfilerFunctionEnum => sys::COR_PRF_FUNCTION,
+    ICorProfilerObjectEnum => sys::ObjectID,
 }
 
 /// Drains an enumerator the runtime just returned (one reference, ours) and releases it.
@@ -973,6 +974,95 @@ impl ProfilerInfo {
             ICorProfilerInfo2::GetObjectGeneration(object.0, &mut r)
         ))?;
         Ok(generation_range(r))
+    }
+
+    /// `EnumerateNonGCObjects`: every object of the non-GC (frozen) heap — string literals,
+    /// `RuntimeType` objects, other objects the runtime preallocates and never collects or
+    /// moves. The runtime copies the ids of all its frozen segments under the frozen heap's
+    /// lock when it makes the enumerator (`ProfilerObjectEnum::Init`), so the list is that
+    /// moment's; it is read with `Next` in batches and the enumerator released. The list
+    /// needs no suspension, but reading the objects (class, size) is object inspection:
+    /// the runtime's own test calls it from `garbage_collection_finished`.
+    /// **Info14 · sync · after attach**
+    pub fn enumerate_non_gc_objects(&self) -> Result<Vec<ObjectId>> {
+        let mut e = ptr::null_mut();
+        check(vcall!(
+            self,
+            ICorProfilerInfo14::EnumerateNonGCObjects(&mut e)
+        ))?;
+        // SAFETY: a live enumerator with one reference for us (R3).
+        Ok(unsafe { drain(e) }?.into_iter().map(ObjectId).collect())
+    }
+
+    /// `EnumerateObjectReferences`: calls `f(slot, target)` for each non-null reference
+    /// field of `object`, `slot` being the field's address inside the object; return
+    /// `false` to stop. `Ok(false)` when the object's type has no reference fields
+    /// (`S_FALSE`). The runtime reads the fields as they are now (`DiagWalkObject2`), so
+    /// the object must not move meanwhile: call it during a GC or for a non-GC object
+    /// (R7). A panic in `f` stops the walk and gives `Err(E_FAIL)`.
+    /// **Info10 · sync · after attach**
+    pub fn enumerate_object_references(
+        &self,
+        object: ObjectId,
+        f: &mut dyn FnMut(usize, ObjectId) -> bool,
+    ) -> Result<bool> {
+        struct Walk<'a> {
+            f: &'a mut dyn FnMut(usize, ObjectId) -> bool,
+            stopped: bool,
+            panicked: bool,
+        }
+
+        unsafe extern "system" fn each(
+            _object: sys::ObjectID,
+            slot: *mut sys::ObjectID,
+            client: *mut c_void,
+        ) -> sys::BOOL {
+            // SAFETY: `client` is the `Walk` on the stack of `enumerate_object_references`,
+            // which is still running: the runtime calls back synchronously, on the calling
+            // thread, before EnumerateObjectReferences returns (R4, R5).
+            let walk = unsafe { &mut *client.cast::<Walk<'_>>() };
+            if walk.stopped || walk.panicked {
+                return sys::FALSE;
+            }
+            if slot.is_null() {
+                return sys::TRUE;
+            }
+            // SAFETY: `slot` is a pointer-sized field of the object being walked, valid
+            // and unchanged during this call (R4).
+            let target = unsafe { slot.read() };
+            if target == 0 {
+                return sys::TRUE;
+            }
+            match catch("EnumerateObjectReferences callback", || {
+                Ok((walk.f)(slot as usize, ObjectId(target)))
+            }) {
+                Ok(true) => sys::TRUE,
+                Ok(false) => {
+                    walk.stopped = true;
+                    sys::FALSE
+                }
+                Err(_) => {
+                    walk.panicked = true;
+                    sys::FALSE
+                }
+            }
+        }
+
+        let mut walk = Walk {
+            f,
+            stopped: false,
+            panicked: false,
+        };
+        let client = (&raw mut walk).cast::<c_void>();
+        let hr = vcall!(
+            self,
+            ICorProfilerInfo10::EnumerateObjectReferences(object.0, Some(each), client)
+        );
+        if walk.panicked {
+            return Err(HResult::E_FAIL);
+        }
+        check(hr)?;
+        Ok(hr == sys::S_OK)
     }
 
     /// `ForceGC`: from a thread the profiler created, never from a callback.

@@ -517,3 +517,140 @@ fn slow_path_hooks_reach_the_runtime_as_given() {
     assert_eq!(HOOKS[1].load(SeqCst), leave_hook as *const () as usize);
     assert_eq!(HOOKS[2].load(SeqCst), 0, "no tail-call hook");
 }
+
+// ---- Non-GC heap ------------------------------------------------------------------------------
+
+/// 150 frozen objects: more than one `Next` batch of the wrapper (64), so it pages.
+const FROZEN: usize = 150;
+
+/// An `ICorProfilerObjectEnum` over ids 0x8000, 0x8010, …: a vtable pointer, a cursor and
+/// a release counter.
+#[repr(C)]
+struct FakeObjectEnum {
+    vtbl: *const usize,
+    next: usize,
+    released: usize,
+}
+
+unsafe extern "system" fn enum_release(this: *mut c_void) -> u32 {
+    // SAFETY: `this` is the leaked FakeObjectEnum the fake handed out.
+    let e = unsafe { &mut *this.cast::<FakeObjectEnum>() };
+    e.released += 1;
+    0
+}
+
+/// `Next`: up to `celt` ids; `S_FALSE` once fewer than asked for are left.
+unsafe extern "system" fn enum_next(
+    this: *mut c_void,
+    celt: u32,
+    out: *mut usize,
+    fetched: *mut u32,
+) -> HRESULT {
+    // SAFETY: as above; the wrapper passes `celt` writable slots and a writable count.
+    unsafe {
+        let e = &mut *this.cast::<FakeObjectEnum>();
+        let n = (celt as usize).min(FROZEN - e.next);
+        for i in 0..n {
+            *out.add(i) = 0x8000 + (e.next + i) * 0x10;
+        }
+        e.next += n;
+        *fetched = n as u32;
+        if n == celt as usize {
+            sys::S_OK
+        } else {
+            sys::S_FALSE
+        }
+    }
+}
+
+static mut LAST_ENUM: *mut FakeObjectEnum = std::ptr::null_mut();
+
+unsafe extern "system" fn enumerate_non_gc(_this: *mut c_void, out: *mut *mut c_void) -> HRESULT {
+    let mut vtbl = vec![not_implemented as *const () as usize; 8];
+    vtbl[0] = qi as *const () as usize;
+    vtbl[1] = add_ref as *const () as usize;
+    vtbl[2] = enum_release as *const () as usize;
+    vtbl[7] = enum_next as *const () as usize;
+    let vtbl: &'static [usize] = Vec::leak(vtbl);
+    let e = Box::leak(Box::new(FakeObjectEnum {
+        vtbl: vtbl.as_ptr(),
+        next: 0,
+        released: 0,
+    }));
+    // SAFETY: a writable out-pointer; one test thread writes LAST_ENUM.
+    unsafe {
+        LAST_ENUM = &raw mut *e;
+        *out = (e as *mut FakeObjectEnum).cast();
+    }
+    sys::S_OK
+}
+
+/// `EnumerateObjectReferences` over an "object" that is a `[usize; 4]` at `object`:
+/// slots 1..4 are fields, 0 = null; one callback per field, as `DiagWalkObject2` does.
+unsafe extern "system" fn object_references(
+    _this: *mut c_void,
+    object: usize,
+    callback: Option<sys::ObjectReferenceCallback>,
+    client: *mut c_void,
+) -> HRESULT {
+    // SAFETY: `object` is the test's live array; the callback is the wrapper's.
+    unsafe {
+        let fields = object as *mut usize;
+        if *fields.add(1) == usize::MAX {
+            return sys::S_FALSE;
+        }
+        for i in 1..4 {
+            if callback.unwrap()(object, fields.add(i), client) == sys::FALSE {
+                break;
+            }
+        }
+    }
+    sys::S_OK
+}
+
+#[test]
+fn non_gc_objects_are_read_in_batches_and_their_references_with_their_slots() {
+    let info = info_with(&[
+        (
+            "EnumerateNonGCObjects",
+            enumerate_non_gc as *const () as usize,
+        ),
+        (
+            "EnumerateObjectReferences",
+            object_references as *const () as usize,
+        ),
+    ]);
+    let ids = info.enumerate_non_gc_objects().unwrap();
+    assert_eq!(ids.len(), FROZEN);
+    assert_eq!(ids[0], ObjectId(0x8000));
+    assert_eq!(ids[FROZEN - 1], ObjectId(0x8000 + (FROZEN - 1) * 0x10));
+    // SAFETY: set by the fake during the call above, on this thread.
+    let released = unsafe { (*LAST_ENUM).released };
+    assert_eq!(released, 1, "the enumerator is released once");
+
+    // Fields 1 and 3 hold references, field 2 is null.
+    let mut obj: [usize; 4] = [0xaaaa, 0x9000, 0, 0x9100];
+    let base = obj.as_mut_ptr() as usize;
+    let mut seen = Vec::new();
+    let r = info.enumerate_object_references(ObjectId(base), &mut |slot, t| {
+        seen.push((slot - base, t.0));
+        true
+    });
+    assert_eq!(r, Ok(true));
+    assert_eq!(seen, vec![(8, 0x9000), (24, 0x9100)]);
+    // Stopping after the first.
+    let mut n = 0;
+    let r = info.enumerate_object_references(ObjectId(base), &mut |_, _| {
+        n += 1;
+        false
+    });
+    assert_eq!((r, n), (Ok(true), 1));
+    // A panic ends the walk with E_FAIL.
+    let r = info.enumerate_object_references(ObjectId(base), &mut |_, _| panic!("boom"));
+    assert_eq!(r, Err(HResult::E_FAIL));
+    // No reference fields: S_FALSE.
+    obj[1] = usize::MAX;
+    std::hint::black_box(&obj);
+    let r = info.enumerate_object_references(ObjectId(base), &mut |_, _| true);
+    assert_eq!(r, Ok(false));
+}

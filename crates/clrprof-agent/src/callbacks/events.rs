@@ -17,7 +17,7 @@ use crate::{inspect, names, sampling, session};
 impl ProfilerCallback for Profiler {
     fn initialize(&self, info: ProfilerInfo) -> Result<()> {
         let settings = match crate::config::check_utf8(std::env::vars_os()).and_then(|()| {
-            crate::config::Settings::from_lookup(|k| std::env::var(k).ok(), std::process::id())
+            crate::config::Settings::from_env(|k| std::env::var(k).ok(), std::process::id())
         }) {
             Ok(s) => s,
             Err(e) => {
@@ -363,6 +363,15 @@ impl ProfilerCallback for Profiler {
             thread: thread.0 as u64,
             resumed: true,
         });
+        Ok(())
+    }
+
+    fn handle_created(
+        &self,
+        _handle: corprof::GcHandleId,
+        _initial_object: ObjectId,
+    ) -> Result<()> {
+        crate::heap::note_handle_created();
         Ok(())
     }
 

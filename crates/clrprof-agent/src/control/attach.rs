@@ -1,5 +1,5 @@
 //! Attach: the settings arrive as the client data of the diagnostics AttachProfiler
-//! command (layout: `clrprof_format::attach`). They are the same `CLRPROF_*` settings as
+//! command (layout: `clrprof_settings::attach`). They are the same `CLRPROF_*` settings as
 //! the startup variables, parsed by the same function.
 
 use std::path::PathBuf;
@@ -14,12 +14,10 @@ pub struct AttachRequest {
 
 /// Parses and validates the client data.
 pub fn parse(data: &[u8], pid: u32) -> Result<AttachRequest, ConfigError> {
-    let req = clrprof_format::decode_attach(data)
-        .map_err(|m| ConfigError(format!("invalid attach client data: {m}")))?;
-    let settings = Settings::from_lookup(|k| req.env.get(k).cloned(), pid)?;
+    let req = clrprof_settings::attach::decode(data, pid)?;
     Ok(AttachRequest {
-        settings,
-        control: req.control.map(PathBuf::from),
+        settings: req.settings,
+        control: req.control,
     })
 }
 
@@ -28,14 +26,14 @@ mod tests {
     use super::*;
     use crate::config::Mode;
 
+    /// Client data as an older `clrprof` sends it: only some variables.
     fn data(env: &[(&str, &str)], control: Option<&str>) -> Vec<u8> {
-        clrprof_format::encode_attach(&clrprof_format::AttachRequest {
-            env: env
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            control: control.map(String::from),
-        })
+        let env: std::collections::BTreeMap<_, _> = env.iter().copied().collect();
+        let json = serde_json::json!({ "version": 1, "env": env, "control": control }).to_string();
+        let mut out = clrprof_settings::attach::MAGIC.to_vec();
+        out.extend_from_slice(&(json.len() as u32).to_le_bytes());
+        out.extend_from_slice(json.as_bytes());
+        out
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod statics;
 mod timer;
 
 pub(crate) use snapshot::{
-    gc_finished, gc_started, monitor_between_snapshots, object_references, root_references, take,
+    gc_finished, gc_started, monitor_between_snapshots, note_handle_created, object_references,
+    root_references, take,
 };
 pub(crate) use timer::HeapTimer;

@@ -3,13 +3,16 @@
 //! heap for us: `RootReferences2` gives every root, `ObjectReferences` every live object
 //! and its outgoing references. Each callback appends to a small batch that goes into
 //! the calling thread's ring as one `HeapObjects` / `HeapRoots` record when full, so the
-//! agent never holds a copy of the heap. Class names, field layouts and statics are read
-//! after the GC, from the requesting thread, for the classes the walk met.
+//! agent never holds a copy of the heap. Non-GC (frozen) heap objects get generation
+//! [`NON_GC`]: listed at `GarbageCollectionStarted` (`EnumerateNonGCObjects`), marked when
+//! the walk reports them, the others recorded at `GarbageCollectionFinished`. Class
+//! names, field layouts and statics are read after the GC, from the requesting thread,
+//! for the classes the walk met.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::time::Instant;
 
 use clrprof_format::Event;
@@ -40,6 +43,9 @@ const BATCH_VALUES: usize = 2048;
 /// Class index of a continuation entry: more references of the previous object with the
 /// same id (an object with more references than one batch holds, e.g. a large array).
 pub const CONTINUATION: u64 = u32::MAX as u64;
+/// Generation value of a non-GC (frozen) heap object: after 0–2, LOH (3), POH (4); 7 is
+/// an object whose generation could not be read.
+pub const NON_GC: u64 = 5;
 
 /// Values per batch for this ring size; an entry adds at most a quarter of it.
 fn batch_values() -> usize {
@@ -52,6 +58,11 @@ const SCAN_MAX_REFS: usize = 256;
 
 struct Walk {
     snapshot: u64,
+    /// For the non-GC heap, read in `gc_started` / `gc_finished` (which the runtime calls
+    /// without it).
+    info: ProfilerInfo,
+    /// Non-GC objects listed at the start of the GC that the walk has not reported yet.
+    frozen: HashSet<usize>,
     batch_values: usize,
     objects: Vec<u64>,
     objects_in_batch: u64,
@@ -66,6 +77,10 @@ struct Walk {
     n_references: u64,
     n_roots: u64,
     lost: u64,
+    nongc_objects: u64,
+    nongc_bytes: u64,
+    /// Why the non-GC heap is not in the snapshot.
+    nongc_error: Option<String>,
 }
 
 fn zigzag(v: i64) -> u64 {
@@ -73,9 +88,11 @@ fn zigzag(v: i64) -> u64 {
 }
 
 impl Walk {
-    fn new(snapshot: u64) -> Walk {
+    fn new(snapshot: u64, info: ProfilerInfo) -> Walk {
         Walk {
             snapshot,
+            info,
+            frozen: HashSet::new(),
             batch_values: batch_values(),
             objects: Vec::with_capacity(BATCH_VALUES + 64),
             objects_in_batch: 0,
@@ -89,6 +106,9 @@ impl Walk {
             n_references: 0,
             n_roots: 0,
             lost: 0,
+            nongc_objects: 0,
+            nongc_bytes: 0,
+            nongc_error: None,
         }
     }
 
@@ -104,14 +124,40 @@ impl Walk {
     }
 
     fn object(&mut self, info: &ProfilerInfo, object: ObjectId, class: ClassId, refs: &[ObjectId]) {
-        let (index, array) = self.class_index(info, class);
         let size = info.get_object_size2(object).unwrap_or(0);
+        // The walk reports non-GC objects too (.NET 8 and 10), whose generation the
+        // runtime does not give (CORPROF_E_NOT_GC_OBJECT / E_FAIL).
         let generation = match info.get_object_generation(object) {
-            Ok(r) => u64::from(r.generation.min(6)),
+            Ok(r) if r.generation <= 4 => u64::from(r.generation),
+            _ if self.frozen.remove(&object.0) => {
+                self.nongc_objects += 1;
+                self.nongc_bytes += size as u64;
+                NON_GC
+            }
+            Ok(_) => 6,
             Err(_) => 7,
         };
+        self.entry(info, object, class, size, generation, refs, None);
+    }
+
+    /// Appends one object; `offsets` (per reference) when known, else they are found by
+    /// scanning the object.
+    #[allow(clippy::too_many_arguments)]
+    fn entry(
+        &mut self,
+        info: &ProfilerInfo,
+        object: ObjectId,
+        class: ClassId,
+        size: usize,
+        generation: u64,
+        refs: &[ObjectId],
+        offsets: Option<&[u64]>,
+    ) {
+        let (index, array) = self.class_index(info, class);
         let id = object.0 as u64;
-        let scan = !array && size <= SCAN_MAX_BYTES && refs.len() <= SCAN_MAX_REFS;
+        let scan =
+            offsets.is_none() && !array && size <= SCAN_MAX_BYTES && refs.len() <= SCAN_MAX_REFS;
+        let mut done = 0usize;
         // References per entry: a large array is split into continuation entries so that
         // no record outgrows the ring.
         let chunk = (self.batch_values / 4).max(8);
@@ -136,7 +182,11 @@ impl Walk {
             for r in part {
                 self.objects
                     .push(zigzag((r.0 as u64).wrapping_sub(id) as i64));
-                let offset = if scan {
+                let known = offsets.and_then(|o| o.get(done)).filter(|_| !array);
+                done += 1;
+                let offset = if let Some(&o) = known {
+                    o
+                } else if scan {
                     // SAFETY: (A7) called from ObjectReferences: the runtime is suspended for
                     // the GC and `object` is a live object of `size` bytes
                     // (GetObjectSize2), whose fields lie between id + 8 and id + size - 8.
@@ -158,6 +208,51 @@ impl Walk {
         }
         self.n_objects += 1;
         self.n_references += refs.len() as u64;
+    }
+
+    /// Lists the non-GC (frozen) heap at `GarbageCollectionStarted`, before the walk.
+    fn list_non_gc(&mut self) {
+        let version = self.info.version();
+        if version < 14 {
+            self.nongc_error = Some(format!(
+                "the runtime offers ICorProfilerInfo{version}, EnumerateNonGCObjects needs 14"
+            ));
+            return;
+        }
+        match self.info.enumerate_non_gc_objects() {
+            Ok(ids) => self.frozen = ids.into_iter().map(|o| o.0).collect(),
+            Err(e) => self.nongc_error = Some(format!("EnumerateNonGCObjects failed: {e}")),
+        }
+    }
+
+    /// Records the listed non-GC objects the walk did not report, from
+    /// `GarbageCollectionFinished`: the GC is still in progress, so they may be inspected.
+    /// They never move and reference only each other (never the GC heap); their
+    /// references come from EnumerateObjectReferences, with the field offsets.
+    fn non_gc(&mut self) {
+        let info = self.info.clone();
+        let (mut refs, mut offsets) = (Vec::new(), Vec::new());
+        let mut left: Vec<usize> = self.frozen.drain().collect();
+        left.sort_unstable();
+        for object in left.into_iter().map(ObjectId) {
+            let Ok(class) = info.get_class_from_object(object) else {
+                self.lost += 1;
+                continue;
+            };
+            let size = info.get_object_size2(object).unwrap_or(0);
+            refs.clear();
+            offsets.clear();
+            // Err: recorded without references (the runtime refused the walk).
+            let _ = info.enumerate_object_references(object, &mut |slot, target| {
+                let offset = slot.wrapping_sub(object.0);
+                refs.push(target);
+                offsets.push(if offset < size { offset as u64 } else { 0 });
+                true
+            });
+            self.entry(&info, object, class, size, NON_GC, &refs, Some(&offsets));
+            self.nongc_objects += 1;
+            self.nongc_bytes += size as u64;
+        }
     }
 
     fn flush_objects(&mut self) {
@@ -236,8 +331,15 @@ unsafe fn find_slot(object: usize, size: usize, target: usize, from: usize) -> O
 /// GarbageCollectionStarted: an armed snapshot walks the first full GC.
 pub fn gc_started(generation_collected: &[bool]) {
     GCS.fetch_add(1, Ordering::Relaxed);
-    if STATE.load(Ordering::Acquire) == ARMED && generation_collected.get(2) == Some(&true) {
-        let _ = STATE.compare_exchange(ARMED, WALKING, Ordering::AcqRel, Ordering::Acquire);
+    if STATE.load(Ordering::Acquire) == ARMED
+        && generation_collected.get(2) == Some(&true)
+        && STATE
+            .compare_exchange(ARMED, WALKING, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        && let Ok(mut w) = WALK.lock()
+        && let Some(w) = w.as_mut()
+    {
+        w.list_non_gc();
     }
 }
 
@@ -249,6 +351,7 @@ pub fn gc_finished() {
     if let Ok(mut w) = WALK.lock()
         && let Some(w) = w.as_mut()
     {
+        w.non_gc();
         w.flush_objects();
         w.flush_roots();
     }
@@ -284,6 +387,32 @@ fn gc_monitor_wanted(settings: &crate::config::Settings) -> bool {
     settings.events.contains(crate::config::EventGroup::Alloc)
 }
 
+/// Set by the first `HandleCreated` callback: the GC heap exists, so the runtime has
+/// already chosen non-concurrent GC for a profiler that asked for `COR_PRF_MONITOR_GC` in
+/// `Initialize` (it reads the bit right after `Initialize` returns, before it creates the
+/// GC: dropping the bit earlier leaves background GC on, and every later snapshot is
+/// refused with `CORPROF_E_CONCURRENT_GC_NOT_PROFILABLE`).
+static GC_CREATED: AtomicBool = AtomicBool::new(false);
+
+/// The runtime created a GC handle (callbacks with the GC monitor on).
+pub fn note_handle_created() {
+    if !GC_CREATED.load(Ordering::Relaxed) {
+        GC_CREATED.store(true, Ordering::Release);
+    }
+}
+
+/// Waits (up to `limit`, or until `stop`) for the runtime to have created its GC.
+pub fn wait_for_gc_created(limit: std::time::Duration, stop: &AtomicBool) -> bool {
+    let until = Instant::now() + limit;
+    while !GC_CREATED.load(Ordering::Acquire) {
+        if stop.load(Ordering::Acquire) || Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    true
+}
+
 /// After the event mask with `COR_PRF_MONITOR_GC` is set: the runtime has turned
 /// background GC off, so the bit can now be dropped and set again for each snapshot.
 /// Without it between snapshots, ordinary GCs do not walk the heap for us.
@@ -305,6 +434,8 @@ pub struct Summary {
     pub roots: u64,
     pub lost: u64,
     pub pause_ns: u64,
+    /// Of `objects`, those of the non-GC heap.
+    pub nongc_objects: u64,
 }
 
 impl Summary {
@@ -316,6 +447,7 @@ impl Summary {
             "roots": self.roots,
             "lost": self.lost,
             "pause_ms": self.pause_ns as f64 / 1e6,
+            "nongc_objects": self.nongc_objects,
         })
         .to_string()
     }
@@ -330,7 +462,7 @@ pub fn take(info: &ProfilerInfo, reason: u8) -> Result<Summary, String> {
         .get_event_mask2()
         .map_err(|e| format!("GetEventMask2 failed: {e}"))?;
     let gc_bit = corprof_sys::COR_PRF_MONITOR_GC;
-    *WALK.lock().unwrap_or_else(|p| p.into_inner()) = Some(Walk::new(snapshot));
+    *WALK.lock().unwrap_or_else(|p| p.into_inner()) = Some(Walk::new(snapshot, info.clone()));
     emit(&Event::HeapStart { snapshot, reason });
     STATE.store(ARMED, Ordering::Release);
     let added = low & gc_bit == 0;
@@ -402,6 +534,21 @@ pub fn take(info: &ProfilerInfo, reason: u8) -> Result<Summary, String> {
             .to_string(),
         ),
     });
+    if let Some(e) = &walk.nongc_error {
+        log!("heap snapshot {snapshot}: no non-GC heap objects: {e}");
+    }
+    emit(&Event::Meta {
+        key: Cow::Borrowed("heap_nongc"),
+        json: Cow::Owned(
+            serde_json::json!({
+                "snapshot": snapshot,
+                "objects": walk.nongc_objects,
+                "bytes": walk.nongc_bytes,
+                "error": walk.nongc_error,
+            })
+            .to_string(),
+        ),
+    });
     let summary = Summary {
         snapshot,
         objects: walk.n_objects,
@@ -409,6 +556,7 @@ pub fn take(info: &ProfilerInfo, reason: u8) -> Result<Summary, String> {
         roots: walk.n_roots,
         lost: walk.lost,
         pause_ns,
+        nongc_objects: walk.nongc_objects,
     };
     emit(&Event::HeapEnd {
         snapshot,

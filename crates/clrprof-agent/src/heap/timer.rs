@@ -29,6 +29,13 @@ impl HeapTimer {
             // runtime creates a GC without background collections; drop it until the
             // first snapshot so that ordinary GCs do not walk the heap.
             if let Some(settings) = drop_monitor.as_ref() {
+                // Only once the runtime has created its GC (see snapshot::GC_CREATED); a
+                // runtime that never says so within the limit is long past that point.
+                if !super::snapshot::wait_for_gc_created(Duration::from_secs(10), &s)
+                    && s.load(Ordering::Acquire)
+                {
+                    return;
+                }
                 super::snapshot::monitor_between_snapshots(&info, settings);
             }
             for t in at {

@@ -285,7 +285,11 @@ fn emit_with(ts: u64, ev: &Event<'_>, always_wait: bool) -> bool {
 /// fast path could not serve (first event, table collision, ring full, no TSC). No lock,
 /// allocation or syscall once the thread's slot exists, unless exact mode must wait.
 pub fn emit_elt(kind: clrprof_format::EltKind, function: u64, caller_sp: u64) {
-    let ts = clock::ticks();
+    emit_elt_at(clock::ticks(), kind, function, caller_sp)
+}
+
+/// [`emit_elt`] with a timestamp the caller read (`--args` gives its values the same one).
+pub fn emit_elt_at(ts: u64, kind: clrprof_format::EltKind, function: u64, caller_sp: u64) {
     if !ACCEPTING.load(Ordering::Acquire) {
         LOST_GLOBAL.fetch_add(1, Ordering::Relaxed);
         return;

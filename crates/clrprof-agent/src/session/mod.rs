@@ -181,7 +181,12 @@ impl Session {
             emit(&Event::Shutdown {});
             let stats = w.stop();
             crate::output::buffers::shutdown();
-            summary::log_writer(why, &self.settings.output, &stats);
+            summary::log_writer(
+                why,
+                &self.settings.output,
+                &stats,
+                self.settings.args.is_some(),
+            );
         }
     }
 

@@ -59,7 +59,7 @@ pub fn start_with(
                 ticks_per_second: None,
             },
             attached,
-            settings: settings.to_json(),
+            settings: settings.clone(),
             event_kinds: clrprof_format::event_kind_table(),
         },
     };

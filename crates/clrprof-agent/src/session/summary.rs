@@ -34,8 +34,9 @@ pub(super) fn log_sampler(s: &SamplerStats) {
     );
 }
 
-/// What the writer wrote, once it has stopped; `why` the recording ended.
-pub(super) fn log_writer(why: &str, output: &Path, stats: &writer::Stats) {
+/// What the writer wrote, once it has stopped; `why` the recording ended, `args` whether
+/// it recorded `--args` values.
+pub(super) fn log_writer(why: &str, output: &Path, stats: &writer::Stats, args: bool) {
     log!(
         "{why}: wrote {} ({} blocks, {} bytes of events{})",
         output.display(),
@@ -67,10 +68,14 @@ pub(super) fn log_writer(why: &str, output: &Path, stats: &writer::Stats) {
             waited_ns as f64 / 1e6
         );
     }
-    let (arg_calls, arg_cut) = crate::tracing::args::stats();
-    if arg_calls > 0 {
+    if args {
+        let args = crate::tracing::args::stats();
         log!(
-            "args: values recorded for {arg_calls} call entries/returns, {arg_cut} cut at the per-call bound (CLRPROF_ARG_BYTES)"
+            "args: {} value lists cut at the per-call bound (CLRPROF_ARG_BYTES); \
+             {} function entries/returns read from learned slots, {} contradicted by the runtime",
+            args.cut,
+            args.slotted,
+            args.slot_mismatches
         );
     }
     if crate::output::tpmap::collisions() > 0 {

@@ -23,7 +23,7 @@
 //! taken for reading only when a reference-type value is decoded.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use clrprof_format::Event;
@@ -33,7 +33,9 @@ use corprof::{ClassId, FunctionId, MetaDataImport, ModuleId, ProfilerInfo};
 use corprof_sys::{COR_PRF_ELT_INFO, FunctionIDOrClientID};
 
 use super::EltKind;
+use super::arg_slots::{self, Slot, StubFrame};
 use crate::config::ArgLimits;
+use crate::os::clock;
 use crate::output::buffers;
 
 /// One `--args` function; its address is the client ID the JIT passes to the hooks.
@@ -41,6 +43,60 @@ pub struct ArgsFn {
     index: u64,
     function: FunctionId,
     plan: OnceLock<Option<FnPlan>>,
+    /// Where the arguments lie, once the runtime's answers agreed ([`arg_slots`]).
+    enter_slots: SlotCache<Box<[Slot]>>,
+    ret_slot: SlotCache<Slot>,
+}
+
+/// What a function's first calls learned about where its values lie.
+struct SlotCache<T> {
+    /// The slots of the first call; `None` inside when a value is not where the stub
+    /// saved it (the runtime copies it), so every call asks.
+    learned: OnceLock<Option<T>>,
+    /// How many answers agreed with `learned`; [`BROKEN`] after one did not.
+    agreed: AtomicU32,
+}
+
+const BROKEN: u32 = u32::MAX;
+
+impl<T: PartialEq> SlotCache<T> {
+    const fn new() -> Self {
+        SlotCache {
+            learned: OnceLock::new(),
+            agreed: AtomicU32::new(0),
+        }
+    }
+
+    /// The learned slots, once enough of the runtime's answers agreed with them.
+    fn trusted(&self) -> Option<&T> {
+        let agreed = self.agreed.load(Ordering::Relaxed);
+        if (arg_slots::CHECKS..BROKEN).contains(&agreed) {
+            self.learned.get()?.as_ref()
+        } else {
+            None
+        }
+    }
+
+    /// Compares one answer of the runtime (as slots) with what the first call learned.
+    fn observe(&self, seen: Option<T>, s: &State) {
+        // `Err` gives `seen` back when an earlier call taught the slots: compare it.
+        let seen = self.learned.set(seen).err();
+        let Some(Some(learned)) = self.learned.get() else {
+            return;
+        };
+        if seen.is_none_or(|seen| seen.as_ref() == Some(learned)) {
+            let now = self
+                .agreed
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |a| {
+                    (a != BROKEN).then_some(a + 1)
+                });
+            if now == Ok(arg_slots::CHECKS - 1) {
+                s.slotted.fetch_add(1, Ordering::Relaxed);
+            }
+        } else if self.agreed.swap(BROKEN, Ordering::Relaxed) != BROKEN {
+            s.slot_mismatches.fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 struct FnPlan {
@@ -225,8 +281,13 @@ struct State {
     /// FunctionID → index, for the exception callbacks.
     by_function: Mutex<HashMap<usize, u64>>,
     corelib: OnceLock<Option<(ModuleId, MetaDataImport)>>,
-    calls: AtomicU64,
+    /// Value lists cut at the per-call bound. (No per-call counter: a shared atomic on
+    /// every call would cost every traced thread; the trace itself has the count.)
     cut: AtomicU64,
+    /// Functions (entries and returns apart) whose values are read from learned slots.
+    slotted: AtomicU64,
+    /// ... and those whose learned slots the runtime later contradicted.
+    slot_mismatches: AtomicU64,
 }
 
 static STATE: OnceLock<State> = OnceLock::new();
@@ -241,18 +302,28 @@ pub fn init(info: &ProfilerInfo, limits: ArgLimits) {
         loaded: Mutex::new(HashMap::new()),
         by_function: Mutex::new(HashMap::new()),
         corelib: OnceLock::new(),
-        calls: AtomicU64::new(0),
         cut: AtomicU64::new(0),
+        slotted: AtomicU64::new(0),
+        slot_mismatches: AtomicU64::new(0),
     });
 }
 
-/// (calls with values recorded, calls whose values were cut at the per-call bound).
-pub fn stats() -> (u64, u64) {
-    STATE.get().map_or((0, 0), |s| {
-        (
-            s.calls.load(Ordering::Relaxed),
-            s.cut.load(Ordering::Relaxed),
-        )
+/// What `--args` did, for the agent's closing log line.
+#[derive(Debug, Default)]
+pub struct ArgStats {
+    /// Value lists cut at the per-call bound.
+    pub cut: u64,
+    /// Function entries and returns read from learned slots instead of asking the runtime.
+    pub slotted: u64,
+    /// Learned slots the runtime later contradicted (those functions ask again).
+    pub slot_mismatches: u64,
+}
+
+pub fn stats() -> ArgStats {
+    STATE.get().map_or(ArgStats::default(), |s| ArgStats {
+        cut: s.cut.load(Ordering::Relaxed),
+        slotted: s.slotted.load(Ordering::Relaxed),
+        slot_mismatches: s.slot_mismatches.load(Ordering::Relaxed),
     })
 }
 
@@ -263,6 +334,8 @@ pub fn client_id(index: u64, function: FunctionId) -> Option<u64> {
         index,
         function,
         plan: OnceLock::new(),
+        enter_slots: SlotCache::new(),
+        ret_slot: SlotCache::new(),
     });
     let p = Box::into_raw(f) as u64;
     if p <= u64::from(crate::output::ring::MAX_INDEX) {
@@ -292,33 +365,39 @@ fn is_args_client(id: usize) -> bool {
     id as u64 > u64::from(crate::output::ring::MAX_INDEX)
 }
 
-/// The profiled method's SP, which identifies its frame for Enter and Leave alike.
-/// `COR_PRF_ELT_INFO` points to the runtime's `COR_PRF_ELT_INFO_INTERNAL`, whose first
-/// word is the stub's `PROFILE_PLATFORM_SPECIFIC_DATA`, whose fifth word is
-/// `profiledRsp` (the caller SP the JIT passed). This is runtime-internal layout, so
-/// each step is checked to stay within the stack just above us; if a check fails, the
-/// stub's data address (a fixed distance below the profiled frame for enter and leave
-/// alike) stands in.
-fn frame_sp(elt: usize) -> usize {
+/// The stub's frame of this hook call: the saved register block and the profiled method's
+/// caller SP. `COR_PRF_ELT_INFO` points to the runtime's `COR_PRF_ELT_INFO_INTERNAL`,
+/// whose first word is the stub's `PROFILE_PLATFORM_SPECIFIC_DATA`, whose fifth word is
+/// `profiledRsp` (the caller SP the JIT passed). This is runtime-internal layout, so each
+/// step is checked to stay within the stack just above us; `Err` holds the best frame
+/// identifier found when a check fails.
+fn stub_frame(elt: usize) -> Result<StubFrame, usize> {
     let here = &elt as *const usize as usize;
     let near = |p: usize| p > here && p - here < (256 << 10);
     if !near(elt) {
-        return here;
+        return Err(here);
     }
     // SAFETY: (A1) `elt` is the address of the runtime's ELT info local, on this stack just
     // above our frame (checked); its first word is readable.
-    let handle = unsafe { std::ptr::read(elt as *const usize) };
-    if !near(handle) {
-        return elt;
+    let saved = unsafe { std::ptr::read(elt as *const usize) };
+    if !near(saved) {
+        return Err(elt);
     }
-    // SAFETY: (A1) `handle` points into the stub's frame on this stack (checked), which holds
+    // SAFETY: (A1) `saved` points into the stub's frame on this stack (checked), which holds
     // at least the first five words of the platform data.
-    let profiled = unsafe { std::ptr::read((handle as *const usize).add(4)) };
-    if near(profiled) && profiled > handle {
-        profiled
+    let profiled_sp = unsafe { std::ptr::read((saved as *const usize).add(4)) };
+    if near(profiled_sp) && profiled_sp > saved {
+        Ok(StubFrame { saved, profiled_sp })
     } else {
-        handle
+        Err(saved)
     }
+}
+
+/// The profiled method's SP, which identifies its frame for Enter and Leave alike; if
+/// the stub's frame cannot be read, the stub's data address (a fixed distance below the
+/// profiled frame for enter and leave alike) stands in.
+fn frame_sp(frame: Result<StubFrame, usize>) -> usize {
+    frame.map_or_else(|fallback| fallback, |f| f.profiled_sp)
 }
 
 /// `FunctionEnter3WithInfo`.
@@ -347,37 +426,59 @@ pub unsafe extern "system" fn tailcall(id: FunctionIDOrClientID, elt: COR_PRF_EL
 }
 
 fn on_enter(id: usize, elt: usize) {
-    let sp = frame_sp(elt) as u64;
+    let frame = stub_frame(elt);
+    let sp = frame_sp(frame) as u64;
     if !is_args_client(id) {
         buffers::emit_elt(EltKind::Enter, id as u64, sp);
         return;
     }
     // SAFETY: (A1) args client IDs are addresses of leaked ArgsFn (client_id), never freed.
     let f = unsafe { &*(id as *const ArgsFn) };
-    buffers::emit_elt(EltKind::Enter, f.index, sp);
+    // One timestamp for the Enter and its values (a TSC read costs ~11 ns on a VM).
+    let ts = clock::ticks();
+    buffers::emit_elt_at(ts, EltKind::Enter, f.index, sp);
     let Some(s) = STATE.get() else { return };
-    let Some(plan) = f.plan.get_or_init(|| build_plan(s, f.function)) else {
+    let Some(plan) = f.plan.get_or_init(|| {
+        let plan = build_plan(s, f.function);
+        if let Some(plan) = &plan {
+            write_names(f.index, plan);
+        }
+        plan
+    }) else {
         return;
     };
     // Up to 16 ranges without allocating; more (rare) through the allocating call.
     let mut inline = [corprof::ArgumentRange::default(); 16];
-    let ranges: Result<std::borrow::Cow<'_, [corprof::ArgumentRange]>, corprof::HResult> = match s
-        .info
-        .get_function_enter3_ranges(f.function, elt, &mut inline)
-    {
-        Ok(n) if n <= inline.len() => Ok(std::borrow::Cow::Borrowed(&inline[..n])),
-        Ok(_) => s
-            .info
-            .get_function_enter3_info(f.function, elt)
-            .map(|i| std::borrow::Cow::Owned(i.ranges)),
-        Err(e) => Err(e),
+    let ranges = match (frame, f.enter_slots.trusted()) {
+        (Ok(frame), Some(slots)) => {
+            for (r, slot) in inline.iter_mut().zip(slots.iter()) {
+                r.start = frame.address(*slot);
+            }
+            Ok(std::borrow::Cow::Borrowed(&inline[..slots.len()]))
+        }
+        _ => {
+            let asked = ask_enter_ranges(s, f, elt, &mut inline);
+            if let (Ok(frame), Ok(ranges)) = (frame, &asked) {
+                // Owned ranges (more than fit inline) are rare enough to keep asking.
+                let slots: Option<Box<[Slot]>> = matches!(ranges, std::borrow::Cow::Borrowed(_))
+                    .then(|| {
+                        ranges
+                            .iter()
+                            .map(|r| frame.argument_slot(r.start))
+                            .collect()
+                    })
+                    .flatten();
+                f.enter_slots.observe(slots, s);
+            }
+            asked
+        }
     };
     write_bounded(
         s,
         |w| match &ranges {
             Ok(ranges) => {
                 for (i, p) in plan.args.iter().enumerate() {
-                    w.item(&p.name, Some(&p.ty));
+                    w.param(i as u32);
                     match ranges.get(i) {
                         Some(r) if r.start != 0 => write_value(s, w, &p.kind, r.start, 0),
                         _ => w.unreadable("no argument range"),
@@ -389,6 +490,7 @@ fn on_enter(id: usize, elt: usize) {
                 w.unreadable(&format!("GetFunctionEnter3Info: {e}"));
             }
         },
+        ts,
         |values| Event::CallArgs {
             function: f.index,
             sp: sp & 0xffff_ffff,
@@ -397,35 +499,69 @@ fn on_enter(id: usize, elt: usize) {
     );
 }
 
+/// Records a function's value names and declared types once (`ArgNames`); its calls'
+/// values refer to them by index. Waits for room whatever `--on-full` says: without the
+/// names, none of the function's values could be read.
+fn write_names(function: u64, plan: &FnPlan) {
+    let pairs = plan.args.iter().chain(&plan.ret);
+    let names = clrprof_format::values::encode_names(pairs.map(|p| (&*p.name, &*p.ty)));
+    buffers::emit_waiting(&Event::ArgNames {
+        function,
+        params: plan.args.len() as u64,
+        names: std::borrow::Cow::Owned(names),
+    });
+}
+
+/// The argument ranges from the runtime (`GetFunctionEnter3Info`).
+fn ask_enter_ranges<'a>(
+    s: &State,
+    f: &ArgsFn,
+    elt: usize,
+    inline: &'a mut [corprof::ArgumentRange; 16],
+) -> Result<std::borrow::Cow<'a, [corprof::ArgumentRange]>, corprof::HResult> {
+    match s
+        .info
+        .get_function_enter3_ranges(f.function, elt, &mut inline[..])
+    {
+        Ok(n) if n <= inline.len() => Ok(std::borrow::Cow::Borrowed(&inline[..n])),
+        Ok(_) => s
+            .info
+            .get_function_enter3_info(f.function, elt)
+            .map(|i| std::borrow::Cow::Owned(i.ranges)),
+        Err(e) => Err(e),
+    }
+}
+
 fn on_leave(id: usize, elt: usize, kind: EltKind) {
-    let sp = frame_sp(elt) as u64;
+    let frame = stub_frame(elt);
+    let sp = frame_sp(frame) as u64;
     if !is_args_client(id) {
         buffers::emit_elt(kind, id as u64, sp);
         return;
     }
     // SAFETY: (A1) as in on_enter.
     let f = unsafe { &*(id as *const ArgsFn) };
+    let ts = clock::ticks();
     if let Some(s) = STATE.get()
         && let Some(Some(plan)) = f.plan.get()
     {
         let retval = match (kind, &plan.ret) {
-            (EltKind::Leave, Some(_)) => Some(s.info.get_function_leave3_info(f.function, elt)),
+            (EltKind::Leave, Some(ret)) => Some(return_value(s, f, frame, elt, &ret.kind)),
             _ => None,
         };
         write_bounded(
             s,
             |w| {
                 if let (Some(ret), Some(r)) = (&plan.ret, &retval) {
-                    w.item(&ret.name, Some(&ret.ty));
+                    w.param(plan.args.len() as u32);
                     match r {
-                        Ok(l) if l.retval.start != 0 => {
-                            write_value(s, w, &ret.kind, l.retval.start, 0)
-                        }
+                        Ok(start) if *start != 0 => write_value(s, w, &ret.kind, *start, 0),
                         Ok(_) => w.unreadable("no return value range"),
                         Err(e) => w.unreadable(&format!("GetFunctionLeave3Info: {e}")),
                     }
                 }
             },
+            ts,
             |values| Event::CallReturn {
                 function: f.index,
                 sp: sp & 0xffff_ffff,
@@ -433,7 +569,34 @@ fn on_leave(id: usize, elt: usize, kind: EltKind) {
             },
         );
     }
-    buffers::emit_elt(kind, f.index, sp);
+    buffers::emit_elt_at(ts, kind, f.index, sp);
+}
+
+/// The address of the return value: from the learned slot, or asked of the runtime
+/// (`GetFunctionLeave3Info`), whose answer teaches the slot.
+fn return_value(
+    s: &State,
+    f: &ArgsFn,
+    frame: Result<StubFrame, usize>,
+    elt: usize,
+    kind: &Kind,
+) -> Result<usize, corprof::HResult> {
+    if let (Ok(frame), Some(slot)) = (frame, f.ret_slot.trusted()) {
+        return Ok(frame.address(*slot));
+    }
+    let start = s
+        .info
+        .get_function_leave3_info(f.function, elt)?
+        .retval
+        .start;
+    if let Ok(frame) = frame {
+        // Only integers and references are in `rax` as the stub saved them; the runtime
+        // copies a float or double result there from xmm0 during the call.
+        let as_saved = matches!(kind, Kind::Ref)
+            || matches!(kind, Kind::Prim(p) if !matches!(p, Prim::R4 | Prim::R8));
+        f.ret_slot.observe(frame.return_slot(start, !as_saved), s);
+    }
+    Ok(start)
 }
 
 /// Encodes values with `write` and emits the record `event` makes of them. The values
@@ -443,6 +606,7 @@ fn on_leave(id: usize, elt: usize, kind: EltKind) {
 fn write_bounded(
     s: &State,
     write: impl Fn(&mut ValueWriter<'_>),
+    ts: u64,
     event: impl Fn(std::borrow::Cow<'_, [u8]>) -> Event<'_>,
 ) {
     let bound = s.limits.bytes as usize;
@@ -453,18 +617,22 @@ fn write_bounded(
         let mut big = [0u8; 8192];
         let mut w = ValueWriter::new(&mut big[..bound.min(8192)]);
         write(&mut w);
-        return finish(s, w, event);
+        return finish(s, w, ts, event);
     }
-    finish(s, w, event)
+    finish(s, w, ts, event)
 }
 
-fn finish(s: &State, w: ValueWriter<'_>, event: impl Fn(std::borrow::Cow<'_, [u8]>) -> Event<'_>) {
+fn finish(
+    s: &State,
+    w: ValueWriter<'_>,
+    ts: u64,
+    event: impl Fn(std::borrow::Cow<'_, [u8]>) -> Event<'_>,
+) {
     let (bytes, cut) = w.finish();
-    s.calls.fetch_add(1, Ordering::Relaxed);
     if cut {
         s.cut.fetch_add(1, Ordering::Relaxed);
     }
-    buffers::emit(&event(std::borrow::Cow::Borrowed(bytes)));
+    buffers::emit_at(ts, &event(std::borrow::Cow::Borrowed(bytes)));
 }
 
 // ---- Reading values (inside the hook only) ---------------------------------------------

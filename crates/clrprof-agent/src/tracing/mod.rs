@@ -13,8 +13,10 @@
 //! The files: `install` (the FunctionIDMapper and the hooks' installation), `filter`
 //! (include/exclude patterns), `x64` (the assembly trampolines), `hooks` (their Rust
 //! half: the slow path), `args` (`--args`: the slow-path hooks that also record argument
-//! and return values).
+//! and return values) and `arg_slots` (where those values lie, learned from the
+//! runtime's first answers).
 
+mod arg_slots;
 pub(crate) mod args;
 mod filter;
 mod hooks;

@@ -1,6 +1,6 @@
 //! The snapshot as one rooted graph: node 0 is a virtual root, then one node per root
 //! group (a static field, a stack frame's function, a handle kind, the finalizer queue,
-//! objects no reported root reaches), then one node per object. Dominators over that
+//! the non-GC heap, objects no reported root reaches), then one node per object. Dominators over that
 //! graph give every object's retained size and every root group's.
 
 use std::collections::{HashMap, HashSet};
@@ -13,7 +13,8 @@ use super::snapshot::{
 /// A set of roots shown as one: e.g. every stack root of one function.
 #[derive(Debug, Clone)]
 pub struct Group {
-    /// `static`, `thread-static`, `stack`, `handle`, `finalizer`, `other`, `unrooted`.
+    /// `static`, `thread-static`, `stack`, `handle`, `finalizer`, `other`, `nongc`,
+    /// `unrooted`.
     pub kind: String,
     pub name: String,
     pub objects: Vec<u32>,
@@ -99,6 +100,11 @@ fn groups(s: &HeapSnapshot) -> Vec<Group> {
             _ => ("other", "other".to_string(), r.flags & ROOT_WEAK != 0),
         };
         add(&mut out, kind, name, r.object, weak);
+    }
+    // The runtime keeps every non-GC heap object alive itself (never collected): they are
+    // roots of their own, after the reported ones so that paths prefer those.
+    for o in (0..s.len() as u32).filter(|&o| s.is_non_gc(o)) {
+        add(&mut out, "nongc", "non-GC heap".into(), o, false);
     }
     out
 }
@@ -297,7 +303,7 @@ fn build_graph(s: &HeapSnapshot, groups: &[Group], skipped: &HashSet<(u32, u32)>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::heap::snapshot::{Root, Static};
+    use crate::heap::snapshot::{NON_GC, Root, Static};
 
     /// Objects: 0 storage Object[] (handle root) → 1 list head → 2 → 3; 4 a local's array
     /// (stack root) → 5; 6 reached by nothing.
@@ -362,5 +368,74 @@ mod tests {
         assert_eq!(m.groups[unrooted].objects, vec![6]);
         let by_class = m.retained_by_class();
         assert_eq!(by_class, vec![100, 96, 64, 48]);
+        assert!(m.groups.iter().all(|g| g.kind != "nongc"));
+    }
+
+    /// GC objects: 0 `App.Config` (static `App.Config.Instance`) → 2 the literal; 1 an
+    /// object no root reaches. Non-GC objects: 2 a string literal, also held by the static
+    /// `App.Config.Name`; 3 a `RuntimeType` → 4, another non-GC object.
+    fn with_non_gc() -> HeapSnapshot {
+        let edges: [&[u32]; 5] = [&[2], &[], &[], &[4], &[]];
+        let mut s = HeapSnapshot {
+            ids: (0..5).map(|i| 1000 + i * 100).collect(),
+            class: vec![0, 0, 1, 2, 3],
+            size: vec![32, 24, 40, 48, 24],
+            generation: vec![0, 2, NON_GC, NON_GC, NON_GC],
+            class_names: vec![
+                "App.Config".into(),
+                "System.String".into(),
+                "System.RuntimeType".into(),
+                "System.Object".into(),
+            ],
+            ..HeapSnapshot::default()
+        };
+        for e in edges {
+            s.edge_start.push(s.targets.len() as u32);
+            s.targets.extend_from_slice(e);
+            s.fields.extend(e.iter().map(|_| 8));
+        }
+        s.edge_start.push(s.targets.len() as u32);
+        for (field, object) in [("Instance", 0), ("Name", 2)] {
+            s.statics.push(Static {
+                class: "App.Config".into(),
+                field: field.into(),
+                thread: 0,
+                object: Some(object),
+                value: String::new(),
+            });
+        }
+        s
+    }
+
+    #[test]
+    fn non_gc_objects_are_held_by_their_own_root_and_are_never_unrooted() {
+        let s = with_non_gc();
+        let m = Model::build(&s);
+        let group = |kind: &str, name: &str| {
+            m.groups
+                .iter()
+                .position(|g| g.kind == kind && g.name == name)
+                .unwrap_or_else(|| panic!("no {kind} {name}"))
+        };
+        let nongc = group("nongc", "non-GC heap");
+        assert_eq!(m.groups[nongc].objects, vec![2, 3, 4]);
+        assert_eq!(nongc, m.groups.len() - 2, "after the reported roots");
+        // Only the GC object that nothing references is unrooted.
+        assert_eq!(
+            m.groups[group("unrooted", "no reported root")].objects,
+            vec![1]
+        );
+        // The literal stays whatever the statics do: neither it nor they retain it.
+        assert_eq!(
+            m.retained_of_group(group("static", "App.Config.Instance")),
+            32
+        );
+        assert_eq!(m.retained_of_group(group("static", "App.Config.Name")), 0);
+        assert_eq!(m.dom.idom[m.node_of(2) as usize], 0, "the virtual root");
+        // Every non-GC object hangs from the group itself: the RuntimeType and the object
+        // it references are siblings there.
+        assert_eq!(m.retained_of_group(nongc), 72);
+        assert_eq!(m.dom.idom[m.node_of(4) as usize], 1 + nongc as u32);
+        assert_eq!(m.retained_by_class(), vec![56, 40, 48, 24]);
     }
 }

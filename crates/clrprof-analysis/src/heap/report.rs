@@ -8,7 +8,7 @@ use std::collections::{HashMap, VecDeque};
 use serde::Serialize;
 
 use super::model::Model;
-use super::snapshot::HeapSnapshot;
+use super::snapshot::{HeapSnapshot, NON_GC};
 
 #[derive(Debug, Clone, Default)]
 pub struct HeapOptions {
@@ -83,6 +83,9 @@ pub struct StaticRow {
     pub type_name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retained_bytes: Option<u64>,
+    /// The object it holds is in the non-GC heap (a string literal, …).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub nongc: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
@@ -92,6 +95,9 @@ pub struct Generations {
     pub gen2: u64,
     pub loh: u64,
     pub poh: u64,
+    /// The non-GC (frozen) heap.
+    pub nongc: u64,
+    /// Generation unknown.
     pub other: u64,
 }
 
@@ -99,12 +105,13 @@ impl Generations {
     fn of(s: &HeapSnapshot) -> Generations {
         let mut g = Generations::default();
         for (size, generation) in s.size.iter().zip(&s.generation) {
-            *match generation {
+            *match *generation {
                 0 => &mut g.gen0,
                 1 => &mut g.gen1,
                 2 => &mut g.gen2,
                 3 => &mut g.loh,
                 4 => &mut g.poh,
+                NON_GC => &mut g.nongc,
                 _ => &mut g.other,
             } += size;
         }
@@ -127,7 +134,15 @@ pub struct HeapReport {
     /// How long the target was stopped for the snapshot.
     pub pause_ms: f64,
     pub complete: bool,
-    /// Bytes per generation: gen0, gen1, gen2, loh, poh, and `other` (frozen or unknown).
+    /// References to objects the snapshot does not hold (dropped).
+    pub dangling: u64,
+    /// Objects and bytes of the non-GC (frozen) heap, included in `objects` and `bytes`.
+    pub nongc_objects: u64,
+    pub nongc_bytes: u64,
+    /// Why the non-GC heap is not in the snapshot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nongc_missing: Option<String>,
+    /// Bytes per generation: gen0, gen1, gen2, loh, poh, nongc, and `other` (unknown).
     pub generations: Generations,
     pub types: Vec<TypeRow>,
     pub roots: Vec<RootRow>,
@@ -228,6 +243,7 @@ pub fn build(s: &HeapSnapshot, opts: &HeapOptions) -> HeapReport {
         .collect();
     let paths = opts.paths_to.as_deref().map(|p| paths_to(&m, p, top));
     let statics = opts.statics.as_deref().map(|p| statics(&m, p));
+    let generations = Generations::of(s);
     HeapReport {
         snapshot: s.snapshot,
         objects: s.len() as u64,
@@ -236,7 +252,11 @@ pub fn build(s: &HeapSnapshot, opts: &HeapOptions) -> HeapReport {
         lost: s.totals.lost,
         pause_ms: s.totals.pause_ns as f64 / 1e6,
         complete: s.complete,
-        generations: Generations::of(s),
+        dangling: s.dangling,
+        nongc_objects: (0..s.len() as u32).filter(|&o| s.is_non_gc(o)).count() as u64,
+        nongc_bytes: generations.nongc,
+        nongc_missing: s.nongc_missing.clone(),
+        generations,
         types: types.into_iter().take(top).collect(),
         roots: roots.into_iter().take(top).collect(),
         dominators,
@@ -366,6 +386,7 @@ pub fn statics(m: &Model<'_>, pattern: &str) -> Vec<StaticRow> {
             value: st.value.clone(),
             type_name: st.object.map(|o| s.class_name(o).to_string()),
             retained_bytes: st.object.map(|o| m.retained[m.node_of(o) as usize]),
+            nongc: st.object.is_some_and(|o| s.is_non_gc(o)),
         })
         .collect();
     rows.sort_by(|a, b| (&a.class, &a.field, a.thread).cmp(&(&b.class, &b.field, b.thread)));
@@ -375,6 +396,55 @@ pub fn statics(m: &Model<'_>, pattern: &str) -> Vec<StaticRow> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::heap::snapshot::Static;
+
+    #[test]
+    fn the_report_counts_non_gc_objects_and_marks_statics_holding_one() {
+        // A GC object (gen 0) → a string literal; a static holds the literal.
+        let s = HeapSnapshot {
+            ids: vec![1000, 2000],
+            class: vec![0, 1],
+            size: vec![32, 40],
+            generation: vec![0, NON_GC],
+            edge_start: vec![0, 1, 1],
+            targets: vec![1],
+            fields: vec![8],
+            class_names: vec!["App.Config".into(), "System.String".into()],
+            statics: vec![Static {
+                class: "App.Config".into(),
+                field: "Name".into(),
+                thread: 0,
+                object: Some(1),
+                value: "literal".into(),
+            }],
+            ..HeapSnapshot::default()
+        };
+        let opts = HeapOptions {
+            top: 10,
+            paths_to: Some("System.String".into()),
+            statics: Some("App.*".into()),
+        };
+        let r = build(&s, &opts);
+        assert_eq!((r.objects, r.bytes), (2, 72));
+        assert_eq!((r.nongc_objects, r.nongc_bytes), (1, 40));
+        assert_eq!((r.generations.gen0, r.generations.nongc), (32, 40));
+        assert_eq!(r.generations.other, 0);
+        let string = r.types.iter().find(|t| t.name == "System.String").unwrap();
+        assert_eq!((string.count, string.shallow_bytes), (1, 40));
+        let st = &r.statics.as_ref().unwrap()[0];
+        assert!(st.nongc);
+        assert_eq!(st.type_name.as_deref(), Some("System.String"));
+        // Paths prefer the static to the non-GC heap's own root.
+        let p = &r.paths.as_ref().unwrap()[0];
+        assert_eq!((p.root.kind.as_str(), p.edges.len()), ("static", 0));
+        let text = crate::heap::text::render(&r);
+        assert!(text.contains("non-GC heap: 1 objects, 40 B"), "{text}");
+        assert!(text.contains("(retains 40 bytes, non-GC heap)"), "{text}");
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["nongc_objects"], 1);
+        assert!(json.get("nongc_missing").is_none());
+        assert_eq!(json["statics"][0]["nongc"], true);
+    }
 
     #[test]
     fn patterns_match_whole_or_short_names() {

@@ -17,7 +17,10 @@ pub const ROOT_WEAK: u32 = 0x2;
 pub const ROOT_INTERIOR: u32 = 0x4;
 pub const ROOT_REFCOUNTED: u32 = 0x8;
 
-/// Generation value of an object outside the GC generations (frozen, or unknown).
+/// Generation value of a non-GC (frozen) heap object: string literals, `RuntimeType`s and
+/// other objects the runtime never collects (`EnumerateNonGCObjects`).
+pub const NON_GC: u8 = 5;
+/// Generation value of an object whose generation the agent could not read.
 pub const NO_GENERATION: u8 = 7;
 /// Class index of a continuation entry: more references of the object with that id.
 pub const CONTINUATION: u64 = u32::MAX as u64;
@@ -78,6 +81,9 @@ pub struct HeapSnapshot {
     pub totals: Totals,
     /// References to objects the walk did not report (dropped), and malformed batches.
     pub dangling: u64,
+    /// Why the snapshot holds no non-GC heap objects (the agent's `heap_nongc` record, or
+    /// its absence in traces of older agents); `None` when they were recorded.
+    pub nongc_missing: Option<String>,
     pub malformed: u64,
     /// Whether HeapEnd was seen (the snapshot is complete).
     pub complete: bool,
@@ -94,6 +100,10 @@ impl HeapSnapshot {
 
     pub fn edges(&self, object: u32) -> std::ops::Range<usize> {
         self.edge_start[object as usize] as usize..self.edge_start[object as usize + 1] as usize
+    }
+
+    pub fn is_non_gc(&self, object: u32) -> bool {
+        self.generation[object as usize] == NON_GC
     }
 
     pub fn class_name(&self, object: u32) -> &str {
@@ -238,6 +248,7 @@ pub fn load(bytes: &[u8], snapshot: u64) -> Result<HeapSnapshot, FormatError> {
     };
     let mut functions: HashMap<u64, String> = HashMap::new();
     let mut stack_ids: Vec<u64> = Vec::new();
+    s.nongc_missing = Some("not recorded by the agent that wrote this trace".into());
     for d in reader.events() {
         match d.event {
             Event::HeapObjects {
@@ -311,6 +322,13 @@ pub fn load(bytes: &[u8], snapshot: u64) -> Result<HeapSnapshot, FormatError> {
             Event::FunctionInfo { function, name, .. } => {
                 functions.insert(function, name.into_owned());
             }
+            Event::Meta { key, json } if key == "heap_nongc" => {
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(&json)
+                    && v["snapshot"].as_u64() == Some(snapshot)
+                {
+                    s.nongc_missing = v["error"].as_str().map(str::to_string);
+                }
+            }
             _ => {}
         }
     }
@@ -329,8 +347,8 @@ fn finish(mut raw: Raw, s: &mut HeapSnapshot) {
     raw.more.sort_by_key(|m| m.0);
     let n = raw.ids.len();
     let mut order: Vec<u32> = (0..n as u32).collect();
-    order.sort_unstable_by_key(|&i| raw.ids[i as usize]);
-    // Duplicate ids (a batch recorded twice) keep their first copy.
+    // Duplicate ids (a batch recorded twice) keep one copy, a non-GC one if there is one.
+    order.sort_unstable_by_key(|&i| (raw.ids[i as usize], raw.generation[i as usize] != NON_GC, i));
     order.dedup_by_key(|i| raw.ids[*i as usize]);
     s.ids = order.iter().map(|&i| raw.ids[i as usize]).collect();
     s.class = order.iter().map(|&i| raw.class[i as usize]).collect();
@@ -436,5 +454,21 @@ mod tests {
         assert_eq!(s.edge_start, vec![0, 2, 3]);
         assert_eq!(s.roots.len(), 1, "a root of an unknown object is dropped");
         assert_eq!(s.roots[0].object, 1);
+        assert_eq!(s.dangling, 0);
+    }
+
+    #[test]
+    fn references_into_the_non_gc_heap_resolve_when_it_is_recorded() {
+        // Object 1000 (gen 0) → 5000, a non-GC string, recorded in a later batch; → 9000,
+        // not recorded at all.
+        let mut raw = Raw::default();
+        assert!(raw.objects(&[zz(1000), 0, 24 << 3, 2, zz(4000), 8, zz(8000), 16]));
+        assert!(raw.objects(&[zz(5000), 1, 40 << 3 | NON_GC as u64, 0]));
+        let mut s = HeapSnapshot::default();
+        finish(raw, &mut s);
+        assert_eq!(s.generation, vec![0, NON_GC]);
+        assert!(s.is_non_gc(1) && !s.is_non_gc(0));
+        assert_eq!(s.targets, vec![1]);
+        assert_eq!(s.dangling, 1, "only the reference to 9000");
     }
 }

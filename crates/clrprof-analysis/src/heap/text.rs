@@ -35,14 +35,35 @@ pub fn render(r: &HeapReport) -> String {
     let g = &r.generations;
     let _ = writeln!(
         o,
-        "generations: gen0 {}, gen1 {}, gen2 {}, LOH {}, POH {}, other {}",
+        "generations: gen0 {}, gen1 {}, gen2 {}, LOH {}, POH {}, non-GC {}, other {}",
         mb(g.gen0),
         mb(g.gen1),
         mb(g.gen2),
         mb(g.loh),
         mb(g.poh),
+        mb(g.nongc),
         mb(g.other)
     );
+    match &r.nongc_missing {
+        Some(why) => {
+            let _ = writeln!(o, "non-GC heap: not in this snapshot ({why})");
+        }
+        None => {
+            let _ = writeln!(
+                o,
+                "non-GC heap: {} objects, {} (string literals and other objects the runtime never collects; root `non-GC heap`)",
+                r.nongc_objects,
+                mb(r.nongc_bytes)
+            );
+        }
+    }
+    if r.dangling > 0 {
+        let _ = writeln!(
+            o,
+            "{} references to objects the snapshot does not hold (dropped)",
+            r.dangling
+        );
+    }
     let _ = writeln!(o, "\ntypes (by retained bytes):");
     let _ = writeln!(
         o,
@@ -98,11 +119,12 @@ pub fn render(r: &HeapReport) -> String {
             } else {
                 String::new()
             };
+            let nongc = if s.nongc { ", non-GC heap" } else { "" };
             let what = match (&s.type_name, s.retained_bytes) {
                 (Some(t), Some(r)) if !s.value.is_empty() => {
-                    format!("{t} {:?} (retains {r} bytes)", s.value)
+                    format!("{t} {:?} (retains {r} bytes{nongc})", s.value)
                 }
-                (Some(t), Some(r)) => format!("{t} (retains {r} bytes)"),
+                (Some(t), Some(r)) => format!("{t} (retains {r} bytes{nongc})"),
                 _ if !s.value.is_empty() => s.value.clone(),
                 _ => "null".into(),
             };

@@ -174,6 +174,14 @@ pub fn every_kind() -> Vec<Event<'static>> {
             values: Cow::Borrowed(&[]),
         },
         Event::CallUnwound { function: 3 },
+        Event::ArgNames {
+            function: 3,
+            params: 1,
+            names: Cow::Borrowed(&[
+                1, b'n', 3, b'i', b'n', b't', 6, b'r', b'e', b't', b'u', b'r', b'n', 3, b'i', b'n',
+                b't',
+            ]),
+        },
         Event::ClassName {
             class: 11,
             name: s("Scenarios.Known.Allocated"),
@@ -250,8 +258,13 @@ pub fn fixed_header() -> Header {
             ticks_per_second: Some(3e9),
         },
         attached: false,
-        // Keys in sorted order, so the bytes do not depend on serde_json's preserve_order.
-        settings: serde_json::json!({ "buffer_bytes": 262144, "flush_ms": 100 }),
+        // The same on every platform (`unrecorded`, unlike `default`, does not depend on
+        // which sampler the platform has).
+        settings: clrprof_settings::Settings {
+            buffer_bytes: 262144,
+            flush_ms: 100,
+            ..clrprof_settings::Settings::unrecorded()
+        },
         event_kinds: event_kind_table(),
     })
 }
@@ -541,6 +554,11 @@ pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
                     values: Cow::Owned(s2.as_bytes().to_vec()),
                 },
                 42 => Event::CallUnwound { function: d },
+                43 => Event::ArgNames {
+                    function: a,
+                    params: b2,
+                    names: Cow::Owned(s1.as_bytes().to_vec()),
+                },
                 50 => Event::ClassName { class: a, name: s1 },
                 51 => Event::NativeModule { frame: a, path: s1 },
                 65 => Event::HeapStart {

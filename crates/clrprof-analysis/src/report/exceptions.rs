@@ -1,0 +1,188 @@
+//! The Exceptions section: how many of each type were thrown, their most frequent
+//! messages, and the distinct stacks they were thrown from.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+
+use clrprof_format::Event;
+
+use crate::names::Names;
+use crate::timeline::TimedEvent;
+
+/// Messages kept per exception type: the most frequent.
+const MESSAGES_PER_TYPE: usize = 10;
+
+#[derive(Debug, Serialize)]
+pub struct ExceptionStack {
+    pub type_name: String,
+    /// Exceptions thrown from this stack.
+    pub count: u64,
+    pub frames: Vec<String>,
+}
+
+/// What [`Exceptions::finish`] found.
+#[derive(Debug, Default)]
+pub struct ExceptionsSection {
+    /// Exception type → number thrown.
+    pub by_type: BTreeMap<String, u64>,
+    /// Per exception type, its most frequent messages.
+    pub messages: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Distinct throw stacks, most thrown from first.
+    pub stacks: Vec<ExceptionStack>,
+}
+
+#[derive(Debug, Default)]
+pub struct Exceptions {
+    by_type: BTreeMap<String, u64>,
+    messages: BTreeMap<String, BTreeMap<String, u64>>,
+    /// (type, frame ids) → count: a million throws from one place are one entry.
+    stacks: HashMap<(String, Vec<u64>), u64>,
+    /// Per OS thread, the type of its last exception thrown: an `ExceptionStack` follows
+    /// its `ExceptionThrown` on the same thread.
+    last_thrown: HashMap<u64, String>,
+}
+
+impl Exceptions {
+    pub fn observe(&mut self, e: &TimedEvent<'_>) {
+        match &e.event {
+            Event::ExceptionStack { frames } => {
+                let ty = self.last_thrown.get(&e.os_tid).cloned().unwrap_or_default();
+                *self.stacks.entry((ty, frames.to_vec())).or_default() += 1;
+            }
+            Event::ExceptionThrown {
+                type_name, message, ..
+            } => {
+                self.last_thrown.insert(e.os_tid, type_name.to_string());
+                let ty = if type_name.is_empty() {
+                    "(unknown type)".to_string()
+                } else {
+                    type_name.to_string()
+                };
+                *self.by_type.entry(ty.clone()).or_default() += 1;
+                *self
+                    .messages
+                    .entry(ty)
+                    .or_default()
+                    .entry(message.to_string())
+                    .or_default() += 1;
+            }
+            _ => {}
+        }
+    }
+
+    pub fn finish(self, names: &Names) -> ExceptionsSection {
+        let mut messages = self.messages;
+        for m in messages.values_mut() {
+            if m.len() > MESSAGES_PER_TYPE {
+                let mut v: Vec<(String, u64)> = std::mem::take(m).into_iter().collect();
+                v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+                v.truncate(MESSAGES_PER_TYPE);
+                *m = v.into_iter().collect();
+            }
+        }
+        let mut stacks: Vec<ExceptionStack> = self
+            .stacks
+            .into_iter()
+            .map(|((type_name, frames), count)| ExceptionStack {
+                type_name,
+                count,
+                frames: frames.iter().map(|f| names.frame_name(*f)).collect(),
+            })
+            .collect();
+        stacks.sort_by(|a, b| {
+            b.count
+                .cmp(&a.count)
+                .then_with(|| a.type_name.cmp(&b.type_name))
+                .then_with(|| a.frames.cmp(&b.frames))
+        });
+        ExceptionsSection {
+            by_type: self.by_type,
+            messages,
+            stacks,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::tests::{at, names};
+    use std::borrow::Cow;
+
+    fn thrown(os_tid: u64, type_name: &'static str, message: String) -> TimedEvent<'static> {
+        at(
+            0,
+            os_tid,
+            Event::ExceptionThrown {
+                object: 0,
+                class: 0,
+                type_name: type_name.into(),
+                message: message.into(),
+            },
+        )
+    }
+
+    fn stack(os_tid: u64, frames: &[u64]) -> TimedEvent<'static> {
+        at(
+            0,
+            os_tid,
+            Event::ExceptionStack {
+                frames: Cow::Owned(frames.to_vec()),
+            },
+        )
+    }
+
+    #[test]
+    fn types_messages_and_stacks() {
+        let mut x = Exceptions::default();
+        for e in [
+            thrown(1, "E", "m".into()),
+            stack(1, &[1, 2]),
+            thrown(2, "", String::new()),
+            thrown(1, "E", "m".into()),
+            // Thread 2's stack follows thread 1's throw: it is thread 2's exception's.
+            stack(2, &[2]),
+            stack(1, &[1, 2]),
+        ] {
+            x.observe(&e);
+        }
+        let s = x.finish(&names(&[(1, "A"), (2, "Main")]));
+        assert_eq!(
+            s.by_type.into_iter().collect::<Vec<_>>(),
+            [("(unknown type)".to_string(), 1), ("E".to_string(), 2)]
+        );
+        assert_eq!(s.messages["E"]["m"], 2);
+        assert_eq!(s.messages["(unknown type)"][""], 1);
+        let stacks: Vec<_> = s
+            .stacks
+            .iter()
+            .map(|st| (st.type_name.as_str(), st.count, st.frames.join(" < ")))
+            .collect();
+        // The stack of an unnamed type keeps the empty name.
+        assert_eq!(
+            stacks,
+            [("E", 2, "A < Main".into()), ("", 1, "Main".into())]
+        );
+    }
+
+    #[test]
+    fn only_the_ten_most_frequent_messages_are_kept() {
+        let mut x = Exceptions::default();
+        for i in 0..12u64 {
+            for _ in 0..=i % 3 {
+                x.observe(&thrown(1, "E", format!("m{i:02}")));
+            }
+        }
+        let s = x.finish(&Names::default());
+        let kept: Vec<&str> = s.messages["E"].keys().map(String::as_str).collect();
+        // Counts 3 (m02 m05 m08 m11), 2 (m01 m04 m07 m10), then 1 by name (m00 m03).
+        assert_eq!(
+            kept,
+            [
+                "m00", "m01", "m02", "m03", "m04", "m05", "m07", "m08", "m10", "m11"
+            ]
+        );
+        assert_eq!(s.by_type["E"], 24);
+    }
+}

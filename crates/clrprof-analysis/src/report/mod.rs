@@ -1,0 +1,232 @@
+//! The report: everything `clrprof report` shows, as one serialisable value. The JSON
+//! form is documented field by field in docs/report-json.md; keep the two in step.
+//!
+//! Each section has its collector: [`build_with`] feeds every timeline event to each of
+//! them (each `observe` ignores the kinds its section does not count) and the call
+//! records to [`Calls`], then assembles what their `finish` gives. [`crate::text`]
+//! renders the sections.
+
+mod allocations;
+mod calls;
+mod counts;
+mod exceptions;
+mod gc_summary;
+mod jit;
+mod lost;
+mod modules;
+mod sampler;
+mod samples;
+mod trace_info;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::calltree::{FunctionStats, ThreadTree, TraceStats, TreeNode};
+use crate::gc::{self, Gc};
+use crate::names::Names;
+use crate::samples::{FunctionSamples, SampleTotals};
+use crate::threads::{ThreadLifetimes, ThreadNames};
+use crate::timeline::{TimedEvent, Trace};
+
+pub use crate::threads::ThreadInfo;
+pub use allocations::{Allocation, Allocations};
+pub use calls::{Calls, CallsSection};
+pub use counts::EventCounts;
+pub use exceptions::{ExceptionStack, Exceptions, ExceptionsSection};
+pub use gc_summary::GcSummary;
+pub use jit::{Jit, JitEntry, JitSummary};
+pub use lost::{Lost, WriteFailure, errno_text, lost_reason};
+pub use modules::{Loaded, ModuleInfo};
+pub use sampler::{Sampler, SamplerStats};
+pub use samples::{Samples, SamplesSection};
+pub use trace_info::TraceInfo;
+
+/// What to put in the report.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Depth of the call trees in the report.
+    pub depth: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { depth: 64 }
+    }
+}
+
+/// Per-function figures: sampled (sample mode) or exact (trace mode).
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum Functions {
+    Sampled(Vec<FunctionSamples>),
+    Traced(Vec<FunctionStats>),
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub trace: TraceInfo,
+    /// Problems met while reading the file; the report covers the events before them.
+    pub warnings: Vec<String>,
+    /// Events the agent could not record (full buffers in drop mode, …).
+    pub lost_events: u64,
+    /// How many events of each kind were recorded.
+    pub events: EventCounts,
+    /// Exception type → number thrown.
+    pub exceptions: BTreeMap<String, u64>,
+    /// Per exception type, its most frequent messages.
+    pub exception_messages: BTreeMap<String, BTreeMap<String, u64>>,
+    pub threads: Vec<ThreadInfo>,
+    pub gcs: Vec<Gc>,
+    pub gc_summary: GcSummary,
+    pub modules: Vec<ModuleInfo>,
+    pub assemblies: Vec<String>,
+    /// Names of the classes loaded, sorted.
+    pub classes: Vec<String>,
+    pub jit: JitSummary,
+    /// Objects allocated per class (only with the `alloc` event group), most first.
+    pub allocations: Vec<Allocation>,
+    /// Sample totals (sample mode).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub samples: Option<SampleTotals>,
+    /// Per-function figures (sample and trace modes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub functions: Option<Functions>,
+    /// The merged call tree of all threads (trace mode).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_tree: Option<TreeNode>,
+    /// One call tree per thread (trace mode).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread_call_trees: Option<Vec<ThreadTree>>,
+    /// Consistency figures of the call-tree reconstruction (trace mode).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_stats: Option<TraceStats>,
+    /// The distinct stacks exceptions were thrown from, leaf first, with how many were
+    /// thrown from each, most first (when recorded).
+    pub exception_stacks: Vec<ExceptionStack>,
+    /// `lost_events` by reason: `buffer_full` (drop mode), `write_failed` (the file
+    /// refused writes), `stopping` (arrived while the recording stopped), `unknown` (a
+    /// trace of before reasons were recorded).
+    pub lost_by_reason: BTreeMap<String, u64>,
+    /// Writes the trace file refused, by error (e.g. ENOSPC: the disk was full).
+    pub write_failures: Vec<WriteFailure>,
+    /// The sampler's own figures (sample mode, when recorded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampler: Option<SamplerStats>,
+}
+
+/// Builds the report of a loaded trace.
+pub fn build(trace: &Trace<'_>) -> Report {
+    build_with(trace, Options::default())
+}
+
+/// The collectors of the sections that come from the timeline.
+#[derive(Default)]
+struct Collectors {
+    counts: EventCounts,
+    exceptions: Exceptions,
+    threads: ThreadLifetimes,
+    loaded: Loaded,
+    jit: Jit,
+    allocations: Allocations,
+    lost: Lost,
+    sampler: Sampler,
+    samples: Samples,
+}
+
+impl Collectors {
+    fn observe(&mut self, e: &TimedEvent<'_>) {
+        self.counts.observe(&e.event);
+        self.exceptions.observe(e);
+        self.threads.add(e.ns, &e.event);
+        self.loaded.observe(e);
+        self.jit.observe(e);
+        self.allocations.observe(&e.event);
+        self.lost.observe(&e.event);
+        self.sampler.observe(&e.event);
+        self.samples.observe(e);
+    }
+}
+
+/// Builds the report with explicit options.
+pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
+    let names = Names::collect(&trace.events);
+    let thread_names = ThreadNames::collect(&trace.events);
+    let mut c = Collectors::default();
+    for e in &trace.events {
+        c.observe(e);
+    }
+    let calls = (trace.call_records > 0).then(|| {
+        let mut calls = Calls::default();
+        trace.for_each_call(|e| calls.observe(e));
+        calls.finish(&names, &thread_names, opts.depth)
+    });
+    let (samples, sampled) = match c.samples.finish(&trace.header.meta, &names, &thread_names) {
+        Some(s) => (Some(s.totals), Some(Functions::Sampled(s.functions))),
+        None => (None, None),
+    };
+    // Trace mode's exact figures, else the sampled ones.
+    let (functions, call_tree, thread_call_trees, trace_stats) = match calls {
+        Some(s) => (
+            Some(Functions::Traced(s.functions)),
+            Some(s.tree),
+            Some(s.thread_trees),
+            Some(s.stats),
+        ),
+        None => (sampled, None, None, None),
+    };
+    let exceptions = c.exceptions.finish(&names);
+    let loaded = c.loaded.finish();
+    let gcs = gc::collect(&trace.events);
+    Report {
+        trace: TraceInfo::new(&trace.header, trace.duration_ns),
+        warnings: trace.warnings.clone(),
+        lost_events: c.lost.events,
+        events: c.counts,
+        exceptions: exceptions.by_type,
+        exception_messages: exceptions.messages,
+        threads: c.threads.finish(),
+        gc_summary: GcSummary::of(&gcs),
+        gcs,
+        modules: loaded.modules,
+        assemblies: loaded.assemblies,
+        classes: loaded.classes,
+        jit: c.jit.finish(&names),
+        allocations: c.allocations.finish(&names),
+        samples,
+        functions,
+        call_tree,
+        thread_call_trees,
+        trace_stats,
+        exception_stacks: exceptions.stacks,
+        lost_by_reason: c.lost.by_reason,
+        write_failures: c.lost.write_failures,
+        sampler: c.sampler.finish(),
+    }
+}
+
+/// What the collectors' tests share.
+#[cfg(test)]
+pub(crate) mod tests {
+    use clrprof_format::Event;
+
+    use crate::names::{FunctionName, Names};
+    use crate::timeline::TimedEvent;
+
+    pub fn at(ns: u64, os_tid: u64, event: Event<'static>) -> TimedEvent<'static> {
+        TimedEvent { ns, os_tid, event }
+    }
+
+    /// Function names by id.
+    pub fn names(functions: &[(u64, &str)]) -> Names {
+        let mut n = Names::default();
+        for (id, name) in functions {
+            let name = FunctionName {
+                name: name.to_string(),
+                ..Default::default()
+            };
+            n.functions.insert(*id, name);
+        }
+        n
+    }
+}

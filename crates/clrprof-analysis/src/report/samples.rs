@@ -1,0 +1,105 @@
+//! The Samples section (sample mode): sample totals per thread and figures per
+//! function.
+
+use clrprof_format::TraceMeta;
+
+use crate::names::Names;
+use crate::samples::{self, FunctionSamples, SampleTotals, StackSample};
+use crate::threads::ThreadNames;
+use crate::timeline::TimedEvent;
+
+/// What [`Samples::finish`] found.
+#[derive(Debug)]
+pub struct SamplesSection {
+    pub totals: SampleTotals,
+    /// Most self samples first.
+    pub functions: Vec<FunctionSamples>,
+}
+
+#[derive(Debug, Default)]
+pub struct Samples {
+    samples: Vec<StackSample>,
+}
+
+impl Samples {
+    pub fn observe(&mut self, e: &TimedEvent<'_>) {
+        if let Some(s) = samples::stack_sample(e) {
+            self.samples.push(s);
+        }
+    }
+
+    /// None when the trace has no samples.
+    pub fn finish(
+        self,
+        meta: &TraceMeta,
+        names: &Names,
+        threads: &ThreadNames,
+    ) -> Option<SamplesSection> {
+        if self.samples.is_empty() {
+            return None;
+        }
+        let rate = Some(f64::from(meta.settings.rate_hz));
+        Some(SamplesSection {
+            totals: samples::totals(&self.samples, threads, rate),
+            functions: samples::functions(&self.samples, names),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::tests::{at, names};
+    use clrprof_format::Event;
+
+    fn sample(ns: u64, os_tid: u64, cpu_ns: u64, frames: &[u64]) -> TimedEvent<'static> {
+        let event = Event::Sample {
+            os_tid,
+            thread: 0,
+            cpu_ns,
+            state: u8::from(cpu_ns > 0),
+            frames: frames.to_vec().into(),
+        };
+        at(ns, os_tid, event)
+    }
+
+    #[test]
+    fn no_samples_no_section() {
+        let mut s = Samples::default();
+        s.observe(&at(0, 1, Event::Shutdown {}));
+        let none = s.finish(
+            &TraceMeta::default(),
+            &Names::default(),
+            &Default::default(),
+        );
+        assert!(none.is_none());
+    }
+
+    #[test]
+    fn totals_with_the_rate_asked_and_functions() {
+        let mut s = Samples::default();
+        for e in [
+            sample(0, 7, 100, &[1, 2]),
+            sample(0, 8, 0, &[2]),
+            sample(500_000_000, 7, 50, &[1, 2]),
+        ] {
+            s.observe(&e);
+        }
+        let mut meta = TraceMeta::default();
+        meta.settings.rate_hz = 3;
+        let section = s
+            .finish(&meta, &names(&[(1, "A"), (2, "Main")]), &Default::default())
+            .unwrap();
+        let t = &section.totals;
+        assert_eq!((t.total, t.on_cpu, t.cpu_ns), (3, 2, 150));
+        assert_eq!((t.rate_hz, t.requested_rate_hz), (2.0, Some(3.0)));
+        let per_thread: Vec<_> = t.threads.iter().map(|t| (t.os_tid, t.samples)).collect();
+        assert_eq!(per_thread, [(7, 2), (8, 1)]);
+        let functions: Vec<_> = section
+            .functions
+            .iter()
+            .map(|f| (f.name.as_str(), f.self_samples, f.total_samples))
+            .collect();
+        assert_eq!(functions, [("A", 2, 2), ("Main", 1, 3)]);
+    }
+}

@@ -1,0 +1,159 @@
+//! The report's heading: the process, how it was recorded, and what went wrong while
+//! recording or reading.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use super::units::ns;
+use crate::report::{SamplerStats, TraceInfo, WriteFailure};
+
+/// The process, the recording mode, the runtime and the duration.
+pub fn trace(o: &mut String, t: &TraceInfo) {
+    let _ = writeln!(
+        o,
+        "clrprof report — pid {} ({} mode{})",
+        t.pid,
+        t.mode,
+        if t.attached { ", attached" } else { "" }
+    );
+    let _ = writeln!(o, "  command:  {}", t.command_line.join(" "));
+    let _ = writeln!(
+        o,
+        "  runtime:  {}",
+        t.runtime_version.as_deref().unwrap_or("unknown")
+    );
+    let _ = writeln!(o, "  duration: {}", ns(t.duration_ns));
+}
+
+/// Events lost, and why; nothing when none were.
+pub fn lost(
+    o: &mut String,
+    lost_events: u64,
+    by_reason: &BTreeMap<String, u64>,
+    write_failures: &[WriteFailure],
+) {
+    if lost_events == 0 {
+        return;
+    }
+    let why: Vec<String> = by_reason
+        .iter()
+        .map(|(reason, n)| {
+            let text = match reason.as_str() {
+                "buffer_full" => "a thread's buffer was full (--on-full drop)".to_string(),
+                "write_failed" => match write_failures.first() {
+                    Some(w) => format!("the trace file refused writes: {}", w.error),
+                    None => "the trace file refused writes".to_string(),
+                },
+                "stopping" => "they arrived while the recording was stopping".to_string(),
+                _ => "reason not recorded".to_string(),
+            };
+            format!("{n} because {text}")
+        })
+        .collect();
+    let _ = writeln!(
+        o,
+        "  LOST:     {} events could not be recorded: {}",
+        lost_events,
+        why.join("; ")
+    );
+}
+
+/// The sampler's shortcomings; nothing when it had none.
+pub fn sampler(o: &mut String, s: Option<&SamplerStats>) {
+    if let Some(s) = s
+        && (s.truncated_stacks > 0 || s.missed_ticks > 0 || s.signal_timeouts > 0)
+    {
+        let _ = writeln!(
+            o,
+            "  sampler:  {} ticks, {} missed (the sampler fell behind), {} threads did not answer in time, \
+             {} stacks truncated at {} frames (--max-depth)",
+            s.ticks, s.missed_ticks, s.signal_timeouts, s.truncated_stacks, s.max_depth
+        );
+    }
+}
+
+/// Problems met while reading the file.
+pub fn warnings(o: &mut String, warnings: &[String]) {
+    for w in warnings {
+        let _ = writeln!(o, "  warning:  {w}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_process_and_its_recording() {
+        let t = TraceInfo {
+            pid: 42,
+            command_line: vec!["dotnet".into(), "app.dll".into()],
+            mode: "sample".into(),
+            runtime_version: None,
+            agent_version: "0.1.0".into(),
+            format_version: "1.2".into(),
+            attached: true,
+            duration_ns: 25_000_000,
+            settings: clrprof_settings::Settings::unrecorded(),
+        };
+        let mut o = String::new();
+        trace(&mut o, &t);
+        assert_eq!(
+            o,
+            "clrprof report — pid 42 (sample mode, attached)\n  command:  dotnet app.dll\n  \
+             runtime:  unknown\n  duration: 25.0 ms\n"
+        );
+    }
+
+    #[test]
+    fn lost_events_say_why() {
+        let mut o = String::new();
+        lost(&mut o, 0, &BTreeMap::new(), &[]);
+        assert_eq!(o, "");
+        let by_reason = BTreeMap::from([
+            ("buffer_full".to_string(), 3),
+            ("write_failed".to_string(), 4),
+        ]);
+        let failure = WriteFailure {
+            errno: 28,
+            error: "ENOSPC (No space left on device)".into(),
+            blocks: 1,
+            events: 4,
+        };
+        lost(&mut o, 7, &by_reason, &[failure]);
+        assert_eq!(
+            o,
+            "  LOST:     7 events could not be recorded: 3 because a thread's buffer was full \
+             (--on-full drop); 4 because the trace file refused writes: ENOSPC (No space left on \
+             device)\n"
+        );
+    }
+
+    #[test]
+    fn the_sampler_only_when_it_fell_short() {
+        let mut o = String::new();
+        let mut s = SamplerStats {
+            ticks: 100,
+            samples: 300,
+            max_depth: 64,
+            ..Default::default()
+        };
+        sampler(&mut o, None);
+        sampler(&mut o, Some(&s));
+        assert_eq!(o, "");
+        s.missed_ticks = 2;
+        sampler(&mut o, Some(&s));
+        assert_eq!(
+            o,
+            "  sampler:  100 ticks, 2 missed (the sampler fell behind), 0 threads did not answer \
+             in time, 0 stacks truncated at 64 frames (--max-depth)\n"
+        );
+    }
+
+    #[test]
+    fn one_line_per_warning() {
+        let mut o = String::new();
+        warnings(&mut o, &["truncated block".into(), "bad record".into()]);
+        assert_eq!(o, "  warning:  truncated block\n  warning:  bad record\n");
+    }
+}

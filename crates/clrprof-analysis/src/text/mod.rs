@@ -1,0 +1,50 @@
+//! The human-readable report: short sections, biggest first, numbers with units. One
+//! renderer per section; [`render`] lists them in the order they print.
+
+mod allocations;
+mod calls;
+mod events;
+mod exceptions;
+mod gcs;
+mod header;
+mod jit;
+mod modules;
+mod samples;
+mod threads;
+mod units;
+
+pub use units::{bytes, ns};
+
+use crate::report::{Functions, Report};
+
+/// Renders the report as text; `top` bounds every list.
+pub fn render(r: &Report, top: usize) -> String {
+    let mut o = String::new();
+    header::trace(&mut o, &r.trace);
+    header::lost(&mut o, r.lost_events, &r.lost_by_reason, &r.write_failures);
+    header::sampler(&mut o, r.sampler.as_ref());
+    header::warnings(&mut o, &r.warnings);
+    events::render(&mut o, &r.events);
+    exceptions::render(&mut o, &r.exceptions, &r.exception_messages, top);
+    let pauses_recorded = r.events.runtime_suspensions > 0;
+    gcs::render(&mut o, &r.gcs, &r.gc_summary, pauses_recorded, top);
+    threads::render(&mut o, &r.threads, top);
+    jit::render(&mut o, &r.jit, top);
+    allocations::render(&mut o, &r.allocations, top);
+    let (sampled, traced) = match &r.functions {
+        Some(Functions::Sampled(f)) => (Some(&f[..]), None),
+        Some(Functions::Traced(f)) => (None, Some(&f[..])),
+        None => (None, None),
+    };
+    if let Some(st) = &r.samples {
+        samples::render(&mut o, st, sampled, top);
+    }
+    if let Some(fs) = traced {
+        calls::functions(&mut o, fs, r.trace_stats.as_ref(), top);
+    }
+    if let Some(tree) = &r.call_tree {
+        calls::tree(&mut o, tree, top);
+    }
+    modules::render(&mut o, &r.modules, top);
+    o
+}

@@ -1,0 +1,217 @@
+//! `record`'s options as the agent's typed settings: one function for starting a command
+//! and for attaching, so that every option means the same in both. How the settings
+//! travel (environment variables, attach client data) is `clrprof_settings`'s business.
+
+use std::path::Path;
+
+use anyhow::{Result, anyhow, bail};
+use clrprof_settings::{ArgLimits, EventGroups, Mode, Settings, var};
+
+use crate::cli::RecordArgs;
+
+/// The settings `args` ask for, writing to `output` (a path, or a `{pid}` template), and
+/// the variables the command line decides: those of the options given, and of the
+/// options that have a default of their own (mode, rate, and the `--args` limits with
+/// `--args`). A setting the command line leaves alone is the agent's default, unless
+/// clrprof's own environment sets its `CLRPROF_*` variable (see [`child_env`]).
+pub fn from_args(args: &RecordArgs, output: &Path) -> Result<(Settings, Vec<&'static str>)> {
+    let mode = args.mode;
+    let mut s = Settings::for_mode(mode);
+    let mut decided = vec![var::OUTPUT, var::MODE, var::RATE_HZ];
+    s.output = output.to_path_buf();
+    s.rate_hz = args.rate;
+    if let Some(e) = &args.events {
+        s.events =
+            EventGroups::parse(e, mode).map_err(|exp| anyhow!("--events {e:?}: expected {exp}"))?;
+        decided.push(var::EVENTS);
+    }
+    if let Some(kb) = args.buffer_kb {
+        s.buffer_bytes = kb as usize * 1024;
+        decided.push(var::BUFFER_KB);
+    }
+    if let Some(f) = args.on_full {
+        s.on_full = f;
+        decided.push(var::ON_FULL);
+    }
+    if let Some(k) = args.sampler {
+        s.sampler = k;
+        decided.push(var::SAMPLER);
+    }
+    if let Some(n) = args.max_depth {
+        s.max_depth = n as usize;
+        decided.push(var::MAX_DEPTH);
+    }
+    if let Some(d) = args.duration {
+        s.duration_s = Some(d);
+        decided.push(var::DURATION_S);
+    }
+    if let Some(p) = patterns(&args.include) {
+        s.include = Some(p);
+        decided.push(var::INCLUDE);
+    }
+    if let Some(p) = patterns(&args.exclude) {
+        s.exclude = Some(p);
+        decided.push(var::EXCLUDE);
+    }
+    if args.allow_inlining {
+        s.allow_inlining = true;
+        decided.push(var::INLINING);
+    }
+    if !args.heap.is_empty() {
+        if let Some(bad) = args.heap.iter().find(|t| !(t.is_finite() && **t >= 0.0)) {
+            bail!("--heap {bad}: expected a number of seconds, 0 or more");
+        }
+        s.heap_at = args.heap.clone();
+        s.heap_at.sort_by(f64::total_cmp);
+        s.heap = true;
+        decided.extend([var::HEAP_AT, var::HEAP]);
+    }
+    if !args.args.is_empty() {
+        if mode != Mode::Trace {
+            bail!("--args needs --mode trace: arguments are read by the ELT enter/leave hooks");
+        }
+        s.args = patterns(&args.args).filter(|p| !p.trim().is_empty());
+        decided.push(var::ARGS);
+    }
+    // The limits are read with `--args` only; attaching passes them too (they are part of
+    // the settings the trace header records).
+    s.arg_limits = ArgLimits {
+        max_len: args.arg_max_len,
+        depth: args.arg_depth,
+        items: args.arg_items,
+        ..ArgLimits::DEFAULT
+    };
+    if !args.args.is_empty() {
+        decided.extend([var::ARG_MAX_LEN, var::ARG_DEPTH, var::ARG_ITEMS]);
+    }
+    // The options are checked as they are parsed; this catches a rule they missed, with
+    // the agent's own message, before anything starts.
+    s.check().map_err(|e| anyhow!("{e}"))?;
+    Ok((s, decided))
+}
+
+/// The repeatable pattern options as the agent reads them: `;`-separated.
+fn patterns(v: &[String]) -> Option<String> {
+    let joined = v.join(";");
+    (!joined.is_empty()).then_some(joined)
+}
+
+/// The `CLRPROF_*` variables to set for a command started under the profiler: every
+/// setting, except one the command line does not decide and clrprof's own environment
+/// already sets, which the command inherits as it is (the agent checks it, and declines
+/// with its message if it is bad).
+pub fn child_env(settings: &Settings, decided: &[&str]) -> Vec<(&'static str, String)> {
+    settings
+        .to_env()
+        .into_iter()
+        .filter(|(k, _)| decided.contains(k) || std::env::var_os(k).is_none())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn parse(line: &[&str]) -> RecordArgs {
+        let mut argv = vec!["clrprof", "record"];
+        argv.extend_from_slice(line);
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Record(r) => r,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn options_become_typed_settings() {
+        let args = parse(&[
+            "--mode",
+            "sample",
+            "--events",
+            "threads,gc",
+            "--buffer-kb",
+            "64",
+            "--on-full",
+            "drop",
+            "--rate",
+            "250",
+            "--sampler",
+            "suspend",
+            "--max-depth",
+            "64",
+            "--duration",
+            "2.5",
+            "--include",
+            "A.*",
+            "--include",
+            "B.*",
+            "--exclude",
+            "C.*",
+            "--allow-inlining",
+            "--arg-max-len",
+            "10",
+            "--heap",
+            "2",
+            "--heap",
+            "0.5",
+            "--pid",
+            "1",
+        ]);
+        let (s, decided) = from_args(&args, Path::new("/tmp/t.clrprof")).unwrap();
+        use clrprof_settings::{EventGroup, OnFull, SamplerKind};
+        assert_eq!(
+            s,
+            Settings {
+                mode: Mode::Sample,
+                output: "/tmp/t.clrprof".into(),
+                events: EventGroups::of(&[EventGroup::Threads, EventGroup::Gc]),
+                buffer_bytes: 64 * 1024,
+                on_full: OnFull::Drop,
+                rate_hz: 250,
+                sampler: SamplerKind::Suspend,
+                max_depth: 64,
+                duration_s: Some(2.5),
+                include: Some("A.*;B.*".into()),
+                exclude: Some("C.*".into()),
+                allow_inlining: true,
+                arg_limits: ArgLimits {
+                    max_len: 10,
+                    ..ArgLimits::DEFAULT
+                },
+                heap_at: vec![0.5, 2.0],
+                heap: true,
+                ..Settings::for_mode(Mode::Sample)
+            }
+        );
+        // Each option given decides its variable (none is left to the environment).
+        let defaults = Settings::for_mode(Mode::Sample).to_env();
+        for (k, v) in s.to_env() {
+            let default = defaults.iter().find(|(d, _)| *d == k).map(|(_, v)| v);
+            if default != Some(&v) && k != var::ARG_MAX_LEN {
+                assert!(
+                    decided.contains(&k),
+                    "{k}={v} is not decided by the options"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn bad_options_are_refused_up_front() {
+        let e = from_args(&parse(&["--events", "bogus", "--", "x"]), Path::new("/t"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--events \"bogus\": expected default, all, none"),
+            "{e}"
+        );
+        let e = from_args(&parse(&["--args", "A.*", "--", "x"]), Path::new("/t"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--mode trace"), "{e}");
+        assert!(Cli::try_parse_from(["clrprof", "record", "--buffer-kb", "1", "--", "x"]).is_err());
+        let (s, _) = from_args(&parse(&["--mode", "trace", "--", "x"]), Path::new("/t")).unwrap();
+        assert_eq!(s.buffer_bytes, 4096 * 1024);
+    }
+}

@@ -1,0 +1,256 @@
+//! clrprof's settings contract, declared once for the CLI, the agent and analysis:
+//!
+//! - [`Settings`]: every setting with its type and default ([`Settings::for_mode`]);
+//! - the `CLRPROF_*` environment it travels in ([`Settings::to_env`],
+//!   [`Settings::from_env`], [`VARIABLES`]), with the rules and the messages a bad value
+//!   is refused with;
+//! - the attach client data, which carries the same variables ([`attach`]);
+//! - the trace header's `settings` object, which is `Settings` serialized (serde); a
+//!   header that leaves a setting out is read as [`Settings::unrecorded`] has it;
+//! - the agent's [`CLSID`] and the `CORECLR_*` variables that load it at startup.
+//!
+//! Pure: no I/O, no unsafe code.
+
+#![forbid(unsafe_code)]
+
+pub mod attach;
+mod env;
+mod groups;
+mod kinds;
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+pub use env::{MAX_DURATION_S, SettingsError, VARIABLES, check_utf8, limits, var};
+pub use groups::{EventGroup, EventGroups};
+pub use kinds::{ArgLimits, LogTarget, Mode, OnFull, SamplerKind, TraceProbe};
+
+/// The agent's COM class id, which the runtime is told to create (`CORECLR_PROFILER`, and
+/// the CLSID of the diagnostics AttachProfiler command).
+pub const CLSID: u128 = 0x27C113DB_28AB_4298_B83A_625E7E26E45D;
+
+/// [`CLSID`] as `{XXXXXXXX-XXXX-XXXX-XXXX-XXXXXXXXXXXX}`, the only form the runtime accepts
+/// in `CORECLR_PROFILER` on Linux.
+pub fn clsid_braced() -> String {
+    let c = CLSID;
+    format!(
+        "{{{:08X}-{:04X}-{:04X}-{:04X}-{:012X}}}",
+        c >> 96,
+        (c >> 80) & 0xFFFF,
+        (c >> 64) & 0xFFFF,
+        (c >> 48) & 0xFFFF,
+        c & 0xFFFF_FFFF_FFFF
+    )
+}
+
+/// The variables that make the runtime load the agent at startup from `library`.
+pub fn startup_env(library: &std::path::Path) -> [(&'static str, std::ffi::OsString); 3] {
+    [
+        ("CORECLR_ENABLE_PROFILING", "1".into()),
+        ("CORECLR_PROFILER", clsid_braced().into()),
+        ("CORECLR_PROFILER_PATH", library.as_os_str().to_owned()),
+    ]
+}
+
+/// Everything the agent needs to know to run.
+///
+/// Serialized, it is the trace header's `settings` object: the process-local fields
+/// (`output`, `log`, `owner_start`) are left out, and a key missing from an older header
+/// reads as [`Settings::unrecorded`] has it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default = "Settings::unrecorded")]
+pub struct Settings {
+    pub mode: Mode,
+    /// The trace file; `{pid}` in it is the process id (replaced by [`Settings::from_env`]).
+    #[serde(skip)]
+    pub output: PathBuf,
+    pub events: EventGroups,
+    /// Per-thread buffer size in bytes (a whole number of KiB: the variable is in KiB).
+    pub buffer_bytes: usize,
+    pub on_full: OnFull,
+    /// How often the writer drains the per-thread buffers.
+    pub flush_ms: u64,
+    pub compress: bool,
+    /// Where the agent's own log lines go.
+    #[serde(skip)]
+    pub log: LogTarget,
+    /// Sample mode: samples per second.
+    pub rate_hz: u32,
+    /// Sample mode: stop sampling after this many seconds (the app goes on); attached:
+    /// detach then.
+    pub duration_s: Option<f64>,
+    /// Sample mode: how stacks are captured.
+    pub sampler: SamplerKind,
+    /// Trace mode: only hook functions whose name matches one of these (`;`-separated).
+    pub include: Option<String>,
+    /// Trace mode: never hook functions whose name matches one of these.
+    pub exclude: Option<String>,
+    /// Trace mode: let the JIT inline (faster, but inlined calls are not counted).
+    pub allow_inlining: bool,
+    /// Record the stack of every thrown exception (synchronous DoStackSnapshot).
+    pub exception_stacks: bool,
+    /// Trace mode, benchmarking only: install hooks that record nothing.
+    pub trace_probe: Option<TraceProbe>,
+    /// Several processes of one `clrprof record` run may share `output`: when it exists,
+    /// write `<stem>.<pid>.<ext>` beside it instead.
+    pub siblings: bool,
+    /// Attach: the pid of the `clrprof` that attached; when it is gone, detach.
+    pub owner_pid: Option<u32>,
+    /// Its start time (/proc/PID/stat field 22), to tell it from a reused pid.
+    #[serde(skip)]
+    pub owner_start: Option<u64>,
+    /// Also profile the .NET SDK's own processes (`dotnet run`/`build`, MSBuild, the
+    /// compiler server), which are skipped by default.
+    pub profile_sdk: bool,
+    /// Sample mode: the deepest stack kept; deeper ones are cut and marked.
+    pub max_depth: usize,
+    /// Trace mode: record arguments and return values of the functions these
+    /// `;`-separated patterns match (the ELT slow path; see docs/tracing.md).
+    pub args: Option<String>,
+    /// `--args`: what is read of each value.
+    #[serde(flatten)]
+    pub arg_limits: ArgLimits,
+    /// Heap snapshots at these many seconds after startup, in order (docs/heap.md).
+    pub heap_at: Vec<f64>,
+    /// Heap snapshots may be taken (on request or at `heap_at`): the GC monitor must be
+    /// requested at startup or attach, the only times the runtime allows it.
+    pub heap: bool,
+}
+
+impl Settings {
+    /// The defaults of `mode`: what the agent runs with when only `CLRPROF_MODE` is set.
+    pub fn for_mode(mode: Mode) -> Settings {
+        Settings {
+            mode,
+            output: PathBuf::from("clrprof-{pid}.clrprof"),
+            events: EventGroups::mode_default(mode),
+            // Trace mode: a traced thread can make ~80 M events/s (1.3 GB/s of units). A
+            // ring well beyond the L2 lets the writer read lines the thread has already
+            // moved past, instead of stealing the ones it is writing (measured in
+            // docs/performance.md). Pages are only touched as a thread fills its ring.
+            buffer_bytes: if mode == Mode::Trace {
+                4096 * 1024
+            } else {
+                256 * 1024
+            },
+            on_full: OnFull::Wait,
+            flush_ms: 20,
+            compress: false,
+            log: LogTarget::Stderr,
+            rate_hz: 99,
+            duration_s: None,
+            sampler: SamplerKind::DEFAULT,
+            include: None,
+            exclude: None,
+            allow_inlining: false,
+            exception_stacks: true,
+            trace_probe: None,
+            siblings: false,
+            owner_pid: None,
+            owner_start: None,
+            profile_sdk: false,
+            max_depth: 512,
+            args: None,
+            arg_limits: ArgLimits::DEFAULT,
+            heap_at: Vec::new(),
+            heap: false,
+        }
+    }
+
+    /// How a trace header that does not record a setting is read: the events-mode
+    /// default, except the sampler, which headers record since there is a choice; before,
+    /// every sample was taken by suspending the runtime. The same on every platform.
+    pub fn unrecorded() -> Settings {
+        Settings {
+            sampler: SamplerKind::Suspend,
+            ..Settings::for_mode(Mode::Events)
+        }
+    }
+}
+
+/// The agent's defaults with no variable set: events mode.
+impl Default for Settings {
+    fn default() -> Self {
+        Settings::for_mode(Mode::Events)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clsid_in_braces() {
+        assert_eq!(clsid_braced(), "{27C113DB-28AB-4298-B83A-625E7E26E45D}");
+    }
+
+    #[test]
+    fn header_form_keeps_its_keys_and_reads_old_headers() {
+        let s = Settings::for_mode(Mode::Sample);
+        let v = serde_json::to_value(&s).unwrap();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "allow_inlining",
+                "arg_bytes",
+                "arg_depth",
+                "arg_items",
+                "arg_max_len",
+                "args",
+                "buffer_bytes",
+                "compress",
+                "duration_s",
+                "events",
+                "exception_stacks",
+                "exclude",
+                "flush_ms",
+                "heap",
+                "heap_at",
+                "include",
+                "max_depth",
+                "mode",
+                "on_full",
+                "owner_pid",
+                "profile_sdk",
+                "rate_hz",
+                "sampler",
+                "siblings",
+                "trace_probe",
+            ]
+        );
+        assert_eq!(v["mode"], "sample");
+        assert_eq!(v["on_full"], "wait");
+        assert_eq!(
+            v["events"],
+            serde_json::json!([
+                "appdomains",
+                "assemblies",
+                "modules",
+                "threads",
+                "exceptions",
+                "gc"
+            ])
+        );
+        let mut back: Settings = serde_json::from_value(v).unwrap();
+        back.output = s.output.clone();
+        assert_eq!(back, s);
+
+        // A 1.0 header: two keys, and one this version does not know.
+        let old: Settings = serde_json::from_str(
+            r#"{"buffer_bytes":65536,"flush_ms":100,"events":["gc","future-group"],"new":1}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            old,
+            Settings {
+                buffer_bytes: 65536,
+                flush_ms: 100,
+                events: EventGroups::of(&[EventGroup::Gc]),
+                ..Settings::unrecorded()
+            }
+        );
+        assert_eq!(old.sampler, SamplerKind::Suspend);
+    }
+}
