@@ -7,8 +7,7 @@ use crate::output::writer;
 use crate::sampling::SamplerStats;
 
 /// The sampler's counters, once its thread has stopped.
-pub(super) fn log_sampler(s: &SamplerStats) {
-    let st = s;
+pub(super) fn log_sampler(st: &SamplerStats) {
     let get = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
     let ticks = get(&st.ticks).max(1);
     log!(
