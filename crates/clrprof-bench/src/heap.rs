@@ -28,6 +28,8 @@ pub fn run(objects: u64) -> Result<()> {
     };
     let built = started.elapsed();
     let trace = crate::scratch().join("heap.clrprof");
+    // The bench's own file from a previous run: `clrprof heap` never writes over one.
+    let _ = std::fs::remove_file(&trace);
     let t = Instant::now();
     let out = Command::new(&clrprof)
         .args([

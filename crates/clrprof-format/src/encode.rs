@@ -70,6 +70,35 @@ fn fields_start(record: &[u8]) -> Option<(u8, usize)> {
     Some((kind, p))
 }
 
+/// Longest header [`encode_call_values_header`] writes: kind, the length, and four
+/// LEB128s (timestamp, function, SP, values length).
+pub const CALL_VALUES_HEADER_MAX: usize = 1 + 5 * leb128::MAX_LEN;
+
+/// Writes the start of a `CallArgs` (`returned` false) or `CallReturn` record whose
+/// `values` (`values_len` bytes, at most 8192) follow it unchanged: header then values is
+/// byte-identical to [`encode`] of the event. Returns the header's length. For `--args`,
+/// which writes both parts into the ring without building the record in between.
+#[inline]
+pub fn encode_call_values_header(
+    out: &mut [u8; CALL_VALUES_HEADER_MAX],
+    returned: bool,
+    ts: u64,
+    function: u64,
+    sp: u64,
+    values_len: usize,
+) -> usize {
+    let values_len = values_len.min(crate::fields::MAX_STRING_BYTES);
+    let mut fields = [0u8; 4 * leb128::MAX_LEN];
+    let mut n = leb128::write_u64(&mut fields, ts);
+    n += leb128::write_u64(&mut fields[n..], function);
+    n += leb128::write_u64(&mut fields[n..], sp);
+    n += leb128::write_u64(&mut fields[n..], values_len as u64);
+    out[0] = if returned { 41 } else { 40 };
+    let len = leb128::write_u64(&mut out[1..], (n + values_len) as u64);
+    out[1 + len..1 + len + n].copy_from_slice(&fields[..n]);
+    1 + len + n
+}
+
 /// Appends a Sample record (kind 31) without building an [`Event`]. Byte-identical to
 /// [`encode`] of the same event.
 #[inline]
@@ -149,6 +178,45 @@ fn finish(out: &mut Vec<u8>, start: usize) {
     out.resize(end + n - 1, 0);
     out.copy_within(body..end, body + n - 1);
     out[start + 1..start + 1 + n].copy_from_slice(&buf[..n]);
+}
+
+#[cfg(test)]
+mod call_values_tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    #[test]
+    fn call_values_header_then_values_is_the_encoded_record() {
+        for (returned, ts, function, sp, len) in [
+            (false, 0, 3, 0x7ffe_1230, 4),
+            (true, 123_456_789, 1 << 29, 0xffff_ffff, 0),
+            (false, u64::MAX, u64::MAX, 1, 127),
+            (true, 5, 7, 9, 8192),
+        ] {
+            let values: Vec<u8> = (0..len).map(|i| i as u8).collect();
+            let mut head = [0u8; CALL_VALUES_HEADER_MAX];
+            let n = encode_call_values_header(&mut head, returned, ts, function, sp, len);
+            let mut got = head[..n].to_vec();
+            got.extend_from_slice(&values);
+            let values = Cow::Borrowed(&values[..]);
+            let ev = if returned {
+                Event::CallReturn {
+                    function,
+                    sp,
+                    values,
+                }
+            } else {
+                Event::CallArgs {
+                    function,
+                    sp,
+                    values,
+                }
+            };
+            let mut want = Vec::new();
+            encode(&mut want, ts, &ev);
+            assert_eq!(got, want, "returned {returned}, {len} value bytes");
+        }
+    }
 }
 
 #[cfg(test)]

@@ -55,8 +55,8 @@ pub use block_writer::{
 };
 pub use clock::ClockConverter;
 pub use encode::{
-    ELT_RECORD_MAX, count_records, count_records_with_ts, encode, encode_elt, encode_sample_into,
-    rebase_ts,
+    CALL_VALUES_HEADER_MAX, ELT_RECORD_MAX, count_records, count_records_with_ts, encode,
+    encode_call_values_header, encode_elt, encode_sample_into, rebase_ts,
 };
 pub use error::FormatError;
 pub use events::{

@@ -106,10 +106,19 @@ impl<'b> ValueWriter<'b> {
     }
 
     fn byte(&mut self, b: u8) {
-        self.bytes(&[b]);
+        if self.room(1) {
+            self.buf[self.pos] = b;
+            self.pos += 1;
+        } else {
+            self.cut = true;
+        }
     }
 
     fn uleb(&mut self, v: u64) {
+        // One byte (small ints, indices, lengths) without the copy below.
+        if v < 0x80 {
+            return self.byte(v as u8);
+        }
         let mut tmp = [0u8; leb128::MAX_LEN];
         let n = leb128::write_u64(&mut tmp, v);
         self.bytes(&tmp[..n]);

@@ -281,6 +281,56 @@ fn emit_with(ts: u64, ev: &Event<'_>, always_wait: bool) -> bool {
     written
 }
 
+/// `--args`: one `CallArgs` (`returned` false) or `CallReturn` record of `values`, written
+/// into the ring as header and values without building an [`Event`] (the common path of
+/// every traced call with values).
+pub fn emit_call_values(ts: u64, returned: bool, function: u64, sp: u64, values: &[u8]) {
+    let event = || {
+        let values = std::borrow::Cow::Borrowed(values);
+        if returned {
+            Event::CallReturn {
+                function,
+                sp,
+                values,
+            }
+        } else {
+            Event::CallArgs {
+                function,
+                sp,
+                values,
+            }
+        }
+    };
+    if !ACCEPTING.load(Ordering::Acquire) {
+        LOST_GLOBAL.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    let slot = current_slot();
+    if slot.is_null() {
+        emit_fallback(ts, &event());
+        return;
+    }
+    // SAFETY: a non-null CURRENT pointer is a live slot (see `emit_with`).
+    let slot = unsafe { &*slot };
+    let Some(mut limit) = slot.ring.enter() else {
+        emit_fallback(ts, &event());
+        return;
+    };
+    let mut head = [0u8; clrprof_format::CALL_VALUES_HEADER_MAX];
+    let n = clrprof_format::encode_call_values_header(
+        &mut head,
+        returned,
+        0,
+        function,
+        sp,
+        values.len(),
+    );
+    write_waiting(slot, &mut limit, false, |ring, limit| {
+        ring.try_write_record_parts(limit, ts, &head[..n], values)
+    });
+    slot.ring.leave(limit);
+}
+
 /// The tracing slow path: one enter/leave/tailcall record, for a thread the assembly
 /// fast path could not serve (first event, table collision, ring full, no TSC). No lock,
 /// allocation or syscall once the thread's slot exists, unless exact mode must wait.

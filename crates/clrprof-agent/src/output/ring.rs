@@ -155,8 +155,21 @@ impl Ring {
     /// Owner, between `enter` and `leave`: writes one non-ELT record (encoded with a zero
     /// timestamp) if `*limit` allows, padding to the ring's end when it would wrap.
     pub fn try_write_record(&self, limit: &mut u64, ts: u64, record: &[u8]) -> Result<(), Full> {
-        let units = Self::units_for(record.len());
-        if units * UNIT > self.size / 2 || record.len() as u64 >= u64::from(PAD) {
+        self.try_write_record_parts(limit, ts, record, &[])
+    }
+
+    /// [`try_write_record`](Self::try_write_record) of the record `head` then `tail`,
+    /// copied into the ring without joining them first.
+    pub fn try_write_record_parts(
+        &self,
+        limit: &mut u64,
+        ts: u64,
+        head: &[u8],
+        tail: &[u8],
+    ) -> Result<(), Full> {
+        let len = head.len() + tail.len();
+        let units = Self::units_for(len);
+        if units * UNIT > self.size / 2 || len as u64 >= u64::from(PAD) {
             return Err(Full::TooLarge);
         }
         let pos = self.head.wpos.load(Ordering::Relaxed);
@@ -181,9 +194,12 @@ impl Ring {
         }
         // SAFETY: (A4) as above; `at` is now at the ring's start or leaves room for `units`.
         unsafe {
-            self.put_unit(at, ts, TAG_OTHER | record.len() as u32, 0);
+            self.put_unit(at, ts, TAG_OTHER | len as u32, 0);
             let dst = self.head.base.add(((at + UNIT) & self.head.mask) as usize);
-            std::ptr::copy_nonoverlapping(record.as_ptr(), dst, record.len());
+            std::ptr::copy_nonoverlapping(head.as_ptr(), dst, head.len());
+            if !tail.is_empty() {
+                std::ptr::copy_nonoverlapping(tail.as_ptr(), dst.add(head.len()), tail.len());
+            }
         }
         self.head.wpos.store(pos + need, Ordering::Release);
         Ok(())

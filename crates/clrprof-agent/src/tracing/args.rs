@@ -447,54 +447,69 @@ fn on_enter(id: usize, elt: usize) {
     }) else {
         return;
     };
+    if let (Ok(frame), Some(slots)) = (frame, f.enter_slots.trusted()) {
+        return write_args(s, f, plan, ts, sp, |i| {
+            slots.get(i).map(|slot| frame.address(*slot))
+        });
+    }
     // Up to 16 ranges without allocating; more (rare) through the allocating call.
     let mut inline = [corprof::ArgumentRange::default(); 16];
-    let ranges = match (frame, f.enter_slots.trusted()) {
-        (Ok(frame), Some(slots)) => {
-            for (r, slot) in inline.iter_mut().zip(slots.iter()) {
-                r.start = frame.address(*slot);
-            }
-            Ok(std::borrow::Cow::Borrowed(&inline[..slots.len()]))
-        }
-        _ => {
-            let asked = ask_enter_ranges(s, f, elt, &mut inline);
-            if let (Ok(frame), Ok(ranges)) = (frame, &asked) {
-                // Owned ranges (more than fit inline) are rare enough to keep asking.
-                let slots: Option<Box<[Slot]>> = matches!(ranges, std::borrow::Cow::Borrowed(_))
-                    .then(|| {
-                        ranges
-                            .iter()
-                            .map(|r| frame.argument_slot(r.start))
-                            .collect()
-                    })
-                    .flatten();
-                f.enter_slots.observe(slots, s);
-            }
-            asked
-        }
-    };
-    write_bounded(
-        s,
-        |w| match &ranges {
-            Ok(ranges) => {
-                for (i, p) in plan.args.iter().enumerate() {
-                    w.param(i as u32);
-                    match ranges.get(i) {
-                        Some(r) if r.start != 0 => write_value(s, w, &p.kind, r.start, 0),
-                        _ => w.unreadable("no argument range"),
-                    }
-                }
-            }
-            Err(e) => {
+    let asked = ask_enter_ranges(s, f, elt, &mut inline);
+    if let (Ok(frame), Ok(ranges)) = (frame, &asked) {
+        // Owned ranges (more than fit inline) are rare enough to keep asking.
+        let slots: Option<Box<[Slot]>> = matches!(ranges, std::borrow::Cow::Borrowed(_))
+            .then(|| {
+                ranges
+                    .iter()
+                    .map(|r| frame.argument_slot(r.start))
+                    .collect()
+            })
+            .flatten();
+        f.enter_slots.observe(slots, s);
+    }
+    match &asked {
+        Ok(ranges) => write_args(s, f, plan, ts, sp, |i| ranges.get(i).map(|r| r.start)),
+        Err(e) => write_bounded(
+            s,
+            |w| {
                 w.item("?", Some("?"));
                 w.unreadable(&format!("GetFunctionEnter3Info: {e}"));
+            },
+            ts,
+            Record {
+                returned: false,
+                function: f.index,
+                sp: sp & 0xffff_ffff,
+            },
+        ),
+    }
+}
+
+/// Records a call's arguments; `start(i)` is the address of argument `i`.
+fn write_args(
+    s: &State,
+    f: &ArgsFn,
+    plan: &FnPlan,
+    ts: u64,
+    sp: u64,
+    start: impl Fn(usize) -> Option<usize>,
+) {
+    write_bounded(
+        s,
+        |w| {
+            for (i, p) in plan.args.iter().enumerate() {
+                w.param(i as u32);
+                match start(i) {
+                    Some(addr) if addr != 0 => write_value(s, w, &p.kind, addr, 0),
+                    _ => w.unreadable("no argument range"),
+                }
             }
         },
         ts,
-        |values| Event::CallArgs {
+        Record {
+            returned: false,
             function: f.index,
             sp: sp & 0xffff_ffff,
-            values,
         },
     );
 }
@@ -562,10 +577,10 @@ fn on_leave(id: usize, elt: usize, kind: EltKind) {
                 }
             },
             ts,
-            |values| Event::CallReturn {
+            Record {
+                returned: true,
                 function: f.index,
                 sp: sp & 0xffff_ffff,
-                values,
             },
         );
     }
@@ -603,13 +618,15 @@ fn return_value(
 /// are written into a small stack buffer first (most calls need a few dozen bytes, and
 /// clearing the full bound on every call would cost more than the rest); only if that
 /// was cut and the bound is larger are they written again into a buffer of the bound.
-fn write_bounded(
-    s: &State,
-    write: impl Fn(&mut ValueWriter<'_>),
-    ts: u64,
-    event: impl Fn(std::borrow::Cow<'_, [u8]>) -> Event<'_>,
-) {
+fn write_bounded(s: &State, write: impl Fn(&mut ValueWriter<'_>), ts: u64, record: Record) {
     let bound = s.limits.bytes as usize;
+    // Most calls need a few bytes: clear 64 first, 256 or the bound only when cut.
+    let mut tiny = [0u8; 64];
+    let mut w = ValueWriter::new(&mut tiny[..bound.min(64)]);
+    write(&mut w);
+    if !w.was_cut() || bound <= 64 {
+        return finish(s, w, ts, record);
+    }
     let mut small = [0u8; 256];
     let mut w = ValueWriter::new(&mut small[..bound.min(256)]);
     write(&mut w);
@@ -617,22 +634,27 @@ fn write_bounded(
         let mut big = [0u8; 8192];
         let mut w = ValueWriter::new(&mut big[..bound.min(8192)]);
         write(&mut w);
-        return finish(s, w, ts, event);
+        return finish(s, w, ts, record);
     }
-    finish(s, w, ts, event)
+    finish(s, w, ts, record)
 }
 
-fn finish(
-    s: &State,
-    w: ValueWriter<'_>,
-    ts: u64,
-    event: impl Fn(std::borrow::Cow<'_, [u8]>) -> Event<'_>,
-) {
+/// Which record a value list goes into.
+#[derive(Clone, Copy)]
+struct Record {
+    /// `CallReturn` (else `CallArgs`).
+    returned: bool,
+    function: u64,
+    /// Low 32 bits of the caller SP.
+    sp: u64,
+}
+
+fn finish(s: &State, w: ValueWriter<'_>, ts: u64, r: Record) {
     let (bytes, cut) = w.finish();
     if cut {
         s.cut.fetch_add(1, Ordering::Relaxed);
     }
-    buffers::emit_at(ts, &event(std::borrow::Cow::Borrowed(bytes)));
+    buffers::emit_call_values(ts, r.returned, r.function, r.sp, bytes);
 }
 
 // ---- Reading values (inside the hook only) ---------------------------------------------
