@@ -310,7 +310,7 @@ pub fn emit_call_values(ts: u64, returned: bool, function: u64, sp: u64, values:
         emit_fallback(ts, &event());
         return;
     }
-    // SAFETY: a non-null CURRENT pointer is a live slot (see `emit_with`).
+    // SAFETY: (A3) a non-null CURRENT pointer is a live slot (see `emit_with`).
     let slot = unsafe { &*slot };
     let Some(mut limit) = slot.ring.enter() else {
         emit_fallback(ts, &event());
