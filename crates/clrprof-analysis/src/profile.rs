@@ -196,6 +196,7 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
         duration_ns: trace.duration_ns,
         interval_ns,
         frames: frames.frames,
+        stacks: Vec::new(),
         modules: frames.modules,
         threads: per
             .into_values()

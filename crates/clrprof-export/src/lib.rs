@@ -60,7 +60,8 @@ mod stacks;
 pub mod svg;
 
 pub use model::{
-    Call, CallPath, Frame, FrameKind, Module, ModuleId, Profile, Sample, ThreadProfile, Weight,
+    Call, CallPath, Frame, FrameId, FrameKind, Interner, Module, ModuleId, Profile, Sample, Stack,
+    StackId, ThreadProfile, Weight,
 };
 
 /// What went wrong while exporting.

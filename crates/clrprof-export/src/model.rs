@@ -1,10 +1,25 @@
 //! The neutral profile model every exporter reads.
 //!
 //! Analysis builds it from a recorded trace; nothing here knows about the trace format
-//! or about any output format. Frames are interned once per profile and stacks refer to
-//! them by index, root first.
+//! or about any output format. Like the Firefox Profiler's processed profile (and
+//! samply's `fxprof-processed-profile`, which writes it), the profile keeps two tables
+//! that everything else refers to by typed handle:
+//!
+//! - [`Profile::frames`]: each function once, referred to by [`FrameId`];
+//! - [`Profile::stacks`]: a prefix tree of stacks, referred to by [`StackId`]. An entry is
+//!   a frame and the stack of its caller ([`Stack`]); a stack is its leaf entry, and
+//!   walking the parents gives its frames leaf to root. Equal (frame, parent) pairs share
+//!   one entry, so stacks with a common prefix share that prefix and a sample is one
+//!   handle, whatever its depth.
+//!
+//! The model is plain data. [`Profile::intern_frame`] and [`Profile::intern_stack`] add
+//! to the tables by searching them (enough for a small hand-built profile); a builder of
+//! a big profile keeps an [`Interner`] next to it, which finds entries by hash.
 
-/// A whole profile: the interned frames and, per thread, samples and exact calls.
+use std::collections::HashMap;
+
+/// A whole profile: the interned frames and stacks and, per thread, samples and exact
+/// calls.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Profile {
     /// What was profiled, e.g. the profiled command line.
@@ -17,8 +32,11 @@ pub struct Profile {
     /// How long the profile lasts, in nanoseconds since its start (0 when unknown: the
     /// formats that state a duration then take the last sample or call).
     pub duration_ns: u64,
-    /// Interned frames; stacks and calls refer to them by index.
+    /// Interned frames; stacks and calls refer to them by [`FrameId`].
     pub frames: Vec<Frame>,
+    /// Interned stacks, a prefix tree: samples and call paths refer to them by
+    /// [`StackId`]. A parent always comes before its children.
+    pub stacks: Vec<Stack>,
     /// The modules frames belong to; [`Frame::module`] refers to them by handle.
     pub modules: Vec<Module>,
     /// One entry per thread that has samples or calls.
@@ -36,6 +54,24 @@ pub struct Frame {
     pub kind: FrameKind,
 }
 
+/// A handle to a frame: its index in [`Profile::frames`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FrameId(pub u32);
+
+/// A handle to a stack: its index in [`Profile::stacks`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StackId(pub u32);
+
+/// An entry of the stack table: a frame called from the stack `parent` (`None` for a
+/// root frame). The entry stands for the whole stack from the root down to `frame`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Stack {
+    /// The stack's leaf (innermost) frame.
+    pub frame: FrameId,
+    /// The stack of the caller; it comes before this entry in [`Profile::stacks`].
+    pub parent: Option<StackId>,
+}
+
 /// A handle to a module: its index in [`Profile::modules`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ModuleId(pub u32);
@@ -50,6 +86,95 @@ pub struct Module {
 }
 
 impl Profile {
+    /// The frame `id` refers to.
+    ///
+    /// # Panics
+    ///
+    /// If the profile has no such frame (the exporters check every handle first).
+    pub fn frame(&self, id: FrameId) -> &Frame {
+        &self.frames[id.0 as usize]
+    }
+
+    /// The stack table entry `id` refers to.
+    ///
+    /// # Panics
+    ///
+    /// If the profile has no such stack.
+    pub fn stack(&self, id: StackId) -> &Stack {
+        &self.stacks[id.0 as usize]
+    }
+
+    /// The frames of stack `id`, leaf first: the entry's frame, its parent's, and so on up
+    /// to the root.
+    ///
+    /// # Panics
+    ///
+    /// When the walk meets a stack the profile does not have, or a parent that does not
+    /// come before its child (which could loop).
+    pub fn stack_frames_leaf_first(&self, id: StackId) -> impl Iterator<Item = FrameId> + '_ {
+        let mut next = Some(id);
+        std::iter::from_fn(move || {
+            let id = next?;
+            let s = self.stack(id);
+            if let Some(p) = s.parent {
+                assert!(p < id, "stack {} has parent {}, not before it", id.0, p.0);
+            }
+            next = s.parent;
+            Some(s.frame)
+        })
+    }
+
+    /// The frames of stack `id`, root first (the leaf is last); empty for `None`, the
+    /// empty stack (a [`Sample`]'s stack may be either).
+    ///
+    /// # Panics
+    ///
+    /// As [`Profile::stack_frames_leaf_first`].
+    pub fn stack_frames(&self, id: impl Into<Option<StackId>>) -> Vec<FrameId> {
+        let mut frames: Vec<FrameId> = id
+            .into()
+            .map(|id| self.stack_frames_leaf_first(id).collect())
+            .unwrap_or_default();
+        frames.reverse();
+        frames
+    }
+
+    /// Adds `frame` unless an equal one is there; its handle either way. This searches the
+    /// whole table: to add many, use an [`Interner`].
+    pub fn intern_frame(&mut self, frame: Frame) -> FrameId {
+        match self.frames.iter().position(|f| *f == frame) {
+            Some(i) => FrameId(i as u32),
+            None => {
+                self.frames.push(frame);
+                FrameId(self.frames.len() as u32 - 1)
+            }
+        }
+    }
+
+    /// The stack of `frame` called from `parent`, added unless it is there. This searches
+    /// the whole table: to add many, use an [`Interner`].
+    pub fn intern_stack(&mut self, parent: Option<StackId>, frame: FrameId) -> StackId {
+        let entry = Stack { frame, parent };
+        match self.stacks.iter().position(|s| *s == entry) {
+            Some(i) => StackId(i as u32),
+            None => {
+                self.stacks.push(entry);
+                StackId(self.stacks.len() as u32 - 1)
+            }
+        }
+    }
+
+    /// The stack of `frames`, root first, added entry by entry as
+    /// [`Profile::intern_stack`] does; `None` when `frames` is empty.
+    pub fn intern_stack_frames(
+        &mut self,
+        frames: impl IntoIterator<Item = FrameId>,
+    ) -> Option<StackId> {
+        frames
+            .into_iter()
+            .fold(None, |parent, f| Some(self.intern_stack(parent, f)))
+    }
+
     /// The module of frame `frame`, if it has one (and the handle is valid).
     pub fn module_of(&self, frame: &Frame) -> Option<&Module> {
         frame.module.and_then(|m| self.modules.get(m.0 as usize))
@@ -64,6 +189,66 @@ impl Profile {
                 ModuleId(self.modules.len() as u32 - 1)
             }
         }
+    }
+}
+
+/// Finds the entries of a profile's frame and stack tables by hash, for a builder that
+/// adds many: each call takes the profile the interner was made for, which must not
+/// change behind its back (its tables only grow through this interner).
+#[derive(Debug, Clone, Default)]
+pub struct Interner {
+    frames: HashMap<Frame, FrameId>,
+    stacks: HashMap<Stack, StackId>,
+}
+
+impl Interner {
+    /// An interner for `profile`, knowing the entries it has (the first of equal ones).
+    pub fn new(profile: &Profile) -> Self {
+        let mut frames = HashMap::with_capacity(profile.frames.len());
+        for (i, f) in profile.frames.iter().enumerate() {
+            frames.entry(f.clone()).or_insert(FrameId(i as u32));
+        }
+        let mut stacks = HashMap::with_capacity(profile.stacks.len());
+        for (i, s) in profile.stacks.iter().enumerate() {
+            stacks.entry(*s).or_insert(StackId(i as u32));
+        }
+        Interner { frames, stacks }
+    }
+
+    /// As [`Profile::intern_frame`].
+    pub fn frame(&mut self, profile: &mut Profile, frame: Frame) -> FrameId {
+        if let Some(&id) = self.frames.get(&frame) {
+            return id;
+        }
+        let id = FrameId(profile.frames.len() as u32);
+        profile.frames.push(frame.clone());
+        self.frames.insert(frame, id);
+        id
+    }
+
+    /// As [`Profile::intern_stack`].
+    pub fn stack(
+        &mut self,
+        profile: &mut Profile,
+        parent: Option<StackId>,
+        frame: FrameId,
+    ) -> StackId {
+        let entry = Stack { frame, parent };
+        *self.stacks.entry(entry).or_insert_with(|| {
+            profile.stacks.push(entry);
+            StackId(profile.stacks.len() as u32 - 1)
+        })
+    }
+
+    /// As [`Profile::intern_stack_frames`].
+    pub fn stack_frames(
+        &mut self,
+        profile: &mut Profile,
+        frames: impl IntoIterator<Item = FrameId>,
+    ) -> Option<StackId> {
+        frames
+            .into_iter()
+            .fold(None, |parent, f| Some(self.stack(profile, parent, f)))
     }
 }
 
@@ -191,5 +376,99 @@ impl ThreadProfile {
         } else {
             format!("{} ({tid})", self.name)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(name: &str) -> Frame {
+        Frame {
+            name: name.into(),
+            ..Default::default()
+        }
+    }
+
+    /// A profile with frames A, B, C, D (ids 0–3) and no stacks.
+    fn abcd() -> Profile {
+        Profile {
+            frames: ["A", "B", "C", "D"].map(frame).to_vec(),
+            ..Default::default()
+        }
+    }
+
+    const A: FrameId = FrameId(0);
+    const B: FrameId = FrameId(1);
+    const C: FrameId = FrameId(2);
+    const D: FrameId = FrameId(3);
+
+    #[test]
+    fn stacks_share_their_common_prefix() {
+        let mut p = abcd();
+        let abc = p.intern_stack_frames([A, B, C]).unwrap();
+        let abd = p.intern_stack_frames([A, B, D]).unwrap();
+        assert_eq!(p.stacks.len(), 4, "A, A;B, A;B;C, A;B;D");
+        assert_ne!(abc, abd);
+        assert_eq!(p.stack(abc).parent, p.stack(abd).parent);
+        assert_eq!(p.intern_stack_frames([A, B, C]), Some(abc), "interned");
+        assert_eq!(p.stacks.len(), 4);
+        // The same stacks through an interner: the same table.
+        let mut q = abcd();
+        let mut interner = Interner::new(&q);
+        assert_eq!(interner.stack_frames(&mut q, [A, B, C]), Some(abc));
+        assert_eq!(interner.stack_frames(&mut q, [A, B, D]), Some(abd));
+        assert_eq!(interner.stack_frames(&mut q, [A, B, C]), Some(abc));
+        assert_eq!(q, p);
+    }
+
+    #[test]
+    fn stack_frames_are_root_first() {
+        let mut p = abcd();
+        let s = p.intern_stack_frames([A, B, C]).unwrap();
+        assert_eq!(p.stack_frames(s), [A, B, C]);
+        assert_eq!(p.stack_frames_leaf_first(s).collect::<Vec<_>>(), [C, B, A]);
+        assert_eq!(p.stack(s).frame, C);
+        let root = p.stack(p.stack(s).parent.unwrap()).parent.unwrap();
+        assert_eq!(
+            *p.stack(root),
+            Stack {
+                frame: A,
+                parent: None
+            }
+        );
+        assert_eq!(p.frame(p.stack(s).frame).name, "C");
+    }
+
+    #[test]
+    fn the_empty_stack_is_none() {
+        let mut p = abcd();
+        assert_eq!(p.intern_stack_frames([]), None);
+        assert_eq!(Interner::new(&p).stack_frames(&mut p, []), None);
+        assert!(p.stacks.is_empty());
+        assert!(p.stack_frames(None).is_empty());
+    }
+
+    #[test]
+    fn interning_a_frame_finds_an_equal_one() {
+        let mut p = abcd();
+        assert_eq!(p.intern_frame(frame("C")), C);
+        let e = p.intern_frame(frame("E"));
+        assert_eq!(e, FrameId(4));
+        let mut interner = Interner::new(&p);
+        assert_eq!(interner.frame(&mut p, frame("E")), e);
+        assert_eq!(interner.frame(&mut p, frame("F")), FrameId(5));
+        assert_eq!(p.frames.len(), 6);
+    }
+
+    #[test]
+    #[should_panic(expected = "not before it")]
+    fn a_parent_after_its_child_panics_instead_of_looping() {
+        let mut p = abcd();
+        p.stacks = vec![Stack {
+            frame: A,
+            parent: Some(StackId(0)),
+        }];
+        p.stack_frames(StackId(0));
     }
 }

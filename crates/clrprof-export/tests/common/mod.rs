@@ -78,6 +78,7 @@ pub fn fixture() -> Profile {
             managed("Demo.Traced.Outer", DEMO_DLL),
             managed("Demo.Traced.Inner", DEMO_DLL),
         ],
+        stacks: vec![],
         modules: vec![
             Module {
                 name: "Demo.dll".into(),
