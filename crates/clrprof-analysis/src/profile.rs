@@ -1,11 +1,12 @@
 //! The bridge to the exporters: a trace as the neutral `clrprof_export::Profile`
-//! (interned frames; per thread, samples root first with wall and CPU weights, and the
+//! (interned frames and stacks; per thread, samples with wall and CPU weights, and the
 //! exact calls of trace mode).
 
 use std::collections::{BTreeMap, HashMap};
 
 use clrprof_export::{
-    Call, CallPath, Frame, FrameKind, Module, ModuleId, Profile, Sample, ThreadProfile,
+    Call, CallPath, Frame, FrameId, FrameKind, Interner, Module, ModuleId, Profile, Sample,
+    StackId, ThreadProfile,
 };
 
 use crate::calltree;
@@ -18,20 +19,20 @@ use crate::timeline::Trace;
 /// [`calltree::MAX_PATH_DEPTH`].
 pub const DEEPER: &str = "[deeper frames]";
 
-/// The profile's frames and modules, built from the trace's frame ids as they are met:
-/// each id is looked up once; ids that name the same frame (two code versions of one
-/// method) share it.
+/// The profile's frame, stack and module tables, built from the trace's frame ids as they
+/// are met: each id is looked up once; ids that name the same frame (two code versions of
+/// one method) share it.
 #[derive(Default)]
-struct Frames {
-    frames: Vec<Frame>,
-    modules: Vec<Module>,
-    by_id: HashMap<u64, u32>,
-    by_frame: HashMap<Frame, u32>,
+struct Tables {
+    /// The tables; its threads stay empty.
+    profile: Profile,
+    interner: Interner,
+    by_id: HashMap<u64, FrameId>,
     by_module: HashMap<ModuleFile, ModuleId>,
 }
 
-impl Frames {
-    fn id(&mut self, id: u64, names: &Names) -> u32 {
+impl Tables {
+    fn id(&mut self, id: u64, names: &Names) -> FrameId {
         if let Some(&i) = self.by_id.get(&id) {
             return i;
         }
@@ -41,37 +42,43 @@ impl Frames {
             module,
             kind: names.frame_kind(id),
         };
-        let i = self.intern(frame);
+        let i = self.interner.frame(&mut self.profile, frame);
         self.by_id.insert(id, i);
         i
     }
 
     /// The frame that stands for the frames of a call path below
     /// [`calltree::MAX_PATH_DEPTH`].
-    fn deeper(&mut self) -> u32 {
-        self.intern(Frame {
+    fn deeper(&mut self) -> FrameId {
+        let frame = Frame {
             name: DEEPER.to_string(),
             module: None,
             kind: FrameKind::Managed,
-        })
+        };
+        self.interner.frame(&mut self.profile, frame)
     }
 
-    fn intern(&mut self, frame: Frame) -> u32 {
-        if let Some(&i) = self.by_frame.get(&frame) {
-            return i;
+    /// The stack of the frame ids `ids`, root first, each made a frame by `frame`; `None`
+    /// when there are none.
+    fn stack(
+        &mut self,
+        ids: impl IntoIterator<Item = u64>,
+        mut frame: impl FnMut(&mut Self, u64) -> FrameId,
+    ) -> Option<StackId> {
+        let mut stack = None;
+        for id in ids {
+            let f = frame(self, id);
+            stack = Some(self.interner.stack(&mut self.profile, stack, f));
         }
-        let i = self.frames.len() as u32;
-        self.frames.push(frame.clone());
-        self.by_frame.insert(frame, i);
-        i
+        stack
     }
 
     fn module(&mut self, m: &ModuleFile) -> ModuleId {
         if let Some(&h) = self.by_module.get(m) {
             return h;
         }
-        let h = ModuleId(self.modules.len() as u32);
-        self.modules.push(Module {
+        let h = ModuleId(self.profile.modules.len() as u32);
+        self.profile.modules.push(Module {
             name: m.name.clone(),
             path: m.path.clone(),
         });
@@ -109,7 +116,7 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
     let interval_ns = if rate > 0.0 { (1e9 / rate) as u64 } else { 0 };
     // Times are ns since the trace's earliest record already (Trace::load), the profile's
     // start.
-    let mut frames = Frames::default();
+    let mut tables = Tables::default();
     let mut per: BTreeMap<u64, ThreadProfile> = BTreeMap::new();
     let thread = |per: &mut BTreeMap<u64, ThreadProfile>, tid: u64| {
         per.entry(tid).or_insert_with(|| ThreadProfile {
@@ -122,12 +129,8 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
     };
     for s in samples::stack_samples(&trace.events) {
         thread(&mut per, s.os_tid);
-        let stack: Vec<u32> = s
-            .stack
-            .iter()
-            .rev()
-            .map(|&f| frames.id(f, &names))
-            .collect();
+        // The sample's frames are leaf first.
+        let stack = tables.stack(s.stack.iter().rev().copied(), |t, f| t.id(f, &names));
         if let Some(t) = per.get_mut(&s.os_tid) {
             t.samples.push(Sample {
                 time_ns: s.ns,
@@ -161,7 +164,7 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
             t.calls.reserve(calls.len());
             for c in calls {
                 t.calls.push(Call {
-                    frame: frames.id(c.function, &names),
+                    frame: tables.id(c.function, &names),
                     start_ns: c.start_ns,
                     end_ns: c.end_ns,
                     depth: c.depth,
@@ -172,18 +175,18 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
             thread(&mut per, tid);
             let t = per.get_mut(&tid).expect("inserted above");
             for p in paths {
-                t.call_paths.push(CallPath {
-                    stack: p
-                        .stack
-                        .iter()
-                        .map(|&f| match f {
-                            calltree::TRUNCATED => frames.deeper(),
-                            f => frames.id(f, &names),
-                        })
-                        .collect(),
-                    calls: p.calls,
-                    self_ns: p.self_ns,
+                let stack = tables.stack(p.stack.iter().copied(), |t, f| match f {
+                    calltree::TRUNCATED => t.deeper(),
+                    f => t.id(f, &names),
                 });
+                // A path is never empty (an empty one would count nothing anyway).
+                if let Some(stack) = stack {
+                    t.call_paths.push(CallPath {
+                        stack,
+                        calls: p.calls,
+                        self_ns: p.self_ns,
+                    });
+                }
             }
         }
     }
@@ -195,13 +198,11 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
         start_unix_ns: meta.start_unix_ns,
         duration_ns: trace.duration_ns,
         interval_ns,
-        frames: frames.frames,
-        stacks: Vec::new(),
-        modules: frames.modules,
         threads: per
             .into_values()
             .filter(|t| !t.samples.is_empty() || !t.calls.is_empty() || !t.call_paths.is_empty())
             .collect(),
+        ..tables.profile
     };
     Built {
         profile,

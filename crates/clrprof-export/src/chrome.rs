@@ -10,7 +10,7 @@ use std::io::Write;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::model::{FrameKind, Profile, ThreadProfile};
+use crate::model::{FrameId, FrameKind, Profile, ThreadProfile};
 use crate::stacks::{self, validate};
 use crate::{ExportError, Options};
 
@@ -74,7 +74,7 @@ fn category(kind: FrameKind, sampled: bool) -> &'static str {
 
 /// A complete event before serialization, kept sortable.
 struct Complete {
-    frame: u32,
+    frame: FrameId,
     start_ns: u64,
     end_ns: u64,
     depth: u32,
@@ -97,9 +97,10 @@ fn from_calls(t: &ThreadProfile) -> Vec<Complete> {
 /// Merges consecutive samples into complete events. Sample `i` covers the time up to
 /// the next sample when that comes within twice its duration (`wall_ns`, else the
 /// interval), else its duration alone; a gap closes every open frame.
-fn from_samples(t: &ThreadProfile, interval_ns: u64) -> Vec<Complete> {
+fn from_samples(profile: &Profile, t: &ThreadProfile) -> Vec<Complete> {
+    let interval_ns = profile.interval_ns;
     struct Open {
-        frame: u32,
+        frame: FrameId,
         start_ns: u64,
         samples: u64,
         cpu_ns: u64,
@@ -137,13 +138,14 @@ fn from_samples(t: &ThreadProfile, interval_ns: u64) -> Vec<Complete> {
         if s.time_ns > prev_end {
             close(&mut open, 0, prev_end, &mut out);
         }
+        let stack = profile.stack_frames(s.stack);
         let common = open
             .iter()
-            .zip(&s.stack)
+            .zip(&stack)
             .take_while(|(o, f)| o.frame == **f)
             .count();
         close(&mut open, common, s.time_ns, &mut out);
-        for &frame in &s.stack[common..] {
+        for &frame in &stack[common..] {
             open.push(Open {
                 frame,
                 start_ns: s.time_ns,
@@ -178,13 +180,13 @@ pub fn write(profile: &Profile, _opts: &Options, out: impl Write) -> Result<(), 
     }
     for t in &profile.threads {
         let mut complete = if t.calls.is_empty() {
-            from_samples(t, profile.interval_ns)
+            from_samples(profile, t)
         } else {
             from_calls(t)
         };
         complete.sort_by_key(|c| (c.start_ns, c.depth));
         events.extend(complete.into_iter().map(|c| {
-            let frame = &profile.frames[c.frame as usize];
+            let frame = profile.frame(c.frame);
             let mut args = serde_json::Map::new();
             if let Some(m) = profile.module_of(frame) {
                 args.insert("module".into(), m.name.as_str().into());

@@ -19,7 +19,7 @@ use fx::{
 };
 use fxprof_processed_profile as fx;
 
-use crate::model::{FrameKind, Profile, ThreadProfile};
+use crate::model::{FrameId, FrameKind, Profile, ThreadProfile};
 use crate::stacks::{self, SpanEvent, validate};
 use crate::{ExportError, Options};
 
@@ -123,8 +123,8 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn frame_info(&mut self, frame: u32) -> FrameInfo {
-        let f = &self.model.frames[frame as usize];
+    fn frame_info(&mut self, frame: FrameId) -> FrameInfo {
+        let f = self.model.frame(frame);
         let k = kind_index(f.kind);
         let category_pair = match self.model.module_of(f).map(|m| m.name.as_str()) {
             None => self.categories[k].into(),
@@ -141,7 +141,7 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn stack(&mut self, thread: ThreadHandle, frames: &[u32]) -> Option<StackHandle> {
+    fn stack(&mut self, thread: ThreadHandle, frames: &[FrameId]) -> Option<StackHandle> {
         let infos: Vec<FrameInfo> = frames.iter().map(|&f| self.frame_info(f)).collect();
         self.fx.intern_stack_frames(thread, infos.into_iter())
     }
@@ -150,7 +150,7 @@ impl<'a> Builder<'a> {
         &mut self,
         thread: ThreadHandle,
         parent: Option<StackHandle>,
-        frame: u32,
+        frame: FrameId,
     ) -> StackHandle {
         let info = self.frame_info(frame);
         let handle = self.fx.intern_frame(thread, info);
@@ -167,7 +167,7 @@ impl<'a> Builder<'a> {
         self.fx.set_thread_name(thread, &t.name);
         let mut end = start;
         for s in &t.samples {
-            let stack = self.stack(thread, &s.stack);
+            let stack = self.stack(thread, &self.model.stack_frames(s.stack));
             self.fx.add_sample(
                 thread,
                 ts(s.time_ns),
@@ -206,7 +206,7 @@ impl<'a> Builder<'a> {
                     let s = spans[i];
                     let handle = self.push(thread, open.last().copied(), s.frame);
                     open.push(handle);
-                    let f = &self.model.frames[s.frame as usize];
+                    let f = self.model.frame(s.frame);
                     let marker = CallMarker {
                         name: self.fx.intern_string(&f.name),
                         category: self.categories[kind_index(f.kind)],

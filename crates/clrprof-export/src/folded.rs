@@ -47,7 +47,7 @@ pub fn lines(profile: &Profile, opts: &Options) -> Result<Vec<String>, ExportErr
             if !key.is_empty() {
                 key.push(';');
             }
-            key.push_str(&names[f as usize]);
+            key.push_str(&names[f.0 as usize]);
         }
         match counts.get_mut(key.as_str()) {
             Some(n) => *n += value,

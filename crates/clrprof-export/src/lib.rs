@@ -1,9 +1,10 @@
 //! clrprof's exporters: the neutral [`Profile`] model written as other tools' files.
 //!
-//! Analysis turns a recorded trace into a [`Profile`] (interned frames; per thread,
-//! samples with wall and CPU weights, and the exact calls of trace mode); each exporter
-//! is a pure function of it that writes to any [`Write`]r. Nothing here reads the clock
-//! or the file system, so the same profile always gives the same bytes.
+//! Analysis turns a recorded trace into a [`Profile`] (interned frames and a stack table
+//! that samples refer to by handle; per thread, samples with wall and CPU weights, and
+//! the exact calls of trace mode); each exporter is a pure function of it that writes to
+//! any [`Write`]r. Nothing here reads the clock or the file system, so the same profile
+//! always gives the same bytes.
 //!
 //! | format | module | what it carries |
 //! |---|---|---|
@@ -19,26 +20,27 @@
 //! ```
 //! use clrprof_export::*;
 //!
-//! let profile = Profile {
+//! let mut profile = Profile {
 //!     name: "dotnet app.dll".into(),
 //!     interval_ns: 1_000_000,
-//!     frames: vec![
-//!         Frame { name: "App.Program.Main".into(), module: Some(ModuleId(0)), kind: FrameKind::Managed },
-//!         Frame { name: "App.Program.Work".into(), module: Some(ModuleId(0)), kind: FrameKind::Managed },
-//!     ],
 //!     modules: vec![Module { name: "app.dll".into(), path: Some("/srv/app/app.dll".into()) }],
-//!     threads: vec![ThreadProfile {
-//!         name: "Main".into(),
-//!         os_tid: 42,
-//!         samples: vec![
-//!             Sample { time_ns: 0, stack: vec![0, 1], wall_ns: 1_000_000, cpu_ns: 900_000 },
-//!             Sample { time_ns: 1_000_000, stack: vec![0, 1], wall_ns: 1_000_000, cpu_ns: 1_000_000 },
-//!         ],
-//!         calls: vec![],
-//!         call_paths: vec![],
-//!     }],
 //!     ..Default::default()
 //! };
+//! let app = Some(ModuleId(0));
+//! let main = profile.intern_frame(Frame { name: "App.Program.Main".into(), module: app, kind: FrameKind::Managed });
+//! let work = profile.intern_frame(Frame { name: "App.Program.Work".into(), module: app, kind: FrameKind::Managed });
+//! // Main calling Work: two entries of the stack table, one handle.
+//! let stack = profile.intern_stack_frames([main, work]);
+//! assert_eq!(profile.stack_frames(stack), [main, work]);
+//! profile.threads.push(ThreadProfile {
+//!     name: "Main".into(),
+//!     os_tid: 42,
+//!     samples: vec![
+//!         Sample { time_ns: 0, stack, wall_ns: 1_000_000, cpu_ns: 900_000 },
+//!         Sample { time_ns: 1_000_000, stack, wall_ns: 1_000_000, cpu_ns: 1_000_000 },
+//!     ],
+//!     ..Default::default()
+//! });
 //! let mut out = Vec::new();
 //! let opts = Options { weight: Weight::Cpu, ..Default::default() };
 //! export(&profile, Format::Folded, &opts, &mut out).unwrap();
@@ -83,6 +85,17 @@ pub enum ExportError {
         index: u32,
         /// How many frames the profile has.
         frames: usize,
+    },
+    /// A sample or call path refers to a stack the profile does not have (or to a stack
+    /// table entry whose parent does not come before it).
+    #[error("thread {thread} refers to stack {index}, but the profile has {stacks} stacks")]
+    BadStack {
+        /// The thread's label.
+        thread: String,
+        /// The bad index.
+        index: u32,
+        /// How many stacks the profile has.
+        stacks: usize,
     },
     /// A flamegraph would be empty: no stack has a nonzero weight.
     #[error(

@@ -297,8 +297,8 @@ pub struct ThreadProfile {
 pub struct Sample {
     /// When the sample was taken, in nanoseconds since the profile start.
     pub time_ns: u64,
-    /// Indices into [`Profile::frames`], root first (the leaf is last).
-    pub stack: Vec<u32>,
+    /// The stack, or `None` when it is empty.
+    pub stack: Option<StackId>,
     /// The wall time this sample stands for, in nanoseconds (usually the interval).
     pub wall_ns: u64,
     /// The CPU time the thread used since its previous sample, in nanoseconds.
@@ -312,8 +312,8 @@ pub struct Sample {
 /// its caller is cut at the caller's end).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Call {
-    /// Index into [`Profile::frames`].
-    pub frame: u32,
+    /// The function called.
+    pub frame: FrameId,
     /// When the call started, in nanoseconds since the profile start.
     pub start_ns: u64,
     /// When it returned (or was unwound), in nanoseconds since the profile start.
@@ -327,8 +327,8 @@ pub struct Call {
 /// trace of millions of calls has a few thousand paths).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CallPath {
-    /// Indices into [`Profile::frames`], root first; never empty.
-    pub stack: Vec<u32>,
+    /// The path: a stack whose leaf is the function called.
+    pub stack: StackId,
     /// Calls of the last frame made on this path.
     pub calls: u64,
     /// Their time in the last frame itself, callees excluded, in nanoseconds.

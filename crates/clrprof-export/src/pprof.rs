@@ -14,7 +14,7 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use prost::Message;
 
-use crate::model::Profile;
+use crate::model::{FrameId, Profile};
 use crate::stacks::{validate, weighted};
 use crate::{ExportError, Options};
 
@@ -240,10 +240,10 @@ pub fn build(profile: &Profile, opts: &Options) -> Result<proto::Profile, Export
     }
 
     // Sum identical stacks per thread (or over all threads when merging).
-    let mut sums: BTreeMap<(Option<usize>, Vec<u32>), [u64; 3]> = BTreeMap::new();
+    let mut sums: BTreeMap<(Option<usize>, Vec<FrameId>), [u64; 3]> = BTreeMap::new();
     for w in weighted(profile) {
         let thread = (!opts.merge_threads).then_some(w.thread);
-        let v = sums.entry((thread, w.stack.into_owned())).or_default();
+        let v = sums.entry((thread, w.stack)).or_default();
         v[0] += w.count;
         v[1] += w.wall_ns;
         v[2] += w.cpu_ns;
@@ -272,7 +272,7 @@ pub fn build(profile: &Profile, opts: &Options) -> Result<proto::Profile, Export
                 }
             };
             proto::Sample {
-                location_id: stack.iter().rev().map(|&f| f as u64 + 1).collect(),
+                location_id: stack.iter().rev().map(|f| u64::from(f.0) + 1).collect(),
                 value: v.iter().map(|&x| to_i64(x)).collect(),
                 label,
             }

@@ -1,6 +1,6 @@
 //! speedscope's JSON file format (<https://www.speedscope.app/file-format-schema.json>).
 //!
-//! All frames go to `shared.frames` in profile order, so stacks keep their indices. A
+//! All frames go to `shared.frames` in profile order, so a `FrameId` is the index. A
 //! thread with samples becomes a `sampled` profile (stacks root first, one weight per
 //! sample); a thread with calls becomes an `evented` profile of balanced open/close
 //! events in nanoseconds.
@@ -83,6 +83,7 @@ struct SEvent {
 }
 
 fn sampled<'a>(
+    profile: &Profile,
     name: String,
     threads: impl Iterator<Item = &'a ThreadProfile>,
     weight: Weight,
@@ -90,7 +91,7 @@ fn sampled<'a>(
     let mut samples = Vec::new();
     let mut weights = Vec::new();
     for s in threads.flat_map(|t| &t.samples) {
-        samples.push(s.stack.clone());
+        samples.push(profile.stack_frames(s.stack).iter().map(|f| f.0).collect());
         weights.push(match weight {
             Weight::Samples => 1,
             Weight::Wall => s.wall_ns,
@@ -122,7 +123,7 @@ fn evented(name: String, t: &ThreadProfile) -> SProfile {
             };
             SEvent {
                 kind,
-                frame: spans[i].frame,
+                frame: spans[i].frame.0,
                 at: e.at(&spans),
             }
         })
@@ -157,7 +158,12 @@ pub fn write(profile: &Profile, opts: &Options, out: impl Write) -> Result<(), E
     let mut profiles = Vec::new();
     let with_samples = || profile.threads.iter().filter(|t| !t.samples.is_empty());
     if opts.merge_threads && with_samples().next().is_some() {
-        profiles.push(sampled("all threads".into(), with_samples(), opts.weight));
+        profiles.push(sampled(
+            profile,
+            "all threads".into(),
+            with_samples(),
+            opts.weight,
+        ));
     }
     for t in &profile.threads {
         let both = !t.samples.is_empty() && !t.calls.is_empty();
@@ -167,7 +173,7 @@ pub fn write(profile: &Profile, opts: &Options, out: impl Write) -> Result<(), E
             } else {
                 t.label()
             };
-            profiles.push(sampled(name, std::iter::once(t), opts.weight));
+            profiles.push(sampled(profile, name, std::iter::once(t), opts.weight));
         }
         if !t.calls.is_empty() {
             let name = if both {

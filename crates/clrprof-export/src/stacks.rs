@@ -1,28 +1,65 @@
-//! What several exporters share: checking frame indices, turning a thread's calls into
+//! What several exporters share: checking handles, turning a thread's calls into
 //! properly nested spans, and the weighted stacks the aggregated formats count.
 
+use std::collections::HashMap;
+
 use crate::ExportError;
-use std::borrow::Cow;
+use crate::model::{Call, FrameId, Profile, StackId, ThreadProfile, Weight};
 
-use crate::model::{Call, Profile, ThreadProfile, Weight};
+/// What is wrong with a stack: the first bad handle on its way from the root.
+#[derive(Debug, Clone, Copy)]
+enum Bad {
+    Frame(u32),
+    Stack(u32),
+}
 
-/// Checks that every stack and call refers to an existing frame.
+/// Checks that every sample and call path refers to an existing stack whose entries, up
+/// to the root, have existing frames and parents that come before them, and that every
+/// call refers to an existing frame. Entries of the stack table no thread refers to are
+/// not checked.
 pub(crate) fn validate(profile: &Profile) -> Result<(), ExportError> {
     let frames = profile.frames.len();
+    let stacks = profile.stacks.len();
+    // Per entry, in table order (a good parent comes first): the first bad handle walking
+    // from the root down to it, like the first bad index of a root-first frame list.
+    let mut bad: Vec<Option<Bad>> = Vec::with_capacity(stacks);
+    for (i, s) in profile.stacks.iter().enumerate() {
+        let above = match s.parent {
+            None => None,
+            Some(p) if (p.0 as usize) < i => bad[p.0 as usize],
+            Some(p) => Some(Bad::Stack(p.0)),
+        };
+        let own = (s.frame.0 as usize >= frames).then_some(Bad::Frame(s.frame.0));
+        bad.push(above.or(own));
+    }
+    let check = |id: StackId| match bad.get(id.0 as usize) {
+        None => Some(Bad::Stack(id.0)),
+        Some(b) => *b,
+    };
     for t in &profile.threads {
-        let samples = t.samples.iter().flat_map(|s| s.stack.iter().copied());
-        let calls = t.calls.iter().map(|c| c.frame);
-        let paths = t.call_paths.iter().flat_map(|p| p.stack.iter().copied());
-        if let Some(index) = samples
-            .chain(calls)
-            .chain(paths)
-            .find(|&i| i as usize >= frames)
-        {
-            return Err(ExportError::BadFrame {
-                thread: t.label(),
-                index,
-                frames,
-            });
+        let samples = t.samples.iter().filter_map(|s| s.stack).filter_map(check);
+        let calls = t
+            .calls
+            .iter()
+            .filter(|c| c.frame.0 as usize >= frames)
+            .map(|c| Bad::Frame(c.frame.0));
+        let paths = t.call_paths.iter().filter_map(|p| check(p.stack));
+        match samples.chain(calls).chain(paths).next() {
+            None => {}
+            Some(Bad::Frame(index)) => {
+                return Err(ExportError::BadFrame {
+                    thread: t.label(),
+                    index,
+                    frames,
+                });
+            }
+            Some(Bad::Stack(index)) => {
+                return Err(ExportError::BadStack {
+                    thread: t.label(),
+                    index,
+                    stacks,
+                });
+            }
         }
     }
     Ok(())
@@ -31,7 +68,7 @@ pub(crate) fn validate(profile: &Profile) -> Result<(), ExportError> {
 /// A call after nesting: it lies within its parent, and its siblings do not overlap it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Span {
-    pub frame: u32,
+    pub frame: FrameId,
     pub start_ns: u64,
     pub end_ns: u64,
     /// Index of the enclosing span in the same list.
@@ -114,7 +151,7 @@ pub(crate) fn events(spans: &[Span]) -> Vec<SpanEvent> {
 }
 
 /// The frames of a span's stack, root first.
-pub(crate) fn span_stack(spans: &[Span], mut i: usize) -> Vec<u32> {
+pub(crate) fn span_stack(spans: &[Span], mut i: usize) -> Vec<FrameId> {
     let mut stack = vec![spans[i].frame];
     while let Some(p) = spans[i].parent {
         stack.push(spans[p].frame);
@@ -126,11 +163,11 @@ pub(crate) fn span_stack(spans: &[Span], mut i: usize) -> Vec<u32> {
 
 /// One stack with all the values the aggregated formats can count.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Weighted<'a> {
+pub(crate) struct Weighted {
     /// Index into [`Profile::threads`].
     pub thread: usize,
-    /// Frame indices, root first; never empty.
-    pub stack: Cow<'a, [u32]>,
+    /// The frames, root first; never empty.
+    pub stack: Vec<FrameId>,
     /// Samples (or calls, for traced threads).
     pub count: u64,
     /// Wall nanoseconds (self time, for traced threads).
@@ -139,7 +176,7 @@ pub(crate) struct Weighted<'a> {
     pub cpu_ns: u64,
 }
 
-impl Weighted<'_> {
+impl Weighted {
     pub fn value(&self, weight: Weight) -> u64 {
         match weight {
             Weight::Samples => self.count,
@@ -157,57 +194,74 @@ pub(crate) fn counts_calls(t: &ThreadProfile) -> bool {
 /// Every non-empty stack of the profile with its values: a thread's samples when it has
 /// any, else its calls (one count per call, self time as wall time, no CPU time), taken
 /// from its call paths when it has them.
-pub(crate) fn weighted(profile: &Profile) -> Vec<Weighted<'_>> {
+///
+/// Samples and call paths of one thread are summed per stack handle (equal stacks share
+/// one) before their frames are looked up, in the order each stack first occurs; calls
+/// come one per call.
+pub(crate) fn weighted(profile: &Profile) -> Vec<Weighted> {
     let mut out = Vec::new();
     for (thread, t) in profile.threads.iter().enumerate() {
+        let mut sums = Summed::default();
         if !counts_calls(t) {
-            out.extend(
-                t.samples
-                    .iter()
-                    .filter(|s| !s.stack.is_empty())
-                    .map(|s| Weighted {
-                        thread,
-                        stack: Cow::Borrowed(&s.stack),
-                        count: 1,
-                        wall_ns: s.wall_ns,
-                        cpu_ns: s.cpu_ns,
-                    }),
-            );
-            continue;
-        }
-        if !t.call_paths.is_empty() {
-            out.extend(
-                t.call_paths
-                    .iter()
-                    .filter(|p| !p.stack.is_empty())
-                    .map(|p| Weighted {
-                        thread,
-                        stack: Cow::Borrowed(&p.stack),
-                        count: p.calls,
-                        wall_ns: p.self_ns,
-                        cpu_ns: 0,
-                    }),
-            );
-            continue;
-        }
-        let spans = spans(&t.calls);
-        let mut child_ns = vec![0u64; spans.len()];
-        for s in &spans {
-            if let Some(p) = s.parent {
-                child_ns[p] += s.end_ns - s.start_ns;
+            for s in &t.samples {
+                if let Some(stack) = s.stack {
+                    sums.add(stack, [1, s.wall_ns, s.cpu_ns]);
+                }
+            }
+        } else if !t.call_paths.is_empty() {
+            for p in &t.call_paths {
+                sums.add(p.stack, [p.calls, p.self_ns, 0]);
+            }
+        } else {
+            let spans = spans(&t.calls);
+            let mut child_ns = vec![0u64; spans.len()];
+            for s in &spans {
+                if let Some(p) = s.parent {
+                    child_ns[p] += s.end_ns - s.start_ns;
+                }
+            }
+            for (i, s) in spans.iter().enumerate() {
+                out.push(Weighted {
+                    thread,
+                    stack: span_stack(&spans, i),
+                    count: 1,
+                    wall_ns: (s.end_ns - s.start_ns).saturating_sub(child_ns[i]),
+                    cpu_ns: 0,
+                });
             }
         }
-        for (i, s) in spans.iter().enumerate() {
-            out.push(Weighted {
-                thread,
-                stack: Cow::Owned(span_stack(&spans, i)),
-                count: 1,
-                wall_ns: (s.end_ns - s.start_ns).saturating_sub(child_ns[i]),
-                cpu_ns: 0,
-            });
-        }
+        out.extend(
+            sums.order
+                .into_iter()
+                .map(|(stack, [count, wall_ns, cpu_ns])| Weighted {
+                    thread,
+                    stack: profile.stack_frames(stack),
+                    count,
+                    wall_ns,
+                    cpu_ns,
+                }),
+        );
     }
     out
+}
+
+/// Count, wall and CPU time summed per stack, in the order the stacks first occur.
+#[derive(Default)]
+struct Summed {
+    index: HashMap<StackId, usize>,
+    order: Vec<(StackId, [u64; 3])>,
+}
+
+impl Summed {
+    fn add(&mut self, stack: StackId, values: [u64; 3]) {
+        let i = *self.index.entry(stack).or_insert_with(|| {
+            self.order.push((stack, [0; 3]));
+            self.order.len() - 1
+        });
+        for (sum, v) in self.order[i].1.iter_mut().zip(values) {
+            *sum += v;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -216,7 +270,7 @@ mod tests {
 
     fn call(frame: u32, start_ns: u64, end_ns: u64, depth: u32) -> Call {
         Call {
-            frame,
+            frame: FrameId(frame),
             start_ns,
             end_ns,
             depth,
@@ -247,7 +301,7 @@ mod tests {
             call(4, 20, 20, 1),
         ];
         let s = spans(&calls);
-        let frames: Vec<_> = s.iter().map(|s| (s.frame, s.depth, s.parent)).collect();
+        let frames: Vec<_> = s.iter().map(|s| (s.frame.0, s.depth, s.parent)).collect();
         assert_eq!(
             frames,
             [
@@ -281,38 +335,108 @@ mod tests {
         };
         let w: Vec<_> = weighted(&profile)
             .into_iter()
-            .map(|w| (w.stack.into_owned(), w.wall_ns))
+            .map(|w| (frame_ids(&w.stack), w.wall_ns))
             .collect();
         assert_eq!(w, [(vec![0], 60), (vec![0, 1], 30), (vec![0, 2], 10)]);
+    }
+
+    fn frame_ids(stack: &[FrameId]) -> Vec<u32> {
+        stack.iter().map(|f| f.0).collect()
+    }
+
+    /// A profile of `frames` frames and one thread, with `stacks` interned.
+    fn with_stacks(frames: usize, stacks: &[&[u32]]) -> (Profile, Vec<StackId>) {
+        let mut profile = Profile {
+            frames: vec![Default::default(); frames],
+            threads: vec![ThreadProfile::default()],
+            ..Default::default()
+        };
+        let ids = stacks
+            .iter()
+            .map(|s| {
+                profile
+                    .intern_stack_frames(s.iter().map(|&f| FrameId(f)))
+                    .unwrap()
+            })
+            .collect();
+        (profile, ids)
     }
 
     #[test]
     fn call_paths_stand_in_for_calls() {
         use crate::model::CallPath;
-        let path = |stack: Vec<u32>, calls, self_ns| CallPath {
+        let path = |stack, calls, self_ns| CallPath {
             stack,
             calls,
             self_ns,
         };
-        let profile = Profile {
-            frames: vec![Default::default(); 3],
-            threads: vec![ThreadProfile {
-                call_paths: vec![path(vec![0], 1, 60), path(vec![0, 1], 7, 30)],
-                ..Default::default()
-            }],
-            ..Default::default()
-        };
+        let (mut profile, s) = with_stacks(3, &[&[0], &[0, 1], &[0, 3]]);
+        profile.threads[0].call_paths = vec![path(s[0], 1, 60), path(s[1], 7, 30)];
         assert!(counts_calls(&profile.threads[0]));
         let w: Vec<_> = weighted(&profile)
             .into_iter()
-            .map(|w| (w.stack.into_owned(), w.count, w.wall_ns, w.cpu_ns))
+            .map(|w| (frame_ids(&w.stack), w.count, w.wall_ns, w.cpu_ns))
             .collect();
         assert_eq!(w, [(vec![0], 1, 60, 0), (vec![0, 1], 7, 30, 0)]);
         let mut bad = profile.clone();
-        bad.threads[0].call_paths.push(path(vec![0, 3], 1, 1));
+        bad.threads[0].call_paths.push(path(s[2], 1, 1));
         assert!(matches!(
             validate(&bad),
             Err(ExportError::BadFrame { index: 3, .. })
+        ));
+    }
+
+    #[test]
+    fn samples_of_one_stack_are_summed_in_first_occurrence_order() {
+        use crate::model::Sample;
+        let (mut profile, s) = with_stacks(3, &[&[0, 1], &[0, 2]]);
+        let sample = |stack, wall_ns| Sample {
+            stack,
+            wall_ns,
+            cpu_ns: 1,
+            ..Default::default()
+        };
+        profile.threads[0].samples = vec![
+            sample(Some(s[1]), 10),
+            sample(None, 5),
+            sample(Some(s[0]), 20),
+            sample(Some(s[1]), 30),
+        ];
+        let w: Vec<_> = weighted(&profile)
+            .into_iter()
+            .map(|w| (frame_ids(&w.stack), w.count, w.wall_ns, w.cpu_ns))
+            .collect();
+        assert_eq!(w, [(vec![0, 2], 2, 40, 2), (vec![0, 1], 1, 20, 1)]);
+    }
+
+    #[test]
+    fn bad_stack_handles_are_errors() {
+        use crate::model::{Sample, Stack};
+        let (mut profile, _) = with_stacks(3, &[&[0, 1]]);
+        let stack = |i| Sample {
+            stack: Some(StackId(i)),
+            ..Default::default()
+        };
+        profile.threads[0].samples = vec![stack(1)];
+        assert!(validate(&profile).is_ok());
+        profile.threads[0].samples.push(stack(2));
+        assert!(matches!(
+            validate(&profile),
+            Err(ExportError::BadStack {
+                index: 2,
+                stacks: 2,
+                ..
+            })
+        ));
+        // A parent after its child would make a loop: rejected, not walked.
+        profile.threads[0].samples.pop();
+        profile.stacks[0] = Stack {
+            frame: FrameId(0),
+            parent: Some(StackId(1)),
+        };
+        assert!(matches!(
+            validate(&profile),
+            Err(ExportError::BadStack { index: 1, .. })
         ));
     }
 }

@@ -123,19 +123,20 @@ fn folded_merges_threads() {
 #[test]
 fn call_paths_give_the_flamegraphs_of_the_calls_they_aggregate() {
     let mut paths = fixture();
-    let t = &mut paths.threads[2];
-    let path = |stack: Vec<u32>, calls, self_ns| CallPath {
-        stack,
+    let mut path = |stack: &[FrameId], calls, self_ns| CallPath {
+        stack: paths.intern_stack_frames(stack.iter().copied()).unwrap(),
         calls,
         self_ns,
     };
     // OUTER 0–100 (INNER 10–40, INNER 50–60 (LIST_ADD 52–55)); OUTER 200–300 (NATIVE 210–220).
-    t.call_paths = vec![
-        path(vec![OUTER], 2, (60 + 90) * US),
-        path(vec![OUTER, INNER], 2, (30 + 7) * US),
-        path(vec![OUTER, INNER, LIST_ADD], 1, 3 * US),
-        path(vec![OUTER, NATIVE], 1, 10 * US),
+    let call_paths = vec![
+        path(&[OUTER], 2, (60 + 90) * US),
+        path(&[OUTER, INNER], 2, (30 + 7) * US),
+        path(&[OUTER, INNER, LIST_ADD], 1, 3 * US),
+        path(&[OUTER, NATIVE], 1, 10 * US),
     ];
+    let t = &mut paths.threads[2];
+    t.call_paths = call_paths;
     t.calls.clear();
     for w in [Weight::Samples, Weight::Wall] {
         for merge_threads in [false, true] {
@@ -327,7 +328,7 @@ fn speedscope_units_follow_the_weight() {
     );
     assert_eq!(
         f["profiles"][0]["samples"][2],
-        serde_json::json!([MAIN, RUN, LIST_ADD])
+        serde_json::json!([MAIN.0, RUN.0, LIST_ADD.0])
     );
     assert_eq!(f["profiles"][2]["type"], "evented");
     assert_eq!(f["profiles"][2]["unit"], "nanoseconds");
@@ -643,7 +644,8 @@ fn every_format_exports_a_trace_only_profile() {
 #[test]
 fn a_bad_frame_index_is_an_error_not_a_panic() {
     let mut p = fixture();
-    p.threads[1].samples[0].stack.push(99);
+    let parent = p.threads[1].samples[0].stack;
+    p.threads[1].samples[0].stack = Some(p.intern_stack(parent, FrameId(99)));
     for format in Format::ALL {
         let mut out = Vec::new();
         let err = export(&p, format, &Options::default(), &mut out).unwrap_err();
@@ -656,6 +658,21 @@ fn a_bad_frame_index_is_an_error_not_a_panic() {
                     ..
                 }
             ),
+            "{format:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_bad_stack_handle_is_an_error_not_a_panic() {
+    let mut p = fixture();
+    let stacks = p.stacks.len();
+    p.threads[1].samples[0].stack = Some(StackId(stacks as u32));
+    for format in Format::ALL {
+        let mut out = Vec::new();
+        let err = export(&p, format, &Options::default(), &mut out).unwrap_err();
+        assert!(
+            matches!(err, ExportError::BadStack { index, stacks: n, .. } if index as usize == n && n == stacks),
             "{format:?}: {err}"
         );
     }

@@ -6,7 +6,9 @@
 
 #![allow(dead_code)]
 
-use clrprof_export::{Call, Frame, FrameKind, Module, ModuleId, Profile, Sample, ThreadProfile};
+use clrprof_export::{
+    Call, Frame, FrameId, FrameKind, Module, ModuleId, Profile, Sample, ThreadProfile,
+};
 
 pub const MS: u64 = 1_000_000;
 pub const US: u64 = 1_000;
@@ -24,16 +26,17 @@ fn managed(name: &str, module: ModuleId) -> Frame {
     }
 }
 
-fn sample(time_ns: u64, stack: &[u32], cpu_ns: u64) -> Sample {
+/// A sample of `stack` (root first), interned into `profile`'s stack table.
+fn sample(profile: &mut Profile, time_ns: u64, stack: &[FrameId], cpu_ns: u64) -> Sample {
     Sample {
         time_ns,
-        stack: stack.to_vec(),
+        stack: profile.intern_stack_frames(stack.iter().copied()),
         wall_ns: MS,
         cpu_ns,
     }
 }
 
-fn call(frame: u32, start_ns: u64, end_ns: u64, depth: u32) -> Call {
+fn call(frame: FrameId, start_ns: u64, end_ns: u64, depth: u32) -> Call {
     Call {
         frame,
         start_ns,
@@ -42,19 +45,19 @@ fn call(frame: u32, start_ns: u64, end_ns: u64, depth: u32) -> Call {
     }
 }
 
-/// Frame indices, for readable assertions.
-pub const MAIN: u32 = 0;
-pub const RUN: u32 = 1;
-pub const LIST_ADD: u32 = 2;
-pub const NATIVE: u32 = 3;
-pub const COMPUTE: u32 = 4;
-pub const GC: u32 = 5;
-pub const WEIRD: u32 = 6;
-pub const OUTER: u32 = 7;
-pub const INNER: u32 = 8;
+/// Frame handles, for readable assertions.
+pub const MAIN: FrameId = FrameId(0);
+pub const RUN: FrameId = FrameId(1);
+pub const LIST_ADD: FrameId = FrameId(2);
+pub const NATIVE: FrameId = FrameId(3);
+pub const COMPUTE: FrameId = FrameId(4);
+pub const GC: FrameId = FrameId(5);
+pub const WEIRD: FrameId = FrameId(6);
+pub const OUTER: FrameId = FrameId(7);
+pub const INNER: FrameId = FrameId(8);
 
 pub fn fixture() -> Profile {
-    Profile {
+    let mut p = Profile {
         name: "dotnet Demo.dll \"a&b\" <in.txt>".into(),
         start_unix_ns: 1_700_000_000_123_456_789,
         interval_ns: MS,
@@ -93,48 +96,52 @@ pub fn fixture() -> Profile {
                 path: Some("/dotnet/shared/libcoreclr.so".into()),
             },
         ],
-        threads: vec![
-            ThreadProfile {
-                name: "Main Thread".into(),
-                os_tid: 100,
-                samples: vec![
-                    sample(0, &[MAIN, RUN, COMPUTE], MS),
-                    sample(MS, &[MAIN, RUN, COMPUTE], 900 * US),
-                    sample(2 * MS, &[MAIN, RUN, LIST_ADD], MS),
-                    sample(3 * MS, &[MAIN, NATIVE], 200 * US),
-                    // A gap of one interval: nothing was sampled at 4 ms.
-                    sample(6 * MS, &[MAIN, RUN, COMPUTE], MS),
-                    sample(7 * MS, &[], 0),
-                ],
-                calls: vec![],
-                call_paths: vec![],
-            },
-            ThreadProfile {
-                name: "Worker".into(),
-                os_tid: 101,
-                samples: vec![
-                    sample(500 * US, &[RUN, GC], 0),
-                    sample(1500 * US, &[RUN, WEIRD], 700 * US),
-                ],
-                calls: vec![],
-                call_paths: vec![],
-            },
-            ThreadProfile {
-                name: ".NET TP Worker".into(),
-                os_tid: 102,
-                samples: vec![],
-                calls: vec![
-                    call(INNER, 10 * US, 40 * US, 1),
-                    call(OUTER, 0, 100 * US, 0),
-                    call(LIST_ADD, 52 * US, 55 * US, 2),
-                    call(INNER, 50 * US, 60 * US, 1),
-                    call(OUTER, 200 * US, 300 * US, 0),
-                    call(NATIVE, 210 * US, 220 * US, 1),
-                ],
-                call_paths: vec![],
-            },
-        ],
-    }
+        threads: vec![],
+    };
+    let main = vec![
+        sample(&mut p, 0, &[MAIN, RUN, COMPUTE], MS),
+        sample(&mut p, MS, &[MAIN, RUN, COMPUTE], 900 * US),
+        sample(&mut p, 2 * MS, &[MAIN, RUN, LIST_ADD], MS),
+        sample(&mut p, 3 * MS, &[MAIN, NATIVE], 200 * US),
+        // A gap of one interval: nothing was sampled at 4 ms.
+        sample(&mut p, 6 * MS, &[MAIN, RUN, COMPUTE], MS),
+        sample(&mut p, 7 * MS, &[], 0),
+    ];
+    let worker = vec![
+        sample(&mut p, 500 * US, &[RUN, GC], 0),
+        sample(&mut p, 1500 * US, &[RUN, WEIRD], 700 * US),
+    ];
+    p.threads = vec![
+        ThreadProfile {
+            name: "Main Thread".into(),
+            os_tid: 100,
+            samples: main,
+            calls: vec![],
+            call_paths: vec![],
+        },
+        ThreadProfile {
+            name: "Worker".into(),
+            os_tid: 101,
+            samples: worker,
+            calls: vec![],
+            call_paths: vec![],
+        },
+        ThreadProfile {
+            name: ".NET TP Worker".into(),
+            os_tid: 102,
+            samples: vec![],
+            calls: vec![
+                call(INNER, 10 * US, 40 * US, 1),
+                call(OUTER, 0, 100 * US, 0),
+                call(LIST_ADD, 52 * US, 55 * US, 2),
+                call(INNER, 50 * US, 60 * US, 1),
+                call(OUTER, 200 * US, 300 * US, 0),
+                call(NATIVE, 210 * US, 220 * US, 1),
+            ],
+            call_paths: vec![],
+        },
+    ];
+    p
 }
 
 /// A profile of one traced thread only (trace mode).
