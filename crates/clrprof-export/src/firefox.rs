@@ -19,7 +19,7 @@ use fx::{
 };
 use fxprof_processed_profile as fx;
 
-use crate::model::{FrameId, FrameKind, Profile, ThreadProfile};
+use crate::model::{FrameId, FrameKind, Profile, StackId, ThreadProfile};
 use crate::stacks::{self, SpanEvent, validate};
 use crate::{ExportError, Options};
 
@@ -141,9 +141,32 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn stack(&mut self, thread: ThreadHandle, frames: &[FrameId]) -> Option<StackHandle> {
-        let infos: Vec<FrameInfo> = frames.iter().map(|&f| self.frame_info(f)).collect();
-        self.fx.intern_stack_frames(thread, infos.into_iter())
+    /// Stack `id` in `thread`'s stack table. The processed profile has a stack table like
+    /// ours, but one per thread: `ours` maps the entries translated for this thread so
+    /// far, and only those on the way up to the first translated one are added.
+    fn stack(
+        &mut self,
+        thread: ThreadHandle,
+        id: StackId,
+        ours: &mut HashMap<StackId, StackHandle>,
+    ) -> StackHandle {
+        let mut todo = Vec::new();
+        let mut parent = None;
+        let mut next = Some(id);
+        while let Some(i) = next {
+            if let Some(&h) = ours.get(&i) {
+                parent = Some(h);
+                break;
+            }
+            todo.push(i);
+            next = self.model.stack(i).parent;
+        }
+        for i in todo.into_iter().rev() {
+            let h = self.push(thread, parent, self.model.stack(i).frame);
+            ours.insert(i, h);
+            parent = Some(h);
+        }
+        parent.expect("a stack has at least its own entry")
     }
 
     fn push(
@@ -166,8 +189,9 @@ impl<'a> Builder<'a> {
         let thread = self.fx.add_thread(process, tid, ts(start), false);
         self.fx.set_thread_name(thread, &t.name);
         let mut end = start;
+        let mut stacks = HashMap::new();
         for s in &t.samples {
-            let stack = self.stack(thread, &self.model.stack_frames(s.stack));
+            let stack = s.stack.map(|id| self.stack(thread, id, &mut stacks));
             self.fx.add_sample(
                 thread,
                 ts(s.time_ns),
