@@ -2,7 +2,8 @@
 //!
 //! One process holds one thread per [`ThreadProfile`], with its
 //! name and tid. Frames are labels in one of three categories (Managed, Native, Runtime),
-//! with the module as subcategory. Samples keep their times and CPU deltas. Calls become
+//! with the module as subcategory. The profile's stack table is translated into each
+//! thread's (the format keeps one per thread). Samples keep their times and CPU deltas. Calls become
 //! interval markers named after the function (with the call's stack); a thread with
 //! calls and no samples also gets samples rebuilt from its calls, so that its call tree
 //! and stack chart are filled.

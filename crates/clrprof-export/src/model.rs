@@ -2,9 +2,10 @@
 //!
 //! Analysis builds it from a recorded trace; nothing here knows about the trace format
 //! or about any output format. Like the Firefox Profiler's processed profile (and
-//! samply's `fxprof-processed-profile`, which writes it), the profile keeps two tables
-//! that everything else refers to by typed handle:
+//! samply's `fxprof-processed-profile`, which writes it), the profile keeps tables that
+//! everything else refers to by typed handle:
 //!
+//! - [`Profile::modules`]: each module once, referred to by [`ModuleId`];
 //! - [`Profile::frames`]: each function once, referred to by [`FrameId`];
 //! - [`Profile::stacks`]: a prefix tree of stacks, referred to by [`StackId`]. An entry is
 //!   a frame and the stack of its caller ([`Stack`]); a stack is its leaf entry, and
