@@ -116,11 +116,12 @@ fn an_existing_file_needs_force_and_the_new_trace_is_owner_only() {
 }
 
 #[test]
+#[ignore = "needs root (chowns a file to another user); .ci/run runs it as root"]
 fn force_never_replaces_another_users_file() {
-    if !is_root() {
-        eprintln!("skipped: needs root to chown a file to another user");
-        return;
-    }
+    assert!(
+        is_root(),
+        "run as root: the test chowns a file to another user"
+    );
     let dir = scratch("rel-foreign");
     let trace = dir.join("t.clrprof");
     std::fs::write(&trace, "hers").unwrap();
@@ -540,11 +541,13 @@ fn an_attach_that_fails_after_creating_the_trace_removes_it() {
 }
 
 #[test]
+#[ignore = "needs root and setpriv (starts the target as `nobody`); .ci/run runs it as root"]
 fn root_attaches_to_another_users_process() {
-    if !is_root() || Command::new("setpriv").arg("--version").output().is_err() {
-        eprintln!("skipped: needs root and setpriv");
-        return;
-    }
+    assert!(is_root(), "run as root: the target runs as `nobody`");
+    assert!(
+        Command::new("setpriv").arg("--version").output().is_ok(),
+        "setpriv (util-linux) is needed to start the target as `nobody`"
+    );
     let dir = scratch("rel-root-attach");
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     let trace = dir.join("t.clrprof");
@@ -577,11 +580,9 @@ fn root_attaches_to_another_users_process() {
 }
 
 #[test]
+#[ignore = "needs root and setpriv (runs the CLI as `nobody`); .ci/run runs it as root"]
 fn detach_of_another_users_process_says_permission() {
-    if !is_root() {
-        eprintln!("skipped: needs root to start a process as another user");
-        return;
-    }
+    assert!(is_root(), "run as root: the CLI runs as `nobody`");
     let t = Target::start_as(None);
     let out = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
@@ -829,11 +830,9 @@ fn events_dropped_in_drop_mode_are_reported_with_that_reason() {
 /// A small tmpfs (root only): a full disk costs the trace, never the target, and once
 /// there is room again the trace records what was lost and why (ENOSPC).
 #[test]
+#[ignore = "needs root (mounts a 1 MB tmpfs); .ci/run runs it as root"]
 fn a_full_disk_is_named_in_the_log_and_the_trace() {
-    if !is_root() {
-        eprintln!("skipped: needs root to mount a small tmpfs");
-        return;
-    }
+    assert!(is_root(), "run as root: the test mounts a 1 MB tmpfs");
     let dir = scratch("rel-enospc");
     let mnt = dir.join("mnt");
     std::fs::create_dir_all(&mnt).unwrap();
@@ -843,10 +842,11 @@ fn a_full_disk_is_named_in_the_log_and_the_trace() {
         .status()
         .map(|s| s.success())
         .unwrap_or(false);
-    if !ok {
-        eprintln!("skipped: cannot mount a tmpfs here");
-        return;
-    }
+    assert!(
+        ok,
+        "cannot mount a tmpfs at {} (needs CAP_SYS_ADMIN)",
+        mnt.display()
+    );
     struct Unmount(std::path::PathBuf);
     impl Drop for Unmount {
         fn drop(&mut self) {
