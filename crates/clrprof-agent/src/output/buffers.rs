@@ -254,29 +254,44 @@ pub fn emit_waiting(ev: &Event<'_>) -> bool {
 }
 
 fn emit_with(ts: u64, ev: &Event<'_>, always_wait: bool) -> bool {
+    with_own_ring(
+        || emit_fallback(ts, ev),
+        |slot, limit| {
+            // SAFETY: (A3) owner-only field, accessed from the owning thread (see `Slot`);
+            // the ring is entered (busy), so no other borrow of it is live on this thread.
+            let scratch = unsafe { &mut *slot.scratch.get() };
+            scratch.clear();
+            clrprof_format::encode(scratch, 0, ev);
+            write_waiting(slot, limit, always_wait, |ring, limit| {
+                ring.try_write_record(limit, ts, scratch)
+            })
+        },
+    )
+}
+
+/// Runs `write` with the calling thread's slot and its ring entered (then leaves it);
+/// `fallback` instead when the thread has no slot yet or is already inside an emit (a
+/// runtime call made while encoding). False, and counted lost, when not accepting.
+#[inline]
+fn with_own_ring(
+    fallback: impl FnOnce() -> bool,
+    write: impl FnOnce(&Slot, &mut u64) -> bool,
+) -> bool {
     if !ACCEPTING.load(Ordering::Acquire) {
         LOST_GLOBAL.fetch_add(1, Ordering::Relaxed);
         return false;
     }
     let slot = current_slot();
     if slot.is_null() {
-        return emit_fallback(ts, ev);
+        return fallback();
     }
     // SAFETY: (A3) a non-null CURRENT pointer is a live slot: the TLS pointer holds one Arc
     // reference that only slot_destructor (which nulls CURRENT first) releases.
     let slot = unsafe { &*slot };
     let Some(mut limit) = slot.ring.enter() else {
-        // Re-entered from inside our own emit (a runtime call made while encoding).
-        return emit_fallback(ts, ev);
+        return fallback();
     };
-    // SAFETY: (A3) owner-only field, accessed from the owning thread (see `Slot`); the ring is
-    // entered (busy), so no other borrow of it is live on this thread.
-    let scratch = unsafe { &mut *slot.scratch.get() };
-    scratch.clear();
-    clrprof_format::encode(scratch, 0, ev);
-    let written = write_waiting(slot, &mut limit, always_wait, |ring, limit| {
-        ring.try_write_record(limit, ts, scratch)
-    });
+    let written = write(slot, &mut limit);
     slot.ring.leave(limit);
     written
 }
@@ -285,9 +300,9 @@ fn emit_with(ts: u64, ev: &Event<'_>, always_wait: bool) -> bool {
 /// into the ring as header and values without building an [`Event`] (the common path of
 /// every traced call with values).
 pub fn emit_call_values(ts: u64, returned: bool, function: u64, sp: u64, values: &[u8]) {
-    let event = || {
+    let fallback = || {
         let values = std::borrow::Cow::Borrowed(values);
-        if returned {
+        let ev = if returned {
             Event::CallReturn {
                 function,
                 sp,
@@ -299,36 +314,23 @@ pub fn emit_call_values(ts: u64, returned: bool, function: u64, sp: u64, values:
                 sp,
                 values,
             }
-        }
+        };
+        emit_fallback(ts, &ev)
     };
-    if !ACCEPTING.load(Ordering::Acquire) {
-        LOST_GLOBAL.fetch_add(1, Ordering::Relaxed);
-        return;
-    }
-    let slot = current_slot();
-    if slot.is_null() {
-        emit_fallback(ts, &event());
-        return;
-    }
-    // SAFETY: (A3) a non-null CURRENT pointer is a live slot (see `emit_with`).
-    let slot = unsafe { &*slot };
-    let Some(mut limit) = slot.ring.enter() else {
-        emit_fallback(ts, &event());
-        return;
-    };
-    let mut head = [0u8; clrprof_format::CALL_VALUES_HEADER_MAX];
-    let n = clrprof_format::encode_call_values_header(
-        &mut head,
-        returned,
-        0,
-        function,
-        sp,
-        values.len(),
-    );
-    write_waiting(slot, &mut limit, false, |ring, limit| {
-        ring.try_write_record_parts(limit, ts, &head[..n], values)
+    with_own_ring(fallback, |slot, limit| {
+        let mut head = [0u8; clrprof_format::CALL_VALUES_HEADER_MAX];
+        let n = clrprof_format::encode_call_values_header(
+            &mut head,
+            returned,
+            0,
+            function,
+            sp,
+            values.len(),
+        );
+        write_waiting(slot, limit, false, |ring, limit| {
+            ring.try_write_record_parts(limit, ts, &head[..n], values)
+        })
     });
-    slot.ring.leave(limit);
 }
 
 /// The tracing slow path: one enter/leave/tailcall record, for a thread the assembly
