@@ -15,8 +15,8 @@ use clrprof_analysis::profile::{CallsWanted, build_with as build_profile};
 use clrprof_analysis::{Options, Trace, build_with, text};
 use clrprof_export::pprof::proto;
 use clrprof_export::{Format, Options as ExportOptions, Profile, Weight, export};
+use clrprof_testkit::snapshot_json;
 use prost::Message;
-use serde_json::Value;
 
 fn bytes(name: &str) -> Vec<u8> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -35,7 +35,7 @@ fn report_text(trace: &Trace<'_>) -> String {
 
 fn report_json(trace: &Trace<'_>) -> String {
     let v = serde_json::to_value(build_with(trace, Options { depth: 40 })).unwrap();
-    pretty(&v)
+    snapshot_json(&v)
 }
 
 /// The exporters' model, as `clrprof convert` builds it for `format`.
@@ -66,7 +66,7 @@ fn exported_text(trace: &Trace<'_>, format: Format) -> String {
 }
 
 fn exported_json(trace: &Trace<'_>, format: Format) -> String {
-    pretty(&serde_json::from_slice(&exported(trace, format, Weight::Samples)).expect("JSON"))
+    snapshot_json(&serde_json::from_slice(&exported(trace, format, Weight::Samples)).expect("JSON"))
 }
 
 /// An SVG flamegraph as the frames it draws: each `<title>` (name and count), in order.
@@ -156,63 +156,6 @@ fn pprof_text(trace: &Trace<'_>) -> String {
         );
     }
     o
-}
-
-/// JSON for snapshots: keys sorted, one line per object member or array element, except
-/// that objects and arrays of scalars stay on one line.
-fn pretty(v: &Value) -> String {
-    fn flat(v: &Value) -> bool {
-        match v {
-            Value::Array(a) => a.iter().all(|x| !x.is_array() && !x.is_object()),
-            Value::Object(o) => o.values().all(|x| !x.is_array() && !x.is_object()),
-            _ => true,
-        }
-    }
-    fn inline(v: &Value) -> String {
-        match v {
-            Value::Array(a) => format!("[{}]", a.iter().map(inline).collect::<Vec<_>>().join(", ")),
-            Value::Object(o) => {
-                let mut keys: Vec<&String> = o.keys().collect();
-                keys.sort();
-                let members: Vec<String> = keys
-                    .iter()
-                    .map(|k| format!("{}: {}", Value::from(k.as_str()), inline(&o[*k])))
-                    .collect();
-                format!("{{{}}}", members.join(", "))
-            }
-            scalar => scalar.to_string(),
-        }
-    }
-    fn go(v: &Value, indent: usize, out: &mut String) {
-        let pad = "  ".repeat(indent + 1);
-        match v {
-            _ if flat(v) => out.push_str(&inline(v)),
-            Value::Array(a) => {
-                out.push_str("[\n");
-                for (i, x) in a.iter().enumerate() {
-                    out.push_str(&pad);
-                    go(x, indent + 1, out);
-                    out.push_str(if i + 1 < a.len() { ",\n" } else { "\n" });
-                }
-                out.push_str(&format!("{}]", "  ".repeat(indent)));
-            }
-            Value::Object(o) => {
-                let mut keys: Vec<&String> = o.keys().collect();
-                keys.sort();
-                out.push_str("{\n");
-                for (i, k) in keys.iter().enumerate() {
-                    out.push_str(&format!("{pad}{}: ", Value::from(k.as_str())));
-                    go(&o[*k], indent + 1, out);
-                    out.push_str(if i + 1 < keys.len() { ",\n" } else { "\n" });
-                }
-                out.push_str(&format!("{}}}", "  ".repeat(indent)));
-            }
-            _ => unreachable!("scalars are flat"),
-        }
-    }
-    let mut out = String::new();
-    go(v, 0, &mut out);
-    out
 }
 
 /// One test per fixture: `$name` is the file stem, `$exports` whether it has samples or

@@ -14,6 +14,7 @@ mod apps;
 mod paths;
 mod results;
 mod runtimes;
+mod snapshot_json;
 mod source_hash;
 
 pub use agent::{LIBRARY, profiler_library};
@@ -21,3 +22,4 @@ pub use apps::{BuiltApp, app, app_on};
 pub use paths::{dotnet, target_dir, workspace_root};
 pub use results::parse_results;
 pub use runtimes::Runtime;
+pub use snapshot_json::snapshot_json;
