@@ -45,6 +45,19 @@ pub struct TreeNode {
     pub children: Vec<TreeNode>,
 }
 
+impl TreeNode {
+    /// Cuts the tree `depth` levels below this node.
+    pub fn prune(&mut self, depth: usize) {
+        if depth == 0 {
+            self.children.clear();
+        } else {
+            for c in &mut self.children {
+                c.prune(depth - 1);
+            }
+        }
+    }
+}
+
 #[derive(Debug, Serialize)]
 pub struct ThreadTree {
     pub os_tid: u64,

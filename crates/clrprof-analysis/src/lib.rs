@@ -7,6 +7,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod app_code;
+pub mod butterfly;
 pub mod calltree;
 pub mod gc;
 pub mod heap;
@@ -14,10 +16,12 @@ pub mod invocations;
 pub mod names;
 pub mod profile;
 pub mod report;
+pub mod runtime_frames;
 pub mod samples;
 pub mod text;
 pub mod threads;
 pub mod timeline;
+pub mod waits;
 
 pub use report::{Options, Report, build, build_with};
 pub use timeline::{TimedEvent, Trace};

@@ -1,6 +1,7 @@
 //! Sampling analysis: per function, how many samples had it on top (self) or anywhere
 //! (total), in wall time (every sample) and CPU time (the CPU the thread used since its
-//! previous sample); per thread, the same totals.
+//! previous sample, counted for samples taken while the thread ran); per thread, the
+//! same totals, its CPU share and what it waited in when it did not run.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -8,9 +9,13 @@ use serde::Serialize;
 
 use clrprof_format::Event;
 
+use clrprof_export::FrameKind;
+
 use crate::names::Names;
+use crate::runtime_frames::{self, Activity, Windows};
 use crate::threads::ThreadNames;
 use crate::timeline::TimedEvent;
+use crate::waits::{self, WaitKind};
 
 /// One sample: its stack as frame ids, leaf first (names come from [`Names`]).
 #[derive(Debug, Clone)]
@@ -23,15 +28,87 @@ pub struct StackSample {
     /// Frame ids, leaf first: function ids, and native ids (see
     /// [`clrprof_format::is_native_frame`]), consecutive runs of one module merged.
     pub stack: Vec<u64>,
+    /// The wait the stack is in (set by [`prepare`]).
+    pub wait: Option<WaitKind>,
+    /// What its runtime frames were doing (set by [`prepare`]).
+    pub activity: Option<Activity>,
+}
+
+impl StackSample {
+    /// Whether the CPU view counts the sample, weighted by the CPU its thread used since
+    /// its previous sample: the thread used some, and its stack is not parked in a wait
+    /// outside the runtime (a thread that ran and then blocked in `futex` is sampled in
+    /// the wait; its CPU was spent elsewhere, and stays unattributed).
+    pub fn counts_cpu(&self, names: &Names) -> bool {
+        if self.cpu_ns == 0 {
+            return false;
+        }
+        match (self.wait, self.stack.first()) {
+            (Some(_), Some(&leaf)) => names.frame_kind(leaf) == FrameKind::Runtime,
+            _ => true,
+        }
+    }
+}
+
+/// What the function table ranks by.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum View {
+    /// On-CPU samples weighted by the CPU their thread used (the default).
+    #[default]
+    Cpu,
+    /// Every sample of every thread, running or not.
+    Wall,
+}
+
+/// Which samples (and calls) a report looks at.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// A thread's name or OS id.
+    pub thread: Option<String>,
+    /// Nanoseconds since the trace's start.
+    pub from_ns: Option<u64>,
+    pub to_ns: Option<u64>,
+}
+
+impl Filter {
+    pub fn is_empty(&self) -> bool {
+        self.thread.is_none() && self.from_ns.is_none() && self.to_ns.is_none()
+    }
+
+    pub fn keeps_time(&self, ns: u64) -> bool {
+        self.from_ns.is_none_or(|f| ns >= f) && self.to_ns.is_none_or(|t| ns <= t)
+    }
+
+    pub fn keeps_thread(&self, os_tid: u64, threads: &ThreadNames) -> bool {
+        match &self.thread {
+            None => true,
+            Some(t) => {
+                t.parse::<u64>().ok() == Some(os_tid) || threads.named(os_tid) == Some(t.as_str())
+            }
+        }
+    }
 }
 
 #[derive(Debug, Default, Serialize)]
 pub struct SampleTotals {
+    /// `cpu` (the function table counts on-CPU samples, weighted by CPU time) or `wall`
+    /// (every sample).
+    pub view: View,
     pub total: u64,
     /// Samples whose thread was running: it used at least half the sampling interval on a
     /// CPU since its previous sample.
     pub on_cpu: u64,
     pub cpu_ns: u64,
+    /// The CPU time of the samples the CPU view counts (the rest was used by threads
+    /// sampled in a wait, where the stack does not say what used it).
+    pub attributed_cpu_ns: u64,
+    /// CPU of the counted samples without any frame of the app's own code (runtime and
+    /// framework threads), which the app-code table leaves out.
+    pub outside_app_cpu_ns: u64,
+    /// Samples whose leaf frames were the runtime's GC poll, given to the method that
+    /// polled (the suspend sampler stops threads there).
+    pub gc_poll_folded: u64,
     /// Samples per second actually achieved.
     pub rate_hz: f64,
     /// The rate asked for.
@@ -46,6 +123,14 @@ pub struct ThreadSamples {
     pub samples: u64,
     pub on_cpu: u64,
     pub cpu_ns: u64,
+    /// CPU time over the thread's sampled time (samples × interval), in percent.
+    pub cpu_percent: f64,
+    /// `running` when most samples were on CPU, else the wait most samples were in
+    /// (`lock`, `sleep`, `I/O`, `join`, `GC`, `idle`, `native`) or `partly running` (off
+    /// CPU in managed code: the thread ran less than half the interval).
+    pub state: String,
+    /// Samples off CPU by what they waited in.
+    pub waits: BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Serialize, Clone)]
@@ -88,16 +173,61 @@ pub fn stack_sample(e: &TimedEvent<'_>) -> Option<StackSample> {
         cpu_ns: *cpu_ns,
         state: *state,
         stack,
+        wait: None,
+        activity: None,
     })
+}
+
+/// Whether a method is the runtime's GC poll (`Thread.PollGC` and its worker).
+fn is_gc_poll(name: &str) -> bool {
+    name.starts_with("System.Threading.Thread.PollGC")
+        || name.starts_with("System.Threading.Thread.<PollGC>")
+}
+
+/// Gives each sample its wait and runtime activity, and drops the GC-poll frames at its
+/// leaf (with native frames below them), so that the method that polled gets the time.
+/// Returns how many samples lost such frames.
+pub fn prepare(samples: &mut [StackSample], names: &Names, windows: &Windows) -> u64 {
+    let mut folded = 0;
+    let mut poll: HashMap<u64, bool> = HashMap::new();
+    for s in samples.iter_mut() {
+        let mut cut = 0;
+        for (i, f) in s.stack.iter().enumerate() {
+            if clrprof_format::is_native_frame(*f) {
+                continue;
+            }
+            if *poll
+                .entry(*f)
+                .or_insert_with(|| is_gc_poll(&names.function(*f)))
+            {
+                cut = i + 1;
+            } else {
+                break;
+            }
+        }
+        if cut > 0 && cut < s.stack.len() {
+            s.stack.drain(..cut);
+            folded += 1;
+        }
+        s.wait = waits::classify(&s.stack, names);
+        if s.wait.is_none() && s.state != 1 && windows.in_gc(s.ns) {
+            s.wait = Some(WaitKind::Gc);
+        }
+        s.activity = runtime_frames::activity(&s.stack, s.os_tid, s.ns, s.wait, names, windows);
+    }
+    folded
 }
 
 pub fn totals(
     samples: &[StackSample],
+    names: &Names,
     threads: &ThreadNames,
     requested_rate_hz: Option<f64>,
+    view: View,
 ) -> SampleTotals {
     let mut per: BTreeMap<u64, ThreadSamples> = BTreeMap::new();
     let mut t = SampleTotals {
+        view,
         requested_rate_hz,
         ..Default::default()
     };
@@ -110,12 +240,22 @@ pub fn totals(
             samples: 0,
             on_cpu: 0,
             cpu_ns: 0,
+            cpu_percent: 0.0,
+            state: String::new(),
+            waits: BTreeMap::new(),
         });
         e.samples += 1;
         e.cpu_ns += s.cpu_ns;
+        if s.counts_cpu(names) {
+            t.attributed_cpu_ns += s.cpu_ns;
+        }
         if s.state == 1 {
             t.on_cpu += 1;
             e.on_cpu += 1;
+        } else {
+            // Off CPU in managed code: it ran, but less than half the interval.
+            let w = s.wait.map_or("partly running", WaitKind::as_str);
+            *e.waits.entry(w.to_string()).or_default() += 1;
         }
     }
     // Rate: distinct sample instants over the span they cover.
@@ -127,32 +267,116 @@ pub fn totals(
             t.rate_hz = (instants.len() - 1) as f64 / (span as f64 / 1e9);
         }
     }
+    let interval_ns = requested_rate_hz
+        .filter(|r| *r > 0.0)
+        .map_or(0.0, |r| 1e9 / r);
+    for th in per.values_mut() {
+        let sampled_ns = th.samples as f64 * interval_ns;
+        if sampled_ns > 0.0 {
+            th.cpu_percent = (100.0 * th.cpu_ns as f64 / sampled_ns).min(100.0);
+        }
+        th.state = if th.on_cpu * 2 >= th.samples {
+            "running".to_string()
+        } else {
+            th.waits
+                .iter()
+                .max_by_key(|(k, n)| (**n, std::cmp::Reverse((*k).clone())))
+                .map_or_else(|| "partly running".to_string(), |(k, _)| k.clone())
+        };
+    }
     t.threads = per.into_values().collect();
     t
 }
 
-/// Per-function self and total counts, most self samples first. Functions are counted
-/// by name, so that the code versions of one method make one row.
-pub fn functions(samples: &[StackSample], names: &Names) -> Vec<FunctionSamples> {
-    let mut name_of: HashMap<u64, usize> = HashMap::new();
+/// A frame as the function tables count it: its id, and for native frames the activity
+/// and whether the frames next to it are managed (bit 0: its callee, bit 1: its caller),
+/// which [`runtime_frames::frame_label`] names them by.
+type FrameKey = (u64, Option<Activity>, u8);
+
+/// Names frames of samples, cached by [`FrameKey`].
+pub struct Labels<'a> {
+    names: &'a Names,
+    /// Whether anonymous code between managed frames is a runtime stub: true with the
+    /// signal sampler, which names every module it can; the suspend sampler reports all
+    /// native code as one anonymous frame.
+    stubs_named: bool,
+    cache: HashMap<FrameKey, std::rc::Rc<str>>,
+}
+
+impl<'a> Labels<'a> {
+    pub fn new(names: &'a Names, stubs_named: bool) -> Labels<'a> {
+        Labels {
+            names,
+            stubs_named,
+            cache: HashMap::new(),
+        }
+    }
+
+    /// The name of frame `i` of `s`.
+    pub fn label(&mut self, s: &StackSample, i: usize) -> std::rc::Rc<str> {
+        let f = s.stack[i];
+        let key: FrameKey = if clrprof_format::is_native_frame(f) {
+            let managed = |j: usize| {
+                s.stack
+                    .get(j)
+                    .is_some_and(|g| !clrprof_format::is_native_frame(*g))
+            };
+            let neighbours = u8::from(i > 0 && managed(i - 1)) | (u8::from(managed(i + 1)) << 1);
+            (f, s.activity, neighbours)
+        } else {
+            (f, None, 0)
+        };
+        let (names, stubs) = (self.names, self.stubs_named);
+        self.cache
+            .entry(key)
+            .or_insert_with(|| {
+                if clrprof_format::is_native_frame(f) {
+                    runtime_frames::frame_label(names, &s.stack, i, s.activity, stubs).into()
+                } else {
+                    names.function(f).into()
+                }
+            })
+            .clone()
+    }
+}
+
+/// The samples a view counts, with the weight in CPU time it gives each.
+pub fn counted<'s>(
+    samples: &'s [StackSample],
+    names: &'s Names,
+    view: View,
+) -> impl Iterator<Item = &'s StackSample> + 's {
+    samples
+        .iter()
+        .filter(move |s| view == View::Wall || s.counts_cpu(names))
+}
+
+/// Per-function self and total figures of the samples `view` counts, most first (CPU
+/// time in the CPU view, samples in the wall view). Functions are counted by name, so
+/// that the code versions of one method make one row.
+pub fn functions(
+    samples: &[StackSample],
+    names: &Names,
+    view: View,
+    stubs_named: bool,
+) -> Vec<FunctionSamples> {
+    let mut labels = Labels::new(names, stubs_named);
     let mut rows: Vec<FunctionSamples> = Vec::new();
-    let mut by_name: HashMap<String, usize> = HashMap::new();
+    let mut by_name: HashMap<std::rc::Rc<str>, usize> = HashMap::new();
     let mut seen: HashSet<usize> = HashSet::new();
-    for s in samples {
+    for s in counted(samples, names, view) {
         seen.clear();
-        for (i, f) in s.stack.iter().enumerate() {
-            let row = *name_of.entry(*f).or_insert_with(|| {
-                let name = names.frame_name(*f);
-                *by_name.entry(name.clone()).or_insert_with(|| {
-                    rows.push(FunctionSamples {
-                        name,
-                        self_samples: 0,
-                        total_samples: 0,
-                        self_cpu_ns: 0,
-                        total_cpu_ns: 0,
-                    });
-                    rows.len() - 1
-                })
+        for i in 0..s.stack.len() {
+            let name = labels.label(s, i);
+            let row = *by_name.entry(name.clone()).or_insert_with(|| {
+                rows.push(FunctionSamples {
+                    name: name.to_string(),
+                    self_samples: 0,
+                    total_samples: 0,
+                    self_cpu_ns: 0,
+                    total_cpu_ns: 0,
+                });
+                rows.len() - 1
             });
             let e = &mut rows[row];
             if i == 0 {
@@ -167,10 +391,11 @@ pub fn functions(samples: &[StackSample], names: &Names) -> Vec<FunctionSamples>
         }
     }
     rows.sort_by(|a, b| {
-        b.self_samples
-            .cmp(&a.self_samples)
-            .then(b.total_samples.cmp(&a.total_samples))
-            .then_with(|| a.name.cmp(&b.name))
+        let key = |f: &FunctionSamples| match view {
+            View::Cpu => (f.self_cpu_ns, f.total_cpu_ns),
+            View::Wall => (f.self_samples, f.total_samples),
+        };
+        key(b).cmp(&key(a)).then_with(|| a.name.cmp(&b.name))
     });
     rows
 }
@@ -209,6 +434,8 @@ mod tests {
             cpu_ns: cpu,
             state: u8::from(cpu > 0),
             stack: stack.to_vec(),
+            wait: None,
+            activity: None,
         }
     }
 
@@ -217,6 +444,8 @@ mod tests {
         let v = functions(
             &[s(&[A, A2, MAIN], 10), s(&[B, MAIN], 0), s(&[A2, MAIN], 5)],
             &names(),
+            View::Wall,
+            true,
         );
         let a = v.iter().find(|f| f.name == "A").unwrap();
         assert_eq!(
@@ -232,6 +461,49 @@ mod tests {
         assert_eq!((m.self_samples, m.total_samples), (0, 3));
         assert_eq!(v[0].name, "A");
         assert_eq!(v.len(), 3, "one row per name");
+    }
+
+    #[test]
+    fn the_cpu_view_counts_running_samples_and_not_waits() {
+        const WAIT: u64 = 5;
+        const POLL: u64 = 6;
+        let libc = NATIVE_MODULE_FRAME | 1;
+        let mut n = names();
+        for (id, name) in [
+            (WAIT, "System.Threading.Monitor.Wait"),
+            (POLL, "System.Threading.Thread.<PollGC>g__PollGCWorker|67_0"),
+        ] {
+            n.functions.insert(
+                id,
+                FunctionName {
+                    name: name.into(),
+                    ..Default::default()
+                },
+            );
+        }
+        let mut v = vec![
+            s(&[B, MAIN], 10),
+            // Ran most of the interval, then blocked: sampled in the wait.
+            s(&[libc, WAIT, MAIN], 9),
+            s(&[libc, WAIT, MAIN], 0),
+            // Stopped at the GC poll: the time is the polling method's.
+            s(&[0, POLL, A, MAIN], 10),
+        ];
+        let folded = prepare(&mut v, &n, &Windows::default());
+        assert_eq!(folded, 1);
+        assert_eq!(v[3].stack, [A, MAIN]);
+        assert_eq!(v[1].wait, Some(WaitKind::Lock));
+        let f = functions(&v, &n, View::Cpu, true);
+        let rows: Vec<_> = f
+            .iter()
+            .map(|f| (f.name.as_str(), f.self_samples, f.self_cpu_ns))
+            .collect();
+        assert_eq!(rows, [("A", 1, 10), ("B", 1, 10), ("Main", 0, 0)]);
+        let t = totals(&v, &n, &ThreadNames::default(), Some(100.0), View::Cpu);
+        assert_eq!((t.on_cpu, t.attributed_cpu_ns, t.cpu_ns), (3, 20, 29));
+        let th = &t.threads[0];
+        assert_eq!(th.waits.get("lock"), Some(&1));
+        assert_eq!(th.state, "running");
     }
 
     #[test]

@@ -30,11 +30,27 @@ fn bytes(name: &str) -> Vec<u8> {
 
 /// What `clrprof report` prints (its defaults: 15 rows, depth 12 in text and 40 in JSON).
 fn report_text(trace: &Trace<'_>) -> String {
-    text::render(&build_with(trace, Options { depth: 12 }), 15)
+    text::render(
+        &build_with(
+            trace,
+            Options {
+                depth: 12,
+                ..Default::default()
+            },
+        ),
+        15,
+    )
 }
 
 fn report_json(trace: &Trace<'_>) -> String {
-    let v = serde_json::to_value(build_with(trace, Options { depth: 40 })).unwrap();
+    let v = serde_json::to_value(build_with(
+        trace,
+        Options {
+            depth: 40,
+            ..Default::default()
+        },
+    ))
+    .unwrap();
     snapshot_json(&v)
 }
 

@@ -238,6 +238,25 @@ pub struct ReportArgs {
     /// Invocations printed by --calls (and put in --json's `invocations`)
     #[arg(long, default_value_t = 1000)]
     pub limit: usize,
+    /// Rank sampled functions by every sample of every thread (wall clock, waits
+    /// included) instead of by CPU time
+    #[arg(long)]
+    pub wall: bool,
+    /// Print the callers and callees of functions matching this pattern (`*` wildcards),
+    /// instead of the summary (--json: the report's `butterfly`)
+    #[arg(long, value_name = "PATTERN")]
+    pub function: Option<String>,
+    /// Only the samples and calls of this thread (its name or OS id)
+    #[arg(long, value_name = "NAME|TID")]
+    pub thread: Option<String>,
+    /// Only the samples and calls from this time on (seconds since the trace's start,
+    /// or `250ms`)
+    #[arg(long, value_parser = parse_offset, value_name = "TIME")]
+    pub from: Option<u64>,
+    /// Only the samples and calls up to this time (seconds since the trace's start, or
+    /// `250ms`)
+    #[arg(long, value_parser = parse_offset, value_name = "TIME")]
+    pub to: Option<u64>,
     #[command(flatten)]
     pub heap: HeapView,
 }
@@ -260,9 +279,35 @@ pub fn parse_duration(s: &str) -> Result<f64, String> {
     }
 }
 
+/// `--from`/`--to`: a time since the trace's start, `1.5` or `1.5s` or `250ms`, in ns.
+pub fn parse_offset(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, scale) = if let Some(ms) = t.strip_suffix("ms") {
+        (ms, 1e6)
+    } else {
+        (t.strip_suffix('s').unwrap_or(t), 1e9)
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v >= 0.0 && v.is_finite() && v * scale < u64::MAX as f64 => {
+            Ok((v * scale) as u64)
+        }
+        _ => Err("expected a time since the trace's start: seconds (`1.5`, `1.5s`) or milliseconds (`250ms`)".into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn offsets() {
+        assert_eq!(parse_offset("1.5"), Ok(1_500_000_000));
+        assert_eq!(parse_offset("2s"), Ok(2_000_000_000));
+        assert_eq!(parse_offset("250ms"), Ok(250_000_000));
+        for bad in ["-1", "x", "", "nan", "inf"] {
+            assert!(parse_offset(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn durations() {

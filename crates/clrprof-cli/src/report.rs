@@ -2,6 +2,7 @@
 
 use anyhow::{Context, Result};
 
+use clrprof_analysis::samples::{Filter, View};
 use clrprof_analysis::{Options, Trace, build_with, invocations, text};
 
 use crate::cli::ReportArgs;
@@ -16,12 +17,35 @@ pub fn run(args: ReportArgs) -> Result<i32> {
     if let Some(pattern) = &args.calls {
         return print_calls(&trace, pattern, args.limit, args.json);
     }
+    if let (Some(from), Some(to)) = (args.from, args.to)
+        && from > to
+    {
+        anyhow::bail!("--from is after --to: the window would hold nothing");
+    }
     let report = build_with(
         &trace,
         Options {
             depth: args.depth.unwrap_or(if args.json { 40 } else { 12 }),
+            view: if args.wall { View::Wall } else { View::Cpu },
+            filter: Filter {
+                thread: args.thread.clone(),
+                from_ns: args.from,
+                to_ns: args.to,
+            },
+            function: args.function.clone(),
         },
     );
+    if let Some(pattern) = &args.function
+        && !args.json
+    {
+        if report.butterfly.is_none() {
+            anyhow::bail!(
+                "{} has no samples or calls to look for `{pattern}` in (record with --mode sample or --mode trace)",
+                args.file.display()
+            );
+        }
+        return write_stdout(text::render_butterfly(&report, args.top).as_bytes());
+    }
     let heap = if crate::heap::has_snapshots(&bytes) {
         Some(crate::heap::report_of(
             &args.file, &bytes, &args.heap, args.top,

@@ -22,10 +22,12 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::calltree::{FunctionStats, ThreadTree, TraceStats, TreeNode};
+use crate::butterfly::{self, Butterfly};
+use crate::calltree::{self, FunctionStats, ThreadTree, TraceStats, TreeNode};
 use crate::gc::{self, Gc};
 use crate::names::Names;
-use crate::samples::{FunctionSamples, SampleTotals};
+use crate::runtime_frames::Windows;
+use crate::samples::{Filter, FunctionSamples, SampleTotals, View};
 use crate::threads::{ThreadLifetimes, ThreadNames};
 use crate::timeline::{TimedEvent, Trace};
 
@@ -39,19 +41,31 @@ pub use jit::{Jit, JitEntry, JitSummary};
 pub use lost::{Lost, WriteFailure, errno_text, lost_reason};
 pub use modules::{Loaded, ModuleInfo};
 pub use sampler::{Sampler, SamplerStats};
-pub use samples::{Samples, SamplesSection};
+pub use samples::{SampleView, Samples, SamplesSection};
 pub use trace_info::TraceInfo;
 
 /// What to put in the report.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Options {
     /// Depth of the call trees in the report.
     pub depth: usize,
+    /// What the sampled function table ranks by.
+    pub view: View,
+    /// The samples and calls looked at (a thread, a time window); other sections cover
+    /// the whole trace.
+    pub filter: Filter,
+    /// Callers and callees of the functions matching this pattern (the butterfly).
+    pub function: Option<String>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { depth: 64 }
+        Options {
+            depth: 64,
+            view: View::Cpu,
+            filter: Filter::default(),
+            function: None,
+        }
     }
 }
 
@@ -89,6 +103,11 @@ pub struct Report {
     /// Sample totals (sample mode).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub samples: Option<SampleTotals>,
+    /// Sample mode: the app's own methods, each with the CPU of the samples it is the
+    /// nearest app frame of (the framework, runtime and native code it called included),
+    /// most first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app_functions: Option<Vec<FunctionSamples>>,
     /// Per-function figures (sample and trace modes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub functions: Option<Functions>,
@@ -113,6 +132,10 @@ pub struct Report {
     /// The sampler's own figures (sample mode, when recorded).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sampler: Option<SamplerStats>,
+    /// Callers and callees of the functions `--function` matched (trace mode: from the
+    /// calls; sample mode: from the samples the view counts).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub butterfly: Option<Butterfly>,
 }
 
 /// Builds the report of a loaded trace.
@@ -156,14 +179,52 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
     for e in &trace.events {
         c.observe(e);
     }
+    let filter = &opts.filter;
+    let mut butterfly = None;
     let calls = (trace.call_records > 0).then(|| {
         let mut calls = Calls::default();
-        trace.for_each_call(|e| calls.observe(e));
-        calls.finish(&names, &thread_names, opts.depth)
+        trace.for_each_call(|e| {
+            if filter.keeps_time(e.ns) && filter.keeps_thread(e.os_tid, &thread_names) {
+                calls.observe(e);
+            }
+        });
+        // The butterfly needs the whole tree; the report's trees are cut after.
+        let depth = if opts.function.is_some() {
+            calltree::MAX_PATH_DEPTH
+        } else {
+            opts.depth
+        };
+        let mut section = calls.finish(&names, &thread_names, depth);
+        if let Some(p) = &opts.function {
+            butterfly = Some(butterfly::of_calls(&section.tree, p));
+            section.tree.prune(opts.depth);
+            for t in &mut section.thread_trees {
+                t.root.prune(opts.depth);
+            }
+        }
+        section
     });
-    let (samples, sampled) = match c.samples.finish(&trace.header.meta, &names, &thread_names) {
-        Some(s) => (Some(s.totals), Some(Functions::Sampled(s.functions))),
-        None => (None, None),
+    let windows = Windows::collect(&trace.events);
+    let want = SampleView {
+        view: opts.view,
+        filter,
+        function: opts.function.as_deref(),
+    };
+    let sampled_section =
+        c.samples
+            .finish(&trace.header.meta, &names, &thread_names, &windows, &want);
+    let (samples, sampled, app_functions) = match sampled_section {
+        Some(s) => {
+            if calls.is_none() {
+                butterfly = butterfly.or(s.butterfly);
+            }
+            (
+                Some(s.totals),
+                Some(Functions::Sampled(s.functions)),
+                Some(s.app_functions),
+            )
+        }
+        None => (None, None, None),
     };
     // Trace mode's exact figures, else the sampled ones.
     let (functions, call_tree, thread_call_trees, trace_stats) = match calls {
@@ -194,6 +255,7 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
         jit: c.jit.finish(&names),
         allocations: c.allocations.finish(&names),
         samples,
+        app_functions,
         functions,
         call_tree,
         thread_call_trees,
@@ -202,6 +264,7 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
         lost_by_reason: c.lost.by_reason,
         write_failures: c.lost.write_failures,
         sampler: c.sampler.finish(),
+        butterfly,
     }
 }
 

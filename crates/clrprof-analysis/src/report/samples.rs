@@ -3,8 +3,10 @@
 
 use clrprof_format::TraceMeta;
 
+use crate::butterfly::{self, Butterfly};
 use crate::names::Names;
-use crate::samples::{self, FunctionSamples, SampleTotals, StackSample};
+use crate::runtime_frames::Windows;
+use crate::samples::{self, Filter, FunctionSamples, SampleTotals, StackSample, View};
 use crate::threads::ThreadNames;
 use crate::timeline::TimedEvent;
 
@@ -14,6 +16,36 @@ pub struct SamplesSection {
     pub totals: SampleTotals,
     /// Most self samples first.
     pub functions: Vec<FunctionSamples>,
+    /// The app's own methods by the CPU of the samples they are the nearest app frame
+    /// of ([`crate::app_code`]).
+    pub app_functions: Vec<FunctionSamples>,
+    /// Callers and callees of the functions `--function` matched.
+    pub butterfly: Option<Butterfly>,
+}
+
+/// What the section shows.
+#[derive(Debug, Clone)]
+pub struct SampleView<'a> {
+    pub view: View,
+    pub filter: &'a Filter,
+    /// `--function PATTERN`.
+    pub function: Option<&'a str>,
+}
+
+static NO_FILTER: Filter = Filter {
+    thread: None,
+    from_ns: None,
+    to_ns: None,
+};
+
+impl Default for SampleView<'_> {
+    fn default() -> Self {
+        SampleView {
+            view: View::Cpu,
+            filter: &NO_FILTER,
+            function: None,
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -30,18 +62,33 @@ impl Samples {
 
     /// None when the trace has no samples.
     pub fn finish(
-        self,
+        mut self,
         meta: &TraceMeta,
         names: &Names,
         threads: &ThreadNames,
+        windows: &Windows,
+        want: &SampleView<'_>,
     ) -> Option<SamplesSection> {
         if self.samples.is_empty() {
             return None;
         }
+        self.samples.retain(|s| {
+            want.filter.keeps_time(s.ns) && want.filter.keeps_thread(s.os_tid, threads)
+        });
+        let folded = samples::prepare(&mut self.samples, names, windows);
         let rate = Some(f64::from(meta.settings.rate_hz));
+        let stubs_named = meta.settings.sampler == clrprof_settings::SamplerKind::Signal;
+        let mut totals = samples::totals(&self.samples, names, threads, rate, want.view);
+        totals.gc_poll_folded = folded;
+        let (app_functions, outside) = crate::app_code::functions(&self.samples, names);
+        totals.outside_app_cpu_ns = outside;
         Some(SamplesSection {
-            totals: samples::totals(&self.samples, threads, rate),
-            functions: samples::functions(&self.samples, names),
+            totals,
+            app_functions,
+            functions: samples::functions(&self.samples, names, want.view, stubs_named),
+            butterfly: want
+                .function
+                .map(|p| butterfly::of_samples(&self.samples, names, want.view, stubs_named, p)),
         })
     }
 }
@@ -71,6 +118,8 @@ mod tests {
             &TraceMeta::default(),
             &Names::default(),
             &Default::default(),
+            &Windows::default(),
+            &SampleView::default(),
         );
         assert!(none.is_none());
     }
@@ -88,7 +137,16 @@ mod tests {
         let mut meta = TraceMeta::default();
         meta.settings.rate_hz = 3;
         let section = s
-            .finish(&meta, &names(&[(1, "A"), (2, "Main")]), &Default::default())
+            .finish(
+                &meta,
+                &names(&[(1, "A"), (2, "Main")]),
+                &Default::default(),
+                &Windows::default(),
+                &SampleView {
+                    view: View::Wall,
+                    ..Default::default()
+                },
+            )
             .unwrap();
         let t = &section.totals;
         assert_eq!((t.total, t.on_cpu, t.cpu_ns), (3, 2, 150));

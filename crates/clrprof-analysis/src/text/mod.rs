@@ -2,6 +2,7 @@
 //! renderer per section; [`render`] lists them in the order they print.
 
 mod allocations;
+mod butterfly;
 mod calls;
 mod events;
 mod exceptions;
@@ -16,6 +17,17 @@ mod units;
 pub use units::{bytes, ns};
 
 use crate::report::{Functions, Report};
+
+/// The butterfly of `report --function` alone, after the trace's first lines.
+pub fn render_butterfly(r: &Report, top: usize) -> String {
+    let mut o = String::new();
+    header::trace(&mut o, &r.trace);
+    header::warnings(&mut o, &r.warnings);
+    if let Some(b) = &r.butterfly {
+        butterfly::render(&mut o, b, top);
+    }
+    o
+}
 
 /// Renders the report as text; `top` bounds every list.
 pub fn render(r: &Report, top: usize) -> String {
@@ -37,7 +49,7 @@ pub fn render(r: &Report, top: usize) -> String {
         None => (None, None),
     };
     if let Some(st) = &r.samples {
-        samples::render(&mut o, st, sampled, top);
+        samples::render(&mut o, st, r.app_functions.as_deref(), sampled, top);
     }
     if let Some(fs) = traced {
         calls::functions(&mut o, fs, r.trace_stats.as_ref(), top);

@@ -1,0 +1,148 @@
+//! The app's own code: methods whose module is not part of the .NET runtime's shared
+//! framework. The report's first table gives each on-CPU sample's CPU to the app method
+//! nearest its leaf, with the framework, runtime and native code it called (like a
+//! "just my code" view), so that it opens on the app's hot methods even when the work
+//! itself happens in System.Text.Json or in the runtime's allocator.
+
+use std::collections::HashMap;
+
+use crate::names::Names;
+use crate::samples::{FunctionSamples, StackSample, View, counted};
+
+/// Name prefixes of the framework's namespaces, for methods whose module the trace does
+/// not name.
+const FRAMEWORK: &[&str] = &["System.", "Microsoft.", "Internal.", "Interop", "<Crt"];
+
+/// Whether a managed frame is the app's own code.
+pub fn is_app_frame(names: &Names, f: u64) -> bool {
+    if clrprof_format::is_native_frame(f) {
+        return false;
+    }
+    match names.frame_module(f).and_then(|m| m.path.as_deref()) {
+        // The shared framework: …/shared/Microsoft.NETCore.App/<version>/….
+        Some(path) => !path.contains("/shared/Microsoft."),
+        None => {
+            let name = names.function(f);
+            !FRAMEWORK.iter().any(|p| name.starts_with(p))
+        }
+    }
+}
+
+/// Per app method, the CPU of the samples whose nearest app frame it is (self) and of
+/// those it is anywhere in (total), most self CPU first; and the CPU of samples without
+/// any app frame (runtime and framework threads).
+pub fn functions(samples: &[StackSample], names: &Names) -> (Vec<FunctionSamples>, u64) {
+    let mut app: HashMap<u64, bool> = HashMap::new();
+    let mut rows: Vec<FunctionSamples> = Vec::new();
+    let mut by_name: HashMap<String, usize> = HashMap::new();
+    let mut outside = 0;
+    let mut seen: Vec<usize> = Vec::new();
+    for s in counted(samples, names, View::Cpu) {
+        seen.clear();
+        let mut first = true;
+        for f in &s.stack {
+            if !*app.entry(*f).or_insert_with(|| is_app_frame(names, *f)) {
+                continue;
+            }
+            let name = names.function(*f);
+            let row = *by_name.entry(name.clone()).or_insert_with(|| {
+                rows.push(FunctionSamples {
+                    name,
+                    self_samples: 0,
+                    total_samples: 0,
+                    self_cpu_ns: 0,
+                    total_cpu_ns: 0,
+                });
+                rows.len() - 1
+            });
+            let r = &mut rows[row];
+            if first {
+                r.self_samples += 1;
+                r.self_cpu_ns += s.cpu_ns;
+                first = false;
+            }
+            if !seen.contains(&row) {
+                seen.push(row);
+                r.total_samples += 1;
+                r.total_cpu_ns += s.cpu_ns;
+            }
+        }
+        if first {
+            outside += s.cpu_ns;
+        }
+    }
+    rows.sort_by(|a, b| {
+        (b.self_cpu_ns, b.total_cpu_ns)
+            .cmp(&(a.self_cpu_ns, a.total_cpu_ns))
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    (rows, outside)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::names::{FunctionName, ModuleFile};
+    use clrprof_format::NATIVE_MODULE_FRAME;
+
+    #[test]
+    fn cpu_goes_to_the_nearest_app_method() {
+        let mut n = Names::default();
+        n.modules.insert(
+            1,
+            ModuleFile {
+                name: "App.dll".into(),
+                path: Some("/app/App.dll".into()),
+            },
+        );
+        n.modules.insert(
+            2,
+            ModuleFile {
+                name: "System.Text.Json.dll".into(),
+                path: Some(
+                    "/usr/share/dotnet/shared/Microsoft.NETCore.App/10.0.0/System.Text.Json.dll"
+                        .into(),
+                ),
+            },
+        );
+        for (id, name, module) in [
+            (1, "App.Parse", 1),
+            (2, "App.Main", 1),
+            (3, "System.Text.Json.Read", 2),
+        ] {
+            n.functions.insert(
+                id,
+                FunctionName {
+                    name: name.into(),
+                    signature: String::new(),
+                    module,
+                },
+            );
+        }
+        let coreclr = NATIVE_MODULE_FRAME | 1;
+        let s = |stack: &[u64], cpu| StackSample {
+            ns: 0,
+            os_tid: 1,
+            cpu_ns: cpu,
+            state: 1,
+            stack: stack.to_vec(),
+            wait: None,
+            activity: None,
+        };
+        let (rows, outside) = functions(
+            &[
+                s(&[coreclr, 3, 1, 2], 10),
+                s(&[3, 1, 2], 5),
+                s(&[2], 1),
+                s(&[coreclr], 7),
+            ],
+            &n,
+        );
+        let got: Vec<_> = rows
+            .iter()
+            .map(|r| (r.name.as_str(), r.self_cpu_ns, r.total_cpu_ns))
+            .collect();
+        assert_eq!(got, [("App.Parse", 15, 15), ("App.Main", 1, 16)]);
+        assert_eq!(outside, 7);
+    }
+}

@@ -1,0 +1,254 @@
+//! The butterfly view of `report --function PATTERN`: for each function whose name
+//! matches, who called it and what it called. From samples (how many samples, and how
+//! much CPU, had each caller or callee next to it) or from trace mode's call tree (exact
+//! call counts and times).
+
+use std::collections::{BTreeMap, HashSet};
+use std::rc::Rc;
+
+use serde::Serialize;
+
+use crate::calltree::TreeNode;
+use crate::invocations::glob;
+use crate::names::Names;
+use crate::samples::{self, Labels, StackSample, View};
+
+/// The callers' name for the start of a thread (no frame below).
+pub const ROOT: &str = "(thread start)";
+
+#[derive(Debug, Serialize)]
+pub struct Butterfly {
+    pub pattern: String,
+    /// `samples` or `calls`.
+    pub source: &'static str,
+    /// One entry per matching function, most total weight first.
+    pub functions: Vec<Focus>,
+}
+
+/// One matching function with its figures, callers and callees.
+#[derive(Debug, Serialize, Default)]
+pub struct Focus {
+    pub name: String,
+    #[serde(flatten)]
+    pub figures: Figures,
+    /// Most first.
+    pub callers: Vec<Edge>,
+    /// Most first.
+    pub callees: Vec<Edge>,
+}
+
+/// Sample mode fills `samples`/`self_samples`/`cpu_ns`/`self_cpu_ns`; trace mode
+/// `calls`/`time_ns`/`self_ns`.
+#[derive(Debug, Serialize, Default, Clone, PartialEq)]
+pub struct Figures {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub samples: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub self_samples: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub self_cpu_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calls: Option<u64>,
+    /// Inclusive time of the calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub self_ns: Option<u64>,
+}
+
+/// A caller or callee: for samples, the samples (and CPU) in which it stood next to the
+/// function; for calls, the calls between the two and their inclusive time (the
+/// callee's, for both directions: what the caller spent calling the function, what the
+/// function spent calling the callee).
+#[derive(Debug, Serialize, Clone, PartialEq)]
+pub struct Edge {
+    pub name: String,
+    #[serde(flatten)]
+    pub figures: Figures,
+}
+
+fn add(a: &mut Option<u64>, v: u64) {
+    *a = Some(a.unwrap_or(0) + v);
+}
+
+fn sorted(map: BTreeMap<String, Figures>, key: impl Fn(&Figures) -> u64) -> Vec<Edge> {
+    let mut v: Vec<Edge> = map
+        .into_iter()
+        .map(|(name, figures)| Edge { name, figures })
+        .collect();
+    v.sort_by(|a, b| {
+        key(&b.figures)
+            .cmp(&key(&a.figures))
+            .then(a.name.cmp(&b.name))
+    });
+    v
+}
+
+#[derive(Default)]
+struct Acc {
+    figures: Figures,
+    callers: BTreeMap<String, Figures>,
+    callees: BTreeMap<String, Figures>,
+}
+
+fn finish(
+    pattern: &str,
+    source: &'static str,
+    acc: BTreeMap<String, Acc>,
+    key: impl Fn(&Figures) -> u64 + Copy,
+) -> Butterfly {
+    let mut functions: Vec<Focus> = acc
+        .into_iter()
+        .map(|(name, a)| Focus {
+            name,
+            figures: a.figures,
+            callers: sorted(a.callers, key),
+            callees: sorted(a.callees, key),
+        })
+        .collect();
+    functions.sort_by(|a, b| {
+        key(&b.figures)
+            .cmp(&key(&a.figures))
+            .then(a.name.cmp(&b.name))
+    });
+    Butterfly {
+        pattern: pattern.to_string(),
+        source,
+        functions,
+    }
+}
+
+/// The butterfly of the samples `view` counts (weights: samples, and CPU time).
+pub fn of_samples(
+    all: &[StackSample],
+    names: &Names,
+    view: View,
+    stubs_named: bool,
+    pattern: &str,
+) -> Butterfly {
+    let mut labels = Labels::new(names, stubs_named);
+    let mut acc: BTreeMap<String, Acc> = BTreeMap::new();
+    let mut matches: std::collections::HashMap<Rc<str>, bool> = Default::default();
+    let mut seen: HashSet<(Rc<str>, u8, Rc<str>)> = HashSet::new();
+    let self_mark: Rc<str> = Rc::from("");
+    for s in samples::counted(all, names, view) {
+        let frames: Vec<Rc<str>> = (0..s.stack.len()).map(|i| labels.label(s, i)).collect();
+        seen.clear();
+        for (i, name) in frames.iter().enumerate() {
+            let hit = *matches
+                .entry(name.clone())
+                .or_insert_with(|| glob(pattern, name));
+            if !hit {
+                continue;
+            }
+            let a = acc.entry(name.to_string()).or_default();
+            // Once per sample, whatever the recursion.
+            if seen.insert((name.clone(), 0, self_mark.clone())) {
+                add(&mut a.figures.samples, 1);
+                add(&mut a.figures.cpu_ns, s.cpu_ns);
+                a.figures.self_samples.get_or_insert(0);
+                a.figures.self_cpu_ns.get_or_insert(0);
+            }
+            if i == 0 {
+                add(&mut a.figures.self_samples, 1);
+                add(&mut a.figures.self_cpu_ns, s.cpu_ns);
+            } else if seen.insert((name.clone(), 2, frames[i - 1].clone())) {
+                let e = a.callees.entry(frames[i - 1].to_string()).or_default();
+                add(&mut e.samples, 1);
+                add(&mut e.cpu_ns, s.cpu_ns);
+            }
+            let caller: Rc<str> = frames.get(i + 1).cloned().unwrap_or_else(|| ROOT.into());
+            if seen.insert((name.clone(), 1, caller.clone())) {
+                let e = a.callers.entry(caller.to_string()).or_default();
+                add(&mut e.samples, 1);
+                add(&mut e.cpu_ns, s.cpu_ns);
+            }
+        }
+    }
+    let key = move |f: &Figures| match view {
+        View::Cpu => f.cpu_ns.unwrap_or(0),
+        View::Wall => f.samples.unwrap_or(0),
+    };
+    finish(pattern, "samples", acc, key)
+}
+
+/// The butterfly of trace mode's merged call tree: exact calls between each pair.
+pub fn of_calls(tree: &TreeNode, pattern: &str) -> Butterfly {
+    let mut acc: BTreeMap<String, Acc> = BTreeMap::new();
+    let mut matches: std::collections::HashMap<String, bool> = Default::default();
+    // (node, its caller's name); the root's children start threads.
+    let mut todo: Vec<(&TreeNode, &str)> = tree.children.iter().map(|c| (c, ROOT)).collect();
+    while let Some((n, caller)) = todo.pop() {
+        let hit = *matches
+            .entry(n.name.clone())
+            .or_insert_with(|| glob(pattern, &n.name));
+        if hit {
+            let a = acc.entry(n.name.clone()).or_default();
+            add(&mut a.figures.calls, n.calls);
+            add(&mut a.figures.time_ns, n.inclusive_ns);
+            add(&mut a.figures.self_ns, n.self_ns);
+            let e = a.callers.entry(caller.to_string()).or_default();
+            add(&mut e.calls, n.calls);
+            add(&mut e.time_ns, n.inclusive_ns);
+            for c in &n.children {
+                let e = a.callees.entry(c.name.clone()).or_default();
+                add(&mut e.calls, c.calls);
+                add(&mut e.time_ns, c.inclusive_ns);
+            }
+        }
+        todo.extend(n.children.iter().map(|c| (c, n.name.as_str())));
+    }
+    finish(pattern, "calls", acc, |f| f.calls.unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(name: &str, calls: u64, children: Vec<TreeNode>) -> TreeNode {
+        TreeNode {
+            name: name.into(),
+            calls,
+            inclusive_ns: calls * 10,
+            self_ns: calls,
+            children,
+        }
+    }
+
+    #[test]
+    fn calls_give_exact_callers_and_callees() {
+        // Main calls A 3 times and B once; B calls A twice; A calls C 5 times.
+        let tree = node(
+            "[root]",
+            0,
+            vec![node(
+                "Main",
+                1,
+                vec![
+                    node("A", 3, vec![node("C", 5, vec![])]),
+                    node("B", 1, vec![node("A", 2, vec![])]),
+                ],
+            )],
+        );
+        let b = of_calls(&tree, "A");
+        assert_eq!(b.functions.len(), 1);
+        let a = &b.functions[0];
+        assert_eq!(a.figures.calls, Some(5));
+        let callers: Vec<_> = a
+            .callers
+            .iter()
+            .map(|e| (e.name.as_str(), e.figures.calls))
+            .collect();
+        assert_eq!(callers, [("Main", Some(3)), ("B", Some(2))]);
+        let callees: Vec<_> = a
+            .callees
+            .iter()
+            .map(|e| (e.name.as_str(), e.figures.calls))
+            .collect();
+        assert_eq!(callees, [("C", Some(5))]);
+        let main = &of_calls(&tree, "Main").functions[0];
+        assert_eq!(main.callers[0].name, ROOT);
+    }
+}

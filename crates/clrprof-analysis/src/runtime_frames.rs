@@ -1,0 +1,163 @@
+//! What the runtime was doing in a sample's native runtime frames. libcoreclr has no
+//! symbols to name its functions by, so a `[libcoreclr.so]` frame is named by what the
+//! trace says was going on around it: a GC in progress (GcStarted..GcFinished), a JIT
+//! compilation on that thread (JitStarted..JitFinished, or libclrjit in the stack), the
+//! blocking API the managed code above it called ([`crate::waits`]), or, for anonymous
+//! code between two managed frames (signal sampler), a runtime stub. Type loading has no
+//! start/end events to window it and stays unnamed.
+
+use std::collections::HashMap;
+
+use clrprof_export::FrameKind;
+use clrprof_format::Event;
+
+use crate::names::Names;
+use crate::timeline::TimedEvent;
+use crate::waits::WaitKind;
+
+/// What the runtime frames of one sample were doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Activity {
+    Gc,
+    Jit,
+    Wait(WaitKind),
+}
+
+impl Activity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Activity::Gc => "GC",
+            Activity::Jit => "JIT",
+            Activity::Wait(k) => k.as_str(),
+        }
+    }
+}
+
+/// The windows in which the runtime did something known.
+#[derive(Debug, Default)]
+pub struct Windows {
+    /// GcStarted..GcFinished, in time order.
+    gcs: Vec<(u64, u64)>,
+    /// Per OS thread, JitStarted..JitFinished, in time order.
+    jits: HashMap<u64, Vec<(u64, u64)>>,
+}
+
+impl Windows {
+    pub fn collect(events: &[TimedEvent<'_>]) -> Windows {
+        let mut w = Windows::default();
+        let mut gc_open = None;
+        let mut jit_open: HashMap<u64, u64> = HashMap::new();
+        for e in events {
+            match &e.event {
+                Event::GcStarted { .. } => gc_open = Some(e.ns),
+                Event::GcFinished { .. } => {
+                    if let Some(start) = gc_open.take() {
+                        w.gcs.push((start, e.ns));
+                    }
+                }
+                Event::JitStarted { .. } => {
+                    jit_open.entry(e.os_tid).or_insert(e.ns);
+                }
+                Event::JitFinished { .. } => {
+                    if let Some(start) = jit_open.remove(&e.os_tid) {
+                        w.jits.entry(e.os_tid).or_default().push((start, e.ns));
+                    }
+                }
+                _ => {}
+            }
+        }
+        w
+    }
+
+    pub fn in_gc(&self, ns: u64) -> bool {
+        within(&self.gcs, ns)
+    }
+
+    pub fn in_jit(&self, os_tid: u64, ns: u64) -> bool {
+        self.jits.get(&os_tid).is_some_and(|v| within(v, ns))
+    }
+}
+
+/// Whether `ns` falls in one of the sorted, non-overlapping windows.
+fn within(windows: &[(u64, u64)], ns: u64) -> bool {
+    let i = windows.partition_point(|(start, _)| *start <= ns);
+    i > 0 && ns <= windows[i - 1].1
+}
+
+/// The activity of a sample's runtime frames: JIT, then GC, then the wait it is in.
+pub fn activity(
+    stack: &[u64],
+    os_tid: u64,
+    ns: u64,
+    wait: Option<WaitKind>,
+    names: &Names,
+    windows: &Windows,
+) -> Option<Activity> {
+    let jit_frame = stack.iter().any(|f| {
+        names
+            .frame_module(*f)
+            .is_some_and(|m| m.name == "libclrjit.so")
+    });
+    if jit_frame || windows.in_jit(os_tid, ns) {
+        Some(Activity::Jit)
+    } else if windows.in_gc(ns) {
+        Some(Activity::Gc)
+    } else {
+        wait.map(Activity::Wait)
+    }
+}
+
+/// The name a native frame gets in a sample: `[libcoreclr.so: GC]` for the runtime's own
+/// frames with a known activity, `[libcoreclr.so: helper]` for runtime code called
+/// straight from managed code (the JIT's helpers: allocation, casts, write barriers,
+/// statics), `[stub]` for anonymous code called from a managed frame when the sampler can
+/// tell modules apart (the runtime's stubs and patched helpers live there), else its module's name.
+pub fn frame_label(
+    names: &Names,
+    stack: &[u64],
+    i: usize,
+    activity: Option<Activity>,
+    stubs_named: bool,
+) -> String {
+    let f = stack[i];
+    let name = names.frame_name(f);
+    let called_from_managed = stack
+        .get(i + 1)
+        .is_some_and(|g| !clrprof_format::is_native_frame(*g));
+    match names.frame_kind(f) {
+        FrameKind::Runtime => match activity {
+            Some(a) => format!("{}: {}]", name.trim_end_matches(']'), a.as_str()),
+            None if called_from_managed => format!("{}: helper]", name.trim_end_matches(']')),
+            None => name,
+        },
+        FrameKind::Native if names.frame_module(f).is_none() => {
+            let managed = |j: Option<usize>| {
+                j.and_then(|j| stack.get(j))
+                    .is_some_and(|g| !clrprof_format::is_native_frame(*g))
+            };
+            if stubs_named && managed(Some(i + 1)) {
+                "[stub]".to_string()
+            } else {
+                match activity {
+                    Some(a) => format!("[native: {}]", a.as_str()),
+                    None => name,
+                }
+            }
+        }
+        _ => name,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_contain_their_ends() {
+        let w = [(10, 20), (30, 40)];
+        assert!(!within(&w, 9));
+        assert!(within(&w, 10) && within(&w, 20) && within(&w, 35));
+        assert!(!within(&w, 25) && !within(&w, 41));
+        assert!(!within(&[], 1));
+    }
+}

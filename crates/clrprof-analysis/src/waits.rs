@@ -1,0 +1,184 @@
+//! What a sampled thread waits in: the blocking API its stack is inside (a lock, a sleep,
+//! I/O, `Thread.Join`, a GC, an idle pool thread), read from the managed frames nearest
+//! the leaf. The sampler only knows whether the thread ran; the stack says where it
+//! stopped.
+
+use serde::Serialize;
+
+use crate::names::Names;
+
+/// The kind of wait a stack is blocked in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitKind {
+    /// Monitor, Lock, SemaphoreSlim, events, wait handles, BlockingCollection.
+    Lock,
+    /// `Thread.Sleep`.
+    Sleep,
+    /// Reads, writes, sockets, the console.
+    Io,
+    /// `Thread.Join`.
+    Join,
+    /// `GC.Collect`, `GC.WaitForPendingFinalizers`, the finalizer thread's wait.
+    Gc,
+    /// A thread pool or timer thread waiting for work.
+    Idle,
+    /// Blocked in native code without a managed frame that says why.
+    Native,
+}
+
+impl WaitKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WaitKind::Lock => "lock",
+            WaitKind::Sleep => "sleep",
+            WaitKind::Io => "I/O",
+            WaitKind::Join => "join",
+            WaitKind::Gc => "GC",
+            WaitKind::Idle => "idle",
+            WaitKind::Native => "native",
+        }
+    }
+}
+
+/// Name prefixes of the managed methods that block, by kind; the first match from the
+/// leaf wins (so `Thread.Join` is a join, though it waits on a handle underneath).
+const WAITS: &[(&str, WaitKind)] = &[
+    ("System.Threading.Thread.Sleep", WaitKind::Sleep),
+    ("System.Threading.Thread.Join", WaitKind::Join),
+    ("System.GC.Collect", WaitKind::Gc),
+    ("System.GC._Collect", WaitKind::Gc),
+    ("System.GC.WaitForPendingFinalizers", WaitKind::Gc),
+    ("System.GC.RunFinalizers", WaitKind::Gc),
+    ("System.Threading.LowLevelLifoSemaphore", WaitKind::Idle),
+    ("System.Threading.PortableThreadPool", WaitKind::Idle),
+    ("System.Threading.TimerQueue", WaitKind::Idle),
+    ("System.Threading.WaitThread", WaitKind::Idle),
+    ("System.Threading.Monitor.", WaitKind::Lock),
+    ("System.Threading.Lock.", WaitKind::Lock),
+    ("System.Threading.SemaphoreSlim.", WaitKind::Lock),
+    ("System.Threading.ManualResetEventSlim.", WaitKind::Lock),
+    ("System.Threading.WaitHandle.", WaitKind::Lock),
+    ("System.Threading.LowLevelLock", WaitKind::Lock),
+    ("System.Threading.LowLevelMonitor", WaitKind::Lock),
+    (
+        "System.Threading.Tasks.Task.SpinThenBlockingWait",
+        WaitKind::Lock,
+    ),
+    ("System.Threading.Tasks.Task.InternalWait", WaitKind::Lock),
+    ("System.Threading.Tasks.Task.Wait", WaitKind::Lock),
+    (
+        "System.Collections.Concurrent.BlockingCollection",
+        WaitKind::Lock,
+    ),
+    ("Interop+Sys.Read", WaitKind::Io),
+    ("Interop+Sys.Write", WaitKind::Io),
+    ("Interop+Sys.Poll", WaitKind::Io),
+    ("Interop+Sys.WaitForSocketEvents", WaitKind::Io),
+    ("Interop+Sys.Accept", WaitKind::Io),
+    ("Interop+Sys.Receive", WaitKind::Io),
+    ("Interop+Sys.Send", WaitKind::Io),
+    ("System.IO.", WaitKind::Io),
+    ("System.Net.Sockets.", WaitKind::Io),
+    ("System.Console.", WaitKind::Io),
+    ("System.ConsolePal", WaitKind::Io),
+];
+
+/// Managed frames looked at from the leaf before giving up: a wait API sits within a
+/// few frames of the native code that blocks.
+const FRAMES_LOOKED_AT: usize = 8;
+
+/// The wait a stack (leaf first) is in, if its leaf is native code and a managed frame
+/// near it is a blocking API; [`WaitKind::Native`] when no managed frame is near the
+/// native leaf at all. None when the leaf is managed code or the API is not a wait.
+pub fn classify(stack: &[u64], names: &Names) -> Option<WaitKind> {
+    let leaf = *stack.first()?;
+    if !clrprof_format::is_native_frame(leaf) {
+        return None;
+    }
+    kind_in(stack, names).or_else(|| {
+        let managed = stack.iter().any(|f| !clrprof_format::is_native_frame(*f));
+        (!managed).then_some(WaitKind::Native)
+    })
+}
+
+/// The first blocking API among the framework's managed frames nearest the leaf,
+/// whatever the leaf. The search ends at the app's own code: what its callers do (a
+/// thread pool worker running it) is not what the leaf waits in.
+pub fn kind_in(stack: &[u64], names: &Names) -> Option<WaitKind> {
+    for f in stack
+        .iter()
+        .filter(|f| !clrprof_format::is_native_frame(**f))
+        .take(FRAMES_LOOKED_AT)
+    {
+        let name = names.function(*f);
+        if let Some(k) = kind_of(&name) {
+            return Some(k);
+        }
+        if !is_framework(&name) {
+            return None;
+        }
+    }
+    None
+}
+
+/// Methods of the runtime's own libraries.
+fn is_framework(name: &str) -> bool {
+    ["System.", "Interop", "Microsoft.", "Internal."]
+        .iter()
+        .any(|p| name.starts_with(p))
+}
+
+/// The wait kind of one method's name.
+pub fn kind_of(name: &str) -> Option<WaitKind> {
+    WAITS
+        .iter()
+        .find(|(prefix, _)| name.starts_with(prefix))
+        .map(|(_, k)| *k)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::names::FunctionName;
+    use clrprof_format::NATIVE_MODULE_FRAME;
+
+    fn names(list: &[(u64, &str)]) -> Names {
+        let mut n = Names::default();
+        for (id, name) in list {
+            n.functions.insert(
+                *id,
+                FunctionName {
+                    name: name.to_string(),
+                    ..Default::default()
+                },
+            );
+        }
+        n
+    }
+
+    #[test]
+    fn the_nearest_blocking_api_names_the_wait() {
+        let libc = NATIVE_MODULE_FRAME | 1;
+        let n = names(&[
+            (1, "System.Threading.Monitor.Wait"),
+            (2, "System.Threading.Thread.Join"),
+            (3, "App.Main"),
+            (4, "System.Threading.Thread.SleepInternal"),
+            (5, "App.Spin"),
+            (
+                6,
+                "System.Threading.PortableThreadPool+WorkerThread.WorkerThreadStart",
+            ),
+        ]);
+        // The app's code ends the search: a pool thread running it is not idle.
+        assert_eq!(classify(&[libc, 5, 6], &n), None);
+        assert_eq!(classify(&[libc, 2, 1, 3], &n), Some(WaitKind::Join));
+        assert_eq!(classify(&[libc, 1, 3], &n), Some(WaitKind::Lock));
+        assert_eq!(classify(&[libc, 0, 4, 3], &n), Some(WaitKind::Sleep));
+        assert_eq!(classify(&[libc, 0], &n), Some(WaitKind::Native));
+        // Native code called by the app, not a wait; a managed leaf is never a wait.
+        assert_eq!(classify(&[libc, 5, 3], &n), None);
+        assert_eq!(classify(&[1, 3], &n), None);
+    }
+}
