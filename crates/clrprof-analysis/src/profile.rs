@@ -11,6 +11,7 @@ use clrprof_export::{
 
 use crate::calltree;
 use crate::names::{ModuleFile, Names};
+use crate::runtime_frames::Windows;
 use crate::samples;
 use crate::threads::ThreadNames;
 use crate::timeline::Trace;
@@ -127,7 +128,11 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
             call_paths: Vec::new(),
         });
     };
-    for s in samples::stack_samples(&trace.events) {
+    // The report's CPU rules: GC-poll frames folded into the polling method, and no CPU
+    // for a sample parked in a wait (see samples::StackSample::counts_cpu).
+    let mut all = samples::stack_samples(&trace.events);
+    samples::prepare(&mut all, &names, &Windows::collect(&trace.events));
+    for s in all {
         thread(&mut per, s.os_tid);
         // The sample's frames are leaf first.
         let stack = tables.stack(s.stack.iter().rev().copied(), |t, f| t.id(f, &names));
@@ -136,7 +141,7 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
                 time_ns: s.ns,
                 stack,
                 wall_ns: interval_ns,
-                cpu_ns: s.cpu_ns,
+                cpu_ns: if s.counts_cpu(&names) { s.cpu_ns } else { 0 },
             });
         }
     }

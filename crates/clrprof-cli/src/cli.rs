@@ -106,14 +106,14 @@ pub enum ConvertFormat {
     Pprof,
 }
 
+/// What a flamegraph (folded, SVG, speedscope) counts; pprof carries every sample type
+/// and opens on this one.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum WeightArg {
-    /// Count samples
-    Samples,
-    /// Wall time
-    Wall,
-    /// CPU time
+pub enum Weight {
+    /// CPU time of the samples taken while their thread ran, waits left out
     Cpu,
+    /// Wall time: every sample of every thread, waits included (self time of traced calls)
+    Wall,
 }
 
 #[derive(clap::Args, Debug)]
@@ -126,9 +126,10 @@ pub struct ConvertArgs {
     /// Output file [default: the trace's name with the format's extension]
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// What a flamegraph counts
-    #[arg(long, value_enum, default_value_t = WeightArg::Samples)]
-    pub weight: WeightArg,
+    /// What a flamegraph counts [default: cpu; wall for a trace-mode file, which has no
+    /// CPU times]
+    #[arg(long, value_enum)]
+    pub weight: Option<Weight>,
     /// One flamegraph for all threads instead of one tree per thread
     #[arg(long)]
     pub merge_threads: bool,

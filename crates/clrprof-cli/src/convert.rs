@@ -12,7 +12,7 @@ use clrprof_analysis::Trace;
 use clrprof_analysis::profile::CallsWanted;
 use clrprof_export::{Format, Options, Weight};
 
-use crate::cli::{ConvertArgs, ConvertFormat, WeightArg};
+use crate::cli::{self, ConvertArgs, ConvertFormat};
 
 fn format(f: ConvertFormat) -> Format {
     match f {
@@ -91,9 +91,10 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
     let mut w = BufWriter::new(file);
     let opts = Options {
         weight: match args.weight {
-            WeightArg::Samples => Weight::Samples,
-            WeightArg::Wall => Weight::Wall,
-            WeightArg::Cpu => Weight::Cpu,
+            Some(cli::Weight::Cpu) => Weight::Cpu,
+            Some(cli::Weight::Wall) => Weight::Wall,
+            None if trace.call_records > 0 => Weight::Wall,
+            None => Weight::Cpu,
         },
         merge_threads: args.merge_threads,
         reverse: args.reverse,
