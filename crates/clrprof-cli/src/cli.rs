@@ -28,6 +28,22 @@ pub enum Command {
     Detach(DetachArgs),
     /// List the .NET processes this user can profile
     Ps,
+    /// Print a shell completion script: `clrprof completions bash > /etc/bash_completion.d/clrprof`
+    Completions {
+        /// The shell
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+    /// Print the manual page (roff): `clrprof man > clrprof.1; man ./clrprof.1`
+    Man,
+}
+
+/// Shells `completions` writes scripts for.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
 }
 
 #[derive(clap::Args, Debug)]

@@ -3,10 +3,8 @@
 
 use std::io::BufWriter;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
 
 use clrprof_analysis::Trace;
 use clrprof_analysis::profile::CallsWanted;
@@ -40,21 +38,19 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
         .output
         .clone()
         .unwrap_or_else(|| default_output(&args.file, fmt));
-    let bar = ProgressBar::new_spinner();
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} {msg} [{elapsed}]")
-            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-    );
-    bar.enable_steady_tick(Duration::from_millis(100));
-    bar.set_message(format!("reading {}", args.file.display()));
+    let bar = crate::progress::Progress::start(format!("reading {}", args.file.display()));
     let bytes = crate::input::open(&args.file)?;
-    bar.set_message("decoding");
+    bar.step("decoding");
     let trace = Trace::load(&bytes)
         .with_context(|| format!("{} is not a readable clrprof trace", args.file.display()))?;
     for w in &trace.warnings {
-        bar.suspend(|| eprintln!("clrprof: warning: {}: {w}", args.file.display()));
+        bar.println(&format!(
+            "clrprof: {} {}: {w}",
+            crate::style::warning("warning:"),
+            args.file.display()
+        ));
     }
-    bar.set_message("building the profile");
+    bar.step("building the profile");
     let built = clrprof_analysis::profile::build_with(
         &trace,
         CallsWanted {
@@ -64,28 +60,27 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
     );
     if let Some(until) = built.calls_until_ns {
         let kept = (trace.call_records / 2).saturating_sub(built.calls_dropped);
-        bar.suspend(|| {
-            eprintln!(
-                "clrprof: warning: the timeline holds the calls of the first {:.3} s of {:.3} s \
+        bar.println(&format!(
+            "clrprof: {} the timeline holds the calls of the first {:.3} s of {:.3} s \
                  ({kept} calls; {} later ones left out, --max-calls {}); \
                  folded, svg and pprof count every call",
-                until as f64 / 1e9,
-                trace.duration_ns as f64 / 1e9,
-                built.calls_dropped,
-                args.max_calls,
-            )
-        });
+            crate::style::warning("warning:"),
+            until as f64 / 1e9,
+            trace.duration_ns as f64 / 1e9,
+            built.calls_dropped,
+            args.max_calls,
+        ));
     }
     let profile = built.profile;
     if profile.threads.is_empty() {
-        bar.finish_and_clear();
+        bar.done();
         anyhow::bail!(
             "{} has no samples or calls to convert (it was recorded in `{}` mode; use --mode sample or --mode trace)",
             args.file.display(),
             trace.header.meta.mode
         );
     }
-    bar.set_message(format!("writing {}", out_path.display()));
+    bar.step(format!("writing {}", out_path.display()));
     let file = std::fs::File::create(&out_path)
         .with_context(|| format!("cannot create {}", out_path.display()))?;
     let mut w = BufWriter::new(file);
@@ -117,7 +112,7 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
         serde_json::to_writer(&mut w, &doc)?;
     }
     std::io::Write::flush(&mut w)?;
-    bar.finish_and_clear();
+    bar.done();
     eprintln!("clrprof: wrote {}", out_path.display());
     Ok(0)
 }

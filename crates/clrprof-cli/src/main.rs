@@ -8,16 +8,19 @@
 mod attach;
 mod chrome_args;
 mod cli;
+mod completions;
 mod convert;
 mod heap;
 mod input;
 mod locate;
 mod output;
+mod progress;
 mod ps;
 mod record;
 mod report;
 mod settings;
 mod signals;
+mod style;
 
 use clap::Parser;
 
@@ -34,11 +37,13 @@ fn main() {
         cli::Command::Diff(d) => heap::diff(d),
         cli::Command::Detach(d) => attach::detach(d.pid, d.profiler.as_deref()),
         cli::Command::Ps => ps::run(),
+        cli::Command::Completions { shell } => completions::completions(shell),
+        cli::Command::Man => completions::man(),
     };
     match result {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            eprintln!("clrprof: error: {e:#}");
+            eprintln!("clrprof: {} {e:#}", style::error("error:"));
             std::process::exit(2);
         }
     }

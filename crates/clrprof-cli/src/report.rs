@@ -8,13 +8,21 @@ use clrprof_analysis::{Options, Trace, build_with, invocations, text};
 use crate::cli::ReportArgs;
 
 pub fn run(args: ReportArgs) -> Result<i32> {
+    let bar = crate::progress::Progress::start(format!("reading {}", args.file.display()));
     let bytes = crate::input::open(&args.file)?;
+    bar.step("decoding");
     let trace = Trace::load(&bytes)
         .with_context(|| format!("{} is not a readable clrprof trace", args.file.display()))?;
     for w in &trace.warnings {
-        eprintln!("clrprof: warning: {}: {w}", args.file.display());
+        bar.println(&format!(
+            "clrprof: {} {}: {w}",
+            crate::style::warning("warning:"),
+            args.file.display()
+        ));
     }
+    bar.step("building the report");
     if let Some(pattern) = &args.calls {
+        bar.done();
         return print_calls(&trace, pattern, args.limit, args.json);
     }
     if let (Some(from), Some(to)) = (args.from, args.to)
@@ -35,6 +43,7 @@ pub fn run(args: ReportArgs) -> Result<i32> {
             function: args.function.clone(),
         },
     );
+    bar.done();
     if let Some(pattern) = &args.function
         && !args.json
     {
