@@ -131,6 +131,11 @@ pub struct ThreadSamples {
     pub state: String,
     /// Samples off CPU by what they waited in.
     pub waits: BTreeMap<String, u64>,
+    /// What an unnamed thread is, when its samples say: `main` (the process's first
+    /// thread), `runtime: JIT` (no managed frame in any sample, JIT work in some: the
+    /// tiered compilation worker), `runtime` (no managed frame in any sample: the
+    /// finalizer and other threads the runtime starts). None for named threads.
+    pub role: Option<String>,
 }
 
 #[derive(Debug, Serialize, Clone)]
@@ -218,14 +223,23 @@ pub fn prepare(samples: &mut [StackSample], names: &Names, windows: &Windows) ->
     folded
 }
 
+/// What the samples of one thread showed, for its role.
+#[derive(Default, Clone, Copy)]
+struct Seen {
+    managed: bool,
+    jit: bool,
+}
+
 pub fn totals(
     samples: &[StackSample],
     names: &Names,
     threads: &ThreadNames,
     requested_rate_hz: Option<f64>,
     view: View,
+    pid: Option<u64>,
 ) -> SampleTotals {
     let mut per: BTreeMap<u64, ThreadSamples> = BTreeMap::new();
+    let mut seen: HashMap<u64, Seen> = HashMap::new();
     let mut t = SampleTotals {
         view,
         requested_rate_hz,
@@ -243,7 +257,11 @@ pub fn totals(
             cpu_percent: 0.0,
             state: String::new(),
             waits: BTreeMap::new(),
+            role: None,
         });
+        let k = seen.entry(s.os_tid).or_default();
+        k.managed |= s.stack.iter().any(|f| !clrprof_format::is_native_frame(*f));
+        k.jit |= s.activity == Some(Activity::Jit);
         e.samples += 1;
         e.cpu_ns += s.cpu_ns;
         if s.counts_cpu(names) {
@@ -271,6 +289,14 @@ pub fn totals(
         .filter(|r| *r > 0.0)
         .map_or(0.0, |r| 1e9 / r);
     for th in per.values_mut() {
+        let k = seen.get(&th.os_tid).copied().unwrap_or_default();
+        th.role = match () {
+            _ if th.name.is_some() => None,
+            _ if pid == Some(th.os_tid) => Some("main".to_string()),
+            _ if !k.managed && k.jit => Some("runtime: JIT".to_string()),
+            _ if !k.managed => Some("runtime".to_string()),
+            _ => None,
+        };
         let sampled_ns = th.samples as f64 * interval_ns;
         if sampled_ns > 0.0 {
             th.cpu_percent = (100.0 * th.cpu_ns as f64 / sampled_ns).min(100.0);
@@ -499,11 +525,19 @@ mod tests {
             .map(|f| (f.name.as_str(), f.self_samples, f.self_cpu_ns))
             .collect();
         assert_eq!(rows, [("A", 1, 10), ("B", 1, 10), ("Main", 0, 0)]);
-        let t = totals(&v, &n, &ThreadNames::default(), Some(100.0), View::Cpu);
+        let t = totals(
+            &v,
+            &n,
+            &ThreadNames::default(),
+            Some(100.0),
+            View::Cpu,
+            Some(1),
+        );
         assert_eq!((t.on_cpu, t.attributed_cpu_ns, t.cpu_ns), (3, 20, 29));
         let th = &t.threads[0];
         assert_eq!(th.waits.get("lock"), Some(&1));
         assert_eq!(th.state, "running");
+        assert_eq!(th.role.as_deref(), Some("main"));
     }
 
     #[test]

@@ -94,6 +94,9 @@ fn a_trace_from_a_newer_clrprof_names_the_fix() {
     let out = clrprof().arg("report").arg(&path).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let e = String::from_utf8_lossy(&out.stderr);
-    assert!(e.contains("version 2.") && e.contains("is not supported"), "{e}");
+    assert!(
+        e.contains("version 2.") && e.contains("is not supported"),
+        "{e}"
+    );
     assert!(e.contains("clrprof release that recorded it"), "{e}");
 }

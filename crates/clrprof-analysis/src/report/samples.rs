@@ -78,7 +78,14 @@ impl Samples {
         let folded = samples::prepare(&mut self.samples, names, windows);
         let rate = Some(f64::from(meta.settings.rate_hz));
         let stubs_named = meta.settings.sampler == clrprof_settings::SamplerKind::Signal;
-        let mut totals = samples::totals(&self.samples, names, threads, rate, want.view);
+        let mut totals = samples::totals(
+            &self.samples,
+            names,
+            threads,
+            rate,
+            want.view,
+            Some(u64::from(meta.pid)),
+        );
         totals.gc_poll_folded = folded;
         let (app_functions, outside) = crate::app_code::functions(&self.samples, names);
         totals.outside_app_cpu_ns = outside;

@@ -60,7 +60,14 @@ pub fn render(
             o,
             "  {:>8}  {:<28} {:>10} {:>5.1}% {:>8}  {}{}",
             t.os_tid,
-            truncate(t.name.as_deref().unwrap_or("(unnamed)"), 28),
+            truncate(
+                &match (&t.name, &t.role) {
+                    (Some(n), _) => n.clone(),
+                    (None, Some(role)) => format!("(unnamed: {role})"),
+                    (None, None) => "(unnamed)".to_string(),
+                },
+                28
+            ),
             ns(t.cpu_ns),
             t.cpu_percent,
             t.samples,
@@ -181,6 +188,7 @@ mod tests {
                 cpu_percent: 75.0,
                 state: "running".into(),
                 waits: [("lock".to_string(), 1)].into(),
+                role: None,
             }],
             ..Default::default()
         }
