@@ -214,3 +214,42 @@ fn traced_callers_and_callees_with_exact_counts() {
         "{text}"
     );
 }
+
+/// `--sampler suspend` stops threads at safe points: many of the demo's samples end in the
+/// runtime's GC poll (`Thread.<PollGC>g__PollGCWorker`). The report gives them to the
+/// method that polled, says how many, and still opens on Parse.
+#[test]
+fn the_suspend_sampler_gives_gc_polls_to_the_polling_method() {
+    let _t = timing_lock();
+    let dir = scratch("suspend-gc-poll");
+    let trace = dir.join("demo.clrprof");
+    let demo = clrprof_testkit::app("Demo");
+    let out = clrprof()
+        .args(["record", "--sampler", "suspend", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(clrprof_testkit::dotnet())
+        .arg(&demo.dll)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for view in [&[][..], &["--wall"][..]] {
+        let r = report_with(&trace, view);
+        assert!(
+            r["samples"]["gc_poll_folded"].as_u64().unwrap() > 0,
+            "{view:?}"
+        );
+        for f in r["functions"].as_array().unwrap() {
+            assert!(
+                !f["name"].as_str().unwrap().contains("PollGC"),
+                "{view:?}: {f}"
+            );
+        }
+    }
+    let r = report_json(&trace);
+    assert_eq!(r["app_functions"][0]["name"], "Demo.Pipeline.Parse");
+}
