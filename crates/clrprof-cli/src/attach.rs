@@ -262,6 +262,7 @@ pub fn start(
     library: &Path,
     settings: &Settings,
 ) -> Result<()> {
+    crate::namespaces::check_same(pid)?;
     let control = control_socket(pid);
     if let (Some(dir), Some(uid)) = (control.parent(), process_uid(pid)) {
         check_control_dir(dir, uid)?;

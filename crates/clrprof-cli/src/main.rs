@@ -13,6 +13,7 @@ mod convert;
 mod heap;
 mod input;
 mod locate;
+mod namespaces;
 mod output;
 mod progress;
 mod ps;

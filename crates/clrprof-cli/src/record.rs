@@ -56,7 +56,9 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     if traces.is_empty() {
         eprintln!(
             "clrprof: no trace was written to {}: the profiler did not load. Is `{program}` a .NET (CoreCLR) program? \
-             Lines starting with `clrprof[pid]:` above say why it declined, if it did.",
+             clrprof profiles .NET processes: run the app through the host (`clrprof record -- dotnet app.dll`) \
+             or its own executable (`clrprof record -- ./app`); a native program, Mono or a NativeAOT app never \
+             loads it. Lines starting with `clrprof[pid]:` above say why it declined, if it did.",
             output_template.display()
         );
         return Ok(if code == 0 { 1 } else { code });

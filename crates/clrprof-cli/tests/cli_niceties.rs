@@ -100,3 +100,43 @@ fn a_trace_from_a_newer_clrprof_names_the_fix() {
     );
     assert!(e.contains("clrprof release that recorded it"), "{e}");
 }
+
+/// A target in another container (here: its own mount namespace with a private /tmp,
+/// made with unshare(1)) is refused before anything is sent to it, with the fix, and
+/// the profiler is never loaded into it.
+#[test]
+#[ignore = "needs root (unshare a mount namespace); .ci/run runs it as root"]
+fn a_target_in_another_container_is_refused_with_the_fix() {
+    let app = scenarios();
+    let script = format!(
+        "mount -t tmpfs none /tmp && exec {} {} sleeper 5",
+        clrprof_testkit::dotnet().display(),
+        app.dll.display()
+    );
+    let mut child = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("unshare(1)");
+    // `exec` keeps the pid: the child is the .NET process once its runtime is up.
+    let pid = child.id();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let dir = scratch("other-container");
+    let out = clrprof()
+        .args(["record", "--pid", &pid.to_string(), "--duration", "1", "-o"])
+        .arg(dir.join("t.clrprof"))
+        .output()
+        .unwrap();
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    let _ = child.kill();
+    let _ = child.wait();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(e.contains("runs in another container"), "{e}");
+    assert!(e.contains("nsenter -t"), "{e}");
+    assert!(
+        !maps.contains("clrprof_profiler"),
+        "the profiler was loaded"
+    );
+}

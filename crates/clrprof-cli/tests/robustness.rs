@@ -143,7 +143,10 @@ fn a_command_that_is_not_dotnet_keeps_its_exit_code() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("the profiler did not load"));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("the profiler did not load"), "{e}");
+    // The fix: how a .NET app is run under clrprof.
+    assert!(e.contains("clrprof record -- dotnet app.dll"), "{e}");
 }
 
 #[test]
