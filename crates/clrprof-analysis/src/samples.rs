@@ -43,8 +43,10 @@ impl StackSample {
         if self.cpu_ns == 0 {
             return false;
         }
+        // Parked: a wait whose leaf is native code outside the runtime (a spinning
+        // runtime or managed wait is CPU work).
         match (self.wait, self.stack.first()) {
-            (Some(_), Some(&leaf)) => names.frame_kind(leaf) == FrameKind::Runtime,
+            (Some(_), Some(&leaf)) => names.frame_kind(leaf) != FrameKind::Native,
             _ => true,
         }
     }

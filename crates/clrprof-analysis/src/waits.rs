@@ -88,13 +88,15 @@ const WAITS: &[(&str, WaitKind)] = &[
 /// few frames of the native code that blocks.
 const FRAMES_LOOKED_AT: usize = 8;
 
-/// The wait a stack (leaf first) is in, if its leaf is native code and a managed frame
-/// near it is a blocking API; [`WaitKind::Native`] when no managed frame is near the
-/// native leaf at all. None when the leaf is managed code or the API is not a wait.
+/// The wait a stack (leaf first) is in: with a native leaf, the blocking API among the
+/// managed frames near it, or [`WaitKind::Native`] when there is no managed frame at
+/// all; with a managed leaf, the leaf's own kind when it is a blocking API (the suspend
+/// sampler's snapshots of a sleeping thread end in `Thread.SleepInternal`, without the
+/// native frames below). None otherwise.
 pub fn classify(stack: &[u64], names: &Names) -> Option<WaitKind> {
     let leaf = *stack.first()?;
     if !clrprof_format::is_native_frame(leaf) {
-        return None;
+        return kind_of(&names.function(leaf));
     }
     kind_in(stack, names).or_else(|| {
         let managed = stack.iter().any(|f| !clrprof_format::is_native_frame(*f));
@@ -179,6 +181,8 @@ mod tests {
         assert_eq!(classify(&[libc, 0], &n), Some(WaitKind::Native));
         // Native code called by the app, not a wait; a managed leaf is never a wait.
         assert_eq!(classify(&[libc, 5, 3], &n), None);
-        assert_eq!(classify(&[1, 3], &n), None);
+        assert_eq!(classify(&[5, 3], &n), None);
+        // A managed leaf that is itself a wait (suspend sampler).
+        assert_eq!(classify(&[4, 3], &n), Some(WaitKind::Sleep));
     }
 }

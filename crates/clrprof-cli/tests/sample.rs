@@ -141,7 +141,8 @@ fn sleeping_thread(sampler: &str) {
     let dir = scratch(&format!("sample-sleeper-{sampler}"));
     let trace = dir.join("t.clrprof");
     record_sampled(&trace, sampler, &["--rate", "99"], &["sleeper", "3"]);
-    let r = report_json(&trace);
+    // The wall view: every sample, the sleeping thread's included.
+    let r = report_json_with(&trace, &["--wall"]);
     let sleepy = thread(&r, "sleepy");
     let spinny = thread(&r, "spinny");
     let (s_samples, s_cpu) = (
@@ -157,6 +158,15 @@ fn sleeping_thread(sampler: &str) {
         s_samples > 200 && p_samples > 200,
         "sleepy {s_samples}, spinny {p_samples}"
     );
+    // The CPU view: the sleeper's wait is apart, as a sleep; SpinLoop is on top.
+    let cpu = report_json(&trace);
+    assert_eq!(
+        thread(&cpu, "sleepy")["state"],
+        "sleep",
+        "{:#}",
+        thread(&cpu, "sleepy")
+    );
+    assert_eq!(cpu["functions"][0]["name"], "Scenarios.Sleeper.SpinLoop");
     // …but only the spinning one uses the CPU.
     assert!(
         s_cpu * 20 < s_samples,

@@ -58,9 +58,15 @@ pub fn record(trace: &Path, flags: &[&str], app_args: &[&str]) -> Output {
 }
 
 pub fn report_json(trace: &Path) -> serde_json::Value {
+    report_json_with(trace, &[])
+}
+
+/// `clrprof report --json ARGS… TRACE`, which must succeed.
+pub fn report_json_with(trace: &Path, args: &[&str]) -> serde_json::Value {
     let out = clrprof()
         .arg("report")
         .arg("--json")
+        .args(args)
         .arg(trace)
         .output()
         .unwrap();
