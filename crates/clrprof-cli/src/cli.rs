@@ -142,8 +142,8 @@ pub struct ConvertArgs {
     /// Output file [default: the trace's name with the format's extension]
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// What a flamegraph counts [default: cpu; wall for a trace-mode file, which has no
-    /// CPU times]
+    /// What a flamegraph counts [default: cpu; a trace-mode file, which has no CPU
+    /// times, counts calls unless `wall` asks for their self time]
     #[arg(long, value_enum)]
     pub weight: Option<Weight>,
     /// One flamegraph for all threads instead of one tree per thread

@@ -88,7 +88,8 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
         weight: match args.weight {
             Some(cli::Weight::Cpu) => Weight::Cpu,
             Some(cli::Weight::Wall) => Weight::Wall,
-            None if trace.call_records > 0 => Weight::Wall,
+            // A traced run has no CPU times: its flamegraphs count calls, as they did.
+            None if trace.call_records > 0 => Weight::Samples,
             None => Weight::Cpu,
         },
         merge_threads: args.merge_threads,
