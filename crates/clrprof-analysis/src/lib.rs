@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod allocs;
 pub mod calltree;
 pub mod gc;
 pub mod heap;

@@ -9,6 +9,9 @@ use clrprof_settings::{ArgLimits, EventGroups, Mode, Settings, var};
 
 use crate::cli::RecordArgs;
 
+/// `--alloc` without `--alloc-interval`: the runtime's own mean (100 KiB).
+pub const DEFAULT_ALLOC_INTERVAL: u64 = 100 * 1024;
+
 /// The settings `args` ask for, writing to `output` (a path, or a `{pid}` template), and
 /// the variables the command line decides: those of the options given, and of the
 /// options that have a default of their own (mode, rate, and the `--args` limits with
@@ -65,6 +68,10 @@ pub fn from_args(args: &RecordArgs, output: &Path) -> Result<(Settings, Vec<&'st
         s.heap_at.sort_by(f64::total_cmp);
         s.heap = true;
         decided.extend([var::HEAP_AT, var::HEAP]);
+    }
+    if args.alloc || args.alloc_interval.is_some() {
+        s.alloc_interval = Some(args.alloc_interval.unwrap_or(DEFAULT_ALLOC_INTERVAL));
+        decided.push(var::ALLOC_INTERVAL);
     }
     if !args.args.is_empty() {
         if mode != Mode::Trace {
