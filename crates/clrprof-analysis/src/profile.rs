@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use clrprof_export::{
-    Call, CallPath, Frame, FrameId, FrameKind, Interner, Module, ModuleId, Profile, Sample,
-    StackId, ThreadProfile,
+    AllocationSample, Call, CallPath, Frame, FrameId, FrameKind, Interner, Module, ModuleId,
+    Profile, Sample, StackId, ThreadProfile,
 };
 
 use crate::calltree;
@@ -125,6 +125,7 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
             samples: Vec::new(),
             calls: Vec::new(),
             call_paths: Vec::new(),
+            allocations: Vec::new(),
         });
     };
     for s in samples::stack_samples(&trace.events) {
@@ -137,6 +138,22 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
                 stack,
                 wall_ns: interval_ns,
                 cpu_ns: s.cpu_ns,
+            });
+        }
+    }
+    // `record --alloc`: allocation samples with their estimates.
+    for p in crate::allocs::collect(&trace.events).points {
+        thread(&mut per, p.os_tid);
+        let stack = tables.stack(p.frames.iter().rev().copied(), |t, f| t.id(f, &names));
+        let alive = p.alive_at_end();
+        if let Some(t) = per.get_mut(&p.os_tid) {
+            t.allocations.push(AllocationSample {
+                time_ns: p.ns,
+                stack,
+                bytes: p.bytes.round() as u64,
+                objects: p.objects.round() as u64,
+                live_bytes: if alive { p.bytes.round() as u64 } else { 0 },
+                live_objects: if alive { p.objects.round() as u64 } else { 0 },
             });
         }
     }
@@ -200,7 +217,12 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
         interval_ns,
         threads: per
             .into_values()
-            .filter(|t| !t.samples.is_empty() || !t.calls.is_empty() || !t.call_paths.is_empty())
+            .filter(|t| {
+                !t.samples.is_empty()
+                    || !t.calls.is_empty()
+                    || !t.call_paths.is_empty()
+                    || !t.allocations.is_empty()
+            })
             .collect(),
         ..tables.profile
     };

@@ -114,6 +114,12 @@ pub enum WeightArg {
     Wall,
     /// CPU time
     Cpu,
+    /// Estimated bytes allocated (`record --alloc`)
+    AllocBytes,
+    /// Estimated objects allocated (`record --alloc`)
+    AllocObjects,
+    /// Estimated bytes of the sampled objects still alive at the end (`record --alloc`)
+    LiveBytes,
 }
 
 #[derive(clap::Args, Debug)]

@@ -77,6 +77,19 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
         });
     }
     let profile = built.profile;
+    let alloc_weight = matches!(
+        args.weight,
+        WeightArg::AllocBytes | WeightArg::AllocObjects | WeightArg::LiveBytes
+    );
+    if alloc_weight && profile.threads.iter().all(|t| t.allocations.is_empty()) {
+        bar.finish_and_clear();
+        anyhow::bail!(
+            "{} has no allocation samples for --weight {}: record with `clrprof record --alloc`",
+            args.file.display(),
+            clap::ValueEnum::to_possible_value(&args.weight)
+                .map_or(String::new(), |v| v.get_name().to_owned())
+        );
+    }
     if profile.threads.is_empty() {
         bar.finish_and_clear();
         anyhow::bail!(
@@ -94,6 +107,9 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
             WeightArg::Samples => Weight::Samples,
             WeightArg::Wall => Weight::Wall,
             WeightArg::Cpu => Weight::Cpu,
+            WeightArg::AllocBytes => Weight::AllocBytes,
+            WeightArg::AllocObjects => Weight::AllocObjects,
+            WeightArg::LiveBytes => Weight::LiveBytes,
         },
         merge_threads: args.merge_threads,
         reverse: args.reverse,

@@ -114,3 +114,126 @@ fn the_live_heap_holds_what_the_app_kept() {
     assert_eq!(live["untracked"], 0);
     assert!(!live["over_time"].as_array().unwrap().is_empty());
 }
+
+/// Allocation flamegraphs: `convert --weight alloc-bytes|alloc-objects|live-bytes`.
+#[test]
+fn allocation_flamegraphs_weigh_bytes_objects_and_live_bytes() {
+    let dir = scratch("alloc-convert");
+    let trace = dir.join("t.clrprof");
+    record(
+        &trace,
+        &["--alloc", "--mode", "events"],
+        &["alloc-live", "mb=16"],
+    );
+    let folded = |weight: &str| {
+        let out = dir.join(format!("{weight}.folded"));
+        let o = out.to_str().unwrap();
+        convert_with(
+            &trace,
+            &[
+                "-f",
+                "folded",
+                "--merge-threads",
+                "--weight",
+                weight,
+                "-o",
+                o,
+            ],
+        );
+        std::fs::read_to_string(&out).unwrap()
+    };
+    let count = |text: &str, leaf: &str| -> u64 {
+        text.lines()
+            .filter(|l| l.rsplit_once(' ').unwrap().0.ends_with(leaf))
+            .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+            .sum()
+    };
+    let bytes = folded("alloc-bytes");
+    let (keep, drop) = (
+        count(&bytes, "AllocLive.Keep"),
+        count(&bytes, "AllocLive.Drop"),
+    );
+    assert!(drop > 3 * keep && keep > 0, "{bytes}");
+    assert!(
+        bytes.contains("Scenarios.Program.Main;Scenarios.AllocLive.Run;Scenarios.AllocLive.Drop ")
+    );
+    let objects = folded("alloc-objects");
+    // 8 KiB objects: bytes / objects is the object size.
+    let per = count(&bytes, "AllocLive.Drop") as f64 / count(&objects, "AllocLive.Drop") as f64;
+    assert!((per - 8192.0).abs() < 100.0, "{per}");
+    let live = folded("live-bytes");
+    assert_eq!(count(&live, "AllocLive.Drop"), 0, "{live}");
+    assert!(count(&live, "AllocLive.Keep") > 0);
+    for f in ["pprof", "speedscope", "svg"] {
+        let out = dir.join(format!("t.{f}"));
+        convert_with(
+            &trace,
+            &[
+                "-f",
+                f,
+                "--weight",
+                "alloc-bytes",
+                "-o",
+                out.to_str().unwrap(),
+            ],
+        );
+    }
+    // A trace without allocation samples says how to get them.
+    let plain = dir.join("plain.clrprof");
+    record(&plain, &["--mode", "sample"], &["alloc-live", "mb=1"]);
+    let out = clrprof()
+        .args(["convert", "-f", "folded", "--weight", "live-bytes"])
+        .arg(&plain)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("record --alloc"));
+}
+
+/// The Demo app with events, CPU samples and allocation samples in one trace: its results
+/// are those of an unprofiled run.
+#[test]
+fn demo_with_events_cpu_and_allocation_samples() {
+    let demo = clrprof_testkit::app("Demo");
+    let plain = demo.command(&["30000"]).output().unwrap();
+    assert!(plain.status.success());
+    let dir = scratch("alloc-demo");
+    let trace = dir.join("t.clrprof");
+    let out = clrprof()
+        .arg("record")
+        .arg("-o")
+        .arg(&trace)
+        .args([
+            "--mode",
+            "sample",
+            "--events",
+            "default,exceptions,gc",
+            "--alloc",
+            "--",
+        ])
+        .arg(clrprof_testkit::dotnet())
+        .arg(&demo.dll)
+        .arg("30000")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(results(&out), results(&plain));
+    let r = report_json(&trace);
+    assert!(r["samples"]["total"].as_u64().unwrap() > 0);
+    assert!(r["gcs"].as_array().unwrap().len() > 0);
+    assert!(r["exceptions"].as_object().unwrap().len() > 0);
+    let a = &r["allocation_samples"];
+    assert!(a["samples"].as_u64().unwrap() > 10, "{a:#}");
+    assert!(
+        a["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["name"].as_str().unwrap().starts_with("Demo.")),
+        "{a:#}"
+    );
+}
