@@ -84,7 +84,10 @@ pub fn start(info: &ProfilerInfo, settings: &Settings) -> Result<(), String> {
     } else {
         u64::MAX
     };
-    let follow = info.version() >= 13;
+    // The object of a GCAllocationTick is not initialized yet when the event fires (the
+    // allocator reports the space it is about to hand out), so only AllocationSampled's
+    // objects, which are, can be given a handle.
+    let follow = sampled && info.version() >= 13;
     emit(&Event::AllocConfig {
         source: if sampled {
             clrprof_format::ALLOC_SOURCE_SAMPLED
@@ -128,7 +131,7 @@ pub fn start(info: &ProfilerInfo, settings: &Settings) -> Result<(), String> {
         if follow {
             format!("followed for up to {TRACKED_MAX} samples")
         } else {
-            "not followed (needs ICorProfilerInfo13)".into()
+            "not followed (needs AllocationSampled, .NET 10)".into()
         }
     );
     Ok(())
@@ -181,11 +184,8 @@ pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) 
             names::emit_function_info(info, FunctionId(*f as usize));
         }
     }
-    // The object of an AllocationTick is not yet initialized when the event fires (the
-    // allocator reports it before returning it): only AllocationSampled's are followed.
-    let tracked =
-        st.follow && st.sampled && st.live.track(info, ObjectId(alloc.address as usize), id);
-    if st.follow && st.sampled && !tracked {
+    let tracked = st.follow && st.live.track(info, ObjectId(alloc.address as usize), id);
+    if st.follow && !tracked {
         st.untracked.fetch_add(1, Ordering::Relaxed);
     }
     emit(&Event::AllocSample {
