@@ -30,6 +30,7 @@ public static class Program
         ("heap", "heap [n=1000]", Heap.Run),
         ("alloc-sites", "alloc-sites [mb=400]", AllocSites.Run),
         ("alloc-live", "alloc-live [mb=64]", AllocLive.Run),
+        ("alloc-loop", "alloc-loop", AllocLoop.Run),
     ];
 
     [MethodImpl(MethodImplOptions.NoInlining)]

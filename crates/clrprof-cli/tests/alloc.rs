@@ -237,3 +237,48 @@ fn demo_with_events_cpu_and_allocation_samples() {
         "{a:#}"
     );
 }
+
+/// `record --pid --alloc`: the runtime allows the EventPipe session, the GC callbacks and
+/// the handles after an attach; the detach leaves the library unloaded and the app going.
+#[test]
+fn attach_samples_allocations_then_detaches() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let mut child = scenarios()
+        .command(&["alloc-loop"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut ready = String::new();
+    stdout.read_line(&mut ready).unwrap();
+    let pid = ready
+        .trim()
+        .strip_prefix("READY ")
+        .expect("READY")
+        .to_string();
+    let trace = scratch("alloc-attach").join("t.clrprof");
+    let out = clrprof()
+        .args(["record", "--alloc", "--duration", "1", "--pid", &pid, "-o"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("library is unloaded"), "{stderr}");
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    assert!(!maps.contains("libclrprof_profiler"), "still mapped");
+    writeln!(child.stdin.as_mut().unwrap(), "quit").unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert!(rest.contains("RESULT allocated="), "{rest}");
+    let r = report_json(&trace);
+    assert_eq!(r["trace"]["attached"], true);
+    let a = &r["allocation_samples"];
+    assert!(a["samples"].as_u64().unwrap() > 50, "{a:#}");
+    let work = find(&a["functions"], "Scenarios.AllocLoop.Work").expect("AllocLoop.Work");
+    assert!(work["total_bytes"].as_f64().unwrap() > 0.9 * a["estimated_bytes"].as_f64().unwrap());
+}

@@ -93,6 +93,24 @@ impl LiveTable {
         }
     }
 
+    /// At the end of the recording: releases every handle (a detached agent leaves none
+    /// in the target) and returns how many samples were still alive.
+    pub fn release_all(&self, info: &ProfilerInfo) -> u64 {
+        let mut alive = 0;
+        for slot in self.slots.iter() {
+            let h = slot.handle.swap(EMPTY, Ordering::AcqRel);
+            if h <= RESERVED {
+                continue;
+            }
+            if !matches!(info.get_object_id_from_handle(h), Ok(ObjectId(0))) {
+                alive += 1;
+            }
+            let _ = info.destroy_handle(h);
+            self.used.fetch_sub(1, Ordering::Relaxed);
+        }
+        alive
+    }
+
     /// Samples followed now.
     pub fn used(&self) -> usize {
         self.used.load(Ordering::Relaxed)

@@ -15,7 +15,7 @@ mod payload;
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use clrprof_format::Event;
 use corprof::{ClassId, EventPipeEvent, FunctionId, ObjectId, ProfilerInfo};
@@ -45,6 +45,7 @@ struct State {
     follow: bool,
     next_id: AtomicU64,
     rng: AtomicU64,
+    stopped: AtomicBool,
     delivered: AtomicU64,
     recorded: AtomicU64,
     untracked: AtomicU64,
@@ -104,6 +105,7 @@ pub fn start(info: &ProfilerInfo, settings: &Settings) -> Result<(), String> {
         keep,
         follow,
         next_id: AtomicU64::new(1),
+        stopped: AtomicBool::new(false),
         rng: AtomicU64::new(crate::os::clock::unix_ns()),
         delivered: AtomicU64::new(0),
         recorded: AtomicU64::new(0),
@@ -150,6 +152,9 @@ pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) 
     let Some(st) = STATE.get() else {
         return;
     };
+    if st.stopped.load(Ordering::Acquire) {
+        return;
+    }
     let alloc = match (ev.event_id, st.sampled) {
         (payload::ALLOCATION_SAMPLED, true) => payload::allocation_sampled(ev.data),
         (payload::ALLOCATION_TICK, false) => payload::allocation_tick(ev.data),
@@ -204,7 +209,7 @@ pub fn gc_finished(info: &ProfilerInfo) {
     let Some(st) = STATE.get() else {
         return;
     };
-    if st.live.used() == 0 {
+    if st.stopped.load(Ordering::Acquire) || st.live.used() == 0 {
         return;
     }
     let mut died = Vec::new();
@@ -216,16 +221,19 @@ pub fn gc_finished(info: &ProfilerInfo) {
     }
 }
 
-/// Stops the session and records the figures (before the writer stops).
+/// Stops the session, releases the handles and records the figures (before the writer
+/// stops). Samples still being delivered meanwhile see `stopped` and are dropped.
 pub fn stop(info: &ProfilerInfo) {
     let Some(st) = STATE.get() else {
         return;
     };
+    st.stopped.store(true, Ordering::Release);
     let _ = info.event_pipe_stop_session(st.session);
+    let alive_at_end = st.live.release_all(info);
     emit(&Event::AllocStats {
         delivered: st.delivered.load(Ordering::Relaxed),
         recorded: st.recorded.load(Ordering::Relaxed),
         untracked: st.untracked.load(Ordering::Relaxed),
-        alive_at_end: st.live.used() as u64,
+        alive_at_end,
     });
 }
