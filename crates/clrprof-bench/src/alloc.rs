@@ -1,7 +1,9 @@
 //! `clrprof-bench alloc`: the overhead of `record --alloc` at the default interval on an
 //! allocation-heavy workload (Scenarios alloc-sites: 1 KiB objects in a loop) and on the
 //! Demo app, against no profiler and against dotnet-trace collecting the same runtime
-//! events (AllocationSampled on .NET 10) with stacks. Runs alternate configuration by
+//! events (AllocationSampled on .NET 10) with stacks; two more rows split the cost: the
+//! agent without `--alloc`, and `--alloc` thinned to one sample in ten (the runtime's
+//! feed stays the same, the agent's work per sample drops). Runs alternate configuration by
 //! configuration; prints median wall and CPU time (the process and its children, from
 //! this process's `cutime`/`cstime`) with the spread (min–max) of each.
 
@@ -91,14 +93,26 @@ pub fn run_all(clrprof: &Path, runs: usize) -> Result<()> {
     let dotnet_trace = super::find_dotnet_trace();
     for (title, app, args) in [
         (
-            "allocation-heavy: Scenarios alloc-sites mb=3000 (3 GiB of 1 KiB objects)",
+            "allocation-heavy: Scenarios alloc-sites mb=20000 (20 GiB of 1 KiB objects in a loop)",
             &scenarios,
-            &["alloc-sites", "mb=3000"][..],
+            &["alloc-sites", "mb=20000"][..],
         ),
         ("Demo app (150 000 orders)", &demo, &[][..]),
     ] {
         let base = || super::dotnet_app(app, args);
+        let events = || super::recorded(clrprof, &["--mode", "events"], &out, app, args);
         let alloc = || super::recorded(clrprof, &["--mode", "events", "--alloc"], &out, app, args);
+        // The runtime still samples every 100 KiB; the agent keeps one in ten: what is
+        // left of the overhead is the runtime's feed, the rest the agent's work per sample.
+        let thinned = || {
+            super::recorded(
+                clrprof,
+                &["--mode", "events", "--alloc", "--alloc-interval", "1048576"],
+                &out,
+                app,
+                args,
+            )
+        };
         let dt = || {
             let mut c = Command::new(dotnet_trace.as_ref().expect("dotnet-trace"));
             // The same runtime feed: the AllocationSampling keyword (0x80000000000) at
@@ -115,7 +129,9 @@ pub fn run_all(clrprof: &Path, runs: usize) -> Result<()> {
         };
         let mut configs: Vec<(&str, &dyn Fn() -> Command)> = vec![
             ("no profiler", &base),
+            ("clrprof events mode, no --alloc", &events),
             ("clrprof --alloc (events mode)", &alloc),
+            ("clrprof --alloc-interval 1048576", &thinned),
         ];
         if dotnet_trace.is_some() {
             configs.push(("dotnet-trace AllocationSampling", &dt));

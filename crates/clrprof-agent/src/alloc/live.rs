@@ -4,8 +4,9 @@
 //! sample that finds the table full is not followed, and counted.
 //!
 //! Lock-free: allocating threads claim an empty slot with one compare-exchange; the
-//! sweep at GC end (one at a time: the runtime runs one GC at a time) frees slots. A slot
-//! being filled is `RESERVED` and skipped by the sweep.
+//! sweep at GC end (one at a time: the runtime runs one GC at a time) and the release at
+//! the end free slots, each taking the handle out of its slot with an atomic operation
+//! before destroying it. A slot being filled is `RESERVED` and skipped by both.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -85,10 +86,18 @@ impl LiveTable {
                 continue;
             }
             if let Ok(ObjectId(0)) = info.get_object_id_from_handle(h) {
-                died.push(slot.id.load(Ordering::Relaxed));
-                let _ = info.destroy_handle(h);
-                self.used.fetch_sub(1, Ordering::Relaxed);
-                slot.handle.store(EMPTY, Ordering::Release);
+                let id = slot.id.load(Ordering::Relaxed);
+                // Whoever takes the handle out of the slot destroys it, exactly once
+                // (`release_all` may run at the same time, at the end).
+                if slot
+                    .handle
+                    .compare_exchange(h, EMPTY, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    died.push(id);
+                    let _ = info.destroy_handle(h);
+                    self.used.fetch_sub(1, Ordering::Relaxed);
+                }
             }
         }
     }

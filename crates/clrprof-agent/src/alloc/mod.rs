@@ -32,8 +32,9 @@ const RUNTIME_MEAN: u64 = 100 * 1024;
 const KEYWORD_GC: u64 = 0x1;
 const KEYWORD_ALLOCATION_SAMPLING: u64 = 0x800_0000_0000;
 const PROVIDER: &str = "Microsoft-Windows-DotNETRuntime";
-/// Frames kept per sample (the runtime's walk is not bounded).
-const MAX_FRAMES: usize = 512;
+/// Frames kept per sample: a deeper stack keeps its leaf-most frames. 2 KiB of the
+/// allocating thread's stack while the sample is taken.
+const MAX_FRAMES: usize = 256;
 
 struct State {
     session: u64,
@@ -177,14 +178,18 @@ pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) 
     }
     // A synchronous session's events come without the stack (the runtime walks stacks
     // only for buffered sessions): walk this thread's own, which is allowed at any time.
-    let mut frames: Vec<u64> = Vec::with_capacity(32);
+    // The frames go into a buffer on this thread's stack (no allocation per sample).
+    let mut buf = [0u64; MAX_FRAMES];
+    let mut n = 0;
     let _ = info.do_stack_snapshot(None, 0, None, &mut |f: FunctionId, _ip, _ctx| {
         if f.0 != 0 {
-            frames.push(f.0 as u64);
+            buf[n] = f.0 as u64;
+            n += 1;
         }
-        frames.len() < MAX_FRAMES
+        n < MAX_FRAMES
     });
-    for f in &frames {
+    let frames = &buf[..n];
+    for f in frames {
         if functions.first(*f as usize) {
             names::emit_function_info(info, FunctionId(*f as usize));
         }
@@ -200,7 +205,7 @@ pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) 
         size: alloc.size,
         amount: alloc.amount,
         tracked: u8::from(tracked),
-        frames: Cow::Owned(frames),
+        frames: Cow::Borrowed(frames),
     });
 }
 

@@ -46,7 +46,7 @@ pub fn render(o: &mut String, a: Option<&AllocationSamples>, top: usize) {
     let l = &a.live;
     let _ = writeln!(
         o,
-        "  live at the end: ~{} in ~{} objects ({} followed samples{})",
+        "  live at the last GC: ~{} in ~{} objects ({} followed samples{})",
         bytes(l.bytes),
         l.objects,
         l.samples,
