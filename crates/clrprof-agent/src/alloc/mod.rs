@@ -235,10 +235,23 @@ pub fn stop(info: &ProfilerInfo) {
     st.stopped.store(true, Ordering::Release);
     let _ = info.event_pipe_stop_session(st.session);
     let alive_at_end = st.live.release_all(info);
+    let (delivered, recorded, untracked) = (
+        st.delivered.load(Ordering::Relaxed),
+        st.recorded.load(Ordering::Relaxed),
+        st.untracked.load(Ordering::Relaxed),
+    );
+    log!(
+        "allocation samples: {recorded} recorded of {delivered} delivered, {alive_at_end} followed still alive{}",
+        if untracked > 0 {
+            format!(", {untracked} not followed (over the bound of {TRACKED_MAX})")
+        } else {
+            String::new()
+        }
+    );
     emit(&Event::AllocStats {
-        delivered: st.delivered.load(Ordering::Relaxed),
-        recorded: st.recorded.load(Ordering::Relaxed),
-        untracked: st.untracked.load(Ordering::Relaxed),
+        delivered,
+        recorded,
+        untracked,
         alive_at_end,
     });
 }

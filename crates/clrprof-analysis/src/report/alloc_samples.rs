@@ -51,6 +51,9 @@ pub struct AllocationSamples {
     pub source: String,
     /// Samples recorded.
     pub samples: u64,
+    /// Samples the runtime delivered (more than `samples` when `--alloc-interval` thinned
+    /// them; null in a trace that ended before the agent's figures were written).
+    pub runtime_samples: Option<u64>,
     /// About one sample per this many bytes.
     pub interval_bytes: u64,
     /// The figures below are scaled from samples (`true`): estimates, not counts.
@@ -129,6 +132,7 @@ pub fn section(a: &AllocSamples, names: &Names) -> Option<AllocationSamples> {
     Some(AllocationSamples {
         source: config.source_name().into(),
         samples: points.len() as u64,
+        runtime_samples: a.stats.map(|s| s.delivered),
         interval_bytes: config.interval_bytes,
         estimated: true,
         estimated_bytes: points.iter().map(|p| p.bytes).sum::<f64>().round() as u64,
