@@ -1,6 +1,7 @@
-//! `clrprof-bench alloc`: the overhead of `record --alloc` at the default interval on an
-//! allocation-heavy workload (Scenarios alloc-sites: 1 KiB objects in a loop) and on the
-//! Demo app, against no profiler and against dotnet-trace collecting the same runtime
+//! `clrprof-bench alloc`: the overhead of `record --alloc` at the default interval on two
+//! allocation-heavy workloads (Scenarios alloc-sites: 1 KiB objects in a loop and nothing
+//! else, the worst case; alloc-live: 8 KiB objects, a fifth of them kept, so the GC has
+//! work) and on the Demo app, against no profiler and against dotnet-trace collecting the same runtime
 //! events (AllocationSampled on .NET 10) with stacks; two more rows split the cost: the
 //! agent without `--alloc`, and `--alloc` thinned to one sample in ten (the runtime's
 //! feed stays the same, the agent's work per sample drops). Runs alternate configuration by
@@ -96,6 +97,11 @@ pub fn run_all(clrprof: &Path, runs: usize) -> Result<()> {
             "allocation-heavy: Scenarios alloc-sites mb=20000 (20 GiB of 1 KiB objects in a loop)",
             &scenarios,
             &["alloc-sites", "mb=20000"][..],
+        ),
+        (
+            "allocation-heavy with a live heap: Scenarios alloc-live mb=256 (256 MiB kept, 1 GiB dropped)",
+            &scenarios,
+            &["alloc-live", "mb=256"][..],
         ),
         ("Demo app (150 000 orders)", &demo, &[][..]),
     ] {

@@ -2,13 +2,18 @@
 //! the live heap of the sampled objects.
 //!
 //! The runtime samples: the agent opens an in-process EventPipe session
-//! (ICorProfilerInfo12::EventPipeStartSession) on the runtime provider, whose events
-//! the runtime delivers synchronously on the allocating thread
-//! (`EventPipeEventDelivered`), which walks its own stack (DoStackSnapshot). .NET 10 and later: `AllocationSampled` (a Poisson process
-//! of mean 100 KiB, a constant of the runtime); before: `GCAllocationTick` (one event each
-//! time ~100 KB were allocated). `--alloc-interval` above 100 KiB thins the runtime's
-//! samples at random; below, the runtime's 100 KiB stands. `payload` decodes the events,
-//! `live` follows the sampled objects through weak handles.
+//! (ICorProfilerInfo12::EventPipeStartSession) on the runtime provider, whose events the
+//! runtime delivers synchronously on the allocating thread (`EventPipeEventDelivered`);
+//! the callback walks that thread's stack (DoStackSnapshot) and records the sample.
+//! .NET 10 and later: `AllocationSampled` (a Poisson process of mean 100 KiB, a constant
+//! of the runtime); before: `GCAllocationTick` (one event each time ~100 KB were
+//! allocated). `--alloc-interval` above 100 KiB thins the runtime's samples at random;
+//! below, the runtime's 100 KiB stands. `payload` decodes the events, `live` follows the
+//! sampled objects through weak handles.
+//!
+//! Per sample, on the allocating thread: no allocation and no syscall; the stack walk,
+//! one lookup per frame in the sharded name table (its lock, as for the sampler's
+//! names), one weak handle, one record.
 
 mod live;
 mod payload;
