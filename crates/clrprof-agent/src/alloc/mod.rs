@@ -12,15 +12,15 @@
 //! sampled objects through weak handles.
 //!
 //! Per sample, on the allocating thread: no allocation and no syscall; the stack walk,
-//! one lookup per frame in the sharded name table (its lock, as for the sampler's
-//! names), one weak handle, one record.
+//! one load per frame in a lock-free cache of the functions named (the sharded name
+//! table, and its lock, only on a miss), one weak handle, one record.
 
 mod live;
 mod payload;
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use clrprof_format::Event;
 use corprof::{ClassId, EventPipeEvent, FunctionId, ObjectId, ProfilerInfo};
@@ -145,6 +145,30 @@ pub fn start(info: &ProfilerInfo, settings: &Settings) -> Result<(), String> {
     Ok(())
 }
 
+/// Ids named already, direct-mapped by hash: a hit skips the name table's lock, so the
+/// frames every sample repeats (Main, the allocating method) cost one load.
+struct NamedCache([AtomicUsize; 4096]);
+
+impl NamedCache {
+    const fn new() -> NamedCache {
+        NamedCache([const { AtomicUsize::new(0) }; 4096])
+    }
+
+    /// True the first time `id` is seen (`seen` decides; the cache only remembers).
+    fn first(&self, id: usize, seen: &Seen) -> bool {
+        let slot = &self.0[(splitmix(id as u64) >> 52) as usize];
+        if slot.load(Ordering::Relaxed) == id {
+            return false;
+        }
+        let first = seen.first(id);
+        slot.store(id, Ordering::Relaxed);
+        first
+    }
+}
+
+static FUNCTIONS_NAMED: NamedCache = NamedCache::new();
+static CLASSES_NAMED: NamedCache = NamedCache::new();
+
 /// splitmix64: a well-mixed value from a counter (no lock, no thread-local state).
 fn splitmix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -175,7 +199,7 @@ pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) 
     }
     st.recorded.fetch_add(1, Ordering::Relaxed);
     let id = st.next_id.fetch_add(1, Ordering::Relaxed);
-    if st.classes.first(alloc.class as usize) {
+    if CLASSES_NAMED.first(alloc.class as usize, &st.classes) {
         emit(&Event::ClassName {
             class: alloc.class,
             name: Cow::Owned(names::class_name(info, ClassId(alloc.class as usize))),
@@ -195,7 +219,7 @@ pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) 
     });
     let frames = &buf[..n];
     for f in frames {
-        if functions.first(*f as usize) {
+        if FUNCTIONS_NAMED.first(*f as usize, functions) {
             names::emit_function_info(info, FunctionId(*f as usize));
         }
     }
