@@ -308,3 +308,42 @@ fn attach_samples_allocations_then_detaches() {
     let work = find(&a["functions"], "Scenarios.AllocLoop.Work").expect("AllocLoop.Work");
     assert!(work["total_bytes"].as_f64().unwrap() > 0.9 * a["estimated_bytes"].as_f64().unwrap());
 }
+
+/// The live heap is bounded: 512 MiB kept is ~5000 samples alive, over the 4096 followed
+/// at once. The rest are recorded, counted as not followed, and said so.
+#[test]
+fn followed_samples_are_bounded_and_the_rest_counted() {
+    let dir = scratch("alloc-bound");
+    let trace = dir.join("t.clrprof");
+    let out = record(
+        &trace,
+        &["--alloc", "--mode", "events"],
+        &["alloc-live", "mb=512"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not followed (over the bound of 4096)"),
+        "{stderr}"
+    );
+    let kept = fact(&out, "kept_bytes");
+    let r = report_json(&trace);
+    let a = &r["allocation_samples"];
+    let live = &a["live"];
+    assert_eq!(live["tracked_max"], 4096);
+    let untracked = live["untracked"].as_u64().unwrap();
+    assert!(untracked > 500, "{live:#}");
+    assert!(live["samples"].as_u64().unwrap() <= 4096);
+    // What is followed is a part of what was kept; all allocations are still counted.
+    assert!(bytes_of(&live["types"], "System.Byte[]") < kept);
+    let total = fact(&out, "total_allocated");
+    let est = a["estimated_bytes"].as_f64().unwrap();
+    assert!((est - total).abs() / total < 0.10, "{est} vs {total}");
+    let text =
+        String::from_utf8(clrprof().arg("report").arg(&trace).output().unwrap().stdout).unwrap();
+    assert!(
+        text.contains(&format!(
+            "{untracked} samples not followed, over the bound of 4096"
+        )),
+        "{text}"
+    );
+}
