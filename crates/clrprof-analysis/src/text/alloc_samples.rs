@@ -44,6 +44,14 @@ pub fn render(o: &mut String, a: Option<&AllocationSamples>, top: usize) {
         );
     }
     let l = &a.live;
+    if l.tracked_max == 0 {
+        let _ = writeln!(
+            o,
+            "  live heap: not followed with {} (docs/allocations.md)",
+            a.source
+        );
+        return;
+    }
     let _ = writeln!(
         o,
         "  live at the last GC: ~{} in ~{} objects ({} followed samples{})",
@@ -66,6 +74,82 @@ pub fn render(o: &mut String, a: Option<&AllocationSamples>, top: usize) {
             bytes(t.bytes),
             t.objects,
             t.name
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{FunctionBytes, LiveHeap, TypeBytes};
+
+    fn section(tracked_max: u64, untracked: u64) -> AllocationSamples {
+        AllocationSamples {
+            source: "AllocationSampled".into(),
+            samples: 2,
+            runtime_samples: Some(2),
+            interval_bytes: 102_400,
+            estimated: true,
+            estimated_bytes: 204_800,
+            estimated_objects: 200,
+            types: vec![TypeBytes {
+                name: "System.Byte[]".into(),
+                bytes: 204_800,
+                objects: 200,
+            }],
+            functions: vec![FunctionBytes {
+                name: "App.Make".into(),
+                self_bytes: 204_800,
+                total_bytes: 204_800,
+            }],
+            live: LiveHeap {
+                bytes: 102_400,
+                objects: 100,
+                samples: 1,
+                types: vec![TypeBytes {
+                    name: "System.Byte[]".into(),
+                    bytes: 102_400,
+                    objects: 100,
+                }],
+                functions: vec![],
+                over_time: vec![(1.0, 102_400)],
+                tracked_max,
+                untracked,
+            },
+        }
+    }
+
+    #[test]
+    fn says_estimates_and_the_live_heap() {
+        let mut o = String::new();
+        render(&mut o, None, 5);
+        assert_eq!(o, "");
+        render(&mut o, Some(&section(4096, 3)), 5);
+        let expected = [
+            "",
+            "Allocations (sampled: estimates from 2 AllocationSampled samples, about one per 100.0 KiB)",
+            "  ~200.0 KiB in ~200 objects",
+            "  by type:",
+            "     200.0 KiB         200 obj  System.Byte[]",
+            "  by function (self / total):",
+            "     200.0 KiB     200.0 KiB  App.Make",
+            "  live at the last GC: ~100.0 KiB in ~100 objects (1 followed samples; 3 samples not followed, over the bound of 4096)",
+            "     100.0 KiB         100 obj  System.Byte[]",
+            "",
+        ]
+        .join("\n");
+        assert_eq!(o, expected);
+    }
+
+    #[test]
+    fn no_live_heap_where_it_is_not_followed() {
+        let mut s = section(0, 0);
+        s.source = "AllocationTick".into();
+        let mut o = String::new();
+        render(&mut o, Some(&s), 5);
+        assert!(
+            o.ends_with("  live heap: not followed with AllocationTick (docs/allocations.md)\n"),
+            "{o}"
         );
     }
 }
