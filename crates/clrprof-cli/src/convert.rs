@@ -81,6 +81,15 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
         args.weight,
         WeightArg::AllocBytes | WeightArg::AllocObjects | WeightArg::LiveBytes
     );
+    if alloc_weight && matches!(fmt, Format::Firefox | Format::Chrome) {
+        bar.finish_and_clear();
+        anyhow::bail!(
+            "-f {} carries no allocation samples: use -f svg, folded, speedscope or pprof with --weight {}",
+            fmt.extension().trim_start_matches('.'),
+            clap::ValueEnum::to_possible_value(&args.weight)
+                .map_or(String::new(), |v| v.get_name().to_owned())
+        );
+    }
     if alloc_weight && profile.threads.iter().all(|t| t.allocations.is_empty()) {
         bar.finish_and_clear();
         anyhow::bail!(

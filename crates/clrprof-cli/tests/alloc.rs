@@ -204,6 +204,16 @@ fn allocation_flamegraphs_weigh_bytes_objects_and_live_bytes() {
             ],
         );
     }
+    // Timeline formats have no place for them, and say which formats do.
+    let out = clrprof()
+        .args(["convert", "-f", "firefox", "--weight", "alloc-bytes"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("use -f svg, folded, speedscope or pprof")
+    );
     // A trace without allocation samples says how to get them.
     let plain = dir.join("plain.clrprof");
     record(&plain, &["--mode", "sample"], &["alloc-live", "mb=1"]);

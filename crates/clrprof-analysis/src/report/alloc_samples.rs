@@ -23,6 +23,9 @@ pub struct FunctionBytes {
     pub self_bytes: u64,
     /// Allocated by it and what it called.
     pub total_bytes: u64,
+    /// The same in objects.
+    pub self_objects: u64,
+    pub total_objects: u64,
 }
 
 #[derive(Debug, Serialize, PartialEq)]
@@ -90,7 +93,8 @@ fn by_function<'a>(
     points: impl Iterator<Item = &'a AllocPoint>,
     names: &Names,
 ) -> Vec<FunctionBytes> {
-    let mut m: HashMap<String, (f64, f64)> = HashMap::new();
+    // Per name: self bytes, total bytes, self objects, total objects.
+    let mut m: HashMap<String, [f64; 4]> = HashMap::new();
     let mut seen = HashSet::new();
     for p in points {
         seen.clear();
@@ -101,17 +105,21 @@ fn by_function<'a>(
             }
             let e = m.entry(name).or_default();
             if i == 0 {
-                e.0 += p.bytes;
+                e[0] += p.bytes;
+                e[2] += p.objects;
             }
-            e.1 += p.bytes;
+            e[1] += p.bytes;
+            e[3] += p.objects;
         }
     }
     let mut v: Vec<FunctionBytes> = m
         .into_iter()
-        .map(|(name, (s, t))| FunctionBytes {
+        .map(|(name, e)| FunctionBytes {
             name,
-            self_bytes: s.round() as u64,
-            total_bytes: t.round() as u64,
+            self_bytes: e[0].round() as u64,
+            total_bytes: e[1].round() as u64,
+            self_objects: e[2].round() as u64,
+            total_objects: e[3].round() as u64,
         })
         .collect();
     v.sort_by(|a, b| {

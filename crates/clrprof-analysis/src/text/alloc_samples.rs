@@ -33,13 +33,14 @@ pub fn render(o: &mut String, a: Option<&AllocationSamples>, top: usize) {
             t.name
         );
     }
-    let _ = writeln!(o, "  by function (self / total):");
+    let _ = writeln!(o, "  by function (self / total bytes, total objects):");
     for f in a.functions.iter().take(top) {
         let _ = writeln!(
             o,
-            "  {:>12}  {:>12}  {}",
+            "  {:>12}  {:>12}  {:>10} obj  {}",
             bytes(f.self_bytes),
             bytes(f.total_bytes),
+            f.total_objects,
             f.name
         );
     }
@@ -101,6 +102,8 @@ mod tests {
                 name: "App.Make".into(),
                 self_bytes: 204_800,
                 total_bytes: 204_800,
+                self_objects: 200,
+                total_objects: 200,
             }],
             live: LiveHeap {
                 bytes: 102_400,
@@ -131,8 +134,8 @@ mod tests {
             "  ~200.0 KiB in ~200 objects",
             "  by type:",
             "     200.0 KiB         200 obj  System.Byte[]",
-            "  by function (self / total):",
-            "     200.0 KiB     200.0 KiB  App.Make",
+            "  by function (self / total bytes, total objects):",
+            "     200.0 KiB     200.0 KiB         200 obj  App.Make",
             "  live at the last GC: ~100.0 KiB in ~100 objects (1 followed samples; 3 samples not followed, over the bound of 4096)",
             "     100.0 KiB         100 obj  System.Byte[]",
             "",
