@@ -131,6 +131,33 @@ mod tests {
     }
 
     #[test]
+    fn alloc_takes_the_runtime_interval_unless_told() {
+        let out = Path::new("/tmp/t.clrprof");
+        let cmd = ["--", "dotnet", "app.dll"];
+        let with = |flags: &[&str]| {
+            let mut line = flags.to_vec();
+            line.extend_from_slice(&cmd);
+            from_args(&parse(&line), out).unwrap()
+        };
+        assert_eq!(with(&[]).0.alloc_interval, None);
+        assert!(!with(&[]).1.contains(&var::ALLOC_INTERVAL));
+        let (s, decided) = with(&["--alloc"]);
+        assert_eq!(s.alloc_interval, Some(102_400));
+        assert!(decided.contains(&var::ALLOC_INTERVAL));
+        // An interval implies --alloc.
+        assert_eq!(
+            with(&["--alloc-interval", "204800"]).0.alloc_interval,
+            Some(204_800)
+        );
+        let mut line = vec!["--alloc-interval", "100"];
+        line.extend_from_slice(&cmd);
+        let mut argv = vec!["clrprof", "record"];
+        argv.extend_from_slice(&line);
+        let err = Cli::try_parse_from(argv).err().unwrap().to_string();
+        assert!(err.contains("1024..=1073741824"), "{err}");
+    }
+
+    #[test]
     fn options_become_typed_settings() {
         let args = parse(&[
             "--mode",
