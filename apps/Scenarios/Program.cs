@@ -28,6 +28,9 @@ public static class Program
         ("deep", "deep [depth=1000] [seconds=1]", Deep.Run),
         ("args", "args", ArgsScenario.Run),
         ("heap", "heap [n=1000]", Heap.Run),
+        ("alloc-sites", "alloc-sites [mb=400]", AllocSites.Run),
+        ("alloc-live", "alloc-live [mb=64]", AllocLive.Run),
+        ("alloc-loop", "alloc-loop", AllocLoop.Run),
     ];
 
     [MethodImpl(MethodImplOptions.NoInlining)]

@@ -30,4 +30,29 @@ mod tests {
         assert_ne!(low & corprof_sys::COR_PRF_ENABLE_FUNCTION_RETVAL, 0);
         assert_ne!(low & corprof_sys::COR_PRF_ENABLE_FRAME_INFO, 0);
     }
+
+    /// `--alloc` asks for EventPipe delivery, the basic GC callbacks and stack snapshots,
+    /// never for the full GC monitor or allocation callbacks (which turn background GC
+    /// off and slow every allocation), and only for flags allowed after an attach.
+    #[test]
+    fn alloc_keeps_background_gc_on() {
+        let (low, high) = crate::session::mask::for_settings(
+            &parse(&[
+                ("CLRPROF_EVENTS", "none"),
+                ("CLRPROF_ALLOC_INTERVAL", "102400"),
+            ])
+            .unwrap(),
+        );
+        let (base_low, base_high) =
+            crate::session::mask::for_settings(&parse(&[("CLRPROF_EVENTS", "none")]).unwrap());
+        assert_eq!(low & !base_low, corprof_sys::COR_PRF_ENABLE_STACK_SNAPSHOT);
+        assert_eq!(
+            high & !base_high,
+            corprof_sys::COR_PRF_HIGH_MONITOR_EVENT_PIPE | corprof_sys::COR_PRF_HIGH_BASIC_GC
+        );
+        assert_eq!(low & corprof_sys::COR_PRF_MONITOR_GC, 0);
+        assert_eq!(low & corprof_sys::COR_PRF_ENABLE_OBJECT_ALLOCATED, 0);
+        assert_eq!(low & !corprof_sys::COR_PRF_ALLOWABLE_AFTER_ATTACH, 0);
+        assert_eq!(high & !corprof_sys::COR_PRF_HIGH_ALLOWABLE_AFTER_ATTACH, 0);
+    }
 }

@@ -16,6 +16,7 @@
 #[macro_use]
 pub(crate) mod log;
 
+pub(crate) mod alloc;
 pub(crate) mod callbacks;
 pub(crate) mod config;
 pub(crate) mod control;

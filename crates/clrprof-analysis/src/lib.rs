@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod allocs;
 pub mod app_code;
 pub mod butterfly;
 pub mod calltree;

@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use clrprof_export::{
-    Call, CallPath, Frame, FrameId, FrameKind, Interner, Module, ModuleId, Profile, Sample,
-    StackId, ThreadProfile,
+    AllocationSample, Call, CallPath, Frame, FrameId, FrameKind, Interner, Module, ModuleId,
+    Profile, Sample, StackId, ThreadProfile,
 };
 
 use crate::calltree;
@@ -126,6 +126,7 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
             samples: Vec::new(),
             calls: Vec::new(),
             call_paths: Vec::new(),
+            allocations: Vec::new(),
         });
     };
     // The report's CPU rules: GC-poll frames folded into the polling method, and no CPU
@@ -142,6 +143,22 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
                 stack,
                 wall_ns: interval_ns,
                 cpu_ns: if s.counts_cpu(&names) { s.cpu_ns } else { 0 },
+            });
+        }
+    }
+    // `record --alloc`: allocation samples with their estimates.
+    for p in crate::allocs::collect(&trace.events).points {
+        thread(&mut per, p.os_tid);
+        let stack = tables.stack(p.frames.iter().rev().copied(), |t, f| t.id(f, &names));
+        let alive = p.alive_at_end();
+        if let Some(t) = per.get_mut(&p.os_tid) {
+            t.allocations.push(AllocationSample {
+                time_ns: p.ns,
+                stack,
+                bytes: p.bytes.round() as u64,
+                objects: p.objects.round() as u64,
+                live_bytes: if alive { p.bytes.round() as u64 } else { 0 },
+                live_objects: if alive { p.objects.round() as u64 } else { 0 },
             });
         }
     }
@@ -205,7 +222,12 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
         interval_ns,
         threads: per
             .into_values()
-            .filter(|t| !t.samples.is_empty() || !t.calls.is_empty() || !t.call_paths.is_empty())
+            .filter(|t| {
+                !t.samples.is_empty()
+                    || !t.calls.is_empty()
+                    || !t.call_paths.is_empty()
+                    || !t.allocations.is_empty()
+            })
             .collect(),
         ..tables.profile
     };

@@ -204,11 +204,41 @@ fixture_tests! {
     events_threads: "events-threads.bin", exports = false;
     events_gc: "events-gc.bin", exports = false;
     events_alloc: "events-alloc.bin", exports = false;
+    events_alloc_sampled: "events-alloc-sampled.bin", exports = false;
     sample_hot: "sample-hot.bin", exports = true;
     trace_calls: "trace-calls.bin", exports = true;
     attach_sample: "attach-sample.bin", exports = true;
     golden_v1_0: "golden-v1.0.bin", exports = false;
     golden_v1_1_lz4: "golden-v1.1-lz4.bin", exports = false;
+}
+
+/// `record --alloc`: the allocation flamegraphs (folded, merged threads) of each weight.
+#[test]
+fn allocation_weights_of_a_recorded_trace() {
+    let data = bytes("events-alloc-sampled.bin");
+    let trace = Trace::load(&data).unwrap();
+    for (name, weight) in [
+        ("alloc_bytes", Weight::AllocBytes),
+        ("alloc_objects", Weight::AllocObjects),
+        ("live_bytes", Weight::LiveBytes),
+    ] {
+        let opts = ExportOptions {
+            weight,
+            merge_threads: true,
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        export(
+            &profile(&trace, Format::Folded),
+            Format::Folded,
+            &opts,
+            &mut out,
+        )
+        .unwrap();
+        insta::with_settings!({ snapshot_suffix => name, prepend_module_to_snapshot => false }, {
+            insta::assert_snapshot!("folded_alloc", String::from_utf8(out).unwrap());
+        });
+    }
 }
 
 /// Exports are pure functions of the trace: the same bytes twice.

@@ -9,7 +9,9 @@
 //!   cargo run --release -p clrprof-bench -- attach      # attach and detach latency
 //!   cargo run --release -p clrprof-bench -- soak        # stress cases + 50 attach/detach cycles
 //!   cargo run --release -p clrprof-bench -- heap        # heap snapshot of 10 M objects
+//!   cargo run --release -p clrprof-bench -- alloc       # `record --alloc` overhead (+ dotnet-trace)
 
+mod alloc;
 mod soak;
 
 use std::path::{Path, PathBuf};
@@ -51,6 +53,9 @@ enum What {
         #[arg(long, default_value_t = 50)]
         cycles: usize,
     },
+    /// `record --alloc` at the default interval on an allocation-heavy workload and on
+    /// the Demo app, against no profiler and dotnet-trace (wall and CPU time)
+    Alloc,
     /// One heap snapshot of a large heap: pause, objects/s, bytes/object, report time and memory
     Heap {
         /// Objects in the heap
@@ -69,6 +74,7 @@ fn main() -> Result<()> {
         What::Attach => attach(args.runs),
         What::Soak { cycles } => soak::run(&clrprof()?, cycles),
         What::Heap { objects } => heap::run(objects),
+        What::Alloc => alloc::run_all(&clrprof()?, args.runs),
     }
 }
 

@@ -130,6 +130,12 @@ pub enum Weight {
     Cpu,
     /// Wall time: every sample of every thread, waits included (self time of traced calls)
     Wall,
+    /// Estimated bytes allocated (`record --alloc`)
+    AllocBytes,
+    /// Estimated objects allocated (`record --alloc`)
+    AllocObjects,
+    /// Estimated bytes of the sampled objects still alive at the end (`record --alloc`)
+    LiveBytes,
 }
 
 #[derive(clap::Args, Debug)]
@@ -227,6 +233,14 @@ pub struct RecordArgs {
     /// Take a heap snapshot this many seconds after the start (repeatable; docs/heap.md)
     #[arg(long, value_name = "SECONDS")]
     pub heap: Vec<f64>,
+    /// Sample allocations with their managed stacks and follow the sampled objects for
+    /// the live heap (docs/allocations.md); works with every mode
+    #[arg(long)]
+    pub alloc: bool,
+    /// --alloc: about one sample per this many bytes allocated [default: 102400]; the
+    /// runtime samples every 100 KiB on average, so smaller values act as 102400
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(limits::ALLOC_INTERVAL.0..=limits::ALLOC_INTERVAL.1))]
+    pub alloc_interval: Option<u64>,
     /// Attach to this running process instead of starting a command
     #[arg(long, conflicts_with = "command")]
     pub pid: Option<u32>,

@@ -72,6 +72,28 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
         ));
     }
     let profile = built.profile;
+    let alloc_weight = matches!(
+        args.weight,
+        Some(cli::Weight::AllocBytes | cli::Weight::AllocObjects | cli::Weight::LiveBytes)
+    );
+    if alloc_weight && matches!(fmt, Format::Firefox | Format::Chrome) {
+        bar.done();
+        anyhow::bail!(
+            "-f {} carries no allocation samples: use -f svg, folded, speedscope or pprof with --weight {}",
+            fmt.extension().trim_start_matches('.'),
+            args.weight.and_then(|w| clap::ValueEnum::to_possible_value(&w))
+                .map_or(String::new(), |v| v.get_name().to_owned())
+        );
+    }
+    if alloc_weight && profile.threads.iter().all(|t| t.allocations.is_empty()) {
+        bar.done();
+        anyhow::bail!(
+            "{} has no allocation samples for --weight {}: record with `clrprof record --alloc`",
+            args.file.display(),
+            args.weight.and_then(|w| clap::ValueEnum::to_possible_value(&w))
+                .map_or(String::new(), |v| v.get_name().to_owned())
+        );
+    }
     if profile.threads.is_empty() {
         bar.done();
         anyhow::bail!(
@@ -88,6 +110,9 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
         weight: match args.weight {
             Some(cli::Weight::Cpu) => Weight::Cpu,
             Some(cli::Weight::Wall) => Weight::Wall,
+            Some(cli::Weight::AllocBytes) => Weight::AllocBytes,
+            Some(cli::Weight::AllocObjects) => Weight::AllocObjects,
+            Some(cli::Weight::LiveBytes) => Weight::LiveBytes,
             // A traced run has no CPU times: its flamegraphs count calls, as they did.
             None if trace.call_records > 0 => Weight::Samples,
             None => Weight::Cpu,

@@ -9,6 +9,9 @@ use clrprof_settings::{ArgLimits, EventGroups, Mode, Settings, var};
 
 use crate::cli::RecordArgs;
 
+/// `--alloc` without `--alloc-interval`: the runtime's own mean (100 KiB).
+pub const DEFAULT_ALLOC_INTERVAL: u64 = 100 * 1024;
+
 /// The settings `args` ask for, writing to `output` (a path, or a `{pid}` template), and
 /// the variables the command line decides: those of the options given, and of the
 /// options that have a default of their own (mode, rate, and the `--args` limits with
@@ -66,6 +69,10 @@ pub fn from_args(args: &RecordArgs, output: &Path) -> Result<(Settings, Vec<&'st
         s.heap = true;
         decided.extend([var::HEAP_AT, var::HEAP]);
     }
+    if args.alloc || args.alloc_interval.is_some() {
+        s.alloc_interval = Some(args.alloc_interval.unwrap_or(DEFAULT_ALLOC_INTERVAL));
+        decided.push(var::ALLOC_INTERVAL);
+    }
     if !args.args.is_empty() {
         if mode != Mode::Trace {
             bail!("--args needs --mode trace: arguments are read by the ELT enter/leave hooks");
@@ -121,6 +128,33 @@ mod tests {
             Command::Record(r) => r,
             _ => unreachable!(),
         }
+    }
+
+    #[test]
+    fn alloc_takes_the_runtime_interval_unless_told() {
+        let out = Path::new("/tmp/t.clrprof");
+        let cmd = ["--", "dotnet", "app.dll"];
+        let with = |flags: &[&str]| {
+            let mut line = flags.to_vec();
+            line.extend_from_slice(&cmd);
+            from_args(&parse(&line), out).unwrap()
+        };
+        assert_eq!(with(&[]).0.alloc_interval, None);
+        assert!(!with(&[]).1.contains(&var::ALLOC_INTERVAL));
+        let (s, decided) = with(&["--alloc"]);
+        assert_eq!(s.alloc_interval, Some(102_400));
+        assert!(decided.contains(&var::ALLOC_INTERVAL));
+        // An interval implies --alloc.
+        assert_eq!(
+            with(&["--alloc-interval", "204800"]).0.alloc_interval,
+            Some(204_800)
+        );
+        let mut line = vec!["--alloc-interval", "100"];
+        line.extend_from_slice(&cmd);
+        let mut argv = vec!["clrprof", "record"];
+        argv.extend_from_slice(&line);
+        let err = Cli::try_parse_from(argv).err().unwrap().to_string();
+        assert!(err.contains("1024..=1073741824"), "{err}");
     }
 
     #[test]

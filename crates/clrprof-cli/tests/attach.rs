@@ -270,6 +270,8 @@ fn every_option_reaches_the_attached_agent() {
         ("--arg-depth", Some("2")),
         ("--arg-items", Some("3")),
         ("--heap", Some("0.5")),
+        ("--alloc", None),
+        ("--alloc-interval", Some("204800")),
     ];
     // Options that are not agent settings, or that cannot attach (`--args` is refused:
     // reading arguments needs a profiler loaded at startup).
@@ -349,6 +351,7 @@ fn every_option_reaches_the_attached_agent() {
         },
         heap_at: vec![0.5],
         heap: true,
+        alloc_interval: Some(204_800),
         owner_pid: Some(owner),
         // Not in the header: the trace's own path, the log target, the owner's start.
         ..Settings::unrecorded()
@@ -369,6 +372,7 @@ fn every_option_reaches_the_attached_agent() {
     assert_eq!(
         changed,
         [
+            "alloc_interval",
             "allow_inlining",
             "arg_depth",
             "arg_items",

@@ -77,6 +77,8 @@ pub(crate) fn count_name(profile: &Profile, weight: Weight) -> &'static str {
         Weight::Wall | Weight::Cpu => "ns",
         Weight::Samples if profile.threads.iter().all(crate::stacks::counts_calls) => "calls",
         Weight::Samples => "samples",
+        Weight::AllocBytes | Weight::LiveBytes => "bytes",
+        Weight::AllocObjects => "objects",
     }
 }
 

@@ -62,8 +62,8 @@ mod stacks;
 pub mod svg;
 
 pub use model::{
-    Call, CallPath, Frame, FrameId, FrameKind, Interner, Module, ModuleId, Profile, Sample, Stack,
-    StackId, ThreadProfile, Weight,
+    AllocationSample, Call, CallPath, Frame, FrameId, FrameKind, Interner, Module, ModuleId,
+    Profile, Sample, Stack, StackId, ThreadProfile, Weight,
 };
 
 /// What went wrong while exporting.

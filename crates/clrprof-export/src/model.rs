@@ -291,6 +291,27 @@ pub struct ThreadProfile {
     /// the aggregated formats (folded, SVG, pprof, speedscope's sampled profiles) count
     /// these instead of `calls`, which may then be left empty.
     pub call_paths: Vec<CallPath>,
+    /// Sampled allocations (`record --alloc`), in time order: what the `Alloc*` and
+    /// `LiveBytes` weights count.
+    pub allocations: Vec<AllocationSample>,
+}
+
+/// One sampled allocation, with the estimated bytes and objects it stands for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AllocationSample {
+    /// When it was allocated, in nanoseconds since the profile start.
+    pub time_ns: u64,
+    /// The allocating stack, or `None` when it is empty.
+    pub stack: Option<StackId>,
+    /// Estimated bytes allocated.
+    pub bytes: u64,
+    /// Estimated objects allocated.
+    pub objects: u64,
+    /// Of those bytes, the ones still alive at the end (0 when it was collected or not
+    /// followed).
+    pub live_bytes: u64,
+    /// Of those objects, the ones still alive at the end.
+    pub live_objects: u64,
 }
 
 /// One stack sample of one thread.
@@ -346,16 +367,34 @@ pub enum Weight {
     Wall,
     /// CPU time in nanoseconds. Traced calls carry no CPU time.
     Cpu,
+    /// Estimated bytes allocated (`record --alloc`).
+    AllocBytes,
+    /// Estimated objects allocated.
+    AllocObjects,
+    /// Estimated bytes still alive at the end.
+    LiveBytes,
 }
 
 impl Weight {
-    /// `samples`, `wall` or `cpu`: the sample type names pprof uses too.
+    /// `samples`, `wall`, `cpu`, `alloc_space`, `alloc_objects` or `inuse_space`: the
+    /// sample type names pprof uses too (Go's and Pyroscope's for allocations).
     pub fn as_str(self) -> &'static str {
         match self {
             Weight::Samples => "samples",
             Weight::Wall => "wall",
             Weight::Cpu => "cpu",
+            Weight::AllocBytes => "alloc_space",
+            Weight::AllocObjects => "alloc_objects",
+            Weight::LiveBytes => "inuse_space",
         }
+    }
+
+    /// Counts allocation samples rather than stack samples or calls.
+    pub fn is_alloc(self) -> bool {
+        matches!(
+            self,
+            Weight::AllocBytes | Weight::AllocObjects | Weight::LiveBytes
+        )
     }
 }
 

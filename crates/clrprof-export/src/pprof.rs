@@ -2,7 +2,9 @@
 //! profilers that read it.
 //!
 //! Every sample carries three values: `samples/count`, `wall/nanoseconds` and
-//! `cpu/nanoseconds`; `default_sample_type` names the one `opts.weight` picks. Each
+//! `cpu/nanoseconds`, and with allocation samples also `alloc_objects/count`,
+//! `alloc_space/bytes`, `inuse_objects/count` and `inuse_space/bytes` (the names of Go's
+//! and Pyroscope's heap profiles); `default_sample_type` names the one `opts.weight` picks. Each
 //! frame is one function and one location (ids = frame index + 1); frames with a module
 //! point to one mapping per module. Identical stacks of a thread are summed into one
 //! sample, labelled with the thread's name and id.
@@ -193,11 +195,21 @@ fn to_i64(v: u64) -> i64 {
 pub fn build(profile: &Profile, opts: &Options) -> Result<proto::Profile, ExportError> {
     validate(profile)?;
     let mut strings = Strings::new();
-    let sample_type = vec![
+    let mut sample_type = vec![
         value_type(&mut strings, "samples", "count"),
         value_type(&mut strings, "wall", "nanoseconds"),
         value_type(&mut strings, "cpu", "nanoseconds"),
     ];
+    // Allocation samples (`record --alloc`): the types Go and Pyroscope name them by.
+    let allocs = profile.threads.iter().any(|t| !t.allocations.is_empty());
+    if allocs {
+        sample_type.extend([
+            value_type(&mut strings, "alloc_objects", "count"),
+            value_type(&mut strings, "alloc_space", "bytes"),
+            value_type(&mut strings, "inuse_objects", "count"),
+            value_type(&mut strings, "inuse_space", "bytes"),
+        ]);
+    }
     let period_type = Some(value_type(&mut strings, "wall", "nanoseconds"));
 
     let mut mapping: Vec<proto::Mapping> = Vec::new();
@@ -240,14 +252,19 @@ pub fn build(profile: &Profile, opts: &Options) -> Result<proto::Profile, Export
     }
 
     // Sum identical stacks per thread (or over all threads when merging).
-    let mut sums: BTreeMap<(Option<usize>, Vec<FrameId>), [u64; 3]> = BTreeMap::new();
+    let mut sums: BTreeMap<(Option<usize>, Vec<FrameId>), [u64; 7]> = BTreeMap::new();
     for w in weighted(profile) {
         let thread = (!opts.merge_threads).then_some(w.thread);
         let v = sums.entry((thread, w.stack)).or_default();
         v[0] += w.count;
         v[1] += w.wall_ns;
         v[2] += w.cpu_ns;
+        v[3] += w.alloc_objects;
+        v[4] += w.alloc_bytes;
+        v[5] += w.live_objects;
+        v[6] += w.live_bytes;
     }
+    let values = if allocs { 7 } else { 3 };
     let name_key = strings.get("thread name");
     let id_key = strings.get("thread id");
     let sample = sums
@@ -273,7 +290,7 @@ pub fn build(profile: &Profile, opts: &Options) -> Result<proto::Profile, Export
             };
             proto::Sample {
                 location_id: stack.iter().rev().map(|f| u64::from(f.0) + 1).collect(),
-                value: v.iter().map(|&x| to_i64(x)).collect(),
+                value: v[..values].iter().map(|&x| to_i64(x)).collect(),
                 label,
             }
         })

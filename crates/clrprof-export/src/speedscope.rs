@@ -90,12 +90,38 @@ fn sampled<'a>(
 ) -> SProfile {
     let mut samples = Vec::new();
     let mut weights = Vec::new();
+    if weight.is_alloc() {
+        for t in threads {
+            for a in &t.allocations {
+                samples.push(profile.stack_frames(a.stack).iter().map(|f| f.0).collect());
+                weights.push(match weight {
+                    Weight::AllocObjects => a.objects,
+                    Weight::LiveBytes => a.live_bytes,
+                    _ => a.bytes,
+                });
+            }
+        }
+        return SProfile::Sampled {
+            name,
+            unit: if weight == Weight::AllocObjects {
+                "none"
+            } else {
+                "bytes"
+            },
+            start_value: 0,
+            end_value: weights.iter().sum(),
+            samples,
+            weights,
+        };
+    }
     for s in threads.flat_map(|t| &t.samples) {
         samples.push(profile.stack_frames(s.stack).iter().map(|f| f.0).collect());
         weights.push(match weight {
             Weight::Samples => 1,
             Weight::Wall => s.wall_ns,
             Weight::Cpu => s.cpu_ns,
+            // Handled above.
+            Weight::AllocBytes | Weight::AllocObjects | Weight::LiveBytes => 0,
         });
     }
     SProfile::Sampled {
@@ -156,7 +182,15 @@ pub fn write(profile: &Profile, opts: &Options, out: impl Write) -> Result<(), E
         })
         .collect();
     let mut profiles = Vec::new();
-    let with_samples = || profile.threads.iter().filter(|t| !t.samples.is_empty());
+    let alloc = opts.weight.is_alloc();
+    let counted = |t: &ThreadProfile| {
+        if alloc {
+            !t.allocations.is_empty()
+        } else {
+            !t.samples.is_empty()
+        }
+    };
+    let with_samples = || profile.threads.iter().filter(|t| counted(t));
     if opts.merge_threads && with_samples().next().is_some() {
         profiles.push(sampled(
             profile,
@@ -166,8 +200,8 @@ pub fn write(profile: &Profile, opts: &Options, out: impl Write) -> Result<(), E
         ));
     }
     for t in &profile.threads {
-        let both = !t.samples.is_empty() && !t.calls.is_empty();
-        if !t.samples.is_empty() && !opts.merge_threads {
+        let both = counted(t) && !t.calls.is_empty();
+        if counted(t) && !opts.merge_threads {
             let name = if both {
                 format!("{} (samples)", t.label())
             } else {

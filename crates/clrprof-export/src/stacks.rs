@@ -162,7 +162,7 @@ pub(crate) fn span_stack(spans: &[Span], mut i: usize) -> Vec<FrameId> {
 }
 
 /// One stack with all the values the aggregated formats can count.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Weighted {
     /// Index into [`Profile::threads`].
     pub thread: usize,
@@ -174,6 +174,11 @@ pub(crate) struct Weighted {
     pub wall_ns: u64,
     /// CPU nanoseconds (0 for traced threads).
     pub cpu_ns: u64,
+    /// Estimated bytes and objects allocated, and bytes alive at the end.
+    pub alloc_bytes: u64,
+    pub alloc_objects: u64,
+    pub live_bytes: u64,
+    pub live_objects: u64,
 }
 
 impl Weighted {
@@ -182,6 +187,9 @@ impl Weighted {
             Weight::Samples => self.count,
             Weight::Wall => self.wall_ns,
             Weight::Cpu => self.cpu_ns,
+            Weight::AllocBytes => self.alloc_bytes,
+            Weight::AllocObjects => self.alloc_objects,
+            Weight::LiveBytes => self.live_bytes,
         }
     }
 }
@@ -205,12 +213,12 @@ pub(crate) fn weighted(profile: &Profile) -> Vec<Weighted> {
         if !counts_calls(t) {
             for s in &t.samples {
                 if let Some(stack) = s.stack {
-                    sums.add(stack, [1, s.wall_ns, s.cpu_ns]);
+                    sums.add(stack, [1, s.wall_ns, s.cpu_ns, 0, 0, 0, 0]);
                 }
             }
         } else if !t.call_paths.is_empty() {
             for p in &t.call_paths {
-                sums.add(p.stack, [p.calls, p.self_ns, 0]);
+                sums.add(p.stack, [p.calls, p.self_ns, 0, 0, 0, 0, 0]);
             }
         } else {
             let spans = spans(&t.calls);
@@ -227,20 +235,42 @@ pub(crate) fn weighted(profile: &Profile) -> Vec<Weighted> {
                     count: 1,
                     wall_ns: (s.end_ns - s.start_ns).saturating_sub(child_ns[i]),
                     cpu_ns: 0,
+                    ..Weighted::default()
                 });
             }
         }
-        out.extend(
-            sums.order
-                .into_iter()
-                .map(|(stack, [count, wall_ns, cpu_ns])| Weighted {
+        for a in &t.allocations {
+            if let Some(stack) = a.stack {
+                let v = [a.bytes, a.objects, a.live_bytes, a.live_objects];
+                sums.add(stack, [0, 0, 0, v[0], v[1], v[2], v[3]]);
+            }
+        }
+        out.extend(sums.order.into_iter().map(
+            |(
+                stack,
+                [
+                    count,
+                    wall_ns,
+                    cpu_ns,
+                    alloc_bytes,
+                    alloc_objects,
+                    live_bytes,
+                    live_objects,
+                ],
+            )| {
+                Weighted {
                     thread,
                     stack: profile.stack_frames(stack),
                     count,
                     wall_ns,
                     cpu_ns,
-                }),
-        );
+                    alloc_bytes,
+                    alloc_objects,
+                    live_bytes,
+                    live_objects,
+                }
+            },
+        ));
     }
     out
 }
@@ -249,13 +279,13 @@ pub(crate) fn weighted(profile: &Profile) -> Vec<Weighted> {
 #[derive(Default)]
 struct Summed {
     index: HashMap<StackId, usize>,
-    order: Vec<(StackId, [u64; 3])>,
+    order: Vec<(StackId, [u64; 7])>,
 }
 
 impl Summed {
-    fn add(&mut self, stack: StackId, values: [u64; 3]) {
+    fn add(&mut self, stack: StackId, values: [u64; 7]) {
         let i = *self.index.entry(stack).or_insert_with(|| {
-            self.order.push((stack, [0; 3]));
+            self.order.push((stack, [0; 7]));
             self.order.len() - 1
         });
         for (sum, v) in self.order[i].1.iter_mut().zip(values) {

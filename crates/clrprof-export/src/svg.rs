@@ -24,6 +24,9 @@ pub fn write(profile: &Profile, opts: &Options, out: impl Write) -> Result<(), E
         Weight::Samples => "samples",
         Weight::Wall => "wall time",
         Weight::Cpu => "CPU time",
+        Weight::AllocBytes => "bytes allocated, estimated",
+        Weight::AllocObjects => "objects allocated, estimated",
+        Weight::LiveBytes => "bytes alive at the end, estimated",
     };
     let name = if profile.name.is_empty() {
         "clrprof"

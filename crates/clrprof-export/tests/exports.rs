@@ -636,3 +636,125 @@ fn extensions() {
         ]
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// allocation samples (`record --alloc`)
+
+/// The fixture with two allocation samples on the main thread: 3000 bytes in 3 objects
+/// from Main;Run;List<int>.Add (1000 still alive), 500 bytes in 1 object from Main;Compute.
+fn with_allocations() -> Profile {
+    let mut p = fixture();
+    let add = p.intern_stack_frames([MAIN, RUN, LIST_ADD]);
+    let compute = p.intern_stack_frames([MAIN, COMPUTE]);
+    p.threads[0].allocations = vec![
+        AllocationSample {
+            time_ns: 0,
+            stack: add,
+            bytes: 3000,
+            objects: 3,
+            live_bytes: 1000,
+            live_objects: 1,
+        },
+        AllocationSample {
+            time_ns: MS,
+            stack: compute,
+            bytes: 500,
+            objects: 1,
+            live_bytes: 0,
+            live_objects: 0,
+        },
+    ];
+    p
+}
+
+#[test]
+fn folded_counts_allocation_weights() {
+    let p = with_allocations();
+    let lines = |w| {
+        let opts = Options {
+            weight: w,
+            merge_threads: true,
+            ..Default::default()
+        };
+        text(&p, Format::Folded, opts)
+    };
+    let bytes = lines(Weight::AllocBytes);
+    assert!(
+        bytes.contains(";System.Collections.Generic.List<int>.Add 3000\n"),
+        "{bytes}"
+    );
+    assert_eq!(bytes.lines().count(), 2, "{bytes}");
+    assert!(lines(Weight::AllocObjects).contains("List<int>.Add 3\n"));
+    let live = lines(Weight::LiveBytes);
+    assert_eq!(live.lines().count(), 1, "{live}");
+    assert!(live.ends_with(" 1000\n"), "{live}");
+    // The CPU weights are those of the fixture without allocations.
+    assert_eq!(
+        lines(Weight::Cpu),
+        text(
+            &fixture(),
+            Format::Folded,
+            Options {
+                weight: Weight::Cpu,
+                merge_threads: true,
+                ..Default::default()
+            }
+        )
+    );
+}
+
+#[test]
+fn pprof_names_the_allocation_types_as_go_does() {
+    let p = decode_pprof(&run(
+        &with_allocations(),
+        Format::Pprof,
+        weight(Weight::AllocBytes),
+    ));
+    let s = |i: i64| p.string_table[i as usize].clone();
+    let types: Vec<String> = p
+        .sample_type
+        .iter()
+        .map(|t| format!("{}/{}", s(t.r#type), s(t.unit)))
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "samples/count",
+            "wall/nanoseconds",
+            "cpu/nanoseconds",
+            "alloc_objects/count",
+            "alloc_space/bytes",
+            "inuse_objects/count",
+            "inuse_space/bytes"
+        ]
+    );
+    assert_eq!(s(p.default_sample_type), "alloc_space");
+    let add = pprof_samples(&p)
+        .into_iter()
+        .find(|(thread, stack, _)| {
+            thread == "Main Thread" && stack.last().is_some_and(|f| f.ends_with("List<int>.Add"))
+        })
+        .unwrap();
+    assert_eq!(add.2[3..], [3, 3000, 1, 1000]);
+    // Without allocations: the three time types only (older profiles stay as they were).
+    let plain = decode_pprof(&run(&fixture(), Format::Pprof, weight(Weight::Cpu)));
+    assert_eq!(plain.sample_type.len(), 3);
+}
+
+#[test]
+fn speedscope_weighs_allocations_in_bytes() {
+    let v = json(
+        &with_allocations(),
+        Format::Speedscope,
+        weight(Weight::AllocBytes),
+    );
+    check_speedscope(&v);
+    let main = v["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"].as_str().unwrap().starts_with("Main Thread"))
+        .unwrap();
+    assert_eq!(main["unit"], "bytes");
+    assert_eq!(main["weights"], serde_json::json!([3000, 500]));
+}

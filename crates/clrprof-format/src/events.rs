@@ -268,7 +268,56 @@ events! {
         /// How long the target was stopped (the forced GC and the walk).
         pause_ns: u64,
     }
+    /// `--alloc`: how allocations are sampled in this process (written once, before the
+    /// first `AllocSample`; docs/allocations.md).
+    80 AllocConfig {
+        /// [`ALLOC_SOURCE_SAMPLED`] or [`ALLOC_SOURCE_TICK`].
+        source: u8,
+        /// The runtime's mean distance between samples, in bytes.
+        mean_bytes: u64,
+        /// The asked-for interval (`--alloc-interval`); above `mean_bytes` the agent keeps
+        /// each runtime sample with probability `mean_bytes / interval_bytes`.
+        interval_bytes: u64,
+        /// At most this many sampled objects are followed for the live heap at once.
+        tracked_max: u64,
+    }
+    /// `--alloc`: one sampled allocation, on the allocating thread.
+    81 AllocSample {
+        /// The sample's number in this process (`AllocFreed` refers to it).
+        id: u64,
+        /// Managed thread id.
+        thread: u64,
+        class: u64,
+        /// The object's size in bytes.
+        size: u64,
+        /// `AllocationTick` only: the bytes allocated since the previous tick (0 for
+        /// `AllocationSampled`).
+        amount: u64,
+        /// 1 = followed for the live heap, 0 = not (the table was full, or no handle).
+        tracked: u8,
+        /// Leaf first; 0 for an address the runtime could not name.
+        frames: Cow<'a, [u64]>,
+    }
+    /// `--alloc`: followed samples whose objects a GC collected (at the GC's end).
+    82 AllocFreed { ids: Cow<'a, [u64]> }
+    /// `--alloc`: the allocation sampler's own figures, written when the recording stops.
+    83 AllocStats {
+        /// Samples the runtime delivered.
+        delivered: u64,
+        /// Samples recorded (the others were thinned out by `--alloc-interval`).
+        recorded: u64,
+        /// Recorded samples not followed for the live heap because `tracked_max` objects
+        /// were followed already.
+        untracked: u64,
+        /// Followed samples whose objects were still alive at the end.
+        alive_at_end: u64,
+    }
 }
+
+/// `AllocConfig.source`: the runtime's `AllocationSampled` event (.NET 10, Poisson).
+pub const ALLOC_SOURCE_SAMPLED: u8 = 1;
+/// `AllocConfig.source`: the runtime's `AllocationTick` event (one per ~100 KB).
+pub const ALLOC_SOURCE_TICK: u8 = 2;
 
 /// `Lost.reason`: a thread's buffer was full in drop mode (`--on-full drop`).
 pub const LOST_BUFFER_FULL: u8 = 1;

@@ -60,7 +60,8 @@ pub use encode::{
 };
 pub use error::FormatError;
 pub use events::{
-    Event, LOST_BUFFER_FULL, LOST_STOPPING, LOST_WRITE_FAILED, event_kind_table, kind_name,
+    ALLOC_SOURCE_SAMPLED, ALLOC_SOURCE_TICK, Event, LOST_BUFFER_FULL, LOST_STOPPING,
+    LOST_WRITE_FAILED, event_kind_table, kind_name,
 };
 pub use fields::{MAX_LIST_ITEMS, MAX_STRING_BYTES};
 pub use header::{

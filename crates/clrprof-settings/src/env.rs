@@ -37,6 +37,7 @@ pub mod var {
     pub const ARG_DEPTH: &str = "CLRPROF_ARG_DEPTH";
     pub const ARG_ITEMS: &str = "CLRPROF_ARG_ITEMS";
     pub const ARG_BYTES: &str = "CLRPROF_ARG_BYTES";
+    pub const ALLOC_INTERVAL: &str = "CLRPROF_ALLOC_INTERVAL";
 }
 
 /// The accepted ranges of the numeric settings, inclusive (the CLI checks its options
@@ -50,6 +51,7 @@ pub mod limits {
     pub const ARG_DEPTH: (u64, u64) = (0, 4);
     pub const ARG_ITEMS: (u64, u64) = (0, 1024);
     pub const ARG_BYTES: (u64, u64) = (64, 8192);
+    pub const ALLOC_INTERVAL: (u64, u64) = (1024, 1 << 30);
 }
 
 /// The longest `CLRPROF_DURATION_S` accepted: a year (`Duration::from_secs_f64` panics
@@ -163,6 +165,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
     (
         var::ARG_BYTES,
         "--args: bytes of values recorded per call, 64..=8192 (default 2048; the rest is cut and counted)",
+    ),
+    (
+        var::ALLOC_INTERVAL,
+        "sample allocations with stacks, about one per this many bytes, 1024..=1073741824 (unset = off; the runtime samples at least every 100 KiB, docs/allocations.md)",
     ),
 ];
 
@@ -358,6 +364,10 @@ impl Settings {
             })?,
         };
         let heap = flag(var::HEAP, get(var::HEAP).as_deref(), false)? || !heap_at.is_empty();
+        let alloc_interval = match get(var::ALLOC_INTERVAL) {
+            None => None,
+            Some(v) => Some(number(var::ALLOC_INTERVAL, &v, limits::ALLOC_INTERVAL)?),
+        };
         Ok(Settings {
             mode,
             output,
@@ -384,6 +394,7 @@ impl Settings {
             arg_limits,
             heap_at,
             heap,
+            alloc_interval,
         })
     }
 
@@ -433,6 +444,10 @@ impl Settings {
             (var::INCLUDE, self.include.clone()),
             (var::EXCLUDE, self.exclude.clone()),
             (var::ARGS, self.args.clone()),
+            (
+                var::ALLOC_INTERVAL,
+                self.alloc_interval.map(|i| i.to_string()),
+            ),
             (
                 var::HEAP_AT,
                 (!self.heap_at.is_empty()).then(|| {
@@ -667,6 +682,7 @@ mod tests {
             },
             heap_at: vec![0.5, 2.0],
             heap: true,
+            alloc_interval: Some(65536),
         }
     }
 
@@ -723,6 +739,7 @@ mod tests {
                 && e.arg_limits.bytes != d.arg_limits.bytes
                 && e.heap_at != d.heap_at
                 && e.heap != d.heap
+                && e.alloc_interval != d.alloc_interval
         );
         assert_eq!(round_trip(&e).unwrap(), e);
         for s in [SamplerKind::Signal, SamplerKind::Suspend] {
@@ -770,6 +787,7 @@ mod tests {
             max_depth in in_range(limits::MAX_DEPTH),
             lim in (in_range(limits::ARG_MAX_LEN), in_range(limits::ARG_DEPTH), in_range(limits::ARG_ITEMS), in_range(limits::ARG_BYTES)),
             mut heap_at in proptest::collection::vec(0.0..1e6f64, 0..4),
+            alloc_interval in proptest::option::of(in_range(limits::ALLOC_INTERVAL)),
         ) -> Settings {
             heap_at.sort_by(f64::total_cmp);
             let mut groups = EventGroups::default();
@@ -811,6 +829,7 @@ mod tests {
                 // Timed snapshots imply snapshots.
                 heap: flags[5] || !heap_at.is_empty(),
                 heap_at,
+                alloc_interval,
             }
         }
     }

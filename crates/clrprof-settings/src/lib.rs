@@ -116,6 +116,9 @@ pub struct Settings {
     /// Heap snapshots may be taken (on request or at `heap_at`): the GC monitor must be
     /// requested at startup or attach, the only times the runtime allows it.
     pub heap: bool,
+    /// `--alloc`: sample allocations with their stacks, about one per this many bytes
+    /// (docs/allocations.md); `None` = off.
+    pub alloc_interval: Option<u64>,
 }
 
 impl Settings {
@@ -155,6 +158,7 @@ impl Settings {
             arg_limits: ArgLimits::DEFAULT,
             heap_at: Vec::new(),
             heap: false,
+            alloc_interval: None,
         }
     }
 
@@ -193,6 +197,7 @@ mod tests {
         assert_eq!(
             keys,
             [
+                "alloc_interval",
                 "allow_inlining",
                 "arg_bytes",
                 "arg_depth",

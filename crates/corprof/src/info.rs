@@ -36,7 +36,7 @@ use crate::ids::{
     AppDomainId, AssemblyId, ClassId, FunctionId, ModuleId, ObjectId, ReJitId, ThreadId,
 };
 use crate::metadata::MetaDataImport;
-use crate::wstr::read_string;
+use crate::wstr::{read_string, to_utf16z};
 
 /// The lowest `ICorProfilerInfo` version [`ProfilerInfo`] accepts. Info3 (.NET Framework 4,
 /// every CoreCLR) brings attach/detach, `EnumModules`, `GetModuleInfo2`,
@@ -1196,6 +1196,82 @@ impl ProfilerInfo {
             self,
             ICorProfilerInfo3::RequestProfilerDetach(expected_ms)
         ))
+    }
+
+    // ---- In-process EventPipe sessions, GC handles ------------------------------------------
+
+    /// `EventPipeStartSession`: a session whose events the runtime delivers to
+    /// [`event_pipe_event_delivered`](crate::ProfilerCallback::event_pipe_event_delivered),
+    /// synchronously on the thread that writes each event. `providers` are
+    /// `(name, keywords, level)`. Returns the `EVENTPIPE_SESSION` handle.
+    /// **Info12 · after attach**
+    pub fn event_pipe_start_session(
+        &self,
+        providers: &[(&str, u64, u32)],
+        request_rundown: bool,
+    ) -> Result<u64> {
+        let names: Vec<Vec<u16>> = providers.iter().map(|p| to_utf16z(p.0)).collect();
+        let mut configs: Vec<sys::COR_PRF_EVENTPIPE_PROVIDER_CONFIG> = providers
+            .iter()
+            .zip(&names)
+            .map(|(p, n)| sys::COR_PRF_EVENTPIPE_PROVIDER_CONFIG {
+                provider_name: n.as_ptr(),
+                keywords: p.1,
+                logging_level: p.2,
+                filter_data: ptr::null(),
+            })
+            .collect();
+        let mut session = 0u64;
+        check(vcall!(
+            self,
+            ICorProfilerInfo12::EventPipeStartSession(
+                configs.len() as u32,
+                configs.as_mut_ptr(),
+                i32::from(request_rundown),
+                &mut session
+            )
+        ))?;
+        Ok(session)
+    }
+
+    /// `EventPipeStopSession`. **Info12**
+    pub fn event_pipe_stop_session(&self, session: u64) -> Result<()> {
+        check(vcall!(
+            self,
+            ICorProfilerInfo12::EventPipeStopSession(session)
+        ))
+    }
+
+    /// `CreateHandle`: a GC handle of `kind` (`COR_PRF_HANDLE_TYPE_*`) to `object`,
+    /// returned as its address (never 0 on success). The object must be a live object
+    /// the runtime handed out (R7). **Info13 · after attach**
+    pub fn create_handle(&self, object: ObjectId, kind: u32) -> Result<usize> {
+        let mut handle: sys::ObjectHandleID = ptr::null_mut();
+        check(vcall!(
+            self,
+            ICorProfilerInfo13::CreateHandle(object.0, kind, &mut handle)
+        ))?;
+        Ok(handle as usize)
+    }
+
+    /// `DestroyHandle` of a handle [`create_handle`](Self::create_handle) returned (R7).
+    /// **Info13**
+    pub fn destroy_handle(&self, handle: usize) -> Result<()> {
+        check(vcall!(
+            self,
+            ICorProfilerInfo13::DestroyHandle(handle as sys::ObjectHandleID)
+        ))
+    }
+
+    /// `GetObjectIDFromHandle`: the object a handle refers to; `ObjectId(0)` once a weak
+    /// handle's object was collected. **Info13**
+    pub fn get_object_id_from_handle(&self, handle: usize) -> Result<ObjectId> {
+        let mut object = 0;
+        check(vcall!(
+            self,
+            ICorProfilerInfo13::GetObjectIDFromHandle(handle as sys::ObjectHandleID, &mut object)
+        ))?;
+        Ok(ObjectId(object))
     }
 
     // ---- ELT hooks ------------------------------------------------------------------------------

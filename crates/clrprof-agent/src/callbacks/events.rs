@@ -395,6 +395,7 @@ impl ProfilerCallback for Profiler {
         let Some(a) = self.active() else {
             return Ok(());
         };
+        crate::alloc::gc_finished(&a.info);
         let mut sizes = [0u64; 5];
         if let Ok(ranges) = a.info.get_generation_bounds() {
             for r in ranges {
@@ -429,6 +430,13 @@ impl ProfilerCallback for Profiler {
         root_ids: &[usize],
     ) -> Result<()> {
         crate::heap::root_references(roots, kinds, flags, root_ids);
+        Ok(())
+    }
+
+    fn event_pipe_event_delivered(&self, event: &corprof::EventPipeEvent<'_>) -> Result<()> {
+        if let Some(a) = self.active() {
+            crate::alloc::on_event(&a.info, event, &a.functions_named);
+        }
         Ok(())
     }
 

@@ -66,6 +66,14 @@ pub fn for_settings(s: &Settings) -> (u32, u32) {
     if s.heap {
         low |= sys::COR_PRF_MONITOR_GC;
     }
+    // --alloc: the runtime's allocation events come through an in-process EventPipe
+    // session; BASIC_GC's GarbageCollectionFinished checks which sampled objects died
+    // (without turning background GC off).
+    if s.alloc_interval.is_some() {
+        high |= sys::COR_PRF_HIGH_MONITOR_EVENT_PIPE | sys::COR_PRF_HIGH_BASIC_GC;
+        // Each sample's stack: a synchronous DoStackSnapshot on the allocating thread.
+        low |= sys::COR_PRF_ENABLE_STACK_SNAPSHOT;
+    }
     if s.exception_stacks && s.events.contains(EventGroup::Exceptions) {
         low |= sys::COR_PRF_ENABLE_STACK_SNAPSHOT;
     }

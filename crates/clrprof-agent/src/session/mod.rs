@@ -78,6 +78,9 @@ impl Session {
             drop(writer);
             return Err(format!("SetEventMask2({low:#x}, {high:#x}) failed: {e}"));
         }
+        if let Err(e) = crate::alloc::start(info, &settings) {
+            log!("{e}; recording without allocation samples");
+        }
         if settings.heap && attached {
             crate::heap::monitor_between_snapshots(info, &settings);
         }
@@ -178,6 +181,7 @@ impl Session {
         }
         let writer = self.writer.lock().ok().and_then(|mut w| w.take());
         if let Some(w) = writer {
+            crate::alloc::stop(&self.info);
             emit(&Event::Shutdown {});
             let stats = w.stop();
             crate::output::buffers::shutdown();

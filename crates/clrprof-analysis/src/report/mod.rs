@@ -6,6 +6,7 @@
 //! records to [`Calls`], then assembles what their `finish` gives. [`crate::text`]
 //! renders the sections.
 
+mod alloc_samples;
 mod allocations;
 mod calls;
 mod counts;
@@ -32,6 +33,7 @@ use crate::threads::{ThreadLifetimes, ThreadNames};
 use crate::timeline::{TimedEvent, Trace};
 
 pub use crate::threads::ThreadInfo;
+pub use alloc_samples::{AllocationSamples, FunctionBytes, LiveHeap, TypeBytes};
 pub use allocations::{Allocation, Allocations};
 pub use calls::{Calls, CallsSection};
 pub use counts::EventCounts;
@@ -100,6 +102,9 @@ pub struct Report {
     pub jit: JitSummary,
     /// Objects allocated per class (only with the `alloc` event group), most first.
     pub allocations: Vec<Allocation>,
+    /// Sampled allocations with stacks and the live heap (`record --alloc`): estimates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allocation_samples: Option<AllocationSamples>,
     /// Sample totals (sample mode).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub samples: Option<SampleTotals>,
@@ -254,6 +259,7 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
         classes: loaded.classes,
         jit: c.jit.finish(&names),
         allocations: c.allocations.finish(&names),
+        allocation_samples: alloc_samples::section(&crate::allocs::collect(&trace.events), &names),
         samples,
         app_functions,
         functions,

@@ -1,6 +1,7 @@
 //! The human-readable report: short sections, biggest first, numbers with units. One
 //! renderer per section; [`render`] lists them in the order they print.
 
+mod alloc_samples;
 mod allocations;
 mod butterfly;
 mod calls;
@@ -43,6 +44,7 @@ pub fn render(r: &Report, top: usize) -> String {
     threads::render(&mut o, &r.threads, top);
     jit::render(&mut o, &r.jit, top);
     allocations::render(&mut o, &r.allocations, top);
+    alloc_samples::render(&mut o, r.allocation_samples.as_ref(), top);
     let (sampled, traced) = match &r.functions {
         Some(Functions::Sampled(f)) => (Some(&f[..]), None),
         Some(Functions::Traced(f)) => (None, Some(&f[..])),

@@ -118,6 +118,7 @@ pub fn fixture() -> Profile {
             samples: main,
             calls: vec![],
             call_paths: vec![],
+            allocations: vec![],
         },
         ThreadProfile {
             name: "Worker".into(),
@@ -125,6 +126,7 @@ pub fn fixture() -> Profile {
             samples: worker,
             calls: vec![],
             call_paths: vec![],
+            allocations: vec![],
         },
         ThreadProfile {
             name: ".NET TP Worker".into(),
@@ -139,6 +141,7 @@ pub fn fixture() -> Profile {
                 call(NATIVE, 210 * US, 220 * US, 1),
             ],
             call_paths: vec![],
+            allocations: vec![],
         },
     ];
     p

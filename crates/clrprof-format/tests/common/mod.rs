@@ -241,6 +241,30 @@ pub fn every_kind() -> Vec<Event<'static>> {
             lost: 0,
             pause_ns: 13_000_000,
         },
+        Event::AllocConfig {
+            source: clrprof_format::ALLOC_SOURCE_SAMPLED,
+            mean_bytes: 102_400,
+            interval_bytes: 102_400,
+            tracked_max: 4096,
+        },
+        Event::AllocSample {
+            id: 1,
+            thread: 0x7f00_0000_a000,
+            class: 0x7f00_0000_c000,
+            size: 1024,
+            amount: 0,
+            tracked: 1,
+            frames: Cow::Owned(vec![0x7f00_0000_f000, 0x7f00_0000_f100]),
+        },
+        Event::AllocFreed {
+            ids: Cow::Owned(vec![1]),
+        },
+        Event::AllocStats {
+            delivered: 2,
+            recorded: 1,
+            untracked: 0,
+            alive_at_end: 0,
+        },
     ]
 }
 
@@ -600,6 +624,28 @@ pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
                     roots: d,
                     lost: _e,
                     pause_ns: _f,
+                },
+                80 => Event::AllocConfig {
+                    source: byte,
+                    mean_bytes: a,
+                    interval_bytes: b2,
+                    tracked_max: c,
+                },
+                81 => Event::AllocSample {
+                    id: a,
+                    thread: b2,
+                    class: c,
+                    size: d,
+                    amount: _e,
+                    tracked: byte,
+                    frames: list,
+                },
+                82 => Event::AllocFreed { ids: list },
+                83 => Event::AllocStats {
+                    delivered: a,
+                    recorded: b2,
+                    untracked: c,
+                    alive_at_end: d,
                 },
                 _ => unreachable!(),
             }

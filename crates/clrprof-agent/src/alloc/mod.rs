@@ -1,0 +1,286 @@
+//! `--alloc` (docs/allocations.md): allocation samples with their managed stacks, and
+//! the live heap of the sampled objects.
+//!
+//! The runtime samples: the agent opens an in-process EventPipe session
+//! (ICorProfilerInfo12::EventPipeStartSession) on the runtime provider, whose events the
+//! runtime delivers synchronously on the allocating thread (`EventPipeEventDelivered`);
+//! the callback walks that thread's stack (DoStackSnapshot) and records the sample.
+//! .NET 10 and later: `AllocationSampled` (a Poisson process of mean 100 KiB, a constant
+//! of the runtime); before: `GCAllocationTick` (one event each time ~100 KB were
+//! allocated). `--alloc-interval` above 100 KiB thins the runtime's samples at random;
+//! below, the runtime's 100 KiB stands. `payload` decodes the events, `live` follows the
+//! sampled objects through weak handles.
+//!
+//! Per sample, on the allocating thread: no allocation and no syscall; the stack walk,
+//! one load per frame in a lock-free cache of the functions named (the sharded name
+//! table, and its lock, only on a miss), one weak handle, one record.
+
+mod live;
+mod payload;
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+use clrprof_format::Event;
+use corprof::{ClassId, EventPipeEvent, FunctionId, ObjectId, ProfilerInfo};
+
+use crate::config::Settings;
+use crate::names::{self, Seen};
+use crate::output::buffers::emit;
+
+use live::{LiveTable, TRACKED_MAX};
+
+/// The runtime's mean distance between samples, for both events.
+const RUNTIME_MEAN: u64 = 100 * 1024;
+/// `Microsoft-Windows-DotNETRuntime` keywords and levels.
+const KEYWORD_GC: u64 = 0x1;
+const KEYWORD_ALLOCATION_SAMPLING: u64 = 0x800_0000_0000;
+const PROVIDER: &str = "Microsoft-Windows-DotNETRuntime";
+/// Frames kept per sample: a deeper stack keeps its leaf-most frames. 2 KiB of the
+/// allocating thread's stack while the sample is taken.
+const MAX_FRAMES: usize = 256;
+
+struct State {
+    session: u64,
+    /// `AllocationSampled` (true) or `AllocationTick`.
+    sampled: bool,
+    /// Keep a runtime sample when `splitmix(counter) < keep` (`u64::MAX` = keep all).
+    keep: u64,
+    /// The live heap is followed (weak handles need ICorProfilerInfo13).
+    follow: bool,
+    next_id: AtomicU64,
+    rng: AtomicU64,
+    stopped: AtomicBool,
+    delivered: AtomicU64,
+    recorded: AtomicU64,
+    untracked: AtomicU64,
+    live: LiveTable,
+    classes: Seen,
+}
+
+static STATE: OnceLock<State> = OnceLock::new();
+
+/// Starts the EventPipe session (after the event mask asked for EventPipe delivery and
+/// the GC callbacks). An error leaves the rest of the recording running.
+pub fn start(info: &ProfilerInfo, settings: &Settings) -> Result<(), String> {
+    let Some(interval) = settings.alloc_interval else {
+        return Ok(());
+    };
+    if info.version() < 12 {
+        return Err(format!(
+            "--alloc needs ICorProfilerInfo12 (.NET 5 or later); this runtime has ICorProfilerInfo{}",
+            info.version()
+        ));
+    }
+    let major = info.get_runtime_information().map(|r| r.major).unwrap_or(0);
+    let sampled = major >= 10;
+    let (keywords, level) = if sampled {
+        (
+            KEYWORD_ALLOCATION_SAMPLING,
+            corprof_sys::COR_PRF_EVENTPIPE_INFORMATIONAL,
+        )
+    } else {
+        (KEYWORD_GC, corprof_sys::COR_PRF_EVENTPIPE_VERBOSE)
+    };
+    let session = info
+        .event_pipe_start_session(&[(PROVIDER, keywords, level)], false)
+        .map_err(|e| format!("EventPipeStartSession failed: {e}"))?;
+    let keep = if interval > RUNTIME_MEAN {
+        ((RUNTIME_MEAN as f64 / interval as f64) * u64::MAX as f64) as u64
+    } else {
+        u64::MAX
+    };
+    // The object of a GCAllocationTick is not initialized yet when the event fires (the
+    // allocator reports the space it is about to hand out), so only AllocationSampled's
+    // objects, which are, can be given a handle.
+    let follow = sampled && info.version() >= 13;
+    emit(&Event::AllocConfig {
+        source: if sampled {
+            clrprof_format::ALLOC_SOURCE_SAMPLED
+        } else {
+            clrprof_format::ALLOC_SOURCE_TICK
+        },
+        mean_bytes: RUNTIME_MEAN,
+        interval_bytes: interval.max(RUNTIME_MEAN),
+        tracked_max: if follow { TRACKED_MAX as u64 } else { 0 },
+    });
+    let _ = STATE.set(State {
+        session,
+        sampled,
+        keep,
+        follow,
+        next_id: AtomicU64::new(1),
+        stopped: AtomicBool::new(false),
+        rng: AtomicU64::new(crate::os::clock::unix_ns()),
+        delivered: AtomicU64::new(0),
+        recorded: AtomicU64::new(0),
+        untracked: AtomicU64::new(0),
+        live: LiveTable::new(if follow { TRACKED_MAX } else { 0 }),
+        classes: Seen::new(),
+    });
+    if interval < RUNTIME_MEAN {
+        log!(
+            "--alloc-interval {interval}: the runtime samples every {RUNTIME_MEAN} bytes on average, which stands"
+        );
+    }
+    log!(
+        "allocation sampling: {} (mean {RUNTIME_MEAN} bytes{}), live heap {}",
+        if sampled {
+            "AllocationSampled"
+        } else {
+            "GCAllocationTick"
+        },
+        if keep == u64::MAX {
+            String::new()
+        } else {
+            format!(", thinned to one per {interval}")
+        },
+        if follow {
+            format!("followed for up to {TRACKED_MAX} samples")
+        } else {
+            "not followed (needs AllocationSampled, .NET 10)".into()
+        }
+    );
+    Ok(())
+}
+
+/// Ids named already, direct-mapped by hash: a hit skips the name table's lock, so the
+/// frames every sample repeats (Main, the allocating method) cost one load.
+struct NamedCache([AtomicUsize; 4096]);
+
+impl NamedCache {
+    const fn new() -> NamedCache {
+        NamedCache([const { AtomicUsize::new(0) }; 4096])
+    }
+
+    /// True the first time `id` is seen (`seen` decides; the cache only remembers).
+    fn first(&self, id: usize, seen: &Seen) -> bool {
+        let slot = &self.0[(splitmix(id as u64) >> 52) as usize];
+        if slot.load(Ordering::Relaxed) == id {
+            return false;
+        }
+        let first = seen.first(id);
+        slot.store(id, Ordering::Relaxed);
+        first
+    }
+}
+
+static FUNCTIONS_NAMED: NamedCache = NamedCache::new();
+static CLASSES_NAMED: NamedCache = NamedCache::new();
+
+/// splitmix64: a well-mixed value from a counter (no lock, no thread-local state).
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// An EventPipe event, on the thread that wrote it: records the allocation samples.
+pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) {
+    let Some(st) = STATE.get() else {
+        return;
+    };
+    if st.stopped.load(Ordering::Acquire) {
+        return;
+    }
+    let alloc = match (ev.event_id, st.sampled) {
+        (payload::ALLOCATION_SAMPLED, true) => payload::allocation_sampled(ev.data),
+        (payload::ALLOCATION_TICK, false) => payload::allocation_tick(ev.data),
+        _ => return,
+    };
+    let Some(alloc) = alloc else {
+        return;
+    };
+    st.delivered.fetch_add(1, Ordering::Relaxed);
+    if st.keep != u64::MAX && splitmix(st.rng.fetch_add(1, Ordering::Relaxed)) >= st.keep {
+        return;
+    }
+    st.recorded.fetch_add(1, Ordering::Relaxed);
+    let id = st.next_id.fetch_add(1, Ordering::Relaxed);
+    if CLASSES_NAMED.first(alloc.class as usize, &st.classes) {
+        emit(&Event::ClassName {
+            class: alloc.class,
+            name: Cow::Owned(names::class_name(info, ClassId(alloc.class as usize))),
+        });
+    }
+    // A synchronous session's events come without the stack (the runtime walks stacks
+    // only for buffered sessions): walk this thread's own, which is allowed at any time.
+    // The frames go into a buffer on this thread's stack (no allocation per sample).
+    let mut buf = [0u64; MAX_FRAMES];
+    let mut n = 0;
+    let _ = info.do_stack_snapshot(None, 0, None, &mut |f: FunctionId, _ip, _ctx| {
+        if f.0 != 0 {
+            buf[n] = f.0 as u64;
+            n += 1;
+        }
+        n < MAX_FRAMES
+    });
+    let frames = &buf[..n];
+    for f in frames {
+        if FUNCTIONS_NAMED.first(*f as usize, functions) {
+            names::emit_function_info(info, FunctionId(*f as usize));
+        }
+    }
+    let tracked = st.follow && st.live.track(info, ObjectId(alloc.address as usize), id);
+    if st.follow && !tracked {
+        st.untracked.fetch_add(1, Ordering::Relaxed);
+    }
+    emit(&Event::AllocSample {
+        id,
+        thread: ev.thread.0 as u64,
+        class: alloc.class,
+        size: alloc.size,
+        amount: alloc.amount,
+        tracked: u8::from(tracked),
+        frames: Cow::Borrowed(frames),
+    });
+}
+
+/// GarbageCollectionFinished: records the followed samples that this GC collected.
+pub fn gc_finished(info: &ProfilerInfo) {
+    let Some(st) = STATE.get() else {
+        return;
+    };
+    if st.stopped.load(Ordering::Acquire) || st.live.used() == 0 {
+        return;
+    }
+    let mut died = Vec::new();
+    st.live.sweep(info, &mut died);
+    for chunk in died.chunks(1024) {
+        emit(&Event::AllocFreed {
+            ids: Cow::Borrowed(chunk),
+        });
+    }
+}
+
+/// Stops the session, releases the handles and records the figures (before the writer
+/// stops). Samples still being delivered meanwhile see `stopped` and are dropped.
+pub fn stop(info: &ProfilerInfo) {
+    let Some(st) = STATE.get() else {
+        return;
+    };
+    st.stopped.store(true, Ordering::Release);
+    let _ = info.event_pipe_stop_session(st.session);
+    let alive_at_end = st.live.release_all(info);
+    let (delivered, recorded, untracked) = (
+        st.delivered.load(Ordering::Relaxed),
+        st.recorded.load(Ordering::Relaxed),
+        st.untracked.load(Ordering::Relaxed),
+    );
+    log!(
+        "allocation samples: {recorded} recorded of {delivered} delivered, {alive_at_end} followed still alive{}",
+        if untracked > 0 {
+            format!(", {untracked} not followed (over the bound of {TRACKED_MAX})")
+        } else {
+            String::new()
+        }
+    );
+    emit(&Event::AllocStats {
+        delivered,
+        recorded,
+        untracked,
+        alive_at_end,
+    });
+}

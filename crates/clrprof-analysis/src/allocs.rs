@@ -1,0 +1,268 @@
+//! `--alloc`'s allocation samples (docs/allocations.md): each sample scaled to the bytes
+//! and objects it stands for, and followed to the GC that collected it.
+//!
+//! Scaling. `AllocationSampled` (.NET 10) samples bytes by a Poisson process of mean `m`
+//! (100 KiB): an object of `s` bytes is sampled with probability `p = 1 - e^(-s/m)`, so
+//! counting each sample as `1/p` objects and `s/p` bytes is unbiased (the method of Go's
+//! and pprof's heap profiles). `GCAllocationTick` (.NET 8/9) fires each time ~100 KB were
+//! allocated, and carries those bytes: a sample counts them, and `bytes / s` objects. That
+//! total is exact, but it is charged to the object that crossed the threshold, which favours
+//! objects that refill the thread's allocation context (large ones). A sample thinned by
+//! `--alloc-interval` (kept with probability `m / interval`) counts `interval / m` times.
+
+use std::collections::HashMap;
+
+use clrprof_format::Event;
+
+use crate::timeline::TimedEvent;
+
+/// `AllocConfig`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Config {
+    pub source: u8,
+    pub mean_bytes: u64,
+    pub interval_bytes: u64,
+    pub tracked_max: u64,
+}
+
+impl Config {
+    /// `AllocationSampled` or `AllocationTick`.
+    pub fn source_name(&self) -> &'static str {
+        match self.source {
+            clrprof_format::ALLOC_SOURCE_SAMPLED => "AllocationSampled",
+            clrprof_format::ALLOC_SOURCE_TICK => "AllocationTick",
+            _ => "unknown",
+        }
+    }
+
+    /// The (bytes, objects) one sample of an object of `size` bytes stands for.
+    pub fn estimate(&self, size: u64, amount: u64) -> (f64, f64) {
+        let mean = self.mean_bytes.max(1) as f64;
+        let thin = (self.interval_bytes as f64 / mean).max(1.0);
+        let size = size.max(1) as f64;
+        if self.source == clrprof_format::ALLOC_SOURCE_TICK {
+            let bytes = amount as f64 * thin;
+            return (bytes, bytes / size);
+        }
+        let p = -(-size / mean).exp_m1();
+        let objects = if p > 0.0 { 1.0 / p } else { 1.0 } * thin;
+        (size * objects, objects)
+    }
+}
+
+/// One sampled allocation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AllocPoint {
+    pub ns: u64,
+    pub os_tid: u64,
+    pub class: u64,
+    /// Leaf first.
+    pub frames: Vec<u64>,
+    /// The bytes and objects it stands for.
+    pub bytes: f64,
+    pub objects: f64,
+    /// Followed for the live heap.
+    pub tracked: bool,
+    /// When a GC found it collected.
+    pub freed_ns: Option<u64>,
+}
+
+impl AllocPoint {
+    /// Followed and not collected by the end.
+    pub fn alive_at_end(&self) -> bool {
+        self.tracked && self.freed_ns.is_none()
+    }
+}
+
+/// `AllocStats`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub delivered: u64,
+    pub recorded: u64,
+    pub untracked: u64,
+    pub alive_at_end: u64,
+}
+
+/// Every allocation sample of a trace.
+#[derive(Debug, Default)]
+pub struct AllocSamples {
+    pub config: Option<Config>,
+    pub points: Vec<AllocPoint>,
+    pub stats: Option<Stats>,
+    /// The estimated live bytes after each GC that collected followed samples.
+    pub live_over_time: Vec<(u64, f64)>,
+}
+
+/// Collects the allocation samples of a timeline (in time order).
+pub fn collect(events: &[TimedEvent<'_>]) -> AllocSamples {
+    let mut out = AllocSamples::default();
+    let mut by_id: HashMap<u64, usize> = HashMap::new();
+    let mut live = 0.0f64;
+    for e in events {
+        match &e.event {
+            Event::AllocConfig {
+                source,
+                mean_bytes,
+                interval_bytes,
+                tracked_max,
+            } => {
+                out.config = Some(Config {
+                    source: *source,
+                    mean_bytes: *mean_bytes,
+                    interval_bytes: *interval_bytes,
+                    tracked_max: *tracked_max,
+                })
+            }
+            Event::AllocSample {
+                id,
+                class,
+                size,
+                amount,
+                tracked,
+                frames,
+                ..
+            } => {
+                let config = *out.config.get_or_insert(Config {
+                    source: clrprof_format::ALLOC_SOURCE_SAMPLED,
+                    mean_bytes: 100 * 1024,
+                    interval_bytes: 100 * 1024,
+                    tracked_max: 0,
+                });
+                let (bytes, objects) = config.estimate(*size, *amount);
+                let tracked = *tracked != 0;
+                if tracked {
+                    live += bytes;
+                }
+                by_id.insert(*id, out.points.len());
+                out.points.push(AllocPoint {
+                    ns: e.ns,
+                    os_tid: e.os_tid,
+                    class: *class,
+                    frames: frames.to_vec(),
+                    bytes,
+                    objects,
+                    tracked,
+                    freed_ns: None,
+                });
+            }
+            Event::AllocFreed { ids } => {
+                for id in ids.iter() {
+                    if let Some(p) = by_id.get(id).and_then(|&i| out.points.get_mut(i))
+                        && p.tracked
+                        && p.freed_ns.is_none()
+                    {
+                        p.freed_ns = Some(e.ns);
+                        live -= p.bytes;
+                    }
+                }
+                match out.live_over_time.last_mut() {
+                    Some(last) if last.0 == e.ns => last.1 = live.max(0.0),
+                    _ => out.live_over_time.push((e.ns, live.max(0.0))),
+                }
+            }
+            Event::AllocStats {
+                delivered,
+                recorded,
+                untracked,
+                alive_at_end,
+            } => {
+                out.stats = Some(Stats {
+                    delivered: *delivered,
+                    recorded: *recorded,
+                    untracked: *untracked,
+                    alive_at_end: *alive_at_end,
+                })
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sampled() -> Config {
+        Config {
+            source: clrprof_format::ALLOC_SOURCE_SAMPLED,
+            mean_bytes: 102_400,
+            interval_bytes: 102_400,
+            tracked_max: 16,
+        }
+    }
+
+    #[test]
+    fn poisson_scaling_is_size_over_probability() {
+        let c = sampled();
+        let (b, o) = c.estimate(1024, 0);
+        let p = 1.0 - (-1024.0f64 / 102_400.0).exp();
+        assert!((o - 1.0 / p).abs() < 1e-9);
+        assert!((b - 1024.0 / p).abs() < 1e-6);
+        // About the mean for small objects.
+        assert!((b - 102_400.0).abs() < 600.0, "{b}");
+        // Huge objects are always sampled: themselves.
+        let (b, o) = c.estimate(10 << 20, 0);
+        assert!((o - 1.0).abs() < 1e-9 && (b - (10 << 20) as f64).abs() < 1.0);
+        // Thinned to one in four.
+        let thin = Config {
+            interval_bytes: 4 * 102_400,
+            ..c
+        };
+        assert!((thin.estimate(1024, 0).1 - 4.0 / p).abs() < 1e-9);
+    }
+
+    #[test]
+    fn ticks_count_their_amount() {
+        let c = Config {
+            source: clrprof_format::ALLOC_SOURCE_TICK,
+            ..sampled()
+        };
+        assert_eq!(c.estimate(1000, 103_000), (103_000.0, 103.0));
+    }
+
+    #[test]
+    fn freed_samples_leave_the_live_heap() {
+        let at = |ns, event| TimedEvent {
+            ns,
+            os_tid: 1,
+            event,
+        };
+        let sample = |id, tracked| Event::AllocSample {
+            id,
+            thread: 0,
+            class: 5,
+            size: 1 << 20,
+            amount: 0,
+            tracked,
+            frames: vec![7, 8].into(),
+        };
+        let events = [
+            at(
+                0,
+                Event::AllocConfig {
+                    source: 1,
+                    mean_bytes: 102_400,
+                    interval_bytes: 102_400,
+                    tracked_max: 16,
+                },
+            ),
+            at(1, sample(1, 1)),
+            at(2, sample(2, 1)),
+            at(3, sample(3, 0)),
+            at(
+                4,
+                Event::AllocFreed {
+                    ids: vec![2, 99].into(),
+                },
+            ),
+        ];
+        let a = collect(&events);
+        assert_eq!(a.points.len(), 3);
+        let alive: Vec<bool> = a.points.iter().map(AllocPoint::alive_at_end).collect();
+        assert_eq!(alive, [true, false, false]);
+        assert_eq!(a.points[1].freed_ns, Some(4));
+        assert_eq!(a.live_over_time.len(), 1);
+        assert!((a.live_over_time[0].1 - a.points[0].bytes).abs() < 1e-6);
+    }
+}

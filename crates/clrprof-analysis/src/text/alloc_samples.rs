@@ -1,0 +1,158 @@
+//! The Allocations (sampled) section (`record --alloc`): estimated bytes and objects by
+//! type and by function, and the live heap at the end.
+
+use std::fmt::Write;
+
+use super::units::bytes;
+use crate::report::AllocationSamples;
+
+pub fn render(o: &mut String, a: Option<&AllocationSamples>, top: usize) {
+    let Some(a) = a else {
+        return;
+    };
+    let _ = writeln!(
+        o,
+        "\nAllocations (sampled: estimates from {} {} samples, about one per {})",
+        a.samples,
+        a.source,
+        bytes(a.interval_bytes)
+    );
+    let _ = writeln!(
+        o,
+        "  ~{} in ~{} objects",
+        bytes(a.estimated_bytes),
+        a.estimated_objects
+    );
+    let _ = writeln!(o, "  by type:");
+    for t in a.types.iter().take(top) {
+        let _ = writeln!(
+            o,
+            "  {:>12}  {:>10} obj  {}",
+            bytes(t.bytes),
+            t.objects,
+            t.name
+        );
+    }
+    let _ = writeln!(o, "  by function (self / total bytes, total objects):");
+    for f in a.functions.iter().take(top) {
+        let _ = writeln!(
+            o,
+            "  {:>12}  {:>12}  {:>10} obj  {}",
+            bytes(f.self_bytes),
+            bytes(f.total_bytes),
+            f.total_objects,
+            f.name
+        );
+    }
+    let l = &a.live;
+    if l.tracked_max == 0 {
+        let _ = writeln!(
+            o,
+            "  live heap: not followed with {} (docs/allocations.md)",
+            a.source
+        );
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "  live at the last GC: ~{} in ~{} objects ({} followed samples{})",
+        bytes(l.bytes),
+        l.objects,
+        l.samples,
+        if l.untracked > 0 {
+            format!(
+                "; {} samples not followed, over the bound of {}",
+                l.untracked, l.tracked_max
+            )
+        } else {
+            String::new()
+        }
+    );
+    for t in l.types.iter().take(top) {
+        let _ = writeln!(
+            o,
+            "  {:>12}  {:>10} obj  {}",
+            bytes(t.bytes),
+            t.objects,
+            t.name
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{FunctionBytes, LiveHeap, TypeBytes};
+
+    fn section(tracked_max: u64, untracked: u64) -> AllocationSamples {
+        AllocationSamples {
+            source: "AllocationSampled".into(),
+            samples: 2,
+            runtime_samples: Some(2),
+            interval_bytes: 102_400,
+            estimated: true,
+            estimated_bytes: 204_800,
+            estimated_objects: 200,
+            types: vec![TypeBytes {
+                name: "System.Byte[]".into(),
+                bytes: 204_800,
+                objects: 200,
+            }],
+            functions: vec![FunctionBytes {
+                name: "App.Make".into(),
+                self_bytes: 204_800,
+                total_bytes: 204_800,
+                self_objects: 200,
+                total_objects: 200,
+            }],
+            live: LiveHeap {
+                bytes: 102_400,
+                objects: 100,
+                samples: 1,
+                types: vec![TypeBytes {
+                    name: "System.Byte[]".into(),
+                    bytes: 102_400,
+                    objects: 100,
+                }],
+                functions: vec![],
+                over_time: vec![(1.0, 102_400)],
+                tracked_max,
+                untracked,
+            },
+        }
+    }
+
+    #[test]
+    fn says_estimates_and_the_live_heap() {
+        let mut o = String::new();
+        render(&mut o, None, 5);
+        assert_eq!(o, "");
+        render(&mut o, Some(&section(4096, 3)), 5);
+        let expected = [
+            "",
+            "Allocations (sampled: estimates from 2 AllocationSampled samples, about one per 100.0 KiB)",
+            "  ~200.0 KiB in ~200 objects",
+            "  by type:",
+            "     200.0 KiB         200 obj  System.Byte[]",
+            "  by function (self / total bytes, total objects):",
+            "     200.0 KiB     200.0 KiB         200 obj  App.Make",
+            "  live at the last GC: ~100.0 KiB in ~100 objects (1 followed samples; 3 samples not followed, over the bound of 4096)",
+            "     100.0 KiB         100 obj  System.Byte[]",
+            "",
+        ]
+        .join("\n");
+        assert_eq!(o, expected);
+    }
+
+    #[test]
+    fn no_live_heap_where_it_is_not_followed() {
+        let mut s = section(0, 0);
+        s.source = "AllocationTick".into();
+        let mut o = String::new();
+        render(&mut o, Some(&s), 5);
+        assert!(
+            o.ends_with("  live heap: not followed with AllocationTick (docs/allocations.md)\n"),
+            "{o}"
+        );
+    }
+}

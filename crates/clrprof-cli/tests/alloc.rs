@@ -1,0 +1,359 @@
+//! Acceptance tests of `record --alloc` (docs/allocations.md) against the `alloc-sites`
+//! and `alloc-live` scenarios, which measure what they allocate and keep themselves.
+
+mod common;
+
+use serde_json::Value;
+
+use common::*;
+
+fn fact(out: &std::process::Output, key: &str) -> f64 {
+    results(out)[key].parse().unwrap()
+}
+
+fn find<'a>(list: &'a Value, name: &str) -> Option<&'a Value> {
+    list.as_array().unwrap().iter().find(|t| t["name"] == name)
+}
+
+fn bytes_of(list: &Value, name: &str) -> f64 {
+    find(list, name).map_or(0.0, |t| t["bytes"].as_f64().unwrap())
+}
+
+/// 300 MiB of byte[] from one method, 100 MiB of strings from another: the estimated
+/// total is within 10 % of the process's own count, each site's share within 5 points,
+/// and each type is charged to its method, under the whole managed stack.
+#[test]
+fn sampled_bytes_match_what_the_app_allocated_per_site() {
+    let dir = scratch("alloc-sites");
+    let trace = dir.join("t.clrprof");
+    let out = record(
+        &trace,
+        &["--alloc", "--mode", "events"],
+        &["alloc-sites", "mb=400"],
+    );
+    let total = fact(&out, "total_allocated");
+    let (bytes_site, strings_site) = (fact(&out, "bytes_site"), fact(&out, "strings_site"));
+    let r = report_json(&trace);
+    let a = &r["allocation_samples"];
+    assert_eq!(a["source"], "AllocationSampled");
+    assert_eq!(a["interval_bytes"], 102_400);
+    assert_eq!(a["estimated"], true);
+    let est = a["estimated_bytes"].as_f64().unwrap();
+    assert!(
+        (est - total).abs() / total < 0.10,
+        "estimated {est} vs GC.GetTotalAllocatedBytes {total}"
+    );
+    let share = |v: f64| v / est;
+    let arrays = bytes_of(&a["types"], "System.Byte[]");
+    let strings = bytes_of(&a["types"], "System.String");
+    assert!(
+        (share(arrays) - bytes_site / total).abs() < 0.05,
+        "byte[] {arrays} of {est} vs {bytes_site} of {total}"
+    );
+    assert!(
+        (share(strings) - strings_site / total).abs() < 0.05,
+        "string {strings} of {est} vs {strings_site} of {total}"
+    );
+    // Each site's bytes are charged to its method, under the whole managed stack.
+    let f = &a["functions"];
+    let total_of = |name: &str| {
+        find(f, name).unwrap_or_else(|| panic!("{name} in {f:#}"))["total_bytes"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!((total_of("Scenarios.AllocSites.Bytes") - arrays).abs() / arrays < 0.02);
+    assert!((total_of("Scenarios.AllocSites.Strings") - strings).abs() / strings < 0.05);
+    let run = total_of("Scenarios.AllocSites.Run");
+    assert!(run >= arrays * 0.98 + strings * 0.95, "{run}");
+    assert!(total_of("Scenarios.Program.Main") >= run);
+    let text =
+        String::from_utf8(clrprof().arg("report").arg(&trace).output().unwrap().stdout).unwrap();
+    assert!(
+        text.contains("Allocations (sampled: estimates from"),
+        "{text}"
+    );
+}
+
+/// `--alloc-interval` above the runtime's 100 KiB keeps about one runtime sample in
+/// `interval / 100 KiB`, each counting that many times: fewer samples, the same estimate.
+#[test]
+fn a_longer_interval_thins_the_runtime_samples() {
+    let dir = scratch("alloc-thin");
+    let trace = dir.join("t.clrprof");
+    let out = record(
+        &trace,
+        &["--alloc-interval", "524288", "--mode", "events"],
+        &["alloc-sites", "mb=400"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("thinned to one per 524288"), "{stderr}");
+    let total = fact(&out, "total_allocated");
+    let a = &report_json(&trace)["allocation_samples"];
+    assert_eq!(a["interval_bytes"], 524_288);
+    let (kept, delivered) = (
+        a["samples"].as_f64().unwrap(),
+        a["runtime_samples"].as_f64().unwrap(),
+    );
+    let ratio = delivered / kept;
+    assert!((ratio - 5.12).abs() < 1.0, "{kept} of {delivered}");
+    let est = a["estimated_bytes"].as_f64().unwrap();
+    assert!((est - total).abs() / total < 0.15, "{est} vs {total}");
+}
+
+/// 64 MiB kept under a static, four times as much dropped: the live estimate at the end
+/// is within 15 % of what the app kept, and the dropped site is not in it.
+#[test]
+fn the_live_heap_holds_what_the_app_kept() {
+    let dir = scratch("alloc-live");
+    let trace = dir.join("t.clrprof");
+    let out = record(
+        &trace,
+        &["--alloc", "--mode", "events"],
+        &["alloc-live", "mb=64"],
+    );
+    let kept = fact(&out, "kept_bytes");
+    let r = report_json(&trace);
+    let live = &r["allocation_samples"]["live"];
+    let arrays = bytes_of(&live["types"], "System.Byte[]");
+    assert!(
+        (arrays - kept).abs() / kept < 0.15,
+        "live byte[] {arrays} vs kept {kept}"
+    );
+    let by = |name: &str| {
+        find(&live["functions"], name).map_or(0.0, |f| f["total_bytes"].as_f64().unwrap())
+    };
+    assert!((by("Scenarios.AllocLive.Keep") - kept).abs() / kept < 0.15);
+    assert_eq!(by("Scenarios.AllocLive.Drop"), 0.0, "{live:#}");
+    // All allocations are seen: the dropped four fifths too.
+    let drop = find(
+        &r["allocation_samples"]["functions"],
+        "Scenarios.AllocLive.Drop",
+    )
+    .unwrap()["total_bytes"]
+        .as_f64()
+        .unwrap();
+    let dropped = fact(&out, "dropped_bytes");
+    assert!(
+        (drop - dropped).abs() / dropped < 0.10,
+        "{drop} vs {dropped}"
+    );
+    assert_eq!(live["untracked"], 0);
+    assert!(!live["over_time"].as_array().unwrap().is_empty());
+}
+
+/// Allocation flamegraphs: `convert --weight alloc-bytes|alloc-objects|live-bytes`.
+#[test]
+fn allocation_flamegraphs_weigh_bytes_objects_and_live_bytes() {
+    let dir = scratch("alloc-convert");
+    let trace = dir.join("t.clrprof");
+    record(
+        &trace,
+        &["--alloc", "--mode", "events"],
+        &["alloc-live", "mb=16"],
+    );
+    let folded = |weight: &str| {
+        let out = dir.join(format!("{weight}.folded"));
+        let o = out.to_str().unwrap();
+        convert_with(
+            &trace,
+            &[
+                "-f",
+                "folded",
+                "--merge-threads",
+                "--weight",
+                weight,
+                "-o",
+                o,
+            ],
+        );
+        std::fs::read_to_string(&out).unwrap()
+    };
+    let count = |text: &str, leaf: &str| -> u64 {
+        text.lines()
+            .filter(|l| l.rsplit_once(' ').unwrap().0.ends_with(leaf))
+            .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+            .sum()
+    };
+    let bytes = folded("alloc-bytes");
+    let (keep, drop) = (
+        count(&bytes, "AllocLive.Keep"),
+        count(&bytes, "AllocLive.Drop"),
+    );
+    assert!(drop > 3 * keep && keep > 0, "{bytes}");
+    assert!(
+        bytes.contains("Scenarios.Program.Main;Scenarios.AllocLive.Run;Scenarios.AllocLive.Drop ")
+    );
+    let objects = folded("alloc-objects");
+    // 8 KiB objects: bytes / objects is the object size.
+    let per = count(&bytes, "AllocLive.Drop") as f64 / count(&objects, "AllocLive.Drop") as f64;
+    assert!((per - 8192.0).abs() < 100.0, "{per}");
+    let live = folded("live-bytes");
+    assert_eq!(count(&live, "AllocLive.Drop"), 0, "{live}");
+    assert!(count(&live, "AllocLive.Keep") > 0);
+    for f in ["pprof", "speedscope", "svg"] {
+        let out = dir.join(format!("t.{f}"));
+        convert_with(
+            &trace,
+            &[
+                "-f",
+                f,
+                "--weight",
+                "alloc-bytes",
+                "-o",
+                out.to_str().unwrap(),
+            ],
+        );
+    }
+    // Timeline formats have no place for them, and say which formats do.
+    let out = clrprof()
+        .args(["convert", "-f", "firefox", "--weight", "alloc-bytes"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("use -f svg, folded, speedscope or pprof")
+    );
+    // A trace without allocation samples says how to get them.
+    let plain = dir.join("plain.clrprof");
+    record(&plain, &["--mode", "sample"], &["alloc-live", "mb=1"]);
+    let out = clrprof()
+        .args(["convert", "-f", "folded", "--weight", "live-bytes"])
+        .arg(&plain)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("record --alloc"));
+}
+
+/// The Demo app with events, CPU samples and allocation samples in one trace: its results
+/// are those of an unprofiled run.
+#[test]
+fn demo_with_events_cpu_and_allocation_samples() {
+    let demo = clrprof_testkit::app("Demo");
+    let plain = demo.command(&["30000"]).output().unwrap();
+    assert!(plain.status.success());
+    let dir = scratch("alloc-demo");
+    let trace = dir.join("t.clrprof");
+    let out = clrprof()
+        .arg("record")
+        .arg("-o")
+        .arg(&trace)
+        .args([
+            "--mode",
+            "sample",
+            "--events",
+            "default,exceptions,gc",
+            "--alloc",
+            "--",
+        ])
+        .arg(clrprof_testkit::dotnet())
+        .arg(&demo.dll)
+        .arg("30000")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(results(&out), results(&plain));
+    let r = report_json(&trace);
+    assert!(r["samples"]["total"].as_u64().unwrap() > 0);
+    assert!(!r["gcs"].as_array().unwrap().is_empty());
+    assert!(!r["exceptions"].as_object().unwrap().is_empty());
+    let a = &r["allocation_samples"];
+    assert!(a["samples"].as_u64().unwrap() > 10, "{a:#}");
+    assert!(
+        a["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["name"].as_str().unwrap().starts_with("Demo.")),
+        "{a:#}"
+    );
+}
+
+/// `record --pid --alloc`: the runtime allows the EventPipe session, the GC callbacks and
+/// the handles after an attach; the detach leaves the library unloaded and the app going.
+#[test]
+fn attach_samples_allocations_then_detaches() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let mut child = scenarios()
+        .command(&["alloc-loop"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut ready = String::new();
+    stdout.read_line(&mut ready).unwrap();
+    let pid = ready
+        .trim()
+        .strip_prefix("READY ")
+        .expect("READY")
+        .to_string();
+    let trace = scratch("alloc-attach").join("t.clrprof");
+    let out = clrprof()
+        .args(["record", "--alloc", "--duration", "1", "--pid", &pid, "-o"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("library is unloaded"), "{stderr}");
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    assert!(!maps.contains("libclrprof_profiler"), "still mapped");
+    writeln!(child.stdin.as_mut().unwrap(), "quit").unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert!(rest.contains("RESULT allocated="), "{rest}");
+    let r = report_json(&trace);
+    assert_eq!(r["trace"]["attached"], true);
+    let a = &r["allocation_samples"];
+    assert!(a["samples"].as_u64().unwrap() > 50, "{a:#}");
+    let work = find(&a["functions"], "Scenarios.AllocLoop.Work").expect("AllocLoop.Work");
+    assert!(work["total_bytes"].as_f64().unwrap() > 0.9 * a["estimated_bytes"].as_f64().unwrap());
+}
+
+/// The live heap is bounded: 512 MiB kept is ~5000 samples alive, over the 4096 followed
+/// at once. The rest are recorded, counted as not followed, and said so.
+#[test]
+fn followed_samples_are_bounded_and_the_rest_counted() {
+    let dir = scratch("alloc-bound");
+    let trace = dir.join("t.clrprof");
+    let out = record(
+        &trace,
+        &["--alloc", "--mode", "events"],
+        &["alloc-live", "mb=512"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not followed (over the bound of 4096)"),
+        "{stderr}"
+    );
+    let kept = fact(&out, "kept_bytes");
+    let r = report_json(&trace);
+    let a = &r["allocation_samples"];
+    let live = &a["live"];
+    assert_eq!(live["tracked_max"], 4096);
+    let untracked = live["untracked"].as_u64().unwrap();
+    assert!(untracked > 500, "{live:#}");
+    assert!(live["samples"].as_u64().unwrap() <= 4096);
+    // What is followed is a part of what was kept; all allocations are still counted.
+    assert!(bytes_of(&live["types"], "System.Byte[]") < kept);
+    let total = fact(&out, "total_allocated");
+    let est = a["estimated_bytes"].as_f64().unwrap();
+    assert!((est - total).abs() / total < 0.10, "{est} vs {total}");
+    let text =
+        String::from_utf8(clrprof().arg("report").arg(&trace).output().unwrap().stdout).unwrap();
+    assert!(
+        text.contains(&format!(
+            "{untracked} samples not followed, over the bound of 4096"
+        )),
+        "{text}"
+    );
+}
