@@ -22,6 +22,8 @@ pub struct TraceReader<'a> {
     pub(crate) foreign_kinds: HashMap<u8, String>,
     pub(crate) warnings: Warnings,
     pub(crate) stats: ReadStats,
+    /// Each thread's compact-word chain (1.3), carried from one of its blocks to the next.
+    pub(crate) chains: HashMap<u64, crate::compact::Chain>,
 }
 
 /// One event with the thread of the block it was in.
@@ -96,6 +98,7 @@ impl<'a> TraceReader<'a> {
             foreign_kinds,
             warnings: Warnings::default(),
             stats: ReadStats::default(),
+            chains: HashMap::new(),
         };
         reader.reset();
         Ok(reader)
@@ -144,6 +147,7 @@ impl<'a> TraceReader<'a> {
 
     fn reset(&mut self) {
         self.warnings = Warnings::default();
+        self.chains.clear();
         if self.header.minor > FORMAT_MINOR {
             self.warnings.push(Warning::NewerMinorVersion {
                 major: self.header.major,
@@ -184,6 +188,23 @@ impl<'a> TraceReader<'a> {
     ) -> Result<bool, Warning> {
         let compressed = header.compressed();
         let result = decompress(header, payload, buf).and_then(|inflated| {
+            if header.compact() {
+                let words = if inflated { &buf[..] } else { payload };
+                if keep_units {
+                    header.record_count = crate::compact::validate(words)?;
+                    header.records_len = words.len() as u32;
+                    return Ok(inflated);
+                }
+                let mut records = Vec::new();
+                let chain = self.chains.entry(header.os_tid).or_default();
+                let mut ts = header.base_ts;
+                let count = crate::compact::to_records(words, chain, &mut ts, &mut records)?;
+                header.flags = 0;
+                header.record_count = count;
+                header.records_len = records.len() as u32;
+                *buf = records;
+                return Ok(true);
+            }
             if !header.units() {
                 return Ok(inflated);
             }

@@ -29,6 +29,9 @@ struct OpenBlock<'a> {
     /// The payload is ring units (trace mode), read as they are: an Enter or Leave unit
     /// becomes its event without being encoded as a record and decoded again.
     units: bool,
+    /// The payload is compact ring words (1.3), read as they are with the thread's chain.
+    compact: bool,
+    chain: crate::compact::Chain,
 }
 
 impl<'r, 'a> Events<'r, 'a> {
@@ -71,7 +74,14 @@ impl<'r, 'a> Events<'r, 'a> {
                             pos: 0,
                             ts: header.base_ts,
                             borrowed: (!inflated).then_some(payload),
-                            units: header.units(),
+                            units: header.units() || header.compact(),
+                            compact: header.compact(),
+                            chain: self
+                                .reader
+                                .chains
+                                .get(&header.os_tid)
+                                .copied()
+                                .unwrap_or_default(),
                         });
                         return true;
                     }
@@ -87,13 +97,24 @@ impl<'r, 'a> Events<'r, 'a> {
         let block = self.block.as_mut()?;
         let warnings = &mut self.reader.warnings;
         // Checked when the block was opened (`units::validate`): no errors here.
-        let decoded = match block.borrowed {
-            Some(payload) => {
+        let decoded = match (block.borrowed, block.compact) {
+            (Some(payload), false) => {
                 let unit = next_unit(payload, &mut block.pos)?.ok()?;
                 unit_event(unit, warnings, block.offset)?
             }
-            None => {
+            (Some(payload), true) => {
+                let unit =
+                    crate::compact::next_unit(payload, &mut block.pos, &mut block.chain)?.ok()?;
+                unit_event(unit, warnings, block.offset)?
+            }
+            (None, false) => {
                 let unit = next_unit(&self.buf, &mut block.pos)?.ok()?;
+                unit_event(unit, warnings, block.offset)?.map(|(ts, e)| (ts, e.into_owned()))
+            }
+            (None, true) => {
+                let unit =
+                    crate::compact::next_unit(&self.buf, &mut block.pos, &mut block.chain)?
+                        .ok()?;
                 unit_event(unit, warnings, block.offset)?.map(|(ts, e)| (ts, e.into_owned()))
             }
         };
@@ -153,6 +174,11 @@ impl<'r, 'a> Events<'r, 'a> {
 
     /// Ends the current block, checking its record count.
     fn close_block(&mut self) {
+        if let Some(b) = &self.block
+            && b.compact
+        {
+            self.reader.chains.insert(b.os_tid, b.chain);
+        }
         if let Some(b) = self.block.take()
             && !b.truncated
             && b.found != b.declared

@@ -1,7 +1,7 @@
 //! The background writer: the only thread that writes the trace file. Every `flush_ms` (or
 //! sooner when a thread waits for room) it drains each thread's ring: in events and sample
 //! mode the ring's records become one record block; in trace mode (`raw_units`) the ring's
-//! 16-byte units are copied as they are into unit blocks (format 1.1), which the reader
+//! 8-byte words are copied as they are into compact blocks (format 1.3), which the reader
 //! turns into `Enter`/`Leave`/`Tailcall` records. Each block goes out with a single
 //! `write`, so a killed target leaves every block written so far intact. The writer also
 //! keeps its own block of process-wide records (periodic clock-sync points and, at the
@@ -296,7 +296,7 @@ impl Drain {
         }
     }
 
-    /// Copies stream `i`'s published units into the file as unit blocks (two when they
+    /// Copies stream `i`'s published words into the file as compact blocks (two when they
     /// wrap around the ring's end), then hands the room back.
     fn write_units(&mut self, file: &mut File, i: usize, os_tid: u64, compress: bool) {
         let slot = self.regs[i].reg.slot.clone();
@@ -305,12 +305,12 @@ impl Drain {
             if part.is_empty() {
                 continue;
             }
-            match clrprof_format::write_units_block(file, &mut self.lz4, os_tid, part, compress) {
+            match clrprof_format::write_compact_block(file, &mut self.lz4, os_tid, part, compress) {
                 Ok(_) => {
                     self.stats.blocks += 1;
                     self.stats.bytes += part.len() as u64;
                 }
-                Err(e) => self.write_failed(&e, (part.len() / 16) as u64),
+                Err(e) => self.write_failed(&e, (part.len() / 8) as u64),
             }
         }
         slot.ring.consume(a.len() + b.len());

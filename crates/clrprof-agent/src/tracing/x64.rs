@@ -11,15 +11,17 @@
 //!   survive (`RBM_PROFILER_LEAVE_TRASH` = callee-trash minus the four return registers).
 //!
 //! Each hook has two halves:
-//! - **the fast path** (`clrprof_elt_enter` …), about twenty instructions with no call
+//! - **the fast path** (`clrprof_elt_enter` …), about thirty instructions with no call
 //!   and no XMM register touched: find the thread's slot in [`tpmap`](crate::output::tpmap) by
-//!   the thread pointer, check the ring has room, `rdtsc`, store one 16-byte unit (see
+//!   the thread pointer, check the ring has room, build the tag (function index, caller-SP
+//!   delta from the thread's chain), `rdtsc`, store one 8-byte word (see
 //!   [`ring`](crate::output::ring)), publish the new write position. Enter saves the two
 //!   argument registers it needs (RDX for `rdtsc`, RCX) on the stack; leave parks RAX and
 //!   RDX in R8/R9, which it may trash.
 //! - **the slow path** (`clrprof_elt_enter_slow` …), taken when recording is off, the
-//!   thread has no entry yet (its first event registers it), its entry collided or its
-//!   ring is full or busy: save everything that must survive, align the stack, call the
+//!   thread has no entry yet (its first event registers it), its entry collided, its
+//!   ring is full or busy, or the event does not fit a short word (a new high half of the
+//!   timestamp, an SP far from the last one, an index above 18 bits): save everything that must survive, align the stack, call the
 //!   Rust `hooks::on_*` with (id, caller SP), restore. Callee-saved registers are kept by
 //!   the C ABI of the Rust function itself. Without an invariant TSC only the slow path is
 //!   installed.
@@ -89,7 +91,8 @@ macro_rules! leave_like_fast {
             ".cfi_startproc\n",
             "cmp byte ptr [rip + {accepting}], 0\n",
             "je 9f\n",
-            // RAX and RDX hold the return value; R8 and R9 may be trashed.
+            // RAX and RDX hold the return value; R8 and R9 may be trashed. RDI and RSI
+            // stay as they came until the event is stored: the slow path needs them.
             "mov r8, rax\n",
             "mov r9, rdx\n",
             "mov r10, qword ptr fs:[0]\n",
@@ -101,20 +104,36 @@ macro_rules! leave_like_fast {
             "jne 8f\n",
             "mov r10, qword ptr [r11 + rcx + 8]\n",
             "mov rcx, qword ptr [r10]\n",
-            "lea r11, [rcx + 16]\n",
+            "lea r11, [rcx + 8]\n",
             "cmp r11, qword ptr [r10 + 8]\n",
             "ja 8f\n",
             "and rcx, qword ptr [r10 + 16]\n",
             "add rcx, qword ptr [r10 + 24]\n",
-            "rdtsc\n",
-            "shl rdx, 32\n",
-            "or rax, rdx\n",
-            "mov qword ptr [rcx], rax\n",
-            "or edi, ",
+            // The SP delta from the chain, in 8-byte steps, biased into 12 bits.
+            "mov eax, esi\n",
+            "sub eax, dword ptr [r10 + 36]\n",
+            "test al, 7\n",
+            "jnz 8f\n",
+            "sar eax, 3\n",
+            "add eax, 2048\n",
+            "cmp eax, 4095\n",
+            "ja 8f\n",
+            // The function index must fit 18 bits.
+            "cmp rdi, 0x3ffff\n",
+            "ja 8f\n",
+            "mov edx, edi\n",
+            "shl edx, 12\n",
+            "or eax, edx\n",
+            "or eax, ",
             $tag,
             "\n",
-            "mov dword ptr [rcx + 8], edi\n",
-            "mov dword ptr [rcx + 12], esi\n",
+            "mov dword ptr [rcx + 4], eax\n",
+            "rdtsc\n",
+            // A new high half of the timestamp needs a TIME word: slow path.
+            "cmp edx, dword ptr [r10 + 32]\n",
+            "jne 8f\n",
+            "mov dword ptr [rcx], eax\n",
+            "mov dword ptr [r10 + 36], esi\n",
             "mov qword ptr [r10], r11\n",
             "mov rax, r8\n",
             "mov rdx, r9\n",
@@ -159,17 +178,33 @@ global_asm!(
     "jne 8f",
     "mov r10, qword ptr [r11 + rcx + 8]",
     "mov rcx, qword ptr [r10]",
-    "lea r11, [rcx + 16]",
+    "lea r11, [rcx + 8]",
     "cmp r11, qword ptr [r10 + 8]",
     "ja 8f",
     "and rcx, qword ptr [r10 + 16]",
     "add rcx, qword ptr [r10 + 24]",
+    // The SP delta from the chain, in 8-byte steps, biased into 12 bits.
+    "mov eax, r15d",
+    "sub eax, dword ptr [r10 + 36]",
+    "test al, 7",
+    "jnz 8f",
+    "sar eax, 3",
+    "add eax, 2048",
+    "cmp eax, 4095",
+    "ja 8f",
+    // The function index must fit 18 bits (the Enter tag kind is 0).
+    "cmp r14, 0x3ffff",
+    "ja 8f",
+    "mov edx, r14d",
+    "shl edx, 12",
+    "or eax, edx",
+    "mov dword ptr [rcx + 4], eax",
     "rdtsc",
-    "shl rdx, 32",
-    "or rax, rdx",
-    "mov qword ptr [rcx], rax",
-    "mov dword ptr [rcx + 8], r14d",
-    "mov dword ptr [rcx + 12], r15d",
+    // A new high half of the timestamp needs a TIME word: slow path.
+    "cmp edx, dword ptr [r10 + 32]",
+    "jne 8f",
+    "mov dword ptr [rcx], eax",
+    "mov dword ptr [r10 + 36], r15d",
     "mov qword ptr [r10], r11",
     "pop rcx",
     ".cfi_adjust_cfa_offset -8",
