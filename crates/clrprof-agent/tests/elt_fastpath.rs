@@ -127,7 +127,11 @@ fn hooks_keep_the_jit_registers_and_record_every_event() {
     // SAFETY: (A3) the entry's slot stays alive while this thread runs (the table holds a
     // reference).
     let slot = unsafe { &*tpmap::lookup() };
-    let bytes = slot.ring.head.wpos.load(std::sync::atomic::Ordering::Relaxed);
+    let bytes = slot
+        .ring
+        .head
+        .wpos
+        .load(std::sync::atomic::Ordering::Relaxed);
     assert!(
         bytes <= 2000 * 8 + 60 * 24 + 64,
         "{bytes} bytes of ring for 2000 events: the fast path wrote 8-byte words"

@@ -63,6 +63,17 @@ pub struct TraceStats {
     pub unmatched_leaves: u64,
     /// Frames still open when the trace ended (closed at the thread's last record).
     pub open_at_end: u64,
+    /// `--counts`: calls the agent could not count (a thread's table was full).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub counts_missed: u64,
+    /// `--counts`: calls made below a thread's shadow stack (their caller may be the
+    /// deepest frame kept).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub counts_deep: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One call with its exact interval, as the exporters' timelines need it.
@@ -317,6 +328,8 @@ pub fn build(
 /// Events must come in each thread's recorded order; threads may interleave.
 pub struct Builder {
     states: BTreeMap<u64, ThreadState>,
+    /// `--counts`: each thread's last (cumulative) `CallCounts`: missed, deep, edges.
+    counted: BTreeMap<u64, (u64, u64, Vec<u64>)>,
     shared: Shared,
     keep_intervals: bool,
     keep_paths: bool,
@@ -327,6 +340,7 @@ impl Builder {
     pub fn new(keep_intervals: bool) -> Builder {
         Builder {
             states: BTreeMap::new(),
+            counted: BTreeMap::new(),
             shared: Shared::default(),
             keep_intervals,
             keep_paths: false,
@@ -358,6 +372,17 @@ impl Builder {
             Event::Enter { function, sp } => (0, *function, *sp as u32),
             Event::Leave { function, sp } => (1, *function, *sp as u32),
             Event::Tailcall { function, sp } => (1, *function, *sp as u32),
+            Event::CallCounts {
+                os_tid,
+                missed,
+                deep,
+                edges,
+            } => {
+                // Cumulative: a thread's last record holds its totals.
+                self.counted
+                    .insert(*os_tid, (*missed, *deep, edges.to_vec()));
+                return;
+            }
             Event::ExceptionPhase {
                 phase: ExceptionPhase::CatcherEnter,
                 ..
@@ -386,10 +411,31 @@ impl Builder {
     pub fn finish(self, names: &Names, threads: &ThreadNames, max_depth: usize) -> CallTrees {
         let Builder {
             mut states,
+            counted,
             mut shared,
             keep_paths,
             ..
         } = self;
+        for (missed, deep, edges) in counted.into_values() {
+            shared.stats.counts_missed += missed;
+            shared.stats.counts_deep += deep;
+            for e in edges.chunks_exact(3) {
+                let (caller, callee, n) = (e[0], e[1], e[2]);
+                let acc = shared.funcs.entry(callee).or_default();
+                acc.calls += n;
+                shared.stats.calls += n;
+                if caller != 0 {
+                    *acc.callers.entry(caller).or_default() += n;
+                    *shared
+                        .funcs
+                        .entry(caller)
+                        .or_default()
+                        .callees
+                        .entry(callee)
+                        .or_default() += n;
+                }
+            }
+        }
         for st in states.values_mut() {
             while !st.stack.is_empty() {
                 shared.stats.open_at_end += 1;

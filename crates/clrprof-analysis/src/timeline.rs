@@ -33,7 +33,10 @@ pub struct Trace<'a> {
 fn is_call(e: &Event<'_>) -> bool {
     matches!(
         e,
-        Event::Enter { .. } | Event::Leave { .. } | Event::Tailcall { .. }
+        Event::Enter { .. }
+            | Event::Leave { .. }
+            | Event::Tailcall { .. }
+            | Event::CallCounts { .. }
     )
 }
 

@@ -336,7 +336,12 @@ fn trace(runs: usize) -> Result<()> {
     let added = fib_table(&configs, &runs1, calls, 1);
     // The last runs of the round were the full traces: check they recorded what they cost.
     let last_new = fresh_path(fresh.get());
-    verify_trace(&clrprof, &last_new, "Scenarios.FibScenario.Fib", calls as u64)?;
+    verify_trace(
+        &clrprof,
+        &last_new,
+        "Scenarios.FibScenario.Fib",
+        calls as u64,
+    )?;
     verify_trace(&clrprof, &out, "Scenarios.FibScenario.Fib", calls as u64)?;
     for n in 1..=fresh.get() {
         let _ = std::fs::remove_file(fresh_path(n));
@@ -435,7 +440,8 @@ fn read_speed(clrprof: &Path, trace: &Path, runs: usize) -> Result<()> {
         bytes as f64 / events
     );
     let folded = scratch().join("trace.folded");
-    let cmds: [(&str, Box<dyn Fn() -> Command>); 2] = [
+    type MakeCommand<'a> = Box<dyn Fn() -> Command + 'a>;
+    let cmds: [(&str, MakeCommand); 2] = [
         (
             "clrprof report",
             Box::new(|| {

@@ -219,7 +219,11 @@ pub fn validate(p: &[u8]) -> Result<u32, String> {
         if let crate::units::Unit::Other { record, .. } = u?
             && !crate::encode::is_one_record(record)
         {
-            return Err(format!("malformed {}-byte record before word {}", record.len(), pos / WORD));
+            return Err(format!(
+                "malformed {}-byte record before word {}",
+                record.len(),
+                pos / WORD
+            ));
         }
         count += 1;
     }
@@ -346,10 +350,15 @@ mod tests {
             (1000u64, EltKind::Enter, 5u32, 0x7fff_0010u32),
             (1100, EltKind::Enter, 6, 0x7fff_0010 - 48),
             (1200, EltKind::Leave, 6, 0x7fff_0010 - 48),
-            (1300, EltKind::Enter, SHORT_FUNCTION_MAX + 1, 0x7fff_0010 - 48), // long: index
-            (1400, EltKind::Leave, 7, 0x7fff_0010 - 40_000),                  // long: SP far
-            (1500, EltKind::Leave, 7, 0x7fff_0010 - 40_004),                  // long: unaligned
-            ((5 << 32) + 1, EltKind::Tailcall, 5, 0x7fff_0010),               // new high half
+            (
+                1300,
+                EltKind::Enter,
+                SHORT_FUNCTION_MAX + 1,
+                0x7fff_0010 - 48,
+            ), // long: index
+            (1400, EltKind::Leave, 7, 0x7fff_0010 - 40_000), // long: SP far
+            (1500, EltKind::Leave, 7, 0x7fff_0010 - 40_004), // long: unaligned
+            ((5 << 32) + 1, EltKind::Tailcall, 5, 0x7fff_0010), // new high half
         ];
         let mut want = Vec::new();
         for (i, &(ts, kind, f, sp)) in calls.iter().enumerate() {
@@ -369,7 +378,8 @@ mod tests {
             }
         }
         let short = w.bytes.len();
-        w.bytes.extend_from_slice(&word(TAG_OTHER | PAD, 0).to_le_bytes());
+        w.bytes
+            .extend_from_slice(&word(TAG_OTHER | PAD, 0).to_le_bytes());
         w.bytes.extend_from_slice(&word(TAG_ENTER, 1).to_le_bytes()); // after the pad
         assert_eq!(validate(&w.bytes), Ok(want.len() as u32));
 
@@ -399,7 +409,11 @@ mod tests {
                 .contains("whole number")
         );
         let past_end = word(TAG_OTHER | 40, 0).to_le_bytes();
-        assert!(validate(&past_end).unwrap_err().contains("past the payload"));
+        assert!(
+            validate(&past_end)
+                .unwrap_err()
+                .contains("past the payload")
+        );
         let long = word(TAG_OTHER | LONG_ENTER, 0).to_le_bytes();
         assert!(validate(&long).unwrap_err().contains("past the payload"));
     }

@@ -113,8 +113,7 @@ impl<'r, 'a> Events<'r, 'a> {
             }
             (None, true) => {
                 let unit =
-                    crate::compact::next_unit(&self.buf, &mut block.pos, &mut block.chain)?
-                        .ok()?;
+                    crate::compact::next_unit(&self.buf, &mut block.pos, &mut block.chain)?.ok()?;
                 unit_event(unit, warnings, block.offset)?.map(|(ts, e)| (ts, e.into_owned()))
             }
         };

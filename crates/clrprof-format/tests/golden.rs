@@ -24,6 +24,7 @@ fn fixture(name: &str) -> PathBuf {
 fn last_kind(minor: u16) -> u8 {
     match minor {
         0 | 1 => 34,
+        2 => 71,
         _ => u8::MAX,
     }
 }

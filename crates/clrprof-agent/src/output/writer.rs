@@ -165,6 +165,7 @@ fn run(mut file: File, flush: Duration, compress: bool, raw_units: bool, shared:
         d.drain_all(&mut file, compress);
         if last_sync.elapsed() >= Duration::from_secs(1) {
             d.clock_sync();
+            d.all_counts();
             last_sync = Instant::now();
         }
         d.flush_process_block(&mut file, compress);
@@ -179,6 +180,7 @@ fn run(mut file: File, flush: Duration, compress: bool, raw_units: bool, shared:
     // Final pass: anything registered or written while we were stopping.
     d.register();
     d.drain_all(&mut file, compress);
+    d.all_counts();
     // `stats.lost` holds retired threads' buffer losses and the write failures.
     let in_buffers: u64 = buffers::lost_global()
         + d.regs
@@ -232,6 +234,29 @@ impl Drain {
         self.record_at(clock::ticks(), ev);
     }
 
+    /// `--counts`: one `CallCounts` record of a thread's cumulative counts.
+    fn counts_of(&mut self, slot: &buffers::Slot) {
+        let Some(table) = slot.counts.get() else {
+            return;
+        };
+        let mut edges = Vec::new();
+        let (missed, deep) = table.snapshot(&mut edges);
+        self.record(&Event::CallCounts {
+            os_tid: slot.os_tid,
+            missed,
+            deep,
+            edges: edges.into(),
+        });
+    }
+
+    /// `--counts`: every live thread's counts (about once a second and at the end).
+    fn all_counts(&mut self) {
+        let slots: Vec<_> = self.regs.iter().map(|r| r.reg.slot.clone()).collect();
+        for slot in slots {
+            self.counts_of(&slot);
+        }
+    }
+
     fn clock_sync(&mut self) {
         let (ticks, mono_ns, unix_ns) = clock::sync_point();
         self.record_at(ticks, &Event::ClockSync { mono_ns, unix_ns });
@@ -268,6 +293,7 @@ impl Drain {
                 self.write_units(file, i, os_tid, compress);
                 if retired {
                     let r = self.regs.swap_remove(i);
+                    self.counts_of(&r.reg.slot);
                     self.stats.lost += r.reg.slot.lost.load(Ordering::Relaxed);
                 } else {
                     i += 1;

@@ -228,63 +228,94 @@ global_asm!(
     accepting = sym crate::output::buffers::ACCEPTING,
 );
 
+/// The enter slow path and the `--counts` enter hook: keep every argument register
+/// (RDI…R9, XMM0–7), call `target(id from R14, caller SP from R15)`.
+macro_rules! enter_like {
+    ($name:literal, $target:literal) => {
+        concat!(
+            ".p2align 4\n",
+            ".globl ",
+            $name,
+            "\n",
+            ".type ",
+            $name,
+            ",@function\n",
+            $name,
+            ":\n",
+            ".cfi_startproc\n",
+            "push rbp\n",
+            ".cfi_def_cfa_offset 16\n",
+            ".cfi_offset rbp, -16\n",
+            "mov rbp, rsp\n",
+            ".cfi_def_cfa_register rbp\n",
+            "and rsp, -16\n",
+            "sub rsp, 176\n",
+            "mov [rsp + 0], rdi\n",
+            "mov [rsp + 8], rsi\n",
+            "mov [rsp + 16], rdx\n",
+            "mov [rsp + 24], rcx\n",
+            "mov [rsp + 32], r8\n",
+            "mov [rsp + 40], r9\n",
+            "movdqa [rsp + 48], xmm0\n",
+            "movdqa [rsp + 64], xmm1\n",
+            "movdqa [rsp + 80], xmm2\n",
+            "movdqa [rsp + 96], xmm3\n",
+            "movdqa [rsp + 112], xmm4\n",
+            "movdqa [rsp + 128], xmm5\n",
+            "movdqa [rsp + 144], xmm6\n",
+            "movdqa [rsp + 160], xmm7\n",
+            "mov rdi, r14\n",
+            "mov rsi, r15\n",
+            "call ",
+            $target,
+            "\n",
+            "mov rdi, [rsp + 0]\n",
+            "mov rsi, [rsp + 8]\n",
+            "mov rdx, [rsp + 16]\n",
+            "mov rcx, [rsp + 24]\n",
+            "mov r8, [rsp + 32]\n",
+            "mov r9, [rsp + 40]\n",
+            "movdqa xmm0, [rsp + 48]\n",
+            "movdqa xmm1, [rsp + 64]\n",
+            "movdqa xmm2, [rsp + 80]\n",
+            "movdqa xmm3, [rsp + 96]\n",
+            "movdqa xmm4, [rsp + 112]\n",
+            "movdqa xmm5, [rsp + 128]\n",
+            "movdqa xmm6, [rsp + 144]\n",
+            "movdqa xmm7, [rsp + 160]\n",
+            "mov rsp, rbp\n",
+            "pop rbp\n",
+            ".cfi_def_cfa rsp, 8\n",
+            "ret\n",
+            ".cfi_endproc\n",
+            ".size ",
+            $name,
+            ", .-",
+            $name,
+            "\n"
+        )
+    };
+}
+
 global_asm!(
     ".text",
-    ".p2align 4",
-    ".globl clrprof_elt_enter_slow",
-    ".type clrprof_elt_enter_slow,@function",
-    "clrprof_elt_enter_slow:",
-    ".cfi_startproc",
-    "push rbp",
-    ".cfi_def_cfa_offset 16",
-    ".cfi_offset rbp, -16",
-    "mov rbp, rsp",
-    ".cfi_def_cfa_register rbp",
-    "and rsp, -16",
-    "sub rsp, 176",
-    "mov [rsp + 0], rdi",
-    "mov [rsp + 8], rsi",
-    "mov [rsp + 16], rdx",
-    "mov [rsp + 24], rcx",
-    "mov [rsp + 32], r8",
-    "mov [rsp + 40], r9",
-    "movdqa [rsp + 48], xmm0",
-    "movdqa [rsp + 64], xmm1",
-    "movdqa [rsp + 80], xmm2",
-    "movdqa [rsp + 96], xmm3",
-    "movdqa [rsp + 112], xmm4",
-    "movdqa [rsp + 128], xmm5",
-    "movdqa [rsp + 144], xmm6",
-    "movdqa [rsp + 160], xmm7",
-    "mov rdi, r14",
-    "mov rsi, r15",
-    "call {enter}",
-    "mov rdi, [rsp + 0]",
-    "mov rsi, [rsp + 8]",
-    "mov rdx, [rsp + 16]",
-    "mov rcx, [rsp + 24]",
-    "mov r8, [rsp + 32]",
-    "mov r9, [rsp + 40]",
-    "movdqa xmm0, [rsp + 48]",
-    "movdqa xmm1, [rsp + 64]",
-    "movdqa xmm2, [rsp + 80]",
-    "movdqa xmm3, [rsp + 96]",
-    "movdqa xmm4, [rsp + 112]",
-    "movdqa xmm5, [rsp + 128]",
-    "movdqa xmm6, [rsp + 144]",
-    "movdqa xmm7, [rsp + 160]",
-    "mov rsp, rbp",
-    "pop rbp",
-    ".cfi_def_cfa rsp, 8",
-    "ret",
-    ".cfi_endproc",
-    ".size clrprof_elt_enter_slow, .-clrprof_elt_enter_slow",
-    "",
+    enter_like!("clrprof_elt_enter_slow", "{enter}"),
     leave_like!("clrprof_elt_leave_slow", "{leave}"),
     leave_like!("clrprof_elt_tailcall_slow", "{tailcall}"),
     enter = sym crate::tracing::hooks::on_enter,
     leave = sym crate::tracing::hooks::on_leave,
     tailcall = sym crate::tracing::hooks::on_tailcall,
+);
+
+// `--counts`: the hooks call the Rust table update with the same register discipline as
+// the slow paths (a tail call closes its frame like a leave).
+global_asm!(
+    ".text",
+    enter_like!("clrprof_count_enter", "{enter}"),
+    leave_like!("clrprof_count_leave", "{leave}"),
+    leave_like!("clrprof_count_tailcall", "{leave}"),
+    enter = sym crate::tracing::counts::on_enter,
+    leave = sym crate::tracing::counts::on_leave,
 );
 
 // Benchmark probes (`CLRPROF_TRACE_PROBE`): hooks that record nothing, to measure what
@@ -332,4 +363,10 @@ unsafe extern "C" {
     pub fn clrprof_elt_leave_slow();
     /// Tailcall slow path (as leave).
     pub fn clrprof_elt_tailcall_slow();
+    /// `--counts` enter: saves every argument register and calls `counts::on_enter`.
+    pub fn clrprof_count_enter();
+    /// `--counts` leave: saves the return registers and calls `counts::on_leave`.
+    pub fn clrprof_count_leave();
+    /// `--counts` tailcall (as leave).
+    pub fn clrprof_count_tailcall();
 }

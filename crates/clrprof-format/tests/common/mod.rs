@@ -241,6 +241,12 @@ pub fn every_kind() -> Vec<Event<'static>> {
             lost: 0,
             pause_ns: 13_000_000,
         },
+        Event::CallCounts {
+            os_tid: 4242,
+            missed: 0,
+            deep: 1,
+            edges: Cow::Owned(vec![0, 1, 1, 1, 2, 7_049_154]),
+        },
     ]
 }
 
@@ -572,6 +578,12 @@ pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
                 67 => Event::HeapRoots {
                     snapshot: a,
                     roots: list,
+                },
+                90 => Event::CallCounts {
+                    os_tid: a,
+                    missed: b2,
+                    deep: c,
+                    edges: list,
                 },
                 68 => Event::HeapClass {
                     snapshot: a,
