@@ -324,13 +324,24 @@ fn trace(runs: usize) -> Result<()> {
         traced(ONE, Some("clock")),
         traced(ONE, None),
     );
-    let configs: [(&str, &dyn Fn() -> Command); 6] = [
+    let counts_out = scratch().join("counts.clrprof");
+    let counted = || {
+        recorded(
+            &clrprof,
+            &["--mode", "trace", "--counts", "--include", "Scenarios.*"],
+            &counts_out,
+            &app,
+            ONE,
+        )
+    };
+    let configs: [(&str, &dyn Fn() -> Command); 7] = [
         ("no profiler", &none1),
         ("events mode, inlining off", &events1),
         ("trace, hooks only return", &noop1),
         ("trace, hooks only read the TSC", &clock1),
         ("trace, a new file each run", &new_file),
         ("trace, overwriting one file", &full1),
+        ("trace --counts (no timestamps)", &counted),
     ];
     let runs1 = rounds::interleaved(runs, &configs, Some("fib_us"))?;
     let added = fib_table(&configs, &runs1, calls, 1);
@@ -343,6 +354,12 @@ fn trace(runs: usize) -> Result<()> {
         calls as u64,
     )?;
     verify_trace(&clrprof, &out, "Scenarios.FibScenario.Fib", calls as u64)?;
+    verify_trace(
+        &clrprof,
+        &counts_out,
+        "Scenarios.FibScenario.Fib",
+        calls as u64,
+    )?;
     for n in 1..=fresh.get() {
         let _ = std::fs::remove_file(fresh_path(n));
     }
@@ -356,6 +373,11 @@ fn trace(runs: usize) -> Result<()> {
         added[2].0,
         added[3].0 - added[2].0,
         added[5].0 - added[3].0
+    );
+    println!(
+        "exact call-graph mode (--counts, per-thread tables, no record per call): {:.1} ns added \
+         per call inside Fib",
+        added[6].0
     );
 
     // Two traced threads on a 2-core machine: the writer no longer has a core to itself,

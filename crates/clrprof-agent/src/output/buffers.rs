@@ -412,9 +412,16 @@ pub fn with_counts(f: impl FnOnce(&super::counts::CountTable)) {
     // SAFETY: (A3) the slot came from this thread's own tpmap entry or CURRENT pointer,
     // each holding a reference while the thread runs.
     let slot = unsafe { &*slot };
-    f(slot
-        .counts
-        .get_or_init(|| Box::new(super::counts::CountTable::new())));
+    let table = slot.counts.get_or_init(|| {
+        let t = Box::new(super::counts::CountTable::new());
+        // The assembly fast path finds the table through the ring's head.
+        slot.ring
+            .head
+            .counts
+            .set(&*t as *const super::counts::CountTable as *const u8);
+        t
+    });
+    f(table);
 }
 
 /// Runs one ring write; when the ring is full, waits for the writer (exact mode) or

@@ -5,6 +5,10 @@
 //! its cumulative counts as one `CallCounts` record, so a thread's last record holds its
 //! totals and nothing is cleared under the owner's feet.
 //!
+//! The assembly fast path (`tracing/x64.rs`) handles the common case itself through
+//! [`CountHead`]: an enter below the top frame whose edge is the one it counted last or
+//! sits in its first hash slot, a leave of the top frame. Everything else takes the Rust half here.
+//!
 //! Bounded: [`EDGES`] edges per thread (open addressing, [`PROBES`] probes; a call whose
 //! edge finds no room is counted in `missed`) and a shadow stack of [`DEPTH`] frames (a
 //! call below it is counted in `deep`, with the deepest kept frame as its caller).
@@ -16,16 +20,36 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub const EDGES: usize = 1 << 14;
 /// Slots looked at before an edge counts as missed.
 const PROBES: usize = 16;
-/// Frames of the shadow stack: 12 bytes each.
+/// Frames of the shadow stack: 16 bytes each.
 pub const DEPTH: usize = 1 << 14;
+/// The hash of an edge key (the assembly computes the same: `imul` by this constant,
+/// the high half, masked).
+pub const HASH: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// What the assembly fast path reads and writes, at fixed offsets (a test pins them).
+#[repr(C)]
+pub struct CountHead {
+    /// Offset 0, owner-only: frames in the shadow stack.
+    pub depth: Cell<u64>,
+    /// Offset 8: the edge keys (`caller << 32 | callee`; 0 = empty), `EDGES` of them.
+    pub keys: *const AtomicU64,
+    /// Offset 16: the edge counts, beside the keys.
+    pub counts: *const AtomicU64,
+    /// Offset 24, owner-only: the shadow stack, `DEPTH` entries of (caller SP, index).
+    pub stack: *const [Cell<u64>; 2],
+    /// Offset 32, owner-only: the edge the fast path counted last (0: none) …
+    pub last_key: Cell<u64>,
+    /// Offset 40: … and its count (keys never move, so this stays its count).
+    pub last_count: Cell<*const AtomicU64>,
+}
 
 /// One thread's table. Stack fields are owner-only; keys and counts are atomics that
 /// the writer reads.
+#[repr(C)]
 pub struct CountTable {
-    /// Owner-only: frames in `stack`.
-    depth: Cell<usize>,
-    /// Owner-only: the open frames, (caller SP, function index), innermost last.
-    stack: Box<[Cell<(u64, u32)>]>,
+    /// First: a table pointer is a [`CountHead`] pointer for the assembly.
+    pub head: CountHead,
+    stack: Box<[[Cell<u64>; 2]]>,
     keys: Box<[AtomicU64]>,
     counts: Box<[AtomicU64]>,
     missed: AtomicU64,
@@ -33,8 +57,11 @@ pub struct CountTable {
 }
 
 // SAFETY: (A3) the Cells are touched only by the owning thread (through its own slot);
-// the writer reads the atomics alone.
+// the writer reads the atomics alone. The head's pointers point into the boxes, which
+// live as long as the table and never move.
 unsafe impl Sync for CountTable {}
+// SAFETY: (A3) as above.
+unsafe impl Send for CountTable {}
 
 impl Default for CountTable {
     fn default() -> Self {
@@ -44,14 +71,29 @@ impl Default for CountTable {
 
 impl CountTable {
     pub fn new() -> CountTable {
+        let stack: Box<[[Cell<u64>; 2]]> =
+            (0..DEPTH).map(|_| [Cell::new(0), Cell::new(0)]).collect();
+        let keys: Box<[AtomicU64]> = (0..EDGES).map(|_| AtomicU64::new(0)).collect();
+        let counts: Box<[AtomicU64]> = (0..EDGES).map(|_| AtomicU64::new(0)).collect();
         CountTable {
-            depth: Cell::new(0),
-            stack: (0..DEPTH).map(|_| Cell::new((0, 0))).collect(),
-            keys: (0..EDGES).map(|_| AtomicU64::new(0)).collect(),
-            counts: (0..EDGES).map(|_| AtomicU64::new(0)).collect(),
+            head: CountHead {
+                depth: Cell::new(0),
+                keys: keys.as_ptr(),
+                counts: counts.as_ptr(),
+                stack: stack.as_ptr(),
+                last_key: Cell::new(0),
+                last_count: Cell::new(std::ptr::null()),
+            },
+            stack,
+            keys,
+            counts,
             missed: AtomicU64::new(0),
             deep: AtomicU64::new(0),
         }
+    }
+
+    fn frame(&self, k: usize) -> (u64, u64) {
+        (self.stack[k][0].get(), self.stack[k][1].get())
     }
 
     /// Owner: `function` entered with caller SP `sp`. Frames at the same or a shallower
@@ -59,42 +101,37 @@ impl CountTable {
     /// out-of-process call-tree rebuild; the innermost open frame is the caller.
     #[inline]
     pub fn enter(&self, function: u32, sp: u64) {
-        let mut d = self.depth.get();
-        while d > 0 && self.stack[d - 1].get().0 <= sp {
+        let mut d = self.head.depth.get() as usize;
+        while d > 0 && self.frame(d - 1).0 <= sp {
             d -= 1;
         }
-        let caller = if d > 0 { self.stack[d - 1].get().1 } else { 0 };
+        let caller = if d > 0 { self.frame(d - 1).1 } else { 0 };
         if d < DEPTH {
-            self.stack[d].set((sp, function));
+            self.stack[d][0].set(sp);
+            self.stack[d][1].set(u64::from(function));
             d += 1;
         } else {
             bump(&self.deep);
         }
-        self.depth.set(d);
-        self.count((u64::from(caller) << 32) | u64::from(function));
+        self.head.depth.set(d as u64);
+        self.count((caller << 32) | u64::from(function));
     }
 
     /// Owner: `function` left (or tail-called away) at caller SP `sp`: closes its frame
     /// and any deeper one still open. A leave that matches no open frame changes nothing.
     #[inline]
     pub fn leave(&self, function: u32, sp: u64) {
-        let d = self.depth.get();
-        if d > 0 && self.stack[d - 1].get() == (sp, function) {
-            self.depth.set(d - 1);
-            return;
-        }
-        if let Some(k) = (0..d)
-            .rev()
-            .find(|&k| self.stack[k].get() == (sp, function))
-        {
-            self.depth.set(k);
+        let d = self.head.depth.get() as usize;
+        let want = (sp, u64::from(function));
+        if let Some(k) = (0..d).rev().find(|&k| self.frame(k) == want) {
+            self.head.depth.set(k as u64);
         }
     }
 
     #[inline]
     fn count(&self, key: u64) {
         let mask = EDGES - 1;
-        let mut i = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & mask;
+        let mut i = (key.wrapping_mul(HASH) >> 32) as usize & mask;
         for _ in 0..PROBES {
             let k = self.keys[i].load(Ordering::Relaxed);
             if k == key {
@@ -139,6 +176,22 @@ fn bump(a: &AtomicU64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::mem::offset_of;
+
+    /// Offsets the assembly (tracing/x64.rs) relies on.
+    #[test]
+    fn head_layout_is_what_the_assembly_reads() {
+        assert_eq!(offset_of!(CountHead, depth), 0);
+        assert_eq!(offset_of!(CountHead, keys), 8);
+        assert_eq!(offset_of!(CountHead, counts), 16);
+        assert_eq!(offset_of!(CountHead, stack), 24);
+        assert_eq!(offset_of!(CountHead, last_key), 32);
+        assert_eq!(offset_of!(CountHead, last_count), 40);
+        assert_eq!(offset_of!(CountTable, head), 0);
+        assert_eq!(std::mem::size_of::<[Cell<u64>; 2]>(), 16);
+        assert_eq!(EDGES, 1 << 14);
+        assert_eq!(DEPTH, 1 << 14);
+    }
 
     fn edges(t: &CountTable) -> Vec<(u64, u64, u64)> {
         let mut v = Vec::new();

@@ -307,13 +307,164 @@ global_asm!(
     tailcall = sym crate::tracing::hooks::on_tailcall,
 );
 
-// `--counts`: the hooks call the Rust table update with the same register discipline as
-// the slow paths (a tail call closes its frame like a leave).
+// `--counts`: the fast paths update the thread's call-count table (`output/counts.rs`,
+// reached through the ring head's `counts` pointer) in the common case: an enter below
+// the top frame whose edge sits in its first hash slot, a leave of the top frame.
+// Anything else (the thread's first call, frames to close, a new edge, a collision)
+// takes the slow path, which calls the Rust table update with every register kept (a
+// tail call closes its frame like a leave).
+macro_rules! count_leave_fast {
+    ($name:literal) => {
+        concat!(
+            ".p2align 4\n",
+            ".globl ",
+            $name,
+            "\n",
+            ".type ",
+            $name,
+            ",@function\n",
+            $name,
+            ":\n",
+            ".cfi_startproc\n",
+            "cmp byte ptr [rip + {accepting}], 0\n",
+            "je 9f\n",
+            // RAX holds the return value: parked in R8. RDX is not touched.
+            "mov r8, rax\n",
+            "mov r10, qword ptr fs:[0]\n",
+            "imul rcx, r10, -1640531535\n",
+            "shr rcx, 48\n",
+            "shl rcx, 4\n",
+            "lea r11, [rip + {table}]\n",
+            "cmp qword ptr [r11 + rcx], r10\n",
+            "jne 8f\n",
+            "mov r10, qword ptr [r11 + rcx + 8]\n",
+            "mov r10, qword ptr [r10 + 40]\n",
+            "test r10, r10\n",
+            "jz 8f\n",
+            "mov rax, qword ptr [r10]\n",
+            "test rax, rax\n",
+            "jz 8f\n",
+            "mov r11, qword ptr [r10 + 24]\n",
+            "lea rcx, [rax - 1]\n",
+            "shl rcx, 4\n",
+            // The top frame must be this one (same caller SP and index).
+            "cmp qword ptr [r11 + rcx], rsi\n",
+            "jne 8f\n",
+            "cmp qword ptr [r11 + rcx + 8], rdi\n",
+            "jne 8f\n",
+            "dec rax\n",
+            "mov qword ptr [r10], rax\n",
+            "mov rax, r8\n",
+            "ret\n",
+            "8:\n",
+            "mov rax, r8\n",
+            "9:\n",
+            "jmp clrprof_count_leave_slow\n",
+            ".cfi_endproc\n",
+            ".size ",
+            $name,
+            ", .-",
+            $name,
+            "\n"
+        )
+    };
+}
+
 global_asm!(
     ".text",
-    enter_like!("clrprof_count_enter", "{enter}"),
-    leave_like!("clrprof_count_leave", "{leave}"),
-    leave_like!("clrprof_count_tailcall", "{leave}"),
+    ".p2align 4",
+    ".globl clrprof_count_enter",
+    ".type clrprof_count_enter,@function",
+    "clrprof_count_enter:",
+    ".cfi_startproc",
+    "cmp byte ptr [rip + {accepting}], 0",
+    "je 9f",
+    // RDX and RCX are argument registers: keep them on the stack.
+    "push rdx",
+    ".cfi_adjust_cfa_offset 8",
+    "push rcx",
+    ".cfi_adjust_cfa_offset 8",
+    "mov r10, qword ptr fs:[0]",
+    "imul rcx, r10, -1640531535",
+    "shr rcx, 48",
+    "shl rcx, 4",
+    "lea r11, [rip + {table}]",
+    "cmp qword ptr [r11 + rcx], r10",
+    "jne 8f",
+    "mov r10, qword ptr [r11 + rcx + 8]",
+    "mov r10, qword ptr [r10 + 40]",
+    "test r10, r10",
+    "jz 8f",
+    // 1 <= depth < DEPTH: there is a caller and room for one more frame.
+    "mov rax, qword ptr [r10]",
+    "lea rcx, [rax - 1]",
+    "cmp rcx, {depth_max}",
+    "jae 8f",
+    "shl rcx, 4",
+    "add rcx, qword ptr [r10 + 24]",
+    // A top frame at the same or a shallower SP is over: the slow path closes it.
+    "cmp qword ptr [rcx], r15",
+    "jbe 8f",
+    // The index must fit 32 bits.
+    "mov edx, r14d",
+    "cmp rdx, r14",
+    "jne 8f",
+    // The new frame goes above the top (harmless if the slow path takes over).
+    "mov qword ptr [rcx + 16], r15",
+    "mov qword ptr [rcx + 24], r14",
+    // key = caller << 32 | callee: the edge counted last, or in its first hash slot.
+    "mov rdx, qword ptr [rcx + 8]",
+    "shl rdx, 32",
+    "or rdx, r14",
+    "cmp rdx, qword ptr [r10 + 32]",
+    "jne 7f",
+    "mov r11, qword ptr [r10 + 40]",
+    "jmp 6f",
+    "7:",
+    "mov r11, {hash}",
+    "imul r11, rdx",
+    "shr r11, 32",
+    "and r11d, {edge_mask}",
+    "mov rcx, qword ptr [r10 + 8]",
+    "cmp qword ptr [rcx + r11 * 8], rdx",
+    "jne 8f",
+    "shl r11, 3",
+    "add r11, qword ptr [r10 + 16]",
+    "mov qword ptr [r10 + 32], rdx",
+    "mov qword ptr [r10 + 40], r11",
+    "6:",
+    "inc qword ptr [r11]",
+    "inc rax",
+    "mov qword ptr [r10], rax",
+    "pop rcx",
+    ".cfi_adjust_cfa_offset -8",
+    "pop rdx",
+    ".cfi_adjust_cfa_offset -8",
+    "ret",
+    ".cfi_adjust_cfa_offset 16",
+    "8:",
+    "pop rcx",
+    ".cfi_adjust_cfa_offset -8",
+    "pop rdx",
+    ".cfi_adjust_cfa_offset -8",
+    "9:",
+    "jmp clrprof_count_enter_slow",
+    ".cfi_endproc",
+    ".size clrprof_count_enter, .-clrprof_count_enter",
+    "",
+    count_leave_fast!("clrprof_count_leave"),
+    count_leave_fast!("clrprof_count_tailcall"),
+    table = sym crate::output::tpmap::TABLE,
+    accepting = sym crate::output::buffers::ACCEPTING,
+    depth_max = const crate::output::counts::DEPTH - 1,
+    edge_mask = const crate::output::counts::EDGES - 1,
+    hash = const crate::output::counts::HASH as i64,
+);
+
+global_asm!(
+    ".text",
+    enter_like!("clrprof_count_enter_slow", "{enter}"),
+    leave_like!("clrprof_count_leave_slow", "{leave}"),
     enter = sym crate::tracing::counts::on_enter,
     leave = sym crate::tracing::counts::on_leave,
 );
@@ -363,10 +514,10 @@ unsafe extern "C" {
     pub fn clrprof_elt_leave_slow();
     /// Tailcall slow path (as leave).
     pub fn clrprof_elt_tailcall_slow();
-    /// `--counts` enter: saves every argument register and calls `counts::on_enter`.
+    /// `--counts` enter fast path (JIT convention, as `clrprof_elt_enter`).
     pub fn clrprof_count_enter();
-    /// `--counts` leave: saves the return registers and calls `counts::on_leave`.
+    /// `--counts` leave fast path (as `clrprof_elt_leave`).
     pub fn clrprof_count_leave();
-    /// `--counts` tailcall (as leave).
+    /// `--counts` tailcall fast path (closes the frame like a leave).
     pub fn clrprof_count_tailcall();
 }
