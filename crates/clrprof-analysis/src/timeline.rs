@@ -49,7 +49,9 @@ impl<'a> Trace<'a> {
         let mut syncs: Vec<(u64, u64)> = Vec::new();
         let (mut first, mut last) = (u64::MAX, 0u64);
         let mut call_records = 0u64;
-        for d in reader.events() {
+        // Trace mode's call units are only counted here (with their first and last
+        // timestamps); `for_each_call` decodes them in a pass of their own.
+        for d in reader.events_without_calls() {
             first = first.min(d.ts);
             last = last.max(d.ts);
             if is_call(&d.event) {
@@ -64,6 +66,12 @@ impl<'a> Trace<'a> {
                 syncs.push((d.ts, *mono_ns));
             }
             kept.push(d);
+        }
+        let st = reader.stats();
+        call_records += st.skipped_calls;
+        if st.skipped_calls > 0 {
+            first = first.min(st.calls_first_ts);
+            last = last.max(st.calls_last_ts);
         }
         let warnings = reader.warnings().iter().map(|w| w.to_string()).collect();
         let earliest = if first == u64::MAX { 0 } else { first };

@@ -78,6 +78,11 @@ pub struct ReadStats {
     pub events: u64,
     /// Records skipped: unknown kinds, malformed or truncated (`events()` only).
     pub records_skipped: u64,
+    /// Call units counted but not returned (`events_without_calls()` only), and the
+    /// first and last of their timestamps (`u64::MAX` and 0 when there were none).
+    pub skipped_calls: u64,
+    pub calls_first_ts: u64,
+    pub calls_last_ts: u64,
 }
 
 impl<'a> TraceReader<'a> {
@@ -130,6 +135,14 @@ impl<'a> TraceReader<'a> {
         Events::new(Scanner::new(self.bytes, self.body_offset), self)
     }
 
+    /// [`events`](Self::events) without the Enter, Leave and Tailcall units of trace
+    /// mode's unit and compact blocks, which are only counted (with their first and last
+    /// timestamps, in [`stats`](Self::stats)): a pass that needs everything but the calls
+    /// does not build tens of millions of events it would drop.
+    pub fn events_without_calls(&mut self) -> Events<'_, 'a> {
+        self.events().skipping_calls()
+    }
+
     /// Problems met during the last pass (complete once its iterator has finished).
     pub fn warnings(&self) -> &[Warning] {
         self.warnings.list()
@@ -157,6 +170,7 @@ impl<'a> TraceReader<'a> {
         self.stats = ReadStats {
             file_bytes: self.bytes.len() as u64,
             header_bytes: self.body_offset as u64,
+            calls_first_ts: u64::MAX,
             ..ReadStats::default()
         };
     }

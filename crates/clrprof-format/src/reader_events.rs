@@ -13,6 +13,9 @@ pub struct Events<'r, 'a> {
     block: Option<OpenBlock<'a>>,
     /// Decompressed records of the current block, when it is compressed (reused).
     buf: Vec<u8>,
+    /// Enter/Leave/Tailcall units of unit and compact blocks are counted (with their
+    /// first and last timestamps, in [`ReadStats`](crate::ReadStats)) instead of returned.
+    skip_calls: bool,
 }
 
 struct OpenBlock<'a> {
@@ -41,7 +44,14 @@ impl<'r, 'a> Events<'r, 'a> {
             scanner,
             block: None,
             buf: Vec::new(),
+            skip_calls: false,
         }
+    }
+
+    /// See [`TraceReader::events_without_calls`](crate::TraceReader::events_without_calls).
+    pub(crate) fn skipping_calls(mut self) -> Self {
+        self.skip_calls = true;
+        self
     }
 
     /// Opens the next intact block; false at the end of the file.
@@ -93,29 +103,40 @@ impl<'r, 'a> Events<'r, 'a> {
     /// The next event of the open unit block, `None` at its end. Enter/Leave/Tailcall
     /// units become events directly; a framed record is decoded as usual.
     fn next_unit(&mut self) -> Option<Result<DecodedEvent<'a>, RecordError>> {
-        use crate::units::next_unit;
+        use crate::units::{Unit, next_unit};
+        let skip = self.skip_calls;
         let block = self.block.as_mut()?;
         let warnings = &mut self.reader.warnings;
-        // Checked when the block was opened (`units::validate`): no errors here.
-        let decoded = match (block.borrowed, block.compact) {
-            (Some(payload), false) => {
-                let unit = next_unit(payload, &mut block.pos)?.ok()?;
-                unit_event(unit, warnings, block.offset)?
-            }
-            (Some(payload), true) => {
-                let unit =
-                    crate::compact::next_unit(payload, &mut block.pos, &mut block.chain)?.ok()?;
-                unit_event(unit, warnings, block.offset)?
-            }
-            (None, false) => {
-                let unit = next_unit(&self.buf, &mut block.pos)?.ok()?;
-                unit_event(unit, warnings, block.offset)?.map(|(ts, e)| (ts, e.into_owned()))
-            }
-            (None, true) => {
-                let unit =
-                    crate::compact::next_unit(&self.buf, &mut block.pos, &mut block.chain)?.ok()?;
-                unit_event(unit, warnings, block.offset)?.map(|(ts, e)| (ts, e.into_owned()))
-            }
+        let stats = &mut self.reader.stats;
+        // Checked when the block was opened (`units::validate`, `compact::validate`): no
+        // errors here.
+        macro_rules! step {
+            ($payload:expr) => {{
+                let unit = if block.compact {
+                    crate::compact::next_unit($payload, &mut block.pos, &mut block.chain)?.ok()?
+                } else {
+                    next_unit($payload, &mut block.pos)?.ok()?
+                };
+                if skip && let Unit::Elt { ts, .. } = unit {
+                    stats.skipped_calls += 1;
+                    stats.calls_first_ts = stats.calls_first_ts.min(ts);
+                    stats.calls_last_ts = stats.calls_last_ts.max(ts);
+                    block.found = block.found.saturating_add(1);
+                    continue;
+                }
+                unit
+            }};
+        }
+        let decoded = match block.borrowed {
+            Some(payload) => loop {
+                let unit = step!(payload);
+                break unit_event(unit, warnings, block.offset)?;
+            },
+            None => loop {
+                let unit = step!(&self.buf);
+                break unit_event(unit, warnings, block.offset)?
+                    .map(|(ts, e)| (ts, e.into_owned()));
+            },
         };
         let os_tid = block.os_tid;
         Some(decoded.map(|(ts, event)| DecodedEvent { os_tid, ts, event }))
