@@ -199,6 +199,76 @@ pub fn next_unit<'a>(
     }
 }
 
+/// Calls seen by [`skip_calls`]: how many, and the first and last of their timestamps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SkippedCalls {
+    pub count: u64,
+    pub first_ts: u64,
+    pub last_ts: u64,
+}
+
+/// [`next_unit`] for a reader that does not want the calls: moves past Enter, Leave and
+/// Tailcall words (counting them in `skipped`) to the next record, with a tight loop
+/// that decodes only what a record's timestamp needs (the chain's high half; SPs are
+/// not followed, so `chain.sp` is stale afterwards).
+#[inline]
+pub fn skip_calls<'a>(
+    p: &'a [u8],
+    pos: &mut usize,
+    chain: &mut Chain,
+    skipped: &mut SkippedCalls,
+) -> Option<Result<crate::units::Unit<'a>, String>> {
+    let (mut n, mut last_lo, mut seen) = (0u64, 0u32, false);
+    let mut i = *pos;
+    let flush = |n: u64, seen: bool, hi: u32, lo: u32, skipped: &mut SkippedCalls| {
+        if seen {
+            let ts = (u64::from(hi) << 32) | u64::from(lo);
+            skipped.count += n;
+            skipped.last_ts = skipped.last_ts.max(ts);
+        }
+    };
+    while let Some(w) = word_at(p, i) {
+        let tag = (w >> 32) as u32;
+        if tag >> 30 != 3 {
+            let lo = w as u32;
+            if !seen {
+                let ts = (u64::from(chain.hi) << 32) | u64::from(lo);
+                skipped.first_ts = skipped.first_ts.min(ts);
+                seen = true;
+            }
+            last_lo = lo;
+            n += 1;
+            i += WORD;
+            continue;
+        }
+        match tag & VALUE_MAX {
+            TIME => {
+                flush(n, seen, chain.hi, last_lo, skipped);
+                (n, seen) = (0, false);
+                chain.hi = w as u32;
+                i += WORD;
+            }
+            LONG_TAILCALL..=LONG_ENTER => {
+                let lo = w as u32;
+                let ts = (u64::from(chain.hi) << 32) | u64::from(lo);
+                skipped.first_ts = skipped.first_ts.min(ts);
+                seen = true;
+                last_lo = lo;
+                n += 1;
+                i += 2 * WORD;
+            }
+            _ => {
+                flush(n, seen, chain.hi, last_lo, skipped);
+                *pos = i;
+                return next_unit(p, pos, chain);
+            }
+        }
+    }
+    flush(n, seen, chain.hi, last_lo, skipped);
+    *pos = p.len();
+    None
+}
+
 fn whole_words(p: &[u8]) -> Result<(), String> {
     if p.len().is_multiple_of(WORD) {
         Ok(())
@@ -398,6 +468,40 @@ mod tests {
         // TIME, long (first SP), 2 short, the record (2 + 4 words), 3 long, TIME, long
         // (back from an unaligned SP).
         assert_eq!(short, (1 + 2 + 2 + 6 + 6 + 1 + 2) * WORD);
+    }
+
+    #[test]
+    fn skipping_calls_counts_them_and_keeps_the_records() {
+        let mut w = CompactWriter::new();
+        let mut rec = Vec::new();
+        encode(&mut rec, 0, &Event::ThreadCreated { thread: 9 });
+        w.elt(100, EltKind::Enter, 1, 0x1000);
+        w.elt(110, EltKind::Enter, 2, 0x0f00);
+        w.record(120, &rec);
+        w.elt(130, EltKind::Leave, SHORT_FUNCTION_MAX + 5, 0x0f00); // long
+        w.elt((7 << 32) + 5, EltKind::Leave, 1, 0x1000); // after a TIME word
+        w.record((7 << 32) + 6, &rec);
+        let (mut pos, mut chain) = (0, Chain::default());
+        let mut s = SkippedCalls {
+            count: 0,
+            first_ts: u64::MAX,
+            last_ts: 0,
+        };
+        let mut records = Vec::new();
+        while let Some(u) = skip_calls(&w.bytes, &mut pos, &mut chain, &mut s) {
+            if let crate::units::Unit::Other { ts, .. } = u.unwrap() {
+                records.push(ts);
+            }
+        }
+        assert_eq!(records, [120, (7 << 32) + 6]);
+        assert_eq!(
+            s,
+            SkippedCalls {
+                count: 4,
+                first_ts: 100,
+                last_ts: (7 << 32) + 5
+            }
+        );
     }
 
     #[test]

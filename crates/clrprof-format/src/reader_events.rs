@@ -112,7 +112,24 @@ impl<'r, 'a> Events<'r, 'a> {
         // errors here.
         macro_rules! step {
             ($payload:expr) => {{
-                let unit = if block.compact {
+                let unit = if skip && block.compact {
+                    let mut skipped = crate::compact::SkippedCalls {
+                        count: 0,
+                        first_ts: stats.calls_first_ts,
+                        last_ts: stats.calls_last_ts,
+                    };
+                    let unit = crate::compact::skip_calls(
+                        $payload,
+                        &mut block.pos,
+                        &mut block.chain,
+                        &mut skipped,
+                    );
+                    stats.skipped_calls += skipped.count;
+                    stats.calls_first_ts = skipped.first_ts;
+                    stats.calls_last_ts = skipped.last_ts;
+                    block.found = block.found.saturating_add(skipped.count as u32);
+                    unit?.ok()?
+                } else if block.compact {
                     crate::compact::next_unit($payload, &mut block.pos, &mut block.chain)?.ok()?
                 } else {
                     next_unit($payload, &mut block.pos)?.ok()?
