@@ -41,6 +41,9 @@ fn children_cpu() -> Result<Duration> {
 /// Runs `cmd` to completion: wall time, CPU time of its whole tree, and the µs it printed
 /// as `key=N` when a key is given.
 pub fn measure(mut cmd: Command, key: Option<&str>) -> Result<Run> {
+    // The previous run's trace may still be going to disk: flush it first, so that its
+    // writeback is not charged to this run.
+    let _ = Command::new("sync").status();
     let cpu0 = children_cpu()?;
     let t = Instant::now();
     let out = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).output()?;
