@@ -113,12 +113,27 @@ pub struct PathStats {
 /// What the accumulators of all threads share.
 #[derive(Default)]
 struct Shared {
+    /// Per function (filled at the end from `accs`, and by `--counts` tables).
     funcs: HashMap<u64, FuncAcc>,
+    /// Function id → index into `accs`: one lookup per call, none per return.
+    ids: HashMap<u64, u32>,
+    accs: Vec<(u64, FuncAcc)>,
     /// Calls per (caller, callee), folded into the functions' `callers` and `callees` at
     /// the end: one map update per call instead of two.
     edges: HashMap<(u64, u64), u64>,
     stats: TraceStats,
     limit: Option<Limit>,
+}
+
+impl Shared {
+    /// The dense index of `func`'s accumulator.
+    fn id(&mut self, func: u64) -> u32 {
+        let accs = &mut self.accs;
+        *self.ids.entry(func).or_insert_with(|| {
+            accs.push((func, FuncAcc::default()));
+            (accs.len() - 1) as u32
+        })
+    }
 }
 
 /// The earliest-starting `max` intervals of all threads: a max-heap on start time. Once
@@ -150,6 +165,8 @@ struct Node {
 
 struct Frame {
     func: u64,
+    /// The function's index in `Shared::accs` (and `ThreadState::active`).
+    acc: u32,
     sp: u32,
     start: u64,
     child: u64,
@@ -168,8 +185,9 @@ struct FuncAcc {
 struct ThreadState {
     nodes: Vec<Node>,
     stack: Vec<Frame>,
-    /// Active activations per function (for recursion-aware inclusive time).
-    active: HashMap<u64, u32>,
+    /// Active activations per function, by `Shared::accs` index (for recursion-aware
+    /// inclusive time).
+    active: Vec<u32>,
     unwound_at: Option<u64>,
     first: u64,
     last: u64,
@@ -189,7 +207,7 @@ impl ThreadState {
                 children: HashMap::default(),
             }],
             stack: Vec::new(),
-            active: HashMap::default(),
+            active: Vec::new(),
             unwound_at: None,
             first: ns,
             last: ns,
@@ -222,14 +240,18 @@ impl ThreadState {
             });
         }
         self.nodes[node].calls += 1;
-        let acc = sh.funcs.entry(func).or_default();
-        acc.calls += 1;
+        let id = sh.id(func);
+        sh.accs[id as usize].1.calls += 1;
         if parent_func != 0 {
             *sh.edges.entry((parent_func, func)).or_default() += 1;
         }
-        *self.active.entry(func).or_default() += 1;
+        if self.active.len() <= id as usize {
+            self.active.resize(id as usize + 1, 0);
+        }
+        self.active[id as usize] += 1;
         self.stack.push(Frame {
             func,
+            acc: id,
             sp,
             start: ns,
             child: 0,
@@ -290,9 +312,9 @@ impl ThreadState {
         let node = &mut self.nodes[f.node];
         node.inclusive += dur;
         node.self_ns += self_ns;
-        let acc = sh.funcs.entry(f.func).or_default();
+        let acc = &mut sh.accs[f.acc as usize].1;
         acc.self_ns += self_ns;
-        let active = self.active.entry(f.func).or_default();
+        let active = &mut self.active[f.acc as usize];
         *active = active.saturating_sub(1);
         if *active == 0 {
             acc.inclusive += dur;
@@ -443,10 +465,18 @@ impl Builder {
         };
         let Shared {
             mut funcs,
+            accs,
             edges,
             stats,
             limit,
+            ..
         } = shared;
+        for (func, a) in accs {
+            let f = funcs.entry(func).or_default();
+            f.calls += a.calls;
+            f.inclusive += a.inclusive;
+            f.self_ns += a.self_ns;
+        }
         for ((caller, callee), n) in edges {
             *funcs
                 .entry(callee)

@@ -114,7 +114,8 @@ impl<'a> Trace<'a> {
         let Ok(mut reader) = TraceReader::new(self.bytes) else {
             return;
         };
-        for d in reader.events() {
+        // `for_each`, not `for`: the reader hands a block's calls over in a tight loop.
+        reader.events().for_each(|d| {
             let wanted = is_call(&d.event)
                 || matches!(
                     d.event,
@@ -130,6 +131,6 @@ impl<'a> Trace<'a> {
                     event: d.event,
                 });
             }
-        }
+        });
     }
 }

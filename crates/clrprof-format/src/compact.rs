@@ -281,21 +281,46 @@ fn whole_words(p: &[u8]) -> Result<(), String> {
 }
 
 /// Checks a compact payload's structure as [`to_records`] would and counts its events,
-/// without converting it (the chain is not needed for that).
+/// without converting it (the chain is not needed for that; call words are only counted).
 pub fn validate(p: &[u8]) -> Result<u32, String> {
     whole_words(p)?;
-    let (mut pos, mut count, mut chain) = (0, 0u32, Chain::default());
-    while let Some(u) = next_unit(p, &mut pos, &mut chain) {
-        if let crate::units::Unit::Other { record, .. } = u?
-            && !crate::encode::is_one_record(record)
-        {
-            return Err(format!(
-                "malformed {}-byte record before word {}",
-                record.len(),
-                pos / WORD
-            ));
+    let (mut i, mut count) = (0, 0u32);
+    while let Some(w) = word_at(p, i) {
+        let tag = (w >> 32) as u32;
+        if tag >> 30 != 3 {
+            count += 1;
+            i += WORD;
+            continue;
         }
-        count += 1;
+        match tag & VALUE_MAX {
+            PAD => break,
+            TIME => i += WORD,
+            LONG_TAILCALL..=LONG_ENTER => {
+                if i + 2 * WORD > p.len() {
+                    return Err(format!(
+                        "word {}: a long call event runs past the payload's end",
+                        i / WORD
+                    ));
+                }
+                count += 1;
+                i += 2 * WORD;
+            }
+            len => {
+                let len = len as usize;
+                let end = i + 2 * WORD + len;
+                if end > p.len() {
+                    return Err(format!(
+                        "word {}: a {len}-byte record runs past the payload's end",
+                        i / WORD
+                    ));
+                }
+                if !crate::encode::is_one_record(&p[i + 2 * WORD..end]) {
+                    return Err(format!("word {}: malformed {len}-byte record", i / WORD));
+                }
+                count += 1;
+                i += words_for_record(len) * WORD;
+            }
+        }
     }
     Ok(count)
 }

@@ -232,6 +232,59 @@ impl<'r, 'a> Events<'r, 'a> {
 impl<'a> Iterator for Events<'_, 'a> {
     type Item = DecodedEvent<'a>;
 
+    /// `for_each` and friends: the calls of an uncompressed compact block (trace mode's
+    /// tens of millions of events) go to `f` from a tight loop; everything else comes
+    /// from [`next`](Iterator::next), so both see the same events.
+    fn fold<B, F>(mut self, init: B, mut f: F) -> B
+    where
+        F: FnMut(B, DecodedEvent<'a>) -> B,
+    {
+        use crate::units::Unit;
+        let mut acc = init;
+        loop {
+            if !self.skip_calls
+                && let Some(block) = self.block.as_mut()
+                && block.compact
+                && let Some(payload) = block.borrowed
+            {
+                let os_tid = block.os_tid;
+                let mut n = 0u32;
+                loop {
+                    let (pos, chain) = (block.pos, block.chain);
+                    match crate::compact::next_unit(payload, &mut block.pos, &mut block.chain) {
+                        Some(Ok(Unit::Elt {
+                            ts,
+                            kind,
+                            value,
+                            sp,
+                        })) => {
+                            n += 1;
+                            acc = f(
+                                acc,
+                                DecodedEvent {
+                                    os_tid,
+                                    ts,
+                                    event: elt_event(kind, value, sp),
+                                },
+                            );
+                        }
+                        // A record, the end or damage: `next` takes it from here.
+                        _ => {
+                            (block.pos, block.chain) = (pos, chain);
+                            break;
+                        }
+                    }
+                }
+                block.found = block.found.saturating_add(n);
+                self.reader.stats.events += u64::from(n);
+            }
+            match self.next() {
+                Some(e) => acc = f(acc, e),
+                None => return acc,
+            }
+        }
+    }
+
     fn next(&mut self) -> Option<DecodedEvent<'a>> {
         loop {
             let Some(block) = self.block.as_mut() else {
