@@ -108,3 +108,22 @@ fn sample_mode_with_counts_has_exact_counts_and_samples() {
         r["samples"]
     );
 }
+
+#[test]
+fn counts_cannot_attach_and_say_why() {
+    let out = clrprof()
+        .args([
+            "record",
+            "--pid",
+            &std::process::id().to_string(),
+            "--counts",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--counts cannot attach") && err.contains("COR_PRF_MONITOR_ENTERLEAVE"),
+        "{err}"
+    );
+}
