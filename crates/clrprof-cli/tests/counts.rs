@@ -8,18 +8,39 @@ use common::*;
 use serde_json::Value;
 
 /// Every function as (name, signature, calls, callers, callees), sorted: overloads share
-/// a name, so this is compared as a whole.
+/// a name, so this is compared as a whole. An async state machine's `MoveNext` is left
+/// out, as are its edges: whether an awaited task completes before the `await` (no second
+/// `MoveNext`) and whether its continuation runs inline (called by the completing
+/// `MoveNext`) or from the thread pool change from run to run of the app itself.
 fn counted(r: &Value) -> Vec<String> {
     let mut v: Vec<String> = r["functions"]
         .as_array()
         .expect("functions")
         .iter()
         .map(|f| {
-            format!(
-                "{} {} calls={} callers={} callees={}",
-                f["name"], f["signature"], f["calls"], f["callers"], f["callees"]
-            )
+            let name = f["name"].as_str().unwrap_or_default();
+            let scheduled = |side: &str| {
+                let edges = f[side].as_object().cloned().unwrap_or_default();
+                let kept: serde_json::Map<String, Value> = edges
+                    .into_iter()
+                    .filter(|(other, _)| !(other.contains(">d__") && other.ends_with(".MoveNext")))
+                    .collect();
+                Value::Object(kept)
+            };
+            if name.contains(">d__") && name.ends_with(".MoveNext") {
+                String::new()
+            } else {
+                format!(
+                    "{} {} calls={} callers={} callees={}",
+                    f["name"],
+                    f["signature"],
+                    f["calls"],
+                    scheduled("callers"),
+                    scheduled("callees")
+                )
+            }
         })
+        .filter(|s: &String| !s.is_empty())
         .collect();
     v.sort();
     v
