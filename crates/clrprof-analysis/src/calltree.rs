@@ -157,6 +157,8 @@ struct Kept {
 
 struct Node {
     func: u64,
+    /// The function's index in `Shared::accs`.
+    acc: u32,
     calls: u64,
     inclusive: u64,
     self_ns: u64,
@@ -201,6 +203,7 @@ impl ThreadState {
             os_tid,
             nodes: vec![Node {
                 func: 0,
+                acc: u32::MAX,
                 calls: 0,
                 inclusive: 0,
                 self_ns: 0,
@@ -227,24 +230,26 @@ impl ThreadState {
         }
         self.unwound_at = None;
         let parent_node = self.stack.last().map(|f| f.node).unwrap_or(0);
-        let parent_func = self.stack.last().map(|f| f.func).unwrap_or(0);
         let next = self.nodes.len();
         let node = *self.nodes[parent_node].children.entry(func).or_insert(next);
-        if node == next {
+        // A node knows its function's accumulator: one hash lookup per call (the node),
+        // and the edges are summed from the tree at the end.
+        let id = if node == next {
+            let id = sh.id(func);
             self.nodes.push(Node {
                 func,
+                acc: id,
                 calls: 0,
                 inclusive: 0,
                 self_ns: 0,
                 children: HashMap::default(),
             });
-        }
+            id
+        } else {
+            self.nodes[node].acc
+        };
         self.nodes[node].calls += 1;
-        let id = sh.id(func);
         sh.accs[id as usize].1.calls += 1;
-        if parent_func != 0 {
-            *sh.edges.entry((parent_func, func)).or_default() += 1;
-        }
         if self.active.len() <= id as usize {
             self.active.resize(id as usize + 1, 0);
         }
@@ -453,6 +458,17 @@ impl Builder {
                 shared.stats.open_at_end += 1;
                 let last = st.last;
                 st.close(last, &mut shared);
+            }
+        }
+        // Edge counts: a node's calls are calls of its function by its parent's.
+        for st in states.values() {
+            for n in &st.nodes {
+                if n.func == 0 {
+                    continue;
+                }
+                for (&callee, &child) in &n.children {
+                    *shared.edges.entry((n.func, callee)).or_default() += st.nodes[child].calls;
+                }
             }
         }
         let paths = if keep_paths {
