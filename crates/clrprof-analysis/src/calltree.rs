@@ -351,7 +351,11 @@ pub fn build(
 ///
 /// Events must come in each thread's recorded order; threads may interleave.
 pub struct Builder {
-    states: BTreeMap<u64, ThreadState>,
+    /// Per thread, in order of first appearance; `index` maps OS thread ids to them and
+    /// `last_thread` remembers the last event's (a thread's calls come in runs).
+    states: Vec<ThreadState>,
+    index: BTreeMap<u64, usize>,
+    last_thread: Option<(u64, usize)>,
     /// `--counts`: each thread's last (cumulative) `CallCounts`: missed, deep, edges.
     counted: BTreeMap<u64, (u64, u64, Vec<u64>)>,
     shared: Shared,
@@ -363,7 +367,9 @@ impl Builder {
     /// `keep_intervals`: also keep every call's interval (for timeline exports).
     pub fn new(keep_intervals: bool) -> Builder {
         Builder {
-            states: BTreeMap::new(),
+            states: Vec::new(),
+            index: BTreeMap::new(),
+            last_thread: None,
             counted: BTreeMap::new(),
             shared: Shared::default(),
             keep_intervals,
@@ -411,18 +417,27 @@ impl Builder {
                 phase: ExceptionPhase::CatcherEnter,
                 ..
             } => {
-                if let Some(st) = self.states.get_mut(&e.os_tid) {
-                    st.unwound_at = Some(e.ns);
+                if let Some(&i) = self.index.get(&e.os_tid) {
+                    self.states[i].unwound_at = Some(e.ns);
                 }
                 return;
             }
             _ => return,
         };
         let keep = self.keep_intervals;
-        let st = self
-            .states
-            .entry(e.os_tid)
-            .or_insert_with(|| ThreadState::new(e.os_tid, e.ns, keep));
+        let i = match self.last_thread {
+            Some((tid, i)) if tid == e.os_tid => i,
+            _ => {
+                let states = &mut self.states;
+                let i = *self.index.entry(e.os_tid).or_insert_with(|| {
+                    states.push(ThreadState::new(e.os_tid, e.ns, keep));
+                    states.len() - 1
+                });
+                self.last_thread = Some((e.os_tid, i));
+                i
+            }
+        };
+        let st = &mut self.states[i];
         st.last = e.ns;
         if kind == 0 {
             st.enter(func, sp, e.ns, &mut self.shared);
@@ -434,7 +449,8 @@ impl Builder {
     /// Closes the frames still open and names everything.
     pub fn finish(self, names: &Names, threads: &ThreadNames, max_depth: usize) -> CallTrees {
         let Builder {
-            mut states,
+            states,
+            index,
             counted,
             mut shared,
             keep_paths,
@@ -453,6 +469,11 @@ impl Builder {
                 }
             }
         }
+        let mut taken: Vec<Option<ThreadState>> = states.into_iter().map(Some).collect();
+        let mut states: BTreeMap<u64, ThreadState> = index
+            .into_iter()
+            .filter_map(|(tid, i)| taken[i].take().map(|st| (tid, st)))
+            .collect();
         for st in states.values_mut() {
             while !st.stack.is_empty() {
                 shared.stats.open_at_end += 1;
