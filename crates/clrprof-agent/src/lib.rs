@@ -65,7 +65,7 @@ pub extern "system" fn DllCanUnloadNow() -> HRESULT {
     corprof_sys::S_FALSE
 }
 
-/// What `tests/elt_fastpath.rs` drives from outside the crate: it calls the ELT hooks the
+/// What `tests/elt_fastpath.rs` and `tests/count_hooks.rs` drive from outside the crate: they call the ELT hooks the
 /// way the JIT does, in a process of its own, and reads the ring they wrote. Integration
 /// tests see only public items, so these few are re-exported here under the names the
 /// test uses; nothing else of the agent is public, and nothing here is an API.
@@ -82,6 +82,9 @@ pub mod for_tests {
     }
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     pub mod elt_x64 {
-        pub use crate::tracing::x64::{clrprof_elt_enter, clrprof_elt_leave, clrprof_elt_tailcall};
+        pub use crate::tracing::x64::{
+            clrprof_count_enter, clrprof_count_leave, clrprof_count_tailcall, clrprof_elt_enter,
+            clrprof_elt_leave, clrprof_elt_tailcall,
+        };
     }
 }

@@ -1,6 +1,7 @@
 //! The ELT hooks called the way the JIT calls them: every register the JIT's convention
 //! says must survive does survive, on the slow path (a thread's first event) and on the
-//! assembly fast path, and the ring receives exactly the events made. This runs in its
+//! assembly fast path, and the ring receives exactly the events made, in 8-byte words
+//! except where a short word cannot hold the event. This runs in its
 //! own process: it turns on the agent's process-wide buffers.
 #![cfg(all(target_arch = "x86_64", target_os = "linux"))]
 
@@ -87,7 +88,15 @@ fn hooks_keep_the_jit_registers_and_record_every_event() {
     assert!(tpmap::lookup().is_null(), "no entry before the first event");
     let mut want = Vec::new();
     for i in 0..1000u64 {
-        let (function, sp) = (i % 7 + 1, 0x7ffd_0000 + i * 16);
+        let (mut function, mut sp) = (i % 7 + 1, 0x7ffd_0000 + i * 16);
+        // Events a short word cannot hold go to the slow path as long words: an index
+        // above 18 bits, an SP far from the last one or not 8-aligned.
+        match i % 100 {
+            17 => function = 300_000,
+            41 => sp += 1 << 20,
+            63 => sp += 4,
+            _ => {}
+        }
         assert_eq!(call_enter(function, sp), (ARGS, FARGS), "enter, event {i}");
         want.push(Event::Enter { function, sp });
         if i == 0 {
@@ -118,6 +127,15 @@ fn hooks_keep_the_jit_registers_and_record_every_event() {
     // SAFETY: (A3) the entry's slot stays alive while this thread runs (the table holds a
     // reference).
     let slot = unsafe { &*tpmap::lookup() };
+    let bytes = slot
+        .ring
+        .head
+        .wpos
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        bytes <= 2000 * 8 + 60 * 24 + 64,
+        "{bytes} bytes of ring for 2000 events: the fast path wrote 8-byte words"
+    );
     let (mut out, mut ts) = (Vec::new(), 0);
     let n = slot.ring.drain(&mut out, &mut ts);
     let got: Vec<_> = Records::new(&out, 0).map(|r| r.unwrap()).collect();

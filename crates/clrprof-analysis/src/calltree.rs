@@ -76,6 +76,17 @@ pub struct TraceStats {
     pub unmatched_leaves: u64,
     /// Frames still open when the trace ended (closed at the thread's last record).
     pub open_at_end: u64,
+    /// `--counts`: calls the agent could not count (a thread's table was full).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub counts_missed: u64,
+    /// `--counts`: calls made below a thread's shadow stack (their caller may be the
+    /// deepest frame kept).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub counts_deep: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One call with its exact interval, as the exporters' timelines need it.
@@ -115,9 +126,27 @@ pub struct PathStats {
 /// What the accumulators of all threads share.
 #[derive(Default)]
 struct Shared {
+    /// Per function (filled at the end from `accs`, and by `--counts` tables).
     funcs: HashMap<u64, FuncAcc>,
+    /// Function id → index into `accs`: one lookup per call, none per return.
+    ids: HashMap<u64, u32>,
+    accs: Vec<(u64, FuncAcc)>,
+    /// Calls per (caller, callee), folded into the functions' `callers` and `callees` at
+    /// the end: one map update per call instead of two.
+    edges: HashMap<(u64, u64), u64>,
     stats: TraceStats,
     limit: Option<Limit>,
+}
+
+impl Shared {
+    /// The dense index of `func`'s accumulator.
+    fn id(&mut self, func: u64) -> u32 {
+        let accs = &mut self.accs;
+        *self.ids.entry(func).or_insert_with(|| {
+            accs.push((func, FuncAcc::default()));
+            (accs.len() - 1) as u32
+        })
+    }
 }
 
 /// The earliest-starting `max` intervals of all threads: a max-heap on start time. Once
@@ -141,6 +170,8 @@ struct Kept {
 
 struct Node {
     func: u64,
+    /// The function's index in `Shared::accs`.
+    acc: u32,
     calls: u64,
     inclusive: u64,
     self_ns: u64,
@@ -149,6 +180,8 @@ struct Node {
 
 struct Frame {
     func: u64,
+    /// The function's index in `Shared::accs` (and `ThreadState::active`).
+    acc: u32,
     sp: u32,
     start: u64,
     child: u64,
@@ -167,8 +200,9 @@ struct FuncAcc {
 struct ThreadState {
     nodes: Vec<Node>,
     stack: Vec<Frame>,
-    /// Active activations per function (for recursion-aware inclusive time).
-    active: HashMap<u64, u32>,
+    /// Active activations per function, by `Shared::accs` index (for recursion-aware
+    /// inclusive time).
+    active: Vec<u32>,
     unwound_at: Option<u64>,
     first: u64,
     last: u64,
@@ -182,13 +216,14 @@ impl ThreadState {
             os_tid,
             nodes: vec![Node {
                 func: 0,
+                acc: u32::MAX,
                 calls: 0,
                 inclusive: 0,
                 self_ns: 0,
                 children: HashMap::default(),
             }],
             stack: Vec::new(),
-            active: HashMap::default(),
+            active: Vec::new(),
             unwound_at: None,
             first: ns,
             last: ns,
@@ -208,33 +243,33 @@ impl ThreadState {
         }
         self.unwound_at = None;
         let parent_node = self.stack.last().map(|f| f.node).unwrap_or(0);
-        let parent_func = self.stack.last().map(|f| f.func).unwrap_or(0);
         let next = self.nodes.len();
         let node = *self.nodes[parent_node].children.entry(func).or_insert(next);
-        if node == next {
+        // A node knows its function's accumulator: one hash lookup per call (the node),
+        // and the edges are summed from the tree at the end.
+        let id = if node == next {
+            let id = sh.id(func);
             self.nodes.push(Node {
                 func,
+                acc: id,
                 calls: 0,
                 inclusive: 0,
                 self_ns: 0,
                 children: HashMap::default(),
             });
-        }
+            id
+        } else {
+            self.nodes[node].acc
+        };
         self.nodes[node].calls += 1;
-        let acc = sh.funcs.entry(func).or_default();
-        acc.calls += 1;
-        if parent_func != 0 {
-            *acc.callers.entry(parent_func).or_default() += 1;
-            *sh.funcs
-                .entry(parent_func)
-                .or_default()
-                .callees
-                .entry(func)
-                .or_default() += 1;
+        sh.accs[id as usize].1.calls += 1;
+        if self.active.len() <= id as usize {
+            self.active.resize(id as usize + 1, 0);
         }
-        *self.active.entry(func).or_default() += 1;
+        self.active[id as usize] += 1;
         self.stack.push(Frame {
             func,
+            acc: id,
             sp,
             start: ns,
             child: 0,
@@ -295,9 +330,9 @@ impl ThreadState {
         let node = &mut self.nodes[f.node];
         node.inclusive += dur;
         node.self_ns += self_ns;
-        let acc = sh.funcs.entry(f.func).or_default();
+        let acc = &mut sh.accs[f.acc as usize].1;
         acc.self_ns += self_ns;
-        let active = self.active.entry(f.func).or_default();
+        let active = &mut self.active[f.acc as usize];
         *active = active.saturating_sub(1);
         if *active == 0 {
             acc.inclusive += dur;
@@ -329,7 +364,13 @@ pub fn build(
 ///
 /// Events must come in each thread's recorded order; threads may interleave.
 pub struct Builder {
-    states: BTreeMap<u64, ThreadState>,
+    /// Per thread, in order of first appearance; `index` maps OS thread ids to them and
+    /// `last_thread` remembers the last event's (a thread's calls come in runs).
+    states: Vec<ThreadState>,
+    index: BTreeMap<u64, usize>,
+    last_thread: Option<(u64, usize)>,
+    /// `--counts`: each thread's last (cumulative) `CallCounts`: missed, deep, edges.
+    counted: BTreeMap<u64, (u64, u64, Vec<u64>)>,
     shared: Shared,
     keep_intervals: bool,
     keep_paths: bool,
@@ -339,7 +380,10 @@ impl Builder {
     /// `keep_intervals`: also keep every call's interval (for timeline exports).
     pub fn new(keep_intervals: bool) -> Builder {
         Builder {
-            states: BTreeMap::new(),
+            states: Vec::new(),
+            index: BTreeMap::new(),
+            last_thread: None,
+            counted: BTreeMap::new(),
             shared: Shared::default(),
             keep_intervals,
             keep_paths: false,
@@ -371,22 +415,42 @@ impl Builder {
             Event::Enter { function, sp } => (0, *function, *sp as u32),
             Event::Leave { function, sp } => (1, *function, *sp as u32),
             Event::Tailcall { function, sp } => (1, *function, *sp as u32),
+            Event::CallCounts {
+                os_tid,
+                missed,
+                deep,
+                edges,
+            } => {
+                // Cumulative: a thread's last record holds its totals.
+                self.counted
+                    .insert(*os_tid, (*missed, *deep, edges.to_vec()));
+                return;
+            }
             Event::ExceptionPhase {
                 phase: ExceptionPhase::CatcherEnter,
                 ..
             } => {
-                if let Some(st) = self.states.get_mut(&e.os_tid) {
-                    st.unwound_at = Some(e.ns);
+                if let Some(&i) = self.index.get(&e.os_tid) {
+                    self.states[i].unwound_at = Some(e.ns);
                 }
                 return;
             }
             _ => return,
         };
         let keep = self.keep_intervals;
-        let st = self
-            .states
-            .entry(e.os_tid)
-            .or_insert_with(|| ThreadState::new(e.os_tid, e.ns, keep));
+        let i = match self.last_thread {
+            Some((tid, i)) if tid == e.os_tid => i,
+            _ => {
+                let states = &mut self.states;
+                let i = *self.index.entry(e.os_tid).or_insert_with(|| {
+                    states.push(ThreadState::new(e.os_tid, e.ns, keep));
+                    states.len() - 1
+                });
+                self.last_thread = Some((e.os_tid, i));
+                i
+            }
+        };
+        let st = &mut self.states[i];
         st.last = e.ns;
         if kind == 0 {
             st.enter(func, sp, e.ns, &mut self.shared);
@@ -398,16 +462,47 @@ impl Builder {
     /// Closes the frames still open and names everything.
     pub fn finish(self, names: &Names, threads: &ThreadNames, max_depth: usize) -> CallTrees {
         let Builder {
-            mut states,
+            states,
+            index,
+            counted,
             mut shared,
             keep_paths,
             ..
         } = self;
+        for (missed, deep, edges) in counted.into_values() {
+            shared.stats.counts_missed += missed;
+            shared.stats.counts_deep += deep;
+            for e in edges.chunks_exact(3) {
+                let (caller, callee, n) = (e[0], e[1], e[2]);
+                let acc = shared.funcs.entry(callee).or_default();
+                acc.calls += n;
+                shared.stats.calls += n;
+                if caller != 0 {
+                    *shared.edges.entry((caller, callee)).or_default() += n;
+                }
+            }
+        }
+        let mut taken: Vec<Option<ThreadState>> = states.into_iter().map(Some).collect();
+        let mut states: BTreeMap<u64, ThreadState> = index
+            .into_iter()
+            .filter_map(|(tid, i)| taken[i].take().map(|st| (tid, st)))
+            .collect();
         for st in states.values_mut() {
             while !st.stack.is_empty() {
                 shared.stats.open_at_end += 1;
                 let last = st.last;
                 st.close(last, &mut shared);
+            }
+        }
+        // Edge counts: a node's calls are calls of its function by its parent's.
+        for st in states.values() {
+            for n in &st.nodes {
+                if n.func == 0 {
+                    continue;
+                }
+                for (&callee, &child) in &n.children {
+                    *shared.edges.entry((n.func, callee)).or_default() += st.nodes[child].calls;
+                }
             }
         }
         let paths = if keep_paths {
@@ -419,10 +514,33 @@ impl Builder {
             BTreeMap::new()
         };
         let Shared {
-            funcs,
+            mut funcs,
+            accs,
+            edges,
             stats,
             limit,
+            ..
         } = shared;
+        for (func, a) in accs {
+            let f = funcs.entry(func).or_default();
+            f.calls += a.calls;
+            f.inclusive += a.inclusive;
+            f.self_ns += a.self_ns;
+        }
+        for ((caller, callee), n) in edges {
+            *funcs
+                .entry(callee)
+                .or_default()
+                .callers
+                .entry(caller)
+                .or_default() += n;
+            *funcs
+                .entry(caller)
+                .or_default()
+                .callees
+                .entry(callee)
+                .or_default() += n;
+        }
         let mut trees = finish(states, funcs, stats, names, threads, max_depth);
         if let Some(l) = limit {
             for k in l.heap.into_vec() {

@@ -33,7 +33,10 @@ pub struct Trace<'a> {
 fn is_call(e: &Event<'_>) -> bool {
     matches!(
         e,
-        Event::Enter { .. } | Event::Leave { .. } | Event::Tailcall { .. }
+        Event::Enter { .. }
+            | Event::Leave { .. }
+            | Event::Tailcall { .. }
+            | Event::CallCounts { .. }
     )
 }
 
@@ -46,7 +49,9 @@ impl<'a> Trace<'a> {
         let mut syncs: Vec<(u64, u64)> = Vec::new();
         let (mut first, mut last) = (u64::MAX, 0u64);
         let mut call_records = 0u64;
-        for d in reader.events() {
+        // Trace mode's call units are only counted here (with their first and last
+        // timestamps); `for_each_call` decodes them in a pass of their own.
+        for d in reader.events_without_calls() {
             first = first.min(d.ts);
             last = last.max(d.ts);
             if is_call(&d.event) {
@@ -61,6 +66,12 @@ impl<'a> Trace<'a> {
                 syncs.push((d.ts, *mono_ns));
             }
             kept.push(d);
+        }
+        let st = reader.stats();
+        call_records += st.skipped_calls;
+        if st.skipped_calls > 0 {
+            first = first.min(st.calls_first_ts);
+            last = last.max(st.calls_last_ts);
         }
         let warnings = reader.warnings().iter().map(|w| w.to_string()).collect();
         let earliest = if first == u64::MAX { 0 } else { first };
@@ -103,7 +114,8 @@ impl<'a> Trace<'a> {
         let Ok(mut reader) = TraceReader::new(self.bytes) else {
             return;
         };
-        for d in reader.events() {
+        // `for_each`, not `for`: the reader hands a block's calls over in a tight loop.
+        reader.events().for_each(|d| {
             let wanted = is_call(&d.event)
                 || matches!(
                     d.event,
@@ -119,6 +131,6 @@ impl<'a> Trace<'a> {
                     event: d.event,
                 });
             }
-        }
+        });
     }
 }

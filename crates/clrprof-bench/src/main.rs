@@ -22,6 +22,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 
 mod heap;
+mod rounds;
 
 #[derive(Parser)]
 struct Args {
@@ -96,52 +97,8 @@ fn scratch() -> PathBuf {
     d
 }
 
-/// Runs `cmd` to completion and returns its wall time.
-fn time(mut cmd: Command) -> Result<Duration> {
-    let t = Instant::now();
-    let out = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).output()?;
-    let d = t.elapsed();
-    if !out.status.success() {
-        bail!("{:?} failed: {}", cmd, String::from_utf8_lossy(&out.stderr));
-    }
-    Ok(d)
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
-}
-
-/// Alternates the configurations run by run so drift hits them all alike.
-fn compare(runs: usize, configs: &[(&str, &dyn Fn() -> Command)]) -> Result<Vec<Duration>> {
-    let mut times: Vec<Vec<Duration>> = vec![Vec::new(); configs.len()];
-    // One warm-up round (disk cache, JIT of the SDK host).
-    for (_, make) in configs {
-        time(make())?;
-    }
-    for _ in 0..runs {
-        for (i, (_, make)) in configs.iter().enumerate() {
-            times[i].push(time(make())?);
-        }
-    }
-    let medians: Vec<Duration> = times.into_iter().map(median).collect();
-    let base = medians[0];
-    println!(
-        "{:<32} {:>12} {:>10}",
-        "configuration", "median ms", "ratio"
-    );
-    for ((name, _), m) in configs.iter().zip(&medians) {
-        println!(
-            "{name:<32} {:>12.1} {:>10.3}",
-            ms(*m),
-            m.as_secs_f64() / base.as_secs_f64()
-        );
-    }
-    Ok(medians)
 }
 
 fn dotnet_app(app: &clrprof_testkit::BuiltApp, args: &[&str]) -> Command {
@@ -173,19 +130,16 @@ fn events(runs: usize) -> Result<()> {
     let clrprof = clrprof()?;
     let demo = clrprof_testkit::app("Demo");
     let out = scratch().join("events.clrprof");
-    println!("events mode, Demo app, {runs} runs each (median wall time of the whole process)");
-    let m = compare(
-        runs,
-        &[
-            ("no profiler", &|| dotnet_app(&demo, &[])),
-            ("clrprof --mode events", &|| {
-                recorded(&clrprof, &["--mode", "events"], &out, &demo, &[])
-            }),
-        ],
-    )?;
+    println!("events mode, Demo app, {runs} interleaved rounds");
+    let base = || dotnet_app(&demo, &[]);
+    let events = || recorded(&clrprof, &["--mode", "events"], &out, &demo, &[]);
+    let configs: [(&str, &dyn Fn() -> Command); 2] =
+        [("no profiler", &base), ("clrprof --mode events", &events)];
+    let runs = rounds::interleaved(runs, &configs, None)?;
+    let r = rounds::print_cpu_table(&configs, &runs);
     println!(
-        "events-mode overhead: {:+.1} %",
-        100.0 * (m[1].as_secs_f64() / m[0].as_secs_f64() - 1.0)
+        "events-mode overhead (median paired CPU ratio): {:+.1} %",
+        100.0 * (r[1] - 1.0)
     );
     Ok(())
 }
@@ -199,7 +153,10 @@ fn sample(runs: usize) -> Result<()> {
     let args = ["crunch", "60000"];
     let dotnet_trace = find_dotnet_trace();
     let nettrace = scratch().join("bench.nettrace");
-    println!("sampling, Scenarios crunch (fixed CPU work on 2 threads), {runs} runs each");
+    println!(
+        "sampling, Scenarios crunch (fixed CPU work on 2 threads), {runs} interleaved rounds; \
+         the figure is CPU time (user+sys of the whole process tree), paired round by round"
+    );
     let base = || dotnet_app(&app, &args);
     let s99 = || {
         recorded(
@@ -273,11 +230,12 @@ fn sample(runs: usize) -> Result<()> {
             "(dotnet-trace not found: `dotnet tool install --tool-path target/tools dotnet-trace` adds it)"
         );
     }
-    let m = compare(runs, &configs)?;
+    let runs = rounds::interleaved(runs, &configs, None)?;
+    let r = rounds::print_cpu_table(&configs, &runs);
     for (i, (name, _)) in configs.iter().enumerate().skip(1) {
         println!(
-            "{name}: overhead {:+.1} %",
-            100.0 * (m[i].as_secs_f64() / m[0].as_secs_f64() - 1.0)
+            "{name}: CPU overhead {:+.1} % (median of paired ratios)",
+            100.0 * (r[i] - 1.0)
         );
     }
     Ok(())
@@ -347,6 +305,24 @@ fn trace(runs: usize) -> Result<()> {
             c
         }
     };
+    // A new file for every run, kept until the end: its pages are new page cache, as on
+    // a user's first run (docs/performance.md: a fresh VM's page cache accepts new pages
+    // far more slowly than it reuses a deleted file's).
+    let fresh = std::cell::Cell::new(0usize);
+    let fresh_path = |n: usize| scratch().join(format!("trace-new-{n}.clrprof"));
+    let new_file = || {
+        let n = fresh.get() + 1;
+        fresh.set(n);
+        let p = fresh_path(n);
+        let _ = std::fs::remove_file(&p);
+        recorded(
+            &clrprof,
+            &["--mode", "trace", "--include", "Scenarios.*"],
+            &p,
+            &app,
+            ONE,
+        )
+    };
     let (none1, events1, noop1, clock1, full1) = (
         plain(ONE),
         no_inlining(ONE),
@@ -354,31 +330,60 @@ fn trace(runs: usize) -> Result<()> {
         traced(ONE, Some("clock")),
         traced(ONE, None),
     );
-    let configs: [(&str, &dyn Fn() -> Command); 5] = [
+    let counts_out = scratch().join("counts.clrprof");
+    let counted = || {
+        recorded(
+            &clrprof,
+            &["--mode", "trace", "--counts", "--include", "Scenarios.*"],
+            &counts_out,
+            &app,
+            ONE,
+        )
+    };
+    let configs: [(&str, &dyn Fn() -> Command); 7] = [
         ("no profiler", &none1),
         ("events mode, inlining off", &events1),
         ("trace, hooks only return", &noop1),
         ("trace, hooks only read the TSC", &clock1),
-        ("clrprof --mode trace", &full1),
+        ("trace, a new file each run", &new_file),
+        ("trace, overwriting one file", &full1),
+        ("trace --counts (no timestamps)", &counted),
     ];
-    let (wall, fib) = run_fib_configs(runs, &configs)?;
-    // The last run of the round was the full trace: check it recorded what it cost.
+    let runs1 = rounds::interleaved(runs, &configs, Some("fib_us"))?;
+    let added = fib_table(&configs, &runs1, calls, 1);
+    // The last runs of the round were the full traces: check they recorded what they cost.
+    let last_new = fresh_path(fresh.get());
+    verify_trace(
+        &clrprof,
+        &last_new,
+        "Scenarios.FibScenario.Fib",
+        calls as u64,
+    )?;
     verify_trace(&clrprof, &out, "Scenarios.FibScenario.Fib", calls as u64)?;
-    let per_call = |a: Duration, b: Duration| (a.as_secs_f64() - b.as_secs_f64()) / calls * 1e9;
+    verify_trace(
+        &clrprof,
+        &counts_out,
+        "Scenarios.FibScenario.Fib",
+        calls as u64,
+    )?;
+    for n in 1..=fresh.get() {
+        let _ = std::fs::remove_file(fresh_path(n));
+    }
     println!(
-        "ns added per traced call (enter+leave, recorded to disk): {:.1} ns inside Fib; \
-         {:.1} ns over the whole process (wall, includes writing the rest at exit)",
-        per_call(fib[4], fib[1]),
-        per_call(wall[4], wall[1])
+        "ns added per traced call (enter+leave, recorded to disk, inside Fib): {:.1} ns to a new \
+         file, {:.1} ns overwriting one",
+        added[4].0, added[5].0
     );
     println!(
-        "of which the JIT's hook calls: {:.1} ns, two TSC reads: {:.1} ns, the record: {:.1} ns; \
-         slowdown vs no profiler {:.2}× (whole process), {:.2}× (Fib)",
-        per_call(fib[2], fib[1]),
-        per_call(fib[3], fib[2]),
-        per_call(fib[4], fib[3]),
-        wall[4].as_secs_f64() / wall[0].as_secs_f64(),
-        fib[4].as_secs_f64() / fib[0].as_secs_f64()
+        "of which the JIT's hook calls: {:.1} ns, two TSC reads: {:.1} ns, the record: {:.1} ns",
+        added[2].0,
+        added[3].0 - added[2].0,
+        added[5].0 - added[3].0
+    );
+    println!(
+        "exact call-graph mode (--counts, per-thread tables, no record per call): {:.1} ns added \
+         per call inside Fib",
+        added[6].0
     );
 
     // Two traced threads on a 2-core machine: the writer no longer has a core to itself,
@@ -390,13 +395,113 @@ fn trace(runs: usize) -> Result<()> {
         ("clrprof --mode trace, 2 threads", &full2),
     ];
     println!("\ntwo threads each making the same {calls} calls at once (both cores busy):");
-    let (wall2, fib2) = run_fib_configs(runs, &configs2)?;
+    let runs2 = rounds::interleaved(runs, &configs2, Some("fib_us"))?;
+    let added2 = fib_table(&configs2, &runs2, calls, 1);
     println!(
         "ns added per traced call with both cores busy: {:.1} ns inside Fib (per thread; \
-         the writer competes with the app for a core); slowdown {:.2}× (whole process)",
-        per_call(fib2[2], fib2[1]),
-        wall2[2].as_secs_f64() / wall2[0].as_secs_f64()
+         the writer competes with the app for a core)",
+        added2[2].0
     );
+    read_speed(&clrprof, &out, runs)
+}
+
+/// Prints the Fib table of interleaved runs: median wall and Fib time with spreads, and
+/// the ns each configuration adds per call over configuration `base` (paired round by
+/// round: median and p25–p75). Returns the added ns (median, p25, p75) of each.
+fn fib_table(
+    configs: &[(&str, &dyn Fn() -> Command)],
+    runs: &[Vec<rounds::Run>],
+    calls: f64,
+    base: usize,
+) -> Vec<(f64, f64, f64)> {
+    println!(
+        "{:<34} {:>9} {:>9} {:>13} {:>11} {:>22}",
+        "configuration", "wall ms", "Fib ms", "(p25–p75)", "Fib ns/call", "added ns/call (p25–p75)"
+    );
+    let fib = |i: usize| -> Vec<f64> {
+        runs[i]
+            .iter()
+            .map(|r| r.app.unwrap_or_default().as_secs_f64() * 1e3)
+            .collect()
+    };
+    let mut out = Vec::new();
+    for (i, (name, _)) in configs.iter().enumerate() {
+        let wall: Vec<f64> = runs[i].iter().map(|r| r.wall.as_secs_f64() * 1e3).collect();
+        let (f, f25, f75) = rounds::spread(&fib(i));
+        let added: Vec<f64> = fib(i)
+            .iter()
+            .zip(fib(base))
+            .map(|(a, b)| (a - b) * 1e6 / calls)
+            .collect();
+        let (a, a25, a75) = rounds::spread(&added);
+        println!(
+            "{name:<34} {:>9.1} {f:>9.1} {:>13} {:>11.1} {:>22}",
+            rounds::quantile(&wall, 0.5),
+            format!("{f25:.0}–{f75:.0}"),
+            f * 1e6 / calls,
+            format!("{a:.1} ({a25:.1}–{a75:.1})"),
+        );
+        out.push((a, a25, a75));
+    }
+    out
+}
+
+/// `report` and `convert -f folded` of the two-thread trace: seconds and events per
+/// second (median of `runs`), the events being the Enter and Leave of every call.
+fn read_speed(clrprof: &Path, trace: &Path, runs: usize) -> Result<()> {
+    let out = Command::new(clrprof)
+        .args(["report", "--json"])
+        .arg(trace)
+        .output()?;
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let calls: u64 = r["functions"]
+        .as_array()
+        .map(|f| f.iter().filter_map(|f| f["calls"].as_u64()).sum())
+        .unwrap_or(0);
+    let events = 2.0 * calls as f64;
+    let bytes = std::fs::metadata(trace).map(|m| m.len()).unwrap_or(0);
+    println!(
+        "\nreading the two-thread trace: {:.1} M events (Enter and Leave of {calls} calls), \
+         {:.0} MB, {:.2} bytes per event; {runs} runs each",
+        events / 1e6,
+        bytes as f64 / 1e6,
+        bytes as f64 / events
+    );
+    let folded = scratch().join("trace.folded");
+    type MakeCommand<'a> = Box<dyn Fn() -> Command + 'a>;
+    let cmds: [(&str, MakeCommand); 2] = [
+        (
+            "clrprof report",
+            Box::new(|| {
+                let mut c = Command::new(clrprof);
+                c.arg("report").arg(trace);
+                c
+            }),
+        ),
+        (
+            "clrprof convert -f folded",
+            Box::new(|| {
+                let mut c = Command::new(clrprof);
+                c.args(["convert", "-f", "folded", "-o"])
+                    .arg(&folded)
+                    .arg(trace);
+                c
+            }),
+        ),
+    ];
+    for (name, make) in &cmds {
+        let mut secs = Vec::new();
+        for _ in 0..runs.max(1) {
+            secs.push(rounds::measure(make(), None)?.wall.as_secs_f64());
+        }
+        let (m, lo, hi) = rounds::spread(&secs);
+        println!(
+            "{name:<28} {m:>6.2} s (p25–p75 {lo:.2}–{hi:.2}): {:.1} M events/s",
+            events / m / 1e6
+        );
+    }
+    drop(cmds);
+    let _ = std::fs::remove_file(folded);
     Ok(())
 }
 
@@ -432,48 +537,6 @@ fn verify_trace(clrprof: &Path, trace: &Path, function: &str, calls: u64) -> Res
         bytes as f64 / 1e6
     );
     Ok(())
-}
-
-/// Runs each configuration `runs` times (after a warm-up round), alternating them, and
-/// prints a table; returns the median wall times and the median `fib_us` of each.
-fn run_fib_configs(
-    runs: usize,
-    configs: &[(&str, &dyn Fn() -> Command)],
-) -> Result<(Vec<Duration>, Vec<Duration>)> {
-    let calls = 7_049_155.0;
-    let mut wall: Vec<Vec<Duration>> = vec![Vec::new(); configs.len()];
-    let mut fib: Vec<Vec<Duration>> = vec![Vec::new(); configs.len()];
-    for round in 0..=runs {
-        for (i, (_, make)) in configs.iter().enumerate() {
-            let (w, f) = time_fib(make())?;
-            // Round 0 warms up (disk cache, the SDK host's JIT).
-            if round > 0 {
-                wall[i].push(w);
-                fib[i].push(f);
-            }
-        }
-    }
-    let wall: Vec<Duration> = wall.into_iter().map(median).collect();
-    let fib: Vec<Duration> = fib.into_iter().map(median).collect();
-    println!(
-        "{:<32} {:>10} {:>8} {:>9} {:>14}",
-        "configuration", "wall ms", "ratio", "Fib ms", "Fib ns/call"
-    );
-    for (i, (name, _)) in configs.iter().enumerate() {
-        println!(
-            "{name:<32} {:>10.1} {:>8.3} {:>9.1} {:>14.1}",
-            ms(wall[i]),
-            wall[i].as_secs_f64() / wall[0].as_secs_f64(),
-            ms(fib[i]),
-            fib[i].as_secs_f64() / calls * 1e9
-        );
-    }
-    Ok((wall, fib))
-}
-
-/// Runs the Scenarios app; returns the process's wall time and the `fib_us` it printed.
-fn time_fib(cmd: Command) -> Result<(Duration, Duration)> {
-    time_key(cmd, "fib_us")
 }
 
 /// Runs the Scenarios app; returns the process's wall time and the µs it printed as `key`.

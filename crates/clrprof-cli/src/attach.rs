@@ -162,6 +162,14 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
              Start the program under the profiler instead: clrprof record --mode trace --args PATTERN -- <command>"
         );
     }
+    if args.counts {
+        bail!(
+            "--counts cannot attach to a running process (pid {pid} is left untouched): calls are counted by \
+             ELT enter/leave hooks, which the runtime allows only for profilers loaded at startup \
+             (COR_PRF_MONITOR_ENTERLEAVE is not in COR_PRF_ALLOWABLE_AFTER_ATTACH). \
+             Start the program under the profiler instead: clrprof record --mode trace --counts -- <command>"
+        );
+    }
     if args.mode == Mode::Trace {
         bail!(
             "--mode trace cannot attach to a running process: the runtime allows ELT enter/leave hooks only \

@@ -211,6 +211,11 @@ pub struct RecordArgs {
     /// Let the JIT inline in trace mode (faster; inlined calls are not counted)
     #[arg(long)]
     pub allow_inlining: bool,
+    /// Exact call counts per caller→callee edge, without timestamps: per-thread tables in
+    /// the target, written about every second and at the end, no record per call (with
+    /// --mode trace, or beside --mode sample's samples; startup only)
+    #[arg(long)]
+    pub counts: bool,
     /// Record arguments and return values of functions matching these patterns, e.g.
     /// `Shop.Cart.*` (trace mode, startup only; repeatable; see docs/tracing.md)
     #[arg(long = "args", value_name = "PATTERN")]

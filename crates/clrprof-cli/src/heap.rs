@@ -117,11 +117,6 @@ pub fn report_of(file: &Path, bytes: &[u8], view: &HeapView, top: usize) -> Resu
     ))
 }
 
-/// Whether the trace holds any heap snapshot.
-pub fn has_snapshots(bytes: &[u8]) -> bool {
-    snapshot::list(bytes).is_ok_and(|l| !l.is_empty())
-}
-
 fn print_report(file: &Path, view: &HeapView, top: usize, json: bool) -> Result<()> {
     let bytes = crate::input::open(file)?;
     let r = report_of(file, &bytes, view, top)?;

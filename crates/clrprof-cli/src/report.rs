@@ -55,7 +55,12 @@ pub fn run(args: ReportArgs) -> Result<i32> {
         }
         return write_stdout(text::render_butterfly(&report, args.top).as_bytes());
     }
-    let heap = if crate::heap::has_snapshots(&bytes) {
+    // A snapshot ends with a `HeapEnd`, which the loaded timeline holds: no pass of its own.
+    let has_snapshots = trace
+        .events
+        .iter()
+        .any(|e| matches!(e.event, clrprof_format::Event::HeapEnd { .. }));
+    let heap = if has_snapshots {
         Some(crate::heap::report_of(
             &args.file, &bytes, &args.heap, args.top,
         )?)

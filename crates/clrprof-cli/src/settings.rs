@@ -73,6 +73,18 @@ pub fn from_args(args: &RecordArgs, output: &Path) -> Result<(Settings, Vec<&'st
         s.alloc_interval = Some(args.alloc_interval.unwrap_or(DEFAULT_ALLOC_INTERVAL));
         decided.push(var::ALLOC_INTERVAL);
     }
+    if args.counts {
+        if mode == Mode::Events {
+            bail!(
+                "--counts needs --mode trace or --mode sample: calls are counted by the ELT hooks"
+            );
+        }
+        if !args.args.is_empty() {
+            bail!("--counts and --args cannot be combined: counting records no values");
+        }
+        s.counts = true;
+        decided.push(var::COUNTS);
+    }
     if !args.args.is_empty() {
         if mode != Mode::Trace {
             bail!("--args needs --mode trace: arguments are read by the ELT enter/leave hooks");

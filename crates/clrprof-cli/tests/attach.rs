@@ -273,8 +273,9 @@ fn every_option_reaches_the_attached_agent() {
         ("--alloc", None),
         ("--alloc-interval", Some("204800")),
     ];
-    // Options that are not agent settings, or that cannot attach (`--args` is refused:
-    // reading arguments needs a profiler loaded at startup).
+    // Options that are not agent settings, or that cannot attach (`--args` and `--counts`
+    // are refused: reading arguments and counting calls need ELT hooks, which only a
+    // profiler loaded at startup gets; `counts.rs` checks the refusal).
     let not_settings = [
         "--output",
         "--force",
@@ -282,6 +283,7 @@ fn every_option_reaches_the_attached_agent() {
         "--quiet",
         "--pid",
         "--args",
+        "--counts",
         "--help",
     ];
     let help = clrprof().args(["record", "--help"]).output().unwrap();

@@ -6,8 +6,8 @@
 //!      4    4  payload length on disk (u32), at most 64 MiB
 //!      8    4  CRC-32 of this header with this field zeroed, then the payload on disk
 //!     12    4  flags (u32): bit 0 = payload is an LZ4 block; bit 1 = once decompressed,
-//!              the payload is 16-byte units (see `units`), not records; other bits
-//!              reserved (0)
+//!              the payload is 16-byte units (see `units`), not records; bit 2 = it is
+//!              compact 8-byte words (see `compact`, 1.3); other bits reserved (0)
 //!     16    8  os_tid of the thread whose events these are (u64; 0 = process-wide)
 //!     24    8  base_ts (u64): the tick value the first record's timestamp delta is
 //!              relative to
@@ -27,8 +27,11 @@ pub const FLAG_LZ4: u32 = 1;
 /// Flag bit: the (decompressed) payload is agent ring units, see [`units`](crate::units).
 /// `record_count` then counts units.
 pub const FLAG_UNITS: u32 = 2;
+/// Flag bit (1.3): the (decompressed) payload is compact 8-byte ring words, see
+/// [`compact`](crate::compact). `record_count` then counts words.
+pub const FLAG_COMPACT: u32 = 4;
 /// Flag bits this version understands.
-pub const KNOWN_FLAGS: u32 = FLAG_LZ4 | FLAG_UNITS;
+pub const KNOWN_FLAGS: u32 = FLAG_LZ4 | FLAG_UNITS | FLAG_COMPACT;
 
 /// A decoded block header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -56,6 +59,11 @@ impl BlockHeader {
     /// Whether the payload is ring units rather than records.
     pub fn units(&self) -> bool {
         self.flags & FLAG_UNITS != 0
+    }
+
+    /// Whether the payload is compact ring words (1.3) rather than records.
+    pub fn compact(&self) -> bool {
+        self.flags & FLAG_COMPACT != 0
     }
 
     /// The header's bytes, CRC field included as stored in `self.crc`.

@@ -3,7 +3,9 @@
 
 use std::io::{self, IoSlice, Write};
 
-use crate::block::{BLOCK_HEADER_LEN, BlockHeader, FLAG_LZ4, FLAG_UNITS, MAX_BLOCK_PAYLOAD};
+use crate::block::{
+    BLOCK_HEADER_LEN, BlockHeader, FLAG_COMPACT, FLAG_LZ4, FLAG_UNITS, MAX_BLOCK_PAYLOAD,
+};
 
 /// Writes one block holding `records` (whole encoded records, `record_count` of them) for
 /// thread `os_tid` (0 = process-wide). `base_ts` is the tick value the first record's
@@ -72,6 +74,30 @@ pub fn write_units_block<W: Write + ?Sized>(
         record_count: (units.len() / crate::units::UNIT) as u32,
     };
     write_flagged(w, scratch, start, units, compress, FLAG_UNITS)
+}
+
+/// Writes one block of compact ring words ([`compact`](crate::compact), format 1.3) for
+/// thread `os_tid`: trace mode's ring memory as it is. `words.len()` must be a multiple
+/// of 8; the block's record count is the word count.
+pub fn write_compact_block<W: Write + ?Sized>(
+    w: &mut W,
+    scratch: &mut Vec<u8>,
+    os_tid: u64,
+    words: &[u8],
+    compress: bool,
+) -> io::Result<usize> {
+    if !words.len().is_multiple_of(crate::compact::WORD) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a compact block must hold whole 8-byte words",
+        ));
+    }
+    let start = BlockStart {
+        os_tid,
+        base_ts: 0,
+        record_count: (words.len() / crate::compact::WORD) as u32,
+    };
+    write_flagged(w, scratch, start, words, compress, FLAG_COMPACT)
 }
 
 fn write_flagged<W: Write + ?Sized>(

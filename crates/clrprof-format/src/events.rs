@@ -312,6 +312,14 @@ events! {
         /// Followed samples whose objects were still alive at the end.
         alive_at_end: u64,
     }
+    /// Exact call counts of one thread (`record --mode trace --counts`, 1.3): cumulative
+    /// since the recording started, written by the writer thread about every second and
+    /// at the end, so a thread's last `CallCounts` holds its totals. `edges` are triples:
+    /// caller index (0 = no hooked caller), callee index, calls; indices are the compact
+    /// function indices of `Enter`. `missed` counts calls not counted because the
+    /// thread's table was full; `deep` calls made deeper than its shadow stack (their
+    /// caller may be attributed to the deepest frame kept).
+    90 CallCounts { os_tid: u64, missed: u64, deep: u64, edges: Cow<'a, [u64]> }
 }
 
 /// `AllocConfig.source`: the runtime's `AllocationSampled` event (.NET 10, Poisson).

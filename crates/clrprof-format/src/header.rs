@@ -22,7 +22,7 @@ pub const FILE_MAGIC: [u8; 8] = *b"CLRPROF\0";
 /// Format major version this crate writes and the only one it reads.
 pub const FORMAT_MAJOR: u16 = 1;
 /// Format minor version this crate writes; readers accept any minor of their major.
-pub const FORMAT_MINOR: u16 = 2;
+pub const FORMAT_MINOR: u16 = 3;
 /// Bytes before the JSON document.
 pub const FILE_HEADER_FIXED_LEN: usize = 16;
 /// Largest JSON document a reader accepts.

@@ -31,6 +31,7 @@
 mod block;
 mod block_writer;
 mod clock;
+pub mod compact;
 mod encode;
 mod error;
 mod events;
@@ -47,11 +48,12 @@ pub mod values;
 mod warning;
 
 pub use block::{
-    BLOCK_HEADER_LEN, BLOCK_MAGIC, BlockHeader, FLAG_LZ4, FLAG_UNITS, KNOWN_FLAGS,
+    BLOCK_HEADER_LEN, BLOCK_MAGIC, BlockHeader, FLAG_COMPACT, FLAG_LZ4, FLAG_UNITS, KNOWN_FLAGS,
     MAX_BLOCK_PAYLOAD,
 };
 pub use block_writer::{
-    BlockStart, BlockWriter, write_block, write_block_with_scratch, write_units_block,
+    BlockStart, BlockWriter, write_block, write_block_with_scratch, write_compact_block,
+    write_units_block,
 };
 pub use clock::ClockConverter;
 pub use encode::{

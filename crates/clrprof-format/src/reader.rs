@@ -22,6 +22,8 @@ pub struct TraceReader<'a> {
     pub(crate) foreign_kinds: HashMap<u8, String>,
     pub(crate) warnings: Warnings,
     pub(crate) stats: ReadStats,
+    /// Each thread's compact-word chain (1.3), carried from one of its blocks to the next.
+    pub(crate) chains: HashMap<u64, crate::compact::Chain>,
 }
 
 /// One event with the thread of the block it was in.
@@ -76,6 +78,11 @@ pub struct ReadStats {
     pub events: u64,
     /// Records skipped: unknown kinds, malformed or truncated (`events()` only).
     pub records_skipped: u64,
+    /// Call units counted but not returned (`events_without_calls()` only), and the
+    /// first and last of their timestamps (`u64::MAX` and 0 when there were none).
+    pub skipped_calls: u64,
+    pub calls_first_ts: u64,
+    pub calls_last_ts: u64,
 }
 
 impl<'a> TraceReader<'a> {
@@ -96,6 +103,7 @@ impl<'a> TraceReader<'a> {
             foreign_kinds,
             warnings: Warnings::default(),
             stats: ReadStats::default(),
+            chains: HashMap::new(),
         };
         reader.reset();
         Ok(reader)
@@ -127,6 +135,14 @@ impl<'a> TraceReader<'a> {
         Events::new(Scanner::new(self.bytes, self.body_offset), self)
     }
 
+    /// [`events`](Self::events) without the Enter, Leave and Tailcall units of trace
+    /// mode's unit and compact blocks, which are only counted (with their first and last
+    /// timestamps, in [`stats`](Self::stats)): a pass that needs everything but the calls
+    /// does not build tens of millions of events it would drop.
+    pub fn events_without_calls(&mut self) -> Events<'_, 'a> {
+        self.events().skipping_calls()
+    }
+
     /// Problems met during the last pass (complete once its iterator has finished).
     pub fn warnings(&self) -> &[Warning] {
         self.warnings.list()
@@ -144,6 +160,7 @@ impl<'a> TraceReader<'a> {
 
     fn reset(&mut self) {
         self.warnings = Warnings::default();
+        self.chains.clear();
         if self.header.minor > FORMAT_MINOR {
             self.warnings.push(Warning::NewerMinorVersion {
                 major: self.header.major,
@@ -153,6 +170,7 @@ impl<'a> TraceReader<'a> {
         self.stats = ReadStats {
             file_bytes: self.bytes.len() as u64,
             header_bytes: self.body_offset as u64,
+            calls_first_ts: u64::MAX,
             ..ReadStats::default()
         };
     }
@@ -184,6 +202,23 @@ impl<'a> TraceReader<'a> {
     ) -> Result<bool, Warning> {
         let compressed = header.compressed();
         let result = decompress(header, payload, buf).and_then(|inflated| {
+            if header.compact() {
+                let words = if inflated { &buf[..] } else { payload };
+                if keep_units {
+                    header.record_count = crate::compact::validate(words)?;
+                    header.records_len = words.len() as u32;
+                    return Ok(inflated);
+                }
+                let mut records = Vec::new();
+                let chain = self.chains.entry(header.os_tid).or_default();
+                let mut ts = header.base_ts;
+                let count = crate::compact::to_records(words, chain, &mut ts, &mut records)?;
+                header.flags = 0;
+                header.record_count = count;
+                header.records_len = records.len() as u32;
+                *buf = records;
+                return Ok(true);
+            }
             if !header.units() {
                 return Ok(inflated);
             }

@@ -13,6 +13,9 @@ pub struct Events<'r, 'a> {
     block: Option<OpenBlock<'a>>,
     /// Decompressed records of the current block, when it is compressed (reused).
     buf: Vec<u8>,
+    /// Enter/Leave/Tailcall units of unit and compact blocks are counted (with their
+    /// first and last timestamps, in [`ReadStats`](crate::ReadStats)) instead of returned.
+    skip_calls: bool,
 }
 
 struct OpenBlock<'a> {
@@ -29,6 +32,9 @@ struct OpenBlock<'a> {
     /// The payload is ring units (trace mode), read as they are: an Enter or Leave unit
     /// becomes its event without being encoded as a record and decoded again.
     units: bool,
+    /// The payload is compact ring words (1.3), read as they are with the thread's chain.
+    compact: bool,
+    chain: crate::compact::Chain,
 }
 
 impl<'r, 'a> Events<'r, 'a> {
@@ -38,7 +44,14 @@ impl<'r, 'a> Events<'r, 'a> {
             scanner,
             block: None,
             buf: Vec::new(),
+            skip_calls: false,
         }
+    }
+
+    /// See [`TraceReader::events_without_calls`](crate::TraceReader::events_without_calls).
+    pub(crate) fn skipping_calls(mut self) -> Self {
+        self.skip_calls = true;
+        self
     }
 
     /// Opens the next intact block; false at the end of the file.
@@ -71,7 +84,14 @@ impl<'r, 'a> Events<'r, 'a> {
                             pos: 0,
                             ts: header.base_ts,
                             borrowed: (!inflated).then_some(payload),
-                            units: header.units(),
+                            units: header.units() || header.compact(),
+                            compact: header.compact(),
+                            chain: self
+                                .reader
+                                .chains
+                                .get(&header.os_tid)
+                                .copied()
+                                .unwrap_or_default(),
                         });
                         return true;
                     }
@@ -83,19 +103,57 @@ impl<'r, 'a> Events<'r, 'a> {
     /// The next event of the open unit block, `None` at its end. Enter/Leave/Tailcall
     /// units become events directly; a framed record is decoded as usual.
     fn next_unit(&mut self) -> Option<Result<DecodedEvent<'a>, RecordError>> {
-        use crate::units::next_unit;
+        use crate::units::{Unit, next_unit};
+        let skip = self.skip_calls;
         let block = self.block.as_mut()?;
         let warnings = &mut self.reader.warnings;
-        // Checked when the block was opened (`units::validate`): no errors here.
+        let stats = &mut self.reader.stats;
+        // Checked when the block was opened (`units::validate`, `compact::validate`): no
+        // errors here.
+        macro_rules! step {
+            ($payload:expr) => {{
+                let unit = if skip && block.compact {
+                    let mut skipped = crate::compact::SkippedCalls {
+                        count: 0,
+                        first_ts: stats.calls_first_ts,
+                        last_ts: stats.calls_last_ts,
+                    };
+                    let unit = crate::compact::skip_calls(
+                        $payload,
+                        &mut block.pos,
+                        &mut block.chain,
+                        &mut skipped,
+                    );
+                    stats.skipped_calls += skipped.count;
+                    stats.calls_first_ts = skipped.first_ts;
+                    stats.calls_last_ts = skipped.last_ts;
+                    block.found = block.found.saturating_add(skipped.count as u32);
+                    unit?.ok()?
+                } else if block.compact {
+                    crate::compact::next_unit($payload, &mut block.pos, &mut block.chain)?.ok()?
+                } else {
+                    next_unit($payload, &mut block.pos)?.ok()?
+                };
+                if skip && let Unit::Elt { ts, .. } = unit {
+                    stats.skipped_calls += 1;
+                    stats.calls_first_ts = stats.calls_first_ts.min(ts);
+                    stats.calls_last_ts = stats.calls_last_ts.max(ts);
+                    block.found = block.found.saturating_add(1);
+                    continue;
+                }
+                unit
+            }};
+        }
         let decoded = match block.borrowed {
-            Some(payload) => {
-                let unit = next_unit(payload, &mut block.pos)?.ok()?;
-                unit_event(unit, warnings, block.offset)?
-            }
-            None => {
-                let unit = next_unit(&self.buf, &mut block.pos)?.ok()?;
-                unit_event(unit, warnings, block.offset)?.map(|(ts, e)| (ts, e.into_owned()))
-            }
+            Some(payload) => loop {
+                let unit = step!(payload);
+                break unit_event(unit, warnings, block.offset)?;
+            },
+            None => loop {
+                let unit = step!(&self.buf);
+                break unit_event(unit, warnings, block.offset)?
+                    .map(|(ts, e)| (ts, e.into_owned()));
+            },
         };
         let os_tid = block.os_tid;
         Some(decoded.map(|(ts, event)| DecodedEvent { os_tid, ts, event }))
@@ -153,6 +211,11 @@ impl<'r, 'a> Events<'r, 'a> {
 
     /// Ends the current block, checking its record count.
     fn close_block(&mut self) {
+        if let Some(b) = &self.block
+            && b.compact
+        {
+            self.reader.chains.insert(b.os_tid, b.chain);
+        }
         if let Some(b) = self.block.take()
             && !b.truncated
             && b.found != b.declared
@@ -168,6 +231,59 @@ impl<'r, 'a> Events<'r, 'a> {
 
 impl<'a> Iterator for Events<'_, 'a> {
     type Item = DecodedEvent<'a>;
+
+    /// `for_each` and friends: the calls of an uncompressed compact block (trace mode's
+    /// tens of millions of events) go to `f` from a tight loop; everything else comes
+    /// from [`next`](Iterator::next), so both see the same events.
+    fn fold<B, F>(mut self, init: B, mut f: F) -> B
+    where
+        F: FnMut(B, DecodedEvent<'a>) -> B,
+    {
+        use crate::units::Unit;
+        let mut acc = init;
+        loop {
+            if !self.skip_calls
+                && let Some(block) = self.block.as_mut()
+                && block.compact
+                && let Some(payload) = block.borrowed
+            {
+                let os_tid = block.os_tid;
+                let mut n = 0u32;
+                loop {
+                    let (pos, chain) = (block.pos, block.chain);
+                    match crate::compact::next_unit(payload, &mut block.pos, &mut block.chain) {
+                        Some(Ok(Unit::Elt {
+                            ts,
+                            kind,
+                            value,
+                            sp,
+                        })) => {
+                            n += 1;
+                            acc = f(
+                                acc,
+                                DecodedEvent {
+                                    os_tid,
+                                    ts,
+                                    event: elt_event(kind, value, sp),
+                                },
+                            );
+                        }
+                        // A record, the end or damage: `next` takes it from here.
+                        _ => {
+                            (block.pos, block.chain) = (pos, chain);
+                            break;
+                        }
+                    }
+                }
+                block.found = block.found.saturating_add(n);
+                self.reader.stats.events += u64::from(n);
+            }
+            match self.next() {
+                Some(e) => acc = f(acc, e),
+                None => return acc,
+            }
+        }
+    }
 
     fn next(&mut self) -> Option<DecodedEvent<'a>> {
         loop {

@@ -57,6 +57,7 @@ pub enum Unit<'a> {
 
 /// Reads the unit at `*pos` and moves past it (and the record it frames). `None` at the
 /// end of the payload or at a pad unit.
+#[inline]
 pub fn next_unit<'a>(units: &'a [u8], pos: &mut usize) -> Option<Result<Unit<'a>, String>> {
     let i = *pos;
     let u = units.get(i..i + UNIT)?;

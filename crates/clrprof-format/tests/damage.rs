@@ -296,7 +296,7 @@ fn miscounted_and_undecodable_blocks() {
     let mut h = BlockHeader {
         payload_len: records.len() as u32,
         crc: 0,
-        flags: 0b100,
+        flags: 0b1000,
         os_tid: 5,
         base_ts: 0,
         record_count: 1,
@@ -318,7 +318,7 @@ fn miscounted_and_undecodable_blocks() {
                  records were read"
             ),
             format!(
-                "block at byte {second} cannot be decoded (unknown flags 0x4: written by a newer \
+                "block at byte {second} cannot be decoded (unknown flags 0x8: written by a newer \
                  clrprof, which can read it) and was skipped"
             ),
         ]

@@ -1,5 +1,5 @@
 //! Golden files: small traces committed under tests/fixtures/. The encoder must still
-//! produce `golden-v1.2.bin` byte for byte (so any format change is deliberate), and the
+//! produce `golden-v1.3.bin` byte for byte (so any format change is deliberate), and the
 //! reader must still read every file, 1.0 included (so old traces stay readable).
 //!
 //! After a deliberate format change, regenerate with
@@ -24,6 +24,7 @@ fn fixture(name: &str) -> PathBuf {
 fn last_kind(minor: u16) -> u8 {
     match minor {
         0 | 1 => 34,
+        2 => 71,
         _ => u8::MAX,
     }
 }
@@ -84,9 +85,61 @@ fn golden_units() -> (Vec<u8>, Vec<DecodedEvent<'static>>) {
     (units, events)
 }
 
+/// Version 1.3 added compact blocks (8-byte words): the golden file ends with two of
+/// thread 78, the second continuing the first's chain (timestamp high half, last SP).
+fn golden_compact() -> (Vec<Vec<u8>>, Vec<DecodedEvent<'static>>) {
+    let mut events = Vec::new();
+    let mut parts = Vec::new();
+    let mut w = compact::CompactWriter::new();
+    let calls = [
+        (0x1_0000_0100u64, EltKind::Enter, 1u32, 0x7ffd_1230u32),
+        (0x1_0000_0140, EltKind::Enter, 2, 0x7ffd_1200),
+        (0x1_0000_0180, EltKind::Leave, 2, 0x7ffd_1200),
+        (0x1_0000_01c0, EltKind::Tailcall, 1, 0x7ffd_1230),
+        (0x1_0000_0200, EltKind::Enter, 300_000, 0x7ffd_1230), // long: index
+        (0x2_0000_0010, EltKind::Leave, 300_000, 0x7ffd_1230), // new high half
+    ];
+    for (i, &(ts, kind, f, sp)) in calls.iter().enumerate() {
+        if i == 3 {
+            parts.push(std::mem::take(&mut w.bytes));
+        }
+        w.elt(ts, kind, f, sp);
+        let (function, sp) = (u64::from(f), u64::from(sp));
+        let event = match kind {
+            EltKind::Enter => Event::Enter { function, sp },
+            EltKind::Leave => Event::Leave { function, sp },
+            EltKind::Tailcall => Event::Tailcall { function, sp },
+        };
+        events.push(DecodedEvent {
+            os_tid: 78,
+            ts,
+            event,
+        });
+        if i == 1 {
+            let name = Event::ThreadName {
+                thread: 78,
+                name: "compact".into(),
+            };
+            let mut rec = Vec::new();
+            encode(&mut rec, 0, &name);
+            w.record(0x1_0000_0150, &rec);
+            events.push(DecodedEvent {
+                os_tid: 78,
+                ts: 0x1_0000_0150,
+                event: name,
+            });
+        }
+    }
+    parts.push(w.bytes);
+    (parts, events)
+}
+
 fn golden_bytes(compress: bool) -> Vec<u8> {
     let mut file = build_file(&fixed_header(), &golden_blocks(compress, FORMAT_MINOR)).0;
     write_units_block(&mut file, &mut Vec::new(), 77, &golden_units().0, compress).unwrap();
+    for part in golden_compact().0 {
+        write_compact_block(&mut file, &mut Vec::new(), 78, &part, compress).unwrap();
+    }
     file
 }
 
@@ -122,9 +175,9 @@ fn check_or_update(name: &str, bytes: &[u8], compare: bool) {
 
 #[test]
 fn encoder_reproduces_the_golden_file() {
-    check_or_update("golden-v1.2.bin", &golden_bytes(false), true);
+    check_or_update("golden-v1.3.bin", &golden_bytes(false), true);
     // Compressed output depends on the LZ4 implementation: only its decoding is checked.
-    check_or_update("golden-v1.2-lz4.bin", &golden_bytes(true), false);
+    check_or_update("golden-v1.3-lz4.bin", &golden_bytes(true), false);
 }
 
 #[test]
@@ -136,6 +189,8 @@ fn golden_files_still_decode() {
         ("golden-v1.1-lz4.bin", true, 1),
         ("golden-v1.2.bin", false, 2),
         ("golden-v1.2-lz4.bin", true, 2),
+        ("golden-v1.3.bin", false, 3),
+        ("golden-v1.3-lz4.bin", true, 3),
     ] {
         let bytes = std::fs::read(fixture(name)).unwrap();
         let (header, events, warnings) = read_all(&bytes).unwrap();
@@ -146,6 +201,9 @@ fn golden_files_still_decode() {
         let mut want = expected(&blocks.iter().collect::<Vec<_>>());
         if minor >= 1 {
             want.extend(golden_units().1);
+        }
+        if minor >= 3 {
+            want.extend(golden_compact().1);
         }
         // A file holds only the kinds its writer knew.
         want.retain(|d| {

@@ -29,6 +29,7 @@ pub mod var {
     pub const INCLUDE: &str = "CLRPROF_INCLUDE";
     pub const EXCLUDE: &str = "CLRPROF_EXCLUDE";
     pub const INLINING: &str = "CLRPROF_INLINING";
+    pub const COUNTS: &str = "CLRPROF_COUNTS";
     pub const HEAP: &str = "CLRPROF_HEAP";
     pub const HEAP_AT: &str = "CLRPROF_HEAP_AT";
     pub const EXCEPTION_STACKS: &str = "CLRPROF_EXCEPTION_STACKS";
@@ -133,6 +134,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
     (
         var::INLINING,
         "trace mode: 1 lets the JIT inline (inlined calls are then not seen; default 0)",
+    ),
+    (
+        var::COUNTS,
+        "trace mode: 1 counts calls per caller→callee edge in per-thread tables instead of recording each call (no timestamps; default 0)",
     ),
     (
         var::HEAP,
@@ -308,6 +313,7 @@ impl Settings {
             Some(v) => return Err(bad(var::SAMPLER, v, "signal or suspend")),
         };
         let allow_inlining = flag(var::INLINING, get(var::INLINING).as_deref(), false)?;
+        let counts = flag(var::COUNTS, get(var::COUNTS).as_deref(), false)?;
         let exception_stacks = flag(
             var::EXCEPTION_STACKS,
             get(var::EXCEPTION_STACKS).as_deref(),
@@ -383,6 +389,7 @@ impl Settings {
             include: get(var::INCLUDE),
             exclude: get(var::EXCLUDE),
             allow_inlining,
+            counts,
             exception_stacks,
             trace_probe,
             siblings,
@@ -425,6 +432,7 @@ impl Settings {
             (var::SIBLINGS, bit(self.siblings)),
             (var::PROFILE_SDK, bit(self.profile_sdk)),
             (var::INLINING, bit(self.allow_inlining)),
+            (var::COUNTS, bit(self.counts)),
             (var::EXCEPTION_STACKS, bit(self.exception_stacks)),
             (var::HEAP, bit(self.heap)),
             (var::ARG_MAX_LEN, self.arg_limits.max_len.to_string()),
@@ -666,6 +674,7 @@ mod tests {
             include: Some("A.*".into()),
             exclude: Some("B.*".into()),
             allow_inlining: true,
+            counts: true,
             exception_stacks: false,
             trace_probe: Some(TraceProbe::Clock),
             siblings: true,
@@ -725,6 +734,7 @@ mod tests {
                 && e.include != d.include
                 && e.exclude != d.exclude
                 && e.allow_inlining != d.allow_inlining
+                && e.counts != d.counts
                 && e.exception_stacks != d.exception_stacks
                 && e.trace_probe != d.trace_probe
                 && e.siblings != d.siblings
@@ -773,7 +783,7 @@ mod tests {
             kb in in_range(limits::BUFFER_KB),
             drop in any::<bool>(),
             flush_ms in in_range(limits::FLUSH_MS),
-            flags in any::<[bool; 6]>(),
+            flags in any::<[bool; 7]>(),
             log in prop::sample::select(vec![LogTarget::Stderr, LogTarget::Off, LogTarget::File("/tmp/l.log".into())]),
             rate in in_range(limits::RATE_HZ),
             duration_s in proptest::option::of(1e-6..=MAX_DURATION_S),
@@ -811,6 +821,7 @@ mod tests {
                 include,
                 exclude,
                 allow_inlining: flags[1],
+                counts: flags[6],
                 exception_stacks: flags[2],
                 trace_probe: probe,
                 siblings: flags[3],

@@ -88,6 +88,9 @@ pub struct Settings {
     pub exclude: Option<String>,
     /// Trace mode: let the JIT inline (faster, but inlined calls are not counted).
     pub allow_inlining: bool,
+    /// Trace mode: exact call counts per caller→callee edge, kept in per-thread tables
+    /// and written about every second and at the end, instead of a record per call.
+    pub counts: bool,
     /// Record the stack of every thrown exception (synchronous DoStackSnapshot).
     pub exception_stacks: bool,
     /// Trace mode, benchmarking only: install hooks that record nothing.
@@ -147,6 +150,7 @@ impl Settings {
             include: None,
             exclude: None,
             allow_inlining: false,
+            counts: false,
             exception_stacks: true,
             trace_probe: None,
             siblings: false,
@@ -206,6 +210,7 @@ mod tests {
                 "args",
                 "buffer_bytes",
                 "compress",
+                "counts",
                 "duration_s",
                 "events",
                 "exception_stacks",

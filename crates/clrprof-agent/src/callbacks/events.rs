@@ -52,9 +52,9 @@ impl ProfilerCallback for Profiler {
                 return Err(HResult(corprof_sys::E_INVALIDARG));
             }
         };
-        if req.settings.mode == Mode::Trace {
+        if req.settings.mode == Mode::Trace || req.settings.counts {
             log!(
-                "trace mode needs ELT hooks, which the runtime allows only at startup; attach refused"
+                "trace mode and --counts need ELT hooks, which the runtime allows only at startup; attach refused"
             );
             return Err(HResult(
                 corprof_sys::CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER,

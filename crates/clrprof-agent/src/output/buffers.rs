@@ -36,6 +36,8 @@ pub struct Slot {
     /// Owner-only: whether the slot was offered to [`tpmap`](super::tpmap) (a thread that
     /// registered before trace mode turned the map on is offered at its first ELT event).
     published: Cell<bool>,
+    /// `--counts`: the thread's call-count table, made at its first hooked call.
+    pub counts: std::sync::OnceLock<Box<super::counts::CountTable>>,
 }
 
 // SAFETY: (A3) the owner-only parts (the ring's producer side, scratch) are only accessed by
@@ -211,6 +213,7 @@ fn register() -> *const Slot {
         retired: AtomicBool::new(false),
         lost: AtomicU64::new(0),
         published: Cell::new(super::tpmap::enabled()),
+        counts: std::sync::OnceLock::new(),
     });
     let raw = Arc::into_raw(slot.clone());
     // SAFETY: (A8) `key` is live (checked above); the value is released by slot_destructor.
@@ -375,6 +378,50 @@ pub fn emit_elt_at(ts: u64, kind: clrprof_format::EltKind, function: u64, caller
         ring.try_write_elt(limit, ts, kind, index, caller_sp as u32)
     });
     slot.ring.leave(limit);
+}
+
+/// `--counts`: runs `f` with the calling thread's call-count table (made, with the
+/// thread's slot, at its first call). Nothing while not accepting: calls after the
+/// recording stopped are not counted.
+#[inline]
+pub fn with_counts(f: impl FnOnce(&super::counts::CountTable)) {
+    if !ACCEPTING.load(Ordering::Acquire) {
+        return;
+    }
+    let mut slot = super::tpmap::lookup();
+    if slot.is_null() {
+        slot = CURRENT.with(|c| c.get());
+        if slot.is_null() {
+            slot = register();
+            if slot.is_null() {
+                LOST_GLOBAL.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        }
+        // SAFETY: (A3) a non-null CURRENT pointer is a live slot (see `emit_at`).
+        let s = unsafe { &*slot };
+        if !s.published.replace(true) && super::tpmap::enabled() {
+            // SAFETY: (A3) as in `emit_elt_at`: one extra count for the table's reference.
+            let arc = unsafe {
+                Arc::increment_strong_count(slot);
+                Arc::from_raw(slot)
+            };
+            super::tpmap::insert(&arc);
+        }
+    }
+    // SAFETY: (A3) the slot came from this thread's own tpmap entry or CURRENT pointer,
+    // each holding a reference while the thread runs.
+    let slot = unsafe { &*slot };
+    let table = slot.counts.get_or_init(|| {
+        let t = Box::new(super::counts::CountTable::new());
+        // The assembly fast path finds the table through the ring's head.
+        slot.ring
+            .head
+            .counts
+            .set(&*t as *const super::counts::CountTable as *const u8);
+        t
+    });
+    f(table);
 }
 
 /// Runs one ring write; when the ring is full, waits for the writer (exact mode) or

@@ -1,11 +1,13 @@
 //! Output: from a thread's event to the trace file. Each thread that records gets a slot
-//! with a ring of 16-byte units (`buffers`, `ring`), found through a thread-local pointer
+//! with a ring of 8-byte words (`buffers`, `ring`), found through a thread-local pointer
 //! or, for the ELT assembly, through the thread-pointer table (`tpmap`); one writer
 //! thread drains every ring into blocks of the file (`writer`), which `outfile` creates
 //! without trusting its directory. This room knows nothing of callbacks, sampling or
-//! tracing: they call `buffers::emit` (and the ELT hooks `emit_elt` or the ring itself).
+//! tracing: they call `buffers::emit` (and the ELT hooks `emit_elt` or the ring itself;
+//! `--counts` hooks a thread's call-count table, `counts`, which the writer snapshots).
 
 pub(crate) mod buffers;
+pub(crate) mod counts;
 pub(crate) mod outfile;
 pub(crate) mod ring;
 pub(crate) mod tpmap;

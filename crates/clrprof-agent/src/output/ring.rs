@@ -1,31 +1,34 @@
-//! The per-thread event ring: a single-producer/single-consumer byte ring in 16-byte
-//! units, written only by its thread and read only by the writer.
+//! The per-thread event ring: a single-producer/single-consumer byte ring of 8-byte
+//! words, written only by its thread and read only by the writer.
 //!
 //! The producer side is simple enough for the ELT fast path to write it from assembly
-//! (`tracing/x64.rs`): check `wpos + 16 <= limit`, store one unit at `base + (wpos & mask)`,
-//! store `wpos + 16`. x86-64 stores are not reordered with each other, so the plain store
-//! of `wpos` publishes the unit. [`RingHead`]'s layout is that contract; a test pins it.
+//! (`tracing/x64.rs`): check `wpos + 8 <= limit`, store one word at `base + (wpos & mask)`,
+//! store `wpos + 8`. x86-64 stores are not reordered with each other, so the plain store
+//! of `wpos` publishes the word. [`RingHead`]'s layout is that contract; a test pins it.
 //!
-//! A unit is `ts: u64`, `tag: u32`, `sp: u32`. The top two bits of `tag` say what it is:
-//! - 0, 1, 2: an Enter, Leave or Tailcall; the low 30 bits are the function's index and
-//!   `sp` is the low half of the caller's SP;
-//! - 3: another record: the low 30 bits are its length in bytes; the record follows in
-//!   the next units (encoded with a zero timestamp, see [`clrprof_format::rebase_ts`]).
-//!   Length [`PAD`] means "skip to the ring's end": records never wrap.
+//! The words are the file format's compact payload ([`clrprof_format::compact`], 1.3): a
+//! call's Enter or Leave is one word (function index, caller-SP delta, low half of the
+//! timestamp) relative to the thread's chain (`hi`, `sp` in the head); what does not fit
+//! (a new high half of the timestamp, a far SP, a large index) takes the Rust slow path,
+//! which writes a `TIME` word and a long two-word event. Other records are framed by a
+//! header word and their absolute timestamp. Records and long events never wrap: a `PAD`
+//! word ends the ring's last part.
 //!
-//! This is the file format's unit payload ([`clrprof_format::units`]). In trace mode the
-//! writer copies ring memory into the file as it is; otherwise it turns units into
-//! ordinary records ([`Ring::drain`]).
+//! In trace mode the writer copies ring memory into the file as it is; otherwise it turns
+//! words into ordinary records ([`Ring::drain`]).
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use clrprof_format::EltKind;
+use clrprof_format::compact::{self, Chain, PAD, TAG_OTHER, TIME, word};
 
-pub use clrprof_format::units::{PAD, TAG_LEAVE, TAG_OTHER, TAG_TAILCALL};
-/// Largest function index a unit holds.
+/// Largest function index the mapper hands out (a long word holds 32 bits; `--args`
+/// ids above it are pointers).
 pub const MAX_INDEX: u32 = clrprof_format::units::TAG_VALUE_MAX;
-const UNIT: u64 = clrprof_format::units::UNIT as u64;
+const W: u64 = compact::WORD as u64;
+/// Room an ELT event may take from the Rust side: `TIME`, a pad word, a long event.
+const ELT_ROOM: u64 = 4 * W;
 
 /// The fields the assembly fast path reads and writes, at fixed offsets.
 #[repr(C)]
@@ -39,6 +42,14 @@ pub struct RingHead {
     pub mask: u64,
     /// Offset 24: the ring memory (`size` bytes, 64-byte aligned).
     pub base: *mut u8,
+    /// Offset 32, owner-only: the high half of the chain's timestamps (`u32::MAX` until
+    /// the first `TIME` word, so the first event takes the slow path).
+    pub hi: Cell<u32>,
+    /// Offset 36, owner-only: the caller SP of the thread's last ELT event (low half).
+    pub sp: Cell<u32>,
+    /// Offset 40, owner-only: `--counts`: the thread's call-count table
+    /// (`output/counts.rs`), null until its first counted call.
+    pub counts: Cell<*const u8>,
 }
 
 /// The writer's read position, on its own cache line so that draining does not steal
@@ -55,6 +66,8 @@ pub struct Ring {
     /// Called (by the owner) when the ring passes half full: asks the writer to drain
     /// while there is still room, so the owner rarely has to wait.
     wake: fn(),
+    /// Writer-only: the decoding chain of [`drain`](Ring::drain).
+    drain_chain: Cell<Chain>,
 }
 
 /// Why a write did not happen.
@@ -79,16 +92,15 @@ impl Ring {
                 limit: Cell::new(size as u64 / 2),
                 mask: size as u64 - 1,
                 base,
+                hi: Cell::new(u32::MAX),
+                sp: Cell::new(0),
+                counts: Cell::new(std::ptr::null()),
             },
             size: size as u64,
             rpos: ReadPos(AtomicU64::new(0)),
             wake,
+            drain_chain: Cell::new(Chain::default()),
         })
-    }
-
-    /// Units needed for a record of `len` bytes (header unit + payload).
-    fn units_for(len: usize) -> u64 {
-        clrprof_format::units::units_for_record(len) as u64
     }
 
     /// Owner: takes the write bound, marking the ring busy. `None` if already busy
@@ -122,7 +134,9 @@ impl Ring {
     }
 
     /// Owner, between [`enter`](Ring::enter) and [`leave`](Ring::leave): writes one ELT
-    /// unit if `*limit` allows.
+    /// event as a long word (preceded by a `TIME` word when the high half of the
+    /// timestamp changed or the bound was refreshed, so the chain is restated at least
+    /// every half ring) if `*limit` allows. The fast path writes the short words.
     #[inline]
     pub fn try_write_elt(
         &self,
@@ -133,22 +147,34 @@ impl Ring {
         sp: u32,
     ) -> Result<(), Full> {
         let pos = self.head.wpos.load(Ordering::Relaxed);
-        if pos + UNIT > *limit {
-            *limit = self.refreshed_limit(pos + UNIT);
-            if pos + UNIT > *limit {
+        let hi = (ts >> 32) as u32;
+        let mut time = hi != self.head.hi.get();
+        if pos + ELT_ROOM > *limit {
+            *limit = self.refreshed_limit(pos + ELT_ROOM);
+            if pos + ELT_ROOM > *limit {
                 return Err(Full::NoRoom);
             }
+            time = true;
         }
-        let tag = (index & MAX_INDEX)
-            | match kind {
-                EltKind::Enter => 0,
-                EltKind::Leave => TAG_LEAVE,
-                EltKind::Tailcall => TAG_TAILCALL,
-            };
-        // SAFETY: (A4) `pos & mask` is a 16-aligned offset inside the ring and the unit lies
-        // in [rpos, rpos + size), which the writer does not read until wpos says so.
-        unsafe { self.put_unit(pos, ts, tag, sp) };
-        self.head.wpos.store(pos + UNIT, Ordering::Release);
+        let mut at = pos;
+        // SAFETY: (A4) every word written lies in [pos, pos + ELT_ROOM), inside the bound
+        // checked above, at 8-aligned offsets `at & mask` inside the ring, which the writer
+        // does not read until wpos says so.
+        unsafe {
+            if time {
+                self.put_word(at, word(TAG_OTHER | TIME, hi));
+                at += W;
+            }
+            if (at & self.head.mask) + 2 * W > self.size {
+                self.put_word(at, word(TAG_OTHER | PAD, 0));
+                at += W;
+            }
+            self.put_word(at, word(TAG_OTHER | compact::long_value(kind), ts as u32));
+            self.put_word(at + W, word(sp, index));
+        }
+        self.head.hi.set(hi);
+        self.head.sp.set(sp);
+        self.head.wpos.store(at + 2 * W, Ordering::Release);
         Ok(())
     }
 
@@ -168,18 +194,18 @@ impl Ring {
         tail: &[u8],
     ) -> Result<(), Full> {
         let len = head.len() + tail.len();
-        let units = Self::units_for(len);
-        if units * UNIT > self.size / 2 || len as u64 >= u64::from(PAD) {
+        let words = compact::words_for_record(len) as u64;
+        if words * W > self.size / 2 || len as u64 >= u64::from(compact::RECORD_LEN_LIMIT) {
             return Err(Full::TooLarge);
         }
         let pos = self.head.wpos.load(Ordering::Relaxed);
         let off = pos & self.head.mask;
-        let pad = if off + units * UNIT > self.size {
+        let pad = if off + words * W > self.size {
             self.size - off
         } else {
             0
         };
-        let need = pad + units * UNIT;
+        let need = pad + words * W;
         if pos + need > *limit {
             *limit = self.refreshed_limit(pos + need);
             if pos + need > *limit {
@@ -189,13 +215,14 @@ impl Ring {
         let mut at = pos;
         if pad > 0 {
             // SAFETY: (A4) as in try_write_elt; the padding lies inside the reserved room.
-            unsafe { self.put_unit(at, 0, TAG_OTHER | PAD, 0) };
+            unsafe { self.put_word(at, word(TAG_OTHER | PAD, 0)) };
             at += pad;
         }
-        // SAFETY: (A4) as above; `at` is now at the ring's start or leaves room for `units`.
+        // SAFETY: (A4) as above; `at` is now at the ring's start or leaves room for `words`.
         unsafe {
-            self.put_unit(at, ts, TAG_OTHER | len as u32, 0);
-            let dst = self.head.base.add(((at + UNIT) & self.head.mask) as usize);
+            self.put_word(at, word(TAG_OTHER | len as u32, 0));
+            self.put_word(at + W, ts);
+            let dst = self.head.base.add(((at + 2 * W) & self.head.mask) as usize);
             std::ptr::copy_nonoverlapping(head.as_ptr(), dst, head.len());
             if !tail.is_empty() {
                 std::ptr::copy_nonoverlapping(tail.as_ptr(), dst.add(head.len()), tail.len());
@@ -208,17 +235,15 @@ impl Ring {
     /// # Safety
     /// `pos & mask` must be owned by the producer (between wpos and limit).
     #[inline(always)]
-    unsafe fn put_unit(&self, pos: u64, ts: u64, tag: u32, sp: u32) {
-        // SAFETY: (A4) per the contract, 16 writable, 16-aligned bytes.
+    unsafe fn put_word(&self, pos: u64, w: u64) {
+        // SAFETY: (A4) per the contract, 8 writable, 8-aligned bytes.
         unsafe {
             let p = self.head.base.add((pos & self.head.mask) as usize);
-            (p as *mut u64).write(ts);
-            (p.add(8) as *mut u32).write(tag);
-            (p.add(12) as *mut u32).write(sp);
+            (p as *mut u64).write(w.to_le());
         }
     }
 
-    /// Writer: the units published since the last [`consume`](Ring::consume), as up to
+    /// Writer: the words published since the last [`consume`](Ring::consume), as up to
     /// two slices (the second when they wrap around the ring's end).
     pub fn readable(&self) -> (&[u8], &[u8]) {
         let w = self.head.wpos.load(Ordering::Acquire);
@@ -248,10 +273,12 @@ impl Ring {
     pub fn drain(&self, out: &mut Vec<u8>, running_ts: &mut u64) -> u32 {
         let (a, b) = self.readable();
         let mut count = 0;
+        let mut chain = self.drain_chain.get();
         for part in [a, b] {
-            // Our own units are well formed; a malformed one (a bug) ends the part.
-            count += clrprof_format::units::units_to_records(part, running_ts, out).unwrap_or(0);
+            // Our own words are well formed; a malformed one (a bug) ends the part.
+            count += compact::to_records(part, &mut chain, running_ts, out).unwrap_or(0);
         }
+        self.drain_chain.set(chain);
         self.consume(a.len() + b.len());
         count
     }
@@ -278,6 +305,8 @@ mod tests {
     const OFF_LIMIT: usize = 8;
     const OFF_MASK: usize = 16;
     const OFF_BASE: usize = 24;
+    const OFF_HI: usize = 32;
+    const OFF_SP: usize = 36;
 
     #[test]
     fn head_layout_is_what_the_assembly_reads() {
@@ -285,6 +314,9 @@ mod tests {
         assert_eq!(offset_of!(RingHead, limit), OFF_LIMIT);
         assert_eq!(offset_of!(RingHead, mask), OFF_MASK);
         assert_eq!(offset_of!(RingHead, base), OFF_BASE);
+        assert_eq!(offset_of!(RingHead, hi), OFF_HI);
+        assert_eq!(offset_of!(RingHead, sp), OFF_SP);
+        assert_eq!(offset_of!(RingHead, counts), 40);
         assert_eq!(offset_of!(Ring, head), 0);
         assert_eq!(offset_of!(crate::output::buffers::Slot, ring), 0);
     }
@@ -349,14 +381,14 @@ mod tests {
     fn full_ring_refuses_until_drained() {
         let ring = Ring::new(4096, || ()).unwrap();
         let mut lim = ring.enter().unwrap();
-        for i in 0..256 {
-            ring.try_write_elt(&mut lim, i, EltKind::Enter, 1, 0)
-                .unwrap();
+        let mut written = 0;
+        while ring
+            .try_write_elt(&mut lim, written, EltKind::Enter, 1, 0)
+            .is_ok()
+        {
+            written += 1;
         }
-        assert_eq!(
-            ring.try_write_elt(&mut lim, 999, EltKind::Enter, 1, 0),
-            Err(Full::NoRoom)
-        );
+        assert!(written >= 200, "{written} long events in 4 KiB");
         assert_eq!(
             ring.try_write_record(&mut lim, 1, &[0u8; 3000]),
             Err(Full::TooLarge)
@@ -364,7 +396,7 @@ mod tests {
         assert!(ring.enter().is_none(), "busy while entered");
         ring.leave(lim);
         let (mut out, mut ts) = (Vec::new(), 0);
-        assert_eq!(ring.drain(&mut out, &mut ts), 256);
+        assert_eq!(u64::from(ring.drain(&mut out, &mut ts)), written);
         let mut lim = ring.enter().unwrap();
         ring.try_write_elt(&mut lim, 999, EltKind::Enter, 1, 0)
             .unwrap();

@@ -1,7 +1,7 @@
 //! The background writer: the only thread that writes the trace file. Every `flush_ms` (or
 //! sooner when a thread waits for room) it drains each thread's ring: in events and sample
 //! mode the ring's records become one record block; in trace mode (`raw_units`) the ring's
-//! 16-byte units are copied as they are into unit blocks (format 1.1), which the reader
+//! 8-byte words are copied as they are into compact blocks (format 1.3), which the reader
 //! turns into `Enter`/`Leave`/`Tailcall` records. Each block goes out with a single
 //! `write`, so a killed target leaves every block written so far intact. The writer also
 //! keeps its own block of process-wide records (periodic clock-sync points and, at the
@@ -165,6 +165,7 @@ fn run(mut file: File, flush: Duration, compress: bool, raw_units: bool, shared:
         d.drain_all(&mut file, compress);
         if last_sync.elapsed() >= Duration::from_secs(1) {
             d.clock_sync();
+            d.all_counts();
             last_sync = Instant::now();
         }
         d.flush_process_block(&mut file, compress);
@@ -179,6 +180,7 @@ fn run(mut file: File, flush: Duration, compress: bool, raw_units: bool, shared:
     // Final pass: anything registered or written while we were stopping.
     d.register();
     d.drain_all(&mut file, compress);
+    d.all_counts();
     // `stats.lost` holds retired threads' buffer losses and the write failures.
     let in_buffers: u64 = buffers::lost_global()
         + d.regs
@@ -232,6 +234,29 @@ impl Drain {
         self.record_at(clock::ticks(), ev);
     }
 
+    /// `--counts`: one `CallCounts` record of a thread's cumulative counts.
+    fn counts_of(&mut self, slot: &buffers::Slot) {
+        let Some(table) = slot.counts.get() else {
+            return;
+        };
+        let mut edges = Vec::new();
+        let (missed, deep) = table.snapshot(&mut edges);
+        self.record(&Event::CallCounts {
+            os_tid: slot.os_tid,
+            missed,
+            deep,
+            edges: edges.into(),
+        });
+    }
+
+    /// `--counts`: every live thread's counts (about once a second and at the end).
+    fn all_counts(&mut self) {
+        let slots: Vec<_> = self.regs.iter().map(|r| r.reg.slot.clone()).collect();
+        for slot in slots {
+            self.counts_of(&slot);
+        }
+    }
+
     fn clock_sync(&mut self) {
         let (ticks, mono_ns, unix_ns) = clock::sync_point();
         self.record_at(ticks, &Event::ClockSync { mono_ns, unix_ns });
@@ -268,6 +293,7 @@ impl Drain {
                 self.write_units(file, i, os_tid, compress);
                 if retired {
                     let r = self.regs.swap_remove(i);
+                    self.counts_of(&r.reg.slot);
                     self.stats.lost += r.reg.slot.lost.load(Ordering::Relaxed);
                 } else {
                     i += 1;
@@ -296,7 +322,7 @@ impl Drain {
         }
     }
 
-    /// Copies stream `i`'s published units into the file as unit blocks (two when they
+    /// Copies stream `i`'s published words into the file as compact blocks (two when they
     /// wrap around the ring's end), then hands the room back.
     fn write_units(&mut self, file: &mut File, i: usize, os_tid: u64, compress: bool) {
         let slot = self.regs[i].reg.slot.clone();
@@ -305,12 +331,12 @@ impl Drain {
             if part.is_empty() {
                 continue;
             }
-            match clrprof_format::write_units_block(file, &mut self.lz4, os_tid, part, compress) {
+            match clrprof_format::write_compact_block(file, &mut self.lz4, os_tid, part, compress) {
                 Ok(_) => {
                     self.stats.blocks += 1;
                     self.stats.bytes += part.len() as u64;
                 }
-                Err(e) => self.write_failed(&e, (part.len() / 16) as u64),
+                Err(e) => self.write_failed(&e, (part.len() / 8) as u64),
             }
         }
         slot.ring.consume(a.len() + b.len());

@@ -39,7 +39,16 @@ pub fn for_settings(s: &Settings) -> (u32, u32) {
         Mode::Events => {}
         // Threads: ThreadDestroyed must wait for an in-flight stack walk of the dying
         // thread.
-        Mode::Sample => low |= sys::COR_PRF_ENABLE_STACK_SNAPSHOT | sys::COR_PRF_MONITOR_THREADS,
+        Mode::Sample => {
+            low |= sys::COR_PRF_ENABLE_STACK_SNAPSHOT | sys::COR_PRF_MONITOR_THREADS;
+            // --counts: exact call counts beside the samples, from the ELT hooks.
+            if s.counts {
+                low |= sys::COR_PRF_MONITOR_ENTERLEAVE;
+                if !s.allow_inlining {
+                    low |= sys::COR_PRF_DISABLE_INLINING;
+                }
+            }
+        }
         Mode::Trace => {
             low |= sys::COR_PRF_MONITOR_ENTERLEAVE;
             // Inlined methods get no hooks: exact counts need inlining off (immutable).

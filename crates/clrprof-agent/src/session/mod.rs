@@ -84,7 +84,14 @@ impl Session {
         if settings.heap && attached {
             crate::heap::monitor_between_snapshots(info, &settings);
         }
-        if settings.mode == Mode::Trace {
+        if settings.counts && settings.args.is_some() {
+            drop(writer);
+            return Err(
+                "CLRPROF_COUNTS and CLRPROF_ARGS cannot be combined: counting records no values"
+                    .into(),
+            );
+        }
+        if settings.mode == Mode::Trace || (settings.mode == Mode::Sample && settings.counts) {
             let filter = crate::tracing::Filter::parse(
                 settings.include.as_deref(),
                 settings.exclude.as_deref(),
@@ -95,7 +102,9 @@ impl Session {
                     settings.arg_limits,
                 )
             });
-            if let Err(e) = crate::tracing::install(info, filter, settings.trace_probe, args) {
+            if let Err(e) =
+                crate::tracing::install(info, filter, settings.trace_probe, args, settings.counts)
+            {
                 drop(writer);
                 return Err(e);
             }

@@ -29,6 +29,7 @@ pub fn install(
     filter: Filter,
     probe: Option<crate::config::TraceProbe>,
     args: Option<(Filter, crate::config::ArgLimits)>,
+    counts: bool,
 ) -> Result<(), String> {
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     {
@@ -77,7 +78,8 @@ pub fn install(
             }
             crate::config::TraceProbe::Clock => x::clrprof_elt_probe_clock,
         });
-        if fast {
+        // The counting hooks find the thread's table through the map too.
+        if fast || counts {
             crate::output::tpmap::enable();
         }
         let (enter, leave, tailcall): (
@@ -86,6 +88,12 @@ pub fn install(
             unsafe extern "C" fn(),
         ) = if let Some(probe) = probe {
             (probe, probe, probe)
+        } else if counts {
+            (
+                x::clrprof_count_enter,
+                x::clrprof_count_leave,
+                x::clrprof_count_tailcall,
+            )
         } else if fast {
             (
                 x::clrprof_elt_enter,
@@ -117,7 +125,7 @@ pub fn install(
     }
     #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
     {
-        let _ = (info, filter, probe, args);
+        let _ = (info, filter, probe, args, counts);
         Err("trace mode (ELT hooks) is implemented for Linux x86_64 only; use --mode sample on this machine".into())
     }
 }

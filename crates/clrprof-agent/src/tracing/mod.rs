@@ -1,6 +1,6 @@
 //! Tracing mode: ELT3 fast-path hooks. The JIT calls the hooks in `x64.rs` on every
 //! entry, return and tail call of every hooked method. Their assembly fast path records
-//! the event itself (a table lookup by thread pointer, a TSC read, one 16-byte store: no
+//! the event itself (a table lookup by thread pointer, a TSC read, one 8-byte store: no
 //! call, lock, allocation or syscall); their slow path calls the `on_*` functions of
 //! `hooks.rs`. The ring and the thread-pointer table they write belong to `output`.
 //!
@@ -12,12 +12,14 @@
 //!
 //! The files: `install` (the FunctionIDMapper and the hooks' installation), `filter`
 //! (include/exclude patterns), `x64` (the assembly trampolines), `hooks` (their Rust
-//! half: the slow path), `args` (`--args`: the slow-path hooks that also record argument
+//! half: the slow path), `counts` (`--counts`: the Rust half of the counting hooks,
+//! which update the thread's call-count table instead of recording), `args` (`--args`: the slow-path hooks that also record argument
 //! and return values) and `arg_slots` (where those values lie, learned from the
 //! runtime's first answers).
 
 mod arg_slots;
 pub(crate) mod args;
+pub(crate) mod counts;
 mod filter;
 mod hooks;
 mod install;

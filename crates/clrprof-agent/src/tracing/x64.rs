@@ -11,15 +11,17 @@
 //!   survive (`RBM_PROFILER_LEAVE_TRASH` = callee-trash minus the four return registers).
 //!
 //! Each hook has two halves:
-//! - **the fast path** (`clrprof_elt_enter` …), about twenty instructions with no call
+//! - **the fast path** (`clrprof_elt_enter` …), about thirty instructions with no call
 //!   and no XMM register touched: find the thread's slot in [`tpmap`](crate::output::tpmap) by
-//!   the thread pointer, check the ring has room, `rdtsc`, store one 16-byte unit (see
+//!   the thread pointer, check the ring has room, build the tag (function index, caller-SP
+//!   delta from the thread's chain), `rdtsc`, store one 8-byte word (see
 //!   [`ring`](crate::output::ring)), publish the new write position. Enter saves the two
 //!   argument registers it needs (RDX for `rdtsc`, RCX) on the stack; leave parks RAX and
 //!   RDX in R8/R9, which it may trash.
 //! - **the slow path** (`clrprof_elt_enter_slow` …), taken when recording is off, the
-//!   thread has no entry yet (its first event registers it), its entry collided or its
-//!   ring is full or busy: save everything that must survive, align the stack, call the
+//!   thread has no entry yet (its first event registers it), its entry collided, its
+//!   ring is full or busy, or the event does not fit a short word (a new high half of the
+//!   timestamp, an SP far from the last one, an index above 18 bits): save everything that must survive, align the stack, call the
 //!   Rust `hooks::on_*` with (id, caller SP), restore. Callee-saved registers are kept by
 //!   the C ABI of the Rust function itself. Without an invariant TSC only the slow path is
 //!   installed.
@@ -89,7 +91,8 @@ macro_rules! leave_like_fast {
             ".cfi_startproc\n",
             "cmp byte ptr [rip + {accepting}], 0\n",
             "je 9f\n",
-            // RAX and RDX hold the return value; R8 and R9 may be trashed.
+            // RAX and RDX hold the return value; R8 and R9 may be trashed. RDI and RSI
+            // stay as they came until the event is stored: the slow path needs them.
             "mov r8, rax\n",
             "mov r9, rdx\n",
             "mov r10, qword ptr fs:[0]\n",
@@ -101,20 +104,36 @@ macro_rules! leave_like_fast {
             "jne 8f\n",
             "mov r10, qword ptr [r11 + rcx + 8]\n",
             "mov rcx, qword ptr [r10]\n",
-            "lea r11, [rcx + 16]\n",
+            "lea r11, [rcx + 8]\n",
             "cmp r11, qword ptr [r10 + 8]\n",
             "ja 8f\n",
             "and rcx, qword ptr [r10 + 16]\n",
             "add rcx, qword ptr [r10 + 24]\n",
-            "rdtsc\n",
-            "shl rdx, 32\n",
-            "or rax, rdx\n",
-            "mov qword ptr [rcx], rax\n",
-            "or edi, ",
+            // The SP delta from the chain, in 8-byte steps, biased into 12 bits.
+            "mov eax, esi\n",
+            "sub eax, dword ptr [r10 + 36]\n",
+            "test al, 7\n",
+            "jnz 8f\n",
+            "sar eax, 3\n",
+            "add eax, 2048\n",
+            "cmp eax, 4095\n",
+            "ja 8f\n",
+            // The function index must fit 18 bits.
+            "cmp rdi, 0x3ffff\n",
+            "ja 8f\n",
+            "mov edx, edi\n",
+            "shl edx, 12\n",
+            "or eax, edx\n",
+            "or eax, ",
             $tag,
             "\n",
-            "mov dword ptr [rcx + 8], edi\n",
-            "mov dword ptr [rcx + 12], esi\n",
+            "mov dword ptr [rcx + 4], eax\n",
+            "rdtsc\n",
+            // A new high half of the timestamp needs a TIME word: slow path.
+            "cmp edx, dword ptr [r10 + 32]\n",
+            "jne 8f\n",
+            "mov dword ptr [rcx], eax\n",
+            "mov dword ptr [r10 + 36], esi\n",
             "mov qword ptr [r10], r11\n",
             "mov rax, r8\n",
             "mov rdx, r9\n",
@@ -159,17 +178,33 @@ global_asm!(
     "jne 8f",
     "mov r10, qword ptr [r11 + rcx + 8]",
     "mov rcx, qword ptr [r10]",
-    "lea r11, [rcx + 16]",
+    "lea r11, [rcx + 8]",
     "cmp r11, qword ptr [r10 + 8]",
     "ja 8f",
     "and rcx, qword ptr [r10 + 16]",
     "add rcx, qword ptr [r10 + 24]",
+    // The SP delta from the chain, in 8-byte steps, biased into 12 bits.
+    "mov eax, r15d",
+    "sub eax, dword ptr [r10 + 36]",
+    "test al, 7",
+    "jnz 8f",
+    "sar eax, 3",
+    "add eax, 2048",
+    "cmp eax, 4095",
+    "ja 8f",
+    // The function index must fit 18 bits (the Enter tag kind is 0).
+    "cmp r14, 0x3ffff",
+    "ja 8f",
+    "mov edx, r14d",
+    "shl edx, 12",
+    "or eax, edx",
+    "mov dword ptr [rcx + 4], eax",
     "rdtsc",
-    "shl rdx, 32",
-    "or rax, rdx",
-    "mov qword ptr [rcx], rax",
-    "mov dword ptr [rcx + 8], r14d",
-    "mov dword ptr [rcx + 12], r15d",
+    // A new high half of the timestamp needs a TIME word: slow path.
+    "cmp edx, dword ptr [r10 + 32]",
+    "jne 8f",
+    "mov dword ptr [rcx], eax",
+    "mov dword ptr [r10 + 36], r15d",
     "mov qword ptr [r10], r11",
     "pop rcx",
     ".cfi_adjust_cfa_offset -8",
@@ -193,63 +228,245 @@ global_asm!(
     accepting = sym crate::output::buffers::ACCEPTING,
 );
 
+/// The enter slow path and the `--counts` enter hook: keep every argument register
+/// (RDI…R9, XMM0–7), call `target(id from R14, caller SP from R15)`.
+macro_rules! enter_like {
+    ($name:literal, $target:literal) => {
+        concat!(
+            ".p2align 4\n",
+            ".globl ",
+            $name,
+            "\n",
+            ".type ",
+            $name,
+            ",@function\n",
+            $name,
+            ":\n",
+            ".cfi_startproc\n",
+            "push rbp\n",
+            ".cfi_def_cfa_offset 16\n",
+            ".cfi_offset rbp, -16\n",
+            "mov rbp, rsp\n",
+            ".cfi_def_cfa_register rbp\n",
+            "and rsp, -16\n",
+            "sub rsp, 176\n",
+            "mov [rsp + 0], rdi\n",
+            "mov [rsp + 8], rsi\n",
+            "mov [rsp + 16], rdx\n",
+            "mov [rsp + 24], rcx\n",
+            "mov [rsp + 32], r8\n",
+            "mov [rsp + 40], r9\n",
+            "movdqa [rsp + 48], xmm0\n",
+            "movdqa [rsp + 64], xmm1\n",
+            "movdqa [rsp + 80], xmm2\n",
+            "movdqa [rsp + 96], xmm3\n",
+            "movdqa [rsp + 112], xmm4\n",
+            "movdqa [rsp + 128], xmm5\n",
+            "movdqa [rsp + 144], xmm6\n",
+            "movdqa [rsp + 160], xmm7\n",
+            "mov rdi, r14\n",
+            "mov rsi, r15\n",
+            "call ",
+            $target,
+            "\n",
+            "mov rdi, [rsp + 0]\n",
+            "mov rsi, [rsp + 8]\n",
+            "mov rdx, [rsp + 16]\n",
+            "mov rcx, [rsp + 24]\n",
+            "mov r8, [rsp + 32]\n",
+            "mov r9, [rsp + 40]\n",
+            "movdqa xmm0, [rsp + 48]\n",
+            "movdqa xmm1, [rsp + 64]\n",
+            "movdqa xmm2, [rsp + 80]\n",
+            "movdqa xmm3, [rsp + 96]\n",
+            "movdqa xmm4, [rsp + 112]\n",
+            "movdqa xmm5, [rsp + 128]\n",
+            "movdqa xmm6, [rsp + 144]\n",
+            "movdqa xmm7, [rsp + 160]\n",
+            "mov rsp, rbp\n",
+            "pop rbp\n",
+            ".cfi_def_cfa rsp, 8\n",
+            "ret\n",
+            ".cfi_endproc\n",
+            ".size ",
+            $name,
+            ", .-",
+            $name,
+            "\n"
+        )
+    };
+}
+
 global_asm!(
     ".text",
-    ".p2align 4",
-    ".globl clrprof_elt_enter_slow",
-    ".type clrprof_elt_enter_slow,@function",
-    "clrprof_elt_enter_slow:",
-    ".cfi_startproc",
-    "push rbp",
-    ".cfi_def_cfa_offset 16",
-    ".cfi_offset rbp, -16",
-    "mov rbp, rsp",
-    ".cfi_def_cfa_register rbp",
-    "and rsp, -16",
-    "sub rsp, 176",
-    "mov [rsp + 0], rdi",
-    "mov [rsp + 8], rsi",
-    "mov [rsp + 16], rdx",
-    "mov [rsp + 24], rcx",
-    "mov [rsp + 32], r8",
-    "mov [rsp + 40], r9",
-    "movdqa [rsp + 48], xmm0",
-    "movdqa [rsp + 64], xmm1",
-    "movdqa [rsp + 80], xmm2",
-    "movdqa [rsp + 96], xmm3",
-    "movdqa [rsp + 112], xmm4",
-    "movdqa [rsp + 128], xmm5",
-    "movdqa [rsp + 144], xmm6",
-    "movdqa [rsp + 160], xmm7",
-    "mov rdi, r14",
-    "mov rsi, r15",
-    "call {enter}",
-    "mov rdi, [rsp + 0]",
-    "mov rsi, [rsp + 8]",
-    "mov rdx, [rsp + 16]",
-    "mov rcx, [rsp + 24]",
-    "mov r8, [rsp + 32]",
-    "mov r9, [rsp + 40]",
-    "movdqa xmm0, [rsp + 48]",
-    "movdqa xmm1, [rsp + 64]",
-    "movdqa xmm2, [rsp + 80]",
-    "movdqa xmm3, [rsp + 96]",
-    "movdqa xmm4, [rsp + 112]",
-    "movdqa xmm5, [rsp + 128]",
-    "movdqa xmm6, [rsp + 144]",
-    "movdqa xmm7, [rsp + 160]",
-    "mov rsp, rbp",
-    "pop rbp",
-    ".cfi_def_cfa rsp, 8",
-    "ret",
-    ".cfi_endproc",
-    ".size clrprof_elt_enter_slow, .-clrprof_elt_enter_slow",
-    "",
+    enter_like!("clrprof_elt_enter_slow", "{enter}"),
     leave_like!("clrprof_elt_leave_slow", "{leave}"),
     leave_like!("clrprof_elt_tailcall_slow", "{tailcall}"),
     enter = sym crate::tracing::hooks::on_enter,
     leave = sym crate::tracing::hooks::on_leave,
     tailcall = sym crate::tracing::hooks::on_tailcall,
+);
+
+// `--counts`: the fast paths update the thread's call-count table (`output/counts.rs`,
+// reached through the ring head's `counts` pointer) in the common case: an enter below
+// the top frame whose edge sits in its first hash slot, a leave of the top frame.
+// Anything else (the thread's first call, frames to close, a new edge, a collision)
+// takes the slow path, which calls the Rust table update with every register kept (a
+// tail call closes its frame like a leave).
+macro_rules! count_leave_fast {
+    ($name:literal) => {
+        concat!(
+            ".p2align 4\n",
+            ".globl ",
+            $name,
+            "\n",
+            ".type ",
+            $name,
+            ",@function\n",
+            $name,
+            ":\n",
+            ".cfi_startproc\n",
+            "cmp byte ptr [rip + {accepting}], 0\n",
+            "je 9f\n",
+            // RAX holds the return value: parked in R8. RDX is not touched.
+            "mov r8, rax\n",
+            "mov r10, qword ptr fs:[0]\n",
+            "imul rcx, r10, -1640531535\n",
+            "shr rcx, 48\n",
+            "shl rcx, 4\n",
+            "lea r11, [rip + {table}]\n",
+            "cmp qword ptr [r11 + rcx], r10\n",
+            "jne 8f\n",
+            "mov r10, qword ptr [r11 + rcx + 8]\n",
+            "mov r10, qword ptr [r10 + 40]\n",
+            "test r10, r10\n",
+            "jz 8f\n",
+            "mov rax, qword ptr [r10]\n",
+            "test rax, rax\n",
+            "jz 8f\n",
+            "mov r11, qword ptr [r10 + 24]\n",
+            "lea rcx, [rax - 1]\n",
+            "shl rcx, 4\n",
+            // The top frame must be this one (same caller SP and index).
+            "cmp qword ptr [r11 + rcx], rsi\n",
+            "jne 8f\n",
+            "cmp qword ptr [r11 + rcx + 8], rdi\n",
+            "jne 8f\n",
+            "dec rax\n",
+            "mov qword ptr [r10], rax\n",
+            "mov rax, r8\n",
+            "ret\n",
+            "8:\n",
+            "mov rax, r8\n",
+            "9:\n",
+            "jmp clrprof_count_leave_slow\n",
+            ".cfi_endproc\n",
+            ".size ",
+            $name,
+            ", .-",
+            $name,
+            "\n"
+        )
+    };
+}
+
+global_asm!(
+    ".text",
+    ".p2align 4",
+    ".globl clrprof_count_enter",
+    ".type clrprof_count_enter,@function",
+    "clrprof_count_enter:",
+    ".cfi_startproc",
+    "cmp byte ptr [rip + {accepting}], 0",
+    "je 9f",
+    // RDX and RCX are argument registers: keep them on the stack.
+    "push rdx",
+    ".cfi_adjust_cfa_offset 8",
+    "push rcx",
+    ".cfi_adjust_cfa_offset 8",
+    "mov r10, qword ptr fs:[0]",
+    "imul rcx, r10, -1640531535",
+    "shr rcx, 48",
+    "shl rcx, 4",
+    "lea r11, [rip + {table}]",
+    "cmp qword ptr [r11 + rcx], r10",
+    "jne 8f",
+    "mov r10, qword ptr [r11 + rcx + 8]",
+    "mov r10, qword ptr [r10 + 40]",
+    "test r10, r10",
+    "jz 8f",
+    // 1 <= depth < DEPTH: there is a caller and room for one more frame.
+    "mov rax, qword ptr [r10]",
+    "lea rcx, [rax - 1]",
+    "cmp rcx, {depth_max}",
+    "jae 8f",
+    "shl rcx, 4",
+    "add rcx, qword ptr [r10 + 24]",
+    // A top frame at the same or a shallower SP is over: the slow path closes it.
+    "cmp qword ptr [rcx], r15",
+    "jbe 8f",
+    // The index must fit 32 bits.
+    "mov edx, r14d",
+    "cmp rdx, r14",
+    "jne 8f",
+    // The new frame goes above the top (harmless if the slow path takes over).
+    "mov qword ptr [rcx + 16], r15",
+    "mov qword ptr [rcx + 24], r14",
+    // key = caller << 32 | callee: the edge counted last, or in its first hash slot.
+    "mov rdx, qword ptr [rcx + 8]",
+    "shl rdx, 32",
+    "or rdx, r14",
+    "cmp rdx, qword ptr [r10 + 32]",
+    "jne 7f",
+    "mov r11, qword ptr [r10 + 40]",
+    "jmp 6f",
+    "7:",
+    "mov r11, {hash}",
+    "imul r11, rdx",
+    "shr r11, 32",
+    "and r11d, {edge_mask}",
+    "mov rcx, qword ptr [r10 + 8]",
+    "cmp qword ptr [rcx + r11 * 8], rdx",
+    "jne 8f",
+    "shl r11, 3",
+    "add r11, qword ptr [r10 + 16]",
+    "mov qword ptr [r10 + 32], rdx",
+    "mov qword ptr [r10 + 40], r11",
+    "6:",
+    "inc qword ptr [r11]",
+    "inc rax",
+    "mov qword ptr [r10], rax",
+    "pop rcx",
+    ".cfi_adjust_cfa_offset -8",
+    "pop rdx",
+    ".cfi_adjust_cfa_offset -8",
+    "ret",
+    ".cfi_adjust_cfa_offset 16",
+    "8:",
+    "pop rcx",
+    ".cfi_adjust_cfa_offset -8",
+    "pop rdx",
+    ".cfi_adjust_cfa_offset -8",
+    "9:",
+    "jmp clrprof_count_enter_slow",
+    ".cfi_endproc",
+    ".size clrprof_count_enter, .-clrprof_count_enter",
+    "",
+    count_leave_fast!("clrprof_count_leave"),
+    count_leave_fast!("clrprof_count_tailcall"),
+    table = sym crate::output::tpmap::TABLE,
+    accepting = sym crate::output::buffers::ACCEPTING,
+    depth_max = const crate::output::counts::DEPTH - 1,
+    edge_mask = const crate::output::counts::EDGES - 1,
+    hash = const crate::output::counts::HASH as i64,
+);
+
+global_asm!(
+    ".text",
+    enter_like!("clrprof_count_enter_slow", "{enter}"),
+    leave_like!("clrprof_count_leave_slow", "{leave}"),
+    enter = sym crate::tracing::counts::on_enter,
+    leave = sym crate::tracing::counts::on_leave,
 );
 
 // Benchmark probes (`CLRPROF_TRACE_PROBE`): hooks that record nothing, to measure what
@@ -297,4 +514,10 @@ unsafe extern "C" {
     pub fn clrprof_elt_leave_slow();
     /// Tailcall slow path (as leave).
     pub fn clrprof_elt_tailcall_slow();
+    /// `--counts` enter fast path (JIT convention, as `clrprof_elt_enter`).
+    pub fn clrprof_count_enter();
+    /// `--counts` leave fast path (as `clrprof_elt_leave`).
+    pub fn clrprof_count_leave();
+    /// `--counts` tailcall fast path (closes the frame like a leave).
+    pub fn clrprof_count_tailcall();
 }

@@ -141,7 +141,7 @@ impl HeapSnapshot {
 pub fn list(bytes: &[u8]) -> Result<Vec<(u64, Totals)>, FormatError> {
     let mut reader = TraceReader::new(bytes)?;
     let mut out = Vec::new();
-    for d in reader.events() {
+    for d in reader.events_without_calls() {
         if let Event::HeapEnd {
             snapshot,
             objects,

@@ -93,6 +93,7 @@ mod tests {
             unwound_frames: 1,
             unmatched_leaves: 0,
             open_at_end: 2,
+            ..TraceStats::default()
         };
         let mut o = String::new();
         functions(&mut o, &[f], Some(&stats), 5);

@@ -265,6 +265,12 @@ pub fn every_kind() -> Vec<Event<'static>> {
             untracked: 0,
             alive_at_end: 0,
         },
+        Event::CallCounts {
+            os_tid: 4242,
+            missed: 0,
+            deep: 1,
+            edges: Cow::Owned(vec![0, 1, 1, 1, 2, 7_049_154]),
+        },
     ]
 }
 
@@ -596,6 +602,12 @@ pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
                 67 => Event::HeapRoots {
                     snapshot: a,
                     roots: list,
+                },
+                90 => Event::CallCounts {
+                    os_tid: a,
+                    missed: b2,
+                    deep: c,
+                    edges: list,
                 },
                 68 => Event::HeapClass {
                     snapshot: a,

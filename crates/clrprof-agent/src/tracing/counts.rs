@@ -1,0 +1,17 @@
+//! `--counts`: the Rust half of the counting hooks (`x64.rs`'s `clrprof_count_*`): each
+//! call updates the thread's call-count table (`output/counts.rs`); nothing is written per
+//! call.
+
+use crate::output::buffers;
+
+pub extern "C" fn on_enter(id: usize, caller_sp: usize) {
+    let _ = std::panic::catch_unwind(|| {
+        buffers::with_counts(|t| t.enter(id as u32, caller_sp as u64));
+    });
+}
+
+pub extern "C" fn on_leave(id: usize, caller_sp: usize) {
+    let _ = std::panic::catch_unwind(|| {
+        buffers::with_counts(|t| t.leave(id as u32, caller_sp as u64));
+    });
+}

@@ -1,0 +1,150 @@
+//! `--counts`: exact call counts per caller→callee edge from per-thread tables in the
+//! agent, no record per call. On the test apps its counts equal trace mode's, function
+//! by function and edge by edge, and the apps' own counts.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+/// Every function as (name, signature, calls, callers, callees), sorted: overloads share
+/// a name, so this is compared as a whole. An async state machine's `MoveNext` is left
+/// out, as are its edges: whether an awaited task completes before the `await` (no second
+/// `MoveNext`) and whether its continuation runs inline (called by the completing
+/// `MoveNext`) or from the thread pool change from run to run of the app itself.
+fn counted(r: &Value) -> Vec<String> {
+    let mut v: Vec<String> = r["functions"]
+        .as_array()
+        .expect("functions")
+        .iter()
+        .map(|f| {
+            let name = f["name"].as_str().unwrap_or_default();
+            let scheduled = |side: &str| {
+                let edges = f[side].as_object().cloned().unwrap_or_default();
+                let kept: serde_json::Map<String, Value> = edges
+                    .into_iter()
+                    .filter(|(other, _)| !(other.contains(">d__") && other.ends_with(".MoveNext")))
+                    .collect();
+                Value::Object(kept)
+            };
+            if name.contains(">d__") && name.ends_with(".MoveNext") {
+                String::new()
+            } else {
+                format!(
+                    "{} {} calls={} callers={} callees={}",
+                    f["name"],
+                    f["signature"],
+                    f["calls"],
+                    scheduled("callers"),
+                    scheduled("callees")
+                )
+            }
+        })
+        .filter(|s: &String| !s.is_empty())
+        .collect();
+    v.sort();
+    v
+}
+
+fn calls_of(r: &Value, name: &str) -> u64 {
+    r["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["name"] == name)
+        .map(|f| f["calls"].as_u64().unwrap())
+        .sum()
+}
+
+/// Records `app_args` traced and counted; returns both reports and the counted run's
+/// results (what the app measured).
+fn both(
+    name: &str,
+    app_args: &[&str],
+) -> (Value, Value, std::collections::BTreeMap<String, String>) {
+    let dir = scratch(name);
+    let (traced, counted) = (dir.join("trace.clrprof"), dir.join("counts.clrprof"));
+    let flags = ["--mode", "trace", "--include", "Scenarios.*"];
+    record(&traced, &flags, app_args);
+    let out = record(&counted, &[&flags[..], &["--counts"]].concat(), app_args);
+    (report_json(&traced), report_json(&counted), results(&out))
+}
+
+#[test]
+fn counts_equal_trace_mode_on_recursion_and_mutual_recursion_generics_and_lambdas() {
+    let (t, c, _) = both("counts-fib", &["fib", "25"]);
+    assert_eq!(calls_of(&c, "Scenarios.FibScenario.Fib"), 242785);
+    assert_eq!(counted(&c), counted(&t));
+    let (t, c, app) = both("counts-calls", &["calls"]);
+    assert_eq!(
+        calls_of(&c, "Scenarios.Calls.IsEven").to_string(),
+        app["is_even"]
+    );
+    assert_eq!(
+        calls_of(&c, "Scenarios.Calls.IsOdd").to_string(),
+        app["is_odd"]
+    );
+    assert_eq!(counted(&c), counted(&t));
+    // No per-call records: the file holds only the tables.
+    assert_eq!(c["trace_stats"]["unmatched_leaves"], 0);
+}
+
+#[test]
+fn counts_equal_trace_mode_through_exceptions() {
+    let (t, c, app) = both("counts-exceptions", &["deep-exceptions"]);
+    let throws: u64 = app["deep_throws"].parse().unwrap();
+    for level in 1..=10 {
+        assert_eq!(
+            calls_of(&c, &format!("Scenarios.DeepExceptions.Level{level}")),
+            throws
+        );
+    }
+    assert_eq!(counted(&c), counted(&t));
+}
+
+#[test]
+fn counts_equal_trace_mode_on_sixty_four_threads() {
+    let (t, c, app) = both("counts-threads64", &["threads64", "20000"]);
+    assert_eq!(
+        calls_of(&c, "Scenarios.Threads64.Work").to_string(),
+        app["work_calls"]
+    );
+    assert_eq!(counted(&c), counted(&t));
+}
+
+#[test]
+fn sample_mode_with_counts_has_exact_counts_and_samples() {
+    let dir = scratch("counts-sample");
+    let trace = dir.join("t.clrprof");
+    record(
+        &trace,
+        &["--mode", "sample", "--counts", "--include", "Scenarios.*"],
+        &["fib", "30"],
+    );
+    let r = report_json(&trace);
+    assert_eq!(calls_of(&r, "Scenarios.FibScenario.Fib"), 2_692_537);
+    assert!(
+        r["samples"]["on_cpu"].as_u64().unwrap() > 0,
+        "{:#}",
+        r["samples"]
+    );
+}
+
+#[test]
+fn counts_cannot_attach_and_say_why() {
+    let out = clrprof()
+        .args([
+            "record",
+            "--pid",
+            &std::process::id().to_string(),
+            "--counts",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--counts cannot attach") && err.contains("COR_PRF_MONITOR_ENTERLEAVE"),
+        "{err}"
+    );
+}
