@@ -28,6 +28,7 @@ public static class Program
         ("deep", "deep [depth=1000] [seconds=1]", Deep.Run),
         ("args", "args", ArgsScenario.Run),
         ("heap", "heap [n=1000]", Heap.Run),
+        ("blocked", "blocked", Blocked.Run),
     ];
 
     [MethodImpl(MethodImplOptions.NoInlining)]

@@ -9,8 +9,10 @@ mod attach;
 mod chrome_args;
 mod cli;
 mod convert;
+mod dump;
 mod heap;
 mod input;
+mod live;
 mod locate;
 mod output;
 mod ps;
@@ -18,6 +20,7 @@ mod record;
 mod report;
 mod settings;
 mod signals;
+mod top;
 
 use clap::Parser;
 
@@ -34,6 +37,8 @@ fn main() {
         cli::Command::Diff(d) => heap::diff(d),
         cli::Command::Detach(d) => attach::detach(d.pid, d.profiler.as_deref()),
         cli::Command::Ps => ps::run(),
+        cli::Command::Top(t) => top::run(t),
+        cli::Command::Dump(d) => dump::run(d),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -1,0 +1,3 @@
+pub fn run(_: crate::cli::TopArgs) -> anyhow::Result<i32> {
+    todo!()
+}
