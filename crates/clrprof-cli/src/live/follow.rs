@@ -35,11 +35,6 @@ impl Follow {
         })
     }
 
-    /// Whether the header has been read (the agent has started writing).
-    pub fn started(&self) -> bool {
-        self.header.is_some()
-    }
-
     /// The events of the blocks completed since the last poll, in file order; `ns` holds
     /// the raw timestamp (ticks), which the live views do not need converted.
     pub fn poll(&mut self) -> Result<Vec<TimedEvent<'static>>> {
@@ -124,13 +119,13 @@ mod tests {
         f.write_all(&header[..header.len() / 2]).unwrap();
         let mut follow = Follow::open(&path).unwrap();
         assert!(follow.poll().unwrap().is_empty());
-        assert!(!follow.started());
+        assert!(follow.header.is_none());
         f.write_all(&header[header.len() / 2..]).unwrap();
         let (b1, b2) = (block(11, 1), block(22, 2));
         f.write_all(&b1).unwrap();
         f.write_all(&b2[..b2.len() - 3]).unwrap();
         let got = follow.poll().unwrap();
-        assert!(follow.started());
+        assert!(follow.header.is_some());
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].os_tid, 11);
         f.write_all(&b2[b2.len() - 3..]).unwrap();

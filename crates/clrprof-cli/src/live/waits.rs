@@ -1,5 +1,6 @@
-//! What a thread waits in, read from its stack: the leaf-most managed frame that is one of
-//! the runtime's blocking calls.
+//! What a thread waits in, read from its stack: whether its leaf-most managed frame is one
+//! of the runtime's blocking calls. Only that frame counts: code that runs under a
+//! blocking API's frame (a callback, a parser under a stream reader) is not waiting.
 
 use serde::Serialize;
 
@@ -40,6 +41,7 @@ const BLOCKING: &[(&str, WaitKind)] = &[
     ("System.Threading.Lock.Enter", WaitKind::Lock),
     ("System.Threading.Lock.TryEnter", WaitKind::Lock),
     ("System.Threading.Monitor.Wait", WaitKind::Wait),
+    ("System.Threading.Monitor.ObjWait", WaitKind::Wait),
     ("System.Threading.Thread.Sleep", WaitKind::Sleep),
     ("System.Threading.Thread.Join", WaitKind::Join),
     ("System.GC.Collect", WaitKind::Gc),
@@ -53,26 +55,32 @@ const BLOCKING: &[(&str, WaitKind)] = &[
         "System.Threading.LowLevelLifoSemaphore.Wait",
         WaitKind::Wait,
     ),
-    ("System.Threading.PortableThreadPool", WaitKind::Wait),
-    ("System.Threading.Channels", WaitKind::Wait),
     ("Interop+Sys.Read", WaitKind::Io),
     ("Interop+Sys.Write", WaitKind::Io),
     ("Interop+Sys.Poll", WaitKind::Io),
     ("Interop+Sys.WaitForSocketEvents", WaitKind::Io),
-    ("System.Net.Sockets", WaitKind::Io),
-    ("System.IO.", WaitKind::Io),
-    ("System.ConsolePal", WaitKind::Io),
-    ("System.Console.ReadLine", WaitKind::Io),
+    ("System.Net.Sockets.Socket.Receive", WaitKind::Io),
+    ("System.Net.Sockets.Socket.Send", WaitKind::Io),
+    ("System.Net.Sockets.Socket.Accept", WaitKind::Io),
+    ("System.Net.Sockets.Socket.Connect", WaitKind::Io),
+    ("System.IO.RandomAccess.ReadAtOffset", WaitKind::Io),
+    ("System.IO.RandomAccess.WriteAtOffset", WaitKind::Io),
+    ("System.ConsolePal.Read", WaitKind::Io),
 ];
 
-/// The blocking call `frames` (names, leaf first) sit in, and the frame that says so.
+/// The blocking call a stack (frame names, leaf first; native runs are `[module]`) sits
+/// in: its leaf-most managed frame, when that is one.
 pub fn waiting_in<'a>(frames: impl IntoIterator<Item = &'a str>) -> Option<(WaitKind, &'a str)> {
-    frames.into_iter().find_map(|f| {
-        BLOCKING
-            .iter()
-            .find(|(prefix, _)| f.starts_with(prefix))
-            .map(|&(_, kind)| (kind, f))
-    })
+    let leaf = frames.into_iter().find(|f| !f.starts_with('['))?;
+    blocking_call(leaf).map(|kind| (kind, leaf))
+}
+
+/// Whether a managed method is a blocking call, and which kind.
+pub fn blocking_call(method: &str) -> Option<WaitKind> {
+    BLOCKING
+        .iter()
+        .find(|(prefix, _)| method.starts_with(prefix))
+        .map(|&(_, kind)| kind)
 }
 
 #[cfg(test)]
@@ -80,7 +88,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_leaf_most_blocking_call_wins() {
+    fn the_leaf_most_managed_frame_decides() {
         let stack = [
             "[libc.so.6]",
             "[libcoreclr.so]",
@@ -94,6 +102,11 @@ mod tests {
             Some((WaitKind::Lock, "System.Threading.Monitor.Enter_Slowpath"))
         );
         assert_eq!(waiting_in(["App.Spin", "App.Main"]), None);
+        // Running code under a blocking API's frame is not waiting.
+        assert_eq!(
+            waiting_in(["[libc.so.6]", "App.OnTick", "System.Threading.Thread.Sleep"]),
+            None
+        );
         assert_eq!(
             waiting_in(["System.Threading.Thread.Join", "App.Main"]).map(|w| w.0),
             Some(WaitKind::Join)
