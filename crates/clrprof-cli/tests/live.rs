@@ -158,7 +158,6 @@ fn dump_of_a_process_that_is_not_dotnet_says_so() {
     assert!(err.contains("is not a .NET (CoreCLR) process"), "{err}");
 }
 
-#[allow(dead_code)]
 fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + timeout;
     while Instant::now() < end {
@@ -168,4 +167,178 @@ fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(50));
     }
     false
+}
+
+/// The function names of `top --once`'s table, in order.
+fn once_rows(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .skip_while(|l| !l.contains("FUNCTION"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().nth(2).unwrap_or("").to_string())
+        .collect()
+}
+
+#[test]
+fn top_once_shows_the_hot_method_first_and_detaches() {
+    let _timing = timing_lock();
+    let mut t = Target::start("serve");
+    let out = clrprof()
+        .args(["top", "--once", "--pid", &t.pid.to_string()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let rows = once_rows(&stdout);
+    assert_eq!(rows[0], "Scenarios.Serve.ServeWork", "{stdout}");
+    // The workers sleep between work items: their waits are not where the CPU went.
+    assert!(
+        !rows.iter().take(3).any(|r| r.contains("Sleep")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("serve-worker-1"), "{stdout}");
+    assert!(stderr.contains("library is unloaded"), "{stderr}");
+    t.assert_unharmed();
+    // --thread keeps one thread's samples.
+    let out = clrprof()
+        .args(["top", "--once", "--thread", "serve-worker-2"])
+        .args(["--pid", &t.pid.to_string()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("serve-worker-2"), "{stdout}");
+    assert!(!stdout.contains("serve-worker-1"), "{stdout}");
+    t.assert_unharmed();
+    t.quit();
+}
+
+#[test]
+fn top_once_of_a_command_it_starts() {
+    let _timing = timing_lock();
+    let dir = scratch("top-launch");
+    let app = scenarios();
+    let out = clrprof()
+        .current_dir(&dir)
+        .args([
+            "top",
+            "--once",
+            "--interval",
+            "2",
+            "--",
+            app.dotnet.to_str().unwrap(),
+        ])
+        .arg(&app.dll)
+        .args(["hot", "seconds=30"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // HotA takes 75 % of both threads' loop (the app measures it; tests/sample.rs).
+    assert_eq!(once_rows(&stdout)[0], "Scenarios.Hot.HotA", "{stdout}");
+}
+
+/// A tmux server of this test's own (never the user's).
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn new(name: &str) -> Tmux {
+        Tmux {
+            socket: format!("clrprof-{name}-{}", std::process::id()),
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .expect("tmux (the terminal tests need it installed)");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn screen(&self) -> String {
+        self.run(&["capture-pane", "-p", "-t", "top"])
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.run(&["kill-server"]);
+    }
+}
+
+/// The first row of `top`'s table on the screen.
+fn first_row(screen: &str) -> Option<String> {
+    let mut lines = screen.lines().skip_while(|l| !l.contains("FUNCTION"));
+    lines.next()?;
+    lines.next().map(|l| l.trim().to_string())
+}
+
+#[test]
+fn top_in_a_terminal_shows_the_hot_method_within_3_s_and_q_detaches() {
+    let _timing = timing_lock();
+    let mut t = Target::start("serve");
+    let bin = env!("CARGO_BIN_EXE_clrprof");
+    let lib = clrprof_testkit::profiler_library();
+    for quit_key in ["q", "C-c"] {
+        let tmux = Tmux::new("top");
+        let started = Instant::now();
+        // The pane stays after clrprof exits, to read its last words.
+        tmux.run(&[
+            "new-session",
+            "-d",
+            "-x",
+            "200",
+            "-y",
+            "50",
+            "-s",
+            "top",
+            &format!(
+                "CLRPROF_PROFILER_PATH={} {bin} top --pid {}; echo CLRPROF-EXIT=$?; sleep 60",
+                lib.display(),
+                t.pid
+            ),
+        ]);
+        let mut screen = String::new();
+        let shown = wait_until(Duration::from_secs(10), || {
+            screen = tmux.screen();
+            first_row(&screen).is_some_and(|r| r.ends_with("Scenarios.Serve.ServeWork"))
+        });
+        let took = started.elapsed();
+        assert!(shown, "hot method not in the first row:\n{screen}");
+        assert!(
+            took <= Duration::from_secs(3),
+            "the hot method showed after {took:?} (at most 3 s)"
+        );
+        assert!(screen.contains("serve-worker"), "{screen}");
+        // Sort keys and pause change the header.
+        tmux.run(&["send-keys", "-t", "top", "t"]);
+        assert!(wait_until(Duration::from_secs(5), || tmux
+            .screen()
+            .contains("sort: total")));
+        tmux.run(&["send-keys", "-t", "top", "p"]);
+        assert!(wait_until(Duration::from_secs(5), || tmux
+            .screen()
+            .contains("PAUSED")));
+        tmux.run(&["send-keys", "-t", "top", quit_key]);
+        assert!(
+            wait_until(Duration::from_secs(20), || tmux
+                .screen()
+                .contains("CLRPROF-EXIT=0")),
+            "{quit_key} did not end top:\n{}",
+            tmux.screen()
+        );
+        let last = tmux.screen();
+        assert!(last.contains("library is unloaded"), "{last}");
+        t.assert_unharmed();
+    }
+    t.quit();
 }
