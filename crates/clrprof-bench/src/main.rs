@@ -9,6 +9,7 @@
 //!   cargo run --release -p clrprof-bench -- attach      # attach and detach latency
 //!   cargo run --release -p clrprof-bench -- soak        # stress cases + 50 attach/detach cycles
 //!   cargo run --release -p clrprof-bench -- heap        # heap snapshot of 10 M objects
+//!   cargo run --release -p clrprof-bench -- live        # `dump` wall time, `top`'s cost to the target
 
 mod soak;
 
@@ -20,6 +21,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 
 mod heap;
+mod live;
 
 #[derive(Parser)]
 struct Args {
@@ -57,6 +59,13 @@ enum What {
         #[arg(long, default_value_t = 10_000_000)]
         objects: u64,
     },
+    /// `clrprof dump` wall time; `clrprof top`'s cost to a running app (its throughput
+    /// with and without top attached, alternating)
+    Live {
+        /// Seconds per throughput window
+        #[arg(long, default_value_t = 3.0)]
+        window: f64,
+    },
 }
 
 fn main() -> Result<()> {
@@ -69,6 +78,7 @@ fn main() -> Result<()> {
         What::Attach => attach(args.runs),
         What::Soak { cycles } => soak::run(&clrprof()?, cycles),
         What::Heap { objects } => heap::run(objects),
+        What::Live { window } => live::run(&clrprof()?, args.runs, window),
     }
 }
 
