@@ -42,6 +42,8 @@ fn settings(opts: &LiveOptions<'_>, output: PathBuf) -> Settings {
         rate_hz: opts.rate_hz,
         // The live views show stacks; exception stacks would only cost the target.
         exception_stacks: false,
+        // `top` may run for hours: LZ4 blocks keep the file it grows small.
+        compress: true,
         ..Settings::for_mode(Mode::Sample)
     };
     if let Some(k) = opts.sampler {
