@@ -228,8 +228,22 @@ pub fn text(d: &Dump) -> String {
                 .unwrap_or_else(|| "(unnamed)".into()),
             t.state
         );
+        // A thread that both ran and waited during the capture (work, then a short
+        // sleep) says how much it ran; its stack is from one instant of it.
+        if t.running_share > 0.0 && t.running_share < 1.0 {
+            let _ = write!(
+                out,
+                " (on CPU in {:.0} % of the capture)",
+                t.running_share * 100.0
+            );
+        }
         if let Some(w) = &t.waiting_in {
-            let _ = write!(out, ", in {} ({})", w.kind.as_str(), w.frame);
+            let last = if t.state == "running" {
+                "last seen "
+            } else {
+                ""
+            };
+            let _ = write!(out, ", {last}in {} ({})", w.kind.as_str(), w.frame);
         }
         let _ = writeln!(out);
         for f in &t.frames {

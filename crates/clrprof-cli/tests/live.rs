@@ -342,3 +342,24 @@ fn top_in_a_terminal_shows_the_hot_method_within_3_s_and_q_detaches() {
     }
     t.quit();
 }
+
+#[test]
+fn top_without_a_terminal_or_with_a_command_that_is_not_dotnet_says_what_to_do() {
+    // stdout is a pipe here.
+    let out = clrprof().args(["top", "--pid", "1"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("use `clrprof top --once`"), "{err}");
+    let dir = scratch("top-not-dotnet");
+    let out = clrprof()
+        .current_dir(&dir)
+        .args(["top", "--once", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("before the profiler started: is it a .NET (CoreCLR) program?"),
+        "{err}"
+    );
+}

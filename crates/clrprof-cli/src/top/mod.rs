@@ -120,7 +120,8 @@ fn once(
         filter: args.thread.as_deref(),
         paused: false,
         total_samples: window.total_samples,
-        note: None,
+        lost: window.lost,
+        unreadable_bytes: live.follow.skipped_bytes,
     };
     print!("{}", view::plain(&snap, &status, args.top));
     Ok(ended)
@@ -173,7 +174,8 @@ fn interactive(
                     filter: filter_label.as_deref(),
                     paused,
                     total_samples: window.total_samples,
-                    note: None,
+                    lost: window.lost,
+                    unreadable_bytes: live.follow.skipped_bytes,
                 };
                 terminal.draw(|f| view::draw(f, &snap, &status))?;
                 dirty = false;

@@ -18,8 +18,9 @@ pub struct Status<'a> {
     pub filter: Option<&'a str>,
     pub paused: bool,
     pub total_samples: u64,
-    /// A line saying something happened (the target exited…).
-    pub note: Option<&'a str>,
+    /// Events the agent dropped and trace bytes that could not be read (normally 0).
+    pub lost: u64,
+    pub unreadable_bytes: u64,
 }
 
 pub fn sort_name(sort: TopSort) -> &'static str {
@@ -55,10 +56,7 @@ pub fn draw(f: &mut Frame<'_>, snap: &Snapshot, st: &Status<'_>) {
             st.filter.unwrap_or("all"),
             if st.paused { " · PAUSED" } else { "" }
         )),
-        Line::from(match st.note {
-            Some(n) => n.to_string(),
-            None => format!("threads: {}", busiest.join(", ")),
-        }),
+        Line::from(format!("threads: {}{}", busiest.join(", "), losses(st))),
     ];
     f.render_widget(Paragraph::new(header), head);
     let rows = snap.rows.iter().map(|r| {
@@ -87,6 +85,18 @@ pub fn draw(f: &mut Frame<'_>, snap: &Snapshot, st: &Status<'_>) {
         ),
         keys,
     );
+}
+
+/// What was lost on the way, when anything was.
+fn losses(st: &Status<'_>) -> String {
+    let mut s = String::new();
+    if st.lost > 0 {
+        s += &format!(" · {} events lost (the agent's buffers were full)", st.lost);
+    }
+    if st.unreadable_bytes > 0 {
+        s += &format!(" · {} trace bytes unreadable", st.unreadable_bytes);
+    }
+    s
 }
 
 /// `--once`: the same figures as plain text.

@@ -65,6 +65,8 @@ pub struct Window {
     names: Names,
     threads: ThreadNames,
     pub total_samples: u64,
+    /// Events the agent could not record (its `Lost` records).
+    pub lost: u64,
 }
 
 impl Window {
@@ -78,6 +80,7 @@ impl Window {
             names: Names::default(),
             threads: ThreadNames::default(),
             total_samples: 0,
+            lost: 0,
         }
     }
 
@@ -105,7 +108,9 @@ impl Window {
                     new_meta = true;
                 }
                 samples.push(s);
-            } else if !matches!(e.event, Event::ClockSync { .. } | Event::Lost { .. }) {
+            } else if let Event::Lost { count, .. } = e.event {
+                self.lost += count;
+            } else if !matches!(e.event, Event::ClockSync { .. }) {
                 self.meta.push(e);
                 new_meta = true;
             }
