@@ -220,12 +220,32 @@ impl Window {
                 running.push(s.clone());
             }
         }
+        let mut poll: HashMap<u64, bool> = HashMap::new();
         for s in &mut running {
             let (cpu, n) = per[&s.os_tid];
             s.cpu_ns = cpu / n.max(1);
+            // `--sampler suspend` stops threads at safe points: a loop is caught in the GC
+            // poll it calls, which is the loop's own time.
+            let polls = s
+                .stack
+                .iter()
+                .take_while(|&&f| {
+                    *poll
+                        .entry(f)
+                        .or_insert_with(|| is_gc_poll(&self.names.frame_name(f)))
+                })
+                .count();
+            if polls < s.stack.len() {
+                s.stack.drain(..polls);
+            }
         }
         running
     }
+}
+
+/// The runtime's GC poll helpers, where a thread suspended at a safe point in a loop stops.
+fn is_gc_poll(name: &str) -> bool {
+    name.starts_with("System.Threading.Thread.<PollGC>") || name == "System.Threading.Thread.PollGC"
 }
 
 fn sort_rows(rows: &mut [Row], sort: TopSort) {
@@ -278,6 +298,39 @@ mod tests {
             state: 1,
             frames: Cow::Owned(frames.to_vec()),
         })
+    }
+
+    #[test]
+    fn waits_are_off_cpu_and_gc_polls_are_their_callers_time() {
+        let mut w = Window::new(Duration::from_secs(10));
+        let t0 = w.started;
+        w.add(
+            vec![
+                info(1, "App.Work"),
+                info(2, "System.Threading.Thread.Sleep"),
+                info(3, "System.Threading.Thread.<PollGC>g__PollGCWorker|67_0"),
+                info(4, "App.Loop"),
+                // Thread 7: 40 ms of CPU, caught once working and once asleep.
+                sample(7, 20, &[1]),
+                sample(7, 20, &[2, 1]),
+                // Thread 8: a loop caught in its GC poll.
+                sample(8, 10, &[3, 4]),
+            ],
+            t0,
+        );
+        let s = w.snapshot(t0 + Duration::from_secs(1), None, TopSort::Own);
+        let row = |n: &str| s.rows.iter().find(|r| r.name == n).cloned();
+        // All of thread 7's CPU goes to the sample where it was working.
+        assert!(
+            (row("App.Work").unwrap().self_pct - 4.0).abs() < 1e-6,
+            "{s:?}"
+        );
+        assert!(row("System.Threading.Thread.Sleep").is_none(), "{s:?}");
+        assert!(
+            (row("App.Loop").unwrap().self_pct - 1.0).abs() < 1e-6,
+            "{s:?}"
+        );
+        assert!(row("System.Threading.Thread.<PollGC>g__PollGCWorker|67_0").is_none());
     }
 
     #[test]
