@@ -81,7 +81,7 @@ pub struct TopArgs {
     #[arg(long)]
     pub profiler: Option<PathBuf>,
     /// The command to start under the profiler, e.g. `-- dotnet app.dll`; its output goes
-    /// to clrprof-top-PID.log
+    /// to clrprof-top-<clrprof's pid>.log in the current directory
     #[arg(last = true, required_unless_present = "pid", num_args = 1..)]
     pub command: Vec<String>,
 }
