@@ -50,7 +50,8 @@ pub fn run(args: TopArgs) -> Result<i32> {
         }
     };
     let command = command_line(live.pid);
-    let window = Window::new(Duration::from_secs_f64(args.window));
+    let mut window = Window::new(Duration::from_secs_f64(args.window));
+    window.pid = Some(live.pid);
     let interval = Duration::from_secs_f64(args.interval);
     crate::signals::catch();
     let outcome = if args.once {

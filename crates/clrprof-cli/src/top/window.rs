@@ -67,6 +67,8 @@ pub struct Window {
     pub total_samples: u64,
     /// Events the agent could not record (its `Lost` records).
     pub lost: u64,
+    /// The target, whose threads' kernel names stand in for names the trace lacks.
+    pub pid: Option<u32>,
 }
 
 impl Window {
@@ -81,7 +83,21 @@ impl Window {
             threads: ThreadNames::default(),
             total_samples: 0,
             lost: 0,
+            pid: None,
         }
+    }
+
+    /// The thread's .NET name, else its kernel name (runtime threads started before a
+    /// launched program's first managed code are not named in the trace), else its id.
+    fn thread_name(&self, os_tid: u64) -> String {
+        if let Some(n) = self.threads.named(os_tid) {
+            return n.to_string();
+        }
+        self.pid
+            .and_then(|pid| std::fs::read_to_string(format!("/proc/{pid}/task/{os_tid}/comm")).ok())
+            .map(|c| c.trim().to_string())
+            .filter(|c| !c.is_empty())
+            .unwrap_or_else(|| format!("thread {os_tid}"))
     }
 
     /// Adds what the trace gained since the last poll, read at `now`.
@@ -142,7 +158,7 @@ impl Window {
         let keep = |s: &&StackSample| match filter {
             None => true,
             Some(f) => {
-                f.parse::<u64>().ok() == Some(s.os_tid) || self.threads.name(s.os_tid).contains(f)
+                f.parse::<u64>().ok() == Some(s.os_tid) || self.thread_name(s.os_tid).contains(f)
             }
         };
         let samples: Vec<StackSample> = self
@@ -173,7 +189,7 @@ impl Window {
             .into_iter()
             .map(|(os_tid, (ns, n))| ThreadRow {
                 os_tid,
-                name: self.threads.name(os_tid),
+                name: self.thread_name(os_tid),
                 cpu_pct: pct(ns),
                 samples: n,
             })
