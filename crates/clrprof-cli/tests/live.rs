@@ -261,7 +261,10 @@ impl Tmux {
             .args(args)
             .output()
             .expect("tmux (the terminal tests need it installed)");
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        // A failing tmux says why on stderr: keep it for the assertion messages.
+        let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.push_str(&String::from_utf8_lossy(&out.stderr));
+        text
     }
 
     fn screen(&self) -> String {
@@ -289,7 +292,8 @@ fn top_in_a_terminal_shows_the_hot_method_within_3_s_and_q_detaches() {
     let bin = env!("CARGO_BIN_EXE_clrprof");
     let lib = clrprof_testkit::profiler_library();
     for quit_key in ["q", "C-c"] {
-        let tmux = Tmux::new("top");
+        // A server of its own per round: the last one may still be going away.
+        let tmux = Tmux::new(&format!("top-{}", quit_key.len()));
         let started = Instant::now();
         // The pane stays after clrprof exits, to read its last words.
         tmux.run(&[
@@ -313,7 +317,10 @@ fn top_in_a_terminal_shows_the_hot_method_within_3_s_and_q_detaches() {
             first_row(&screen).is_some_and(|r| r.ends_with("Scenarios.Serve.ServeWork"))
         });
         let took = started.elapsed();
-        assert!(shown, "hot method not in the first row:\n{screen}");
+        assert!(
+            shown,
+            "({quit_key} round) hot method not in the first row after {took:?}:\n{screen}"
+        );
         assert!(
             took <= Duration::from_secs(3),
             "the hot method showed after {took:?} (at most 3 s)"
