@@ -10,6 +10,7 @@
 //!   cargo run --release -p clrprof-bench -- soak        # stress cases + 50 attach/detach cycles
 //!   cargo run --release -p clrprof-bench -- heap        # heap snapshot of 10 M objects
 //!   cargo run --release -p clrprof-bench -- alloc       # `record --alloc` overhead (+ dotnet-trace)
+//!   cargo run --release -p clrprof-bench -- live        # `dump` wall time, `top`'s cost to the target
 
 mod alloc;
 mod soak;
@@ -22,6 +23,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 
 mod heap;
+mod live;
 mod rounds;
 
 #[derive(Parser)]
@@ -63,6 +65,13 @@ enum What {
         #[arg(long, default_value_t = 10_000_000)]
         objects: u64,
     },
+    /// `clrprof dump` wall time; `clrprof top`'s cost to a running app (its throughput
+    /// with and without top attached, alternating)
+    Live {
+        /// Seconds per throughput window
+        #[arg(long, default_value_t = 3.0)]
+        window: f64,
+    },
 }
 
 fn main() -> Result<()> {
@@ -76,6 +85,7 @@ fn main() -> Result<()> {
         What::Soak { cycles } => soak::run(&clrprof()?, cycles),
         What::Heap { objects } => heap::run(objects),
         What::Alloc => alloc::run_all(&clrprof()?, args.runs),
+        What::Live { window } => live::run(&clrprof()?, args.runs, window),
     }
 }
 

@@ -69,7 +69,7 @@ fn check_control_dir(dir: &Path, uid: u32) -> Result<()> {
 }
 
 /// The one-letter state in `/proc/PID/stat` (R, S, D, T, t, Z…).
-fn process_state(pid: u32) -> Option<char> {
+pub fn process_state(pid: u32) -> Option<char> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     text[text.rfind(')')? + 1..]
         .split_whitespace()
@@ -80,7 +80,7 @@ fn process_state(pid: u32) -> Option<char> {
 
 /// This process's start time (field 22 of /proc/self/stat), which names it together with
 /// its pid.
-fn own_start_time() -> Option<u64> {
+pub fn own_start_time() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/self/stat").ok()?;
     text[text.rfind(')')? + 1..]
         .split_whitespace()

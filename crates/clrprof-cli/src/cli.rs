@@ -28,6 +28,10 @@ pub enum Command {
     Detach(DetachArgs),
     /// List the .NET processes this user can profile
     Ps,
+    /// Live view of the hottest functions of a running process (or a command)
+    Top(TopArgs),
+    /// Print the current managed stack of every thread of a running process
+    Dump(DumpArgs),
     /// Print a shell completion script: `clrprof completions bash > /etc/bash_completion.d/clrprof`
     Completions {
         /// The shell
@@ -44,6 +48,74 @@ pub enum Shell {
     Bash,
     Zsh,
     Fish,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TopSort {
+    /// CPU time with the function on top of the stack
+    #[value(name = "self")]
+    Own,
+    /// CPU time with the function anywhere on the stack
+    Total,
+    /// The function's name
+    Name,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct TopArgs {
+    /// Attach to this running process
+    #[arg(long, conflicts_with = "command")]
+    pub pid: Option<u32>,
+    /// Print one plain snapshot after --interval seconds and detach (for scripts)
+    #[arg(long)]
+    pub once: bool,
+    /// Seconds between refreshes (and what --once waits)
+    #[arg(long, default_value_t = 1.0, value_parser = parse_duration, value_name = "SECONDS")]
+    pub interval: f64,
+    /// Seconds of samples the percentages cover
+    #[arg(long, default_value_t = 5.0, value_parser = parse_duration, value_name = "SECONDS")]
+    pub window: f64,
+    /// Sort by (keys in the view: s, t, n)
+    #[arg(long, value_enum, default_value_t = TopSort::Own)]
+    pub sort: TopSort,
+    /// Only threads whose name contains this, or with this OS thread id
+    #[arg(long, value_name = "NAME|TID")]
+    pub thread: Option<String>,
+    /// Rows of --once (the view fills the terminal)
+    #[arg(long, default_value_t = 20)]
+    pub top: usize,
+    /// Samples per second
+    #[arg(long, default_value_t = 99, value_parser = range(limits::RATE_HZ))]
+    pub rate: u32,
+    /// How stacks are captured [default: signal on Linux x86_64]
+    #[arg(long, value_enum)]
+    pub sampler: Option<SamplerKind>,
+    /// Also keep the samples in this trace file (for `clrprof report`)
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// The profiler library [default: libclrprof_profiler.so next to this executable]
+    #[arg(long)]
+    pub profiler: Option<PathBuf>,
+    /// The command to start under the profiler, e.g. `-- dotnet app.dll`; its output goes
+    /// to clrprof-top-<clrprof's pid>.log in the current directory
+    #[arg(last = true, required_unless_present = "pid", num_args = 1..)]
+    pub command: Vec<String>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct DumpArgs {
+    /// The process
+    #[arg(long)]
+    pub pid: u32,
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+    /// How stacks are captured [default: signal on Linux x86_64]
+    #[arg(long, value_enum)]
+    pub sampler: Option<SamplerKind>,
+    /// The profiler library [default: libclrprof_profiler.so next to this executable]
+    #[arg(long)]
+    pub profiler: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug)]

@@ -81,7 +81,8 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
         anyhow::bail!(
             "-f {} carries no allocation samples: use -f svg, folded, speedscope or pprof with --weight {}",
             fmt.extension().trim_start_matches('.'),
-            args.weight.and_then(|w| clap::ValueEnum::to_possible_value(&w))
+            args.weight
+                .and_then(|w| clap::ValueEnum::to_possible_value(&w))
                 .map_or(String::new(), |v| v.get_name().to_owned())
         );
     }
@@ -90,7 +91,8 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
         anyhow::bail!(
             "{} has no allocation samples for --weight {}: record with `clrprof record --alloc`",
             args.file.display(),
-            args.weight.and_then(|w| clap::ValueEnum::to_possible_value(&w))
+            args.weight
+                .and_then(|w| clap::ValueEnum::to_possible_value(&w))
                 .map_or(String::new(), |v| v.get_name().to_owned())
         );
     }

@@ -10,8 +10,10 @@ mod chrome_args;
 mod cli;
 mod completions;
 mod convert;
+mod dump;
 mod heap;
 mod input;
+mod live;
 mod locate;
 mod namespaces;
 mod output;
@@ -22,6 +24,7 @@ mod report;
 mod settings;
 mod signals;
 mod style;
+mod top;
 
 use clap::Parser;
 
@@ -40,6 +43,8 @@ fn main() {
         cli::Command::Ps => ps::run(),
         cli::Command::Completions { shell } => completions::completions(shell),
         cli::Command::Man => completions::man(),
+        cli::Command::Top(t) => top::run(t),
+        cli::Command::Dump(d) => dump::run(d),
     };
     match result {
         Ok(code) => std::process::exit(code),

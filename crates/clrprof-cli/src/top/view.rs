@@ -1,0 +1,130 @@
+//! `top`'s terminal view (ratatui on crossterm): a header with the process and its CPU, the
+//! functions table, and a line of keys. Drawing only; the loop is in `mod.rs`.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Cell, Paragraph, Row, Table};
+
+use super::window::Snapshot;
+use crate::cli::TopSort;
+
+/// What the header says besides the figures.
+pub struct Status<'a> {
+    pub pid: u32,
+    pub command: &'a str,
+    pub sort: TopSort,
+    pub filter: Option<&'a str>,
+    pub paused: bool,
+    pub total_samples: u64,
+    /// Events the agent dropped and trace bytes that could not be read (normally 0).
+    pub lost: u64,
+    pub unreadable_bytes: u64,
+}
+
+pub fn sort_name(sort: TopSort) -> &'static str {
+    match sort {
+        TopSort::Own => "self",
+        TopSort::Total => "total",
+        TopSort::Name => "name",
+    }
+}
+
+pub fn draw(f: &mut Frame<'_>, snap: &Snapshot, st: &Status<'_>) {
+    let [head, table, keys] = Layout::vertical([
+        Constraint::Length(3),
+        Constraint::Min(3),
+        Constraint::Length(1),
+    ])
+    .areas(f.area());
+    let busiest: Vec<String> = snap
+        .threads
+        .iter()
+        .take(4)
+        .map(|t| format!("{} {:.0}%", t.name, t.cpu_pct))
+        .collect();
+    let header = vec![
+        Line::from(format!("clrprof top — pid {}  {}", st.pid, st.command)),
+        Line::from(format!(
+            "CPU {:.0}% of one core over the last {:.1} s · {} samples ({} in all) · sort: {} · thread: {}{}",
+            snap.cpu_pct,
+            snap.span_s,
+            snap.samples,
+            st.total_samples,
+            sort_name(st.sort),
+            st.filter.unwrap_or("all"),
+            if st.paused { " · PAUSED" } else { "" }
+        )),
+        Line::from(format!("threads: {}{}", busiest.join(", "), losses(st))),
+    ];
+    f.render_widget(Paragraph::new(header), head);
+    let rows = snap.rows.iter().map(|r| {
+        Row::new(vec![
+            Cell::from(format!("{:6.1}", r.self_pct)),
+            Cell::from(format!("{:6.1}", r.total_pct)),
+            Cell::from(r.name.clone()),
+        ])
+    });
+    let t = Table::new(
+        rows,
+        [
+            Constraint::Length(7),
+            Constraint::Length(7),
+            Constraint::Min(10),
+        ],
+    )
+    .header(
+        Row::new(vec!["%SELF", "%TOTAL", "FUNCTION"])
+            .style(Style::default().add_modifier(Modifier::REVERSED)),
+    );
+    f.render_widget(t, table);
+    f.render_widget(
+        Paragraph::new(
+            "q quit (detach) · s self · t total · n name · f next thread · a all threads · p pause",
+        ),
+        keys,
+    );
+}
+
+/// What was lost on the way, when anything was.
+fn losses(st: &Status<'_>) -> String {
+    let mut s = String::new();
+    if st.lost > 0 {
+        s += &format!(" · {} events lost (the agent's buffers were full)", st.lost);
+    }
+    if st.unreadable_bytes > 0 {
+        s += &format!(" · {} trace bytes unreadable", st.unreadable_bytes);
+    }
+    s
+}
+
+/// `--once`: the same figures as plain text.
+pub fn plain(snap: &Snapshot, st: &Status<'_>, rows: usize) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "pid {} ({}): CPU {:.0}% of one core over {:.1} s, {} samples; sorted by {}{}",
+        st.pid,
+        st.command,
+        snap.cpu_pct,
+        snap.span_s,
+        snap.samples,
+        sort_name(st.sort),
+        st.filter
+            .map(|f| format!(", thread {f}"))
+            .unwrap_or_default()
+    );
+    let _ = writeln!(out, "{:>6} {:>6}  FUNCTION", "%SELF", "%TOTAL");
+    for r in snap.rows.iter().take(rows) {
+        let _ = writeln!(out, "{:6.1} {:6.1}  {}", r.self_pct, r.total_pct, r.name);
+    }
+    if !snap.threads.is_empty() {
+        let _ = writeln!(out, "\n{:>6}  THREAD", "%CPU");
+        for t in &snap.threads {
+            let _ = writeln!(out, "{:6.1}  {} ({})", t.cpu_pct, t.name, t.os_tid);
+        }
+    }
+    out
+}

@@ -1,0 +1,387 @@
+//! `top`'s figures: the samples of the last `window` seconds (by when they were read,
+//! at most one flush interval after they were taken), per function self and total CPU as
+//! a percentage of one core, and per thread. Counting reuses the report's
+//! `samples::functions`; the names come from the trace's name records seen so far.
+//!
+//! Whose CPU it was: a sample carries the CPU its thread used since its previous sample,
+//! but the stack is where the thread is *now*. A thread that works for a millisecond and
+//! then sleeps is mostly caught asleep, and crediting its CPU to that stack puts
+//! `Thread.Sleep` (and `[libc.so.6]` under it) on top. So a sample whose stack is in a
+//! blocking call (`live::waits`) counts as off CPU, and each thread's measured CPU in the
+//! window is shared equally among its other samples: a thread's total stays what the
+//! kernel measured, spread over where it was seen running.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::time::{Duration, Instant};
+
+use clrprof_analysis::names::Names;
+use clrprof_analysis::samples::{StackSample, View, functions, stack_sample};
+// `View::Wall` below: `on_cpu` has already kept the samples that ran and shared each
+// thread's CPU among them; the rows are sorted by `sort_rows`.
+use clrprof_analysis::threads::ThreadNames;
+use clrprof_analysis::timeline::TimedEvent;
+use clrprof_format::Event;
+
+use crate::cli::TopSort;
+use crate::live::waits::blocking_call;
+
+/// One row of the table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub name: String,
+    /// CPU time with the function on top of the stack, in % of one core.
+    pub self_pct: f64,
+    /// CPU time with the function anywhere on the stack, in % of one core.
+    pub total_pct: f64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadRow {
+    pub os_tid: u64,
+    pub name: String,
+    pub cpu_pct: f64,
+    pub samples: u64,
+}
+
+/// What one refresh shows.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub rows: Vec<Row>,
+    pub threads: Vec<ThreadRow>,
+    /// Samples in the window (after the thread filter).
+    pub samples: u64,
+    /// Seconds the window covers so far.
+    pub span_s: f64,
+    /// CPU of the threads shown, in % of one core.
+    pub cpu_pct: f64,
+}
+
+pub struct Window {
+    length: Duration,
+    started: Instant,
+    batches: VecDeque<(Instant, Vec<StackSample>)>,
+    /// Every record that is not a sample (names, threads, modules): few, kept whole.
+    meta: Vec<TimedEvent<'static>>,
+    /// (managed thread, OS thread) pairs seen in samples, which name OS threads.
+    pairs: HashSet<(u64, u64)>,
+    names: Names,
+    threads: ThreadNames,
+    pub total_samples: u64,
+    /// Events the agent could not record (its `Lost` records).
+    pub lost: u64,
+    /// The target, whose threads' kernel names stand in for names the trace lacks.
+    pub pid: Option<u32>,
+}
+
+impl Window {
+    pub fn new(length: Duration) -> Window {
+        Window {
+            length,
+            started: Instant::now(),
+            batches: VecDeque::new(),
+            meta: Vec::new(),
+            pairs: HashSet::new(),
+            names: Names::default(),
+            threads: ThreadNames::default(),
+            total_samples: 0,
+            lost: 0,
+            pid: None,
+        }
+    }
+
+    /// The thread's .NET name, else its kernel name (runtime threads started before a
+    /// launched program's first managed code are not named in the trace), else its id.
+    fn thread_name(&self, os_tid: u64) -> String {
+        if let Some(n) = self.threads.named(os_tid) {
+            return n.to_string();
+        }
+        self.pid
+            .and_then(|pid| std::fs::read_to_string(format!("/proc/{pid}/task/{os_tid}/comm")).ok())
+            .map(|c| c.trim().to_string())
+            .filter(|c| !c.is_empty())
+            .unwrap_or_else(|| format!("thread {os_tid}"))
+    }
+
+    /// Adds what the trace gained since the last poll, read at `now`.
+    pub fn add(&mut self, events: Vec<TimedEvent<'static>>, now: Instant) {
+        let mut samples = Vec::new();
+        let mut new_meta = false;
+        for e in events {
+            if let Some(s) = stack_sample(&e) {
+                // A sample ties its managed thread to its OS thread (the thread names
+                // need that after an attach); one frameless copy per pair is kept.
+                if let Event::Sample { os_tid, thread, .. } = e.event
+                    && self.pairs.insert((thread, os_tid))
+                {
+                    self.meta.push(TimedEvent {
+                        event: Event::Sample {
+                            os_tid,
+                            thread,
+                            cpu_ns: 0,
+                            state: 0,
+                            frames: Default::default(),
+                        },
+                        ..e
+                    });
+                    new_meta = true;
+                }
+                samples.push(s);
+            } else if let Event::Lost { count, .. } = e.event {
+                self.lost += count;
+            } else if !matches!(e.event, Event::ClockSync { .. }) {
+                self.meta.push(e);
+                new_meta = true;
+            }
+        }
+        if new_meta {
+            self.names = Names::collect(&self.meta);
+            self.threads = ThreadNames::collect(&self.meta);
+        }
+        self.total_samples += samples.len() as u64;
+        if !samples.is_empty() {
+            self.batches.push_back((now, samples));
+        }
+        while let Some((t, _)) = self.batches.front() {
+            if now.duration_since(*t) > self.length {
+                self.batches.pop_front();
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// The figures at `now`, of threads `filter` accepts (a name part or an OS id).
+    pub fn snapshot(&self, now: Instant, filter: Option<&str>, sort: TopSort) -> Snapshot {
+        let span = now
+            .duration_since(self.started)
+            .min(self.length)
+            .as_secs_f64()
+            .max(1e-3);
+        let keep = |s: &&StackSample| match filter {
+            None => true,
+            Some(f) => {
+                f.parse::<u64>().ok() == Some(s.os_tid) || self.thread_name(s.os_tid).contains(f)
+            }
+        };
+        let samples: Vec<StackSample> = self
+            .batches
+            .iter()
+            .flat_map(|(_, b)| b.iter())
+            .filter(keep)
+            .cloned()
+            .collect();
+        let pct = |ns: u64| ns as f64 / 1e9 / span * 100.0;
+        let mut rows: Vec<Row> = functions(&self.on_cpu(&samples), &self.names, View::Wall, false)
+            .into_iter()
+            .map(|f| Row {
+                name: f.name,
+                self_pct: pct(f.self_cpu_ns),
+                total_pct: pct(f.total_cpu_ns),
+            })
+            .filter(|r| r.total_pct > 0.0)
+            .collect();
+        sort_rows(&mut rows, sort);
+        let mut per: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+        for s in &samples {
+            let e = per.entry(s.os_tid).or_default();
+            e.0 += s.cpu_ns;
+            e.1 += 1;
+        }
+        let mut threads: Vec<ThreadRow> = per
+            .into_iter()
+            .map(|(os_tid, (ns, n))| ThreadRow {
+                os_tid,
+                name: self.thread_name(os_tid),
+                cpu_pct: pct(ns),
+                samples: n,
+            })
+            .collect();
+        threads.sort_by(|a, b| {
+            b.cpu_pct
+                .total_cmp(&a.cpu_pct)
+                .then(a.os_tid.cmp(&b.os_tid))
+        });
+        Snapshot {
+            samples: samples.len() as u64,
+            span_s: span,
+            cpu_pct: pct(samples.iter().map(|s| s.cpu_ns).sum()),
+            rows,
+            threads,
+        }
+    }
+}
+
+impl Window {
+    /// The samples that were running, each weighing an equal share of its thread's CPU
+    /// in `samples` (see the module's header).
+    fn on_cpu(&self, samples: &[StackSample]) -> Vec<StackSample> {
+        // Per frame: None for native runs, else whether it is a blocking call.
+        let mut blocking: HashMap<u64, Option<bool>> = HashMap::new();
+        let mut is_blocked = |s: &StackSample| {
+            s.stack
+                .iter()
+                .find_map(|&f| {
+                    *blocking.entry(f).or_insert_with(|| {
+                        let name = self.names.frame_name(f);
+                        (!name.starts_with('[')).then(|| blocking_call(&name).is_some())
+                    })
+                })
+                .unwrap_or(false)
+        };
+        let mut per: HashMap<u64, (u64, u64)> = HashMap::new();
+        let mut running = Vec::new();
+        for s in samples {
+            let e = per.entry(s.os_tid).or_default();
+            e.0 += s.cpu_ns;
+            if !is_blocked(s) {
+                e.1 += 1;
+                running.push(s.clone());
+            }
+        }
+        let mut poll: HashMap<u64, bool> = HashMap::new();
+        for s in &mut running {
+            let (cpu, n) = per[&s.os_tid];
+            s.cpu_ns = cpu / n.max(1);
+            // `--sampler suspend` stops threads at safe points: a loop is caught in the GC
+            // poll it calls, which is the loop's own time.
+            let polls = s
+                .stack
+                .iter()
+                .take_while(|&&f| {
+                    *poll
+                        .entry(f)
+                        .or_insert_with(|| is_gc_poll(&self.names.frame_name(f)))
+                })
+                .count();
+            if polls < s.stack.len() {
+                s.stack.drain(..polls);
+            }
+        }
+        running
+    }
+}
+
+/// The runtime's GC poll helpers, where a thread suspended at a safe point in a loop stops.
+fn is_gc_poll(name: &str) -> bool {
+    name.starts_with("System.Threading.Thread.<PollGC>") || name == "System.Threading.Thread.PollGC"
+}
+
+fn sort_rows(rows: &mut [Row], sort: TopSort) {
+    match sort {
+        TopSort::Own => rows.sort_by(|a, b| {
+            b.self_pct
+                .total_cmp(&a.self_pct)
+                .then(b.total_pct.total_cmp(&a.total_pct))
+                .then_with(|| a.name.cmp(&b.name))
+        }),
+        TopSort::Total => rows.sort_by(|a, b| {
+            b.total_pct
+                .total_cmp(&a.total_pct)
+                .then(b.self_pct.total_cmp(&a.self_pct))
+                .then_with(|| a.name.cmp(&b.name))
+        }),
+        TopSort::Name => rows.sort_by(|a, b| a.name.cmp(&b.name)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    fn ev(event: Event<'static>) -> TimedEvent<'static> {
+        TimedEvent {
+            ns: 0,
+            os_tid: 0,
+            event,
+        }
+    }
+
+    fn info(id: u64, name: &str) -> TimedEvent<'static> {
+        ev(Event::FunctionInfo {
+            function: id,
+            module: 0,
+            class: 0,
+            token: 0,
+            name: Cow::Owned(name.into()),
+            signature: Cow::Borrowed(""),
+        })
+    }
+
+    fn sample(tid: u64, cpu_ms: u64, frames: &[u64]) -> TimedEvent<'static> {
+        ev(Event::Sample {
+            os_tid: tid,
+            thread: tid * 10,
+            cpu_ns: cpu_ms * 1_000_000,
+            state: 1,
+            frames: Cow::Owned(frames.to_vec()),
+        })
+    }
+
+    #[test]
+    fn waits_are_off_cpu_and_gc_polls_are_their_callers_time() {
+        let mut w = Window::new(Duration::from_secs(10));
+        let t0 = w.started;
+        w.add(
+            vec![
+                info(1, "App.Work"),
+                info(2, "System.Threading.Thread.Sleep"),
+                info(3, "System.Threading.Thread.<PollGC>g__PollGCWorker|67_0"),
+                info(4, "App.Loop"),
+                // Thread 7: 40 ms of CPU, caught once working and once asleep.
+                sample(7, 20, &[1]),
+                sample(7, 20, &[2, 1]),
+                // Thread 8: a loop caught in its GC poll.
+                sample(8, 10, &[3, 4]),
+            ],
+            t0,
+        );
+        let s = w.snapshot(t0 + Duration::from_secs(1), None, TopSort::Own);
+        let row = |n: &str| s.rows.iter().find(|r| r.name == n).cloned();
+        // All of thread 7's CPU goes to the sample where it was working.
+        assert!(
+            (row("App.Work").unwrap().self_pct - 4.0).abs() < 1e-6,
+            "{s:?}"
+        );
+        assert!(row("System.Threading.Thread.Sleep").is_none(), "{s:?}");
+        assert!(
+            (row("App.Loop").unwrap().self_pct - 1.0).abs() < 1e-6,
+            "{s:?}"
+        );
+        assert!(row("System.Threading.Thread.<PollGC>g__PollGCWorker|67_0").is_none());
+    }
+
+    #[test]
+    fn percentages_of_one_core_over_the_window_and_old_batches_leave() {
+        let mut w = Window::new(Duration::from_secs(2));
+        let t0 = w.started;
+        w.add(
+            vec![
+                info(1, "App.Hot"),
+                info(2, "App.Main"),
+                sample(7, 500, &[1, 2]),
+                sample(8, 250, &[2]),
+            ],
+            t0 + Duration::from_millis(500),
+        );
+        let s = w.snapshot(t0 + Duration::from_secs(1), None, TopSort::Own);
+        // 1 s so far: 500 ms of CPU in Hot is 50 % of a core.
+        assert_eq!(s.rows[0].name, "App.Hot");
+        assert!((s.rows[0].self_pct - 50.0).abs() < 1e-6);
+        assert!((s.rows[1].total_pct - 75.0).abs() < 1e-6);
+        assert!((s.cpu_pct - 75.0).abs() < 1e-6);
+        let only8 = w.snapshot(t0 + Duration::from_secs(1), Some("8"), TopSort::Own);
+        assert_eq!(only8.rows.len(), 1);
+        assert_eq!(only8.rows[0].name, "App.Main");
+        let by_name = w.snapshot(t0 + Duration::from_secs(1), None, TopSort::Name);
+        assert_eq!(by_name.rows[0].name, "App.Hot");
+        // Three seconds later the batch is out of the 2 s window.
+        w.add(vec![], t0 + Duration::from_secs(4));
+        assert_eq!(
+            w.snapshot(t0 + Duration::from_secs(4), None, TopSort::Own)
+                .samples,
+            0
+        );
+        assert_eq!(w.total_samples, 2);
+    }
+}
