@@ -176,7 +176,13 @@ struct Node {
     inclusive: u64,
     self_ns: u64,
     children: HashMap<u64, usize>,
+    /// The child `children` gave last, `(func, node)` (`NO_CHILD` before the first):
+    /// a node's next call is most often to the same function (a loop, a recursion), and
+    /// this skips the hash lookup then.
+    last_child: (u64, usize),
 }
+
+const NO_CHILD: (u64, usize) = (0, usize::MAX);
 
 struct Frame {
     func: u64,
@@ -221,6 +227,7 @@ impl ThreadState {
                 inclusive: 0,
                 self_ns: 0,
                 children: HashMap::default(),
+                last_child: NO_CHILD,
             }],
             stack: Vec::new(),
             active: Vec::new(),
@@ -244,7 +251,14 @@ impl ThreadState {
         self.unwound_at = None;
         let parent_node = self.stack.last().map(|f| f.node).unwrap_or(0);
         let next = self.nodes.len();
-        let node = *self.nodes[parent_node].children.entry(func).or_insert(next);
+        let parent = &mut self.nodes[parent_node];
+        let node = if parent.last_child.1 != usize::MAX && parent.last_child.0 == func {
+            parent.last_child.1
+        } else {
+            let node = *parent.children.entry(func).or_insert(next);
+            parent.last_child = (func, node);
+            node
+        };
         // A node knows its function's accumulator: one hash lookup per call (the node),
         // and the edges are summed from the tree at the end.
         let id = if node == next {
@@ -256,6 +270,7 @@ impl ThreadState {
                 inclusive: 0,
                 self_ns: 0,
                 children: HashMap::default(),
+                last_child: NO_CHILD,
             });
             id
         } else {
