@@ -5,84 +5,20 @@
 //! events (AllocationSampled on .NET 10) with stacks; two more rows split the cost: the
 //! agent without `--alloc`, and `--alloc` thinned to one sample in ten (the runtime's
 //! feed stays the same, the agent's work per sample drops). Runs alternate configuration by
-//! configuration; prints median wall and CPU time (the process and its children, from
-//! this process's `cutime`/`cstime`) with the spread (min–max) of each.
+//! configuration; prints median wall and CPU time (the process and its children) with
+//! the middle half of the runs, and the CPU ratio to no profiler paired round by round.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::process::Command;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 
-/// Wall and CPU seconds of one run.
-#[derive(Clone, Copy)]
-struct Run {
-    wall: f64,
-    cpu: f64,
-}
-
-/// CPU seconds of this process's waited-for children (`/proc/self/stat` fields 16–17,
-/// in clock ticks of 1/100 s on Linux).
-fn children_cpu() -> Result<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat")?;
-    let after = stat.rsplit_once(')').context("stat")?.1;
-    let f: Vec<&str> = after.split_whitespace().collect();
-    // After the name: field 3 is index 0, so cutime (16) is index 13, cstime (17) 14.
-    let t: u64 = f[13].parse::<u64>()? + f[14].parse::<u64>()?;
-    Ok(t as f64 / 100.0)
-}
-
-fn run(mut cmd: Command) -> Result<Run> {
-    let cpu0 = children_cpu()?;
-    let t = Instant::now();
-    let out = cmd.stdout(Stdio::null()).stderr(Stdio::piped()).output()?;
-    let wall = t.elapsed().as_secs_f64();
-    if !out.status.success() {
-        bail!("{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    Ok(Run {
-        wall,
-        cpu: children_cpu()? - cpu0,
-    })
-}
-
-fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
-    v.sort_by(f64::total_cmp);
-    (v[v.len() / 2], v[0], v[v.len() - 1])
-}
-
+/// Interleaved rounds, then median wall and CPU time with their middle half and the
+/// paired CPU ratio to the first configuration (`rounds.rs`, as the sample bench).
 fn compare(title: &str, runs: usize, configs: &[(&str, &dyn Fn() -> Command)]) -> Result<()> {
-    let mut all: Vec<Vec<Run>> = vec![Vec::new(); configs.len()];
-    for (_, make) in configs {
-        run(make())?; // warm-up
-    }
-    for _ in 0..runs {
-        for (i, (_, make)) in configs.iter().enumerate() {
-            all[i].push(run(make())?);
-        }
-    }
-    println!("\n{title}, {runs} runs each, interleaved");
-    println!(
-        "{:<36} {:>10} {:>15} {:>8} {:>10} {:>15} {:>8}",
-        "configuration", "wall ms", "(min–max)", "ratio", "CPU ms", "(min–max)", "ratio"
-    );
-    let base = (
-        stats(all[0].iter().map(|r| r.wall).collect()).0,
-        stats(all[0].iter().map(|r| r.cpu).collect()).0,
-    );
-    for ((name, _), runs) in configs.iter().zip(&all) {
-        let w = stats(runs.iter().map(|r| r.wall).collect());
-        let c = stats(runs.iter().map(|r| r.cpu).collect());
-        println!(
-            "{name:<36} {:>10.0} {:>15} {:>8.3} {:>10.0} {:>15} {:>8.3}",
-            w.0 * 1e3,
-            format!("{:.0}–{:.0}", w.1 * 1e3, w.2 * 1e3),
-            w.0 / base.0,
-            c.0 * 1e3,
-            format!("{:.0}–{:.0}", c.1 * 1e3, c.2 * 1e3),
-            c.0 / base.1,
-        );
-    }
+    let measured = super::rounds::interleaved(runs, configs, None)?;
+    println!("\n{title}, {runs} interleaved rounds; CPU time = user+sys of the process tree");
+    super::rounds::print_cpu_table(configs, &measured);
     Ok(())
 }
 
