@@ -235,27 +235,17 @@ fn demo_with_events_cpu_and_allocation_samples() {
     assert!(plain.status.success());
     let dir = scratch("alloc-demo");
     let trace = dir.join("t.clrprof");
-    let out = clrprof()
-        .arg("record")
-        .arg("-o")
-        .arg(&trace)
-        .args([
+    let out = record_app(
+        &demo,
+        &trace,
+        &[
             "--mode",
             "sample",
             "--events",
             "default,exceptions,gc",
             "--alloc",
-            "--",
-        ])
-        .arg(clrprof_testkit::dotnet())
-        .arg(&demo.dll)
-        .arg("30000")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
+        &["30000"],
     );
     assert_eq!(results(&out), results(&plain));
     let r = report_json(&trace);

@@ -58,21 +58,7 @@ fn the_demo_report_opens_on_the_apps_hot_methods() {
     let _t = timing_lock();
     let dir = scratch("demo-cpu-first");
     let trace = dir.join("demo.clrprof");
-    let demo = clrprof_testkit::app("Demo");
-    let out = clrprof()
-        .arg("record")
-        .arg("-o")
-        .arg(&trace)
-        .arg("--")
-        .arg(clrprof_testkit::dotnet())
-        .arg(&demo.dll)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    record_app(&clrprof_testkit::app("Demo"), &trace, &[], &[]);
     let text = clrprof().arg("report").arg(&trace).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
     // The first table: the app's own methods, Parse on top; nothing else ranks above it.
@@ -227,19 +213,11 @@ fn the_suspend_sampler_gives_gc_polls_to_the_polling_method() {
     let _t = timing_lock();
     let dir = scratch("suspend-gc-poll");
     let trace = dir.join("demo.clrprof");
-    let demo = clrprof_testkit::app("Demo");
-    let out = clrprof()
-        .args(["record", "--sampler", "suspend", "-o"])
-        .arg(&trace)
-        .arg("--")
-        .arg(clrprof_testkit::dotnet())
-        .arg(&demo.dll)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    record_app(
+        &clrprof_testkit::app("Demo"),
+        &trace,
+        &["--sampler", "suspend"],
+        &[],
     );
     for view in [&[][..], &["--wall"][..]] {
         let r = report_with(&trace, view);

@@ -180,25 +180,11 @@ fn tail_calls_replace_frames_and_are_counted() {
     let dir = scratch("trace-tail");
     let trace = dir.join("t.clrprof");
     let app = clrprof_testkit::app("TailCalls");
-    let out = clrprof()
-        .args([
-            "record",
-            "--mode",
-            "trace",
-            "--include",
-            "TailCalls.*",
-            "-o",
-        ])
-        .arg(&trace)
-        .arg("--")
-        .arg(clrprof_testkit::dotnet())
-        .arg(&app.dll)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = record_app(
+        &app,
+        &trace,
+        &["--mode", "trace", "--include", "TailCalls.*"],
+        &[],
     );
     let res = results(&out);
     // The F# compiler really emitted `tail.` on each of the four methods.

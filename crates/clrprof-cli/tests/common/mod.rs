@@ -39,7 +39,12 @@ pub fn scratch(name: &str) -> PathBuf {
 
 /// Runs `clrprof record <flags> -o <trace> -- dotnet Scenarios.dll <args>`.
 pub fn record(trace: &Path, flags: &[&str], app_args: &[&str]) -> Output {
-    let app = scenarios();
+    record_app(&scenarios(), trace, flags, app_args)
+}
+
+/// Runs `clrprof record <flags> -o <trace> -- dotnet <app> <args>`; panics with its
+/// output if it fails.
+pub fn record_app(app: &BuiltApp, trace: &Path, flags: &[&str], app_args: &[&str]) -> Output {
     let mut cmd = clrprof();
     cmd.arg("record").arg("-o").arg(trace).args(flags).arg("--");
     cmd.arg(clrprof_testkit::dotnet())
