@@ -27,7 +27,7 @@
 //! thread's blocks, in file order; the agent writes a `TIME` word and a long word at least
 //! every half ring, so a reader that lost a block is back in step soon after.
 
-use crate::encode::{ELT_RECORD_MAX, encode_elt, rebase_ts};
+use crate::encode::ELT_RECORD_MAX;
 use crate::phases::EltKind;
 
 /// Size of a word.
@@ -334,41 +334,15 @@ pub fn to_records(
     running_ts: &mut u64,
     out: &mut Vec<u8>,
 ) -> Result<u32, String> {
-    use crate::units::Unit;
     whole_words(p)?;
     out.reserve(p.len() / WORD * crate::units::ELT_OUT_MAX + ELT_RECORD_MAX);
     let (mut pos, mut count) = (0, 0u32);
-    let mut buf = [0u8; ELT_RECORD_MAX];
     while let Some(u) = next_unit(p, &mut pos, chain) {
-        match u? {
-            Unit::Other { ts, record } => {
-                if !rebase_ts(out, record, ts.wrapping_sub(*running_ts)) {
-                    return Err(format!(
-                        "malformed {}-byte record before word {}",
-                        record.len(),
-                        pos / WORD
-                    ));
-                }
-                *running_ts = ts;
-            }
-            Unit::Elt {
-                ts,
-                kind,
-                value,
-                sp,
-            } => {
-                let n = encode_elt(
-                    &mut buf,
-                    kind,
-                    ts.wrapping_sub(*running_ts),
-                    u64::from(value),
-                    u64::from(sp),
-                );
-                let len = out.len();
-                out.extend_from_slice(&buf);
-                out.truncate(len + n);
-                *running_ts = ts;
-            }
+        if let Err(len) = crate::units::append_record(u?, running_ts, out) {
+            return Err(format!(
+                "malformed {len}-byte record before word {}",
+                pos / WORD
+            ));
         }
         count += 1;
     }

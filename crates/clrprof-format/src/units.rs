@@ -143,42 +143,57 @@ pub fn units_to_records(
     out.reserve(units.len() / UNIT * ELT_OUT_MAX + ELT_RECORD_MAX);
     let mut pos = 0;
     let mut count = 0u32;
-    let mut buf = [0u8; ELT_RECORD_MAX];
     while let Some(u) = next_unit(units, &mut pos) {
-        match u? {
-            Unit::Other { ts, record } => {
-                if !rebase_ts(out, record, ts.wrapping_sub(*running_ts)) {
-                    return Err(format!(
-                        "unit {}: malformed {}-byte record",
-                        pos / UNIT - units_for_record(record.len()),
-                        record.len()
-                    ));
-                }
-                *running_ts = ts;
-            }
-            Unit::Elt {
-                ts,
-                kind,
-                value,
-                sp,
-            } => {
-                let n = encode_elt(
-                    &mut buf,
-                    kind,
-                    ts.wrapping_sub(*running_ts),
-                    u64::from(value),
-                    u64::from(sp),
-                );
-                // A fixed-size copy (no memmove call for a handful of bytes), then cut back.
-                let len = out.len();
-                out.extend_from_slice(&buf);
-                out.truncate(len + n);
-                *running_ts = ts;
-            }
+        if let Err(len) = append_record(u?, running_ts, out) {
+            return Err(format!(
+                "unit {}: malformed {len}-byte record",
+                pos / UNIT - units_for_record(len)
+            ));
         }
         count += 1;
     }
     Ok(count)
+}
+
+/// Appends `unit` to `out` as an ordinary record whose timestamp is the delta from
+/// `*running_ts`, then moves `*running_ts` to the unit's. `false` (nothing appended) for a
+/// framed record too malformed to rebase. Shared by the 16-byte units and the compact
+/// words (`compact::to_records`).
+#[inline]
+pub(crate) fn append_record(
+    unit: Unit<'_>,
+    running_ts: &mut u64,
+    out: &mut Vec<u8>,
+) -> Result<(), usize> {
+    match unit {
+        Unit::Other { ts, record } => {
+            if !rebase_ts(out, record, ts.wrapping_sub(*running_ts)) {
+                return Err(record.len());
+            }
+            *running_ts = ts;
+        }
+        Unit::Elt {
+            ts,
+            kind,
+            value,
+            sp,
+        } => {
+            let mut buf = [0u8; ELT_RECORD_MAX];
+            let n = encode_elt(
+                &mut buf,
+                kind,
+                ts.wrapping_sub(*running_ts),
+                u64::from(value),
+                u64::from(sp),
+            );
+            // A fixed-size copy (no memmove call for a handful of bytes), then cut back.
+            let len = out.len();
+            out.extend_from_slice(&buf);
+            out.truncate(len + n);
+            *running_ts = ts;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
