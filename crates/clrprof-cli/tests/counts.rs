@@ -128,6 +128,17 @@ fn sample_mode_with_counts_has_exact_counts_and_samples() {
         "{:#}",
         r["samples"]
     );
+    // Threads that end before the recording does: their last counts are written as they go.
+    let trace = dir.join("threads64.clrprof");
+    let out = record(
+        &trace,
+        &["--mode", "sample", "--counts", "--include", "Scenarios.*"],
+        &["threads64", "20000"],
+    );
+    assert_eq!(
+        calls_of(&report_json(&trace), "Scenarios.Threads64.Work").to_string(),
+        results(&out)["work_calls"]
+    );
 }
 
 #[test]

@@ -282,6 +282,14 @@ impl Drain {
         }
     }
 
+    /// Forgets drained stream `i` of a thread that ended: its last counts (`--counts`, in
+    /// trace and sample mode alike: the table goes with the slot) and its losses stay.
+    fn retire(&mut self, i: usize) {
+        let r = self.regs.swap_remove(i);
+        self.counts_of(&r.reg.slot);
+        self.stats.lost += r.reg.slot.lost.load(Ordering::Relaxed);
+    }
+
     fn drain_all(&mut self, file: &mut File, compress: bool) {
         let mut i = 0;
         while i < self.regs.len() {
@@ -292,9 +300,7 @@ impl Drain {
             if self.raw_units {
                 self.write_units(file, i, os_tid, compress);
                 if retired {
-                    let r = self.regs.swap_remove(i);
-                    self.counts_of(&r.reg.slot);
-                    self.stats.lost += r.reg.slot.lost.load(Ordering::Relaxed);
+                    self.retire(i);
                 } else {
                     i += 1;
                 }
@@ -314,8 +320,7 @@ impl Drain {
                 self.scratch = block;
             }
             if retired {
-                let r = self.regs.swap_remove(i);
-                self.stats.lost += r.reg.slot.lost.load(Ordering::Relaxed);
+                self.retire(i);
             } else {
                 i += 1;
             }
