@@ -6,7 +6,8 @@
 //! Lock-free: allocating threads claim an empty slot with one compare-exchange; the
 //! sweep at GC end (one at a time: the runtime runs one GC at a time) and the release at
 //! the end free slots, each taking the handle out of its slot with an atomic operation
-//! before destroying it. A slot being filled is `RESERVED` and skipped by both.
+//! before destroying it. A slot being filled is `RESERVED` and skipped by the sweep; the
+//! release closes every slot (`CLOSED`), and a fill it interrupted destroys its own handle.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -18,6 +19,9 @@ pub const TRACKED_MAX: usize = 4096;
 
 const EMPTY: usize = 0;
 const RESERVED: usize = 1;
+/// A slot `release_all` has emptied for good: never reserved again, and a `track` that
+/// had reserved it before finds it closed and destroys its own handle.
+const CLOSED: usize = 2;
 
 struct Slot {
     handle: AtomicUsize,
@@ -62,14 +66,29 @@ impl LiveTable {
                 continue;
             }
             return match info.create_handle(object, corprof_sys::COR_PRF_HANDLE_TYPE_WEAK) {
-                Ok(h) if h > RESERVED => {
+                Ok(h) if h > CLOSED => {
                     slot.id.store(id, Ordering::Relaxed);
                     self.used.fetch_add(1, Ordering::Relaxed);
-                    slot.handle.store(h, Ordering::Release);
-                    true
+                    if slot
+                        .handle
+                        .compare_exchange(RESERVED, h, Ordering::Release, Ordering::Relaxed)
+                        .is_ok()
+                    {
+                        true
+                    } else {
+                        // `release_all` closed the slot meanwhile: the handle is ours.
+                        let _ = info.destroy_handle(h);
+                        self.used.fetch_sub(1, Ordering::Relaxed);
+                        false
+                    }
                 }
                 _ => {
-                    slot.handle.store(EMPTY, Ordering::Release);
+                    let _ = slot.handle.compare_exchange(
+                        RESERVED,
+                        EMPTY,
+                        Ordering::Release,
+                        Ordering::Relaxed,
+                    );
                     false
                 }
             };
@@ -82,7 +101,7 @@ impl LiveTable {
     pub fn sweep(&self, info: &ProfilerInfo, died: &mut Vec<u64>) {
         for slot in self.slots.iter() {
             let h = slot.handle.load(Ordering::Acquire);
-            if h <= RESERVED {
+            if h <= CLOSED {
                 continue;
             }
             if let Ok(ObjectId(0)) = info.get_object_id_from_handle(h) {
@@ -107,8 +126,8 @@ impl LiveTable {
     pub fn release_all(&self, info: &ProfilerInfo) -> u64 {
         let mut alive = 0;
         for slot in self.slots.iter() {
-            let h = slot.handle.swap(EMPTY, Ordering::AcqRel);
-            if h <= RESERVED {
+            let h = slot.handle.swap(CLOSED, Ordering::AcqRel);
+            if h <= CLOSED {
                 continue;
             }
             if !matches!(info.get_object_id_from_handle(h), Ok(ObjectId(0))) {
