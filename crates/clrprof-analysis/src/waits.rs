@@ -94,28 +94,35 @@ const FRAMES_LOOKED_AT: usize = 8;
 /// sampler's snapshots of a sleeping thread end in `Thread.SleepInternal`, without the
 /// native frames below). None otherwise.
 pub fn classify(stack: &[u64], names: &Names) -> Option<WaitKind> {
+    classify_at(stack, names).map(|(kind, _)| kind)
+}
+
+/// [`classify`], with the index in `stack` of the frame that names the wait (the
+/// blocking API's frame; the leaf for [`WaitKind::Native`]), for views that show it.
+pub fn classify_at(stack: &[u64], names: &Names) -> Option<(WaitKind, usize)> {
     let leaf = *stack.first()?;
     if !clrprof_format::is_native_frame(leaf) {
-        return kind_of(&names.function(leaf));
+        return kind_of(&names.function(leaf)).map(|k| (k, 0));
     }
     kind_in(stack, names).or_else(|| {
         let managed = stack.iter().any(|f| !clrprof_format::is_native_frame(*f));
-        (!managed).then_some(WaitKind::Native)
+        (!managed).then_some((WaitKind::Native, 0))
     })
 }
 
 /// The first blocking API among the framework's managed frames nearest the leaf,
-/// whatever the leaf. The search ends at the app's own code: what its callers do (a
-/// thread pool worker running it) is not what the leaf waits in.
-pub fn kind_in(stack: &[u64], names: &Names) -> Option<WaitKind> {
-    for f in stack
+/// whatever the leaf, and its index in `stack`. The search ends at the app's own code:
+/// what its callers do (a thread pool worker running it) is not what the leaf waits in.
+pub fn kind_in(stack: &[u64], names: &Names) -> Option<(WaitKind, usize)> {
+    for (i, f) in stack
         .iter()
-        .filter(|f| !clrprof_format::is_native_frame(**f))
+        .enumerate()
+        .filter(|(_, f)| !clrprof_format::is_native_frame(**f))
         .take(FRAMES_LOOKED_AT)
     {
         let name = names.function(*f);
         if let Some(k) = kind_of(&name) {
-            return Some(k);
+            return Some((k, i));
         }
         if !is_framework(&name) {
             return None;
@@ -184,5 +191,12 @@ mod tests {
         assert_eq!(classify(&[5, 3], &n), None);
         // A managed leaf that is itself a wait (suspend sampler).
         assert_eq!(classify(&[4, 3], &n), Some(WaitKind::Sleep));
+        // The frame that names the wait, for `dump`.
+        assert_eq!(classify_at(&[libc, 2, 1, 3], &n), Some((WaitKind::Join, 1)));
+        assert_eq!(
+            classify_at(&[libc, 0, 4, 3], &n),
+            Some((WaitKind::Sleep, 2))
+        );
+        assert_eq!(classify_at(&[libc, 0], &n), Some((WaitKind::Native, 0)));
     }
 }

@@ -4,7 +4,7 @@
 //! ticks when it has not run); after a few ticks clrprof detaches, waits until the library
 //! is unmapped and prints each thread's last stack. Whether a thread runs comes from the
 //! kernel (`/proc/PID/task/TID/stat`, read every 20 ms meanwhile), what it waits in from
-//! its stack (`live::waits`).
+//! its stack, by the report's rules (`clrprof_analysis::waits`).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -14,13 +14,13 @@ use clrprof_analysis::names::Names;
 use clrprof_analysis::samples::{StackSample, stack_sample};
 use clrprof_analysis::threads::ThreadNames;
 use clrprof_analysis::timeline::TimedEvent;
+use clrprof_analysis::waits::{WaitKind, classify_at};
 use clrprof_export::FrameKind;
 use serde::Serialize;
 
 use crate::cli::DumpArgs;
 use crate::live::target::{Live, LiveOptions};
 use crate::live::tasks::StateTally;
-use crate::live::waits::{WaitKind, waiting_in};
 
 /// How long the sampler runs after its first sample: enough ticks at 100 Hz that every
 /// thread was seen, and enough kernel readings to tell running from waiting.
@@ -164,11 +164,10 @@ pub fn build(pid: u32, events: &[TimedEvent<'_>], tally: &StateTally, elapsed: D
                 })
                 .collect();
             let running_share = tally.get(s.os_tid).map(|t| t.1).unwrap_or(0.0);
-            let waiting =
-                waiting_in(frames.iter().map(|f| f.name.as_str())).map(|(kind, f)| WaitingIn {
-                    kind,
-                    frame: f.to_string(),
-                });
+            let waiting = classify_at(&s.stack, &names).map(|(kind, i)| WaitingIn {
+                kind,
+                frame: frames[i].name.clone(),
+            });
             ThreadStack {
                 os_tid: s.os_tid,
                 name: thread_names

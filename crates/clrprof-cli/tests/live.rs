@@ -120,7 +120,11 @@ fn dump_shows_each_thread_in_the_method_the_app_says_it_is_blocked_in() {
         match expected_kind {
             Some(kind) => {
                 assert_eq!(thread["state"], "waiting", "{name}: {thread:#}");
+                // The report's word for the wait (`clrprof_analysis::waits`), and the
+                // frame that names it is the method the app says.
                 assert_eq!(thread["waiting_in"]["kind"], kind, "{name}: {thread:#}");
+                let frame = thread["waiting_in"]["frame"].as_str().unwrap_or("");
+                assert!(frame.starts_with(method.as_str()), "{name}: {thread:#}");
             }
             None => {
                 assert_eq!(frames[0], method, "{name} runs its loop: {frames:?}");

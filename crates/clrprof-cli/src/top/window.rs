@@ -7,7 +7,7 @@
 //! but the stack is where the thread is *now*. A thread that works for a millisecond and
 //! then sleeps is mostly caught asleep, and crediting its CPU to that stack puts
 //! `Thread.Sleep` (and `[libc.so.6]` under it) on top. So a sample whose stack is in a
-//! blocking call (`live::waits`) counts as off CPU, and each thread's measured CPU in the
+//! blocking call (`clrprof_analysis::waits`) counts as off CPU, and each thread's measured CPU in the
 //! window is shared equally among its other samples: a thread's total stays what the
 //! kernel measured, spread over where it was seen running.
 
@@ -20,10 +20,10 @@ use clrprof_analysis::samples::{StackSample, View, functions, stack_sample};
 // thread's CPU among them; the rows are sorted by `sort_rows`.
 use clrprof_analysis::threads::ThreadNames;
 use clrprof_analysis::timeline::TimedEvent;
+use clrprof_analysis::waits::kind_of;
 use clrprof_format::Event;
 
 use crate::cli::TopSort;
-use crate::live::waits::blocking_call;
 
 /// One row of the table.
 #[derive(Debug, Clone, PartialEq)]
@@ -223,7 +223,7 @@ impl Window {
                 .find_map(|&f| {
                     *blocking.entry(f).or_insert_with(|| {
                         let name = self.names.frame_name(f);
-                        (!name.starts_with('[')).then(|| blocking_call(&name).is_some())
+                        (!name.starts_with('[')).then(|| kind_of(&name).is_some())
                     })
                 })
                 .unwrap_or(false)
