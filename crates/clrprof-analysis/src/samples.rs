@@ -85,11 +85,15 @@ impl Filter {
     pub fn keeps_thread(&self, os_tid: u64, threads: &ThreadNames) -> bool {
         match &self.thread {
             None => true,
-            Some(t) => {
-                t.parse::<u64>().ok() == Some(os_tid) || threads.named(os_tid) == Some(t.as_str())
-            }
+            Some(t) => thread_matches(t, os_tid, threads.named(os_tid)),
         }
     }
+}
+
+/// Whether a `--thread` value names a thread: its exact name or its OS id (the rule of
+/// `report --thread` and `top --thread`).
+pub fn thread_matches(wanted: &str, os_tid: u64, name: Option<&str>) -> bool {
+    wanted.parse::<u64>().ok() == Some(os_tid) || name == Some(wanted)
 }
 
 #[derive(Debug, Default, Serialize)]

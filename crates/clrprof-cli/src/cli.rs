@@ -78,7 +78,7 @@ pub struct TopArgs {
     /// Sort by (keys in the view: s, t, n)
     #[arg(long, value_enum, default_value_t = TopSort::Own)]
     pub sort: TopSort,
-    /// Only threads whose name contains this, or with this OS thread id
+    /// Only the thread with this exact name or OS id (as `report --thread`)
     #[arg(long, value_name = "NAME|TID")]
     pub thread: Option<String>,
     /// Rows of --once (the view fills the terminal)
@@ -354,7 +354,7 @@ pub struct ReportArgs {
     /// instead of the summary (--json: the report's `butterfly`)
     #[arg(long, value_name = "PATTERN")]
     pub function: Option<String>,
-    /// Only the samples and calls of this thread (its name or OS id)
+    /// Only the samples and calls of this thread (its exact name or OS id)
     #[arg(long, value_name = "NAME|TID")]
     pub thread: Option<String>,
     /// Only the samples and calls from this time on (seconds since the trace's start,

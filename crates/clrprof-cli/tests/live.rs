@@ -214,6 +214,16 @@ fn top_once_shows_the_hot_method_first_and_detaches() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("serve-worker-2"), "{stdout}");
     assert!(!stdout.contains("serve-worker-1"), "{stdout}");
+    // An exact name, as `report --thread`: a part of one keeps no thread.
+    let out = clrprof()
+        .args(["top", "--once", "--thread", "serve-worker"])
+        .args(["--pid", &t.pid.to_string()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(!stdout.contains("serve-worker-"), "{stdout}");
+    assert!(stdout.contains(" 0 samples"), "{stdout}");
     t.assert_unharmed();
     t.quit();
 }

@@ -1,26 +1,31 @@
 //! `top`'s figures: the samples of the last `window` seconds (by when they were read,
 //! at most one flush interval after they were taken), per function self and total CPU as
-//! a percentage of one core, and per thread. Counting reuses the report's
-//! `samples::functions`; the names come from the trace's name records seen so far.
+//! a percentage of one core, and per thread. The samples go through the report's
+//! preparation (`samples::prepare`: waits, runtime activity, the GC poll folded into the
+//! method that polled) and its CPU rule (`StackSample::counts_cpu`), and the counting is
+//! the report's `samples::functions`; the names come from the trace's name records seen
+//! so far.
 //!
 //! Whose CPU it was: a sample carries the CPU its thread used since its previous sample,
 //! but the stack is where the thread is *now*. A thread that works for a millisecond and
 //! then sleeps is mostly caught asleep, and crediting its CPU to that stack puts
-//! `Thread.Sleep` (and `[libc.so.6]` under it) on top. So a sample whose stack is in a
-//! blocking call (`clrprof_analysis::waits`) counts as off CPU, and each thread's measured CPU in the
-//! window is shared equally among its other samples: a thread's total stays what the
-//! kernel measured, spread over where it was seen running.
+//! `Thread.Sleep` (and `[libc.so.6]` under it) on top. So a sample the report's CPU view
+//! leaves out (parked in a wait, or its thread did not run) counts as off CPU, and each
+//! thread's measured CPU in the window is shared equally among its other samples: a
+//! thread's total stays what the kernel measured, spread over where it was seen running.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use clrprof_analysis::names::Names;
-use clrprof_analysis::samples::{StackSample, View, functions, stack_sample};
+use clrprof_analysis::runtime_frames::Windows;
+use clrprof_analysis::samples::{
+    StackSample, View, counted, functions, prepare, stack_sample, thread_matches,
+};
 // `View::Wall` below: `on_cpu` has already kept the samples that ran and shared each
 // thread's CPU among them; the rows are sorted by `sort_rows`.
 use clrprof_analysis::threads::ThreadNames;
 use clrprof_analysis::timeline::TimedEvent;
-use clrprof_analysis::waits::kind_of;
 use clrprof_format::Event;
 
 use crate::cli::TopSort;
@@ -66,6 +71,8 @@ pub struct Window {
     pairs: HashSet<(u64, u64)>,
     names: Names,
     threads: ThreadNames,
+    /// GC and JIT windows, for what runtime frames were doing.
+    windows: Windows,
     pub total_samples: u64,
     /// Events the agent could not record (its `Lost` records).
     pub lost: u64,
@@ -83,6 +90,7 @@ impl Window {
             pairs: HashSet::new(),
             names: Names::default(),
             threads: ThreadNames::default(),
+            windows: Windows::default(),
             total_samples: 0,
             lost: 0,
             pid: None,
@@ -136,6 +144,7 @@ impl Window {
         if new_meta {
             self.names = Names::collect(&self.meta);
             self.threads = ThreadNames::collect(&self.meta);
+            self.windows = Windows::collect(&self.meta);
         }
         self.total_samples += samples.len() as u64;
         if !samples.is_empty() {
@@ -150,26 +159,29 @@ impl Window {
         }
     }
 
-    /// The figures at `now`, of threads `filter` accepts (a name part or an OS id).
+    /// The figures at `now`, of the thread `filter` names (its exact name or OS id, as
+    /// `report --thread`), or of all.
     pub fn snapshot(&self, now: Instant, filter: Option<&str>, sort: TopSort) -> Snapshot {
         let span = now
             .duration_since(self.started)
             .min(self.length)
             .as_secs_f64()
             .max(1e-3);
-        let keep = |s: &&StackSample| match filter {
+        let mut kept: HashMap<u64, bool> = HashMap::new();
+        let mut keep = |s: &&StackSample| match filter {
             None => true,
-            Some(f) => {
-                f.parse::<u64>().ok() == Some(s.os_tid) || self.thread_name(s.os_tid).contains(f)
-            }
+            Some(f) => *kept
+                .entry(s.os_tid)
+                .or_insert_with(|| thread_matches(f, s.os_tid, Some(&self.thread_name(s.os_tid)))),
         };
-        let samples: Vec<StackSample> = self
+        let mut samples: Vec<StackSample> = self
             .batches
             .iter()
             .flat_map(|(_, b)| b.iter())
-            .filter(keep)
+            .filter(&mut keep)
             .cloned()
             .collect();
+        prepare(&mut samples, &self.names, &self.windows);
         let pct = |ns: u64| ns as f64 / 1e9 / span * 100.0;
         let mut rows: Vec<Row> = functions(&self.on_cpu(&samples), &self.names, View::Wall, false)
             .into_iter()
@@ -212,58 +224,25 @@ impl Window {
 }
 
 impl Window {
-    /// The samples that were running, each weighing an equal share of its thread's CPU
-    /// in `samples` (see the module's header).
+    /// The samples the report's CPU view counts, each weighing an equal share of its
+    /// thread's CPU in `samples` (see the module's header).
     fn on_cpu(&self, samples: &[StackSample]) -> Vec<StackSample> {
-        // Per frame: None for native runs, else whether it is a blocking call.
-        let mut blocking: HashMap<u64, Option<bool>> = HashMap::new();
-        let mut is_blocked = |s: &StackSample| {
-            s.stack
-                .iter()
-                .find_map(|&f| {
-                    *blocking.entry(f).or_insert_with(|| {
-                        let name = self.names.frame_name(f);
-                        (!name.starts_with('[')).then(|| kind_of(&name).is_some())
-                    })
-                })
-                .unwrap_or(false)
-        };
         let mut per: HashMap<u64, (u64, u64)> = HashMap::new();
-        let mut running = Vec::new();
         for s in samples {
             let e = per.entry(s.os_tid).or_default();
             e.0 += s.cpu_ns;
-            if !is_blocked(s) {
-                e.1 += 1;
-                running.push(s.clone());
-            }
+            e.1 += u64::from(s.counts_cpu(&self.names));
         }
-        let mut poll: HashMap<u64, bool> = HashMap::new();
-        for s in &mut running {
-            let (cpu, n) = per[&s.os_tid];
-            s.cpu_ns = cpu / n.max(1);
-            // `--sampler suspend` stops threads at safe points: a loop is caught in the GC
-            // poll it calls, which is the loop's own time.
-            let polls = s
-                .stack
-                .iter()
-                .take_while(|&&f| {
-                    *poll
-                        .entry(f)
-                        .or_insert_with(|| is_gc_poll(&self.names.frame_name(f)))
-                })
-                .count();
-            if polls < s.stack.len() {
-                s.stack.drain(..polls);
-            }
-        }
-        running
+        counted(samples, &self.names, View::Cpu)
+            .map(|s| {
+                let (cpu, n) = per[&s.os_tid];
+                StackSample {
+                    cpu_ns: cpu / n.max(1),
+                    ..s.clone()
+                }
+            })
+            .collect()
     }
-}
-
-/// The runtime's GC poll helpers, where a thread suspended at a safe point in a loop stops.
-fn is_gc_poll(name: &str) -> bool {
-    name.starts_with("System.Threading.Thread.<PollGC>") || name == "System.Threading.Thread.PollGC"
 }
 
 fn sort_rows(rows: &mut [Row], sort: TopSort) {
@@ -318,6 +297,9 @@ mod tests {
         })
     }
 
+    const LIBC: u64 = clrprof_format::NATIVE_MODULE_FRAME | 1;
+    const CORECLR: u64 = clrprof_format::NATIVE_MODULE_FRAME | 2;
+
     #[test]
     fn waits_are_off_cpu_and_gc_polls_are_their_callers_time() {
         let mut w = Window::new(Duration::from_secs(10));
@@ -328,11 +310,14 @@ mod tests {
                 info(2, "System.Threading.Thread.Sleep"),
                 info(3, "System.Threading.Thread.<PollGC>g__PollGCWorker|67_0"),
                 info(4, "App.Loop"),
-                // Thread 7: 40 ms of CPU, caught once working and once asleep.
+                // Thread 7: 40 ms of CPU, caught once working and once asleep (in
+                // native code under `Thread.Sleep`).
                 sample(7, 20, &[1]),
-                sample(7, 20, &[2, 1]),
-                // Thread 8: a loop caught in its GC poll.
-                sample(8, 10, &[3, 4]),
+                sample(7, 20, &[LIBC, 2, 1]),
+                // Thread 8: a loop caught in its GC poll, by the suspend sampler
+                // (managed leaf) and by the signal sampler (in the runtime under it).
+                sample(8, 5, &[3, 4]),
+                sample(8, 5, &[CORECLR, 3, 4]),
             ],
             t0,
         );
@@ -359,6 +344,10 @@ mod tests {
             vec![
                 info(1, "App.Hot"),
                 info(2, "App.Main"),
+                ev(Event::ThreadName {
+                    thread: 80,
+                    name: Cow::Borrowed("worker-8"),
+                }),
                 sample(7, 500, &[1, 2]),
                 sample(8, 250, &[2]),
             ],
@@ -370,9 +359,14 @@ mod tests {
         assert!((s.rows[0].self_pct - 50.0).abs() < 1e-6);
         assert!((s.rows[1].total_pct - 75.0).abs() < 1e-6);
         assert!((s.cpu_pct - 75.0).abs() < 1e-6);
-        let only8 = w.snapshot(t0 + Duration::from_secs(1), Some("8"), TopSort::Own);
-        assert_eq!(only8.rows.len(), 1);
-        assert_eq!(only8.rows[0].name, "App.Main");
+        // --thread: an OS id or a thread's exact name, as `report --thread`.
+        for wanted in ["8", "worker-8"] {
+            let only8 = w.snapshot(t0 + Duration::from_secs(1), Some(wanted), TopSort::Own);
+            assert_eq!(only8.rows.len(), 1);
+            assert_eq!(only8.rows[0].name, "App.Main");
+        }
+        let part = w.snapshot(t0 + Duration::from_secs(1), Some("worker"), TopSort::Own);
+        assert_eq!(part.samples, 0, "a part of a name is not a name");
         let by_name = w.snapshot(t0 + Duration::from_secs(1), None, TopSort::Name);
         assert_eq!(by_name.rows[0].name, "App.Hot");
         // Three seconds later the batch is out of the 2 s window.
