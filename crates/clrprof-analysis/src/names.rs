@@ -53,54 +53,58 @@ impl Names {
     pub fn collect(events: &[TimedEvent<'_>]) -> Names {
         let mut n = Names::default();
         for e in events {
-            match &e.event {
-                Event::FunctionInfo { function, name, .. }
-                    if *function & NATIVE_MODULE_FRAME != 0 =>
-                {
-                    // Format 1.1: a native module named `[file]`, without its path.
-                    let file = name.trim_start_matches('[').trim_end_matches(']');
-                    n.native_modules.entry(*function).or_insert(ModuleFile {
-                        name: file.to_string(),
-                        path: None,
-                    });
-                }
-                Event::FunctionInfo {
-                    function,
-                    module,
-                    name,
-                    signature,
-                    ..
-                } => {
-                    n.functions.insert(
-                        *function,
-                        FunctionName {
-                            name: name.to_string(),
-                            signature: signature.to_string(),
-                            module: *module,
-                        },
-                    );
-                }
-                Event::NativeModule { frame, path } => {
-                    n.native_modules.insert(*frame, ModuleFile::from_path(path));
-                }
-                Event::ModuleLoaded { id, path, .. } if !path.is_empty() => {
-                    n.modules.insert(*id, ModuleFile::from_path(path));
-                }
-                Event::ClassLoaded { id, name, .. } | Event::ClassName { class: id, name } => {
-                    n.classes.insert(*id, name.to_string());
-                }
-                Event::Meta { key, json } if key == "class_name" => {
-                    // Format 1.1's form of `ClassName`.
-                    if let Ok(v) = serde_json::from_str::<serde_json::Value>(json)
-                        && let (Some(id), Some(name)) = (v["id"].as_u64(), v["name"].as_str())
-                    {
-                        n.classes.insert(id, name.to_string());
-                    }
-                }
-                _ => {}
-            }
+            n.add(e);
         }
         n
+    }
+
+    /// Takes in the names one event gives (a live view adds them as they are read).
+    pub fn add(&mut self, e: &TimedEvent<'_>) {
+        let n = self;
+        match &e.event {
+            Event::FunctionInfo { function, name, .. } if *function & NATIVE_MODULE_FRAME != 0 => {
+                // Format 1.1: a native module named `[file]`, without its path.
+                let file = name.trim_start_matches('[').trim_end_matches(']');
+                n.native_modules.entry(*function).or_insert(ModuleFile {
+                    name: file.to_string(),
+                    path: None,
+                });
+            }
+            Event::FunctionInfo {
+                function,
+                module,
+                name,
+                signature,
+                ..
+            } => {
+                n.functions.insert(
+                    *function,
+                    FunctionName {
+                        name: name.to_string(),
+                        signature: signature.to_string(),
+                        module: *module,
+                    },
+                );
+            }
+            Event::NativeModule { frame, path } => {
+                n.native_modules.insert(*frame, ModuleFile::from_path(path));
+            }
+            Event::ModuleLoaded { id, path, .. } if !path.is_empty() => {
+                n.modules.insert(*id, ModuleFile::from_path(path));
+            }
+            Event::ClassLoaded { id, name, .. } | Event::ClassName { class: id, name } => {
+                n.classes.insert(*id, name.to_string());
+            }
+            Event::Meta { key, json } if key == "class_name" => {
+                // Format 1.1's form of `ClassName`.
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(json)
+                    && let (Some(id), Some(name)) = (v["id"].as_u64(), v["name"].as_str())
+                {
+                    n.classes.insert(id, name.to_string());
+                }
+            }
+            _ => {}
+        }
     }
 
     pub fn function(&self, id: u64) -> String {

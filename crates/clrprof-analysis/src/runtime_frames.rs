@@ -40,33 +40,39 @@ pub struct Windows {
     gcs: Vec<(u64, u64)>,
     /// Per OS thread, JitStarted..JitFinished, in time order.
     jits: HashMap<u64, Vec<(u64, u64)>>,
+    /// The GC and the JIT runs started and not yet finished.
+    gc_open: Option<u64>,
+    jit_open: HashMap<u64, u64>,
 }
 
 impl Windows {
     pub fn collect(events: &[TimedEvent<'_>]) -> Windows {
         let mut w = Windows::default();
-        let mut gc_open = None;
-        let mut jit_open: HashMap<u64, u64> = HashMap::new();
         for e in events {
-            match &e.event {
-                Event::GcStarted { .. } => gc_open = Some(e.ns),
-                Event::GcFinished { .. } => {
-                    if let Some(start) = gc_open.take() {
-                        w.gcs.push((start, e.ns));
-                    }
-                }
-                Event::JitStarted { .. } => {
-                    jit_open.entry(e.os_tid).or_insert(e.ns);
-                }
-                Event::JitFinished { .. } => {
-                    if let Some(start) = jit_open.remove(&e.os_tid) {
-                        w.jits.entry(e.os_tid).or_default().push((start, e.ns));
-                    }
-                }
-                _ => {}
-            }
+            w.add(e);
         }
         w
+    }
+
+    /// Takes in one event (a live view adds events as they are read).
+    pub fn add(&mut self, e: &TimedEvent<'_>) {
+        match &e.event {
+            Event::GcStarted { .. } => self.gc_open = Some(e.ns),
+            Event::GcFinished { .. } => {
+                if let Some(start) = self.gc_open.take() {
+                    self.gcs.push((start, e.ns));
+                }
+            }
+            Event::JitStarted { .. } => {
+                self.jit_open.entry(e.os_tid).or_insert(e.ns);
+            }
+            Event::JitFinished { .. } => {
+                if let Some(start) = self.jit_open.remove(&e.os_tid) {
+                    self.jits.entry(e.os_tid).or_default().push((start, e.ns));
+                }
+            }
+            _ => {}
+        }
     }
 
     pub fn in_gc(&self, ns: u64) -> bool {

@@ -25,36 +25,43 @@ impl ThreadNames {
     pub fn collect(events: &[TimedEvent<'_>]) -> ThreadNames {
         let mut t = ThreadNames::default();
         for e in events {
-            match &e.event {
-                // The end of the ThreadID's lifetime: forget what its holder was called and
-                // which OS thread it ran on. (Not at ThreadCreated: a thread named before
-                // `Start` has its name reported before its creation.)
-                Event::ThreadDestroyed { thread } => {
-                    t.by_managed.remove(thread);
-                    t.os_of.remove(thread);
-                }
-                Event::ThreadAssigned { thread, os_tid } => {
-                    t.os_of.insert(*thread, *os_tid);
-                    if let Some(n) = t.by_managed.get(thread).cloned() {
-                        t.by_os.insert(*os_tid, n);
-                    }
-                }
-                Event::ThreadName { thread, name } => {
-                    t.by_managed.insert(*thread, name.to_string());
-                    if let Some(os) = t.os_of.get(thread) {
-                        t.by_os.insert(*os, name.to_string());
-                    }
-                }
-                Event::Sample { os_tid, thread, .. } if *os_tid != 0 => {
-                    t.os_of.entry(*thread).or_insert(*os_tid);
-                    if let Some(n) = t.by_managed.get(thread).cloned() {
-                        t.by_os.entry(*os_tid).or_insert(n);
-                    }
-                }
-                _ => {}
-            }
+            t.add(e);
         }
         t
+    }
+
+    /// Takes in what one event says about threads (a live view adds events as they are
+    /// read).
+    pub fn add(&mut self, e: &TimedEvent<'_>) {
+        let t = self;
+        match &e.event {
+            // The end of the ThreadID's lifetime: forget what its holder was called and
+            // which OS thread it ran on. (Not at ThreadCreated: a thread named before
+            // `Start` has its name reported before its creation.)
+            Event::ThreadDestroyed { thread } => {
+                t.by_managed.remove(thread);
+                t.os_of.remove(thread);
+            }
+            Event::ThreadAssigned { thread, os_tid } => {
+                t.os_of.insert(*thread, *os_tid);
+                if let Some(n) = t.by_managed.get(thread).cloned() {
+                    t.by_os.insert(*os_tid, n);
+                }
+            }
+            Event::ThreadName { thread, name } => {
+                t.by_managed.insert(*thread, name.to_string());
+                if let Some(os) = t.os_of.get(thread) {
+                    t.by_os.insert(*os, name.to_string());
+                }
+            }
+            Event::Sample { os_tid, thread, .. } if *os_tid != 0 => {
+                t.os_of.entry(*thread).or_insert(*os_tid);
+                if let Some(n) = t.by_managed.get(thread).cloned() {
+                    t.by_os.entry(*os_tid).or_insert(n);
+                }
+            }
+            _ => {}
+        }
     }
 
     /// The thread's name, or `thread <tid>`.

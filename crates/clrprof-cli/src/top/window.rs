@@ -65,14 +65,18 @@ pub struct Window {
     length: Duration,
     started: Instant,
     batches: VecDeque<(Instant, Vec<StackSample>)>,
-    /// Every record that is not a sample (names, threads, modules): few, kept whole.
-    meta: Vec<TimedEvent<'static>>,
-    /// (managed thread, OS thread) pairs seen in samples, which name OS threads.
+    /// (managed thread, OS thread) pairs seen in samples, which name OS threads: the
+    /// first sample of each pair goes to `threads`.
     pairs: HashSet<(u64, u64)>,
+    /// The name tables, built as the records are read.
     names: Names,
     threads: ThreadNames,
     /// GC and JIT windows, for what runtime frames were doing.
     windows: Windows,
+    /// Per OS thread with samples in the window: how many, and its kernel name, read
+    /// once when it came into the window (a thread that leaves it is forgotten, so a
+    /// reused id is read again).
+    in_window: HashMap<u64, (usize, Option<String>)>,
     pub total_samples: u64,
     /// Events the agent could not record (its `Lost` records).
     pub lost: u64,
@@ -86,11 +90,11 @@ impl Window {
             length,
             started: Instant::now(),
             batches: VecDeque::new(),
-            meta: Vec::new(),
             pairs: HashSet::new(),
             names: Names::default(),
             threads: ThreadNames::default(),
             windows: Windows::default(),
+            in_window: HashMap::new(),
             total_samples: 0,
             lost: 0,
             pid: None,
@@ -103,58 +107,67 @@ impl Window {
         if let Some(n) = self.threads.named(os_tid) {
             return n.to_string();
         }
-        self.pid
-            .and_then(|pid| std::fs::read_to_string(format!("/proc/{pid}/task/{os_tid}/comm")).ok())
-            .map(|c| c.trim().to_string())
-            .filter(|c| !c.is_empty())
-            .unwrap_or_else(|| format!("thread {os_tid}"))
+        match self.in_window.get(&os_tid) {
+            Some((_, Some(comm))) => comm.clone(),
+            _ => format!("thread {os_tid}"),
+        }
+    }
+
+    /// The kernel's name of one of the target's threads.
+    fn kernel_name(&self, os_tid: u64) -> Option<String> {
+        let pid = self.pid?;
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/task/{os_tid}/comm")).ok()?;
+        let comm = comm.trim();
+        (!comm.is_empty()).then(|| comm.to_string())
     }
 
     /// Adds what the trace gained since the last poll, read at `now`.
     pub fn add(&mut self, events: Vec<TimedEvent<'static>>, now: Instant) {
         let mut samples = Vec::new();
-        let mut new_meta = false;
         for e in events {
             if let Some(s) = stack_sample(&e) {
                 // A sample ties its managed thread to its OS thread (the thread names
-                // need that after an attach); one frameless copy per pair is kept.
+                // need that after an attach).
                 if let Event::Sample { os_tid, thread, .. } = e.event
                     && self.pairs.insert((thread, os_tid))
                 {
-                    self.meta.push(TimedEvent {
-                        event: Event::Sample {
-                            os_tid,
-                            thread,
-                            cpu_ns: 0,
-                            state: 0,
-                            frames: Default::default(),
-                        },
-                        ..e
-                    });
-                    new_meta = true;
+                    self.threads.add(&e);
                 }
                 samples.push(s);
             } else if let Event::Lost { count, .. } = e.event {
                 self.lost += count;
-            } else if !matches!(e.event, Event::ClockSync { .. }) {
-                self.meta.push(e);
-                new_meta = true;
+            } else {
+                self.names.add(&e);
+                self.threads.add(&e);
+                self.windows.add(&e);
             }
         }
-        if new_meta {
-            self.names = Names::collect(&self.meta);
-            self.threads = ThreadNames::collect(&self.meta);
-            self.windows = Windows::collect(&self.meta);
-        }
         self.total_samples += samples.len() as u64;
+        for s in &samples {
+            if let Some(e) = self.in_window.get_mut(&s.os_tid) {
+                e.0 += 1;
+            } else {
+                let comm = self.kernel_name(s.os_tid);
+                self.in_window.insert(s.os_tid, (1, comm));
+            }
+        }
         if !samples.is_empty() {
             self.batches.push_back((now, samples));
         }
         while let Some((t, _)) = self.batches.front() {
-            if now.duration_since(*t) > self.length {
-                self.batches.pop_front();
-            } else {
+            if now.duration_since(*t) <= self.length {
                 break;
+            }
+            let Some((_, old)) = self.batches.pop_front() else {
+                break;
+            };
+            for s in &old {
+                if let Some(e) = self.in_window.get_mut(&s.os_tid) {
+                    e.0 -= 1;
+                    if e.0 == 0 {
+                        self.in_window.remove(&s.os_tid);
+                    }
+                }
             }
         }
     }
@@ -377,5 +390,30 @@ mod tests {
             0
         );
         assert_eq!(w.total_samples, 2);
+    }
+
+    #[test]
+    fn kernel_names_are_read_once_per_thread_while_it_is_in_the_window() {
+        let mut w = Window::new(Duration::from_secs(2));
+        let pid = std::process::id();
+        w.pid = Some(pid);
+        let t0 = w.started;
+        let main = u64::from(pid);
+        w.add(
+            vec![
+                info(1, "App.Main"),
+                sample(main, 1, &[1]),
+                sample(main, 1, &[1]),
+            ],
+            t0,
+        );
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap();
+        let comm = comm.trim().to_string();
+        assert_eq!(w.in_window[&main], (2, Some(comm.clone())));
+        assert_eq!(w.thread_name(main), comm);
+        // Out of the window, forgotten: a reused id is read again.
+        w.add(vec![], t0 + Duration::from_secs(3));
+        assert!(w.in_window.is_empty());
+        assert_eq!(w.thread_name(main), format!("thread {main}"));
     }
 }
