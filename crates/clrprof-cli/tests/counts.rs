@@ -141,6 +141,44 @@ fn sample_mode_with_counts_has_exact_counts_and_samples() {
     );
 }
 
+/// `sleeper seconds=4` makes its calls of `Scenarios.*` at the start and then sleeps and
+/// spins without any: each thread's table stops changing, and is not written again.
+#[test]
+fn an_unchanged_table_is_not_written_again() {
+    let dir = scratch("counts-idle");
+    let trace = dir.join("t.clrprof");
+    record(
+        &trace,
+        &["--mode", "trace", "--counts", "--include", "Scenarios.*"],
+        &["sleeper", "seconds=4"],
+    );
+    let bytes = std::fs::read(&trace).unwrap();
+    let mut reader = clrprof_format::TraceReader::new(&bytes).unwrap();
+    let mut last: std::collections::HashMap<u64, (u64, u64, Vec<u64>)> = Default::default();
+    let mut records = 0;
+    for e in reader.events() {
+        if let clrprof_format::Event::CallCounts {
+            os_tid,
+            missed,
+            deep,
+            edges,
+        } = e.event
+        {
+            records += 1;
+            let table = (missed, deep, edges.to_vec());
+            let before = last.insert(os_tid, table.clone());
+            assert_ne!(before, Some(table), "thread {os_tid} rewrote its table");
+        }
+    }
+    // Three threads call Scenarios.* (main, sleepy, spinny): at least one record each,
+    // and not one a second.
+    assert!(last.len() >= 3, "{last:?}");
+    assert!(records < 3 * 4, "{records} records");
+    let r = report_json(&trace);
+    assert_eq!(calls_of(&r, "Scenarios.Sleeper.SleepLoop"), 1);
+    assert_eq!(calls_of(&r, "Scenarios.Sleeper.SpinLoop"), 1);
+}
+
 #[test]
 fn counts_cannot_attach_and_say_why() {
     let out = clrprof()

@@ -126,6 +126,9 @@ struct Stream {
     reg: Registration,
     /// Absolute timestamp of the last record drained (records carry deltas).
     running_ts: u64,
+    /// `--counts`: the total of the thread's last `CallCounts` record (None before the
+    /// first).
+    counts_written: Option<u64>,
 }
 
 struct Drain {
@@ -220,7 +223,11 @@ fn run(mut file: File, flush: Duration, compress: bool, raw_units: bool, shared:
 impl Drain {
     fn register(&mut self) {
         for reg in buffers::take_registrations() {
-            self.regs.push(Stream { reg, running_ts: 0 });
+            self.regs.push(Stream {
+                reg,
+                running_ts: 0,
+                counts_written: None,
+            });
         }
     }
 
@@ -234,13 +241,23 @@ impl Drain {
         self.record_at(clock::ticks(), ev);
     }
 
-    /// `--counts`: one `CallCounts` record of a thread's cumulative counts.
-    fn counts_of(&mut self, slot: &buffers::Slot) {
+    /// `--counts`: one `CallCounts` record of a thread's cumulative counts, when they
+    /// changed since its last one (`written`: that one's total). Every figure of a table
+    /// only grows, so their sum changes whenever the table does: an idle thread's table
+    /// is not written again, and the assembly fast path needs no dirty flag.
+    fn counts_of(&mut self, slot: &buffers::Slot, written: &mut Option<u64>) {
         let Some(table) = slot.counts.get() else {
             return;
         };
         let mut edges = Vec::new();
         let (missed, deep) = table.snapshot(&mut edges);
+        let total = edges
+            .chunks_exact(3)
+            .fold(missed.wrapping_add(deep), |t, e| t.wrapping_add(e[2]));
+        if *written == Some(total) {
+            return;
+        }
+        *written = Some(total);
         self.record(&Event::CallCounts {
             os_tid: slot.os_tid,
             missed,
@@ -249,11 +266,14 @@ impl Drain {
         });
     }
 
-    /// `--counts`: every live thread's counts (about once a second and at the end).
+    /// `--counts`: every live thread's counts that changed (about once a second and at
+    /// the end).
     fn all_counts(&mut self) {
-        let slots: Vec<_> = self.regs.iter().map(|r| r.reg.slot.clone()).collect();
-        for slot in slots {
-            self.counts_of(&slot);
+        for i in 0..self.regs.len() {
+            let slot = self.regs[i].reg.slot.clone();
+            let mut written = self.regs[i].counts_written;
+            self.counts_of(&slot, &mut written);
+            self.regs[i].counts_written = written;
         }
     }
 
@@ -285,8 +305,8 @@ impl Drain {
     /// Forgets drained stream `i` of a thread that ended: its last counts (`--counts`, in
     /// trace and sample mode alike: the table goes with the slot) and its losses stay.
     fn retire(&mut self, i: usize) {
-        let r = self.regs.swap_remove(i);
-        self.counts_of(&r.reg.slot);
+        let mut r = self.regs.swap_remove(i);
+        self.counts_of(&r.reg.slot, &mut r.counts_written);
         self.stats.lost += r.reg.slot.lost.load(Ordering::Relaxed);
     }
 
