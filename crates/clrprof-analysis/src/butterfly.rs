@@ -3,15 +3,14 @@
 //! much CPU, had each caller or callee next to it) or from trace mode's call tree (exact
 //! call counts and times).
 
-use std::collections::{BTreeMap, HashSet};
-use std::rc::Rc;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
 
 use crate::calltree::TreeNode;
 use crate::invocations::glob;
 use crate::names::Names;
-use crate::samples::{self, Labels, StackSample, View};
+use crate::samples::{self, LabelId, Labels, StackSample, View};
 
 /// The callers' name for the start of a thread (no frame below).
 pub const ROOT: &str = "(thread start)";
@@ -120,6 +119,19 @@ fn finish(
     }
 }
 
+/// A matching function's figures while samples are counted, keyed by label ids.
+#[derive(Default)]
+struct IdAcc {
+    figures: Figures,
+    callers: HashMap<LabelId, Figures>,
+    callees: HashMap<LabelId, Figures>,
+}
+
+/// The caller id of a thread's first frame ([`ROOT`]), and the mark of a function's own
+/// once-per-sample entry in `seen`: ids no label gets.
+const ROOT_ID: LabelId = LabelId::MAX;
+const SELF_MARK: LabelId = LabelId::MAX - 1;
+
 /// The butterfly of the samples `view` counts (weights: samples, and CPU time).
 pub fn of_samples(
     all: &[StackSample],
@@ -129,23 +141,24 @@ pub fn of_samples(
     pattern: &str,
 ) -> Butterfly {
     let mut labels = Labels::new(names, stubs_named);
-    let mut acc: BTreeMap<String, Acc> = BTreeMap::new();
-    let mut matches: std::collections::HashMap<Rc<str>, bool> = Default::default();
-    let mut seen: HashSet<(Rc<str>, u8, Rc<str>)> = HashSet::new();
-    let self_mark: Rc<str> = Rc::from("");
+    let mut acc: HashMap<LabelId, IdAcc> = HashMap::new();
+    let mut matches: HashMap<LabelId, bool> = HashMap::new();
+    let mut seen: HashSet<(LabelId, u8, LabelId)> = HashSet::new();
+    let mut frames: Vec<LabelId> = Vec::new();
     for s in samples::counted(all, names, view) {
-        let frames: Vec<Rc<str>> = (0..s.stack.len()).map(|i| labels.label(s, i)).collect();
+        frames.clear();
+        frames.extend((0..s.stack.len()).map(|i| labels.label(s, i)));
         seen.clear();
-        for (i, name) in frames.iter().enumerate() {
+        for (i, &id) in frames.iter().enumerate() {
             let hit = *matches
-                .entry(name.clone())
-                .or_insert_with(|| glob(pattern, name));
+                .entry(id)
+                .or_insert_with(|| glob(pattern, labels.text(id)));
             if !hit {
                 continue;
             }
-            let a = acc.entry(name.to_string()).or_default();
+            let a = acc.entry(id).or_default();
             // Once per sample, whatever the recursion.
-            if seen.insert((name.clone(), 0, self_mark.clone())) {
+            if seen.insert((id, 0, SELF_MARK)) {
                 add(&mut a.figures.samples, 1);
                 add(&mut a.figures.cpu_ns, s.cpu_ns);
                 a.figures.self_samples.get_or_insert(0);
@@ -154,19 +167,39 @@ pub fn of_samples(
             if i == 0 {
                 add(&mut a.figures.self_samples, 1);
                 add(&mut a.figures.self_cpu_ns, s.cpu_ns);
-            } else if seen.insert((name.clone(), 2, frames[i - 1].clone())) {
-                let e = a.callees.entry(frames[i - 1].to_string()).or_default();
+            } else if seen.insert((id, 2, frames[i - 1])) {
+                let e = a.callees.entry(frames[i - 1]).or_default();
                 add(&mut e.samples, 1);
                 add(&mut e.cpu_ns, s.cpu_ns);
             }
-            let caller: Rc<str> = frames.get(i + 1).cloned().unwrap_or_else(|| ROOT.into());
-            if seen.insert((name.clone(), 1, caller.clone())) {
-                let e = a.callers.entry(caller.to_string()).or_default();
+            let caller = frames.get(i + 1).copied().unwrap_or(ROOT_ID);
+            if seen.insert((id, 1, caller)) {
+                let e = a.callers.entry(caller).or_default();
                 add(&mut e.samples, 1);
                 add(&mut e.cpu_ns, s.cpu_ns);
             }
         }
     }
+    let text = |id: LabelId| match id {
+        ROOT_ID => ROOT.to_string(),
+        _ => labels.text(id).to_string(),
+    };
+    let named = |m: HashMap<LabelId, Figures>| -> BTreeMap<String, Figures> {
+        m.into_iter().map(|(id, f)| (text(id), f)).collect()
+    };
+    let acc: BTreeMap<String, Acc> = acc
+        .into_iter()
+        .map(|(id, a)| {
+            (
+                text(id),
+                Acc {
+                    figures: a.figures,
+                    callers: named(a.callers),
+                    callees: named(a.callees),
+                },
+            )
+        })
+        .collect();
     let key = move |f: &Figures| match view {
         View::Cpu => f.cpu_ns.unwrap_or(0),
         View::Wall => f.samples.unwrap_or(0),
@@ -177,7 +210,7 @@ pub fn of_samples(
 /// The butterfly of trace mode's merged call tree: exact calls between each pair.
 pub fn of_calls(tree: &TreeNode, pattern: &str) -> Butterfly {
     let mut acc: BTreeMap<String, Acc> = BTreeMap::new();
-    let mut matches: std::collections::HashMap<String, bool> = Default::default();
+    let mut matches: HashMap<String, bool> = Default::default();
     // (node, its caller's name); the root's children start threads.
     let mut todo: Vec<(&TreeNode, &str)> = tree.children.iter().map(|c| (c, ROOT)).collect();
     while let Some((n, caller)) = todo.pop() {

@@ -325,14 +325,21 @@ pub fn totals(
 /// which [`runtime_frames::frame_label`] names them by.
 type FrameKey = (u64, Option<Activity>, u8);
 
-/// Names frames of samples, cached by [`FrameKey`].
+/// An interned frame name of [`Labels`]: equal names share one.
+pub type LabelId = u32;
+
+/// Names frames of samples, cached by [`FrameKey`], and interns the names: a table keyed
+/// by [`LabelId`] counts the code versions of one method (and the frames one label
+/// names) as one, without a string per sample.
 pub struct Labels<'a> {
     names: &'a Names,
     /// Whether anonymous code between managed frames is a runtime stub: true with the
     /// signal sampler, which names every module it can; the suspend sampler reports all
     /// native code as one anonymous frame.
     stubs_named: bool,
-    cache: HashMap<FrameKey, std::rc::Rc<str>>,
+    cache: HashMap<FrameKey, LabelId>,
+    ids: HashMap<String, LabelId>,
+    texts: Vec<String>,
 }
 
 impl<'a> Labels<'a> {
@@ -341,11 +348,13 @@ impl<'a> Labels<'a> {
             names,
             stubs_named,
             cache: HashMap::new(),
+            ids: HashMap::new(),
+            texts: Vec::new(),
         }
     }
 
-    /// The name of frame `i` of `s`.
-    pub fn label(&mut self, s: &StackSample, i: usize) -> std::rc::Rc<str> {
+    /// The name of frame `i` of `s`, interned.
+    pub fn label(&mut self, s: &StackSample, i: usize) -> LabelId {
         let f = s.stack[i];
         let key: FrameKey = if clrprof_format::is_native_frame(f) {
             let managed = |j: usize| {
@@ -358,17 +367,30 @@ impl<'a> Labels<'a> {
         } else {
             (f, None, 0)
         };
-        let (names, stubs) = (self.names, self.stubs_named);
-        self.cache
-            .entry(key)
-            .or_insert_with(|| {
-                if clrprof_format::is_native_frame(f) {
-                    runtime_frames::frame_label(names, &s.stack, i, s.activity, stubs).into()
-                } else {
-                    names.function(f).into()
-                }
-            })
-            .clone()
+        if let Some(&id) = self.cache.get(&key) {
+            return id;
+        }
+        let text = if clrprof_format::is_native_frame(f) {
+            runtime_frames::frame_label(self.names, &s.stack, i, s.activity, self.stubs_named)
+        } else {
+            self.names.function(f)
+        };
+        let id = match self.ids.get(&text) {
+            Some(&id) => id,
+            None => {
+                let id = self.texts.len() as LabelId;
+                self.ids.insert(text.clone(), id);
+                self.texts.push(text);
+                id
+            }
+        };
+        self.cache.insert(key, id);
+        id
+    }
+
+    /// The name an id stands for.
+    pub fn text(&self, id: LabelId) -> &str {
+        &self.texts[id as usize]
     }
 }
 
@@ -394,15 +416,19 @@ pub fn functions(
 ) -> Vec<FunctionSamples> {
     let mut labels = Labels::new(names, stubs_named);
     let mut rows: Vec<FunctionSamples> = Vec::new();
-    let mut by_name: HashMap<std::rc::Rc<str>, usize> = HashMap::new();
+    // Per label id, its row.
+    let mut row_of: Vec<Option<usize>> = Vec::new();
     let mut seen: HashSet<usize> = HashSet::new();
     for s in counted(samples, names, view) {
         seen.clear();
         for i in 0..s.stack.len() {
-            let name = labels.label(s, i);
-            let row = *by_name.entry(name.clone()).or_insert_with(|| {
+            let id = labels.label(s, i) as usize;
+            if row_of.len() <= id {
+                row_of.resize(id + 1, None);
+            }
+            let row = *row_of[id].get_or_insert_with(|| {
                 rows.push(FunctionSamples {
-                    name: name.to_string(),
+                    name: labels.text(id as LabelId).to_string(),
                     self_samples: 0,
                     total_samples: 0,
                     self_cpu_ns: 0,

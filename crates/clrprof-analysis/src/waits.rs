@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 
+use crate::app_code::is_framework_name;
 use crate::names::Names;
 
 /// The kind of wait a stack is blocked in.
@@ -124,18 +125,11 @@ pub fn kind_in(stack: &[u64], names: &Names) -> Option<(WaitKind, usize)> {
         if let Some(k) = kind_of(&name) {
             return Some((k, i));
         }
-        if !is_framework(&name) {
+        if !is_framework_name(&name) {
             return None;
         }
     }
     None
-}
-
-/// Methods of the runtime's own libraries.
-fn is_framework(name: &str) -> bool {
-    ["System.", "Interop", "Microsoft.", "Internal."]
-        .iter()
-        .any(|p| name.starts_with(p))
 }
 
 /// The wait kind of one method's name.
