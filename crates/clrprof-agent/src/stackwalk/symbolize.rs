@@ -157,7 +157,10 @@ pub fn is_osr_pair(inner: Sym, outer: Sym) -> bool {
 }
 
 pub struct Symbolizer {
+    /// Interrupted IPs (`leaf`).
     cache: HashMap<u64, Sym>,
+    /// Return addresses − 1 (`caller`), with whether a call precedes them.
+    returns: HashMap<u64, (Sym, bool)>,
     /// Module file name → its native frame id ([`NATIVE_MODULE`] | n).
     modules: HashMap<String, u64>,
     /// Modules given an id since the last [`take_new_modules`](Self::take_new_modules).
@@ -166,6 +169,8 @@ pub struct Symbolizer {
     refreshed_ns: u64,
     /// Set when executing managed code was seen outside the known executable ranges.
     stale: bool,
+    /// How often the executable map was read.
+    maps_read: u64,
     pid: u32,
 }
 
@@ -179,11 +184,13 @@ impl Symbolizer {
     pub fn new() -> Symbolizer {
         Symbolizer {
             cache: HashMap::with_capacity(4096),
+            returns: HashMap::with_capacity(4096),
             modules: HashMap::new(),
             new_modules: Vec::new(),
             exec: ExecMap::default(),
             refreshed_ns: 0,
             stale: true,
+            maps_read: 0,
             pid: crate::os::process::pid(),
         }
     }
@@ -209,25 +216,36 @@ impl Symbolizer {
     /// The managed function containing `ret_minus_1` (a return address − 1 found on a
     /// stack), or function 0; checked to be plausible code before the runtime is asked.
     pub fn caller(&mut self, info: &ProfilerInfo, ret_minus_1: u64) -> Sym {
+        self.caller_lasting(info, ret_minus_1)
+            .map(|(s, _)| s)
+            .unwrap_or_default()
+    }
+
+    /// As [`caller`](Self::caller), but `None` when the answer may change (the address
+    /// is not in a known executable mapping yet: the JIT may map a new code heap there),
+    /// so that a cache in front of this one keeps only lasting answers. With it, whether
+    /// a `call` precedes the address in executable code (a return address, managed or not).
+    pub fn caller_lasting(&mut self, info: &ProfilerInfo, ret_minus_1: u64) -> Option<(Sym, bool)> {
         if ret_minus_1 < 4096 {
-            return Sym::default();
+            return Some((Sym::default(), false));
         }
         self.trim();
-        if let Some(&s) = self.cache.get(&ret_minus_1) {
-            return s;
+        if let Some(&s) = self.returns.get(&ret_minus_1) {
+            return Some(s);
         }
         let ret = ret_minus_1 + 1;
         if !self.executable(ret - 8, ret) {
             // Not cached: the address may become code when the JIT maps a new heap.
-            return Sym::default();
+            return None;
         }
-        let s = if self.call_before(ret) {
+        let call = self.call_before(ret);
+        let s = if call {
             lookup(info, self.pid, ret_minus_1)
         } else {
             Sym::default()
         };
-        self.cache.insert(ret_minus_1, s);
-        s
+        self.returns.insert(ret_minus_1, (s, call));
+        Some((s, call))
     }
 
     /// The frame id for code at `addr` that is not managed: its module's, when `addr` is
@@ -252,9 +270,18 @@ impl Symbolizer {
         std::mem::take(&mut self.new_modules)
     }
 
+    /// How often the executable map was (re-)read: a cache in front of this one that keeps
+    /// "not code" answers drops them when this changes (new code may be mapped).
+    pub fn maps_read(&self) -> u64 {
+        self.maps_read
+    }
+
     fn trim(&mut self) {
         if self.cache.len() > MAX_CACHED {
             self.cache.clear();
+        }
+        if self.returns.len() > MAX_CACHED {
+            self.returns.clear();
         }
     }
 
@@ -271,6 +298,7 @@ impl Symbolizer {
             self.stale = false;
             if let Ok(text) = std::fs::read_to_string("/proc/self/maps") {
                 self.exec = ExecMap::parse(&text);
+                self.maps_read += 1;
             }
             return self.exec.contains(from, to);
         }

@@ -1,6 +1,6 @@
 //! Frame-pointer walk over a copied stack (pure logic, no memory access outside the copy).
 //!
-//! The signal sampler (`sigprof.rs`) captures, on the sampled thread itself, the
+//! The signal sampler (`sampling/sigprof.rs`) captures, on the sampled thread itself, the
 //! registers RIP/RSP/RBP and a copy of the stack from RSP upwards. This module turns that
 //! copy into code addresses, leaf first, on the sampler thread.
 //!
@@ -35,20 +35,62 @@ pub enum WalkEnd {
     Limit,
 }
 
-/// A stack captured by the signal handler: registers plus `stack[i] == *(sp + i)`.
-pub struct Captured<'a> {
+/// The stack memory a walk reads: `bytes()` bytes from SP upwards. The signal sampler's
+/// copy is a byte slice; `--alloc` reads the allocating thread's own stack in place
+/// (`alloc/ownstack.rs`), bounded to the thread's stack range.
+pub trait Memory {
+    /// How many bytes from SP may be read.
+    fn bytes(&self) -> usize;
+    /// The 8-byte word at offset `off` from SP; `None` unless all of it is readable.
+    fn word_at(&self, off: usize) -> Option<u64>;
+}
+
+impl<T: AsRef<[u8]>> Memory for T {
+    fn bytes(&self) -> usize {
+        self.as_ref().len()
+    }
+
+    fn word_at(&self, off: usize) -> Option<u64> {
+        let bytes = self.as_ref().get(off..off.checked_add(8)?)?;
+        Some(u64::from_le_bytes(bytes.try_into().ok()?))
+    }
+}
+
+/// Where a walk puts its addresses: a `Vec` (the sampler thread), or a fixed buffer
+/// (`--alloc`, on the allocating thread, which must not allocate).
+pub trait Sink {
+    fn len(&self) -> usize;
+    fn push(&mut self, addr: u64);
+}
+
+impl Sink for Vec<u64> {
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+
+    fn push(&mut self, addr: u64) {
+        Vec::push(self, addr);
+    }
+}
+
+/// A stack captured by the signal handler (registers plus `stack[i] == *(sp + i)`), or
+/// the live stack of the calling thread.
+pub struct Captured<M> {
     pub ip: u64,
     pub sp: u64,
     pub fp: u64,
-    pub stack: &'a [u8],
+    pub stack: M,
 }
 
-impl Captured<'_> {
+impl<M: Memory> Captured<M> {
     /// The 8-byte word at `addr`, when the copy holds all of it.
     fn word(&self, addr: u64) -> Option<u64> {
         let off = usize::try_from(addr.checked_sub(self.sp)?).ok()?;
-        let bytes = self.stack.get(off..off.checked_add(8)?)?;
-        Some(u64::from_le_bytes(bytes.try_into().ok()?))
+        self.stack.word_at(off)
+    }
+
+    fn len(&self) -> u64 {
+        self.stack.bytes() as u64
     }
 }
 
@@ -110,22 +152,22 @@ impl Code {
 /// (function 0: not managed code). Appends code addresses to `out`, leaf first: the
 /// interrupted IP, then one *return address minus one* per caller (so that a call at the
 /// very end of a method still maps to that method). At most `max` addresses.
-pub fn walk(
-    c: &Captured<'_>,
+pub fn walk<M: Memory>(
+    c: &Captured<M>,
     leaf: Code,
-    out: &mut Vec<u64>,
+    out: &mut impl Sink,
     max: usize,
     mut is_code: impl FnMut(u64) -> Code,
 ) -> Walk {
     let mut osr_frames = 0;
-    let end = walk_frames(c, leaf, out, max, &mut is_code, &mut osr_frames);
+    let end = walk_frames(c, Some(leaf), out, max, &mut is_code, &mut osr_frames);
     Walk { end, osr_frames }
 }
 
-fn walk_frames(
-    c: &Captured<'_>,
-    leaf: Code,
-    out: &mut Vec<u64>,
+fn walk_frames<M: Memory>(
+    c: &Captured<M>,
+    leaf: Option<Code>,
+    out: &mut impl Sink,
     max: usize,
     is_code: &mut impl FnMut(u64) -> Code,
     osr_frames: &mut u32,
@@ -134,23 +176,27 @@ fn walk_frames(
         return WalkEnd::Limit;
     }
     let limit = out.len() + max;
-    out.push(c.ip);
     // The code whose frame record RBP points at, as far as the walk knows.
-    let mut inner = leaf;
-    let first_return = c.word(c.fp.wrapping_add(8));
-    if let Some(r0) = c.word(c.sp)
-        && r0 > 1
-        && Some(r0) != first_return
-        && let code = is_code(r0 - 1)
-        && code.function != 0
-    {
-        if out.len() == limit {
-            return WalkEnd::Limit;
+    let mut inner = Code::NONE;
+    let mut fp = 0;
+    if let Some(leaf) = leaf {
+        out.push(c.ip);
+        inner = leaf;
+        let first_return = c.word(c.fp.wrapping_add(8));
+        if let Some(r0) = c.word(c.sp)
+            && r0 > 1
+            && Some(r0) != first_return
+            && let code = is_code(r0 - 1)
+            && code.function != 0
+        {
+            if out.len() == limit {
+                return WalkEnd::Limit;
+            }
+            out.push(r0 - 1);
+            inner = code;
         }
-        out.push(r0 - 1);
-        inner = code;
+        fp = c.fp;
     }
-    let mut fp = c.fp;
     let mut resumes = 0;
     // Everything below this address has been walked: scans start here.
     let mut floor = c.sp;
@@ -181,7 +227,7 @@ fn walk_frames(
             // (An OSR frame's return slot may hold anything, 0 included.)
             Some((_, ret)) if ret <= 1 && inner.frame != FrameKind::Osr => return WalkEnd::Root,
             Some(r) => r,
-            None if valid && fp.wrapping_sub(c.sp) >= c.stack.len() as u64 => {
+            None if valid && fp.wrapping_sub(c.sp) >= c.len() => {
                 return WalkEnd::OutsideCopy;
             }
             None => {
@@ -294,8 +340,8 @@ const SCAN_BYTES: u64 = 16 * 1024;
 /// code. Searched downwards from `next`, so that the live record wins over stale copies
 /// lower down (earlier callees of the same caller left theirs at the same place or
 /// below). Returns that return address and its code.
-fn tier0_record(
-    c: &Captured<'_>,
+fn tier0_record<M: Memory>(
+    c: &Captured<M>,
     floor: u64,
     next: u64,
     is_code: &mut impl FnMut(u64) -> Code,
@@ -318,7 +364,11 @@ fn tier0_record(
 
 /// Scans `[from, from + SCAN_BYTES)` for a frame record: a saved RBP pointing higher up
 /// the copied stack, followed by a return address that `is_code` accepts.
-fn resume(c: &Captured<'_>, from: u64, is_code: &mut impl FnMut(u64) -> Code) -> Option<u64> {
+fn resume<M: Memory>(
+    c: &Captured<M>,
+    from: u64,
+    is_code: &mut impl FnMut(u64) -> Code,
+) -> Option<u64> {
     let mut at = from.checked_add(7)? & !7;
     let end = from.saturating_add(SCAN_BYTES);
     while at < end {
@@ -327,7 +377,7 @@ fn resume(c: &Captured<'_>, from: u64, is_code: &mut impl FnMut(u64) -> Code) ->
         };
         if saved > at
             && saved.is_multiple_of(8)
-            && saved.wrapping_sub(c.sp) < c.stack.len() as u64
+            && saved.wrapping_sub(c.sp) < c.len()
             && (4096..0x8000_0000_0000).contains(&ret)
             && is_code(ret - 1).function != 0
         {

@@ -1,0 +1,349 @@
+//! The allocating thread's managed stack, walked in place by frame pointers.
+//!
+//! Not the default (`CLRPROF_ALLOC_WALK=fp` or `compare`): see docs/allocations.md,
+//! "Stacks", for how its stacks differ from DoStackSnapshot's on .NET 10.
+//!
+//! `EventPipeEventDelivered` runs on the allocating thread, so its stack needs no copy:
+//! the walk (`stackwalk::fpwalk::walk`) reads the words above the caller's frame buffer
+//! directly, each read bounded to the thread's stack range (`os::thread::own_stack`,
+//! asked once per thread and kept in a `thread_local!` without destructor). It starts at
+//! the runtime's frame record: RBP as the callback found it if that points at a record,
+//! else the first word above that does (the agent is built without frame pointers, so
+//! RBP is often some other value by then), and follows the chain to the root like the
+//! signal sampler's walk. What stops it from matching DoStackSnapshot: the runtime's
+//! native frames between the event and the allocating method do not all keep a frame
+//! record (a record whose return slot holds 7 was seen), so the chain breaks there and
+//! picks up stale frames.
+//!
+//! Return addresses become FunctionIDs through [`IpCache`], a fixed-size table of atomics:
+//! a hit is two loads. A miss goes to a `Symbolizer` behind a mutex (the same checks as
+//! the signal sampler's, then GetFunctionFromIP and the code version's prolog), which
+//! happens once per distinct address until the slot is taken by another one.
+
+use std::cell::Cell;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use corprof::ProfilerInfo;
+
+use super::stackbuf::FrameBuf as Frames;
+use crate::stackwalk::fpwalk::{self, Captured, Code, FrameKind, Memory, WalkEnd};
+use crate::stackwalk::symbolize::Symbolizer;
+
+thread_local! {
+    /// This thread's stack `[low, high)`: (0, 0) until asked, (1, 1) when not known.
+    static RANGE: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+}
+
+/// The top (highest address) of the calling thread's stack, if known.
+fn stack_top() -> Option<(u64, u64)> {
+    let mut r = RANGE.with(Cell::get);
+    if r == (0, 0) {
+        r = crate::os::thread::own_stack().unwrap_or((1, 1));
+        RANGE.with(|c| c.set(r));
+    }
+    (r.1 > r.0 + 1).then_some(r)
+}
+
+/// The calling thread's stack from `sp` up to its top, read in place.
+struct Live {
+    sp: u64,
+    len: usize,
+}
+
+impl Memory for Live {
+    fn bytes(&self) -> usize {
+        self.len
+    }
+
+    fn word_at(&self, off: usize) -> Option<u64> {
+        if off.checked_add(8)? > self.len {
+            return None;
+        }
+        let at = self.sp + off as u64;
+        // SAFETY: (A10) `[at, at + 8)` lies within `[sp, top)` of the calling thread's own
+        // stack (checked above), which is mapped for as long as the thread runs; the
+        // frames there belong to this thread's callers, which are not running.
+        Some(unsafe { std::ptr::read_unaligned(at as *const u64) })
+    }
+}
+
+/// What a code address (a return address − 1) is: the managed function and its frame
+/// shape (function 0: not managed), and whether a `call` precedes it in executable code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub code: Code,
+    pub call: bool,
+}
+
+impl Entry {
+    const NONE: Entry = Entry {
+        code: Code::NONE,
+        call: false,
+    };
+}
+
+/// Code address → [`Entry`], lock-free: slot `i` holds `key = addr ^ value` and
+/// `value = function << 4 | call << 3 | kind`, so a reader that sees a key and a value of
+/// two different writes finds `key ^ value != addr` and treats it as a miss (Hyatt's
+/// lockless hashing). An empty slot (0, 0) matches no address but 0, which is never asked.
+pub struct IpCache<const N: usize> {
+    keys: [AtomicU64; N],
+    values: [AtomicU64; N],
+}
+
+impl<const N: usize> IpCache<N> {
+    pub const fn new() -> Self {
+        IpCache {
+            keys: [const { AtomicU64::new(0) }; N],
+            values: [const { AtomicU64::new(0) }; N],
+        }
+    }
+
+    fn slot(addr: u64) -> usize {
+        (addr.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize % N
+    }
+
+    pub fn get(&self, addr: u64) -> Option<Entry> {
+        let i = Self::slot(addr);
+        let value = self.values[i].load(Ordering::Relaxed);
+        let key = self.keys[i].load(Ordering::Relaxed);
+        (key ^ value == addr && addr != 0).then(|| Entry {
+            code: Code {
+                function: value >> 4,
+                frame: match value & 3 {
+                    1 => FrameKind::Record,
+                    2 => FrameKind::Osr,
+                    3 => FrameKind::Frameless,
+                    _ => FrameKind::Unknown,
+                },
+            },
+            call: value & 8 != 0,
+        })
+    }
+
+    pub fn put(&self, addr: u64, e: Entry) {
+        let kind = match e.code.frame {
+            FrameKind::Unknown => 0,
+            FrameKind::Record => 1,
+            FrameKind::Osr => 2,
+            FrameKind::Frameless => 3,
+        };
+        let value = (e.code.function << 4) | (u64::from(e.call) << 3) | kind;
+        let i = Self::slot(addr);
+        self.values[i].store(value, Ordering::Relaxed);
+        self.keys[i].store(addr ^ value, Ordering::Relaxed);
+    }
+
+    /// Forgets everything (a reader meanwhile may still see an old entry).
+    pub fn clear(&self) {
+        for i in 0..N {
+            self.keys[i].store(0, Ordering::Relaxed);
+            self.values[i].store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+static CACHE: IpCache<8192> = IpCache::new();
+static SYMBOLS: Mutex<Option<Symbolizer>> = Mutex::new(None);
+/// The symbolizer's `maps_read` when `CACHE` was last cleared.
+static MAPS_SEEN: AtomicU64 = AtomicU64::new(0);
+
+/// Misses of the cache (each took the symbolizer's lock).
+pub static MISSES: AtomicU64 = AtomicU64::new(0);
+
+fn entry(info: &ProfilerInfo, ret_minus_1: u64) -> Entry {
+    if let Some(e) = CACHE.get(ret_minus_1) {
+        return e;
+    }
+    MISSES.fetch_add(1, Ordering::Relaxed);
+    let Ok(mut guard) = SYMBOLS.lock() else {
+        return Entry::NONE;
+    };
+    let symbols = guard.get_or_insert_with(Symbolizer::new);
+    // "Not executable" is kept too (stack words that are no code come back every
+    // sample), until the symbolizer reads the map again and may know new code.
+    let e = symbols
+        .caller_lasting(info, ret_minus_1)
+        .map_or(Entry::NONE, |(sym, call)| Entry {
+            code: sym.code(),
+            call,
+        });
+    let maps = symbols.maps_read();
+    if MAPS_SEEN.swap(maps, Ordering::Relaxed) != maps {
+        CACHE.clear();
+    }
+    CACHE.put(ret_minus_1, e);
+    e
+}
+
+/// The frame pointer register (RBP) of the caller, read where it is called: in the
+/// agent's callback, built without frame pointers, it is the runtime's last frame record
+/// only if no function on the way used RBP for something else, which [`walk`] checks.
+#[inline(always)]
+pub fn frame_pointer() -> u64 {
+    let fp: u64;
+    // SAFETY: (A9) copies a register into another; no memory is touched.
+    unsafe {
+        std::arch::asm!("mov {}, rbp", out(reg) fp, options(nomem, nostack, preserves_flags));
+    }
+    fp
+}
+
+/// Whether `fp` points at a frame record on `stack`: the saved RBP above it (or 0, the
+/// root), then a return address that follows a `call` in executable code.
+fn is_record(info: &ProfilerInfo, stack: &Live, fp: u64) -> bool {
+    if fp < stack.sp || !fp.is_multiple_of(8) {
+        return false;
+    }
+    let off = (fp - stack.sp) as usize;
+    match (stack.word_at(off), stack.word_at(off + 8)) {
+        (Some(saved), Some(ret)) => saved > fp && ret > 4096 && entry(info, ret - 1).call,
+        _ => false,
+    }
+}
+
+/// How far above SP the frame record of the runtime's frame that called the agent is
+/// looked for.
+const FIND_BYTES: usize = 4096;
+
+/// The runtime's RBP, as saved by the first function of the agent (built without frame
+/// pointers) that used the register: the first word above SP that points higher up the
+/// stack at a frame record.
+fn find_record(info: &ProfilerInfo, stack: &Live) -> Option<u64> {
+    let mut off = 0;
+    while off < FIND_BYTES.min(stack.len) {
+        let at = stack.sp + off as u64;
+        if let Some(w) = stack.word_at(off)
+            && w > at
+            && w - stack.sp < stack.len as u64
+            && is_record(info, stack, w)
+        {
+            return Some(w);
+        }
+        off += 8;
+    }
+    None
+}
+
+/// Walks the calling thread's managed stack into `out` as FunctionIDs, leaf first (the
+/// allocating method first), from `fp`, the frame pointer the callback was entered with
+/// ([`frame_pointer`]). False when `fp` is not a frame record returning into code, or the
+/// walk found no managed frame (the caller then asks DoStackSnapshot).
+#[inline(never)]
+pub fn walk<const N: usize>(info: &ProfilerInfo, fp: u64, out: &mut Frames<N>) -> bool {
+    out.n = 0;
+    let Some((low, top)) = stack_top() else {
+        return false;
+    };
+    // Above `out` (the caller's buffer) and so above this function's own locals, which
+    // change while the walk reads: nothing from here up is written until it returns.
+    let sp = (std::ptr::addr_of!(*out) as u64 + std::mem::size_of::<Frames<N>>() as u64 + 7) & !7;
+    if sp < low || sp >= top {
+        return false;
+    }
+    let stack = Live {
+        sp,
+        len: (top - sp) as usize,
+    };
+    let fp = if is_record(info, &stack, fp) {
+        fp
+    } else {
+        match find_record(info, &stack) {
+            Some(fp) => fp,
+            None => return false,
+        }
+    };
+    let c = Captured {
+        ip: 0,
+        sp,
+        fp,
+        stack,
+    };
+    let mut addrs = Frames::<N>::new();
+    let w = fpwalk::walk(&c, Code::NONE, &mut addrs, N, |a| entry(info, a).code);
+    let mut prev = Code::NONE;
+    // (The first address is the IP, 0 here.)
+    for &a in addrs.as_slice().iter().skip(1) {
+        let code = entry(info, a).code;
+        if code.function == 0 {
+            continue;
+        }
+        // The Tier-0 frame an OSR method continues, when the walk could not skip it.
+        if prev.frame == FrameKind::Osr && prev.function == code.function {
+            continue;
+        }
+        prev = code;
+        out.push(code.function);
+    }
+    out.n > 0 && w.end != WalkEnd::OutsideCopy
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_keeps_what_was_put_and_misses_the_rest() {
+        let c = IpCache::<64>::new();
+        assert_eq!(c.get(0x1000), None);
+        assert_eq!(c.get(0), None);
+        let code = Entry {
+            code: Code {
+                function: 0x7f00_1234_5678,
+                frame: FrameKind::Osr,
+            },
+            call: true,
+        };
+        c.put(0x1000, code);
+        assert_eq!(c.get(0x1000), Some(code));
+        c.put(0x2000, Entry::NONE);
+        assert_eq!(c.get(0x2000), Some(Entry::NONE));
+        // Another address in the same slot replaces it.
+        let other = (1..10_000u64)
+            .map(|k| 0x1000 + 64 * k)
+            .find(|&a| IpCache::<64>::slot(a) == IpCache::<64>::slot(0x1000))
+            .unwrap();
+        c.put(other, Entry::NONE);
+        assert_eq!(c.get(0x1000), None);
+        assert_eq!(c.get(other), Some(Entry::NONE));
+        c.clear();
+        assert_eq!(c.get(other), None);
+    }
+
+    #[test]
+    fn a_torn_slot_is_a_miss() {
+        let c = IpCache::<64>::new();
+        let a = Entry {
+            code: Code {
+                function: 0x10,
+                frame: FrameKind::Record,
+            },
+            call: true,
+        };
+        c.put(0x1000, a);
+        let i = IpCache::<64>::slot(0x1000);
+        // Another writer's value landed, its key not yet.
+        c.values[i].store(0x99 << 4, Ordering::Relaxed);
+        assert_eq!(c.get(0x1000), None);
+    }
+
+    #[test]
+    fn live_reads_stay_in_range() {
+        let words = [1u64, 2, 3, 4];
+        let sp = words.as_ptr() as u64;
+        let m = Live { sp, len: 32 };
+        assert_eq!(m.word_at(0), Some(1));
+        assert_eq!(m.word_at(24), Some(4));
+        assert_eq!(m.word_at(25), None);
+        assert_eq!(m.word_at(usize::MAX - 3), None);
+    }
+
+    #[test]
+    fn this_threads_stack_is_found() {
+        let (low, top) = stack_top().expect("range");
+        let local = 0u8;
+        let at = std::ptr::addr_of!(local) as u64;
+        assert!(low <= at && at < top);
+    }
+}
