@@ -4,7 +4,8 @@
 //! The runtime samples: the agent opens an in-process EventPipe session
 //! (ICorProfilerInfo12::EventPipeStartSession) on the runtime provider, whose events the
 //! runtime delivers synchronously on the allocating thread (`EventPipeEventDelivered`);
-//! the callback walks that thread's stack (DoStackSnapshot) and records the sample.
+//! the callback walks that thread's stack in place by frame pointers (`ownstack`;
+//! DoStackSnapshot where that walk cannot be trusted) and records the sample.
 //! .NET 10 and later: `AllocationSampled` (a Poisson process of mean 100 KiB, a constant
 //! of the runtime); before: `GCAllocationTick` (one event each time ~100 KB were
 //! allocated). `--alloc-interval` above 100 KiB thins the runtime's samples at random;
@@ -48,11 +49,10 @@ const MAX_FRAMES: usize = 256;
 /// How a sample's stack is taken (`CLRPROF_ALLOC_WALK`, for comparisons and the bench).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum WalkMode {
-    /// The frame-pointer walk of the thread's own stack (`ownstack`, Linux x86-64),
-    /// DoStackSnapshot where it fails. Not the default: on .NET 10 its stacks differ from
-    /// DoStackSnapshot's (docs/allocations.md, "Stacks").
+    /// The frame-pointer walk of the thread's own stack (`ownstack`), DoStackSnapshot
+    /// where it fails: the default on Linux x86-64.
     Fp,
-    /// DoStackSnapshot only: the default.
+    /// DoStackSnapshot only (`CLRPROF_ALLOC_WALK=snapshot`; the default elsewhere).
     Snapshot,
     /// Both; the sample keeps DoStackSnapshot's frames, and walks that differ are counted
     /// and the first few logged.
@@ -70,8 +70,9 @@ impl WalkMode {
         }
         let own = cfg!(all(target_os = "linux", target_arch = "x86_64"));
         match std::env::var("CLRPROF_ALLOC_WALK").as_deref() {
-            Ok("fp") if own => WalkMode::Fp,
+            Ok("snapshot") => WalkMode::Snapshot,
             Ok("compare") if own => WalkMode::Compare,
+            _ if own => WalkMode::Fp,
             _ => WalkMode::Snapshot,
         }
     }
@@ -267,16 +268,20 @@ pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) 
         let fp = buf.n;
         let mut snap = Frames::new();
         snapshot(info, &mut snap);
-        st.compared.fetch_add(1, Ordering::Relaxed);
-        if snap.as_slice() != &buf.buf[..fp] {
+        if !walked {
+            st.fallbacks.fetch_add(1, Ordering::Relaxed);
+        } else {
+            st.compared.fetch_add(1, Ordering::Relaxed);
+        }
+        if walked && snap.as_slice() != &buf.buf[..fp] {
             let k = st.differed.fetch_add(1, Ordering::Relaxed);
             if k < 5 {
                 let name = |f: &u64| {
                     names::function_names(info, FunctionId(*f as usize))
                         .map_or_else(|| format!("{f:#x}"), |n| n.name)
                 };
-                let fpn: Vec<String> = buf.buf[..fp].iter().map(name).collect();
-                let snn: Vec<String> = snap.as_slice().iter().map(name).collect();
+                let fpn: Vec<String> = buf.buf[..fp].iter().take(4).map(name).collect();
+                let snn: Vec<String> = snap.as_slice().iter().take(4).map(name).collect();
                 log!(
                     "alloc walk differs: fp [{}] snapshot [{}]",
                     fpn.join(" < "),
@@ -412,8 +417,12 @@ pub fn stop(info: &ProfilerInfo) {
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 fn cache_misses() -> String {
+    let g = |i: usize| ownstack::GAVE_UP[i].load(Ordering::Relaxed);
     format!(
-        ", {} address cache misses",
+        " (no record {}, not code {}, no managed frame {}), {} address cache misses",
+        g(0),
+        g(1),
+        g(2),
         ownstack::MISSES.load(Ordering::Relaxed)
     )
 }

@@ -1,8 +1,5 @@
 //! The allocating thread's managed stack, walked in place by frame pointers.
 //!
-//! Not the default (`CLRPROF_ALLOC_WALK=fp` or `compare`): see docs/allocations.md,
-//! "Stacks", for how its stacks differ from DoStackSnapshot's on .NET 10.
-//!
 //! `EventPipeEventDelivered` runs on the allocating thread, so its stack needs no copy:
 //! the walk (`stackwalk::fpwalk::walk`) reads the words above the caller's frame buffer
 //! directly, each read bounded to the thread's stack range (`os::thread::own_stack`,
@@ -10,15 +7,19 @@
 //! the runtime's frame record: RBP as the callback found it if that points at a record,
 //! else the first word above that does (the agent is built without frame pointers, so
 //! RBP is often some other value by then), and follows the chain to the root like the
-//! signal sampler's walk. What stops it from matching DoStackSnapshot: the runtime's
-//! native frames between the event and the allocating method do not all keep a frame
-//! record (a record whose return slot holds 7 was seen), so the chain breaks there and
-//! picks up stale frames.
+//! signal sampler's walk (in the agent's release build RBP is still the runtime's there;
+//! the search covers builds where it is not).
+//!
+//! Where it gives up and the caller asks DoStackSnapshot instead: no record found, no
+//! managed frame found, or a record's return address that is not known code (the JIT
+//! committed new pages: the map is read again within 20 ms). `CLRPROF_ALLOC_WALK=compare` walks both ways and
+//! logs how many samples differ (docs/allocations.md, "Stacks").
 //!
 //! Return addresses become FunctionIDs through [`IpCache`], a fixed-size table of atomics:
 //! a hit is two loads. A miss goes to a `Symbolizer` behind a mutex (the same checks as
 //! the signal sampler's, then GetFunctionFromIP and the code version's prolog), which
-//! happens once per distinct address until the slot is taken by another one.
+//! happens once per distinct address until the slot is taken by another one; "not code"
+//! is kept for an eighth of a second, as the JIT may map code there.
 
 use std::cell::Cell;
 use std::sync::Mutex;
@@ -87,6 +88,8 @@ impl Entry {
 /// `value = function << 4 | call << 3 | kind`, so a reader that sees a key and a value of
 /// two different writes finds `key ^ value != addr` and treats it as a miss (Hyatt's
 /// lockless hashing). An empty slot (0, 0) matches no address but 0, which is never asked.
+/// "Not in an executable mapping (yet)" is kept as `epoch << 4 | TRANSIENT` and holds only
+/// in that epoch: the JIT may map new code there.
 pub struct IpCache<const N: usize> {
     keys: [AtomicU64; N],
     values: [AtomicU64; N],
@@ -104,11 +107,17 @@ impl<const N: usize> IpCache<N> {
         (addr.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize % N
     }
 
-    pub fn get(&self, addr: u64) -> Option<Entry> {
+    pub fn get(&self, addr: u64, epoch: u64) -> Option<Entry> {
         let i = Self::slot(addr);
         let value = self.values[i].load(Ordering::Relaxed);
         let key = self.keys[i].load(Ordering::Relaxed);
-        (key ^ value == addr && addr != 0).then(|| Entry {
+        if key ^ value != addr || addr == 0 {
+            return None;
+        }
+        if value & TRANSIENT != 0 {
+            return (value >> 4 == epoch & EPOCH_MASK).then_some(Entry::NONE);
+        }
+        Some(Entry {
             code: Code {
                 function: value >> 4,
                 frame: match value & 3 {
@@ -120,6 +129,14 @@ impl<const N: usize> IpCache<N> {
             },
             call: value & 8 != 0,
         })
+    }
+
+    /// Keeps "not code in this epoch" for `addr`.
+    pub fn put_transient(&self, addr: u64, epoch: u64) {
+        let value = ((epoch & EPOCH_MASK) << 4) | TRANSIENT;
+        let i = Self::slot(addr);
+        self.values[i].store(value, Ordering::Relaxed);
+        self.keys[i].store(addr ^ value, Ordering::Relaxed);
     }
 
     pub fn put(&self, addr: u64, e: Entry) {
@@ -144,16 +161,35 @@ impl<const N: usize> IpCache<N> {
     }
 }
 
+const TRANSIENT: u64 = 4;
+const EPOCH_MASK: u64 = (1 << 59) - 1;
+
+/// The cache's epoch: about an eighth of a second (2^27 ns).
+fn epoch() -> u64 {
+    crate::os::clock::monotonic_ns() >> 27
+}
+
 static CACHE: IpCache<8192> = IpCache::new();
+/// Return address − 1 → the function its call calls (`code.function`; 0 = not known).
+static CALLEES: IpCache<4096> = IpCache::new();
 static SYMBOLS: Mutex<Option<Symbolizer>> = Mutex::new(None);
 /// The symbolizer's `maps_read` when `CACHE` was last cleared.
 static MAPS_SEEN: AtomicU64 = AtomicU64::new(0);
 
+/// Why walks gave up: no frame record found, a record's return address that is not
+/// known code, no managed frame.
+pub static GAVE_UP: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
+
+fn gave_up(why: usize) -> bool {
+    GAVE_UP[why].fetch_add(1, Ordering::Relaxed);
+    false
+}
+
 /// Misses of the cache (each took the symbolizer's lock).
 pub static MISSES: AtomicU64 = AtomicU64::new(0);
 
-fn entry(info: &ProfilerInfo, ret_minus_1: u64) -> Entry {
-    if let Some(e) = CACHE.get(ret_minus_1) {
+fn entry(info: &ProfilerInfo, ret_minus_1: u64, epoch: u64) -> Entry {
+    if let Some(e) = CACHE.get(ret_minus_1, epoch) {
         return e;
     }
     MISSES.fetch_add(1, Ordering::Relaxed);
@@ -161,20 +197,66 @@ fn entry(info: &ProfilerInfo, ret_minus_1: u64) -> Entry {
         return Entry::NONE;
     };
     let symbols = guard.get_or_insert_with(Symbolizer::new);
-    // "Not executable" is kept too (stack words that are no code come back every
-    // sample), until the symbolizer reads the map again and may know new code.
-    let e = symbols
-        .caller_lasting(info, ret_minus_1)
-        .map_or(Entry::NONE, |(sym, call)| Entry {
-            code: sym.code(),
-            call,
-        });
+    let found = symbols.caller_lasting(info, ret_minus_1);
     let maps = symbols.maps_read();
     if MAPS_SEEN.swap(maps, Ordering::Relaxed) != maps {
         CACHE.clear();
     }
-    CACHE.put(ret_minus_1, e);
-    e
+    match found {
+        Some((sym, call)) => {
+            let e = Entry {
+                code: sym.code(),
+                call,
+            };
+            CACHE.put(ret_minus_1, e);
+            e
+        }
+        None => {
+            // Not in an executable mapping the symbolizer knows (stack words that are no
+            // code come back every sample): kept for this epoch only.
+            CACHE.put_transient(ret_minus_1, epoch);
+            Entry::NONE
+        }
+    }
+}
+
+/// The managed function the call before `ret_minus_1` calls (0: not known).
+fn callee(info: &ProfilerInfo, ret_minus_1: u64, epoch: u64) -> u64 {
+    if let Some(e) = CALLEES.get(ret_minus_1, epoch) {
+        return e.code.function;
+    }
+    MISSES.fetch_add(1, Ordering::Relaxed);
+    let Ok(mut guard) = SYMBOLS.lock() else {
+        return 0;
+    };
+    let symbols = guard.get_or_insert_with(Symbolizer::new);
+    match symbols.callee(info, ret_minus_1) {
+        Some(function) => {
+            CALLEES.put(
+                ret_minus_1,
+                Entry {
+                    code: Code {
+                        function,
+                        frame: FrameKind::Unknown,
+                    },
+                    call: true,
+                },
+            );
+            function
+        }
+        None => 0,
+    }
+}
+
+/// New code was seen: the symbolizer reads the executable map again, and this cache,
+/// which keeps "not code" answers too, is emptied (once per stale map).
+fn request_refresh() {
+    if let Ok(mut guard) = SYMBOLS.lock()
+        && let Some(symbols) = guard.as_mut()
+        && symbols.mark_stale()
+    {
+        CACHE.clear();
+    }
 }
 
 /// The frame pointer register (RBP) of the caller, read where it is called: in the
@@ -192,13 +274,13 @@ pub fn frame_pointer() -> u64 {
 
 /// Whether `fp` points at a frame record on `stack`: the saved RBP above it (or 0, the
 /// root), then a return address that follows a `call` in executable code.
-fn is_record(info: &ProfilerInfo, stack: &Live, fp: u64) -> bool {
+fn is_record(info: &ProfilerInfo, stack: &Live, fp: u64, epoch: u64) -> bool {
     if fp < stack.sp || !fp.is_multiple_of(8) {
         return false;
     }
     let off = (fp - stack.sp) as usize;
     match (stack.word_at(off), stack.word_at(off + 8)) {
-        (Some(saved), Some(ret)) => saved > fp && ret > 4096 && entry(info, ret - 1).call,
+        (Some(saved), Some(ret)) => saved > fp && ret > 4096 && entry(info, ret - 1, epoch).call,
         _ => false,
     }
 }
@@ -210,14 +292,14 @@ const FIND_BYTES: usize = 4096;
 /// The runtime's RBP, as saved by the first function of the agent (built without frame
 /// pointers) that used the register: the first word above SP that points higher up the
 /// stack at a frame record.
-fn find_record(info: &ProfilerInfo, stack: &Live) -> Option<u64> {
+fn find_record(info: &ProfilerInfo, stack: &Live, epoch: u64) -> Option<u64> {
     let mut off = 0;
     while off < FIND_BYTES.min(stack.len) {
         let at = stack.sp + off as u64;
         if let Some(w) = stack.word_at(off)
             && w > at
             && w - stack.sp < stack.len as u64
-            && is_record(info, stack, w)
+            && is_record(info, stack, w, epoch)
         {
             return Some(w);
         }
@@ -246,12 +328,13 @@ pub fn walk<const N: usize>(info: &ProfilerInfo, fp: u64, out: &mut Frames<N>) -
         sp,
         len: (top - sp) as usize,
     };
-    let fp = if is_record(info, &stack, fp) {
+    let epoch = epoch();
+    let fp = if is_record(info, &stack, fp, epoch) {
         fp
     } else {
-        match find_record(info, &stack) {
+        match find_record(info, &stack, epoch) {
             Some(fp) => fp,
-            None => return false,
+            None => return gave_up(0),
         }
     };
     let c = Captured {
@@ -261,11 +344,24 @@ pub fn walk<const N: usize>(info: &ProfilerInfo, fp: u64, out: &mut Frames<N>) -
         stack,
     };
     let mut addrs = Frames::<N>::new();
-    let w = fpwalk::walk(&c, Code::NONE, &mut addrs, N, |a| entry(info, a).code);
+    let w = fpwalk::walk_through_stubs(
+        &c,
+        Code::NONE,
+        &mut addrs,
+        N,
+        |a| entry(info, a, epoch).code,
+        |a| callee(info, a, epoch),
+    );
     let mut prev = Code::NONE;
     // (The first address is the IP, 0 here.)
     for &a in addrs.as_slice().iter().skip(1) {
-        let code = entry(info, a).code;
+        let e = entry(info, a, epoch);
+        if !e.call {
+            request_refresh();
+            out.n = 0;
+            return gave_up(1);
+        }
+        let code = e.code;
         if code.function == 0 {
             continue;
         }
@@ -276,7 +372,10 @@ pub fn walk<const N: usize>(info: &ProfilerInfo, fp: u64, out: &mut Frames<N>) -
         prev = code;
         out.push(code.function);
     }
-    out.n > 0 && w.end != WalkEnd::OutsideCopy
+    if out.n == 0 || w.end == WalkEnd::OutsideCopy {
+        return gave_up(2);
+    }
+    true
 }
 
 #[cfg(test)]
@@ -286,8 +385,8 @@ mod tests {
     #[test]
     fn cache_keeps_what_was_put_and_misses_the_rest() {
         let c = IpCache::<64>::new();
-        assert_eq!(c.get(0x1000), None);
-        assert_eq!(c.get(0), None);
+        assert_eq!(c.get(0x1000, 0), None);
+        assert_eq!(c.get(0, 0), None);
         let code = Entry {
             code: Code {
                 function: 0x7f00_1234_5678,
@@ -296,19 +395,27 @@ mod tests {
             call: true,
         };
         c.put(0x1000, code);
-        assert_eq!(c.get(0x1000), Some(code));
+        assert_eq!(c.get(0x1000, 0), Some(code));
         c.put(0x2000, Entry::NONE);
-        assert_eq!(c.get(0x2000), Some(Entry::NONE));
+        assert_eq!(c.get(0x2000, 0), Some(Entry::NONE));
         // Another address in the same slot replaces it.
         let other = (1..10_000u64)
             .map(|k| 0x1000 + 64 * k)
             .find(|&a| IpCache::<64>::slot(a) == IpCache::<64>::slot(0x1000))
             .unwrap();
         c.put(other, Entry::NONE);
-        assert_eq!(c.get(0x1000), None);
-        assert_eq!(c.get(other), Some(Entry::NONE));
+        assert_eq!(c.get(0x1000, 0), None);
+        assert_eq!(c.get(other, 0), Some(Entry::NONE));
         c.clear();
-        assert_eq!(c.get(other), None);
+        assert_eq!(c.get(other, 0), None);
+    }
+
+    #[test]
+    fn not_code_holds_for_its_epoch_only() {
+        let c = IpCache::<64>::new();
+        c.put_transient(0x3000, 7);
+        assert_eq!(c.get(0x3000, 7), Some(Entry::NONE));
+        assert_eq!(c.get(0x3000, 8), None);
     }
 
     #[test]
@@ -325,7 +432,7 @@ mod tests {
         let i = IpCache::<64>::slot(0x1000);
         // Another writer's value landed, its key not yet.
         c.values[i].store(0x99 << 4, Ordering::Relaxed);
-        assert_eq!(c.get(0x1000), None);
+        assert_eq!(c.get(0x1000, 0), None);
     }
 
     #[test]

@@ -17,6 +17,9 @@
 //!   records. The gap is searched only when the method a record returns into is frameless
 //!   or of unknown shape ([`FrameKind`], read from its prolog): the body of a method with
 //!   a record of its own holds only its locals, where old return addresses linger;
+//! - a native stub without a record (the runtime's assembly helpers) called from managed
+//!   code leaves the return into its caller in the gap under the caller's record
+//!   ([`walk_through_stubs`], which checks what the gap gives against the call sites);
 //! - an OSR method continues a Tier-0 frame that stays on the stack under it, and its
 //!   record's return slot was never written by a call: the caller comes from the Tier-0
 //!   frame's record instead (see [`FrameKind::Osr`]);
@@ -160,7 +163,36 @@ pub fn walk<M: Memory>(
     mut is_code: impl FnMut(u64) -> Code,
 ) -> Walk {
     let mut osr_frames = 0;
-    let end = walk_frames(c, Some(leaf), out, max, &mut is_code, &mut osr_frames);
+    let end = walk_frames(c, Some(leaf), out, max, &mut is_code, None, &mut osr_frames);
+    Walk { end, osr_frames }
+}
+
+/// As [`walk`], and where a native record's next record returns into managed code (a
+/// runtime helper entered from managed code, often through an assembly stub without a
+/// record), the managed callers the stub hides are recovered from the gap between the two
+/// records. `callee(ret − 1)` names the managed function that the `call` before a return
+/// address calls, when it can tell (0: cannot, e.g. an indirect call or a stub): the
+/// return taken from the gap must be into that function, so that stale return addresses
+/// there (the stub's frame and the caller's uninitialised locals hold some) are passed
+/// over. `--alloc` uses it on its own stack, entered from the runtime's allocator.
+pub fn walk_through_stubs<M: Memory>(
+    c: &Captured<M>,
+    leaf: Code,
+    out: &mut impl Sink,
+    max: usize,
+    mut is_code: impl FnMut(u64) -> Code,
+    mut callee: impl FnMut(u64) -> u64,
+) -> Walk {
+    let mut osr_frames = 0;
+    let end = walk_frames(
+        c,
+        Some(leaf),
+        out,
+        max,
+        &mut is_code,
+        Some(&mut callee),
+        &mut osr_frames,
+    );
     Walk { end, osr_frames }
 }
 
@@ -170,6 +202,7 @@ fn walk_frames<M: Memory>(
     out: &mut impl Sink,
     max: usize,
     is_code: &mut impl FnMut(u64) -> Code,
+    mut callee: Option<&mut dyn FnMut(u64) -> u64>,
     osr_frames: &mut u32,
 ) -> WalkEnd {
     if max == 0 {
@@ -275,10 +308,74 @@ fn walk_frames<M: Memory>(
         out.push(ret - 1);
         let owner = is_code(ret - 1);
         inner = owner;
-        if next > fp
-            && owner.function != 0
-            && matches!(owner.frame, FrameKind::Frameless | FrameKind::Unknown)
-        {
+        let frameless_managed =
+            owner.function != 0 && matches!(owner.frame, FrameKind::Frameless | FrameKind::Unknown);
+        // Native code whose caller's record is managed: the runtime's helpers entered from
+        // managed code (an allocation helper) are often assembly stubs without a record,
+        // so the return into the managed method that called the stub lies in this gap.
+        let stub_return = if callee.is_some() && owner.function == 0 && next > fp {
+            c.word(next.wrapping_add(8))
+                .filter(|&r| r > 1 && is_code(r - 1).function != 0)
+        } else {
+            None
+        };
+        if let (Some(upper), Some(callee)) = (stub_return, callee.as_deref_mut()) {
+            // From the top: the return into the method that owns the record at `next` (it
+            // called the stub, or a frameless method that did) must be into the function
+            // the call before `upper` calls; then the same one level down, as long as the
+            // callee is known. Where it is not, the highest return in the gap is taken
+            // (and below it at most one into a frameless method), and the search stops.
+            let mut found = [(0u64, Code::NONE); 8];
+            let mut n = 0;
+            let low = floor.max(next.saturating_sub(GAP_BYTES));
+            let mut want = callee(upper - 1);
+            let mut top = next;
+            while n < found.len() {
+                let mut at = top.wrapping_sub(8) & !7;
+                let mut hit = None;
+                while at >= low {
+                    if let Some(w) = c.word(at)
+                        && (4096..0x8000_0000_0000).contains(&w)
+                        && let code = is_code(w - 1)
+                        && code.function != 0
+                        && (want == 0 || code.function == want)
+                        && (n == 0 || want != 0 || code.frame == FrameKind::Frameless)
+                    {
+                        hit = Some((at, w - 1, code));
+                        break;
+                    }
+                    at -= 8;
+                }
+                let Some((slot, a, code)) = hit else {
+                    if n == 0 && want != 0 {
+                        // No return into the function `upper`'s call calls (an OSR
+                        // record's return slot holds whatever the Tier-0 frame left
+                        // there, not a return address): the highest return then.
+                        want = 0;
+                        continue;
+                    }
+                    break;
+                };
+                found[n] = (a, code);
+                n += 1;
+                if want == 0 && n > 1 {
+                    break;
+                }
+                // Unknown callee: one more level only if the next return below is into a
+                // frameless method (which has no record to be stale in).
+                want = callee(a);
+                top = slot;
+            }
+            for &(a, _) in found[..n].iter().rev() {
+                if out.len() == limit {
+                    return WalkEnd::Limit;
+                }
+                out.push(a);
+            }
+            if n > 0 {
+                inner = found[0].1;
+            }
+        } else if next > fp && frameless_managed {
             // The gap above this record belongs to the method this record returns into.
             // When that method is frameless, its own return address lies in the gap:
             // recover returns into other managed methods found there, up to the first
@@ -621,6 +718,66 @@ mod tests {
         );
         let (out, _) = walk_stack(&s, 0x9999, SP + 0x20, LEAF, shaped);
         assert_eq!(out, vec![0x9999, 0x2000, 0x4000, 0x1000]);
+    }
+
+    /// A native record (+0x20) returns into a stub (0x8000, native, no record) that 2
+    /// (frameless) called; 2 was called by 4, whose record (+0x80) returns into Main. In
+    /// the gap: a stale record of 5 in the stub's frame (+0x30), the returns into 2
+    /// (+0x40) and 4 (+0x50), a stale return into 5 among 4's locals (+0x70).
+    fn stub_stack() -> Vec<u8> {
+        stack(
+            0x100,
+            &[
+                (0x20, SP + 0x80),
+                (0x28, 0x8001),
+                (0x30, SP + 0x60),
+                (0x38, 0x5001),
+                (0x40, 0x2001),
+                (0x50, 0x4001),
+                (0x70, 0x5101),
+                (0x80, 0),
+                (0x88, 0x1001),
+            ],
+        )
+    }
+
+    fn stub_walk(callee: impl FnMut(u64) -> u64) -> Vec<u64> {
+        let s = stub_stack();
+        let c = Captured {
+            ip: 0x9999,
+            sp: SP,
+            fp: SP + 0x20,
+            stack: &s[..],
+        };
+        let mut out = vec![];
+        walk_through_stubs(&c, Code::NONE, &mut out, 64, shaped, callee);
+        out
+    }
+
+    #[test]
+    fn callers_hidden_by_a_native_stub_are_recovered_by_their_call_sites() {
+        // Main's call calls 4, 4's calls 2, 2's calls the stub (unknown).
+        let out = stub_walk(|a| match a {
+            0x1000 => 4,
+            0x4000 => 2,
+            _ => 0,
+        });
+        assert_eq!(out, vec![0x9999, 0x8000, 0x2000, 0x4000, 0x1000]);
+        // Main's "call" names a function that is not in the gap: the highest return.
+        let out = stub_walk(|a| if a == 0x1000 { 9 } else { 0 });
+        assert_eq!(out, vec![0x9999, 0x8000, 0x2000, 0x5100, 0x1000]);
+    }
+
+    #[test]
+    fn without_call_sites_the_highest_return_is_taken() {
+        // (The stale return into 5 among 4's locals wins, what the call-site check is for;
+        // below it one more return, into the frameless 2.)
+        let out = stub_walk(|_| 0);
+        assert_eq!(out, vec![0x9999, 0x8000, 0x2000, 0x5100, 0x1000]);
+        // The plain walk does not search a native record's gap.
+        let s = stub_stack();
+        let (out, _) = walk_stack(&s, 0x9999, SP + 0x20, Code::NONE, shaped);
+        assert_eq!(out, vec![0x9999, 0x8000, 0x1000]);
     }
 
     /// The stack of Main → RunHot → Worker (Tier-0, then OSR) → leaf, as the runtime
