@@ -4,11 +4,11 @@
 //! the walk (`stackwalk::fpwalk::walk`) reads the words above the caller's frame buffer
 //! directly, each read bounded to the thread's stack range (`os::thread::own_stack`,
 //! asked once per thread and kept in a `thread_local!` without destructor). It starts at
-//! the runtime's frame record: RBP as the callback found it if that points at a record,
-//! else the first word above that does (the agent is built without frame pointers, so
-//! RBP is often some other value by then), and follows the chain to the root like the
-//! signal sampler's walk (in the agent's release build RBP is still the runtime's there;
-//! the search covers builds where it is not).
+//! the runtime's frame record: RBP as the callback found it, through the agent's own
+//! records if its build keeps them (debug), else the first word above SP that points at
+//! a record returning into code outside this library (in a release build, without frame
+//! pointers, RBP is still the runtime's there, but nothing guarantees it), and follows the
+//! chain to the root like the signal sampler's walk.
 //!
 //! Where it gives up and the caller asks DoStackSnapshot instead: no record found, no
 //! managed frame found, or a record's return address that is not known code (the JIT
@@ -272,17 +272,69 @@ pub fn frame_pointer() -> u64 {
     fp
 }
 
-/// Whether `fp` points at a frame record on `stack`: the saved RBP above it (or 0, the
-/// root), then a return address that follows a `call` in executable code.
+/// Whether `fp` points at a frame record of the runtime on `stack`: the saved RBP above
+/// it, then a return address that follows a `call` in executable code outside this
+/// library (records of the agent's own frames, live or stale, are passed over: a build
+/// of the agent may or may not keep frame pointers, and its chain may break).
 fn is_record(info: &ProfilerInfo, stack: &Live, fp: u64, epoch: u64) -> bool {
     if fp < stack.sp || !fp.is_multiple_of(8) {
         return false;
     }
     let off = (fp - stack.sp) as usize;
     match (stack.word_at(off), stack.word_at(off + 8)) {
-        (Some(saved), Some(ret)) => saved > fp && ret > 4096 && entry(info, ret - 1, epoch).call,
+        (Some(saved), Some(ret)) => {
+            saved > fp
+                && ret > 4096
+                && entry(info, ret - 1, epoch).call
+                && !in_own_library(info, ret - 1)
+        }
         _ => false,
     }
+}
+
+/// From RBP as the callback found it: the runtime's frame record, following the agent's
+/// own records first where its build keeps them (a debug build does; in a release build
+/// RBP is the runtime's already, or some other value, which fails the checks).
+fn runtime_record(info: &ProfilerInfo, stack: &Live, mut fp: u64, epoch: u64) -> Option<u64> {
+    for _ in 0..64 {
+        if fp < stack.sp || !fp.is_multiple_of(8) {
+            return None;
+        }
+        let off = (fp - stack.sp) as usize;
+        let (saved, ret) = (stack.word_at(off)?, stack.word_at(off + 8)?);
+        if saved <= fp || ret <= 4096 || !entry(info, ret - 1, epoch).call {
+            return None;
+        }
+        if !in_own_library(info, ret - 1) {
+            return Some(fp);
+        }
+        fp = saved;
+    }
+    None
+}
+
+/// This library's executable range, `(0, 0)` until known.
+static OWN_TEXT: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+
+fn in_own_library(_info: &ProfilerInfo, addr: u64) -> bool {
+    let (mut lo, mut hi) = (
+        OWN_TEXT[0].load(Ordering::Relaxed),
+        OWN_TEXT[1].load(Ordering::Relaxed),
+    );
+    if hi == 0 {
+        let here = in_own_library as *const () as u64;
+        let Some((l, h)) = SYMBOLS
+            .lock()
+            .ok()
+            .and_then(|mut g| g.get_or_insert_with(Symbolizer::new).exec_range(here))
+        else {
+            return false;
+        };
+        (lo, hi) = (l, h);
+        OWN_TEXT[0].store(lo, Ordering::Relaxed);
+        OWN_TEXT[1].store(hi, Ordering::Relaxed);
+    }
+    (lo..hi).contains(&addr)
 }
 
 /// How far above SP the frame record of the runtime's frame that called the agent is
@@ -329,7 +381,7 @@ pub fn walk<const N: usize>(info: &ProfilerInfo, fp: u64, out: &mut Frames<N>) -
         len: (top - sp) as usize,
     };
     let epoch = epoch();
-    let fp = if is_record(info, &stack, fp, epoch) {
+    let fp = if let Some(fp) = runtime_record(info, &stack, fp, epoch) {
         fp
     } else {
         match find_record(info, &stack, epoch) {

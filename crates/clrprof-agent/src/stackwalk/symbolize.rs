@@ -99,6 +99,12 @@ impl ExecMap {
         end >= to
     }
 
+    /// The executable range holding `addr`, if any.
+    pub fn range_of(&self, addr: u64) -> Option<(u64, u64)> {
+        let i = self.ranges.partition_point(|r| r.0 <= addr);
+        (i > 0 && addr < self.ranges[i - 1].1).then(|| self.ranges[i - 1])
+    }
+
     /// Whether `addr` lies just past the end (within 1 MiB) of an executable range that
     /// maps no file: where the JIT's code heaps commit their next pages, which a map read
     /// earlier does not show yet.
@@ -331,6 +337,14 @@ impl Symbolizer {
         }
         self.callees.insert(ret_minus_1, f);
         Some(f)
+    }
+
+    /// The executable range holding `addr` (read from the map if it is not known yet).
+    pub fn exec_range(&mut self, addr: u64) -> Option<(u64, u64)> {
+        if !self.executable(addr, addr + 1) {
+            return None;
+        }
+        self.exec.range_of(addr)
     }
 
     /// How often the executable map was (re-)read: a cache in front of this one that keeps
