@@ -105,15 +105,29 @@ struct State {
 static STATE: OnceLock<State> = OnceLock::new();
 
 /// Starts the EventPipe session (after the event mask asked for EventPipe delivery and
-/// the GC callbacks). An error leaves the rest of the recording running.
-pub fn start(info: &ProfilerInfo, settings: &Settings) -> Result<(), String> {
+/// the GC callbacks). An error leaves the rest of the recording running; it is logged and
+/// recorded (`AllocUnavailable`), so that the report says why there are no samples.
+pub fn start(info: &ProfilerInfo, settings: &Settings) {
+    if let Err((hresult, reason)) = try_start(info, settings) {
+        log!("{reason}; recording without allocation samples");
+        emit(&Event::AllocUnavailable {
+            hresult: u64::from(hresult),
+            reason: Cow::Owned(reason),
+        });
+    }
+}
+
+fn try_start(info: &ProfilerInfo, settings: &Settings) -> Result<(), (u32, String)> {
     let Some(interval) = settings.alloc_interval else {
         return Ok(());
     };
     if info.version() < 12 {
-        return Err(format!(
-            "--alloc needs ICorProfilerInfo12 (.NET 5 or later); this runtime has ICorProfilerInfo{}",
-            info.version()
+        return Err((
+            0,
+            format!(
+                "--alloc needs ICorProfilerInfo12 (.NET 5 or later); this runtime has ICorProfilerInfo{}",
+                info.version()
+            ),
         ));
     }
     let major = info.get_runtime_information().map(|r| r.major).unwrap_or(0);
@@ -126,9 +140,16 @@ pub fn start(info: &ProfilerInfo, settings: &Settings) -> Result<(), String> {
     } else {
         (KEYWORD_GC, corprof_sys::COR_PRF_EVENTPIPE_VERBOSE)
     };
+    // For the test of this failure only: no provider at all, which the runtime refuses.
+    let providers: &[(&str, u64, u32)] =
+        if std::env::var_os("CLRPROF_ALLOC_TEST_NO_PROVIDER").is_some() {
+            &[]
+        } else {
+            &[(PROVIDER, keywords, level)]
+        };
     let session = info
-        .event_pipe_start_session(&[(PROVIDER, keywords, level)], false)
-        .map_err(|e| format!("EventPipeStartSession failed: {e}"))?;
+        .event_pipe_start_session(providers, false)
+        .map_err(|e| (e.0 as u32, format!("EventPipeStartSession failed: {e}")))?;
     let keep = if interval > RUNTIME_MEAN {
         ((RUNTIME_MEAN as f64 / interval as f64) * u64::MAX as f64) as u64
     } else {
