@@ -6,13 +6,13 @@
 //! has work (~3 GB/s); alloc-small, ~10 small objects per record the way a serializer
 //! makes them (~1.9 GB/s). Rows that split the cost: the agent without `--alloc` (events
 //! mode); the runtime's feed alone (`CLRPROF_ALLOC_BENCH=floor`: the session is open and
-//! every event is built and delivered, the agent returns at once, the floor no consumer
-//! of this feed goes under); `--alloc` as it is (the frame-pointer walk of the allocating
-//! thread's stack); `--alloc` with DoStackSnapshot (`CLRPROF_ALLOC_WALK=snapshot`, the
-//! walk before). Runs alternate configuration by configuration; prints median wall and
-//! CPU time (the process and its children) with the middle half of the runs, the CPU
-//! ratio to no profiler paired round by round, and the increments of `--alloc` over
-//! events mode and over the feed, paired the same way.
+//! every event is built and delivered, the agent returns at once: the floor no consumer
+//! of this feed goes under); `--alloc` as it is (DoStackSnapshot of the allocating
+//! thread); `--alloc` with the in-place frame-pointer walk (`CLRPROF_ALLOC_WALK=fp`).
+//! Runs alternate configuration by configuration; prints median wall and CPU time (the
+//! process and its children) with the middle half of the runs, the CPU ratio to no
+//! profiler paired round by round, and the increments of `--alloc` over events mode and
+//! over the feed, paired the same way.
 
 use std::path::Path;
 use std::process::Command;
@@ -63,7 +63,7 @@ pub fn run_all(clrprof: &Path, runs: usize) -> Result<()> {
         };
         let floor = || alloc_with(Some(("CLRPROF_ALLOC_BENCH", "floor")));
         let alloc = || alloc_with(None);
-        let snapshot = || alloc_with(Some(("CLRPROF_ALLOC_WALK", "snapshot")));
+        let fp = || alloc_with(Some(("CLRPROF_ALLOC_WALK", "fp")));
         let dt = || {
             let mut c = Command::new(dotnet_trace.as_ref().expect("dotnet-trace"));
             // The same runtime feed: the AllocationSampling keyword (0x80000000000) at
@@ -83,7 +83,7 @@ pub fn run_all(clrprof: &Path, runs: usize) -> Result<()> {
             ("clrprof events mode, no --alloc", &events),
             ("the feed alone (CLRPROF_ALLOC_BENCH=floor)", &floor),
             ("clrprof --alloc (events mode)", &alloc),
-            ("--alloc, DoStackSnapshot (ALLOC_WALK=snapshot)", &snapshot),
+            ("--alloc, own-stack walk (ALLOC_WALK=fp)", &fp),
         ];
         if dotnet_trace.is_some() {
             configs.push(("dotnet-trace AllocationSampling", &dt));

@@ -4,8 +4,8 @@
 //! The runtime samples: the agent opens an in-process EventPipe session
 //! (ICorProfilerInfo12::EventPipeStartSession) on the runtime provider, whose events the
 //! runtime delivers synchronously on the allocating thread (`EventPipeEventDelivered`);
-//! the callback walks that thread's stack in place by frame pointers (`ownstack`;
-//! DoStackSnapshot where that walk cannot be trusted) and records the sample.
+//! the callback walks that thread's stack (DoStackSnapshot; or in place by frame
+//! pointers, `ownstack`, with `CLRPROF_ALLOC_WALK=fp`) and records the sample.
 //! .NET 10 and later: `AllocationSampled` (a Poisson process of mean 100 KiB, a constant
 //! of the runtime); before: `GCAllocationTick` (one event each time ~100 KB were
 //! allocated). `--alloc-interval` above 100 KiB thins the runtime's samples at random;
@@ -49,10 +49,12 @@ const MAX_FRAMES: usize = 256;
 /// How a sample's stack is taken (`CLRPROF_ALLOC_WALK`, for comparisons and the bench).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum WalkMode {
-    /// The frame-pointer walk of the thread's own stack (`ownstack`), DoStackSnapshot
-    /// where it fails: the default on Linux x86-64.
+    /// The frame-pointer walk of the thread's own stack (`ownstack`, Linux x86-64),
+    /// DoStackSnapshot where it gives up (`CLRPROF_ALLOC_WALK=fp`). Not the default: it
+    /// costs as much as DoStackSnapshot per sample on .NET 10 and differs from it in a
+    /// few samples of the Demo (docs/allocations.md, "Stacks").
     Fp,
-    /// DoStackSnapshot only (`CLRPROF_ALLOC_WALK=snapshot`; the default elsewhere).
+    /// DoStackSnapshot: the default.
     Snapshot,
     /// Both; the sample keeps DoStackSnapshot's frames, and walks that differ are counted
     /// and the first few logged.
@@ -70,10 +72,20 @@ impl WalkMode {
         }
         let own = cfg!(all(target_os = "linux", target_arch = "x86_64"));
         match std::env::var("CLRPROF_ALLOC_WALK").as_deref() {
-            Ok("snapshot") => WalkMode::Snapshot,
+            Ok("fp") if own => WalkMode::Fp,
             Ok("compare") if own => WalkMode::Compare,
-            _ if own => WalkMode::Fp,
-            _ => WalkMode::Snapshot,
+            Ok("snapshot") | Err(_) => WalkMode::Snapshot,
+            Ok(other) => {
+                log!(
+                    "CLRPROF_ALLOC_WALK={other:?}: expected snapshot{}; DoStackSnapshot it is",
+                    if own {
+                        ", fp or compare"
+                    } else {
+                        " (fp and compare need Linux x86-64)"
+                    }
+                );
+                WalkMode::Snapshot
+            }
         }
     }
 }

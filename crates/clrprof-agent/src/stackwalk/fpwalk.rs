@@ -103,6 +103,8 @@ pub struct Walk {
     pub end: WalkEnd,
     /// OSR frames whose caller was taken from the Tier-0 frame record under them.
     pub osr_frames: u32,
+    /// The highest frame record that returned into managed code (0: none).
+    pub outermost_managed: u64,
 }
 
 /// How a code version builds its frame, as its first instructions show.
@@ -162,9 +164,13 @@ pub fn walk<M: Memory>(
     max: usize,
     mut is_code: impl FnMut(u64) -> Code,
 ) -> Walk {
-    let mut osr_frames = 0;
-    let end = walk_frames(c, Some(leaf), out, max, &mut is_code, None, &mut osr_frames);
-    Walk { end, osr_frames }
+    let mut w = Walk {
+        end: WalkEnd::Root,
+        osr_frames: 0,
+        outermost_managed: 0,
+    };
+    w.end = walk_frames(c, Some(leaf), out, max, &mut is_code, None, &mut w);
+    w
 }
 
 /// As [`walk`], and where a native record's next record returns into managed code (a
@@ -175,6 +181,9 @@ pub fn walk<M: Memory>(
 /// return taken from the gap must be into that function, so that stale return addresses
 /// there (the stub's frame and the caller's uninitialised locals hold some) are passed
 /// over. `--alloc` uses it on its own stack, entered from the runtime's allocator.
+/// `stop_above` (0: never) ends the walk at the first record above it: the thread's
+/// [`Walk::outermost_managed`] of an earlier walk, above which lies only the native code
+/// that started the thread.
 pub fn walk_through_stubs<M: Memory>(
     c: &Captured<M>,
     leaf: Code,
@@ -182,18 +191,25 @@ pub fn walk_through_stubs<M: Memory>(
     max: usize,
     mut is_code: impl FnMut(u64) -> Code,
     mut callee: impl FnMut(u64) -> u64,
+    stop_above: u64,
 ) -> Walk {
-    let mut osr_frames = 0;
-    let end = walk_frames(
-        c,
-        Some(leaf),
-        out,
-        max,
-        &mut is_code,
-        Some(&mut callee),
-        &mut osr_frames,
-    );
-    Walk { end, osr_frames }
+    let mut w = Walk {
+        end: WalkEnd::Root,
+        osr_frames: 0,
+        outermost_managed: 0,
+    };
+    let stubs = Stubs {
+        callee: &mut callee,
+        stop_above,
+    };
+    w.end = walk_frames(c, Some(leaf), out, max, &mut is_code, Some(stubs), &mut w);
+    w
+}
+
+/// What [`walk_through_stubs`] adds to a walk.
+struct Stubs<'a> {
+    callee: &'a mut dyn FnMut(u64) -> u64,
+    stop_above: u64,
 }
 
 fn walk_frames<M: Memory>(
@@ -202,13 +218,17 @@ fn walk_frames<M: Memory>(
     out: &mut impl Sink,
     max: usize,
     is_code: &mut impl FnMut(u64) -> Code,
-    mut callee: Option<&mut dyn FnMut(u64) -> u64>,
-    osr_frames: &mut u32,
+    stubs: Option<Stubs<'_>>,
+    w: &mut Walk,
 ) -> WalkEnd {
+    let stop_above = stubs.as_ref().map_or(0, |s| s.stop_above);
+    let mut callee = stubs.map(|s| s.callee);
     if max == 0 {
         return WalkEnd::Limit;
     }
     let limit = out.len() + max;
+    // A managed frame was found: a walk through stubs stops at a broken link from then on.
+    let mut seen_managed = false;
     // The code whose frame record RBP points at, as far as the walk knows.
     let mut inner = Code::NONE;
     let mut fp = 0;
@@ -234,6 +254,9 @@ fn walk_frames<M: Memory>(
     // Everything below this address has been walked: scans start here.
     let mut floor = c.sp;
     loop {
+        if stop_above != 0 && fp > stop_above {
+            return WalkEnd::Root;
+        }
         if fp == 0 && floor == c.sp && resumes == 0 {
             // RBP 0 at the interrupted point is not the root: code without frame pointers
             // (glibc's futex and syscall paths) keeps other values in it.
@@ -263,6 +286,14 @@ fn walk_frames<M: Memory>(
             None if valid && fp.wrapping_sub(c.sp) >= c.len() => {
                 return WalkEnd::OutsideCopy;
             }
+            // A walk of a live stack from a known record (`walk_through_stubs`) does not
+            // search on after a broken link once it found managed frames: on the
+            // allocating thread that is mostly the process's own startup code, above every
+            // managed frame, and the search (up to 16 KiB, 4 times) cost more than the
+            // walk itself.
+            None if callee.is_some() && seen_managed => {
+                return WalkEnd::Root;
+            }
             None => {
                 // RBP is not a frame pointer here (code built without them, e.g. libc,
                 // was interrupted): find the next frame record whose return address is
@@ -290,7 +321,7 @@ fn walk_frames<M: Memory>(
             // An OSR frame: its return slot is not a return address. The Tier-0 frame it
             // continues lies in the gap, and that frame's record returns to the real
             // caller; the Tier-0 frame itself is the same call as the OSR one.
-            *osr_frames += 1;
+            w.osr_frames += 1;
             if out.len() == limit {
                 return WalkEnd::Limit;
             }
@@ -308,6 +339,10 @@ fn walk_frames<M: Memory>(
         out.push(ret - 1);
         let owner = is_code(ret - 1);
         inner = owner;
+        if owner.function != 0 {
+            seen_managed = true;
+            w.outermost_managed = fp;
+        }
         let frameless_managed =
             owner.function != 0 && matches!(owner.frame, FrameKind::Frameless | FrameKind::Unknown);
         // Native code whose caller's record is managed: the runtime's helpers entered from
@@ -374,6 +409,7 @@ fn walk_frames<M: Memory>(
             }
             if n > 0 {
                 inner = found[0].1;
+                seen_managed = true;
             }
         } else if next > fp && frameless_managed {
             // The gap above this record belongs to the method this record returns into.
@@ -406,7 +442,7 @@ fn walk_frames<M: Memory>(
             }
         }
         if next <= fp {
-            if next == 0 {
+            if next == 0 || (callee.is_some() && seen_managed) {
                 return WalkEnd::Root;
             }
             match resume(c, floor, is_code) {
@@ -750,7 +786,7 @@ mod tests {
             stack: &s[..],
         };
         let mut out = vec![];
-        walk_through_stubs(&c, Code::NONE, &mut out, 64, shaped, callee);
+        walk_through_stubs(&c, Code::NONE, &mut out, 64, shaped, callee, 0);
         out
     }
 
@@ -812,13 +848,7 @@ mod tests {
             let s = osr_stack(fake, true);
             let (out, w) = walk_stack(&s, 0x9999, SP + 0x20, LEAF, shaped);
             assert_eq!(out, vec![0x9999, 0x7000, 0x3000, 0x1000], "fake {fake:#x}");
-            assert_eq!(
-                w,
-                Walk {
-                    end: WalkEnd::Root,
-                    osr_frames: 1
-                }
-            );
+            assert_eq!((w.end, w.osr_frames), (WalkEnd::Root, 1));
         }
     }
 

@@ -366,12 +366,18 @@ impl Symbolizer {
         if self.exec.contains(from, to) {
             return true;
         }
-        // Re-reading /proc/self/maps costs ~0.2 ms: only when a running IP showed the map
-        // is stale (new JIT code heap), at most every 20 ms, and otherwise once a second.
         if self.exec.just_past_code(from) {
             // Likely code committed since the map was read.
             self.stale = true;
         }
+        self.refresh_if_due() && self.exec.contains(from, to)
+    }
+
+    /// Reads the executable map again if it is stale and was read more than 20 ms ago,
+    /// or was read more than a second ago; true if it did.
+    pub fn refresh_if_due(&mut self) -> bool {
+        // Re-reading /proc/self/maps costs ~0.2 ms: only when a running IP showed the map
+        // is stale (new JIT code heap), at most every 20 ms, and otherwise once a second.
         let now = clock::monotonic_ns();
         let age = now.saturating_sub(self.refreshed_ns);
         if (self.stale && age > 20_000_000) || age > 1_000_000_000 {
@@ -381,7 +387,7 @@ impl Symbolizer {
                 self.exec = ExecMap::parse(&text);
                 self.maps_read += 1;
             }
-            return self.exec.contains(from, to);
+            return true;
         }
         false
     }
