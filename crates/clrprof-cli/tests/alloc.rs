@@ -403,7 +403,8 @@ fn a_refused_session_is_reported_with_its_hresult() {
 
 /// The frame-pointer walk of the allocating thread's own stack gives DoStackSnapshot's
 /// frames: `CLRPROF_ALLOC_WALK=compare` takes both for every sample and logs how many
-/// differ. Nearly all samples are walked (few give up), and at most 1 % differ.
+/// differ. Most samples are walked (it gives up while the JIT maps new code, the first
+/// ~100 ms, longer on a loaded machine), and at most 1 % differ.
 #[test]
 fn own_stack_walk_matches_do_stack_snapshot() {
     let dir = scratch("alloc-compare");
@@ -411,7 +412,7 @@ fn own_stack_walk_matches_do_stack_snapshot() {
     let out = record_alloc_env(
         &trace,
         ("CLRPROF_ALLOC_WALK", "compare"),
-        &["alloc-sites", "mb=200"],
+        &["alloc-sites", "mb=800"],
     );
     let log = String::from_utf8_lossy(&out.stderr);
     let line = log
@@ -432,6 +433,6 @@ fn own_stack_walk_matches_do_stack_snapshot() {
         .unwrap()
         .parse()
         .unwrap();
-    assert!(compared > 1000 && fallbacks * 5 < compared, "{line}");
+    assert!(compared > 2000 && fallbacks * 3 < compared, "{line}");
     assert!(differed * 100 <= compared, "{line}");
 }

@@ -16,6 +16,8 @@
 //! one load per frame in a lock-free cache of the functions named (the sharded name
 //! table, and its lock, only on a miss), one weak handle, one record.
 
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod ipcache;
 mod live;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod ownstack;
