@@ -31,6 +31,7 @@ public static class Program
         ("alloc-sites", "alloc-sites [mb=400]", AllocSites.Run),
         ("alloc-live", "alloc-live [mb=64]", AllocLive.Run),
         ("alloc-loop", "alloc-loop", AllocLoop.Run),
+        ("alloc-small", "alloc-small [mb=2000]", AllocSmall.Run),
         ("blocked", "blocked", Blocked.Run),
     ];
 

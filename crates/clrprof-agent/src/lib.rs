@@ -27,6 +27,7 @@ pub(crate) mod os;
 pub(crate) mod output;
 pub(crate) mod sampling;
 pub(crate) mod session;
+pub(crate) mod stackwalk;
 pub(crate) mod tracing;
 
 use std::ffi::c_void;

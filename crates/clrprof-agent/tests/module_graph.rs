@@ -25,7 +25,7 @@ const LAYERS: &[&[&str]] = &[
     &["callbacks"],
     &["session"],
     &["control", "sampling", "tracing", "heap", "alloc"],
-    &["names", "inspect", "log"],
+    &["names", "inspect", "log", "stackwalk"],
     &["config", "output"],
     &["os"],
 ];
@@ -45,6 +45,7 @@ const EXPECTED: &[&str] = &[
     "output",
     "sampling",
     "session",
+    "stackwalk",
     "tracing",
 ];
 

@@ -91,6 +91,8 @@ pub struct AllocSamples {
     pub stats: Option<Stats>,
     /// The estimated live bytes after each GC that collected followed samples.
     pub live_over_time: Vec<(u64, f64)>,
+    /// `AllocUnavailable`: why `--alloc` could not start.
+    pub unavailable: Option<String>,
 }
 
 /// Collects the allocation samples of a timeline (in time order).
@@ -159,6 +161,9 @@ pub fn collect(events: &[TimedEvent<'_>]) -> AllocSamples {
                     Some(last) if last.0 == e.ns => last.1 = live.max(0.0),
                     _ => out.live_over_time.push((e.ns, live.max(0.0))),
                 }
+            }
+            Event::AllocUnavailable { reason, .. } => {
+                out.unavailable = Some(reason.to_string());
             }
             Event::AllocStats {
                 delivered,

@@ -1,25 +1,31 @@
-//! `clrprof-bench alloc`: the overhead of `record --alloc` at the default interval on two
-//! allocation-heavy workloads (Scenarios alloc-sites: 1 KiB objects in a loop and nothing
-//! else, the worst case; alloc-live: 8 KiB objects, a fifth of them kept, so the GC has
-//! work) and on the Demo app, against no profiler and against dotnet-trace collecting the same runtime
-//! events (AllocationSampled on .NET 10) with stacks; two more rows split the cost: the
-//! agent without `--alloc`, and `--alloc` thinned to one sample in ten (the runtime's
-//! feed stays the same, the agent's work per sample drops). Runs alternate configuration by
-//! configuration; prints median wall and CPU time (the process and its children) with
-//! the middle half of the runs, and the CPU ratio to no profiler paired round by round.
+//! `clrprof-bench alloc`: the overhead of `record --alloc` at the default interval on
+//! three allocation-heavy workloads and on the Demo app, against no profiler and against
+//! dotnet-trace collecting the same runtime events (AllocationSampled on .NET 10) with
+//! stacks. Workloads (Scenarios): alloc-sites, 1 KiB objects in a loop and nothing else
+//! (~20 GB/s, the worst case); alloc-live, 8 KiB arrays, a fifth of them kept, so the GC
+//! has work (~3 GB/s); alloc-small, ~10 small objects per record the way a serializer
+//! makes them (~1.9 GB/s). Rows that split the cost: the agent without `--alloc` (events
+//! mode); the runtime's feed alone (`CLRPROF_ALLOC_BENCH=floor`: the session is open and
+//! every event is built and delivered, the agent returns at once: the floor no consumer
+//! of this feed goes under); `--alloc` as it is (DoStackSnapshot of the allocating
+//! thread); `--alloc` with the in-place frame-pointer walk (`CLRPROF_ALLOC_WALK=fp`).
+//! Runs alternate configuration by configuration; prints median wall and CPU time (the
+//! process and its children) with the middle half of the runs, the CPU ratio to no
+//! profiler paired round by round, and the increments of `--alloc` over events mode and
+//! over the feed, paired the same way.
 
 use std::path::Path;
 use std::process::Command;
 
 use anyhow::Result;
 
-/// Interleaved rounds, then median wall and CPU time with their middle half and the
-/// paired CPU ratio to the first configuration (`rounds.rs`, as the sample bench).
-fn compare(title: &str, runs: usize, configs: &[(&str, &dyn Fn() -> Command)]) -> Result<()> {
-    let measured = super::rounds::interleaved(runs, configs, None)?;
-    println!("\n{title}, {runs} interleaved rounds; CPU time = user+sys of the process tree");
-    super::rounds::print_cpu_table(configs, &measured);
-    Ok(())
+use super::rounds::{Run, paired, spread};
+
+/// Paired CPU ratio of configuration `a` to configuration `b`, as "median (p25–p75)".
+fn ratio(runs: &[Vec<Run>], a: usize, b: usize) -> String {
+    let cpu = |i: usize| -> Vec<f64> { runs[i].iter().map(|r| r.cpu.as_secs_f64()).collect() };
+    let (r, r25, r75) = spread(&paired(&cpu(a), &cpu(b)));
+    format!("{r:.3} ({r25:.3}–{r75:.3})")
 }
 
 pub fn run_all(clrprof: &Path, runs: usize) -> Result<()> {
@@ -30,31 +36,34 @@ pub fn run_all(clrprof: &Path, runs: usize) -> Result<()> {
     let dotnet_trace = super::find_dotnet_trace();
     for (title, app, args) in [
         (
-            "allocation-heavy: Scenarios alloc-sites mb=20000 (20 GiB of 1 KiB objects in a loop)",
+            "allocation-heavy, the worst case: Scenarios alloc-sites mb=20000 (20 GiB of 1 KiB objects in a loop)",
             &scenarios,
             &["alloc-sites", "mb=20000"][..],
         ),
         (
-            "allocation-heavy with a live heap: Scenarios alloc-live mb=256 (256 MiB kept, 1 GiB dropped)",
+            "allocation-heavy with a live heap: Scenarios alloc-live mb=256 (8 KiB arrays, 256 MiB kept, 1 GiB dropped)",
             &scenarios,
             &["alloc-live", "mb=256"][..],
+        ),
+        (
+            "allocation-heavy, small objects: Scenarios alloc-small mb=2000 (2 GiB in ~10-object records)",
+            &scenarios,
+            &["alloc-small", "mb=2000"][..],
         ),
         ("Demo app (150 000 orders)", &demo, &[][..]),
     ] {
         let base = || super::dotnet_app(app, args);
         let events = || super::recorded(clrprof, &["--mode", "events"], &out, app, args);
-        let alloc = || super::recorded(clrprof, &["--mode", "events", "--alloc"], &out, app, args);
-        // The runtime still samples every 100 KiB; the agent keeps one in ten: what is
-        // left of the overhead is the runtime's feed, the rest the agent's work per sample.
-        let thinned = || {
-            super::recorded(
-                clrprof,
-                &["--mode", "events", "--alloc", "--alloc-interval", "1048576"],
-                &out,
-                app,
-                args,
-            )
+        let alloc_with = |env: Option<(&str, &str)>| {
+            let mut c = super::recorded(clrprof, &["--mode", "events", "--alloc"], &out, app, args);
+            if let Some((k, v)) = env {
+                c.env(k, v);
+            }
+            c
         };
+        let floor = || alloc_with(Some(("CLRPROF_ALLOC_BENCH", "floor")));
+        let alloc = || alloc_with(None);
+        let fp = || alloc_with(Some(("CLRPROF_ALLOC_WALK", "fp")));
         let dt = || {
             let mut c = Command::new(dotnet_trace.as_ref().expect("dotnet-trace"));
             // The same runtime feed: the AllocationSampling keyword (0x80000000000) at
@@ -72,8 +81,9 @@ pub fn run_all(clrprof: &Path, runs: usize) -> Result<()> {
         let mut configs: Vec<(&str, &dyn Fn() -> Command)> = vec![
             ("no profiler", &base),
             ("clrprof events mode, no --alloc", &events),
+            ("the feed alone (CLRPROF_ALLOC_BENCH=floor)", &floor),
             ("clrprof --alloc (events mode)", &alloc),
-            ("clrprof --alloc-interval 1048576", &thinned),
+            ("--alloc, own-stack walk (ALLOC_WALK=fp)", &fp),
         ];
         if dotnet_trace.is_some() {
             configs.push(("dotnet-trace AllocationSampling", &dt));
@@ -82,7 +92,15 @@ pub fn run_all(clrprof: &Path, runs: usize) -> Result<()> {
                 "(dotnet-trace not found: `dotnet tool install --tool-path target/tools dotnet-trace` adds it)"
             );
         }
-        compare(title, runs, &configs)?;
+        let measured = super::rounds::interleaved(runs, &configs, None)?;
+        println!("\n{title}, {runs} interleaved rounds; CPU time = user+sys of the process tree");
+        super::rounds::print_cpu_table(&configs, &measured);
+        println!(
+            "  --alloc over events mode: {}; the feed over events mode: {}; --alloc over the feed (the agent's own work per sample): {}",
+            ratio(&measured, 3, 1),
+            ratio(&measured, 2, 1),
+            ratio(&measured, 3, 2),
+        );
     }
     Ok(())
 }

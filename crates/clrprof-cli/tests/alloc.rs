@@ -347,3 +347,92 @@ fn followed_samples_are_bounded_and_the_rest_counted() {
         "{text}"
     );
 }
+
+/// `record --alloc` with the given extra environment; panics with its output if it fails.
+fn record_alloc_env(
+    trace: &std::path::Path,
+    env: (&str, &str),
+    app_args: &[&str],
+) -> std::process::Output {
+    let mut cmd = clrprof();
+    cmd.arg("record")
+        .arg("-o")
+        .arg(trace)
+        .args(["--alloc", "--mode", "events", "--"])
+        .arg(clrprof_testkit::dotnet())
+        .arg(&scenarios().dll)
+        .args(app_args)
+        .env(env.0, env.1);
+    let out = cmd.output().expect("run clrprof record");
+    assert!(
+        out.status.success(),
+        "clrprof record failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// When the runtime refuses the EventPipe session, the trace says so and the report
+/// tells why there are no allocation samples, with the HRESULT's name. (The test makes
+/// the agent ask for a session without providers, which the runtime refuses.)
+#[test]
+fn a_refused_session_is_reported_with_its_hresult() {
+    let dir = scratch("alloc-refused");
+    let trace = dir.join("t.clrprof");
+    let out = record_alloc_env(
+        &trace,
+        ("CLRPROF_ALLOC_TEST_NO_PROVIDER", "1"),
+        &["alloc-sites", "mb=8"],
+    );
+    // The app ran and finished unharmed.
+    assert!(fact(&out, "total_allocated") > 8.0 * 1024.0 * 1024.0);
+    let r = report_json(&trace);
+    assert!(r.get("allocation_samples").is_none(), "{r:#}");
+    let why = r["allocation_samples_unavailable"].as_str().unwrap();
+    assert!(
+        why.contains("EventPipeStartSession failed") && why.contains("E_INVALIDARG"),
+        "{why}"
+    );
+    let text = clrprof().arg("report").arg(&trace).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("Allocations (sampled): none, --alloc could not start: EventPipeStartSession failed: E_INVALIDARG"),
+        "{text}"
+    );
+}
+
+/// The frame-pointer walk of the allocating thread's own stack gives DoStackSnapshot's
+/// frames: `CLRPROF_ALLOC_WALK=compare` takes both for every sample and logs how many
+/// differ. Most samples are walked (it gives up while the JIT maps new code, the first
+/// ~100 ms, longer on a loaded machine), and at most 1 % differ.
+#[test]
+fn own_stack_walk_matches_do_stack_snapshot() {
+    let dir = scratch("alloc-compare");
+    let trace = dir.join("t.clrprof");
+    let out = record_alloc_env(
+        &trace,
+        ("CLRPROF_ALLOC_WALK", "compare"),
+        &["alloc-sites", "mb=800"],
+    );
+    let log = String::from_utf8_lossy(&out.stderr);
+    let line = log
+        .lines()
+        .find(|l| l.contains("allocation stacks: by Compare"))
+        .unwrap_or_else(|| panic!("{log}"));
+    // "..., {fallbacks} by DoStackSnapshot after a failed frame-pointer walk, compared
+    // with DoStackSnapshot: {differed} of {compared} differ ..."
+    let num_before = |s: &str| -> u64 {
+        let head = &line[..line.find(s).unwrap_or_else(|| panic!("{line}"))];
+        head.trim_end().rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    let fallbacks = num_before(" by DoStackSnapshot");
+    let differed = num_before(" of ");
+    let compared: u64 = line[line.find(" of ").unwrap() + 4..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(compared > 2000 && fallbacks * 3 < compared, "{line}");
+    assert!(differed * 100 <= compared, "{line}");
+}

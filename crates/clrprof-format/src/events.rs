@@ -312,6 +312,10 @@ events! {
         /// Followed samples whose objects were still alive at the end.
         alive_at_end: u64,
     }
+    /// `--alloc` could not start (format 1.3): why, as the agent logged it, with the
+    /// HRESULT when a runtime call failed (0 otherwise), e.g. EventPipeStartSession
+    /// refused. The trace has no allocation samples.
+    84 AllocUnavailable { hresult: u64, reason: Cow<'a, str> }
     /// Exact call counts of one thread (`record --mode trace --counts`, 1.3): cumulative
     /// since the recording started, written by the writer thread about every second and
     /// at the end, so a thread's last `CallCounts` holds its totals. `edges` are triples:

@@ -4,7 +4,8 @@
 //! The runtime samples: the agent opens an in-process EventPipe session
 //! (ICorProfilerInfo12::EventPipeStartSession) on the runtime provider, whose events the
 //! runtime delivers synchronously on the allocating thread (`EventPipeEventDelivered`);
-//! the callback walks that thread's stack (DoStackSnapshot) and records the sample.
+//! the callback walks that thread's stack (DoStackSnapshot; or in place by frame
+//! pointers, `ownstack`, with `CLRPROF_ALLOC_WALK=fp`) and records the sample.
 //! .NET 10 and later: `AllocationSampled` (a Poisson process of mean 100 KiB, a constant
 //! of the runtime); before: `GCAllocationTick` (one event each time ~100 KB were
 //! allocated). `--alloc-interval` above 100 KiB thins the runtime's samples at random;
@@ -15,8 +16,13 @@
 //! one load per frame in a lock-free cache of the functions named (the sharded name
 //! table, and its lock, only on a miss), one weak handle, one record.
 
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod ipcache;
 mod live;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod ownstack;
 mod payload;
+mod stackbuf;
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
@@ -30,6 +36,7 @@ use crate::names::{self, Seen};
 use crate::output::buffers::emit;
 
 use live::{LiveTable, TRACKED_MAX};
+use stackbuf::FrameBuf;
 
 /// The runtime's mean distance between samples, for both events.
 const RUNTIME_MEAN: u64 = 100 * 1024;
@@ -41,8 +48,58 @@ const PROVIDER: &str = "Microsoft-Windows-DotNETRuntime";
 /// allocating thread's stack while the sample is taken.
 const MAX_FRAMES: usize = 256;
 
+/// How a sample's stack is taken (`CLRPROF_ALLOC_WALK`, for comparisons and the bench).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum WalkMode {
+    /// The frame-pointer walk of the thread's own stack (`ownstack`, Linux x86-64),
+    /// DoStackSnapshot where it gives up (`CLRPROF_ALLOC_WALK=fp`). Not the default: it
+    /// costs as much as DoStackSnapshot per sample on .NET 10 and differs from it in a
+    /// few samples of the Demo (docs/allocations.md, "Stacks").
+    Fp,
+    /// DoStackSnapshot: the default.
+    Snapshot,
+    /// Both; the sample keeps DoStackSnapshot's frames, and walks that differ are counted
+    /// and the first few logged.
+    Compare,
+    /// No per-sample work at all (`CLRPROF_ALLOC_BENCH=floor`): the session is open and
+    /// the runtime builds and delivers every event, the agent returns at once. What the
+    /// runtime's feed costs by itself, for `clrprof-bench alloc`; records no samples.
+    Floor,
+}
+
+impl WalkMode {
+    fn from_env() -> WalkMode {
+        if std::env::var_os("CLRPROF_ALLOC_BENCH").is_some_and(|v| v == "floor") {
+            return WalkMode::Floor;
+        }
+        let own = cfg!(all(target_os = "linux", target_arch = "x86_64"));
+        match std::env::var("CLRPROF_ALLOC_WALK").as_deref() {
+            Ok("fp") if own => WalkMode::Fp,
+            Ok("compare") if own => WalkMode::Compare,
+            Ok("snapshot") | Err(_) => WalkMode::Snapshot,
+            Ok(other) => {
+                log!(
+                    "CLRPROF_ALLOC_WALK={other:?}: expected snapshot{}; DoStackSnapshot it is",
+                    if own {
+                        ", fp or compare"
+                    } else {
+                        " (fp and compare need Linux x86-64)"
+                    }
+                );
+                WalkMode::Snapshot
+            }
+        }
+    }
+}
+
 struct State {
     session: u64,
+    walk: WalkMode,
+    /// Samples whose frame-pointer walk failed and were walked by DoStackSnapshot.
+    fallbacks: AtomicU64,
+    /// `Compare`: walks compared, and how many differed.
+    compared: AtomicU64,
+    differed: AtomicU64,
     /// `AllocationSampled` (true) or `AllocationTick`.
     sampled: bool,
     /// Keep a runtime sample when `splitmix(counter) < keep` (`u64::MAX` = keep all).
@@ -62,15 +119,29 @@ struct State {
 static STATE: OnceLock<State> = OnceLock::new();
 
 /// Starts the EventPipe session (after the event mask asked for EventPipe delivery and
-/// the GC callbacks). An error leaves the rest of the recording running.
-pub fn start(info: &ProfilerInfo, settings: &Settings) -> Result<(), String> {
+/// the GC callbacks). An error leaves the rest of the recording running; it is logged and
+/// recorded (`AllocUnavailable`), so that the report says why there are no samples.
+pub fn start(info: &ProfilerInfo, settings: &Settings) {
+    if let Err((hresult, reason)) = try_start(info, settings) {
+        log!("{reason}; recording without allocation samples");
+        emit(&Event::AllocUnavailable {
+            hresult: u64::from(hresult),
+            reason: Cow::Owned(reason),
+        });
+    }
+}
+
+fn try_start(info: &ProfilerInfo, settings: &Settings) -> Result<(), (u32, String)> {
     let Some(interval) = settings.alloc_interval else {
         return Ok(());
     };
     if info.version() < 12 {
-        return Err(format!(
-            "--alloc needs ICorProfilerInfo12 (.NET 5 or later); this runtime has ICorProfilerInfo{}",
-            info.version()
+        return Err((
+            0,
+            format!(
+                "--alloc needs ICorProfilerInfo12 (.NET 5 or later); this runtime has ICorProfilerInfo{}",
+                info.version()
+            ),
         ));
     }
     let major = info.get_runtime_information().map(|r| r.major).unwrap_or(0);
@@ -83,9 +154,16 @@ pub fn start(info: &ProfilerInfo, settings: &Settings) -> Result<(), String> {
     } else {
         (KEYWORD_GC, corprof_sys::COR_PRF_EVENTPIPE_VERBOSE)
     };
+    // For the test of this failure only: no provider at all, which the runtime refuses.
+    let providers: &[(&str, u64, u32)] =
+        if std::env::var_os("CLRPROF_ALLOC_TEST_NO_PROVIDER").is_some() {
+            &[]
+        } else {
+            &[(PROVIDER, keywords, level)]
+        };
     let session = info
-        .event_pipe_start_session(&[(PROVIDER, keywords, level)], false)
-        .map_err(|e| format!("EventPipeStartSession failed: {e}"))?;
+        .event_pipe_start_session(providers, false)
+        .map_err(|e| (e.0 as u32, format!("EventPipeStartSession failed: {e}")))?;
     let keep = if interval > RUNTIME_MEAN {
         ((RUNTIME_MEAN as f64 / interval as f64) * u64::MAX as f64) as u64
     } else {
@@ -105,8 +183,13 @@ pub fn start(info: &ProfilerInfo, settings: &Settings) -> Result<(), String> {
         interval_bytes: interval.max(RUNTIME_MEAN),
         tracked_max: if follow { TRACKED_MAX as u64 } else { 0 },
     });
+    let walk = WalkMode::from_env();
     let _ = STATE.set(State {
         session,
+        walk,
+        fallbacks: AtomicU64::new(0),
+        compared: AtomicU64::new(0),
+        differed: AtomicU64::new(0),
         sampled,
         keep,
         follow,
@@ -125,7 +208,7 @@ pub fn start(info: &ProfilerInfo, settings: &Settings) -> Result<(), String> {
         );
     }
     log!(
-        "allocation sampling: {} (mean {RUNTIME_MEAN} bytes{}), live heap {}",
+        "allocation sampling: {} (mean {RUNTIME_MEAN} bytes{}), stacks by {walk:?}, live heap {}",
         if sampled {
             "AllocationSampled"
         } else {
@@ -179,6 +262,9 @@ fn splitmix(mut z: u64) -> u64 {
 
 /// An EventPipe event, on the thread that wrote it: records the allocation samples.
 pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) {
+    // First, before anything here can use RBP: the runtime's frame pointer, where the
+    // frame-pointer walk starts (checked there).
+    let fp = entry_frame_pointer();
     let Some(st) = STATE.get() else {
         return;
     };
@@ -194,6 +280,9 @@ pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) 
         return;
     };
     st.delivered.fetch_add(1, Ordering::Relaxed);
+    if st.walk == WalkMode::Floor {
+        return;
+    }
     if st.keep != u64::MAX && splitmix(st.rng.fetch_add(1, Ordering::Relaxed)) >= st.keep {
         return;
     }
@@ -206,18 +295,43 @@ pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) 
         });
     }
     // A synchronous session's events come without the stack (the runtime walks stacks
-    // only for buffered sessions): walk this thread's own, which is allowed at any time.
-    // The frames go into a buffer on this thread's stack (no allocation per sample).
-    let mut buf = [0u64; MAX_FRAMES];
-    let mut n = 0;
-    let _ = info.do_stack_snapshot(None, 0, None, &mut |f: FunctionId, _ip, _ctx| {
-        if f.0 != 0 {
-            buf[n] = f.0 as u64;
-            n += 1;
+    // only for buffered sessions): walk this thread's own. The frames go into a buffer on
+    // this thread's stack (no allocation per sample).
+    let mut buf = Frames::new();
+    let walked = st.walk != WalkMode::Snapshot && own_walk(info, fp, &mut buf);
+    if st.walk == WalkMode::Compare {
+        let fp = buf.n;
+        let mut snap = Frames::new();
+        snapshot(info, &mut snap);
+        if !walked {
+            st.fallbacks.fetch_add(1, Ordering::Relaxed);
+        } else {
+            st.compared.fetch_add(1, Ordering::Relaxed);
         }
-        n < MAX_FRAMES
-    });
-    let frames = &buf[..n];
+        if walked && snap.as_slice() != &buf.buf[..fp] {
+            let k = st.differed.fetch_add(1, Ordering::Relaxed);
+            if k < 5 {
+                let name = |f: &u64| {
+                    names::function_names(info, FunctionId(*f as usize))
+                        .map_or_else(|| format!("{f:#x}"), |n| n.name)
+                };
+                let fpn: Vec<String> = buf.buf[..fp].iter().take(4).map(name).collect();
+                let snn: Vec<String> = snap.as_slice().iter().take(4).map(name).collect();
+                log!(
+                    "alloc walk differs: fp [{}] snapshot [{}]",
+                    fpn.join(" < "),
+                    snn.join(" < ")
+                );
+            }
+        }
+        buf = snap;
+    } else if !walked {
+        if st.walk == WalkMode::Fp {
+            st.fallbacks.fetch_add(1, Ordering::Relaxed);
+        }
+        snapshot(info, &mut buf);
+    }
+    let frames = buf.as_slice();
     for f in frames {
         if FUNCTIONS_NAMED.first(*f as usize, functions) {
             names::emit_function_info(info, FunctionId(*f as usize));
@@ -235,6 +349,42 @@ pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) 
         amount: alloc.amount,
         tracked: u8::from(tracked),
         frames: Cow::Borrowed(frames),
+    });
+}
+
+/// The frames of a sample: a fixed buffer on the allocating thread's stack.
+type Frames = FrameBuf<MAX_FRAMES>;
+
+/// The thread's own stack by frame pointers; false when it must be asked of the runtime.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn own_walk(info: &ProfilerInfo, fp: u64, out: &mut Frames) -> bool {
+    ownstack::walk(info, fp, out)
+}
+
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+fn own_walk(_: &ProfilerInfo, _: u64, _: &mut Frames) -> bool {
+    false
+}
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+#[inline(always)]
+fn entry_frame_pointer() -> u64 {
+    ownstack::frame_pointer()
+}
+
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+fn entry_frame_pointer() -> u64 {
+    0
+}
+
+/// The thread's own stack by DoStackSnapshot (allowed on the current thread at any time).
+fn snapshot(info: &ProfilerInfo, out: &mut Frames) {
+    out.n = 0;
+    let _ = info.do_stack_snapshot(None, 0, None, &mut |f: FunctionId, _ip, _ctx| {
+        if f.0 != 0 {
+            out.push(f.0 as u64);
+        }
+        out.n < MAX_FRAMES
     });
 }
 
@@ -264,6 +414,21 @@ pub fn stop(info: &ProfilerInfo) {
     st.stopped.store(true, Ordering::Release);
     let _ = info.event_pipe_stop_session(st.session);
     let alive_at_end = st.live.release_all(info);
+    let (fallbacks, compared, differed) = (
+        st.fallbacks.load(Ordering::Relaxed),
+        st.compared.load(Ordering::Relaxed),
+        st.differed.load(Ordering::Relaxed),
+    );
+    log!(
+        "allocation stacks: by {:?}, {fallbacks} by DoStackSnapshot after a failed frame-pointer walk{}{}",
+        st.walk,
+        if compared > 0 {
+            format!(", compared with DoStackSnapshot: {differed} of {compared} differ")
+        } else {
+            String::new()
+        },
+        cache_misses()
+    );
     let (delivered, recorded, untracked) = (
         st.delivered.load(Ordering::Relaxed),
         st.recorded.load(Ordering::Relaxed),
@@ -283,4 +448,21 @@ pub fn stop(info: &ProfilerInfo) {
         untracked,
         alive_at_end,
     });
+}
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn cache_misses() -> String {
+    let g = |i: usize| ownstack::GAVE_UP[i].load(Ordering::Relaxed);
+    format!(
+        " (no record {}, not code {}, no managed frame {}), {} address cache misses",
+        g(0),
+        g(1),
+        g(2),
+        ownstack::MISSES.load(Ordering::Relaxed)
+    )
+}
+
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+fn cache_misses() -> String {
+    String::new()
 }

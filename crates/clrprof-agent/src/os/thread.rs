@@ -104,3 +104,34 @@ mod tests {
         assert!(flag.load(Ordering::SeqCst));
     }
 }
+
+/// The calling thread's stack as `[low, high)`, from `pthread_getattr_np` (for the
+/// process's main thread glibc reads `/proc/self/maps` for it: call once per thread and
+/// keep the answer).
+pub fn own_stack() -> Option<(u64, u64)> {
+    // SAFETY: (A8) a zeroed `pthread_attr_t` is only an out value for
+    // `pthread_getattr_np`, which initialises it; it is destroyed once, after the reads.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+            return None;
+        }
+        let mut addr: *mut c_void = std::ptr::null_mut();
+        let mut size: libc::size_t = 0;
+        let rc = libc::pthread_attr_getstack(&attr, &mut addr, &mut size);
+        libc::pthread_attr_destroy(&mut attr);
+        let low = addr as u64;
+        (rc == 0 && size > 0).then_some((low, low.checked_add(size as u64)?))
+    }
+}
+
+#[cfg(test)]
+mod own_stack_tests {
+    #[test]
+    fn the_stack_holds_a_local() {
+        let local = 0u64;
+        let at = std::ptr::addr_of!(local) as u64;
+        let (low, high) = super::own_stack().expect("stack range");
+        assert!(low < at && at < high, "{low:#x} {at:#x} {high:#x}");
+    }
+}

@@ -4,13 +4,12 @@
 //! - `tick`: the sampler thread and its loop (schedule, CPU times, names, records);
 //! - `suspend`: suspend-mode capture (SuspendRuntime + DoStackSnapshot of every thread);
 //! - `signal`: signal-mode capture of one tick, `sigprof` its SIGPROF handler and
-//!   stack-copy slots, `fpwalk` the frame-pointer walk over a copy (pure),
-//!   `symbolize` address → FunctionID with the code checks (Linux x86_64);
+//!   stack-copy slots; the frame-pointer walk and the address → FunctionID checks are
+//!   the `stackwalk` room's (Linux x86_64);
 //! - `threads`: the registry of managed threads and their OS thread ids;
 //! - `stacks`: what a tick captures, the depth limit and the truncation marker;
 //! - `stats`: the sampler's counters.
 
-mod fpwalk;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod signal;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
@@ -18,8 +17,6 @@ mod sigprof;
 mod stacks;
 mod stats;
 mod suspend;
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-mod symbolize;
 mod threads;
 mod tick;
 

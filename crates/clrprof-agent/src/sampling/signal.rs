@@ -11,8 +11,9 @@ use corprof::{ProfilerInfo, ThreadId};
 
 use super::stacks::{Walked, mark_truncated, max_depth, stack_copy_bytes};
 use super::stats::SamplerStats;
-use super::{fpwalk, sigprof, symbolize, threads};
+use super::{sigprof, threads};
 use crate::os::clock;
+use crate::stackwalk::{fpwalk, symbolize};
 
 /// What a thread's first sample copies; each thread's amount then adapts: doubled after
 /// a walk ran out of copied stack, shrunk slowly while walks end well inside it.

@@ -17,8 +17,8 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use super::fpwalk::Captured;
 use crate::os::{clock, futex, process, signal};
+use crate::stackwalk::fpwalk::Captured;
 
 /// The signal used. CoreCLR itself uses SIGRTMIN (activation injection) and the fault
 /// signals, not SIGPROF.
@@ -215,7 +215,7 @@ impl SignalSampler {
     }
 
     /// The capture of the `i`-th thread of the last [`SignalSampler::capture`] call.
-    pub fn captured(&self, i: usize) -> Option<Captured<'_>> {
+    pub fn captured(&self, i: usize) -> Option<Captured<&[u8]>> {
         if i >= self.armed || self.tids[i] == 0 {
             return None;
         }

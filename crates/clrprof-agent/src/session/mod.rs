@@ -78,9 +78,7 @@ impl Session {
             drop(writer);
             return Err(format!("SetEventMask2({low:#x}, {high:#x}) failed: {e}"));
         }
-        if let Err(e) = crate::alloc::start(info, &settings) {
-            log!("{e}; recording without allocation samples");
-        }
+        crate::alloc::start(info, &settings);
         if settings.heap && attached {
             crate::heap::monitor_between_snapshots(info, &settings);
         }

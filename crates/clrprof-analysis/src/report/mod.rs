@@ -105,6 +105,10 @@ pub struct Report {
     /// Sampled allocations with stacks and the live heap (`record --alloc`): estimates.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allocation_samples: Option<AllocationSamples>,
+    /// `record --alloc` could not start, and why (the agent's message, with the HRESULT's
+    /// name when a runtime call failed); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allocation_samples_unavailable: Option<String>,
     /// Sample totals (sample mode).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub samples: Option<SampleTotals>,
@@ -231,6 +235,7 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
         }
         None => (None, None, None),
     };
+    let alloc_points = crate::allocs::collect(&trace.events);
     // Trace mode's exact figures, else the sampled ones.
     let (functions, call_tree, thread_call_trees, trace_stats) = match calls {
         Some(s) => (
@@ -259,7 +264,8 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
         classes: loaded.classes,
         jit: c.jit.finish(&names),
         allocations: c.allocations.finish(&names),
-        allocation_samples: alloc_samples::section(&crate::allocs::collect(&trace.events), &names),
+        allocation_samples: alloc_samples::section(&alloc_points, &names),
+        allocation_samples_unavailable: alloc_points.unavailable.clone(),
         samples,
         app_functions,
         functions,

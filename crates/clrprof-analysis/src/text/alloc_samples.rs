@@ -6,6 +6,16 @@ use std::fmt::Write;
 use super::units::bytes;
 use crate::report::AllocationSamples;
 
+/// `--alloc` was asked for and could not start: says why there are no samples.
+pub fn render_unavailable(o: &mut String, why: Option<&str>) {
+    if let Some(why) = why {
+        let _ = writeln!(
+            o,
+            "\nAllocations (sampled): none, --alloc could not start: {why}"
+        );
+    }
+}
+
 pub fn render(o: &mut String, a: Option<&AllocationSamples>, top: usize) {
     let Some(a) = a else {
         return;

@@ -45,6 +45,7 @@ pub fn render(r: &Report, top: usize) -> String {
     jit::render(&mut o, &r.jit, top);
     allocations::render(&mut o, &r.allocations, top);
     alloc_samples::render(&mut o, r.allocation_samples.as_ref(), top);
+    alloc_samples::render_unavailable(&mut o, r.allocation_samples_unavailable.as_deref());
     let (sampled, traced) = match &r.functions {
         Some(Functions::Sampled(f)) => (Some(&f[..]), None),
         Some(Functions::Traced(f)) => (None, Some(&f[..])),

@@ -265,6 +265,10 @@ pub fn every_kind() -> Vec<Event<'static>> {
             untracked: 0,
             alive_at_end: 0,
         },
+        Event::AllocUnavailable {
+            hresult: 0x8007_0057,
+            reason: Cow::Borrowed("EventPipeStartSession failed: E_INVALIDARG (0x80070057)"),
+        },
         Event::CallCounts {
             os_tid: 4242,
             missed: 0,
@@ -658,6 +662,10 @@ pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
                     recorded: b2,
                     untracked: c,
                     alive_at_end: d,
+                },
+                84 => Event::AllocUnavailable {
+                    hresult: a,
+                    reason: s1,
                 },
                 _ => unreachable!(),
             }

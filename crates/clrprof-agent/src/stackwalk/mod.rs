@@ -1,0 +1,11 @@
+//! Frame-pointer stack walks, shared by the signal sampler (over a stack copied by its
+//! SIGPROF handler) and `--alloc` (over the allocating thread's own stack, in place).
+//!
+//! - `fpwalk`: the walk itself, pure: frame records, frameless leaves and gaps, OSR
+//!   frames, resumption after a broken link;
+//! - `symbolize`: code address → FunctionID and frame kind, with the checks that keep
+//!   arbitrary stack words away from the runtime (Linux x86_64).
+
+pub(crate) mod fpwalk;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub(crate) mod symbolize;
