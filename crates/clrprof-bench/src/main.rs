@@ -40,7 +40,12 @@ enum What {
     /// Events mode on the Demo app
     Events,
     /// Sampling at 99 and 999 Hz on a two-thread CPU-bound app, and dotnet-trace if available
-    Sample,
+    Sample {
+        /// Only the configurations whose name contains one of these (comma-separated,
+        /// e.g. `999,99 Hz (signal)`); the no-profiler baseline always runs
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
+    },
     /// ELT tracing on a call-dense workload (recursive Fib)
     Trace,
     /// `--args` (ELT slow path): ns per call with arguments and return value recorded,
@@ -78,7 +83,7 @@ fn main() -> Result<()> {
     let args = Args::parse();
     match args.what {
         What::Events => events(args.runs),
-        What::Sample => sample(args.runs),
+        What::Sample { only } => sample(args.runs, &only),
         What::Trace => trace(args.runs),
         What::Args => args_bench(args.runs),
         What::Attach => attach(args.runs),
@@ -154,7 +159,7 @@ fn events(runs: usize) -> Result<()> {
     Ok(())
 }
 
-fn sample(runs: usize) -> Result<()> {
+fn sample(runs: usize, only: &[String]) -> Result<()> {
     let clrprof = clrprof()?;
     let app = clrprof_testkit::app("Scenarios");
     let out = scratch().join("sample.clrprof");
@@ -239,6 +244,13 @@ fn sample(runs: usize) -> Result<()> {
         println!(
             "(dotnet-trace not found: `dotnet tool install --tool-path target/tools dotnet-trace` adds it)"
         );
+    }
+    if !only.is_empty() {
+        let mut i = 0;
+        configs.retain(|(name, _)| {
+            i += 1;
+            i == 1 || only.iter().any(|o| name.contains(o.as_str()))
+        });
     }
     let runs = rounds::interleaved(runs, &configs, None)?;
     let r = rounds::print_cpu_table(&configs, &runs);
