@@ -5,6 +5,7 @@
 //! - `suspend`: suspend-mode capture (SuspendRuntime + DoStackSnapshot of every thread);
 //! - `signal`: signal-mode capture of one tick, `sigprof` its SIGPROF handler and
 //!   stack-copy slots, `fpwalk` the frame-pointer walk over a copy (pure),
+//!   `stackmap` each thread's stack mapping (for a `memcpy` copy),
 //!   `symbolize` address → FunctionID with the code checks (Linux x86_64);
 //! - `threads`: the registry of managed threads and their OS thread ids;
 //! - `stacks`: what a tick captures, the depth limit and the truncation marker;
@@ -15,6 +16,8 @@ mod fpwalk;
 mod signal;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod sigprof;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod stackmap;
 mod stacks;
 mod stats;
 mod suspend;

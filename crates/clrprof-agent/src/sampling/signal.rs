@@ -10,7 +10,7 @@ use corprof::{ProfilerInfo, ThreadId};
 
 use super::stacks::{Walked, mark_truncated, max_depth, stack_copy_bytes};
 use super::stats::SamplerStats;
-use super::{fpwalk, sigprof, symbolize, threads};
+use super::{fpwalk, sigprof, stackmap, symbolize, threads};
 use crate::os::clock;
 
 /// What a thread's first sample copies; each thread's amount then adapts: doubled after
@@ -28,6 +28,9 @@ pub(super) struct SignalCapture {
     threads: Vec<(u64, u32)>,
     tids: Vec<u32>,
     wants: Vec<usize>,
+    stacks: Vec<stackmap::Bounds>,
+    /// Per thread: its own stack mapping, for a `memcpy` copy in the handler.
+    bounds: stackmap::StackBounds,
     /// Per OS thread: bytes of stack to copy next time.
     copy_bytes: std::collections::HashMap<u32, usize>,
     /// Per OS thread: CPU time at its last capture and the frames captured then.
@@ -58,6 +61,8 @@ impl SignalCapture {
             threads: Vec::with_capacity(256),
             tids: Vec::with_capacity(sigprof::BATCH),
             wants: Vec::with_capacity(sigprof::BATCH),
+            stacks: Vec::with_capacity(sigprof::BATCH),
+            bounds: stackmap::StackBounds::default(),
             copy_bytes: std::collections::HashMap::new(),
             last: std::collections::HashMap::new(),
             to_signal: Vec::with_capacity(256),
@@ -93,6 +98,7 @@ impl SignalCapture {
         if self.last.len() > threads::MAX_THREADS {
             self.last.clear();
         }
+        self.bounds.prune(&self.threads);
         // A thread that used (next to) no CPU since its last capture has not run (the
         // per-thread CPU clock counts every nanosecond on a CPU), so its stack is still
         // the one captured then: reuse it instead of waking the thread with a signal. The
@@ -171,7 +177,11 @@ impl SignalCapture {
                 .iter()
                 .map(|t| copy_bytes.get(t).copied().unwrap_or(FIRST_COPY_BYTES)),
         );
-        self.sig.send(&self.tids, &self.wants);
+        self.stacks.clear();
+        let bounds = &self.bounds;
+        self.stacks
+            .extend(batch.iter().map(|t| bounds.get(t.thread, t.os_tid)));
+        self.sig.send(&self.tids, &self.wants, &self.stacks);
     }
 
     /// Walks and symbolises the captures of `batch` (the batch sent last).
@@ -191,6 +201,7 @@ impl SignalCapture {
             copy_bytes,
             last,
             addrs,
+            bounds,
             ..
         } = self;
         stats
@@ -201,6 +212,7 @@ impl SignalCapture {
             let Some(c) = sig.captured(i) else {
                 continue;
             };
+            bounds.learn(thread, os_tid, c.sp, sig.thread_pointer(i));
             addrs.clear();
             let leaf = symbols.leaf(info, c.ip).code();
             let walk = fpwalk::walk(&c, leaf, addrs, max_depth(), |a| {

@@ -11,8 +11,13 @@
 //! [`SignalSampler::finish`] (usually a tick later, when every handler has long run)
 //! collects. Only a sampler that finds captures still missing sleeps on a futex.
 //!
-//! The handler is async-signal-safe: atomics, at most three syscalls (`process_vm_readv`,
-//! its own thread's CPU clock, and a futex wake when it completes a batch the sampler is
+//! When the sampler knows the thread's own stack mapping (`stackmap.rs`) and the handler
+//! finds itself on that thread (same thread pointer) with RSP inside it, the copy is a
+//! plain `memcpy` up to at most the mapping's end (mapped for as long as the thread
+//! lives), without the system call.
+//!
+//! The handler is async-signal-safe: atomics, at most three syscalls (`process_vm_readv`
+//! unless the copy is a `memcpy`, its own thread's CPU clock, and a futex wake when it completes a batch the sampler is
 //! sleeping on), no allocation, no lock, errno saved and restored. A signal that arrives
 //! late (after its slot timed out or was reused) is recognised by the sequence number it
 //! carries and ignored.
@@ -22,6 +27,7 @@ use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use super::fpwalk::Captured;
+use super::stackmap::Bounds;
 use crate::os::{clock, futex, process, signal};
 
 /// The signal used. CoreCLR itself uses SIGRTMIN (activation injection) and the fault
@@ -47,6 +53,13 @@ struct Slot {
     copied: AtomicUsize,
     /// The thread's CPU clock at the end of the copy (its own, read by the handler).
     cpu_after: AtomicU64,
+    /// The thread's stack mapping and thread pointer, when known (set when arming; 0:
+    /// copy with `process_vm_readv`).
+    stack_lo: AtomicU64,
+    stack_hi: AtomicU64,
+    stack_tp: AtomicU64,
+    /// The thread pointer of the thread the handler ran on (so the sampler can learn it).
+    seen_tp: AtomicU64,
     /// Bytes the handler should copy this time (≤ cap), set by the sampler when arming.
     want: AtomicUsize,
     /// `cap` bytes owned by this slot for the life of the process.
@@ -125,6 +138,10 @@ impl SignalSampler {
                 fp: AtomicU64::new(0),
                 copied: AtomicUsize::new(0),
                 cpu_after: AtomicU64::new(0),
+                stack_lo: AtomicU64::new(0),
+                stack_hi: AtomicU64::new(0),
+                stack_tp: AtomicU64::new(0),
+                seen_tp: AtomicU64::new(0),
                 want: AtomicUsize::new(copy_bytes),
                 buf: buf.as_ptr(),
                 cap: copy_bytes,
@@ -166,8 +183,8 @@ impl SignalSampler {
 
     /// Arms a slot for each of up to [`BATCH`] threads and signals them, without waiting;
     /// [`SignalSampler::finish`] collects. `wants[i]` is how many bytes of stack to copy
-    /// for `tids[i]`.
-    pub fn send(&mut self, tids: &[u32], wants: &[usize]) {
+    /// for `tids[i]`, `stacks[i]` its stack mapping if known.
+    pub fn send(&mut self, tids: &[u32], wants: &[usize], stacks: &[Bounds]) {
         let pid = PID.load(Ordering::Relaxed);
         let n = tids.len().min(BATCH);
         self.gone = 0;
@@ -184,6 +201,10 @@ impl SignalSampler {
             self.seq = self.seq.wrapping_add(1);
             let want = wants.get(i).copied().unwrap_or(slot.cap).min(slot.cap);
             slot.want.store(want, Ordering::Relaxed);
+            let b = stacks.get(i).copied().unwrap_or_default();
+            slot.stack_lo.store(b.lo, Ordering::Relaxed);
+            slot.stack_hi.store(b.hi, Ordering::Relaxed);
+            slot.stack_tp.store(b.tp, Ordering::Relaxed);
             slot.seq.store(self.seq, Ordering::Relaxed);
             slot.state.store(ARMED, Ordering::Release);
             let value = (u64::from(self.seq) << 32) | i as u64;
@@ -271,6 +292,14 @@ impl SignalSampler {
             fp: slot.fp.load(Ordering::Relaxed),
             stack,
         })
+    }
+
+    /// The thread pointer of the `i`-th thread of the last batch (0 when unknown); valid
+    /// where [`SignalSampler::captured`] is.
+    pub fn thread_pointer(&self, i: usize) -> u64 {
+        self.slots
+            .get(i)
+            .map_or(0, |s| s.seen_tp.load(Ordering::Relaxed))
     }
 
     /// The CPU clock of the `i`-th thread of the last batch at the end of its handler
@@ -400,9 +429,25 @@ fn handle(info: *mut libc::siginfo_t, ctx: *mut c_void) {
     slot.sp.store(sp, Ordering::Relaxed);
     slot.fp.store(fp, Ordering::Relaxed);
     let want = slot.want.load(Ordering::Relaxed).min(slot.cap);
-    // SAFETY: (A6) this handler won ARMED→WRITING, so it alone writes the slot's buffer,
-    // `want <= cap` bytes of it.
-    let copied = unsafe { process::copy_own_memory(pid, slot.buf, sp, want) };
+    let tp = crate::output::tpmap::thread_pointer() as u64;
+    slot.seen_tp.store(tp, Ordering::Relaxed);
+    let (lo, hi) = (
+        slot.stack_lo.load(Ordering::Relaxed),
+        slot.stack_hi.load(Ordering::Relaxed),
+    );
+    let copied = if tp != 0 && tp == slot.stack_tp.load(Ordering::Relaxed) && lo <= sp && sp < hi {
+        let len = want.min((hi - sp) as usize);
+        // SAFETY: (A6) this handler won ARMED→WRITING, so it alone writes the slot's buffer,
+        // `len <= want <= cap` bytes of it; it runs on the thread whose own stack mapping
+        // is [lo, hi) (same thread pointer: stackmap.rs), which stays mapped while the
+        // thread lives, and [sp, sp + len) lies inside it.
+        unsafe { std::ptr::copy_nonoverlapping(sp as *const u8, slot.buf, len) };
+        len
+    } else {
+        // SAFETY: (A6) this handler won ARMED→WRITING, so it alone writes the slot's
+        // buffer, `want <= cap` bytes of it.
+        unsafe { process::copy_own_memory(pid, slot.buf, sp, want) }
+    };
     slot.copied.store(copied, Ordering::Relaxed);
     // The thread's own clock, read here (a local read) so that the sampler knows the CPU
     // time the thread had after this handler: if it has not moved by the next tick, the
