@@ -40,7 +40,16 @@ enum What {
     /// Events mode on the Demo app
     Events,
     /// Sampling at 99 and 999 Hz on a two-thread CPU-bound app, and dotnet-trace if available
-    Sample,
+    Sample {
+        /// Only the configurations whose name contains one of these (comma-separated,
+        /// e.g. `999,99 Hz (signal)`); the no-profiler baseline always runs
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
+        /// Another build's `clrprof` (its agent next to it): adds its 99 and 999 Hz signal
+        /// rows, for a before/after comparison under the same load
+        #[arg(long)]
+        compare_with: Option<PathBuf>,
+    },
     /// ELT tracing on a call-dense workload (recursive Fib)
     Trace,
     /// `--args` (ELT slow path): ns per call with arguments and return value recorded,
@@ -78,7 +87,7 @@ fn main() -> Result<()> {
     let args = Args::parse();
     match args.what {
         What::Events => events(args.runs),
-        What::Sample => sample(args.runs),
+        What::Sample { only, compare_with } => sample(args.runs, &only, compare_with.as_deref()),
         What::Trace => trace(args.runs),
         What::Args => args_bench(args.runs),
         What::Attach => attach(args.runs),
@@ -154,7 +163,7 @@ fn events(runs: usize) -> Result<()> {
     Ok(())
 }
 
-fn sample(runs: usize) -> Result<()> {
+fn sample(runs: usize, only: &[String], other: Option<&Path>) -> Result<()> {
     let clrprof = clrprof()?;
     let app = clrprof_testkit::app("Scenarios");
     let out = scratch().join("sample.clrprof");
@@ -204,6 +213,19 @@ fn sample(runs: usize) -> Result<()> {
             &args,
         )
     };
+    let other_at = |rate: &'static str| {
+        let (out, app) = (&out, &app);
+        move || {
+            recorded(
+                other.expect("--compare-with"),
+                &["--mode", "sample", "--rate", rate, "--sampler", "signal"],
+                out,
+                app,
+                &args,
+            )
+        }
+    };
+    let (o99, o999) = (other_at("99"), other_at("999"));
     let dt = |rate_hz: u32| {
         let trace = dotnet_trace.clone();
         let nt = nettrace.clone();
@@ -233,12 +255,23 @@ fn sample(runs: usize) -> Result<()> {
         ("clrprof sample 999 Hz (signal)", &s999),
         ("clrprof sample 99 Hz (suspend)", &suspend99),
     ];
+    if other.is_some() {
+        configs.push(("other build: sample 99 Hz (signal)", &o99));
+        configs.push(("other build: sample 999 Hz (signal)", &o999));
+    }
     if dotnet_trace.is_some() {
         configs.push(("dotnet-trace sampled-thread-time", &dt99));
     } else {
         println!(
             "(dotnet-trace not found: `dotnet tool install --tool-path target/tools dotnet-trace` adds it)"
         );
+    }
+    if !only.is_empty() {
+        let mut i = 0;
+        configs.retain(|(name, _)| {
+            i += 1;
+            i == 1 || only.iter().any(|o| name.contains(o.as_str()))
+        });
     }
     let runs = rounds::interleaved(runs, &configs, None)?;
     let r = rounds::print_cpu_table(&configs, &runs);

@@ -113,6 +113,20 @@ pub fn thread_cpu_ns_of(os_tid: u64) -> u64 {
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
+/// CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID, a local read; 0 on error).
+/// Async-signal-safe: the SIGPROF handler reads it.
+pub fn own_thread_cpu_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: (A8) `t` is a valid out pointer; clock_gettime is async-signal-safe.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } != 0 {
+        return 0;
+    }
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
 /// Sleeps until CLOCK_MONOTONIC reads `until_ns` (or a signal interrupts the sleep).
 pub fn sleep_until_ns(until_ns: u64) {
     let ts = libc::timespec {

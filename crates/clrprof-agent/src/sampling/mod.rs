@@ -4,8 +4,9 @@
 //! - `tick`: the sampler thread and its loop (schedule, CPU times, names, records);
 //! - `suspend`: suspend-mode capture (SuspendRuntime + DoStackSnapshot of every thread);
 //! - `signal`: signal-mode capture of one tick, `sigprof` its SIGPROF handler and
-//!   stack-copy slots; the frame-pointer walk and the address → FunctionID checks are
-//!   the `stackwalk` room's (Linux x86_64);
+//!   stack-copy slots, `stackmap` each thread's stack mapping (for a `memcpy` copy);
+//!   the frame-pointer walk and the address → FunctionID checks are the `stackwalk`
+//!   room's (Linux x86_64);
 //! - `threads`: the registry of managed threads and their OS thread ids;
 //! - `stacks`: what a tick captures, the depth limit and the truncation marker;
 //! - `stats`: the sampler's counters.
@@ -14,6 +15,8 @@
 mod signal;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod sigprof;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod stackmap;
 mod stacks;
 mod stats;
 mod suspend;

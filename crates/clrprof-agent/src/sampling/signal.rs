@@ -5,13 +5,12 @@
 //! waits for another, and none waits for a safe point.
 
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use corprof::{ProfilerInfo, ThreadId};
 
 use super::stacks::{Walked, mark_truncated, max_depth, stack_copy_bytes};
 use super::stats::SamplerStats;
-use super::{sigprof, threads};
+use super::{sigprof, stackmap, threads};
 use crate::os::clock;
 use crate::stackwalk::{fpwalk, symbolize};
 
@@ -30,13 +29,29 @@ pub(super) struct SignalCapture {
     threads: Vec<(u64, u32)>,
     tids: Vec<u32>,
     wants: Vec<usize>,
+    stacks: Vec<stackmap::Bounds>,
+    /// Per thread: its own stack mapping, for a `memcpy` copy in the handler.
+    bounds: stackmap::StackBounds,
     /// Per OS thread: bytes of stack to copy next time.
     copy_bytes: std::collections::HashMap<u32, usize>,
     /// Per OS thread: CPU time at its last capture and the frames captured then.
     last: std::collections::HashMap<u32, (u64, Vec<u64>)>,
     /// This tick's threads that ran since their last capture (the others reuse it).
-    to_signal: Vec<(u64, u32)>,
+    to_signal: Vec<Target>,
+    /// The batch signalled last and not yet collected (the tick's last batch is collected
+    /// at the start of the next tick, or at stop), and when to stop waiting for it.
+    pending: Vec<Target>,
+    pending_deadline: u64,
     addrs: Vec<u64>,
+}
+
+/// A thread signalled at a tick: its ids, the tick's timestamp and its CPU clock then.
+#[derive(Clone, Copy)]
+struct Target {
+    thread: u64,
+    os_tid: u32,
+    ts: u64,
+    cpu: u64,
 }
 
 impl SignalCapture {
@@ -47,51 +62,52 @@ impl SignalCapture {
             threads: Vec::with_capacity(256),
             tids: Vec::with_capacity(sigprof::BATCH),
             wants: Vec::with_capacity(sigprof::BATCH),
+            stacks: Vec::with_capacity(sigprof::BATCH),
+            bounds: stackmap::StackBounds::default(),
             copy_bytes: std::collections::HashMap::new(),
             last: std::collections::HashMap::new(),
             to_signal: Vec::with_capacity(256),
+            pending: Vec::with_capacity(sigprof::BATCH),
+            pending_deadline: 0,
             addrs: Vec::with_capacity(max_depth()),
         }
     }
 
-    /// One tick: signal every registered thread (in batches), walk and symbolise each
-    /// captured stack. No thread waits for another, and none waits for a safe point.
+    /// One tick at timestamp `ts`: collect the previous tick's last batch, then reuse the
+    /// stack of every thread that has not run since its last capture and signal the
+    /// others, in batches. Each batch but the last is waited for and walked now; the last
+    /// is left to run while the sampler sleeps and is collected by the next call (or by
+    /// [`SignalCapture::collect`] at stop): so a tick costs the sampler one wake-up, and no
+    /// handler has to wake it. No thread waits for another, and none for a safe point.
     pub(super) fn take(
         &mut self,
         info: &ProfilerInfo,
         stats: &SamplerStats,
         interval_ns: u64,
+        ts: u64,
         frames: &mut Vec<u64>,
         walked: &mut Vec<Walked>,
     ) {
+        self.collect(info, stats, frames, walked);
         self.threads.clear();
         threads::copy_into(&mut self.threads);
         // Long enough for a thread this sampler preempted to be scheduled again.
-        let timeout = Duration::from_nanos(interval_ns.clamp(5_000_000, 20_000_000));
-        let SignalCapture {
-            sig,
-            symbols,
-            threads,
-            tids,
-            wants,
-            copy_bytes,
-            last,
-            to_signal,
-            addrs,
-        } = self;
-        if copy_bytes.len() > threads::MAX_THREADS {
-            copy_bytes.clear();
+        let timeout_ns = interval_ns.clamp(5_000_000, 20_000_000);
+        if self.copy_bytes.len() > threads::MAX_THREADS {
+            self.copy_bytes.clear();
         }
-        if last.len() > threads::MAX_THREADS {
-            last.clear();
+        if self.last.len() > threads::MAX_THREADS {
+            self.last.clear();
         }
+        self.bounds.prune(&self.threads);
         // A thread that used (next to) no CPU since its last capture has not run (the
         // per-thread CPU clock counts every nanosecond on a CPU), so its stack is still
-        // the one captured then: reuse it instead of waking the thread with a signal.
-        to_signal.clear();
-        for &(thread, os_tid) in threads.iter() {
+        // the one captured then: reuse it instead of waking the thread with a signal. The
+        // reading is also the sample's CPU figure (one clock read per thread and tick).
+        self.to_signal.clear();
+        for &(thread, os_tid) in self.threads.iter() {
             let cpu = clock::thread_cpu_ns_of(u64::from(os_tid));
-            match last.get(&os_tid) {
+            match self.last.get(&os_tid) {
                 // (cpu < prev: the id now names a new thread.)
                 Some((prev, stack)) if cpu >= *prev && cpu != 0 && cpu - *prev < IDLE_CPU_NS => {
                     stats.reused.fetch_add(1, Ordering::Relaxed);
@@ -106,108 +122,179 @@ impl SignalCapture {
                         os_tid: u64::from(os_tid),
                         start: begin,
                         len: stack.len(),
+                        at: Some((ts, cpu)),
                     });
                 }
-                _ => to_signal.push((thread, os_tid)),
+                _ => self.to_signal.push(Target {
+                    thread,
+                    os_tid,
+                    ts,
+                    cpu,
+                }),
             }
         }
-        for batch in to_signal.chunks(sigprof::BATCH) {
-            tids.clear();
-            tids.extend(batch.iter().map(|t| t.1));
-            wants.clear();
-            wants.extend(
-                tids.iter()
-                    .map(|t| copy_bytes.get(t).copied().unwrap_or(FIRST_COPY_BYTES)),
-            );
-            let outcome = sig.capture(tids, wants, timeout);
+        let to_signal = std::mem::take(&mut self.to_signal);
+        let batches = to_signal.len().div_ceil(sigprof::BATCH);
+        for (b, batch) in to_signal.chunks(sigprof::BATCH).enumerate() {
+            self.send(batch);
+            if b + 1 == batches {
+                self.pending.extend_from_slice(batch);
+                self.pending_deadline = clock::monotonic_ns() + timeout_ns;
+            } else {
+                let deadline = clock::monotonic_ns() + timeout_ns;
+                let outcome = self.sig.finish(deadline);
+                self.walk_batch(info, stats, batch, outcome, frames, walked);
+            }
+        }
+        self.to_signal = to_signal;
+    }
+
+    /// Collects the batch signalled last (waiting for handlers that have not run yet, up
+    /// to its deadline) and walks it.
+    pub(super) fn collect(
+        &mut self,
+        info: &ProfilerInfo,
+        stats: &SamplerStats,
+        frames: &mut Vec<u64>,
+        walked: &mut Vec<Walked>,
+    ) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let outcome = self.sig.finish(self.pending_deadline);
+        let batch = std::mem::take(&mut self.pending);
+        self.walk_batch(info, stats, &batch, outcome, frames, walked);
+        self.pending = batch;
+        self.pending.clear();
+    }
+
+    fn send(&mut self, batch: &[Target]) {
+        self.tids.clear();
+        self.tids.extend(batch.iter().map(|t| t.os_tid));
+        self.wants.clear();
+        let copy_bytes = &self.copy_bytes;
+        self.wants.extend(
+            self.tids
+                .iter()
+                .map(|t| copy_bytes.get(t).copied().unwrap_or(FIRST_COPY_BYTES)),
+        );
+        self.stacks.clear();
+        let bounds = &self.bounds;
+        self.stacks
+            .extend(batch.iter().map(|t| bounds.get(t.thread, t.os_tid)));
+        self.sig.send(&self.tids, &self.wants, &self.stacks);
+    }
+
+    /// Walks and symbolises the captures of `batch` (the batch sent last).
+    fn walk_batch(
+        &mut self,
+        info: &ProfilerInfo,
+        stats: &SamplerStats,
+        batch: &[Target],
+        outcome: sigprof::BatchOutcome,
+        frames: &mut Vec<u64>,
+        walked: &mut Vec<Walked>,
+    ) {
+        let SignalCapture {
+            sig,
+            symbols,
+            wants,
+            copy_bytes,
+            last,
+            addrs,
+            bounds,
+            ..
+        } = self;
+        stats
+            .signal_timeouts
+            .fetch_add(outcome.timed_out as u64, Ordering::Relaxed);
+        for (i, t) in batch.iter().enumerate() {
+            let (thread, os_tid) = (t.thread, t.os_tid);
+            let Some(c) = sig.captured(i) else {
+                continue;
+            };
+            bounds.learn(thread, os_tid, c.sp, sig.thread_pointer(i));
+            addrs.clear();
+            let leaf = symbols.leaf(info, c.ip).code();
+            let walk = fpwalk::walk(&c, leaf, addrs, max_depth(), |a| {
+                symbols.caller(info, a).code()
+            });
             stats
-                .signal_timeouts
-                .fetch_add(outcome.timed_out as u64, Ordering::Relaxed);
-            for (i, &(thread, os_tid)) in batch.iter().enumerate() {
-                let Some(c) = sig.captured(i) else {
-                    continue;
-                };
-                addrs.clear();
-                let leaf = symbols.leaf(info, c.ip).code();
-                let walk = fpwalk::walk(&c, leaf, addrs, max_depth(), |a| {
-                    symbols.caller(info, a).code()
-                });
-                stats
-                    .osr_frames
-                    .fetch_add(u64::from(walk.osr_frames), Ordering::Relaxed);
-                let end = walk.end;
-                let want = wants[i];
-                let copy_max = stack_copy_bytes();
-                let cut = end == fpwalk::WalkEnd::Limit
-                    || (end == fpwalk::WalkEnd::OutsideCopy
-                        && c.stack.len() >= want
-                        && want >= copy_max);
-                let next_want = if end == fpwalk::WalkEnd::OutsideCopy && c.stack.len() >= want {
-                    (want * 2).min(copy_max)
-                } else if c.stack.len() * 2 < want {
-                    // The whole stack fit in half: copy less next time.
-                    (want - want / 8).max(MIN_COPY_BYTES)
+                .osr_frames
+                .fetch_add(u64::from(walk.osr_frames), Ordering::Relaxed);
+            let end = walk.end;
+            let want = wants[i];
+            let copy_max = stack_copy_bytes();
+            let cut = end == fpwalk::WalkEnd::Limit
+                || (end == fpwalk::WalkEnd::OutsideCopy
+                    && c.stack.len() >= want
+                    && want >= copy_max);
+            let next_want = if end == fpwalk::WalkEnd::OutsideCopy && c.stack.len() >= want {
+                (want * 2).min(copy_max)
+            } else if c.stack.len() * 2 < want {
+                // The whole stack fit in half: copy less next time.
+                (want - want / 8).max(MIN_COPY_BYTES)
+            } else {
+                want
+            };
+            copy_bytes.insert(os_tid, next_want);
+            let begin = frames.len();
+            let mut inner = symbolize::Sym::default();
+            for (k, &a) in addrs.iter().enumerate() {
+                let this = if k == 0 {
+                    symbols.leaf(info, a)
                 } else {
-                    want
+                    symbols.caller(info, a)
                 };
-                copy_bytes.insert(os_tid, next_want);
-                let begin = frames.len();
-                let mut inner = symbolize::Sym::default();
-                for (k, &a) in addrs.iter().enumerate() {
-                    let this = if k == 0 {
-                        symbols.leaf(info, a)
-                    } else {
-                        symbols.caller(info, a)
-                    };
-                    let mut f = this.function;
-                    if f == 0 {
-                        // Not managed: named by its module (`[libcoreclr.so]`), else
-                        // `[native]` (0). A run in one module is one frame.
-                        f = symbols.native(a);
-                        if frames.len() > begin && frames.last() == Some(&f) {
-                            continue;
-                        }
-                    }
-                    // The Tier-0 frame an OSR method sits on is the same call: drop it.
-                    if k > 0 && symbolize::is_osr_pair(inner, this) {
-                        stats.osr_merged.fetch_add(1, Ordering::Relaxed);
+                let mut f = this.function;
+                if f == 0 {
+                    // Not managed: named by its module (`[libcoreclr.so]`), else
+                    // `[native]` (0). A run in one module is one frame.
+                    f = symbols.native(a);
+                    if frames.len() > begin && frames.last() == Some(&f) {
                         continue;
                     }
-                    inner = this;
-                    frames.push(f);
                 }
-                // CPU clock after the handler ran: if it has barely moved next tick (the
-                // handler's own return may land after this reading), the thread has not
-                // run since.
-                let entry = last.entry(os_tid).or_insert_with(|| (0, Vec::new()));
-                entry.0 = clock::thread_cpu_ns_of(u64::from(os_tid));
-                entry.1.clear();
-                entry.1.extend_from_slice(&frames[begin..]);
-                // Like DoStackSnapshot, which reports nothing for a thread without managed
-                // frames (runtime threads waiting in native code): no sample.
-                if frames[begin..]
-                    .iter()
-                    .all(|&f| clrprof_format::is_native_frame(f))
-                {
-                    frames.truncate(begin);
-                    stats.walk_failures.fetch_add(1, Ordering::Relaxed);
+                // The Tier-0 frame an OSR method sits on is the same call: drop it.
+                if k > 0 && symbolize::is_osr_pair(inner, this) {
+                    stats.osr_merged.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
-                if cut {
-                    mark_truncated(frames, stats);
-                }
-                walked.push(Walked {
-                    thread: ThreadId(thread as usize),
-                    os_tid: u64::from(os_tid),
-                    start: begin,
-                    len: frames.len() - begin,
-                });
+                inner = this;
+                frames.push(f);
             }
-            if outcome.gone > 0 {
-                for (i, t) in batch.iter().enumerate() {
-                    if sig.captured(i).is_none() && !threads::thread_alive(t.1) {
-                        threads::forget_tid(t.1);
-                    }
+            // CPU clock at the end of the handler: if it has barely moved next tick (the
+            // handler's own return may land after this reading), the thread has not
+            // run since.
+            let entry = last.entry(os_tid).or_insert_with(|| (0, Vec::new()));
+            entry.0 = sig.cpu_after(i);
+            entry.1.clear();
+            entry.1.extend_from_slice(&frames[begin..]);
+            // Like DoStackSnapshot, which reports nothing for a thread without managed
+            // frames (runtime threads waiting in native code): no sample.
+            if frames[begin..]
+                .iter()
+                .all(|&f| clrprof_format::is_native_frame(f))
+            {
+                frames.truncate(begin);
+                stats.walk_failures.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            if cut {
+                mark_truncated(frames, stats);
+            }
+            walked.push(Walked {
+                thread: ThreadId(thread as usize),
+                os_tid: u64::from(os_tid),
+                start: begin,
+                len: frames.len() - begin,
+                at: Some((t.ts, t.cpu)),
+            });
+        }
+        if outcome.gone > 0 {
+            for (i, t) in batch.iter().enumerate() {
+                if sig.captured(i).is_none() && !threads::thread_alive(t.os_tid) {
+                    threads::forget_tid(t.os_tid);
                 }
             }
         }

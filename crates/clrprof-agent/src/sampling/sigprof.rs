@@ -7,9 +7,18 @@
 //! for longer than its own handler (a few microseconds), and nothing waits for a safe
 //! point: this is what makes sampling cheap where SuspendRuntime is not.
 //!
-//! The handler is async-signal-safe: atomics, at most two syscalls (`process_vm_readv`,
-//! and a futex wake for the last capture of a batch), no allocation, no lock, errno saved
-//! and restored. A signal that arrives
+//! The sampler need not wait for the handlers: [`SignalSampler::send`] arms and signals,
+//! [`SignalSampler::finish`] (usually a tick later, when every handler has long run)
+//! collects. Only a sampler that finds captures still missing sleeps on a futex.
+//!
+//! When the sampler knows the thread's own stack mapping (`stackmap.rs`) and the handler
+//! finds itself on that thread (same thread pointer) with RSP inside it, the copy is a
+//! plain `memcpy` up to at most the mapping's end (mapped for as long as the thread
+//! lives), without the system call.
+//!
+//! The handler is async-signal-safe: atomics, at most three syscalls (`process_vm_readv`
+//! unless the copy is a `memcpy`, its own thread's CPU clock, and a futex wake when it completes a batch the sampler is
+//! sleeping on), no allocation, no lock, errno saved and restored. A signal that arrives
 //! late (after its slot timed out or was reused) is recognised by the sequence number it
 //! carries and ignored.
 
@@ -17,6 +26,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use super::stackmap::Bounds;
 use crate::os::{clock, futex, process, signal};
 use crate::stackwalk::fpwalk::Captured;
 
@@ -41,6 +51,15 @@ struct Slot {
     sp: AtomicU64,
     fp: AtomicU64,
     copied: AtomicUsize,
+    /// The thread's CPU clock at the end of the copy (its own, read by the handler).
+    cpu_after: AtomicU64,
+    /// The thread's stack mapping and thread pointer, when known (set when arming; 0:
+    /// copy with `process_vm_readv`).
+    stack_lo: AtomicU64,
+    stack_hi: AtomicU64,
+    stack_tp: AtomicU64,
+    /// The thread pointer of the thread the handler ran on (so the sampler can learn it).
+    seen_tp: AtomicU64,
     /// Bytes the handler should copy this time (≤ cap), set by the sampler when arming.
     want: AtomicUsize,
     /// `cap` bytes owned by this slot for the life of the process.
@@ -63,6 +82,9 @@ static COMPLETED: AtomicU32 = AtomicU32::new(0);
 /// the handler that completes the last one wakes the sampler, so a tick costs the
 /// sampler one wake-up, not a polling loop that would preempt the application.
 static EXPECTED: AtomicU32 = AtomicU32::new(u32::MAX);
+/// 1 while the sampler sleeps on COMPLETED: only then does the last handler wake it (a
+/// sampler that collects a tick later finds every capture done and never sleeps).
+static WAITING: AtomicU32 = AtomicU32::new(0);
 
 /// Per tick outcome counts.
 #[derive(Default, Debug, Clone, Copy)]
@@ -80,6 +102,9 @@ pub struct SignalSampler {
     armed: usize,
     /// Per slot: the tid it was armed for this batch (0: not armed / send failed).
     tids: [u32; BATCH],
+    /// Signals sent and threads gone in the batch sent last.
+    sent: u32,
+    gone: usize,
 }
 
 impl SignalSampler {
@@ -112,6 +137,11 @@ impl SignalSampler {
                 sp: AtomicU64::new(0),
                 fp: AtomicU64::new(0),
                 copied: AtomicUsize::new(0),
+                cpu_after: AtomicU64::new(0),
+                stack_lo: AtomicU64::new(0),
+                stack_hi: AtomicU64::new(0),
+                stack_tp: AtomicU64::new(0),
+                seen_tp: AtomicU64::new(0),
                 want: AtomicUsize::new(copy_bytes),
                 buf: buf.as_ptr(),
                 cap: copy_bytes,
@@ -146,16 +176,18 @@ impl SignalSampler {
             seq: 0,
             armed: 0,
             tids: [0; BATCH],
+            sent: 0,
+            gone: 0,
         })
     }
 
-    /// Signals up to [`BATCH`] threads and waits (at most `timeout`) until each handler
-    /// has run; `wants[i]` is how many bytes of stack to copy for `tids[i]`. Afterwards
-    /// [`SignalSampler::captured`] gives each thread's capture.
-    pub fn capture(&mut self, tids: &[u32], wants: &[usize], timeout: Duration) -> BatchOutcome {
+    /// Arms a slot for each of up to [`BATCH`] threads and signals them, without waiting;
+    /// [`SignalSampler::finish`] collects. `wants[i]` is how many bytes of stack to copy
+    /// for `tids[i]`, `stacks[i]` its stack mapping if known.
+    pub fn send(&mut self, tids: &[u32], wants: &[usize], stacks: &[Bounds]) {
         let pid = PID.load(Ordering::Relaxed);
         let n = tids.len().min(BATCH);
-        let mut out = BatchOutcome::default();
+        self.gone = 0;
         self.armed = n;
         EXPECTED.store(u32::MAX, Ordering::SeqCst);
         COMPLETED.store(0, Ordering::SeqCst);
@@ -169,6 +201,10 @@ impl SignalSampler {
             self.seq = self.seq.wrapping_add(1);
             let want = wants.get(i).copied().unwrap_or(slot.cap).min(slot.cap);
             slot.want.store(want, Ordering::Relaxed);
+            let b = stacks.get(i).copied().unwrap_or_default();
+            slot.stack_lo.store(b.lo, Ordering::Relaxed);
+            slot.stack_hi.store(b.hi, Ordering::Relaxed);
+            slot.stack_tp.store(b.tp, Ordering::Relaxed);
             slot.seq.store(self.seq, Ordering::Relaxed);
             slot.state.store(ARMED, Ordering::Release);
             let value = (u64::from(self.seq) << 32) | i as u64;
@@ -180,20 +216,42 @@ impl SignalSampler {
                     slot.state
                         .compare_exchange(ARMED, IDLE, Ordering::AcqRel, Ordering::Relaxed);
                 self.tids[i] = 0;
-                out.gone += 1;
+                self.gone += 1;
             }
         }
         EXPECTED.store(sent, Ordering::SeqCst);
-        let deadline = clock::monotonic_ns() + timeout.as_nanos() as u64;
+        self.sent = sent;
+    }
+
+    /// Waits until every handler of the batch sent last has run, at most until
+    /// `deadline_ns` (CLOCK_MONOTONIC); afterwards [`SignalSampler::captured`] gives each
+    /// thread's capture. A handler that has not run by then is counted as timed out.
+    pub fn finish(&mut self, deadline_ns: u64) -> BatchOutcome {
+        let n = self.armed;
+        let sent = self.sent;
+        let mut out = BatchOutcome {
+            gone: self.gone,
+            timed_out: 0,
+        };
         loop {
             let done = COMPLETED.load(Ordering::SeqCst);
-            let now = clock::monotonic_ns();
-            if done >= sent || now >= deadline {
+            if done >= sent {
                 break;
             }
-            // Sleeping (not spinning) also lets a thread that this sampler preempted run
-            // its handler on this core.
-            futex::wait(&COMPLETED, done, deadline - now);
+            let now = clock::monotonic_ns();
+            if now >= deadline_ns {
+                break;
+            }
+            // Announce the sleep, then look again (SeqCst on both sides, as the handler
+            // increments COMPLETED then reads WAITING: one of the two sees the other).
+            WAITING.store(1, Ordering::SeqCst);
+            let done = COMPLETED.load(Ordering::SeqCst);
+            if done < sent {
+                // Sleeping (not spinning) also lets a thread that this sampler preempted
+                // run its handler on this core.
+                futex::wait(&COMPLETED, done, deadline_ns - now);
+            }
+            WAITING.store(0, Ordering::SeqCst);
         }
         for i in 0..n {
             if self.tids[i] == 0 {
@@ -214,7 +272,8 @@ impl SignalSampler {
         out
     }
 
-    /// The capture of the `i`-th thread of the last [`SignalSampler::capture`] call.
+    /// The capture of the `i`-th thread of the batch sent last, once
+    /// [`SignalSampler::finish`] returned.
     pub fn captured(&self, i: usize) -> Option<Captured<&[u8]>> {
         if i >= self.armed || self.tids[i] == 0 {
             return None;
@@ -233,6 +292,22 @@ impl SignalSampler {
             fp: slot.fp.load(Ordering::Relaxed),
             stack,
         })
+    }
+
+    /// The thread pointer of the `i`-th thread of the last batch (0 when unknown); valid
+    /// where [`SignalSampler::captured`] is.
+    pub fn thread_pointer(&self, i: usize) -> u64 {
+        self.slots
+            .get(i)
+            .map_or(0, |s| s.seen_tp.load(Ordering::Relaxed))
+    }
+
+    /// The CPU clock of the `i`-th thread of the last batch at the end of its handler
+    /// (0 when unknown); valid where [`SignalSampler::captured`] is.
+    pub fn cpu_after(&self, i: usize) -> u64 {
+        self.slots
+            .get(i)
+            .map_or(0, |s| s.cpu_after.load(Ordering::Relaxed))
     }
 
     /// Stops handling SIGPROF: the disposition becomes SIG_IGN (which also discards
@@ -354,13 +429,34 @@ fn handle(info: *mut libc::siginfo_t, ctx: *mut c_void) {
     slot.sp.store(sp, Ordering::Relaxed);
     slot.fp.store(fp, Ordering::Relaxed);
     let want = slot.want.load(Ordering::Relaxed).min(slot.cap);
-    // SAFETY: (A6) this handler won ARMED→WRITING, so it alone writes the slot's buffer,
-    // `want <= cap` bytes of it.
-    let copied = unsafe { process::copy_own_memory(pid, slot.buf, sp, want) };
+    let tp = crate::output::tpmap::thread_pointer() as u64;
+    slot.seen_tp.store(tp, Ordering::Relaxed);
+    let (lo, hi) = (
+        slot.stack_lo.load(Ordering::Relaxed),
+        slot.stack_hi.load(Ordering::Relaxed),
+    );
+    let copied = if tp != 0 && tp == slot.stack_tp.load(Ordering::Relaxed) && lo <= sp && sp < hi {
+        let len = want.min((hi - sp) as usize);
+        // SAFETY: (A6) this handler won ARMED→WRITING, so it alone writes the slot's buffer,
+        // `len <= want <= cap` bytes of it; it runs on the thread whose own stack mapping
+        // is [lo, hi) (same thread pointer: stackmap.rs), which stays mapped while the
+        // thread lives, and [sp, sp + len) lies inside it.
+        unsafe { std::ptr::copy_nonoverlapping(sp as *const u8, slot.buf, len) };
+        len
+    } else {
+        // SAFETY: (A6) this handler won ARMED→WRITING, so it alone writes the slot's
+        // buffer, `want <= cap` bytes of it.
+        unsafe { process::copy_own_memory(pid, slot.buf, sp, want) }
+    };
     slot.copied.store(copied, Ordering::Relaxed);
+    // The thread's own clock, read here (a local read) so that the sampler knows the CPU
+    // time the thread had after this handler: if it has not moved by the next tick, the
+    // thread has not run since, and its stack is reused without a signal.
+    slot.cpu_after
+        .store(clock::own_thread_cpu_ns(), Ordering::Relaxed);
     slot.state.store(DONE, Ordering::Release);
     let done = COMPLETED.fetch_add(1, Ordering::SeqCst) + 1;
-    if done >= EXPECTED.load(Ordering::SeqCst) {
+    if done >= EXPECTED.load(Ordering::SeqCst) && WAITING.load(Ordering::SeqCst) != 0 {
         futex::wake(&COMPLETED);
     }
 }

@@ -14,6 +14,10 @@ pub(super) struct Walked {
     pub(super) os_tid: u64,
     pub(super) start: usize,
     pub(super) len: usize,
+    /// Signal mode: the timestamp of the tick that sampled the thread and its CPU clock
+    /// read then (the capture may be collected a tick later); None: now, read after the
+    /// runtime resumed (suspend mode).
+    pub(super) at: Option<(u64, u64)>,
 }
 
 /// Longest stack kept (leaf first; `CLRPROF_MAX_DEPTH`, default 512); deeper stacks lose

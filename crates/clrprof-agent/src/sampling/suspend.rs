@@ -83,6 +83,7 @@ pub(super) fn take_suspended(
                 os_tid,
                 start: begin,
                 len: frames.len() - begin,
+                at: None,
             });
         }
     }

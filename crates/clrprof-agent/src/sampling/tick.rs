@@ -107,7 +107,6 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
     let mut frames: Vec<u64> = Vec::with_capacity(64 * (max_depth() + 1));
     let mut walked: Vec<Walked> = Vec::with_capacity(256);
     let mut cpu: Vec<ThreadCpu> = Vec::with_capacity(256);
-    let mut new_functions: Vec<u64> = Vec::with_capacity(256);
     while !stop.load(Ordering::Acquire) {
         sleep_until(next, stop);
         if stop.load(Ordering::Acquire) {
@@ -146,7 +145,7 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
                     continue;
                 }
             }
-            Capture::Signal(s) => s.take(info, stats, interval_ns, &mut frames, &mut walked),
+            Capture::Signal(s) => s.take(info, stats, interval_ns, ts, &mut frames, &mut walked),
         }
         stats.suspended_ns.fetch_add(
             clock::monotonic_ns().saturating_sub(tick_start),
@@ -154,47 +153,16 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
         );
 
         // The runtime runs again: now read CPU clocks, name new functions and record.
-        for w in &walked {
-            let cpu_now = clock::thread_cpu_ns_of(w.os_tid);
-            let cpu_delta = match cpu.iter_mut().find(|c| c.os_tid == w.os_tid) {
-                Some(c) => {
-                    let d = cpu_now.saturating_sub(c.last_cpu_ns);
-                    c.last_cpu_ns = cpu_now;
-                    d
-                }
-                None => {
-                    cpu.push(ThreadCpu {
-                        os_tid: w.os_tid,
-                        last_cpu_ns: cpu_now,
-                    });
-                    0
-                }
-            };
-            let stack = &frames[w.start..w.start + w.len];
-            for f in stack {
-                // Module frames are named by the signal sampler; never ask the runtime.
-                if !clrprof_format::is_native_frame(*f) && seen.first(*f as usize) {
-                    new_functions.push(*f);
-                }
-            }
-            for f in new_functions.drain(..) {
-                crate::names::emit_function_info(info, FunctionId(f as usize));
-            }
-            // Running: the thread used at least half the interval on a CPU since its
-            // previous sample (a sleeping thread's brief wake-ups stay below that).
-            let state = u8::from(cpu_delta * 2 >= interval_ns);
-            emit_at(
-                ts,
-                &Event::Sample {
-                    os_tid: w.os_tid,
-                    thread: w.thread.0 as u64,
-                    cpu_ns: cpu_delta,
-                    state,
-                    frames: stack.to_vec().into(),
-                },
-            );
-            stats.samples.fetch_add(1, Ordering::Relaxed);
-        }
+        record(
+            info,
+            seen,
+            stats,
+            ts,
+            interval_ns,
+            &frames,
+            &walked,
+            &mut cpu,
+        );
         if cpu.len() > 4096 {
             cpu.clear();
         }
@@ -203,6 +171,20 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
             Ordering::Relaxed,
         );
     }
+    // The last tick's last batch of signal captures.
+    frames.clear();
+    walked.clear();
+    capture.collect(info, stats, &mut frames, &mut walked);
+    record(
+        info,
+        seen,
+        stats,
+        clock::ticks(),
+        interval_ns,
+        &frames,
+        &walked,
+        &mut cpu,
+    );
     capture.finish();
     let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
     crate::output::buffers::emit(&Event::SamplerStats {
@@ -213,6 +195,64 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
         truncated: get(&stats.truncated),
         max_depth: max_depth() as u64,
     });
+}
+
+/// Records one sample per walked stack, with the CPU time its thread used since its
+/// previous sample, naming the functions not seen before.
+#[allow(clippy::too_many_arguments)]
+fn record(
+    info: &ProfilerInfo,
+    seen: &Seen,
+    stats: &SamplerStats,
+    tick_ts: u64,
+    interval_ns: u64,
+    frames: &[u64],
+    walked: &[Walked],
+    cpu: &mut Vec<ThreadCpu>,
+) {
+    let mut new_functions: Vec<u64> = Vec::new();
+    for w in walked {
+        let (ts, cpu_now) =
+            w.at.unwrap_or_else(|| (tick_ts, clock::thread_cpu_ns_of(w.os_tid)));
+        let cpu_delta = match cpu.iter_mut().find(|c| c.os_tid == w.os_tid) {
+            Some(c) => {
+                let d = cpu_now.saturating_sub(c.last_cpu_ns);
+                c.last_cpu_ns = cpu_now;
+                d
+            }
+            None => {
+                cpu.push(ThreadCpu {
+                    os_tid: w.os_tid,
+                    last_cpu_ns: cpu_now,
+                });
+                0
+            }
+        };
+        let stack = &frames[w.start..w.start + w.len];
+        for f in stack {
+            // Module frames are named by the signal sampler; never ask the runtime.
+            if !clrprof_format::is_native_frame(*f) && seen.first(*f as usize) {
+                new_functions.push(*f);
+            }
+        }
+        for f in new_functions.drain(..) {
+            crate::names::emit_function_info(info, FunctionId(f as usize));
+        }
+        // Running: the thread used at least half the interval on a CPU since its
+        // previous sample (a sleeping thread's brief wake-ups stay below that).
+        let state = u8::from(cpu_delta * 2 >= interval_ns);
+        emit_at(
+            ts,
+            &Event::Sample {
+                os_tid: w.os_tid,
+                thread: w.thread.0 as u64,
+                cpu_ns: cpu_delta,
+                state,
+                frames: stack.to_vec().into(),
+            },
+        );
+        stats.samples.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 enum Capture {
@@ -250,6 +290,23 @@ impl Capture {
             );
         }
         Capture::Suspend
+    }
+
+    /// Collects captures still outstanding (signal mode: the last batch sent).
+    fn collect(
+        &mut self,
+        info: &ProfilerInfo,
+        stats: &SamplerStats,
+        frames: &mut Vec<u64>,
+        walked: &mut Vec<Walked>,
+    ) {
+        match self {
+            Capture::Suspend => {
+                let _ = (info, stats, frames, walked);
+            }
+            #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+            Capture::Signal(s) => s.collect(info, stats, frames, walked),
+        }
     }
 
     fn finish(self) {
