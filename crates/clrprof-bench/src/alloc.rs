@@ -19,7 +19,24 @@ use std::process::Command;
 
 use anyhow::Result;
 
-use super::rounds::{Run, paired, spread};
+use super::rounds::{Run, paired, pinned, spread};
+
+/// Which workloads and configurations to run, and where.
+pub struct Filter {
+    /// Workload keys (`alloc-sites`, `alloc-live`, `alloc-small`, `demo`); empty: all.
+    pub workloads: Vec<String>,
+    /// Substrings of configuration names; empty: all. The baseline always runs.
+    pub only: Vec<String>,
+    /// `taskset -c` list every run is confined to.
+    pub cpus: Option<String>,
+}
+
+const NONE: &str = "no profiler";
+const EVENTS: &str = "clrprof events mode, no --alloc";
+const FLOOR: &str = "the feed alone (CLRPROF_ALLOC_BENCH=floor)";
+const ALLOC: &str = "clrprof --alloc (events mode)";
+const FP: &str = "--alloc, own-stack walk (ALLOC_WALK=fp)";
+const DOTNET_TRACE: &str = "dotnet-trace AllocationSampling";
 
 /// Paired CPU ratio of configuration `a` to configuration `b`, as "median (p25–p75)".
 fn ratio(runs: &[Vec<Run>], a: usize, b: usize) -> String {
@@ -28,30 +45,39 @@ fn ratio(runs: &[Vec<Run>], a: usize, b: usize) -> String {
     format!("{r:.3} ({r25:.3}–{r75:.3})")
 }
 
-pub fn run_all(clrprof: &Path, runs: usize) -> Result<()> {
+pub fn run_all(clrprof: &Path, runs: usize, filter: &Filter) -> Result<()> {
     let scenarios = clrprof_testkit::app("Scenarios");
     let demo = clrprof_testkit::app("Demo");
     let out = super::scratch().join("alloc.clrprof");
     let nettrace = super::scratch().join("alloc.nettrace");
     let dotnet_trace = super::find_dotnet_trace();
-    for (title, app, args) in [
+    if let Some(cpus) = &filter.cpus {
+        println!("every run confined to CPUs {cpus} (taskset -c {cpus})");
+    }
+    for (key, title, app, args) in [
         (
+            "alloc-sites",
             "allocation-heavy, the worst case: Scenarios alloc-sites mb=20000 (20 GiB of 1 KiB objects in a loop)",
             &scenarios,
             &["alloc-sites", "mb=20000"][..],
         ),
         (
+            "alloc-live",
             "allocation-heavy with a live heap: Scenarios alloc-live mb=256 (8 KiB arrays, 256 MiB kept, 1 GiB dropped)",
             &scenarios,
             &["alloc-live", "mb=256"][..],
         ),
         (
+            "alloc-small",
             "allocation-heavy, small objects: Scenarios alloc-small mb=2000 (2 GiB in ~10-object records)",
             &scenarios,
             &["alloc-small", "mb=2000"][..],
         ),
-        ("Demo app (150 000 orders)", &demo, &[][..]),
+        ("demo", "Demo app (150 000 orders)", &demo, &[][..]),
     ] {
+        if !filter.workloads.is_empty() && !filter.workloads.iter().any(|w| w == key) {
+            continue;
+        }
         let base = || super::dotnet_app(app, args);
         let events = || super::recorded(clrprof, &["--mode", "events"], &out, app, args);
         let alloc_with = |env: Option<(&str, &str)>| {
@@ -79,28 +105,59 @@ pub fn run_all(clrprof: &Path, runs: usize) -> Result<()> {
             c
         };
         let mut configs: Vec<(&str, &dyn Fn() -> Command)> = vec![
-            ("no profiler", &base),
-            ("clrprof events mode, no --alloc", &events),
-            ("the feed alone (CLRPROF_ALLOC_BENCH=floor)", &floor),
-            ("clrprof --alloc (events mode)", &alloc),
-            ("--alloc, own-stack walk (ALLOC_WALK=fp)", &fp),
+            (NONE, &base),
+            (EVENTS, &events),
+            (FLOOR, &floor),
+            (ALLOC, &alloc),
+            (FP, &fp),
         ];
         if dotnet_trace.is_some() {
-            configs.push(("dotnet-trace AllocationSampling", &dt));
+            configs.push((DOTNET_TRACE, &dt));
         } else {
             println!(
                 "(dotnet-trace not found: `dotnet tool install --tool-path target/tools dotnet-trace` adds it)"
             );
         }
+        if !filter.only.is_empty() {
+            configs.retain(|(name, _)| {
+                *name == NONE || filter.only.iter().any(|o| name.contains(o.as_str()))
+            });
+        }
+        let pin: Vec<Box<dyn Fn() -> Command + '_>> = configs
+            .iter()
+            .map(|&(_, make)| -> Box<dyn Fn() -> Command + '_> {
+                match &filter.cpus {
+                    Some(cpus) => Box::new(move || pinned(&make(), cpus)),
+                    None => Box::new(make),
+                }
+            })
+            .collect();
+        let configs: Vec<(&str, &dyn Fn() -> Command)> = configs
+            .iter()
+            .zip(&pin)
+            .map(|(&(name, _), make)| (name, make.as_ref()))
+            .collect();
         let measured = super::rounds::interleaved(runs, &configs, None)?;
         println!("\n{title}, {runs} interleaved rounds; CPU time = user+sys of the process tree");
         super::rounds::print_cpu_table(&configs, &measured);
-        println!(
-            "  --alloc over events mode: {}; the feed over events mode: {}; --alloc over the feed (the agent's own work per sample): {}",
-            ratio(&measured, 3, 1),
-            ratio(&measured, 2, 1),
-            ratio(&measured, 3, 2),
-        );
+        let at = |name: &str| configs.iter().position(|(n, _)| *n == name);
+        let mut increments = Vec::new();
+        for (what, a, b) in [
+            ("--alloc over events mode", ALLOC, EVENTS),
+            ("the feed over events mode", FLOOR, EVENTS),
+            (
+                "--alloc over the feed (the agent's own work per sample)",
+                ALLOC,
+                FLOOR,
+            ),
+        ] {
+            if let (Some(a), Some(b)) = (at(a), at(b)) {
+                increments.push(format!("{what}: {}", ratio(&measured, a, b)));
+            }
+        }
+        if !increments.is_empty() {
+            println!("  {}", increments.join("; "));
+        }
     }
     Ok(())
 }

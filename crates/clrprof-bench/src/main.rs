@@ -67,7 +67,20 @@ enum What {
     },
     /// `record --alloc` at the default interval on an allocation-heavy workload and on
     /// the Demo app, against no profiler and dotnet-trace (wall and CPU time)
-    Alloc,
+    Alloc {
+        /// Only these workloads (comma-separated: alloc-sites, alloc-live, alloc-small, demo)
+        #[arg(long, value_delimiter = ',')]
+        workloads: Vec<String>,
+        /// Only the configurations whose name contains one of these (comma-separated);
+        /// the no-profiler baseline always runs
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
+        /// Run every configuration under `taskset -c CPUS` (e.g. `0`): on one CPU the
+        /// Demo's three threads stop spin-waiting for each other, which otherwise makes
+        /// its CPU time vary by ±10 % from run to run
+        #[arg(long)]
+        cpus: Option<String>,
+    },
     /// One heap snapshot of a large heap: pause, objects/s, bytes/object, report time and memory
     Heap {
         /// Objects in the heap
@@ -93,7 +106,19 @@ fn main() -> Result<()> {
         What::Attach => attach(args.runs),
         What::Soak { cycles } => soak::run(&clrprof()?, cycles),
         What::Heap { objects } => heap::run(objects),
-        What::Alloc => alloc::run_all(&clrprof()?, args.runs),
+        What::Alloc {
+            workloads,
+            only,
+            cpus,
+        } => alloc::run_all(
+            &clrprof()?,
+            args.runs,
+            &alloc::Filter {
+                workloads,
+                only,
+                cpus,
+            },
+        ),
         What::Live { window } => live::run(&clrprof()?, args.runs, window),
     }
 }

@@ -67,6 +67,26 @@ pub fn measure(mut cmd: Command, key: Option<&str>) -> Result<Run> {
     Ok(Run { wall, cpu, app })
 }
 
+/// `cmd` under `taskset -c cpus`: the same program, arguments, environment and
+/// directory, with its whole process tree confined to those CPUs.
+pub fn pinned(cmd: &Command, cpus: &str) -> Command {
+    let mut c = Command::new("taskset");
+    c.arg("-c")
+        .arg(cpus)
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        c.current_dir(dir);
+    }
+    c
+}
+
 /// Runs every configuration once per round, in turn, for `rounds` rounds after one
 /// warm-up round (page cache, the SDK host's JIT). `runs[i][r]` is configuration `i`'s
 /// run of round `r`.

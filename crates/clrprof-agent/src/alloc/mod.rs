@@ -33,6 +33,7 @@ use corprof::{ClassId, EventPipeEvent, FunctionId, ObjectId, ProfilerInfo};
 
 use crate::config::Settings;
 use crate::names::{self, Seen};
+use crate::os::clock;
 use crate::output::buffers::emit;
 
 use live::{LiveTable, TRACKED_MAX};
@@ -112,6 +113,13 @@ struct State {
     delivered: AtomicU64,
     recorded: AtomicU64,
     untracked: AtomicU64,
+    /// The agent's own time per recorded sample, and the stack walk's part of it, and
+    /// the time of the sweeps at GC ends (ns, CLOCK_MONOTONIC): logged at the end, so
+    /// that what `--alloc` costs can be split between the runtime and the agent.
+    own_ns: AtomicU64,
+    walk_ns: AtomicU64,
+    sweep_ns: AtomicU64,
+    sweeps: AtomicU64,
     live: LiveTable,
     classes: Seen,
 }
@@ -199,6 +207,10 @@ fn try_start(info: &ProfilerInfo, settings: &Settings) -> Result<(), (u32, Strin
         delivered: AtomicU64::new(0),
         recorded: AtomicU64::new(0),
         untracked: AtomicU64::new(0),
+        own_ns: AtomicU64::new(0),
+        walk_ns: AtomicU64::new(0),
+        sweep_ns: AtomicU64::new(0),
+        sweeps: AtomicU64::new(0),
         live: LiveTable::new(if follow { TRACKED_MAX } else { 0 }),
         classes: Seen::new(),
     });
@@ -287,6 +299,7 @@ pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) 
         return;
     }
     st.recorded.fetch_add(1, Ordering::Relaxed);
+    let t0 = clock::monotonic_ns();
     let id = st.next_id.fetch_add(1, Ordering::Relaxed);
     if CLASSES_NAMED.first(alloc.class as usize, &st.classes) {
         emit(&Event::ClassName {
@@ -298,6 +311,7 @@ pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) 
     // only for buffered sessions): walk this thread's own. The frames go into a buffer on
     // this thread's stack (no allocation per sample).
     let mut buf = Frames::new();
+    let walk0 = clock::monotonic_ns();
     let walked = st.walk != WalkMode::Snapshot && own_walk(info, fp, &mut buf);
     if st.walk == WalkMode::Compare {
         let fp = buf.n;
@@ -331,6 +345,10 @@ pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) 
         }
         snapshot(info, &mut buf);
     }
+    st.walk_ns.fetch_add(
+        clock::monotonic_ns().saturating_sub(walk0),
+        Ordering::Relaxed,
+    );
     let frames = buf.as_slice();
     for f in frames {
         if FUNCTIONS_NAMED.first(*f as usize, functions) {
@@ -350,6 +368,8 @@ pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) 
         tracked: u8::from(tracked),
         frames: Cow::Borrowed(frames),
     });
+    st.own_ns
+        .fetch_add(clock::monotonic_ns().saturating_sub(t0), Ordering::Relaxed);
 }
 
 /// The frames of a sample: a fixed buffer on the allocating thread's stack.
@@ -396,6 +416,7 @@ pub fn gc_finished(info: &ProfilerInfo) {
     if st.stopped.load(Ordering::Acquire) || st.live.used() == 0 {
         return;
     }
+    let t0 = clock::monotonic_ns();
     let mut died = Vec::new();
     st.live.sweep(info, &mut died);
     for chunk in died.chunks(1024) {
@@ -403,6 +424,9 @@ pub fn gc_finished(info: &ProfilerInfo) {
             ids: Cow::Borrowed(chunk),
         });
     }
+    st.sweeps.fetch_add(1, Ordering::Relaxed);
+    st.sweep_ns
+        .fetch_add(clock::monotonic_ns().saturating_sub(t0), Ordering::Relaxed);
 }
 
 /// Stops the session, releases the handles and records the figures (before the writer
@@ -441,6 +465,15 @@ pub fn stop(info: &ProfilerInfo) {
         } else {
             String::new()
         }
+    );
+    let ms = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64 / 1e6;
+    log!(
+        "allocation samples cost the agent {:.1} ms ({:.1} µs per sample, of which the stack walk {:.1} µs), and {:.1} ms in {} sweeps of the followed objects",
+        ms(&st.own_ns),
+        ms(&st.own_ns) * 1e3 / recorded.max(1) as f64,
+        ms(&st.walk_ns) * 1e3 / recorded.max(1) as f64,
+        ms(&st.sweep_ns),
+        st.sweeps.load(Ordering::Relaxed),
     );
     emit(&Event::AllocStats {
         delivered,
