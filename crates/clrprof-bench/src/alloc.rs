@@ -8,7 +8,8 @@
 //! mode); the runtime's feed alone (`CLRPROF_ALLOC_BENCH=floor`: the session is open and
 //! every event is built and delivered, the agent returns at once: the floor no consumer
 //! of this feed goes under); `--alloc` as it is (DoStackSnapshot of the allocating
-//! thread); `--alloc` with the in-place frame-pointer walk (`CLRPROF_ALLOC_WALK=fp`).
+//! thread); `--alloc` alone, without events mode's default event groups (`--events
+//! none`: what a user who wants only allocations pays); `--alloc` with the in-place frame-pointer walk (`CLRPROF_ALLOC_WALK=fp`).
 //! Runs alternate configuration by configuration; prints median wall and CPU time (the
 //! process and its children) with the middle half of the runs, the CPU ratio to no
 //! profiler paired round by round, and the increments of `--alloc` over events mode and
@@ -35,6 +36,7 @@ const NONE: &str = "no profiler";
 const EVENTS: &str = "clrprof events mode, no --alloc";
 const FLOOR: &str = "the feed alone (CLRPROF_ALLOC_BENCH=floor)";
 const ALLOC: &str = "clrprof --alloc (events mode)";
+const ALLOC_ONLY: &str = "--alloc alone (--events none)";
 const FP: &str = "--alloc, own-stack walk (ALLOC_WALK=fp)";
 const DOTNET_TRACE: &str = "dotnet-trace AllocationSampling";
 
@@ -89,6 +91,15 @@ pub fn run_all(clrprof: &Path, runs: usize, filter: &Filter) -> Result<()> {
         };
         let floor = || alloc_with(Some(("CLRPROF_ALLOC_BENCH", "floor")));
         let alloc = || alloc_with(None);
+        let alloc_only = || {
+            super::recorded(
+                clrprof,
+                &["--mode", "events", "--events", "none", "--alloc"],
+                &out,
+                app,
+                args,
+            )
+        };
         let fp = || alloc_with(Some(("CLRPROF_ALLOC_WALK", "fp")));
         let dt = || {
             let mut c = Command::new(dotnet_trace.as_ref().expect("dotnet-trace"));
@@ -109,6 +120,7 @@ pub fn run_all(clrprof: &Path, runs: usize, filter: &Filter) -> Result<()> {
             (EVENTS, &events),
             (FLOOR, &floor),
             (ALLOC, &alloc),
+            (ALLOC_ONLY, &alloc_only),
             (FP, &fp),
         ];
         if dotnet_trace.is_some() {
