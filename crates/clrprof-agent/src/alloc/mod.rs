@@ -114,12 +114,14 @@ struct State {
     recorded: AtomicU64,
     untracked: AtomicU64,
     /// The agent's own time per recorded sample, and the stack walk's part of it, and
-    /// the time of the sweeps at GC ends (ns, CLOCK_MONOTONIC): logged at the end, so
-    /// that what `--alloc` costs can be split between the runtime and the agent.
-    own_ns: AtomicU64,
-    walk_ns: AtomicU64,
-    sweep_ns: AtomicU64,
+    /// the time of the sweeps at GC ends, in clock ticks (`clock::ticks`: no system
+    /// call); logged at the end in ms, so that what `--alloc` costs can be split between
+    /// the runtime and the agent. `started` (ticks, ns) converts them.
+    own_ticks: AtomicU64,
+    walk_ticks: AtomicU64,
+    sweep_ticks: AtomicU64,
     sweeps: AtomicU64,
+    started: (u64, u64),
     live: LiveTable,
     classes: Seen,
 }
@@ -207,10 +209,11 @@ fn try_start(info: &ProfilerInfo, settings: &Settings) -> Result<(), (u32, Strin
         delivered: AtomicU64::new(0),
         recorded: AtomicU64::new(0),
         untracked: AtomicU64::new(0),
-        own_ns: AtomicU64::new(0),
-        walk_ns: AtomicU64::new(0),
-        sweep_ns: AtomicU64::new(0),
+        own_ticks: AtomicU64::new(0),
+        walk_ticks: AtomicU64::new(0),
+        sweep_ticks: AtomicU64::new(0),
         sweeps: AtomicU64::new(0),
+        started: (clock::ticks(), clock::monotonic_ns()),
         live: LiveTable::new(if follow { TRACKED_MAX } else { 0 }),
         classes: Seen::new(),
     });
@@ -299,7 +302,7 @@ pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) 
         return;
     }
     st.recorded.fetch_add(1, Ordering::Relaxed);
-    let t0 = clock::monotonic_ns();
+    let t0 = clock::ticks();
     let id = st.next_id.fetch_add(1, Ordering::Relaxed);
     if CLASSES_NAMED.first(alloc.class as usize, &st.classes) {
         emit(&Event::ClassName {
@@ -311,7 +314,7 @@ pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) 
     // only for buffered sessions): walk this thread's own. The frames go into a buffer on
     // this thread's stack (no allocation per sample).
     let mut buf = Frames::new();
-    let walk0 = clock::monotonic_ns();
+    let walk0 = clock::ticks();
     let walked = st.walk != WalkMode::Snapshot && own_walk(info, fp, &mut buf);
     if st.walk == WalkMode::Compare {
         let fp = buf.n;
@@ -345,10 +348,8 @@ pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) 
         }
         snapshot(info, &mut buf);
     }
-    st.walk_ns.fetch_add(
-        clock::monotonic_ns().saturating_sub(walk0),
-        Ordering::Relaxed,
-    );
+    st.walk_ticks
+        .fetch_add(clock::ticks().saturating_sub(walk0), Ordering::Relaxed);
     let frames = buf.as_slice();
     for f in frames {
         if FUNCTIONS_NAMED.first(*f as usize, functions) {
@@ -368,8 +369,8 @@ pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) 
         tracked: u8::from(tracked),
         frames: Cow::Borrowed(frames),
     });
-    st.own_ns
-        .fetch_add(clock::monotonic_ns().saturating_sub(t0), Ordering::Relaxed);
+    st.own_ticks
+        .fetch_add(clock::ticks().saturating_sub(t0), Ordering::Relaxed);
 }
 
 /// The frames of a sample: a fixed buffer on the allocating thread's stack.
@@ -416,7 +417,7 @@ pub fn gc_finished(info: &ProfilerInfo) {
     if st.stopped.load(Ordering::Acquire) || st.live.used() == 0 {
         return;
     }
-    let t0 = clock::monotonic_ns();
+    let t0 = clock::ticks();
     let mut died = Vec::new();
     st.live.sweep(info, &mut died);
     for chunk in died.chunks(1024) {
@@ -425,8 +426,8 @@ pub fn gc_finished(info: &ProfilerInfo) {
         });
     }
     st.sweeps.fetch_add(1, Ordering::Relaxed);
-    st.sweep_ns
-        .fetch_add(clock::monotonic_ns().saturating_sub(t0), Ordering::Relaxed);
+    st.sweep_ticks
+        .fetch_add(clock::ticks().saturating_sub(t0), Ordering::Relaxed);
 }
 
 /// Stops the session, releases the handles and records the figures (before the writer
@@ -466,13 +467,16 @@ pub fn stop(info: &ProfilerInfo) {
             String::new()
         }
     );
-    let ms = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64 / 1e6;
+    let (t0, n0) = st.started;
+    let ns_per_tick = clock::monotonic_ns().saturating_sub(n0) as f64
+        / clock::ticks().saturating_sub(t0).max(1) as f64;
+    let ms = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64 * ns_per_tick / 1e6;
     log!(
         "allocation samples cost the agent {:.1} ms ({:.1} µs per sample, of which the stack walk {:.1} µs), and {:.1} ms in {} sweeps of the followed objects",
-        ms(&st.own_ns),
-        ms(&st.own_ns) * 1e3 / recorded.max(1) as f64,
-        ms(&st.walk_ns) * 1e3 / recorded.max(1) as f64,
-        ms(&st.sweep_ns),
+        ms(&st.own_ticks),
+        ms(&st.own_ticks) * 1e3 / recorded.max(1) as f64,
+        ms(&st.walk_ticks) * 1e3 / recorded.max(1) as f64,
+        ms(&st.sweep_ticks),
         st.sweeps.load(Ordering::Relaxed),
     );
     emit(&Event::AllocStats {
