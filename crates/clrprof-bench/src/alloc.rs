@@ -170,6 +170,11 @@ pub fn run_all(clrprof: &Path, runs: usize, filter: &Filter) -> Result<()> {
         if !increments.is_empty() {
             println!("  {}", increments.join("; "));
         }
+        if key == "demo" && filter.cpus.is_none() {
+            println!(
+                "  (the Demo's pipeline threads spin-wait for each other on more than one CPU, which moves its CPU time by ±10 %; `--workloads demo --cpus 0 --runs 30` measures it steadier)"
+            );
+        }
     }
     Ok(())
 }
