@@ -66,8 +66,7 @@ fn sampled_bytes_match_what_the_app_allocated_per_site() {
     let run = total_of("Scenarios.AllocSites.Run");
     assert!(run >= arrays * 0.98 + strings * 0.95, "{run}");
     assert!(total_of("Scenarios.Program.Main") >= run);
-    let text =
-        String::from_utf8(clrprof().arg("report").arg(&trace).output().unwrap().stdout).unwrap();
+    let text = report_text(&trace);
     assert!(
         text.contains("Allocations (sampled: estimates from"),
         "{text}"
@@ -338,8 +337,7 @@ fn followed_samples_are_bounded_and_the_rest_counted() {
     let total = fact(&out, "total_allocated");
     let est = a["estimated_bytes"].as_f64().unwrap();
     assert!((est - total).abs() / total < 0.10, "{est} vs {total}");
-    let text =
-        String::from_utf8(clrprof().arg("report").arg(&trace).output().unwrap().stdout).unwrap();
+    let text = report_text(&trace);
     assert!(
         text.contains(&format!(
             "{untracked} samples not followed, over the bound of 4096"
@@ -348,28 +346,19 @@ fn followed_samples_are_bounded_and_the_rest_counted() {
     );
 }
 
-/// `record --alloc` with the given extra environment; panics with its output if it fails.
+/// `record --alloc --mode events` of Scenarios with the given extra environment.
 fn record_alloc_env(
     trace: &std::path::Path,
     env: (&str, &str),
     app_args: &[&str],
 ) -> std::process::Output {
-    let mut cmd = clrprof();
-    cmd.arg("record")
-        .arg("-o")
-        .arg(trace)
-        .args(["--alloc", "--mode", "events", "--"])
-        .arg(clrprof_testkit::dotnet())
-        .arg(&scenarios().dll)
-        .args(app_args)
-        .env(env.0, env.1);
-    let out = cmd.output().expect("run clrprof record");
-    assert!(
-        out.status.success(),
-        "clrprof record failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    record_app_env(
+        &scenarios(),
+        trace,
+        &["--alloc", "--mode", "events"],
+        app_args,
+        &[env],
+    )
 }
 
 /// When the runtime refuses the EventPipe session, the trace says so and the report
@@ -393,8 +382,7 @@ fn a_refused_session_is_reported_with_its_hresult() {
         why.contains("EventPipeStartSession failed") && why.contains("E_INVALIDARG"),
         "{why}"
     );
-    let text = clrprof().arg("report").arg(&trace).output().unwrap();
-    let text = String::from_utf8_lossy(&text.stdout);
+    let text = report_text(&trace);
     assert!(
         text.contains("Allocations (sampled): none, --alloc could not start: EventPipeStartSession failed: E_INVALIDARG"),
         "{text}"

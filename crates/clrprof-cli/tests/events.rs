@@ -66,8 +66,7 @@ fn gc_pauses_that_were_not_recorded_are_not_shown_as_zero() {
     let dir = scratch("gc-no-pauses");
     let trace = dir.join("t.clrprof");
     record(&trace, &["--mode", "sample"], &["gc", "3"]);
-    let out = clrprof().arg("report").arg(&trace).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = report_text(&trace);
     assert!(text.contains("pauses not recorded"), "{text}");
     let rows: Vec<&str> = text
         .lines()

@@ -59,8 +59,7 @@ fn the_demo_report_opens_on_the_apps_hot_methods() {
     let dir = scratch("demo-cpu-first");
     let trace = dir.join("demo.clrprof");
     record_app(&clrprof_testkit::app("Demo"), &trace, &[], &[]);
-    let text = clrprof().arg("report").arg(&trace).output().unwrap();
-    let text = String::from_utf8_lossy(&text.stdout);
+    let text = report_text(&trace);
     // The first table: the app's own methods, Parse on top; nothing else ranks above it.
     let table: Vec<&str> = text
         .lines()

@@ -773,8 +773,7 @@ fn stacks_deeper_than_the_limit_are_marked_and_counted() {
         r["functions"]
     );
     // The text report says so.
-    let text = clrprof().arg("report").arg(&trace).output().unwrap();
-    let text = String::from_utf8_lossy(&text.stdout);
+    let text = report_text(&trace);
     assert!(text.contains("stacks truncated at 100 frames"), "{text}");
 
     // A limit above the depth keeps whole stacks, down to Main.
@@ -822,8 +821,7 @@ fn events_dropped_in_drop_mode_are_reported_with_that_reason() {
         "{}",
         r["lost_by_reason"]
     );
-    let text = clrprof().arg("report").arg(&trace).output().unwrap();
-    let text = String::from_utf8_lossy(&text.stdout);
+    let text = report_text(&trace);
     assert!(text.contains("buffer was full (--on-full drop)"), "{text}");
 }
 
@@ -895,8 +893,7 @@ fn a_full_disk_is_named_in_the_log_and_the_trace() {
     assert_eq!(w["errno"], 28, "{}", r["write_failures"]);
     assert!(w["error"].as_str().unwrap().starts_with("ENOSPC"));
     assert!(r["lost_by_reason"]["write_failed"].as_u64().unwrap() > 0);
-    let text = clrprof().arg("report").arg(&trace).output().unwrap();
-    let text = String::from_utf8_lossy(&text.stdout);
+    let text = report_text(&trace);
     assert!(
         text.contains("the trace file refused writes: ENOSPC"),
         "{text}"

@@ -450,8 +450,7 @@ fn drop_mode_counts_what_it_drops_and_the_report_says_so() {
         fib + lost >= 635_621,
         "{fib} calls recorded and {lost} events lost do not cover 635621 calls"
     );
-    let text = clrprof().arg("report").arg(&trace).output().unwrap();
-    let text = String::from_utf8_lossy(&text.stdout);
+    let text = report_text(&trace);
     assert!(
         text.contains(&format!("LOST:     {lost} events")),
         "report does not state the loss:\n{text}"

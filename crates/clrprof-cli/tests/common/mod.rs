@@ -45,11 +45,23 @@ pub fn record(trace: &Path, flags: &[&str], app_args: &[&str]) -> Output {
 /// Runs `clrprof record <flags> -o <trace> -- dotnet <app> <args>`; panics with its
 /// output if it fails.
 pub fn record_app(app: &BuiltApp, trace: &Path, flags: &[&str], app_args: &[&str]) -> Output {
+    record_app_env(app, trace, flags, app_args, &[])
+}
+
+/// [`record_app`] with extra environment variables for clrprof and the app.
+pub fn record_app_env(
+    app: &BuiltApp,
+    trace: &Path,
+    flags: &[&str],
+    app_args: &[&str],
+    env: &[(&str, &str)],
+) -> Output {
     let mut cmd = clrprof();
     cmd.arg("record").arg("-o").arg(trace).args(flags).arg("--");
     cmd.arg(clrprof_testkit::dotnet())
         .arg(&app.dll)
-        .args(app_args);
+        .args(app_args)
+        .envs(env.iter().copied());
     let out = cmd.output().expect("run clrprof record");
     if !out.status.success() {
         panic!(
@@ -60,6 +72,21 @@ pub fn record_app(app: &BuiltApp, trace: &Path, flags: &[&str], app_args: &[&str
         );
     }
     out
+}
+
+/// `clrprof report TRACE` (text), which must succeed.
+pub fn report_text(trace: &Path) -> String {
+    let out = clrprof()
+        .arg("report")
+        .arg(trace)
+        .output()
+        .expect("run clrprof report");
+    assert!(
+        out.status.success(),
+        "clrprof report failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("the report is UTF-8")
 }
 
 pub fn report_json(trace: &Path) -> serde_json::Value {
