@@ -17,8 +17,9 @@
 //! lives), without the system call.
 //!
 //! The handler is async-signal-safe: atomics, at most three syscalls (`process_vm_readv`
-//! unless the copy is a `memcpy`, its own thread's CPU clock, and a futex wake when it completes a batch the sampler is
-//! sleeping on), no allocation, no lock, errno saved and restored. A signal that arrives
+//! unless the copy is a `memcpy`, its own thread's CPU clock, and a futex wake when it
+//! completes a batch the sampler is sleeping on), no allocation, no lock, errno saved and
+//! restored. A signal that arrives
 //! late (after its slot timed out or was reused) is recognised by the sequence number it
 //! carries and ignored.
 

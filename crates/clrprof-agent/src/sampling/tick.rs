@@ -210,7 +210,6 @@ fn record(
     walked: &[Walked],
     cpu: &mut Vec<ThreadCpu>,
 ) {
-    let mut new_functions: Vec<u64> = Vec::new();
     for w in walked {
         let (ts, cpu_now) =
             w.at.unwrap_or_else(|| (tick_ts, clock::thread_cpu_ns_of(w.os_tid)));
@@ -229,14 +228,12 @@ fn record(
             }
         };
         let stack = &frames[w.start..w.start + w.len];
-        for f in stack {
-            // Module frames are named by the signal sampler; never ask the runtime.
-            if !clrprof_format::is_native_frame(*f) && seen.first(*f as usize) {
-                new_functions.push(*f);
+        // Functions not seen before are named ahead of the sample that holds them. Module
+        // frames are named by the signal sampler; never ask the runtime.
+        for &f in stack {
+            if !clrprof_format::is_native_frame(f) && seen.first(f as usize) {
+                crate::names::emit_function_info(info, FunctionId(f as usize));
             }
-        }
-        for f in new_functions.drain(..) {
-            crate::names::emit_function_info(info, FunctionId(f as usize));
         }
         // Running: the thread used at least half the interval on a CPU since its
         // previous sample (a sleeping thread's brief wake-ups stay below that).
