@@ -424,3 +424,40 @@ fn own_stack_walk_matches_do_stack_snapshot() {
     assert!(compared > 2000 && fallbacks * 3 < compared, "{line}");
     assert!(differed * 100 <= compared, "{line}");
 }
+
+/// The two diagnostic variables of `--alloc` are not part of the settings contract (they
+/// do not stop the profiler from loading): an unknown value is logged and the samples are
+/// taken the default way.
+#[test]
+fn unknown_walk_and_bench_values_are_logged_and_sampling_goes_on() {
+    let dir = scratch("alloc-bad-env");
+    let trace = dir.join("t.clrprof");
+    let out = record_app_env(
+        &scenarios(),
+        &trace,
+        &["--alloc", "--mode", "events"],
+        &["alloc-sites", "mb=400"],
+        &[
+            ("CLRPROF_ALLOC_WALK", "fast"),
+            ("CLRPROF_ALLOC_BENCH", "flor"),
+        ],
+    );
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        log.contains("CLRPROF_ALLOC_WALK=\"fast\": expected snapshot")
+            && log.contains("DoStackSnapshot it is"),
+        "{log}"
+    );
+    assert!(
+        log.contains("CLRPROF_ALLOC_BENCH=\"flor\": expected floor; ignored"),
+        "{log}"
+    );
+    assert!(log.contains("stacks by Snapshot"), "{log}");
+    // Sampled as usual: the estimate is the app's own total within 10 % (~4 000 samples:
+    // one standard deviation is 1.6 %).
+    let total = fact(&out, "total_allocated");
+    let est = report_json(&trace)["allocation_samples"]["estimated_bytes"]
+        .as_f64()
+        .unwrap();
+    assert!((est - total).abs() / total < 0.10, "{est} vs {total}");
+}

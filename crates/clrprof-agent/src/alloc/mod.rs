@@ -70,8 +70,11 @@ enum WalkMode {
 
 impl WalkMode {
     fn from_env() -> WalkMode {
-        if std::env::var_os("CLRPROF_ALLOC_BENCH").is_some_and(|v| v == "floor") {
-            return WalkMode::Floor;
+        match std::env::var("CLRPROF_ALLOC_BENCH").as_deref() {
+            Ok("floor") => return WalkMode::Floor,
+            Err(std::env::VarError::NotPresent) => {}
+            Ok(other) => log!("CLRPROF_ALLOC_BENCH={other:?}: expected floor; ignored"),
+            Err(_) => log!("CLRPROF_ALLOC_BENCH is not UTF-8: expected floor; ignored"),
         }
         let own = cfg!(all(target_os = "linux", target_arch = "x86_64"));
         match std::env::var("CLRPROF_ALLOC_WALK").as_deref() {
