@@ -32,6 +32,7 @@ public static class Program
         ("alloc-live", "alloc-live [mb=64]", AllocLive.Run),
         ("alloc-loop", "alloc-loop", AllocLoop.Run),
         ("alloc-small", "alloc-small [mb=2000]", AllocSmall.Run),
+        ("alloc-shapes", "alloc-shapes [mb=400]", AllocShapes.Run),
         ("blocked", "blocked", Blocked.Run),
     ];
 

@@ -7,13 +7,17 @@
 //! makes them (~1.9 GB/s). Rows that split the cost: the agent without `--alloc` (events
 //! mode); the runtime's feed alone (`CLRPROF_ALLOC_BENCH=floor`: the session is open and
 //! every event is built and delivered, the agent returns at once: the floor no consumer
-//! of this feed goes under); `--alloc` as it is (DoStackSnapshot of the allocating
-//! thread); `--alloc` alone, without events mode's default event groups (`--events
-//! none`: what a user who wants only allocations pays); `--alloc` with the in-place frame-pointer walk (`CLRPROF_ALLOC_WALK=fp`).
+//! of this feed goes under); `--alloc` as it is (a stack seen before from the stack
+//! cache, DoStackSnapshot of the allocating thread for the others); `--alloc` alone, without events mode's default event groups (`--events
+//! none`: what a user who wants only allocations pays); the agent loaded with no events
+//! at all, and the feed alone on top of it (both `--events none`), which split that
+//! last row between the profiler's presence, the runtime's feed and the agent's work;
+//! `--alloc` with every sample's stack walked by DoStackSnapshot, without the stack cache
+//! (`CLRPROF_ALLOC_WALK=snapshot`).
 //! Runs alternate configuration by configuration; prints median wall and CPU time (the
 //! process and its children) with the middle half of the runs, the CPU ratio to no
 //! profiler paired round by round, and the increments of `--alloc` over events mode and
-//! over the feed, paired the same way.
+//! over the feed, and of the stack cache, paired the same way.
 
 use std::path::Path;
 use std::process::Command;
@@ -37,7 +41,9 @@ const EVENTS: &str = "clrprof events mode, no --alloc";
 const FLOOR: &str = "the feed alone (CLRPROF_ALLOC_BENCH=floor)";
 const ALLOC: &str = "clrprof --alloc (events mode)";
 const ALLOC_ONLY: &str = "--alloc alone (--events none)";
-const FP: &str = "--alloc, own-stack walk (ALLOC_WALK=fp)";
+const LOADED: &str = "the agent loaded, no events (--events none)";
+const FLOOR_ONLY: &str = "the feed alone, no events (--events none, floor)";
+const WALKED: &str = "--alloc, every stack walked (ALLOC_WALK=snapshot)";
 const DOTNET_TRACE: &str = "dotnet-trace AllocationSampling";
 
 /// Paired CPU ratio of configuration `a` to configuration `b`, as "median (p25–p75)".
@@ -100,7 +106,20 @@ pub fn run_all(clrprof: &Path, runs: usize, filter: &Filter) -> Result<()> {
                 args,
             )
         };
-        let fp = || alloc_with(Some(("CLRPROF_ALLOC_WALK", "fp")));
+        let none_flags = ["--mode", "events", "--events", "none"];
+        let loaded = || super::recorded(clrprof, &none_flags, &out, app, args);
+        let floor_only = || {
+            let mut c = super::recorded(
+                clrprof,
+                &["--mode", "events", "--events", "none", "--alloc"],
+                &out,
+                app,
+                args,
+            );
+            c.env("CLRPROF_ALLOC_BENCH", "floor");
+            c
+        };
+        let walked = || alloc_with(Some(("CLRPROF_ALLOC_WALK", "snapshot")));
         let dt = || {
             let mut c = Command::new(dotnet_trace.as_ref().expect("dotnet-trace"));
             // The same runtime feed: the AllocationSampling keyword (0x80000000000) at
@@ -121,7 +140,9 @@ pub fn run_all(clrprof: &Path, runs: usize, filter: &Filter) -> Result<()> {
             (FLOOR, &floor),
             (ALLOC, &alloc),
             (ALLOC_ONLY, &alloc_only),
-            (FP, &fp),
+            (LOADED, &loaded),
+            (FLOOR_ONLY, &floor_only),
+            (WALKED, &walked),
         ];
         if dotnet_trace.is_some() {
             configs.push((DOTNET_TRACE, &dt));
@@ -161,6 +182,21 @@ pub fn run_all(clrprof: &Path, runs: usize, filter: &Filter) -> Result<()> {
                 "--alloc over the feed (the agent's own work per sample)",
                 ALLOC,
                 FLOOR,
+            ),
+            (
+                "without events: the feed over the agent loaded",
+                FLOOR_ONLY,
+                LOADED,
+            ),
+            (
+                "--alloc alone over the feed alone (the agent's own work)",
+                ALLOC_ONLY,
+                FLOOR_ONLY,
+            ),
+            (
+                "--alloc over every stack walked (what the stack cache saves)",
+                ALLOC,
+                WALKED,
             ),
         ] {
             if let (Some(a), Some(b)) = (at(a), at(b)) {

@@ -136,8 +136,15 @@ pub fn print_cpu_table(configs: &[(&str, &dyn Fn() -> Command)], runs: &[Vec<Run
     let secs = |i: usize, f: fn(&Run) -> Duration| -> Vec<f64> {
         runs[i].iter().map(|r| f(r).as_secs_f64() * 1e3).collect()
     };
+    // The first column as wide as the longest name (at least 42).
+    let width = configs
+        .iter()
+        .map(|(n, _)| n.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(42);
     println!(
-        "{:<42} {:>9} {:>13} {:>9} {:>13} {:>17}",
+        "{:<width$} {:>9} {:>13} {:>9} {:>13} {:>17}",
         "configuration", "wall ms", "(p25–p75)", "CPU ms", "(p25–p75)", "CPU ratio (p25–p75)"
     );
     let base_cpu = secs(0, |r| r.cpu);
@@ -149,7 +156,7 @@ pub fn print_cpu_table(configs: &[(&str, &dyn Fn() -> Command)], runs: &[Vec<Run
         let (c, c25, c75) = spread(&cpu);
         let (r, r25, r75) = spread(&paired(&cpu, &base_cpu));
         println!(
-            "{name:<42} {w:>9.1} {:>13} {c:>9.1} {:>13} {:>17}",
+            "{name:<width$} {w:>9.1} {:>13} {c:>9.1} {:>13} {:>17}",
             format!("{w25:.0}–{w75:.0}"),
             format!("{c25:.0}–{c75:.0}"),
             format!("{r:.3} ({r25:.3}–{r75:.3})"),

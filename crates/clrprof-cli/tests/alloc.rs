@@ -389,40 +389,97 @@ fn a_refused_session_is_reported_with_its_hresult() {
     );
 }
 
-/// The frame-pointer walk of the allocating thread's own stack gives DoStackSnapshot's
-/// frames: `CLRPROF_ALLOC_WALK=compare` takes both for every sample and logs how many
-/// differ. Most samples are walked (it gives up while the JIT maps new code, the first
-/// ~100 ms, longer on a loaded machine), and at most 1 % differ.
+/// The figure after `before` in a log line ("… 3375 of 3563 from the cache …").
+fn number_after(line: &str, before: &str) -> u64 {
+    let at = line
+        .find(before)
+        .unwrap_or_else(|| panic!("{before:?} in {line}"))
+        + before.len();
+    line[at..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a number after {before:?} in {line}"))
+}
+
+/// The figure before `after` in a log line.
+fn number_before(line: &str, after: &str) -> u64 {
+    let head = &line[..line
+        .find(after)
+        .unwrap_or_else(|| panic!("{after:?} in {line}"))];
+    head.trim_end()
+        .rsplit(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a number before {after:?} in {line}"))
+}
+
+/// The stack cache gives DoStackSnapshot's frames on stacks made to look alike (one
+/// virtual call site calling three implementations with frames of different sizes, under
+/// 0 to 3 levels of recursion): `CLRPROF_ALLOC_WALK=compare` takes both for every sample
+/// and counts the cached stacks that differ. None may; most samples come from the cache.
 #[test]
-fn own_stack_walk_matches_do_stack_snapshot() {
+fn cached_stacks_are_the_stacks_do_stack_snapshot_walks() {
     let dir = scratch("alloc-compare");
     let trace = dir.join("t.clrprof");
     let out = record_alloc_env(
         &trace,
         ("CLRPROF_ALLOC_WALK", "compare"),
-        &["alloc-sites", "mb=800"],
+        &["alloc-shapes", "mb=400"],
     );
     let log = String::from_utf8_lossy(&out.stderr);
     let line = log
         .lines()
-        .find(|l| l.contains("allocation stacks: by Compare"))
+        .find(|l| l.contains("allocation stacks: Compare"))
         .unwrap_or_else(|| panic!("{log}"));
-    // "..., {fallbacks} by DoStackSnapshot after a failed frame-pointer walk, compared
-    // with DoStackSnapshot: {differed} of {compared} differ ..."
-    let num_before = |s: &str| -> u64 {
-        let head = &line[..line.find(s).unwrap_or_else(|| panic!("{line}"))];
-        head.trim_end().rsplit(' ').next().unwrap().parse().unwrap()
+    let (hits, recorded) = (number_before(line, " of "), number_after(line, " of "));
+    let (differed, compared) = (
+        number_after(line, "DoStackSnapshot: "),
+        number_before(line, " differ"),
+    );
+    assert!(recorded > 3000 && hits * 10 > recorded * 9, "{line}");
+    assert_eq!((differed, compared), (0, hits), "{line}");
+    assert!(!log.contains("alloc stack differs"), "{log}");
+}
+
+/// With the cache (the default), each implementation behind the one call site gets its
+/// own share of the bytes, within 5 points of what each measured itself, under the whole
+/// stack down to its call site.
+#[test]
+fn cached_stacks_charge_each_implementation_its_share() {
+    let dir = scratch("alloc-shapes");
+    let trace = dir.join("t.clrprof");
+    let out = record(
+        &trace,
+        &["--alloc", "--mode", "events"],
+        &["alloc-shapes", "mb=400"],
+    );
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(log.contains("stacks by Cached"), "{log}");
+    let total = fact(&out, "total_allocated");
+    let r = report_json(&trace);
+    let a = &r["allocation_samples"];
+    let est = a["estimated_bytes"].as_f64().unwrap();
+    assert!((est - total).abs() / total < 0.10, "{est} vs {total}");
+    let f = &a["functions"];
+    let self_of = |name: &str| {
+        find(f, name).unwrap_or_else(|| panic!("{name} in {f:#}"))["self_bytes"]
+            .as_f64()
+            .unwrap()
     };
-    let fallbacks = num_before(" by DoStackSnapshot");
-    let differed = num_before(" of ");
-    let compared: u64 = line[line.find(" of ").unwrap() + 4..]
-        .split(' ')
-        .next()
-        .unwrap()
-        .parse()
+    for (shape, key) in [
+        ("Small", "small_bytes"),
+        ("Medium", "medium_bytes"),
+        ("Large", "large_bytes"),
+    ] {
+        let got = self_of(&format!("Scenarios.AllocShapes+{shape}.Make")) / est;
+        let want = fact(&out, key) / total;
+        assert!((got - want).abs() < 0.05, "{shape}: {got:.3} vs {want:.3}");
+    }
+    let through = find(f, "Scenarios.AllocShapes.Through").unwrap()["total_bytes"]
+        .as_f64()
         .unwrap();
-    assert!(compared > 2000 && fallbacks * 3 < compared, "{line}");
-    assert!(differed * 100 <= compared, "{line}");
+    assert!(through > est * 0.95, "{through} of {est}");
 }
 
 /// The two diagnostic variables of `--alloc` are not part of the settings contract (they
@@ -444,15 +501,15 @@ fn unknown_walk_and_bench_values_are_logged_and_sampling_goes_on() {
     );
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(
-        log.contains("CLRPROF_ALLOC_WALK=\"fast\": expected snapshot")
-            && log.contains("DoStackSnapshot it is"),
+        log.contains("CLRPROF_ALLOC_WALK=\"fast\": expected cached, snapshot or compare")
+            && log.contains("cached it is"),
         "{log}"
     );
     assert!(
         log.contains("CLRPROF_ALLOC_BENCH=\"flor\": expected floor; ignored"),
         "{log}"
     );
-    assert!(log.contains("stacks by Snapshot"), "{log}");
+    assert!(log.contains("stacks by Cached"), "{log}");
     // Sampled as usual: the estimate is the app's own total within 10 % (~4 000 samples:
     // one standard deviation is 1.6 %).
     let total = fact(&out, "total_allocated");

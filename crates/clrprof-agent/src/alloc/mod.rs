@@ -4,25 +4,24 @@
 //! The runtime samples: the agent opens an in-process EventPipe session
 //! (ICorProfilerInfo12::EventPipeStartSession) on the runtime provider, whose events the
 //! runtime delivers synchronously on the allocating thread (`EventPipeEventDelivered`);
-//! the callback walks that thread's stack (DoStackSnapshot; or in place by frame
-//! pointers, `ownstack`, with `CLRPROF_ALLOC_WALK=fp`) and records the sample.
+//! the callback walks that thread's stack (DoStackSnapshot, unless `stackcache` knows
+//! the stack from an earlier sample) and records the sample.
 //! .NET 10 and later: `AllocationSampled` (a Poisson process of mean 100 KiB, a constant
 //! of the runtime); before: `GCAllocationTick` (one event each time ~100 KB were
 //! allocated). `--alloc-interval` above 100 KiB thins the runtime's samples at random;
 //! below, the runtime's 100 KiB stands. `payload` decodes the events, `live` follows the
 //! sampled objects through weak handles.
 //!
-//! Per sample, on the allocating thread: no allocation and no syscall; the stack walk,
-//! one load per frame in a lock-free cache of the functions named (the sharded name
-//! table, and its lock, only on a miss), one weak handle, one record.
+//! Per sample, on the allocating thread: no allocation and no syscall (but the first
+//! sample of a thread asks for its stack range); a stack from the cache (a few loads per
+//! frame) or a DoStackSnapshot, one load per frame in a lock-free cache of the functions
+//! named (the sharded name table, and its lock, only on a miss), one weak handle, one
+//! record.
 
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-mod ipcache;
 mod live;
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-mod ownstack;
 mod payload;
 mod stackbuf;
+mod stackcache;
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
@@ -52,15 +51,12 @@ const MAX_FRAMES: usize = 256;
 /// How a sample's stack is taken (`CLRPROF_ALLOC_WALK`, for comparisons and the bench).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum WalkMode {
-    /// The frame-pointer walk of the thread's own stack (`ownstack`, Linux x86-64),
-    /// DoStackSnapshot where it gives up (`CLRPROF_ALLOC_WALK=fp`). Not the default: it
-    /// costs as much as DoStackSnapshot per sample on .NET 10 and differs from it in a
-    /// few samples of the Demo (docs/allocations.md, "Stacks").
-    Fp,
-    /// DoStackSnapshot: the default.
+    /// A stack seen before from `stackcache`, DoStackSnapshot for the others: the default.
+    Cached,
+    /// DoStackSnapshot for every sample (`CLRPROF_ALLOC_WALK=snapshot`).
     Snapshot,
-    /// Both; the sample keeps DoStackSnapshot's frames, and walks that differ are counted
-    /// and the first few logged.
+    /// Both for every sample (`compare`); the sample keeps DoStackSnapshot's frames, and
+    /// stacks from the cache that differ are counted and the first few logged.
     Compare,
     /// No per-sample work at all (`CLRPROF_ALLOC_BENCH=floor`): the session is open and
     /// the runtime builds and delivers every event, the agent returns at once. What the
@@ -76,21 +72,15 @@ impl WalkMode {
             Ok(other) => log!("CLRPROF_ALLOC_BENCH={other:?}: expected floor; ignored"),
             Err(_) => log!("CLRPROF_ALLOC_BENCH is not UTF-8: expected floor; ignored"),
         }
-        let own = cfg!(all(target_os = "linux", target_arch = "x86_64"));
         match std::env::var("CLRPROF_ALLOC_WALK").as_deref() {
-            Ok("fp") if own => WalkMode::Fp,
-            Ok("compare") if own => WalkMode::Compare,
-            Ok("snapshot") | Err(_) => WalkMode::Snapshot,
+            Ok("cached") | Err(_) => WalkMode::Cached,
+            Ok("snapshot") => WalkMode::Snapshot,
+            Ok("compare") => WalkMode::Compare,
             Ok(other) => {
                 log!(
-                    "CLRPROF_ALLOC_WALK={other:?}: expected snapshot{}; DoStackSnapshot it is",
-                    if own {
-                        ", fp or compare"
-                    } else {
-                        " (fp and compare need Linux x86-64)"
-                    }
+                    "CLRPROF_ALLOC_WALK={other:?}: expected cached, snapshot or compare; cached it is"
                 );
-                WalkMode::Snapshot
+                WalkMode::Cached
             }
         }
     }
@@ -99,9 +89,10 @@ impl WalkMode {
 struct State {
     session: u64,
     walk: WalkMode,
-    /// Samples whose frame-pointer walk failed and were walked by DoStackSnapshot.
-    fallbacks: AtomicU64,
-    /// `Compare`: walks compared, and how many differed.
+    /// Samples whose stack came from the cache.
+    hits: AtomicU64,
+    /// `Compare`: stacks from the cache compared with DoStackSnapshot's, and how many
+    /// differed.
     compared: AtomicU64,
     differed: AtomicU64,
     /// `AllocationSampled` (true) or `AllocationTick`.
@@ -200,7 +191,7 @@ fn try_start(info: &ProfilerInfo, settings: &Settings) -> Result<(), (u32, Strin
     let _ = STATE.set(State {
         session,
         walk,
-        fallbacks: AtomicU64::new(0),
+        hits: AtomicU64::new(0),
         compared: AtomicU64::new(0),
         differed: AtomicU64::new(0),
         sampled,
@@ -280,9 +271,6 @@ fn splitmix(mut z: u64) -> u64 {
 
 /// An EventPipe event, on the thread that wrote it: records the allocation samples.
 pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) {
-    // First, before anything here can use RBP: the runtime's frame pointer, where the
-    // frame-pointer walk starts (checked there).
-    let fp = entry_frame_pointer();
     let Some(st) = STATE.get() else {
         return;
     };
@@ -314,42 +302,56 @@ pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) 
         });
     }
     // A synchronous session's events come without the stack (the runtime walks stacks
-    // only for buffered sessions): walk this thread's own. The frames go into a buffer on
-    // this thread's stack (no allocation per sample).
+    // only for buffered sessions): this thread's own, from the cache or walked. The
+    // frames go into a buffer on this thread's stack (no allocation per sample), whose
+    // address anchors the cache's offsets.
     let mut buf = Frames::new();
     let walk0 = clock::ticks();
-    let walked = st.walk != WalkMode::Snapshot && own_walk(info, fp, &mut buf);
-    if st.walk == WalkMode::Compare {
-        let fp = buf.n;
-        let mut snap = Frames::new();
-        snapshot(info, &mut snap);
-        if !walked {
-            st.fallbacks.fetch_add(1, Ordering::Relaxed);
-        } else {
-            st.compared.fetch_add(1, Ordering::Relaxed);
+    let stack = match st.walk {
+        // (The register context's layout is x86-64's.)
+        WalkMode::Cached | WalkMode::Compare if cfg!(target_arch = "x86_64") => {
+            stackcache::OwnStack::new(std::ptr::addr_of!(buf) as u64)
         }
-        if walked && snap.as_slice() != &buf.buf[..fp] {
-            let k = st.differed.fetch_add(1, Ordering::Relaxed);
-            if k < 5 {
-                let name = |f: &u64| {
-                    names::function_names(info, FunctionId(*f as usize))
-                        .map_or_else(|| format!("{f:#x}"), |n| n.name)
-                };
-                let fpn: Vec<String> = buf.buf[..fp].iter().take(4).map(name).collect();
-                let snn: Vec<String> = snap.as_slice().iter().take(4).map(name).collect();
-                log!(
-                    "alloc walk differs: fp [{}] snapshot [{}]",
-                    fpn.join(" < "),
-                    snn.join(" < ")
-                );
+        _ => None,
+    };
+    let hit = stack
+        .as_ref()
+        .is_some_and(|s| stackcache::find(s, &mut buf));
+    if hit {
+        st.hits.fetch_add(1, Ordering::Relaxed);
+    }
+    if !hit || st.walk == WalkMode::Compare {
+        let mut snap = Frames::new();
+        let mut walked = Walked::new();
+        let complete = snapshot(info, &mut snap, stack.is_some().then_some(&mut walked));
+        if let Some(s) = &stack
+            && !hit
+        {
+            stackcache::keep(s, walked.as_slice(), complete && walked.exact, |a| {
+                info.get_function_from_ip(a as usize)
+                    .map_or(0, |f| f.0 as u64)
+            });
+        }
+        if hit {
+            st.compared.fetch_add(1, Ordering::Relaxed);
+            if snap.as_slice() != buf.as_slice() {
+                let k = st.differed.fetch_add(1, Ordering::Relaxed);
+                if k < 5 {
+                    let name = |f: &u64| {
+                        names::function_names(info, FunctionId(*f as usize))
+                            .map_or_else(|| format!("{f:#x}"), |n| n.name)
+                    };
+                    let cached: Vec<String> = buf.as_slice().iter().take(4).map(name).collect();
+                    let walked: Vec<String> = snap.as_slice().iter().take(4).map(name).collect();
+                    log!(
+                        "alloc stack differs: cached [{}] snapshot [{}]",
+                        cached.join(" < "),
+                        walked.join(" < ")
+                    );
+                }
             }
         }
         buf = snap;
-    } else if !walked {
-        if st.walk == WalkMode::Fp {
-            st.fallbacks.fetch_add(1, Ordering::Relaxed);
-        }
-        snapshot(info, &mut buf);
     }
     st.walk_ticks
         .fetch_add(clock::ticks().saturating_sub(walk0), Ordering::Relaxed);
@@ -379,37 +381,67 @@ pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) 
 /// The frames of a sample: a fixed buffer on the allocating thread's stack.
 type Frames = FrameBuf<MAX_FRAMES>;
 
-/// The thread's own stack by frame pointers; false when it must be asked of the runtime.
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-fn own_walk(info: &ProfilerInfo, fp: u64, out: &mut Frames) -> bool {
-    ownstack::walk(info, fp, out)
+/// A walk's managed frames with their IP and SP, for the cache; `exact` while every
+/// frame's register context agreed with the IP the runtime reported.
+struct Walked {
+    frames: [stackcache::Walked; stackcache::MAX_FRAMES],
+    n: usize,
+    exact: bool,
 }
 
-#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
-fn own_walk(_: &ProfilerInfo, _: u64, _: &mut Frames) -> bool {
-    false
+impl Walked {
+    fn new() -> Walked {
+        Walked {
+            frames: [stackcache::Walked::default(); stackcache::MAX_FRAMES],
+            n: 0,
+            exact: true,
+        }
+    }
+
+    fn as_slice(&self) -> &[stackcache::Walked] {
+        &self.frames[..self.n]
+    }
 }
 
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-#[inline(always)]
-fn entry_frame_pointer() -> u64 {
-    ownstack::frame_pointer()
-}
+/// `CONTEXT` (AMD64, the PAL's layout on Unix too): where RSP and RIP are.
+const CONTEXT_RSP: usize = 0x98;
+const CONTEXT_RIP: usize = 0xF8;
 
-#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
-fn entry_frame_pointer() -> u64 {
-    0
-}
-
-/// The thread's own stack by DoStackSnapshot (allowed on the current thread at any time).
-fn snapshot(info: &ProfilerInfo, out: &mut Frames) {
+/// The thread's own stack by DoStackSnapshot (allowed on the current thread at any time);
+/// with `walked`, each managed frame's IP and SP too (from its register context). True
+/// if the walk reached the root: not cut at [`MAX_FRAMES`] or by a failure.
+fn snapshot(info: &ProfilerInfo, out: &mut Frames, mut walked: Option<&mut Walked>) -> bool {
     out.n = 0;
-    let _ = info.do_stack_snapshot(None, 0, None, &mut |f: FunctionId, _ip, _ctx| {
-        if f.0 != 0 {
-            out.push(f.0 as u64);
+    let flags = if walked.is_some() {
+        corprof_sys::COR_PRF_SNAPSHOT_REGISTER_CONTEXT
+    } else {
+        0
+    };
+    let r = info.do_stack_snapshot(None, flags, None, &mut |f: FunctionId, ip, ctx| {
+        if f.0 == 0 {
+            return true;
+        }
+        out.push(f.0 as u64);
+        if let Some(w) = walked.as_deref_mut() {
+            let reg = |at: usize| {
+                ctx.get(at..at + 8)
+                    .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+            };
+            match (reg(CONTEXT_RSP), reg(CONTEXT_RIP)) {
+                (Some(sp), Some(rip)) if rip == ip as u64 && w.n < w.frames.len() => {
+                    w.frames[w.n] = stackcache::Walked {
+                        function: f.0 as u64,
+                        ip: ip as u64,
+                        sp,
+                    };
+                    w.n += 1;
+                }
+                _ => w.exact = false,
+            }
         }
         out.n < MAX_FRAMES
     });
+    r.is_ok() && out.n < MAX_FRAMES
 }
 
 /// GarbageCollectionFinished: records the followed samples that this GC collected.
@@ -442,20 +474,27 @@ pub fn stop(info: &ProfilerInfo) {
     st.stopped.store(true, Ordering::Release);
     let _ = info.event_pipe_stop_session(st.session);
     let alive_at_end = st.live.release_all(info);
-    let (fallbacks, compared, differed) = (
-        st.fallbacks.load(Ordering::Relaxed),
+    let (hits, compared, differed) = (
+        st.hits.load(Ordering::Relaxed),
         st.compared.load(Ordering::Relaxed),
         st.differed.load(Ordering::Relaxed),
     );
+    let not_kept = |i: usize| stackcache::NOT_KEPT[i].load(Ordering::Relaxed);
     log!(
-        "allocation stacks: by {:?}, {fallbacks} by DoStackSnapshot after a failed frame-pointer walk{}{}",
+        "allocation stacks: {:?}, {hits} of {} from the cache (walks not kept: {} with a return address elsewhere, {} cut or deeper than {} frames, {} on a path over the {}th, {} busy){}",
         st.walk,
-        if compared > 0 {
+        st.recorded.load(Ordering::Relaxed),
+        not_kept(0),
+        not_kept(1),
+        stackcache::MAX_FRAMES,
+        not_kept(2),
+        8,
+        not_kept(3),
+        if st.walk == WalkMode::Compare {
             format!(", compared with DoStackSnapshot: {differed} of {compared} differ")
         } else {
             String::new()
         },
-        cache_misses()
     );
     let (delivered, recorded, untracked) = (
         st.delivered.load(Ordering::Relaxed),
@@ -488,21 +527,4 @@ pub fn stop(info: &ProfilerInfo) {
         untracked,
         alive_at_end,
     });
-}
-
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-fn cache_misses() -> String {
-    let g = |i: usize| ownstack::GAVE_UP[i].load(Ordering::Relaxed);
-    format!(
-        " (no record {}, not code {}, no managed frame {}), {} address cache misses",
-        g(0),
-        g(1),
-        g(2),
-        ownstack::MISSES.load(Ordering::Relaxed)
-    )
-}
-
-#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
-fn cache_misses() -> String {
-    String::new()
 }

@@ -1,7 +1,5 @@
 //! A sample's frames in a fixed buffer on the allocating thread's stack (no allocation
-//! per sample), filled by the frame-pointer walk or by DoStackSnapshot.
-
-use crate::stackwalk::fpwalk::Sink;
+//! per sample), filled from the stack cache or by DoStackSnapshot.
 
 /// A frame list on the caller's stack: the allocating thread must not allocate.
 pub struct FrameBuf<const N: usize> {
@@ -24,15 +22,5 @@ impl<const N: usize> FrameBuf<N> {
             self.buf[self.n] = v;
             self.n += 1;
         }
-    }
-}
-
-impl<const N: usize> Sink for FrameBuf<N> {
-    fn len(&self) -> usize {
-        self.n
-    }
-
-    fn push(&mut self, addr: u64) {
-        FrameBuf::push(self, addr);
     }
 }

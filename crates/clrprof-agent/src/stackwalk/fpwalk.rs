@@ -17,9 +17,6 @@
 //!   records. The gap is searched only when the method a record returns into is frameless
 //!   or of unknown shape ([`FrameKind`], read from its prolog): the body of a method with
 //!   a record of its own holds only its locals, where old return addresses linger;
-//! - a native stub without a record (the runtime's assembly helpers) called from managed
-//!   code leaves the return into its caller in the gap under the caller's record
-//!   ([`walk_through_stubs`], which checks what the gap gives against the call sites);
 //! - an OSR method continues a Tier-0 frame that stays on the stack under it, and its
 //!   record's return slot was never written by a call: the caller comes from the Tier-0
 //!   frame's record instead (see [`FrameKind::Osr`]);
@@ -38,9 +35,8 @@ pub enum WalkEnd {
     Limit,
 }
 
-/// The stack memory a walk reads: `bytes()` bytes from SP upwards. The signal sampler's
-/// copy is a byte slice; `--alloc` reads the allocating thread's own stack in place
-/// (`alloc/ownstack.rs`), bounded to the thread's stack range.
+/// The stack memory a walk reads: `bytes()` bytes from SP upwards (the signal sampler's
+/// copy, a byte slice).
 pub trait Memory {
     /// How many bytes from SP may be read.
     fn bytes(&self) -> usize;
@@ -103,8 +99,6 @@ pub struct Walk {
     pub end: WalkEnd,
     /// OSR frames whose caller was taken from the Tier-0 frame record under them.
     pub osr_frames: u32,
-    /// The highest frame record that returned into managed code (0: none).
-    pub outermost_managed: u64,
 }
 
 /// How a code version builds its frame, as its first instructions show.
@@ -167,49 +161,9 @@ pub fn walk<M: Memory>(
     let mut w = Walk {
         end: WalkEnd::Root,
         osr_frames: 0,
-        outermost_managed: 0,
     };
-    w.end = walk_frames(c, Some(leaf), out, max, &mut is_code, None, &mut w);
+    w.end = walk_frames(c, Some(leaf), out, max, &mut is_code, &mut w);
     w
-}
-
-/// As [`walk`], and where a native record's next record returns into managed code (a
-/// runtime helper entered from managed code, often through an assembly stub without a
-/// record), the managed callers the stub hides are recovered from the gap between the two
-/// records. `callee(ret − 1)` names the managed function that the `call` before a return
-/// address calls, when it can tell (0: cannot, e.g. an indirect call or a stub): the
-/// return taken from the gap must be into that function, so that stale return addresses
-/// there (the stub's frame and the caller's uninitialised locals hold some) are passed
-/// over. `--alloc` uses it on its own stack, entered from the runtime's allocator.
-/// `stop_above` (0: never) ends the walk at the first record above it: the thread's
-/// [`Walk::outermost_managed`] of an earlier walk, above which lies only the native code
-/// that started the thread.
-pub fn walk_through_stubs<M: Memory>(
-    c: &Captured<M>,
-    leaf: Code,
-    out: &mut impl Sink,
-    max: usize,
-    mut is_code: impl FnMut(u64) -> Code,
-    mut callee: impl FnMut(u64) -> u64,
-    stop_above: u64,
-) -> Walk {
-    let mut w = Walk {
-        end: WalkEnd::Root,
-        osr_frames: 0,
-        outermost_managed: 0,
-    };
-    let stubs = Stubs {
-        callee: &mut callee,
-        stop_above,
-    };
-    w.end = walk_frames(c, Some(leaf), out, max, &mut is_code, Some(stubs), &mut w);
-    w
-}
-
-/// What [`walk_through_stubs`] adds to a walk.
-struct Stubs<'a> {
-    callee: &'a mut dyn FnMut(u64) -> u64,
-    stop_above: u64,
 }
 
 fn walk_frames<M: Memory>(
@@ -218,17 +172,12 @@ fn walk_frames<M: Memory>(
     out: &mut impl Sink,
     max: usize,
     is_code: &mut impl FnMut(u64) -> Code,
-    stubs: Option<Stubs<'_>>,
     w: &mut Walk,
 ) -> WalkEnd {
-    let stop_above = stubs.as_ref().map_or(0, |s| s.stop_above);
-    let mut callee = stubs.map(|s| s.callee);
     if max == 0 {
         return WalkEnd::Limit;
     }
     let limit = out.len() + max;
-    // A managed frame was found: a walk through stubs stops at a broken link from then on.
-    let mut seen_managed = false;
     // The code whose frame record RBP points at, as far as the walk knows.
     let mut inner = Code::NONE;
     let mut fp = 0;
@@ -254,9 +203,6 @@ fn walk_frames<M: Memory>(
     // Everything below this address has been walked: scans start here.
     let mut floor = c.sp;
     loop {
-        if stop_above != 0 && fp > stop_above {
-            return WalkEnd::Root;
-        }
         if fp == 0 && floor == c.sp && resumes == 0 {
             // RBP 0 at the interrupted point is not the root: code without frame pointers
             // (glibc's futex and syscall paths) keeps other values in it.
@@ -285,14 +231,6 @@ fn walk_frames<M: Memory>(
             Some(r) => r,
             None if valid && fp.wrapping_sub(c.sp) >= c.len() => {
                 return WalkEnd::OutsideCopy;
-            }
-            // A walk of a live stack from a known record (`walk_through_stubs`) does not
-            // search on after a broken link once it found managed frames: on the
-            // allocating thread that is mostly the process's own startup code, above every
-            // managed frame, and the search (up to 16 KiB, 4 times) cost more than the
-            // walk itself.
-            None if callee.is_some() && seen_managed => {
-                return WalkEnd::Root;
             }
             None => {
                 // RBP is not a frame pointer here (code built without them, e.g. libc,
@@ -339,79 +277,9 @@ fn walk_frames<M: Memory>(
         out.push(ret - 1);
         let owner = is_code(ret - 1);
         inner = owner;
-        if owner.function != 0 {
-            seen_managed = true;
-            w.outermost_managed = fp;
-        }
         let frameless_managed =
             owner.function != 0 && matches!(owner.frame, FrameKind::Frameless | FrameKind::Unknown);
-        // Native code whose caller's record is managed: the runtime's helpers entered from
-        // managed code (an allocation helper) are often assembly stubs without a record,
-        // so the return into the managed method that called the stub lies in this gap.
-        let stub_return = if callee.is_some() && owner.function == 0 && next > fp {
-            c.word(next.wrapping_add(8))
-                .filter(|&r| r > 1 && is_code(r - 1).function != 0)
-        } else {
-            None
-        };
-        if let (Some(upper), Some(callee)) = (stub_return, callee.as_deref_mut()) {
-            // From the top: the return into the method that owns the record at `next` (it
-            // called the stub, or a frameless method that did) must be into the function
-            // the call before `upper` calls; then the same one level down, as long as the
-            // callee is known. Where it is not, the highest return in the gap is taken
-            // (and below it at most one into a frameless method), and the search stops.
-            let mut found = [(0u64, Code::NONE); 8];
-            let mut n = 0;
-            let low = floor.max(next.saturating_sub(GAP_BYTES));
-            let mut want = callee(upper - 1);
-            let mut top = next;
-            while n < found.len() {
-                let mut at = top.wrapping_sub(8) & !7;
-                let mut hit = None;
-                while at >= low {
-                    if let Some(w) = c.word(at)
-                        && (4096..0x8000_0000_0000).contains(&w)
-                        && let code = is_code(w - 1)
-                        && code.function != 0
-                        && (want == 0 || code.function == want)
-                        && (n == 0 || want != 0 || code.frame == FrameKind::Frameless)
-                    {
-                        hit = Some((at, w - 1, code));
-                        break;
-                    }
-                    at -= 8;
-                }
-                let Some((slot, a, code)) = hit else {
-                    if n == 0 && want != 0 {
-                        // No return into the function `upper`'s call calls (an OSR
-                        // record's return slot holds whatever the Tier-0 frame left
-                        // there, not a return address): the highest return then.
-                        want = 0;
-                        continue;
-                    }
-                    break;
-                };
-                found[n] = (a, code);
-                n += 1;
-                if want == 0 && n > 1 {
-                    break;
-                }
-                // Unknown callee: one more level only if the next return below is into a
-                // frameless method (which has no record to be stale in).
-                want = callee(a);
-                top = slot;
-            }
-            for &(a, _) in found[..n].iter().rev() {
-                if out.len() == limit {
-                    return WalkEnd::Limit;
-                }
-                out.push(a);
-            }
-            if n > 0 {
-                inner = found[0].1;
-                seen_managed = true;
-            }
-        } else if next > fp && frameless_managed {
+        if next > fp && frameless_managed {
             // The gap above this record belongs to the method this record returns into.
             // When that method is frameless, its own return address lies in the gap:
             // recover returns into other managed methods found there, up to the first
@@ -442,7 +310,7 @@ fn walk_frames<M: Memory>(
             }
         }
         if next <= fp {
-            if next == 0 || (callee.is_some() && seen_managed) {
+            if next == 0 {
                 return WalkEnd::Root;
             }
             match resume(c, floor, is_code) {
@@ -754,66 +622,6 @@ mod tests {
         );
         let (out, _) = walk_stack(&s, 0x9999, SP + 0x20, LEAF, shaped);
         assert_eq!(out, vec![0x9999, 0x2000, 0x4000, 0x1000]);
-    }
-
-    /// A native record (+0x20) returns into a stub (0x8000, native, no record) that 2
-    /// (frameless) called; 2 was called by 4, whose record (+0x80) returns into Main. In
-    /// the gap: a stale record of 5 in the stub's frame (+0x30), the returns into 2
-    /// (+0x40) and 4 (+0x50), a stale return into 5 among 4's locals (+0x70).
-    fn stub_stack() -> Vec<u8> {
-        stack(
-            0x100,
-            &[
-                (0x20, SP + 0x80),
-                (0x28, 0x8001),
-                (0x30, SP + 0x60),
-                (0x38, 0x5001),
-                (0x40, 0x2001),
-                (0x50, 0x4001),
-                (0x70, 0x5101),
-                (0x80, 0),
-                (0x88, 0x1001),
-            ],
-        )
-    }
-
-    fn stub_walk(callee: impl FnMut(u64) -> u64) -> Vec<u64> {
-        let s = stub_stack();
-        let c = Captured {
-            ip: 0x9999,
-            sp: SP,
-            fp: SP + 0x20,
-            stack: &s[..],
-        };
-        let mut out = vec![];
-        walk_through_stubs(&c, Code::NONE, &mut out, 64, shaped, callee, 0);
-        out
-    }
-
-    #[test]
-    fn callers_hidden_by_a_native_stub_are_recovered_by_their_call_sites() {
-        // Main's call calls 4, 4's calls 2, 2's calls the stub (unknown).
-        let out = stub_walk(|a| match a {
-            0x1000 => 4,
-            0x4000 => 2,
-            _ => 0,
-        });
-        assert_eq!(out, vec![0x9999, 0x8000, 0x2000, 0x4000, 0x1000]);
-        // Main's "call" names a function that is not in the gap: the highest return.
-        let out = stub_walk(|a| if a == 0x1000 { 9 } else { 0 });
-        assert_eq!(out, vec![0x9999, 0x8000, 0x2000, 0x5100, 0x1000]);
-    }
-
-    #[test]
-    fn without_call_sites_the_highest_return_is_taken() {
-        // (The stale return into 5 among 4's locals wins, what the call-site check is for;
-        // below it one more return, into the frameless 2.)
-        let out = stub_walk(|_| 0);
-        assert_eq!(out, vec![0x9999, 0x8000, 0x2000, 0x5100, 0x1000]);
-        // The plain walk does not search a native record's gap.
-        let s = stub_stack();
-        let (out, _) = walk_stack(&s, 0x9999, SP + 0x20, Code::NONE, shaped);
-        assert_eq!(out, vec![0x9999, 0x8000, 0x1000]);
     }
 
     /// The stack of Main → RunHot → Worker (Tier-0, then OSR) → leaf, as the runtime

@@ -1,5 +1,5 @@
-//! Frame-pointer stack walks, shared by the signal sampler (over a stack copied by its
-//! SIGPROF handler) and `--alloc` (over the allocating thread's own stack, in place).
+//! Frame-pointer stack walks for the signal sampler (over a stack copied by its SIGPROF
+//! handler).
 //!
 //! - `fpwalk`: the walk itself, pure: frame records, frameless leaves and gaps, OSR
 //!   frames, resumption after a broken link;

@@ -99,12 +99,6 @@ impl ExecMap {
         end >= to
     }
 
-    /// The executable range holding `addr`, if any.
-    pub fn range_of(&self, addr: u64) -> Option<(u64, u64)> {
-        let i = self.ranges.partition_point(|r| r.0 <= addr);
-        (i > 0 && addr < self.ranges[i - 1].1).then(|| self.ranges[i - 1])
-    }
-
     /// Whether `addr` lies just past the end (within 1 MiB) of an executable range that
     /// maps no file: where the JIT's code heaps commit their next pages, which a map read
     /// earlier does not show yet.
@@ -178,8 +172,6 @@ pub struct Symbolizer {
     cache: HashMap<u64, Sym>,
     /// Return addresses − 1 (`caller`), with whether a call precedes them.
     returns: HashMap<u64, (Sym, bool)>,
-    /// Return addresses − 1 → the function their call calls (0: not known).
-    callees: HashMap<u64, u64>,
     /// Module file name → its native frame id ([`NATIVE_MODULE`] | n).
     modules: HashMap<String, u64>,
     /// Modules given an id since the last [`take_new_modules`](Self::take_new_modules).
@@ -188,8 +180,6 @@ pub struct Symbolizer {
     refreshed_ns: u64,
     /// Set when executing managed code was seen outside the known executable ranges.
     stale: bool,
-    /// How often the executable map was read.
-    maps_read: u64,
     pid: u32,
 }
 
@@ -204,13 +194,11 @@ impl Symbolizer {
         Symbolizer {
             cache: HashMap::with_capacity(4096),
             returns: HashMap::with_capacity(4096),
-            callees: HashMap::new(),
             modules: HashMap::new(),
             new_modules: Vec::new(),
             exec: ExecMap::default(),
             refreshed_ns: 0,
             stale: true,
-            maps_read: 0,
             pid: crate::os::process::pid(),
         }
     }
@@ -243,9 +231,9 @@ impl Symbolizer {
 
     /// As [`caller`](Self::caller), but `None` when the answer may change (the address
     /// is not in a known executable mapping yet: the JIT may map a new code heap there),
-    /// so that a cache in front of this one keeps only lasting answers. With it, whether
-    /// a `call` precedes the address in executable code (a return address, managed or not).
-    pub fn caller_lasting(&mut self, info: &ProfilerInfo, ret_minus_1: u64) -> Option<(Sym, bool)> {
+    /// which is then not cached. With it, whether a `call` precedes the address in
+    /// executable code (a return address, managed or not).
+    fn caller_lasting(&mut self, info: &ProfilerInfo, ret_minus_1: u64) -> Option<(Sym, bool)> {
         if ret_minus_1 < 4096 {
             return Some((Sym::default(), false));
         }
@@ -290,69 +278,6 @@ impl Symbolizer {
         std::mem::take(&mut self.new_modules)
     }
 
-    /// Asks for the executable map to be read again soon (within 20 ms of the last read):
-    /// code was seen that it does not know. True if it was not asked already.
-    pub fn mark_stale(&mut self) -> bool {
-        !std::mem::replace(&mut self.stale, true)
-    }
-
-    /// The managed function that the `call` before a return address calls, when the call
-    /// is direct (`E8 rel32`) or through a memory cell (`FF 15 disp32`) and its target is
-    /// a function's code: `Some(0)` when it cannot tell (a register call, a stub),
-    /// `None` when the answer may change (the target is not in a known mapping yet).
-    pub fn callee(&mut self, info: &ProfilerInfo, ret_minus_1: u64) -> Option<u64> {
-        if let Some(&f) = self.callees.get(&ret_minus_1) {
-            return Some(f);
-        }
-        let ret = ret_minus_1.checked_add(1)?;
-        let mut code = [0u8; 8];
-        // SAFETY: (A8) `code` is a local buffer of the 8 bytes asked for.
-        let n = unsafe { copy_own_memory(self.pid, code.as_mut_ptr(), ret.checked_sub(8)?, 8) };
-        let rel = |b: &[u8]| i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-        let target = if n != 8 {
-            None
-        } else if code[3] == 0xE8 {
-            Some(ret.wrapping_add_signed(rel(&code[4..8])))
-        } else if code[2] == 0xFF && code[3] == 0x15 {
-            let cell = ret.wrapping_add_signed(rel(&code[4..8]));
-            let mut t = [0u8; 8];
-            // SAFETY: (A8) `t` is a local buffer of the 8 bytes asked for.
-            let n = unsafe { copy_own_memory(self.pid, t.as_mut_ptr(), cell, 8) };
-            (n == 8).then(|| u64::from_le_bytes(t))
-        } else {
-            None
-        };
-        let f = match target {
-            Some(t) if t >= 4096 => {
-                if !self.executable(t, t + 1) {
-                    return None;
-                }
-                info.get_function_from_ip(t as usize)
-                    .map_or(0, |f| f.0 as u64)
-            }
-            _ => 0,
-        };
-        if self.callees.len() > MAX_CACHED {
-            self.callees.clear();
-        }
-        self.callees.insert(ret_minus_1, f);
-        Some(f)
-    }
-
-    /// The executable range holding `addr` (read from the map if it is not known yet).
-    pub fn exec_range(&mut self, addr: u64) -> Option<(u64, u64)> {
-        if !self.executable(addr, addr + 1) {
-            return None;
-        }
-        self.exec.range_of(addr)
-    }
-
-    /// How often the executable map was (re-)read: a cache in front of this one that keeps
-    /// "not code" answers drops them when this changes (new code may be mapped).
-    pub fn maps_read(&self) -> u64 {
-        self.maps_read
-    }
-
     fn trim(&mut self) {
         if self.cache.len() > MAX_CACHED {
             self.cache.clear();
@@ -375,7 +300,7 @@ impl Symbolizer {
 
     /// Reads the executable map again if it is stale and was read more than 20 ms ago,
     /// or was read more than a second ago; true if it did.
-    pub fn refresh_if_due(&mut self) -> bool {
+    fn refresh_if_due(&mut self) -> bool {
         // Re-reading /proc/self/maps costs ~0.2 ms: only when a running IP showed the map
         // is stale (new JIT code heap), at most every 20 ms, and otherwise once a second.
         let now = clock::monotonic_ns();
@@ -385,7 +310,6 @@ impl Symbolizer {
             self.stale = false;
             if let Ok(text) = std::fs::read_to_string("/proc/self/maps") {
                 self.exec = ExecMap::parse(&text);
-                self.maps_read += 1;
             }
             return true;
         }
