@@ -129,9 +129,11 @@ pub fn paired(a: &[f64], b: &[f64]) -> Vec<f64> {
     a.iter().zip(b).map(|(x, y)| x / y).collect()
 }
 
-/// Prints, per configuration, median wall and CPU time with their spreads and the
-/// paired CPU ratio to the first configuration; warns where the ratios' spread is larger
-/// than the effect. Returns each configuration's median paired CPU ratio.
+/// Prints, per configuration, median wall and CPU time with their spreads, the paired CPU
+/// ratio to the first configuration, and the ratio of the fastest tenths (each
+/// configuration's 10th-percentile CPU time to the first's: a slow spell of a shared host
+/// only ever adds time, so the fastest runs weigh it least); warns where the ratios'
+/// spread is larger than the effect. Returns each configuration's median paired CPU ratio.
 pub fn print_cpu_table(configs: &[(&str, &dyn Fn() -> Command)], runs: &[Vec<Run>]) -> Vec<f64> {
     let secs = |i: usize, f: fn(&Run) -> Duration| -> Vec<f64> {
         runs[i].iter().map(|r| f(r).as_secs_f64() * 1e3).collect()
@@ -144,10 +146,17 @@ pub fn print_cpu_table(configs: &[(&str, &dyn Fn() -> Command)], runs: &[Vec<Run
         .unwrap_or(0)
         .max(42);
     println!(
-        "{:<width$} {:>9} {:>13} {:>9} {:>13} {:>17}",
-        "configuration", "wall ms", "(p25–p75)", "CPU ms", "(p25–p75)", "CPU ratio (p25–p75)"
+        "{:<width$} {:>9} {:>13} {:>9} {:>13} {:>17} {:>10}",
+        "configuration",
+        "wall ms",
+        "(p25–p75)",
+        "CPU ms",
+        "(p25–p75)",
+        "CPU ratio (p25–p75)",
+        "p10 ratio"
     );
     let base_cpu = secs(0, |r| r.cpu);
+    let base_p10 = quantile(&base_cpu, 0.1);
     let mut ratios = Vec::new();
     let mut unresolved = Vec::new();
     for (i, (name, _)) in configs.iter().enumerate() {
@@ -156,10 +165,11 @@ pub fn print_cpu_table(configs: &[(&str, &dyn Fn() -> Command)], runs: &[Vec<Run
         let (c, c25, c75) = spread(&cpu);
         let (r, r25, r75) = spread(&paired(&cpu, &base_cpu));
         println!(
-            "{name:<width$} {w:>9.1} {:>13} {c:>9.1} {:>13} {:>17}",
+            "{name:<width$} {w:>9.1} {:>13} {c:>9.1} {:>13} {:>17} {:>10.3}",
             format!("{w25:.0}–{w75:.0}"),
             format!("{c25:.0}–{c75:.0}"),
             format!("{r:.3} ({r25:.3}–{r75:.3})"),
+            quantile(&cpu, 0.1) / base_p10,
         );
         ratios.push(r);
         if i > 0 && r75 - r25 > (r - 1.0).abs() {

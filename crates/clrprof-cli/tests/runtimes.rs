@@ -38,7 +38,19 @@ on_every_runtime!(
 
 /// `clrprof record <flags> -o <trace> -- dotnet <app> <args>` on the app's runtime.
 fn record_on(app: &BuiltApp, trace: &Path, flags: &[&str], args: &[&str]) -> Output {
+    record_on_env(app, trace, flags, args, &[])
+}
+
+/// [`record_on`] with extra environment variables for the profiled app.
+fn record_on_env(
+    app: &BuiltApp,
+    trace: &Path,
+    flags: &[&str],
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Output {
     let mut cmd = clrprof();
+    cmd.envs(env.iter().copied());
     cmd.arg("record").arg("-o").arg(trace).args(flags).arg("--");
     cmd.arg(&app.dotnet).arg(&app.dll).args(args);
     app.env(&mut cmd);
@@ -185,18 +197,35 @@ fn sampling(rt: Runtime) {
 /// objects; 8 and 9 sample with `GCAllocationTick`, whose object is not yet initialized when
 /// the event fires, so the live heap is not followed there (docs/allocations.md). On every
 /// runtime the estimate is within 10 % of the app's own count and each site's bytes are
-/// charged to its method.
+/// charged to its method; and most stacks come from the stack cache, none of them
+/// differing from DoStackSnapshot's (`CLRPROF_ALLOC_WALK=compare` takes both).
 fn allocation_samples(rt: Runtime) {
     let app = app_on("Scenarios", rt);
     let trace = scratch(&format!("rt-alloc-{}", rt.tfm())).join("t.clrprof");
-    let out = record_on(
+    let out = record_on_env(
         &app,
         &trace,
         &["--mode", "events", "--alloc"],
         &["alloc-sites", "mb=200"],
+        &[("CLRPROF_ALLOC_WALK", "compare")],
     );
     let r = report_json(&trace);
     assert_ran_on(rt, &out, &r);
+    let log = String::from_utf8_lossy(&out.stderr);
+    let line = log
+        .lines()
+        .find(|l| l.contains("allocation stacks: Compare"))
+        .unwrap_or_else(|| panic!("{log}"));
+    let after = |s: &str| -> u64 {
+        let at = line.find(s).unwrap_or_else(|| panic!("{line}")) + s.len();
+        line[at..].split(' ').next().unwrap().parse().unwrap()
+    };
+    let (hits, samples) = (after("Compare, "), after(" of "));
+    assert!(samples > 1000 && hits * 10 > samples * 9, "{line}");
+    assert!(
+        line.ends_with(&format!("DoStackSnapshot: 0 of {hits} differ")),
+        "{line}"
+    );
     let fact = |k: &str| results(&out)[k].parse::<f64>().unwrap();
     let a = &r["allocation_samples"];
     let (source, tracked_max) = match rt {
