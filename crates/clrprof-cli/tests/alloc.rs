@@ -389,31 +389,6 @@ fn a_refused_session_is_reported_with_its_hresult() {
     );
 }
 
-/// The figure after `before` in a log line ("… 3375 of 3563 from the cache …").
-fn number_after(line: &str, before: &str) -> u64 {
-    let at = line
-        .find(before)
-        .unwrap_or_else(|| panic!("{before:?} in {line}"))
-        + before.len();
-    line[at..]
-        .split(|c: char| !c.is_ascii_digit())
-        .next()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("a number after {before:?} in {line}"))
-}
-
-/// The figure before `after` in a log line.
-fn number_before(line: &str, after: &str) -> u64 {
-    let head = &line[..line
-        .find(after)
-        .unwrap_or_else(|| panic!("{after:?} in {line}"))];
-    head.trim_end()
-        .rsplit(|c: char| !c.is_ascii_digit())
-        .next()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("a number before {after:?} in {line}"))
-}
-
 /// The stack cache gives DoStackSnapshot's frames on stacks made to look alike (one
 /// virtual call site calling three implementations with frames of different sizes, under
 /// 0 to 3 levels of recursion): `CLRPROF_ALLOC_WALK=compare` takes both for every sample

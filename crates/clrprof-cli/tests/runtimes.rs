@@ -216,11 +216,7 @@ fn allocation_samples(rt: Runtime) {
         .lines()
         .find(|l| l.contains("allocation stacks: Compare"))
         .unwrap_or_else(|| panic!("{log}"));
-    let after = |s: &str| -> u64 {
-        let at = line.find(s).unwrap_or_else(|| panic!("{line}")) + s.len();
-        line[at..].split(' ').next().unwrap().parse().unwrap()
-    };
-    let (hits, samples) = (after("Compare, "), after(" of "));
+    let (hits, samples) = (number_after(line, "Compare, "), number_after(line, " of "));
     assert!(samples > 1000 && hits * 10 > samples * 9, "{line}");
     assert!(
         line.ends_with(&format!("DoStackSnapshot: 0 of {hits} differ")),

@@ -131,3 +131,28 @@ pub fn convert_with(trace: &Path, args: &[&str]) -> String {
 pub fn results(out: &Output) -> std::collections::BTreeMap<String, String> {
     clrprof_testkit::parse_results(&String::from_utf8_lossy(&out.stdout))
 }
+
+/// The figure right after `before` in a log line ("… 3375 of 3563 from the cache …").
+pub fn number_after(line: &str, before: &str) -> u64 {
+    let at = line
+        .find(before)
+        .unwrap_or_else(|| panic!("{before:?} in {line}"))
+        + before.len();
+    line[at..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a number after {before:?} in {line}"))
+}
+
+/// The figure right before `after` in a log line.
+pub fn number_before(line: &str, after: &str) -> u64 {
+    let head = &line[..line
+        .find(after)
+        .unwrap_or_else(|| panic!("{after:?} in {line}"))];
+    head.trim_end()
+        .rsplit(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a number before {after:?} in {line}"))
+}
