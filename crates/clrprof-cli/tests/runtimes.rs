@@ -7,12 +7,11 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
 use std::process::{Child, ChildStdin, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use clrprof_testkit::{BuiltApp, Runtime, app_on};
+use clrprof_testkit::{Runtime, app_on};
 use common::*;
 use serde_json::Value;
 
@@ -35,36 +34,6 @@ on_every_runtime!(
     ps_shows_the_runtime_version,
     allocation_samples,
 );
-
-/// `clrprof record <flags> -o <trace> -- dotnet <app> <args>` on the app's runtime.
-fn record_on(app: &BuiltApp, trace: &Path, flags: &[&str], args: &[&str]) -> Output {
-    record_on_env(app, trace, flags, args, &[])
-}
-
-/// [`record_on`] with extra environment variables for the profiled app.
-fn record_on_env(
-    app: &BuiltApp,
-    trace: &Path,
-    flags: &[&str],
-    args: &[&str],
-    env: &[(&str, &str)],
-) -> Output {
-    let mut cmd = clrprof();
-    cmd.envs(env.iter().copied());
-    cmd.arg("record").arg("-o").arg(trace).args(flags).arg("--");
-    cmd.arg(&app.dotnet).arg(&app.dll).args(args);
-    app.env(&mut cmd);
-    let out = cmd.output().expect("run clrprof record");
-    assert!(
-        out.status.success(),
-        "clrprof record on {:?} failed ({}):\nstdout:\n{}\nstderr:\n{}",
-        app.runtime,
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
 
 /// The app's own `RESULT runtime=…` names the runtime asked for, and so does the report.
 fn assert_ran_on(rt: Runtime, out: &Output, report: &Value) {
@@ -92,7 +61,7 @@ fn calls(r: &Value, name: &str) -> u64 {
 fn startup_load_and_events(rt: Runtime) {
     let app = app_on("Scenarios", rt);
     let trace = scratch(&format!("rt-events-{}", rt.tfm())).join("t.clrprof");
-    let out = record_on(&app, &trace, &["--mode", "events"], &["exceptions", "7"]);
+    let out = record_app(&app, &trace, &["--mode", "events"], &["exceptions", "7"]);
     let r = report_json(&trace);
     assert_ran_on(rt, &out, &r);
     // The newest profiler-info interface each runtime offers (see docs/runtimes.md).
@@ -126,7 +95,7 @@ fn startup_load_and_events(rt: Runtime) {
 fn sequential_threads_keep_their_names(rt: Runtime) {
     let app = app_on("Scenarios", rt);
     let trace = scratch(&format!("rt-seq-threads-{}", rt.tfm())).join("t.clrprof");
-    let out = record_on(
+    let out = record_app(
         &app,
         &trace,
         &["--mode", "events", "--events", "threads"],
@@ -163,7 +132,7 @@ fn sampling(rt: Runtime) {
     let _serial = timing_lock();
     let app = app_on("Scenarios", rt);
     let trace = scratch(&format!("rt-sample-{}", rt.tfm())).join("t.clrprof");
-    let out = record_on(&app, &trace, &["--mode", "sample"], &["hot", "1"]);
+    let out = record_app(&app, &trace, &["--mode", "sample"], &["hot", "1"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("sampler (signal):"), "{stderr}");
     let r = report_json(&trace);
@@ -202,7 +171,7 @@ fn sampling(rt: Runtime) {
 fn allocation_samples(rt: Runtime) {
     let app = app_on("Scenarios", rt);
     let trace = scratch(&format!("rt-alloc-{}", rt.tfm())).join("t.clrprof");
-    let out = record_on_env(
+    let out = record_app_env(
         &app,
         &trace,
         &["--mode", "events", "--alloc"],
@@ -258,7 +227,7 @@ fn allocation_samples(rt: Runtime) {
 fn trace_counts_through_exceptions(rt: Runtime) {
     let app = app_on("Scenarios", rt);
     let trace = scratch(&format!("rt-trace-exceptions-{}", rt.tfm())).join("t.clrprof");
-    let out = record_on(&app, &trace, &["--mode", "trace"], &["exceptions", "7"]);
+    let out = record_app(&app, &trace, &["--mode", "trace"], &["exceptions", "7"]);
     let r = report_json(&trace);
     assert_ran_on(rt, &out, &r);
     assert_eq!(results(&out)["caught"], "7");
@@ -292,7 +261,7 @@ fn trace_counts_through_exceptions(rt: Runtime) {
 
     // Filters, finally blocks and ten unwound levels: exact per level on every runtime.
     let trace = scratch(&format!("rt-trace-deep-{}", rt.tfm())).join("t.clrprof");
-    let out = record_on(
+    let out = record_app(
         &app,
         &trace,
         &["--mode", "trace", "--include", "Scenarios.*"],
@@ -316,7 +285,7 @@ fn trace_counts_through_exceptions(rt: Runtime) {
 fn trace_counts_tail_calls(rt: Runtime) {
     let app = app_on("TailCalls", rt);
     let trace = scratch(&format!("rt-trace-tail-{}", rt.tfm())).join("t.clrprof");
-    let out = record_on(
+    let out = record_app(
         &app,
         &trace,
         &["--mode", "trace", "--include", "TailCalls.*"],

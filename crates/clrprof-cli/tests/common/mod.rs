@@ -48,7 +48,8 @@ pub fn record_app(app: &BuiltApp, trace: &Path, flags: &[&str], app_args: &[&str
     record_app_env(app, trace, flags, app_args, &[])
 }
 
-/// [`record_app`] with extra environment variables for clrprof and the app.
+/// [`record_app`] with extra environment variables for clrprof and the app. The app runs
+/// on the runtime it was built for (`app.dotnet`, and `DOTNET_ROOT` for .NET 8 and 9).
 pub fn record_app_env(
     app: &BuiltApp,
     trace: &Path,
@@ -58,14 +59,16 @@ pub fn record_app_env(
 ) -> Output {
     let mut cmd = clrprof();
     cmd.arg("record").arg("-o").arg(trace).args(flags).arg("--");
-    cmd.arg(clrprof_testkit::dotnet())
+    cmd.arg(&app.dotnet)
         .arg(&app.dll)
         .args(app_args)
         .envs(env.iter().copied());
+    app.env(&mut cmd);
     let out = cmd.output().expect("run clrprof record");
     if !out.status.success() {
         panic!(
-            "clrprof record failed ({}):\nstdout:\n{}\nstderr:\n{}",
+            "clrprof record on {:?} failed ({}):\nstdout:\n{}\nstderr:\n{}",
+            app.runtime,
             out.status,
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
