@@ -33,6 +33,7 @@ public static class Program
         ("alloc-loop", "alloc-loop", AllocLoop.Run),
         ("alloc-small", "alloc-small [mb=2000]", AllocSmall.Run),
         ("alloc-shapes", "alloc-shapes [mb=400]", AllocShapes.Run),
+        ("alloc-via", "alloc-via [mb=400]", AllocVia.Run),
         ("blocked", "blocked", Blocked.Run),
     ];
 

@@ -73,6 +73,63 @@ fn sampled_bytes_match_what_the_app_allocated_per_site() {
     );
 }
 
+/// Two app methods that allocate only through the framework (JSON serialization, LINQ):
+/// nearly every sample's leaf is the framework's, so the per-function table charges the
+/// app's methods almost nothing of their own; the table of the app's own methods gives each the bytes
+/// of the framework code it called, within 5 points of what each measured itself.
+#[test]
+fn allocations_through_the_framework_are_charged_to_the_app_method_that_called_it() {
+    let dir = scratch("alloc-via");
+    let trace = dir.join("t.clrprof");
+    let out = record(
+        &trace,
+        &["--alloc", "--mode", "events", "--events", "none"],
+        &["alloc-via", "mb=400"],
+    );
+    let total = fact(&out, "total_allocated");
+    let r = report_json(&trace);
+    let a = &r["allocation_samples"];
+    let est = a["estimated_bytes"].as_f64().unwrap();
+    assert!((est - total).abs() / total < 0.10, "{est} vs {total}");
+    let field = |list: &Value, name: &str, key: &str| {
+        find(list, name).unwrap_or_else(|| panic!("{name} in {list:#}"))[key]
+            .as_f64()
+            .unwrap()
+    };
+    for (method, key) in [("Serialize", "serialize_bytes"), ("Arrays", "arrays_bytes")] {
+        let name = format!("Scenarios.AllocVia.{method}");
+        let want = fact(&out, key) / total;
+        // The raw table: hardly a leaf (Enumerable.Range is inlined into Arrays, so its
+        // iterator, about 3 % of Arrays' bytes, is Arrays' own); the rest is below it.
+        let leaf = find(&a["functions"], &name).map_or(0.0, |f| f["self_bytes"].as_f64().unwrap());
+        assert!(
+            leaf < want * est * 0.1,
+            "{name} is a leaf for {leaf} of {est}"
+        );
+        // The app's table: the nearest app frame of its samples.
+        let got = field(&a["app_functions"], &name, "self_bytes") / est;
+        assert!((got - want).abs() < 0.05, "{method}: {got:.3} vs {want:.3}");
+    }
+    // Run is under both; what no app frame is on (start-up, the runtime's own threads)
+    // is apart, and small here.
+    let run = field(&a["app_functions"], "Scenarios.AllocVia.Run", "total_bytes");
+    assert!(run > est * 0.9, "{run} of {est}");
+    let outside = a["outside_app"]["bytes"].as_f64().unwrap();
+    assert!(outside < est * 0.05, "{outside} of {est}");
+    let text = report_text(&trace);
+    let table: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.contains("by the app's own methods"))
+        .skip(2)
+        .take(2)
+        .collect();
+    assert!(
+        table[0].ends_with("Scenarios.AllocVia.Serialize")
+            && table[1].ends_with("Scenarios.AllocVia.Arrays"),
+        "{text}"
+    );
+}
+
 /// `--alloc-interval` above the runtime's 100 KiB keeps about one runtime sample in
 /// `interval / 100 KiB`, each counting that many times: fewer samples, the same estimate.
 #[test]

@@ -1,6 +1,6 @@
 //! The Allocations (sampled) section (`record --alloc`): estimated bytes and objects by
-//! type and by function, and the live heap of the followed samples
-//! (docs/allocations.md for the scaling).
+//! type, by the app's own methods and by function, and the live heap of the followed
+//! samples (docs/allocations.md for the scaling).
 
 use std::collections::{HashMap, HashSet};
 
@@ -37,6 +37,8 @@ pub struct LiveHeap {
     pub samples: u64,
     /// By type, most bytes first.
     pub types: Vec<TypeBytes>,
+    /// By the app's own methods (as in [`AllocationSamples::app_functions`]).
+    pub app_functions: Vec<FunctionBytes>,
     /// By function, most bytes first.
     pub functions: Vec<FunctionBytes>,
     /// Estimated live bytes after each GC that collected followed samples:
@@ -65,6 +67,14 @@ pub struct AllocationSamples {
     pub estimated_objects: u64,
     /// By type, most bytes first.
     pub types: Vec<TypeBytes>,
+    /// By the app's own methods (those outside the shared framework), with the framework
+    /// and runtime code they called: self is what the samples whose nearest app frame it
+    /// is stand for, total what those with it anywhere on the stack do; most self bytes
+    /// first.
+    pub app_functions: Vec<FunctionBytes>,
+    /// What the samples without any app frame stand for (the runtime's and the
+    /// framework's own threads and start-up).
+    pub outside_app: Outside,
     /// By function, most total bytes first.
     pub functions: Vec<FunctionBytes>,
     pub live: LiveHeap,
@@ -87,6 +97,77 @@ fn by_type<'a>(points: impl Iterator<Item = &'a AllocPoint>, names: &Names) -> V
         .collect();
     v.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
     v
+}
+
+#[derive(Debug, Serialize, PartialEq, Default)]
+pub struct Outside {
+    pub bytes: u64,
+    pub objects: u64,
+}
+
+/// Per app method (by name, overloads together): self and total bytes and objects, the
+/// samples' nearest app frame getting self, like the CPU table of the app's methods
+/// (`app_code`); and what the samples without an app frame stand for.
+fn by_app_function<'a>(
+    points: impl Iterator<Item = &'a AllocPoint>,
+    names: &Names,
+) -> (Vec<FunctionBytes>, Outside) {
+    let mut app: HashMap<u64, bool> = HashMap::new();
+    // Per name: self bytes, total bytes, self objects, total objects.
+    let mut m: HashMap<String, [f64; 4]> = HashMap::new();
+    let mut seen = HashSet::new();
+    let (mut out_bytes, mut out_objects) = (0.0, 0.0);
+    for p in points {
+        seen.clear();
+        let mut nearest = true;
+        for f in &p.frames {
+            if !*app
+                .entry(*f)
+                .or_insert_with(|| crate::app_code::is_app_frame(names, *f))
+            {
+                continue;
+            }
+            let name = names.function(*f);
+            if !seen.insert(name.clone()) {
+                continue;
+            }
+            let e = m.entry(name).or_default();
+            if nearest {
+                e[0] += p.bytes;
+                e[2] += p.objects;
+                nearest = false;
+            }
+            e[1] += p.bytes;
+            e[3] += p.objects;
+        }
+        if nearest {
+            out_bytes += p.bytes;
+            out_objects += p.objects;
+        }
+    }
+    let mut v = rows(m);
+    v.sort_by(|a, b| {
+        (b.self_bytes, b.total_bytes)
+            .cmp(&(a.self_bytes, a.total_bytes))
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    let outside = Outside {
+        bytes: out_bytes.round() as u64,
+        objects: out_objects.round() as u64,
+    };
+    (v, outside)
+}
+
+fn rows(m: HashMap<String, [f64; 4]>) -> Vec<FunctionBytes> {
+    m.into_iter()
+        .map(|(name, e)| FunctionBytes {
+            name,
+            self_bytes: e[0].round() as u64,
+            total_bytes: e[1].round() as u64,
+            self_objects: e[2].round() as u64,
+            total_objects: e[3].round() as u64,
+        })
+        .collect()
 }
 
 fn by_function<'a>(
@@ -112,16 +193,7 @@ fn by_function<'a>(
             e[3] += p.objects;
         }
     }
-    let mut v: Vec<FunctionBytes> = m
-        .into_iter()
-        .map(|(name, e)| FunctionBytes {
-            name,
-            self_bytes: e[0].round() as u64,
-            total_bytes: e[1].round() as u64,
-            self_objects: e[2].round() as u64,
-            total_objects: e[3].round() as u64,
-        })
-        .collect();
+    let mut v = rows(m);
     v.sort_by(|a, b| {
         b.total_bytes
             .cmp(&a.total_bytes)
@@ -137,6 +209,7 @@ pub fn section(a: &AllocSamples, names: &Names) -> Option<AllocationSamples> {
     let points = &a.points;
     let alive = || points.iter().filter(|p| p.alive_at_end());
     let stats = a.stats.unwrap_or_default();
+    let (app_functions, outside_app) = by_app_function(points.iter(), names);
     Some(AllocationSamples {
         source: config.source_name().into(),
         samples: points.len() as u64,
@@ -146,12 +219,15 @@ pub fn section(a: &AllocSamples, names: &Names) -> Option<AllocationSamples> {
         estimated_bytes: points.iter().map(|p| p.bytes).sum::<f64>().round() as u64,
         estimated_objects: points.iter().map(|p| p.objects).sum::<f64>().round() as u64,
         types: by_type(points.iter(), names),
+        app_functions,
+        outside_app,
         functions: by_function(points.iter(), names),
         live: LiveHeap {
             bytes: alive().map(|p| p.bytes).sum::<f64>().round() as u64,
             objects: alive().map(|p| p.objects).sum::<f64>().round() as u64,
             samples: alive().count() as u64,
             types: by_type(alive(), names),
+            app_functions: by_app_function(alive(), names).0,
             functions: by_function(alive(), names),
             over_time: a
                 .live_over_time

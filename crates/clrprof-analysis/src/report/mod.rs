@@ -33,7 +33,7 @@ use crate::threads::{ThreadLifetimes, ThreadNames};
 use crate::timeline::{TimedEvent, Trace};
 
 pub use crate::threads::ThreadInfo;
-pub use alloc_samples::{AllocationSamples, FunctionBytes, LiveHeap, TypeBytes};
+pub use alloc_samples::{AllocationSamples, FunctionBytes, LiveHeap, Outside, TypeBytes};
 pub use allocations::{Allocation, Allocations};
 pub use calls::{Calls, CallsSection};
 pub use counts::EventCounts;

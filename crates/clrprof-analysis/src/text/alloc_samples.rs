@@ -1,10 +1,10 @@
 //! The Allocations (sampled) section (`record --alloc`): estimated bytes and objects by
-//! type and by function, and the live heap at the end.
+//! type, by the app's own methods and by function, and the live heap at the end.
 
 use std::fmt::Write;
 
-use super::units::bytes;
-use crate::report::AllocationSamples;
+use super::units::{bytes, truncate};
+use crate::report::{AllocationSamples, FunctionBytes, Outside};
 
 /// `--alloc` was asked for and could not start: says why there are no samples.
 pub fn render_unavailable(o: &mut String, why: Option<&str>) {
@@ -43,6 +43,14 @@ pub fn render(o: &mut String, a: Option<&AllocationSamples>, top: usize) {
             t.name
         );
     }
+    app_table(
+        o,
+        "by the app's own methods (with the framework and runtime code they call)",
+        &a.app_functions,
+        Some(&a.outside_app),
+        a.estimated_bytes,
+        top,
+    );
     let _ = writeln!(o, "  by function (self / total bytes, total objects):");
     for f in a.functions.iter().take(top) {
         let _ = writeln!(
@@ -87,12 +95,62 @@ pub fn render(o: &mut String, a: Option<&AllocationSamples>, top: usize) {
             t.name
         );
     }
+    app_table(
+        o,
+        "live, by the app's own methods that allocated it",
+        &l.app_functions,
+        None,
+        l.bytes,
+        top,
+    );
+}
+
+/// The app's own methods, most self bytes first: each with the share of `all` bytes
+/// that the samples whose nearest app frame it is stand for.
+fn app_table(
+    o: &mut String,
+    title: &str,
+    rows: &[FunctionBytes],
+    outside: Option<&Outside>,
+    all: u64,
+    top: usize,
+) {
+    if rows.is_empty() {
+        return;
+    }
+    let all = all.max(1) as f64;
+    let _ = writeln!(o, "  {title}:");
+    let _ = writeln!(
+        o,
+        "  {:>12} {:>6} {:>12} {:>6} {:>10}  method",
+        "bytes", "bytes%", "total", "total%", "objects"
+    );
+    for f in rows.iter().take(top) {
+        let _ = writeln!(
+            o,
+            "  {:>12} {:>5.1}% {:>12} {:>5.1}% {:>10}  {}",
+            bytes(f.self_bytes),
+            100.0 * f.self_bytes as f64 / all,
+            bytes(f.total_bytes),
+            100.0 * f.total_bytes as f64 / all,
+            f.self_objects,
+            truncate(&f.name, 90)
+        );
+    }
+    if let Some(out) = outside.filter(|out| out.bytes > 0) {
+        let _ = writeln!(
+            o,
+            "  {:>12} {:>5.1}%  in the runtime's and the framework's own code only (no app frame)",
+            bytes(out.bytes),
+            100.0 * out.bytes as f64 / all,
+        );
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{FunctionBytes, LiveHeap, TypeBytes};
+    use crate::report::{LiveHeap, TypeBytes};
 
     fn section(tracked_max: u64, untracked: u64) -> AllocationSamples {
         AllocationSamples {
@@ -108,6 +166,17 @@ mod tests {
                 bytes: 204_800,
                 objects: 200,
             }],
+            app_functions: vec![FunctionBytes {
+                name: "App.Run".into(),
+                self_bytes: 102_400,
+                total_bytes: 204_800,
+                self_objects: 100,
+                total_objects: 200,
+            }],
+            outside_app: Outside {
+                bytes: 102_400,
+                objects: 100,
+            },
             functions: vec![FunctionBytes {
                 name: "App.Make".into(),
                 self_bytes: 204_800,
@@ -124,6 +193,7 @@ mod tests {
                     bytes: 102_400,
                     objects: 100,
                 }],
+                app_functions: vec![],
                 functions: vec![],
                 over_time: vec![(1.0, 102_400)],
                 tracked_max,
@@ -144,6 +214,10 @@ mod tests {
             "  ~200.0 KiB in ~200 objects",
             "  by type:",
             "     200.0 KiB         200 obj  System.Byte[]",
+            "  by the app's own methods (with the framework and runtime code they call):",
+            "         bytes bytes%        total total%    objects  method",
+            "     100.0 KiB  50.0%    200.0 KiB 100.0%        100  App.Run",
+            "     100.0 KiB  50.0%  in the runtime's and the framework's own code only (no app frame)",
             "  by function (self / total bytes, total objects):",
             "     200.0 KiB     200.0 KiB         200 obj  App.Make",
             "  live at the last GC: ~100.0 KiB in ~100 objects (1 followed samples; 3 samples not followed, over the bound of 4096)",
