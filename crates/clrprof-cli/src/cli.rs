@@ -84,6 +84,10 @@ pub struct TopArgs {
     /// Rows of --once (the view fills the terminal)
     #[arg(long, default_value_t = 20)]
     pub top: usize,
+    /// Also sample allocations (as `record --alloc`): the view adds the allocation rate by
+    /// type and by the app's own methods, and the sampled objects still alive
+    #[arg(long)]
+    pub alloc: bool,
     /// Samples per second
     #[arg(long, default_value_t = 99, value_parser = range(limits::RATE_HZ))]
     pub rate: u32,

@@ -83,6 +83,7 @@ pub fn run(args: DumpArgs) -> Result<i32> {
         sampler: args.sampler,
         profiler: args.profiler.as_deref(),
         keep: None,
+        alloc: false,
     };
     let mut live = Live::attach(pid, "dump", &opts)?;
     let mut events: Vec<TimedEvent<'static>> = Vec::new();

@@ -18,6 +18,8 @@ struct Target {
     stdin: Option<ChildStdin>,
     /// The RESULT lines printed before READY.
     results: std::collections::BTreeMap<String, String>,
+    /// The app's later output lines.
+    lines: mpsc::Receiver<String>,
 }
 
 impl Target {
@@ -53,6 +55,7 @@ impl Target {
             pid,
             stdin,
             results: clrprof_testkit::parse_results(&before),
+            lines: rx,
         }
     }
 
@@ -72,10 +75,18 @@ impl Target {
     }
 
     /// Closes stdin: the app exits 0.
-    fn quit(mut self) {
+    fn quit(self) {
+        self.quit_with_results();
+    }
+
+    /// Closes stdin, waits for the app to exit 0, and returns the RESULT lines it printed
+    /// after READY.
+    fn quit_with_results(mut self) -> std::collections::BTreeMap<String, String> {
         drop(self.stdin.take());
         let status = self.child.wait().unwrap();
         assert!(status.success(), "target exited with {status}");
+        let rest: Vec<String> = self.lines.try_iter().collect();
+        clrprof_testkit::parse_results(&rest.join("\n"))
     }
 }
 
@@ -226,6 +237,70 @@ fn top_once_shows_the_hot_method_first_and_detaches() {
     assert!(stdout.contains(" 0 samples"), "{stdout}");
     t.assert_unharmed();
     t.quit();
+}
+
+/// `top --alloc` on a thread that allocates 1 KiB arrays in `AllocLoop.Work`: the
+/// allocation rate is all `byte[]`, all that method's, of the order the app itself
+/// allocates at (its own counter over its run), the sampled objects are followed, and the
+/// target is left as it was.
+#[test]
+fn top_alloc_shows_the_allocation_rate_by_type_and_by_the_app_method() {
+    let _timing = timing_lock();
+    let mut t = Target::start("alloc-loop");
+    let started = Instant::now();
+    let out = clrprof()
+        .args(["top", "--once", "--alloc", "--interval", "3"])
+        .args(["--pid", &t.pid.to_string()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("library is unloaded"), "{stderr}");
+    t.assert_unharmed();
+    // The app's own rate: its counter over its run.
+    let results = t.quit_with_results();
+    let app_mib_s = results["allocated"].parse::<f64>().unwrap()
+        / f64::from(1 << 20)
+        / started.elapsed().as_secs_f64();
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("ALLOCATIONS ~"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let mib_s: f64 = line["ALLOCATIONS ~".len()..]
+        .split(" MiB/s")
+        .next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(
+        line.contains("sampled objects alive at the last GC ~"),
+        "{line}"
+    );
+    let first_after = |header: &str| {
+        stdout
+            .lines()
+            .skip_while(|l| !l.contains(header))
+            .nth(1)
+            .unwrap_or("")
+            .to_string()
+    };
+    let ty = first_after("TYPE");
+    assert!(ty.ends_with("System.Byte[]"), "{stdout}");
+    let method = first_after("APP METHOD");
+    assert!(method.ends_with("Scenarios.AllocLoop.Work"), "{stdout}");
+    // Work's self rate is the whole rate (the same figure, to its rounding).
+    assert!(
+        method
+            .trim_start()
+            .starts_with(&format!("{mib_s:.1} MiB/s")),
+        "{stdout}"
+    );
+    // The window's estimate against the app's average: the same order (the loop sleeps
+    // a millisecond after each 100 KiB, so its rate varies with the scheduler).
+    assert!(
+        mib_s > app_mib_s * 0.5 && mib_s < app_mib_s * 2.0,
+        "top {mib_s} MiB/s, the app {app_mib_s:.1} MiB/s: {stdout}"
+    );
 }
 
 #[test]

@@ -80,7 +80,8 @@ pub struct AllocationSamples {
     pub live: LiveHeap,
 }
 
-fn by_type<'a>(points: impl Iterator<Item = &'a AllocPoint>, names: &Names) -> Vec<TypeBytes> {
+/// Bytes and objects by type, most bytes first.
+pub fn by_type<'a>(points: impl Iterator<Item = &'a AllocPoint>, names: &Names) -> Vec<TypeBytes> {
     let mut m: HashMap<u64, (f64, f64)> = HashMap::new();
     for p in points {
         let e = m.entry(p.class).or_default();
@@ -108,7 +109,7 @@ pub struct Outside {
 /// Per app method (by name, overloads together): self and total bytes and objects, the
 /// samples' nearest app frame getting self, like the CPU table of the app's methods
 /// (`app_code`); and what the samples without an app frame stand for.
-fn by_app_function<'a>(
+pub fn by_app_function<'a>(
     points: impl Iterator<Item = &'a AllocPoint>,
     names: &Names,
 ) -> (Vec<FunctionBytes>, Outside) {

@@ -33,7 +33,9 @@ use crate::threads::{ThreadLifetimes, ThreadNames};
 use crate::timeline::{TimedEvent, Trace};
 
 pub use crate::threads::ThreadInfo;
-pub use alloc_samples::{AllocationSamples, FunctionBytes, LiveHeap, Outside, TypeBytes};
+pub use alloc_samples::{
+    AllocationSamples, FunctionBytes, LiveHeap, Outside, TypeBytes, by_app_function, by_type,
+};
 pub use allocations::{Allocation, Allocations};
 pub use calls::{Calls, CallsSection};
 pub use counts::EventCounts;

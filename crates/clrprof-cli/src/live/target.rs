@@ -23,6 +23,8 @@ pub struct LiveOptions<'a> {
     /// Keep the samples in this trace file; by default they go to a temporary file that
     /// is deleted as soon as it is open (nothing is left behind, even if clrprof dies).
     pub keep: Option<&'a Path>,
+    /// Allocation samples too (`top --alloc`), at the default interval.
+    pub alloc: bool,
 }
 
 pub struct Live {
@@ -48,6 +50,9 @@ fn settings(opts: &LiveOptions<'_>, output: PathBuf) -> Settings {
     };
     if let Some(k) = opts.sampler {
         s.sampler = k;
+    }
+    if opts.alloc {
+        s.alloc_interval = Some(crate::settings::DEFAULT_ALLOC_INTERVAL);
     }
     s
 }

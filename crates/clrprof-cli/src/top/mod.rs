@@ -6,6 +6,7 @@
 //! steps through the threads, a shows all again; p pauses. `--once` prints one plain
 //! snapshot and detaches.
 
+mod allocs;
 mod view;
 mod window;
 
@@ -34,6 +35,7 @@ pub fn run(args: TopArgs) -> Result<i32> {
         sampler: args.sampler,
         profiler: args.profiler.as_deref(),
         keep: args.output.as_deref(),
+        alloc: args.alloc,
     };
     let mut live = match args.pid {
         Some(pid) => Live::attach(pid, "top", &opts)?,

@@ -1,5 +1,6 @@
 //! `top`'s terminal view (ratatui on crossterm): a header with the process and its CPU, the
-//! functions table, and a line of keys. Drawing only; the loop is in `mod.rs`.
+//! functions table, with `--alloc` the allocation rates by type and by the app's methods,
+//! and a line of keys. Drawing only; the loop is in `mod.rs`.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout};
@@ -7,6 +8,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 
+use super::allocs::AllocView;
 use super::window::Snapshot;
 use crate::cli::TopSort;
 
@@ -59,6 +61,16 @@ pub fn draw(f: &mut Frame<'_>, snap: &Snapshot, st: &Status<'_>) {
         Line::from(format!("threads: {}{}", busiest.join(", "), losses(st))),
     ];
     f.render_widget(Paragraph::new(header), head);
+    let table = match &snap.alloc {
+        Some(a) => {
+            let [functions, allocs] =
+                Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)])
+                    .areas(table);
+            draw_allocs(f, a, allocs);
+            functions
+        }
+        None => table,
+    };
     let rows = snap.rows.iter().map(|r| {
         Row::new(vec![
             Cell::from(format!("{:6.1}", r.self_pct)),
@@ -85,6 +97,86 @@ pub fn draw(f: &mut Frame<'_>, snap: &Snapshot, st: &Status<'_>) {
         ),
         keys,
     );
+}
+
+/// `--alloc`: a line of totals, then by type and by the app's methods side by side.
+fn draw_allocs(f: &mut Frame<'_>, a: &AllocView, area: ratatui::layout::Rect) {
+    let [line, tables] = Layout::vertical([Constraint::Length(1), Constraint::Min(2)]).areas(area);
+    f.render_widget(Paragraph::new(alloc_summary(a)), line);
+    if a.unavailable.is_some() {
+        return;
+    }
+    let [types, methods] =
+        Layout::horizontal([Constraint::Percentage(40), Constraint::Percentage(60)]).areas(tables);
+    let header = |cols: Vec<&'static str>| {
+        Row::new(cols).style(Style::default().add_modifier(Modifier::REVERSED))
+    };
+    let t = Table::new(
+        a.types.iter().map(|r| {
+            Row::new(vec![
+                Cell::from(format!("{:>11}", per_s(r.self_per_s))),
+                Cell::from(r.name.clone()),
+            ])
+        }),
+        [Constraint::Length(12), Constraint::Min(10)],
+    )
+    .header(header(vec!["     BYTES/S", "TYPE"]));
+    f.render_widget(t, types);
+    let m = Table::new(
+        a.methods.iter().map(|r| {
+            Row::new(vec![
+                Cell::from(format!("{:>11}", per_s(r.self_per_s))),
+                Cell::from(format!("{:>11}", per_s(r.total_per_s))),
+                Cell::from(r.name.clone()),
+            ])
+        }),
+        [
+            Constraint::Length(12),
+            Constraint::Length(12),
+            Constraint::Min(10),
+        ],
+    )
+    .header(header(vec![
+        "     BYTES/S",
+        "     TOTAL/S",
+        "APP METHOD (with the framework code it calls)",
+    ]));
+    f.render_widget(m, methods);
+}
+
+/// The allocations' line: the rate, the samples it is estimated from, the live bytes.
+fn alloc_summary(a: &AllocView) -> String {
+    if let Some(why) = &a.unavailable {
+        return format!("ALLOCATIONS: none, --alloc could not start: {why}");
+    }
+    format!(
+        "ALLOCATIONS ~{}, ~{:.0} objects/s (estimated from {} samples){}",
+        per_s(a.bytes_per_s),
+        a.objects_per_s,
+        a.samples,
+        match a.live_bytes {
+            Some(b) => format!(" · sampled objects alive at the last GC ~{}", size(b)),
+            None => " · live objects not followed on this runtime".to_string(),
+        }
+    )
+}
+
+/// Bytes per second, in binary units.
+fn per_s(b: f64) -> String {
+    format!("{}/s", size(b))
+}
+
+fn size(b: f64) -> String {
+    const K: f64 = 1024.0;
+    if b >= K * K * K {
+        format!("{:.1} GiB", b / (K * K * K))
+    } else if b >= K * K {
+        format!("{:.1} MiB", b / (K * K))
+    } else if b >= K {
+        format!("{:.1} KiB", b / K)
+    } else {
+        format!("{b:.0} B")
+    }
 }
 
 /// What was lost on the way, when anything was.
@@ -124,6 +216,37 @@ pub fn plain(snap: &Snapshot, st: &Status<'_>, rows: usize) -> String {
         let _ = writeln!(out, "\n{:>6}  THREAD", "%CPU");
         for t in &snap.threads {
             let _ = writeln!(out, "{:6.1}  {} ({})", t.cpu_pct, t.name, t.os_tid);
+        }
+    }
+    if let Some(a) = &snap.alloc {
+        let _ = writeln!(out, "\n{}", alloc_summary(a));
+        if a.unavailable.is_none() {
+            let _ = writeln!(out, "{:>12}  TYPE", "BYTES/S");
+            for r in a.types.iter().take(rows) {
+                let _ = writeln!(out, "{:>12}  {}", per_s(r.self_per_s), r.name);
+            }
+            let _ = writeln!(
+                out,
+                "\n{:>12} {:>12}  APP METHOD (with the framework code it calls)",
+                "BYTES/S", "TOTAL/S"
+            );
+            for r in a.methods.iter().take(rows) {
+                let _ = writeln!(
+                    out,
+                    "{:>12} {:>12}  {}",
+                    per_s(r.self_per_s),
+                    per_s(r.total_per_s),
+                    r.name
+                );
+            }
+            if a.outside_per_s > 0.0 {
+                let _ = writeln!(
+                    out,
+                    "{:>12} {:>12}  (no app frame: the runtime's and framework's own code)",
+                    per_s(a.outside_per_s),
+                    ""
+                );
+            }
         }
     }
     out

@@ -28,6 +28,7 @@ use clrprof_analysis::threads::ThreadNames;
 use clrprof_analysis::timeline::TimedEvent;
 use clrprof_format::Event;
 
+use super::allocs::{AllocView, AllocWindow};
 use crate::cli::TopSort;
 
 /// One row of the table.
@@ -59,6 +60,8 @@ pub struct Snapshot {
     pub span_s: f64,
     /// CPU of the threads shown, in % of one core.
     pub cpu_pct: f64,
+    /// `top --alloc`: the allocation rates of the threads shown.
+    pub alloc: Option<AllocView>,
 }
 
 pub struct Window {
@@ -77,6 +80,8 @@ pub struct Window {
     /// once when it came into the window (a thread that leaves it is forgotten, so a
     /// reused id is read again).
     in_window: HashMap<u64, (usize, Option<String>)>,
+    /// `top --alloc`'s allocation samples.
+    allocs: AllocWindow,
     pub total_samples: u64,
     /// Events the agent could not record (its `Lost` records).
     pub lost: u64,
@@ -95,6 +100,7 @@ impl Window {
             threads: ThreadNames::default(),
             windows: Windows::default(),
             in_window: HashMap::new(),
+            allocs: AllocWindow::default(),
             total_samples: 0,
             lost: 0,
             pid: None,
@@ -136,7 +142,7 @@ impl Window {
                 samples.push(s);
             } else if let Event::Lost { count, .. } = e.event {
                 self.lost += count;
-            } else {
+            } else if !self.allocs.observe(&e) {
                 self.names.add(&e);
                 self.threads.add(&e);
                 self.windows.add(&e);
@@ -154,6 +160,7 @@ impl Window {
         if !samples.is_empty() {
             self.batches.push_back((now, samples));
         }
+        self.allocs.close(now, self.length);
         while let Some((t, _)) = self.batches.front() {
             if now.duration_since(*t) <= self.length {
                 break;
@@ -226,12 +233,16 @@ impl Window {
                 .total_cmp(&a.cpu_pct)
                 .then(a.os_tid.cmp(&b.os_tid))
         });
+        let alloc = self.allocs.view(span, &self.names, |os_tid| {
+            filter.is_none_or(|f| thread_matches(f, os_tid, Some(&self.thread_name(os_tid))))
+        });
         Snapshot {
             samples: samples.len() as u64,
             span_s: span,
             cpu_pct: pct(samples.iter().map(|s| s.cpu_ns).sum()),
             rows,
             threads,
+            alloc,
         }
     }
 }
