@@ -3,6 +3,11 @@
 //! --alloc`, over the window) — and the sampled objects still alive. Each sample is
 //! scaled as the report scales it (`allocs::Config::estimate`); the figures are
 //! estimates.
+//!
+//! Bounded: the window keeps at most [`MAX_POINTS`] samples. A batch read when it is full
+//! (a program allocating gigabytes a second gives the agent tens of thousands of samples
+//! a second) keeps every k-th sample, each standing for k, so that the rates stay
+//! unbiased while their precision drops.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -16,6 +21,11 @@ use clrprof_format::Event;
 /// Followed samples remembered at most: the agent follows 4096 at once; a trace that
 /// claims more (it cannot) is not allowed to grow this process.
 const LIVE_MAX: usize = 1 << 16;
+
+/// Samples the window keeps at most (about 15 MB at 20 frames a sample).
+const MAX_POINTS: usize = 100_000;
+/// A batch read while the window is full keeps this many at least.
+const MIN_BATCH: usize = 256;
 
 /// One row: a type or an app method, in bytes per second.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,6 +62,8 @@ pub struct AllocWindow {
     config: Option<Config>,
     pending: Vec<AllocPoint>,
     batches: VecDeque<(Instant, Vec<AllocPoint>)>,
+    /// Samples in `batches`.
+    points: usize,
     /// Followed samples not collected yet: id → estimated bytes.
     live: HashMap<u64, f64>,
     live_bytes: f64,
@@ -122,16 +134,20 @@ impl AllocWindow {
     /// Closes the samples observed since the last call as read at `now`, and forgets
     /// those read more than `length` ago.
     pub fn close(&mut self, now: Instant, length: Duration) {
-        if !self.pending.is_empty() {
-            self.batches
-                .push_back((now, std::mem::take(&mut self.pending)));
-        }
         while self
             .batches
             .front()
             .is_some_and(|(t, _)| now.duration_since(*t) > length)
         {
-            self.batches.pop_front();
+            if let Some((_, old)) = self.batches.pop_front() {
+                self.points -= old.len();
+            }
+        }
+        if !self.pending.is_empty() {
+            let room = MAX_POINTS.saturating_sub(self.points).max(MIN_BATCH);
+            let batch = thin(std::mem::take(&mut self.pending), room);
+            self.points += batch.len();
+            self.batches.push_back((now, batch));
         }
     }
 
@@ -182,6 +198,22 @@ impl AllocWindow {
             unavailable: self.unavailable.clone(),
         })
     }
+}
+
+/// At most about `room` of `points`: every k-th, each standing for what the k did.
+fn thin(points: Vec<AllocPoint>, room: usize) -> Vec<AllocPoint> {
+    if points.len() <= room {
+        return points;
+    }
+    let k = points.len().div_ceil(room.max(1));
+    let n = points.len() as f64;
+    let mut kept: Vec<AllocPoint> = points.into_iter().step_by(k).collect();
+    let scale = n / kept.len() as f64;
+    for p in &mut kept {
+        p.bytes *= scale;
+        p.objects *= scale;
+    }
+    kept
 }
 
 #[cfg(test)]
@@ -292,6 +324,39 @@ mod tests {
         let v = w.view(5.0, &names, |_| true).unwrap();
         assert_eq!((v.samples, v.bytes_per_s), (0, 0.0));
         assert!((mib(v.live_bytes.unwrap()) - 10.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_full_window_thins_new_batches_and_keeps_their_bytes() {
+        let names = names();
+        let mut w = AllocWindow::default();
+        w.observe(&at(
+            1,
+            Event::AllocConfig {
+                source: clrprof_format::ALLOC_SOURCE_SAMPLED,
+                mean_bytes: 102_400,
+                interval_bytes: 102_400,
+                tracked_max: 0,
+            },
+        ));
+        let t0 = Instant::now();
+        let big = 10 << 20;
+        for batch in 0..3u64 {
+            for i in 0..(MAX_POINTS as u64 / 2) {
+                w.observe(&sample(batch << 32 | i, 7, big, &[2]));
+            }
+            w.close(t0, Duration::from_secs(5));
+        }
+        assert!(w.points <= MAX_POINTS + MIN_BATCH, "{}", w.points);
+        let v = w.view(1.0, &names, |_| true).unwrap();
+        // Every sample stood for 10 MiB: 1.5 × MAX_POINTS of them, thinned or not.
+        let want = 1.5 * MAX_POINTS as f64 * big as f64;
+        assert!(
+            (v.bytes_per_s - want).abs() / want < 1e-9,
+            "{}",
+            v.bytes_per_s
+        );
+        assert!((v.methods[0].self_per_s - want).abs() / want < 1e-9);
     }
 
     #[test]
