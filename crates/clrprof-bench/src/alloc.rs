@@ -4,7 +4,10 @@
 //! stacks. Workloads (Scenarios): alloc-sites, 1 KiB objects in a loop and nothing else
 //! (~20 GB/s, the worst case); alloc-live, 8 KiB arrays, a fifth of them kept, so the GC
 //! has work (~3 GB/s); alloc-small, ~10 small objects per record the way a serializer
-//! makes them (~1.9 GB/s). Rows that split the cost: the agent without `--alloc` (events
+//! makes them (~1.9 GB/s); and `startup`, a program that only starts and exits
+//! (Scenarios sleeper seconds=0), whose rows are what `--alloc` costs once per process
+//! (the runtime's `NativeRuntimeEventSource` building its events' metadata when the
+//! session enables its provider; the agent's threads). Rows that split the cost: the agent without `--alloc` (events
 //! mode); the runtime's feed alone (`CLRPROF_ALLOC_BENCH=floor`: the session is open and
 //! every event is built and delivered, the agent returns at once: the floor no consumer
 //! of this feed goes under); `--alloc` as it is (a stack seen before from the stack
@@ -28,7 +31,8 @@ use super::rounds::{Run, paired, pinned, quantile, spread};
 
 /// Which workloads and configurations to run, and where.
 pub struct Filter {
-    /// Workload keys (`alloc-sites`, `alloc-live`, `alloc-small`, `demo`); empty: all.
+    /// Workload keys (`alloc-sites`, `alloc-live`, `alloc-small`, `demo`, `startup`);
+    /// empty: all.
     pub workloads: Vec<String>,
     /// Substrings of configuration names; empty: all. The baseline always runs.
     pub only: Vec<String>,
@@ -84,6 +88,12 @@ pub fn run_all(clrprof: &Path, runs: usize, filter: &Filter) -> Result<()> {
             &["alloc-small", "mb=2000"][..],
         ),
         ("demo", "Demo app (150 000 orders)", &demo, &[][..]),
+        (
+            "startup",
+            "start-up and exit only, what --alloc costs once per process: Scenarios sleeper seconds=0",
+            &scenarios,
+            &["sleeper", "seconds=0"][..],
+        ),
     ] {
         if !filter.workloads.is_empty() && !filter.workloads.iter().any(|w| w == key) {
             continue;

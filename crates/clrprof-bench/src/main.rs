@@ -68,7 +68,7 @@ enum What {
     /// `record --alloc` at the default interval on an allocation-heavy workload and on
     /// the Demo app, against no profiler and dotnet-trace (wall and CPU time)
     Alloc {
-        /// Only these workloads (comma-separated: alloc-sites, alloc-live, alloc-small, demo)
+        /// Only these workloads (comma-separated: alloc-sites, alloc-live, alloc-small, demo, startup)
         #[arg(long, value_delimiter = ',')]
         workloads: Vec<String>,
         /// Only the configurations whose name contains one of these (comma-separated);

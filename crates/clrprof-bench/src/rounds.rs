@@ -20,22 +20,17 @@ pub struct Run {
     pub app: Option<Duration>,
 }
 
-/// CPU time (user + sys) of the children this process has waited for, from
-/// `/proc/self/stat` (`cutime`, `cstime`; clock ticks of 10 ms, Linux's `USER_HZ`).
+/// CPU time (user + sys) of the children this process has waited for, to the
+/// microsecond (`getrusage(RUSAGE_CHILDREN)`; `/proc/self/stat` counts 10 ms ticks, half a
+/// per cent of a 2 s run).
 fn children_cpu() -> Result<Duration> {
-    let stat = std::fs::read_to_string("/proc/self/stat")?;
-    // Fields after the command name (which may hold spaces) start at field 3.
-    let rest = stat.rsplit_once(')').context("/proc/self/stat")?.1;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| -> Result<u64> {
-        f.get(i - 3)
-            .context("/proc/self/stat is short")?
-            .parse()
-            .context("/proc/self/stat")
+    use nix::sys::resource::{UsageWho, getrusage};
+    let u = getrusage(UsageWho::RUSAGE_CHILDREN).context("getrusage")?;
+    let d = |t: nix::sys::time::TimeVal| {
+        Duration::from_secs(t.tv_sec().max(0) as u64)
+            + Duration::from_micros(t.tv_usec().max(0) as u64)
     };
-    const USER_HZ: u64 = 100;
-    let t = ticks(16)? + ticks(17)?;
-    Ok(Duration::from_millis(t * 1000 / USER_HZ))
+    Ok(d(u.user_time()) + d(u.system_time()))
 }
 
 /// Runs `cmd` to completion: wall time, CPU time of its whole tree, and the µs it printed
