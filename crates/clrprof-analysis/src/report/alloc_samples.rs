@@ -100,6 +100,7 @@ pub fn by_type<'a>(points: impl Iterator<Item = &'a AllocPoint>, names: &Names) 
     v
 }
 
+/// Estimated bytes and objects of the samples with no app frame on their stack.
 #[derive(Debug, Serialize, PartialEq, Default)]
 pub struct Outside {
     pub bytes: u64,
