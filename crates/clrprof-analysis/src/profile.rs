@@ -159,6 +159,8 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
                 objects: p.objects.round() as u64,
                 live_bytes: if alive { p.bytes.round() as u64 } else { 0 },
                 live_objects: if alive { p.objects.round() as u64 } else { 0 },
+                followed: p.tracked,
+                freed_ns: p.freed_ns,
             });
         }
     }

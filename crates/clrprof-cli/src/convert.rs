@@ -79,7 +79,7 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
     if alloc_weight && matches!(fmt, Format::Firefox | Format::Chrome) {
         bar.done();
         anyhow::bail!(
-            "-f {} carries no allocation samples: use -f svg, folded, speedscope or pprof with --weight {}",
+            "-f {} does not weigh stacks by allocations: use -f svg, folded, speedscope or pprof with --weight {} (-f firefox, without --weight, shows the allocation samples as native allocations)",
             fmt.extension().trim_start_matches('.'),
             args.weight
                 .and_then(|w| clap::ValueEnum::to_possible_value(&w))

@@ -195,6 +195,32 @@ fn the_live_heap_holds_what_the_app_kept() {
     );
     assert_eq!(live["untracked"], 0);
     assert!(!live["over_time"].as_array().unwrap().is_empty());
+    // The Firefox Profiler's view of the same samples: what the native allocations
+    // retain, and where the memory track ends, are the live estimate.
+    let ff = dir.join("t.firefox.json");
+    convert_with(&trace, &["-f", "firefox", "-o", ff.to_str().unwrap()]);
+    let f: Value = serde_json::from_slice(&std::fs::read(&ff).unwrap()).unwrap();
+    let holder = f["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t.get("nativeAllocations").is_some())
+        .expect("a thread with the allocations");
+    let weights = holder["nativeAllocations"]["weight"].as_array().unwrap();
+    let retained: f64 = weights.iter().map(|w| w.as_f64().unwrap()).sum();
+    let est = live["bytes"].as_f64().unwrap();
+    assert!((retained - est).abs() / est < 0.01, "{retained} vs {est}");
+    assert!(
+        (retained - kept).abs() / kept < 0.15,
+        "{retained} vs kept {kept}"
+    );
+    let track: f64 = f["counters"][0]["samples"]["count"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_f64().unwrap())
+        .sum();
+    assert!((track - est).abs() / est < 0.01, "{track} vs {est}");
 }
 
 /// Allocation flamegraphs: `convert --weight alloc-bytes|alloc-objects|live-bytes`.
@@ -268,7 +294,7 @@ fn allocation_flamegraphs_weigh_bytes_objects_and_live_bytes() {
         .unwrap();
     assert!(!out.status.success());
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("use -f svg, folded, speedscope or pprof")
+        String::from_utf8_lossy(&out.stderr).contains("use -f svg, folded, speedscope or pprof"),
     );
     // A trace without allocation samples says how to get them.
     let plain = dir.join("plain.clrprof");

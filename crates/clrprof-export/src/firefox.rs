@@ -7,6 +7,13 @@
 //! interval markers named after the function (with the call's stack); a thread with
 //! calls and no samples also gets samples rebuilt from its calls, so that its call tree
 //! and stack chart are filled.
+//!
+//! Allocation samples (`record --alloc`) become the process's native allocations, which
+//! the profiler keeps on the process's first thread and offers above that thread's call
+//! tree ("Native Allocations", and "Retained Memory": the allocations no GC was seen
+//! collecting): each sample an allocation of its estimated bytes, and a deallocation at
+//! the GC that found a followed sample collected. A memory track draws the followed
+//! samples' estimated live bytes.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -181,10 +188,17 @@ impl<'a> Builder<'a> {
         self.fx.intern_stack(thread, parent, handle)
     }
 
-    fn thread(&mut self, process: fx::ProcessHandle, t: &ThreadProfile) -> ThreadHandle {
+    /// Adds a thread with its samples and calls; returns it and its end.
+    fn thread(&mut self, process: fx::ProcessHandle, t: &ThreadProfile) -> (ThreadHandle, u64) {
         let first = t.samples.first().map(|s| s.time_ns);
         let first_call = t.calls.iter().map(|c| c.start_ns).min();
-        let start = first.into_iter().chain(first_call).min().unwrap_or(0);
+        let first_alloc = t.allocations.first().map(|a| a.time_ns);
+        let start = first
+            .into_iter()
+            .chain(first_call)
+            .chain(first_alloc)
+            .min()
+            .unwrap_or(0);
         let tid = u32::try_from(t.os_tid).unwrap_or(u32::MAX);
         // Not "main": the profiler would show a main thread under the process's name.
         let thread = self.fx.add_thread(process, tid, ts(start), false);
@@ -206,7 +220,7 @@ impl<'a> Builder<'a> {
             end = end.max(self.calls(thread, t));
         }
         self.fx.set_thread_end_time(thread, ts(end));
-        thread
+        (thread, end)
     }
 
     /// Adds a thread's calls as markers and, when it has no samples, as samples taken at
@@ -282,6 +296,67 @@ impl<'a> Builder<'a> {
         *prev_sample = (since, stack.is_some());
     }
 
+    /// The allocation samples of every thread, on `first` (the process's first thread,
+    /// where the profiler keeps a process's allocations: their stacks must be in its
+    /// table), in time order, and the memory track.
+    /// Returns the time of the last allocation event.
+    fn allocations(&mut self, process: fx::ProcessHandle, first: ThreadHandle) -> u64 {
+        // (time, stack, address, signed size): an allocation, or a deallocation (no
+        // stack) of the same address.
+        let mut events: Vec<(u64, Option<StackId>, u64, i64)> = Vec::new();
+        // (time, bytes): the live estimate's changes.
+        let mut live: Vec<(u64, i64)> = Vec::new();
+        let samples = self.model.threads.iter().flat_map(|t| t.allocations.iter());
+        for (i, a) in samples.enumerate() {
+            let address = i as u64 + 1;
+            let size = i64::try_from(a.bytes).unwrap_or(i64::MAX);
+            events.push((a.time_ns, a.stack, address, size));
+            if let Some(freed) = a.freed_ns {
+                events.push((freed, None, address, -size));
+            }
+            if a.followed {
+                live.push((a.time_ns, size));
+                if let Some(freed) = a.freed_ns {
+                    live.push((freed, -size));
+                }
+            }
+        }
+        if events.is_empty() {
+            return 0;
+        }
+        events.sort_by_key(|e| (e.0, e.2, e.3 < 0));
+        let last = events.last().map_or(0, |e| e.0);
+        let mut stacks = HashMap::new();
+        for (at, stack, address, size) in events {
+            let stack = stack.map(|id| self.stack(first, id, &mut stacks));
+            self.fx
+                .add_allocation_sample(first, ts(at), stack, address, size);
+        }
+        if live.is_empty() {
+            return last;
+        }
+        live.sort_by_key(|l| l.0);
+        let counter = self.fx.add_counter(
+            process,
+            "Live sampled heap (estimated)",
+            "Memory",
+            "Estimated bytes of the sampled objects that no GC was seen collecting",
+        );
+        let mut k = 0;
+        while k < live.len() {
+            // One counter sample per instant (a GC frees many samples at once).
+            let at = live[k].0;
+            let (mut delta, mut n) = (0i64, 0u32);
+            while k < live.len() && live[k].0 == at {
+                delta += live[k].1;
+                n += 1;
+                k += 1;
+            }
+            self.fx.add_counter_sample(counter, ts(at), delta as f64, n);
+        }
+        last
+    }
+
     fn fx_interval_ns(&self) -> u64 {
         if self.model.interval_ns > 0 {
             self.model.interval_ns
@@ -304,11 +379,20 @@ pub fn write(profile: &Profile, _opts: &Options, out: impl Write) -> Result<(), 
     };
     let process = b.fx.add_process(name, 0, ts(0));
     let mut busiest = None;
+    let mut first = None;
     for t in &profile.threads {
-        let thread = b.thread(process, t);
+        let (thread, end) = b.thread(process, t);
+        first.get_or_insert((thread, end));
         let size = t.samples.len() + t.calls.len();
         if busiest.is_none_or(|(_, n)| size > n) {
             busiest = Some((thread, size));
+        }
+    }
+    if let Some((first, end)) = first {
+        // The first thread holds every thread's allocations: it lasts until the last.
+        let last = b.allocations(process, first);
+        if last > end {
+            b.fx.set_thread_end_time(first, ts(last));
         }
     }
     if let Some((thread, _)) = busiest {

@@ -312,6 +312,12 @@ pub struct AllocationSample {
     pub live_bytes: u64,
     /// Of those objects, the ones still alive at the end.
     pub live_objects: u64,
+    /// Followed for the live heap (a weak handle): a GC that collects it says so, in
+    /// `freed_ns`. Samples not followed (`AllocationTick`, or over the agent's bound) are
+    /// neither live nor freed as far as the trace knows.
+    pub followed: bool,
+    /// When a GC found it collected, in nanoseconds since the profile start.
+    pub freed_ns: Option<u64>,
 }
 
 /// One stack sample of one thread.

@@ -654,6 +654,8 @@ fn with_allocations() -> Profile {
             objects: 3,
             live_bytes: 1000,
             live_objects: 1,
+            followed: true,
+            freed_ns: None,
         },
         AllocationSample {
             time_ns: MS,
@@ -662,9 +664,48 @@ fn with_allocations() -> Profile {
             objects: 1,
             live_bytes: 0,
             live_objects: 0,
+            followed: true,
+            freed_ns: Some(2 * MS),
         },
     ];
     p
+}
+
+/// Allocation samples are the process's native allocations, on its first thread, with a
+/// deallocation where a GC collected a followed sample; the memory track climbs by each
+/// followed sample and drops at that GC.
+#[test]
+fn firefox_has_native_allocations_and_a_live_heap_track() {
+    let f = json(&with_allocations(), Format::Firefox, Options::default());
+    let threads = f["threads"].as_array().unwrap();
+    let holders: Vec<&Value> = threads
+        .iter()
+        .filter(|t| t.get("nativeAllocations").is_some())
+        .collect();
+    assert_eq!(
+        holders.len(),
+        1,
+        "one thread holds the process's allocations"
+    );
+    let na = &holders[0]["nativeAllocations"];
+    assert_eq!(na["length"], 3, "{na:#}");
+    assert_eq!(na["weight"], serde_json::json!([3000, 500, -500]), "{na:#}");
+    let addresses = na["memoryAddress"].as_array().unwrap();
+    assert_eq!(
+        addresses[1], addresses[2],
+        "the deallocation is of the same sample"
+    );
+    assert_eq!(na["stack"][2], Value::Null);
+    assert!(na["stack"][0].is_u64() && na["stack"][1].is_u64());
+    let counters = f["counters"].as_array().unwrap();
+    assert_eq!(counters.len(), 1);
+    assert_eq!(counters[0]["name"], "Live sampled heap (estimated)");
+    let samples = &counters[0]["samples"];
+    assert_eq!(
+        samples["count"],
+        serde_json::json!([3000.0, 500.0, -500.0]),
+        "{samples:#}"
+    );
 }
 
 #[test]
