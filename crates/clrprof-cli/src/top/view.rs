@@ -161,22 +161,13 @@ fn alloc_summary(a: &AllocView) -> String {
     )
 }
 
-/// Bytes per second, in binary units.
+/// Bytes per second, in the report's units.
 fn per_s(b: f64) -> String {
     format!("{}/s", size(b))
 }
 
 fn size(b: f64) -> String {
-    const K: f64 = 1024.0;
-    if b >= K * K * K {
-        format!("{:.1} GiB", b / (K * K * K))
-    } else if b >= K * K {
-        format!("{:.1} MiB", b / (K * K))
-    } else if b >= K {
-        format!("{:.1} KiB", b / K)
-    } else {
-        format!("{b:.0} B")
-    }
+    clrprof_analysis::text::bytes(b.max(0.0).round() as u64)
 }
 
 /// What was lost on the way, when anything was.
