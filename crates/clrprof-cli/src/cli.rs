@@ -22,7 +22,8 @@ pub enum Command {
     Convert(ConvertArgs),
     /// Take a heap snapshot of a running process and summarise it
     Heap(HeapArgs),
-    /// Compare two heap snapshots: growth by type
+    /// Compare two heap snapshots (growth by type), or two traces' allocation samples
+    /// (`record --alloc`: bytes by type and by the app's methods)
     Diff(DiffArgs),
     /// Detach clrprof from a process it was attached to
     Detach(DetachArgs),
@@ -169,10 +170,11 @@ pub struct HeapArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct DiffArgs {
-    /// The trace holding the earlier snapshot (`FILE` or `FILE:N` for its Nth snapshot)
+    /// The trace holding the earlier snapshot (`FILE` or `FILE:N` for its Nth snapshot),
+    /// or the earlier trace recorded with `--alloc`
     pub before: String,
     /// The trace holding the later snapshot; with one file of several snapshots, omit it
-    /// to compare the first with the last
+    /// to compare the first with the last. Or the later trace recorded with `--alloc`
     pub after: Option<String>,
     /// Print JSON (schema: docs/report-json.md)
     #[arg(long)]

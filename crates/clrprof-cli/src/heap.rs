@@ -131,6 +131,43 @@ fn print_report(file: &Path, view: &HeapView, top: usize, json: bool) -> Result<
     Ok(())
 }
 
+/// `clrprof diff A B` of two traces recorded with `--alloc`.
+fn alloc_diff(fa: &Path, bytes_a: &[u8], fb: &Path, args: &DiffArgs) -> Result<i32> {
+    let bytes_b = crate::input::open(fb)?;
+    let section = |file: &Path, bytes: &[u8]| -> Result<_> {
+        let trace = clrprof_analysis::Trace::load(bytes)
+            .with_context(|| format!("{} is not a readable clrprof trace", file.display()))?;
+        Ok(clrprof_analysis::build(&trace).allocation_samples)
+    };
+    let Some(a) = section(fa, bytes_a)? else {
+        bail!(
+            "{} holds neither a heap snapshot nor allocation samples: `clrprof diff` compares two \
+             traces' heap snapshots (`clrprof record --heap SECONDS`, `clrprof heap --pid PID`) or their \
+             allocation samples (`clrprof record --alloc`)",
+            fa.display()
+        );
+    };
+    let Some(b) = section(fb, &bytes_b)? else {
+        bail!(
+            "{} has no allocation samples to compare with those of {} (record it with `clrprof record --alloc`)",
+            fb.display(),
+            fa.display()
+        );
+    };
+    let mut d = clrprof_analysis::report::alloc_diff::diff(&a, &b);
+    if args.json {
+        d.types.truncate(args.top);
+        d.app_functions.truncate(args.top);
+        println!("{}", serde_json::to_string_pretty(&d)?);
+    } else {
+        print!(
+            "{}",
+            clrprof_analysis::report::alloc_diff::render(&d, args.top)
+        );
+    }
+    Ok(0)
+}
+
 /// `FILE` or `FILE:N`.
 fn split_spec(spec: &str) -> (PathBuf, Option<u64>) {
     if let Some((f, n)) = spec.rsplit_once(':')
@@ -145,6 +182,13 @@ fn split_spec(spec: &str) -> (PathBuf, Option<u64>) {
 pub fn diff(args: DiffArgs) -> Result<i32> {
     let (fa, na) = split_spec(&args.before);
     let bytes_a = crate::input::open(&fa)?;
+    // Two traces without heap snapshots: their allocation samples (`record --alloc`).
+    if let Some(after) = &args.after
+        && na.is_none()
+        && snapshot::list(&bytes_a).is_ok_and(|l| l.is_empty())
+    {
+        return alloc_diff(&fa, &bytes_a, Path::new(after), &args);
+    }
     let (a, b) = match &args.after {
         Some(after) => {
             let (fb, nb) = split_spec(after);

@@ -130,6 +130,100 @@ fn allocations_through_the_framework_are_charged_to_the_app_method_that_called_i
     );
 }
 
+/// `clrprof diff` of two `--alloc` traces of the same program, the second allocating
+/// twice as much: the change by type and by the app's methods is what the app's own
+/// counters changed by (within 15 % for the larger site, 25 % for the smaller: each side
+/// is an estimate, and their difference carries both errors), in text and JSON.
+#[test]
+fn diff_of_two_alloc_traces_is_the_change_the_app_counted() {
+    let dir = scratch("alloc-diff");
+    let (before, after) = (dir.join("before.clrprof"), dir.join("after.clrprof"));
+    let flags = ["--alloc", "--mode", "events", "--events", "none"];
+    let a = record(&before, &flags, &["alloc-sites", "mb=400"]);
+    let b = record(&after, &flags, &["alloc-sites", "mb=800"]);
+    let out = clrprof()
+        .args(["diff", "--json"])
+        .arg(&before)
+        .arg(&after)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(d["estimated"], true);
+    let change = |list: &str, name: &str| {
+        find(&d[list], name).unwrap_or_else(|| panic!("{name} in {d:#}"))["bytes_delta"]
+            .as_f64()
+            .unwrap()
+    };
+    let grew = |key: &str| fact(&b, key) - fact(&a, key);
+    for (list, name, key, within) in [
+        ("types", "System.Byte[]", "bytes_site", 0.15),
+        (
+            "app_functions",
+            "Scenarios.AllocSites.Bytes",
+            "bytes_site",
+            0.15,
+        ),
+        ("types", "System.String", "strings_site", 0.25),
+        (
+            "app_functions",
+            "Scenarios.AllocSites.Strings",
+            "strings_site",
+            0.25,
+        ),
+    ] {
+        let (got, want) = (change(list, name), grew(key));
+        assert!(
+            (got - want).abs() / want < within,
+            "{name}: {got} vs {want}"
+        );
+    }
+    let text = clrprof()
+        .arg("diff")
+        .arg(&before)
+        .arg(&after)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.starts_with("allocations diff (estimates from "),
+        "{text}"
+    );
+    let first_type = text.lines().nth(3).unwrap_or("");
+    assert!(first_type.ends_with("  System.Byte[]"), "{text}");
+    // A trace with neither heap snapshots nor allocation samples says what diff takes.
+    let plain = dir.join("plain.clrprof");
+    record(&plain, &["--mode", "events"], &["alloc-sites", "mb=1"]);
+    let out = clrprof()
+        .arg("diff")
+        .arg(&plain)
+        .arg(&after)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("holds neither a heap snapshot nor allocation samples"),
+        "{err}"
+    );
+    let out = clrprof()
+        .arg("diff")
+        .arg(&before)
+        .arg(&plain)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("has no allocation samples to compare"),
+        "{err}"
+    );
+}
+
 /// `--alloc-interval` above the runtime's 100 KiB keeps about one runtime sample in
 /// `interval / 100 KiB`, each counting that many times: fewer samples, the same estimate.
 #[test]
