@@ -289,6 +289,20 @@ fn the_live_heap_holds_what_the_app_kept() {
     );
     assert_eq!(live["untracked"], 0);
     assert!(!live["over_time"].as_array().unwrap().is_empty());
+    // The text shows the growth: the peak after a GC is about what the app kept.
+    let text = report_text(&trace);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("  after ") && l.contains(" GCs: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let peak = line.rsplit_once("peak ~").unwrap().1;
+    assert!(peak.contains(" MiB at "), "{line}");
+    let peak_mib: f64 = peak.split(" MiB").next().unwrap().parse().unwrap();
+    let kept_mib = kept / f64::from(1 << 20);
+    assert!(
+        (peak_mib - kept_mib).abs() / kept_mib < 0.15,
+        "{line} vs kept {kept_mib} MiB"
+    );
     // The Firefox Profiler's view of the same samples: what the native allocations
     // retain, and where the memory track ends, are the live estimate.
     let ff = dir.join("t.firefox.json");

@@ -86,6 +86,9 @@ pub fn render(o: &mut String, a: Option<&AllocationSamples>, top: usize) {
             String::new()
         }
     );
+    if let Some(line) = over_time(&l.over_time) {
+        let _ = writeln!(o, "{line}");
+    }
     for t in l.types.iter().take(top) {
         let _ = writeln!(
             o,
@@ -103,6 +106,41 @@ pub fn render(o: &mut String, a: Option<&AllocationSamples>, top: usize) {
         l.bytes,
         top,
     );
+}
+
+/// The live estimate after the GCs that collected followed samples, at most eight of
+/// them evenly spread, and its peak: whether the heap grows, at a glance.
+fn over_time(points: &[(f64, u64)]) -> Option<String> {
+    if points.len() < 2 {
+        return None;
+    }
+    const SHOWN: usize = 8;
+    let n = points.len();
+    let mut at: Vec<usize> = (0..SHOWN.min(n))
+        .map(|i| i * (n - 1) / (SHOWN.min(n) - 1))
+        .collect();
+    at.dedup();
+    let series: Vec<String> = at
+        .iter()
+        .map(|&i| format!("{} {}", at_ms(points[i].0), bytes(points[i].1)))
+        .collect();
+    let peak = points.iter().max_by_key(|p| p.1)?;
+    Some(format!(
+        "  after {} GCs: {}; peak ~{} at {}",
+        n,
+        series.join(" · "),
+        bytes(peak.1),
+        at_ms(peak.0)
+    ))
+}
+
+/// A time since the trace began, given in ms: ms under a second, else seconds.
+fn at_ms(ms: f64) -> String {
+    if ms < 1e3 {
+        format!("{ms:.0} ms")
+    } else {
+        format!("{:.2} s", ms / 1e3)
+    }
 }
 
 /// The app's own methods, most self bytes first: each with the share of `all` bytes
@@ -226,6 +264,29 @@ mod tests {
         ]
         .join("\n");
         assert_eq!(o, expected);
+    }
+
+    #[test]
+    fn the_live_heap_over_time_in_at_most_eight_points_and_its_peak() {
+        assert_eq!(over_time(&[(5.0, 1)]), None);
+        let points: Vec<(f64, u64)> = (0..20u32)
+            .map(|i| {
+                (
+                    f64::from(i) * 100.0,
+                    if i == 13 {
+                        50 << 20
+                    } else {
+                        u64::from(i) << 20
+                    },
+                )
+            })
+            .collect();
+        let line = over_time(&points).unwrap();
+        assert_eq!(
+            line,
+            "  after 20 GCs: 0 ms 0 B · 200 ms 2048.0 KiB · 500 ms 5120.0 KiB · 800 ms 8192.0 KiB · \
+             1.00 s 10.0 MiB · 1.30 s 50.0 MiB · 1.60 s 16.0 MiB · 1.90 s 19.0 MiB; peak ~50.0 MiB at 1.30 s"
+        );
     }
 
     #[test]
