@@ -3,6 +3,8 @@
 //! Calls become exact `X` (complete) events. A sampled thread becomes a flame chart of
 //! `X` events too: consecutive samples that share a stack prefix extend the same events,
 //! so each event spans from the first sample showing the frame to the end of the last.
+//! Allocation samples (`record --alloc`) that are followed draw a counter, the process's
+//! estimated live sampled heap (`C` events, one per instant it changes).
 
 use std::borrow::Cow;
 use std::io::Write;
@@ -206,6 +208,20 @@ pub fn write(profile: &Profile, _opts: &Options, out: impl Write) -> Result<(), 
                 args: (!args.is_empty()).then_some(Value::Object(args)),
             }
         }));
+    }
+    let mut live = 0i64;
+    for (at, delta, _) in stacks::live_heap_changes(profile) {
+        live += delta;
+        events.push(Event {
+            name: "Live sampled heap (estimated)".into(),
+            cat: Some("memory"),
+            ph: "C",
+            ts: us(at),
+            dur: None,
+            pid: PID,
+            tid: 0,
+            args: Some(json!({ "bytes": live.max(0) })),
+        });
     }
     let trace = Trace {
         trace_events: events,

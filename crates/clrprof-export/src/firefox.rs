@@ -304,8 +304,6 @@ impl<'a> Builder<'a> {
         // (time, stack, address, signed size): an allocation, or a deallocation (no
         // stack) of the same address.
         let mut events: Vec<(u64, Option<StackId>, u64, i64)> = Vec::new();
-        // (time, bytes): the live estimate's changes.
-        let mut live: Vec<(u64, i64)> = Vec::new();
         let samples = self.model.threads.iter().flat_map(|t| t.allocations.iter());
         for (i, a) in samples.enumerate() {
             let address = i as u64 + 1;
@@ -313,12 +311,6 @@ impl<'a> Builder<'a> {
             events.push((a.time_ns, a.stack, address, size));
             if let Some(freed) = a.freed_ns {
                 events.push((freed, None, address, -size));
-            }
-            if a.followed {
-                live.push((a.time_ns, size));
-                if let Some(freed) = a.freed_ns {
-                    live.push((freed, -size));
-                }
             }
         }
         if events.is_empty() {
@@ -332,26 +324,17 @@ impl<'a> Builder<'a> {
             self.fx
                 .add_allocation_sample(first, ts(at), stack, address, size);
         }
+        let live = stacks::live_heap_changes(self.model);
         if live.is_empty() {
             return last;
         }
-        live.sort_by_key(|l| l.0);
         let counter = self.fx.add_counter(
             process,
             "Live sampled heap (estimated)",
             "Memory",
             "Estimated bytes of the sampled objects that no GC was seen collecting",
         );
-        let mut k = 0;
-        while k < live.len() {
-            // One counter sample per instant (a GC frees many samples at once).
-            let at = live[k].0;
-            let (mut delta, mut n) = (0i64, 0u32);
-            while k < live.len() && live[k].0 == at {
-                delta += live[k].1;
-                n += 1;
-                k += 1;
-            }
+        for (at, delta, n) in live {
             self.fx.add_counter_sample(counter, ts(at), delta as f64, n);
         }
         last

@@ -1,5 +1,6 @@
 //! What several exporters share: checking handles, turning a thread's calls into
-//! properly nested spans, and the weighted stacks the aggregated formats count.
+//! properly nested spans, the weighted stacks the aggregated formats count, and the live
+//! heap's changes over time that the timeline formats draw as a counter.
 
 use std::collections::HashMap;
 
@@ -292,6 +293,35 @@ impl Summed {
             *sum += v;
         }
     }
+}
+
+/// The estimated live bytes of the followed allocation samples over time, as changes: per
+/// instant (ns since the profile start, in order), the bytes added (allocations) less
+/// those removed (the GC that found them collected), and how many samples changed.
+pub(crate) fn live_heap_changes(profile: &Profile) -> Vec<(u64, i64, u32)> {
+    let mut changes: Vec<(u64, i64)> = Vec::new();
+    for a in profile.threads.iter().flat_map(|t| t.allocations.iter()) {
+        if !a.followed {
+            continue;
+        }
+        let size = i64::try_from(a.bytes).unwrap_or(i64::MAX);
+        changes.push((a.time_ns, size));
+        if let Some(freed) = a.freed_ns {
+            changes.push((freed, -size));
+        }
+    }
+    changes.sort_by_key(|c| c.0);
+    let mut merged: Vec<(u64, i64, u32)> = Vec::new();
+    for (at, delta) in changes {
+        match merged.last_mut() {
+            Some(last) if last.0 == at => {
+                last.1 += delta;
+                last.2 += 1;
+            }
+            _ => merged.push((at, delta, 1)),
+        }
+    }
+    merged
 }
 
 #[cfg(test)]

@@ -708,6 +708,27 @@ fn firefox_has_native_allocations_and_a_live_heap_track() {
     );
 }
 
+/// The live heap is a counter of the process in Chrome's format: up by each followed
+/// sample, down at the GC that collected it.
+#[test]
+fn chrome_has_a_live_heap_counter() {
+    let c = json(&with_allocations(), Format::Chrome, Options::default());
+    let counter: Vec<(f64, u64)> = c["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "C")
+        .map(|e| {
+            (
+                e["ts"].as_f64().unwrap(),
+                e["args"]["bytes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let ms = MS as f64 / 1000.0;
+    assert_eq!(counter, [(0.0, 3000), (ms, 3500), (2.0 * ms, 3000)]);
+}
+
 #[test]
 fn folded_counts_allocation_weights() {
     let p = with_allocations();
