@@ -329,6 +329,25 @@ fn the_live_heap_holds_what_the_app_kept() {
         .map(|c| c.as_f64().unwrap())
         .sum();
     assert!((track - est).abs() / est < 0.01, "{track} vs {est}");
+    // Chrome's format: the counter ends at the same estimate.
+    let ct = dir.join("t.chrome.json");
+    convert_with(&trace, &["-f", "chrome", "-o", ct.to_str().unwrap()]);
+    let c: Value = serde_json::from_slice(&std::fs::read(&ct).unwrap()).unwrap();
+    let last = c["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "C")
+        .max_by(|a, b| {
+            a["ts"]
+                .as_f64()
+                .unwrap()
+                .total_cmp(&b["ts"].as_f64().unwrap())
+        })
+        .expect("a counter")["args"]["bytes"]
+        .as_f64()
+        .unwrap();
+    assert!((last - est).abs() / est < 0.01, "{last} vs {est}");
 }
 
 /// Allocation flamegraphs: `convert --weight alloc-bytes|alloc-objects|live-bytes`.
