@@ -26,6 +26,24 @@ pub struct Config {
 }
 
 impl Config {
+    /// The configuration an `AllocConfig` record carries; `None` for any other record.
+    pub fn from_event(e: &Event<'_>) -> Option<Config> {
+        match e {
+            Event::AllocConfig {
+                source,
+                mean_bytes,
+                interval_bytes,
+                tracked_max,
+            } => Some(Config {
+                source: *source,
+                mean_bytes: *mean_bytes,
+                interval_bytes: *interval_bytes,
+                tracked_max: *tracked_max,
+            }),
+            _ => None,
+        }
+    }
+
     /// `AllocationSampled` or `AllocationTick`.
     pub fn source_name(&self) -> &'static str {
         match self.source {
@@ -68,6 +86,37 @@ pub struct AllocPoint {
 }
 
 impl AllocPoint {
+    /// An `AllocSample` record as its id and the point it is, scaled by `config`; `None`
+    /// for any other record.
+    pub fn from_sample(config: &Config, e: &TimedEvent<'_>) -> Option<(u64, AllocPoint)> {
+        let Event::AllocSample {
+            id,
+            class,
+            size,
+            amount,
+            tracked,
+            frames,
+            ..
+        } = &e.event
+        else {
+            return None;
+        };
+        let (bytes, objects) = config.estimate(*size, *amount);
+        Some((
+            *id,
+            AllocPoint {
+                ns: e.ns,
+                os_tid: e.os_tid,
+                class: *class,
+                frames: frames.to_vec(),
+                bytes,
+                objects,
+                tracked: *tracked != 0,
+                freed_ns: None,
+            },
+        ))
+    }
+
     /// Followed and not collected by the end.
     pub fn alive_at_end(&self) -> bool {
         self.tracked && self.freed_ns.is_none()
@@ -101,52 +150,27 @@ pub fn collect(events: &[TimedEvent<'_>]) -> AllocSamples {
     let mut by_id: HashMap<u64, usize> = HashMap::new();
     let mut live = 0.0f64;
     for e in events {
-        match &e.event {
-            Event::AllocConfig {
-                source,
-                mean_bytes,
-                interval_bytes,
-                tracked_max,
-            } => {
-                out.config = Some(Config {
-                    source: *source,
-                    mean_bytes: *mean_bytes,
-                    interval_bytes: *interval_bytes,
-                    tracked_max: *tracked_max,
-                })
-            }
-            Event::AllocSample {
-                id,
-                class,
-                size,
-                amount,
-                tracked,
-                frames,
-                ..
-            } => {
-                let config = *out.config.get_or_insert(Config {
-                    source: clrprof_format::ALLOC_SOURCE_SAMPLED,
-                    mean_bytes: 100 * 1024,
-                    interval_bytes: 100 * 1024,
-                    tracked_max: 0,
-                });
-                let (bytes, objects) = config.estimate(*size, *amount);
-                let tracked = *tracked != 0;
-                if tracked {
-                    live += bytes;
+        if let Some(c) = Config::from_event(&e.event) {
+            out.config = Some(c);
+            continue;
+        }
+        if let Event::AllocSample { .. } = e.event {
+            let config = *out.config.get_or_insert(Config {
+                source: clrprof_format::ALLOC_SOURCE_SAMPLED,
+                mean_bytes: 100 * 1024,
+                interval_bytes: 100 * 1024,
+                tracked_max: 0,
+            });
+            if let Some((id, p)) = AllocPoint::from_sample(&config, e) {
+                if p.tracked {
+                    live += p.bytes;
                 }
-                by_id.insert(*id, out.points.len());
-                out.points.push(AllocPoint {
-                    ns: e.ns,
-                    os_tid: e.os_tid,
-                    class: *class,
-                    frames: frames.to_vec(),
-                    bytes,
-                    objects,
-                    tracked,
-                    freed_ns: None,
-                });
+                by_id.insert(id, out.points.len());
+                out.points.push(p);
             }
+            continue;
+        }
+        match &e.event {
             Event::AllocFreed { ids } => {
                 for id in ids.iter() {
                     if let Some(p) = by_id.get(id).and_then(|&i| out.points.get_mut(i))

@@ -73,49 +73,24 @@ pub struct AllocWindow {
 impl AllocWindow {
     /// Takes the allocation records of `e`; false for any other record.
     pub fn observe(&mut self, e: &TimedEvent<'_>) -> bool {
-        match &e.event {
-            Event::AllocConfig {
-                source,
-                mean_bytes,
-                interval_bytes,
-                tracked_max,
-            } => {
-                self.config = Some(Config {
-                    source: *source,
-                    mean_bytes: *mean_bytes,
-                    interval_bytes: *interval_bytes,
-                    tracked_max: *tracked_max,
-                });
-            }
-            Event::AllocSample {
-                id,
-                class,
-                size,
-                amount,
-                tracked,
-                frames,
-                ..
-            } => {
-                // The agent writes its configuration before its first sample.
-                let Some(config) = self.config else {
-                    return true;
-                };
-                let (bytes, objects) = config.estimate(*size, *amount);
-                if *tracked != 0 && self.live.len() < LIVE_MAX {
-                    self.live.insert(*id, bytes);
-                    self.live_bytes += bytes;
+        if let Some(c) = Config::from_event(&e.event) {
+            self.config = Some(c);
+            return true;
+        }
+        if let Event::AllocSample { .. } = e.event {
+            // The agent writes its configuration before its first sample.
+            if let Some(config) = self.config
+                && let Some((id, p)) = AllocPoint::from_sample(&config, e)
+            {
+                if p.tracked && self.live.len() < LIVE_MAX {
+                    self.live.insert(id, p.bytes);
+                    self.live_bytes += p.bytes;
                 }
-                self.pending.push(AllocPoint {
-                    ns: e.ns,
-                    os_tid: e.os_tid,
-                    class: *class,
-                    frames: frames.to_vec(),
-                    bytes,
-                    objects,
-                    tracked: *tracked != 0,
-                    freed_ns: None,
-                });
+                self.pending.push(p);
             }
+            return true;
+        }
+        match &e.event {
             Event::AllocFreed { ids } => {
                 for id in ids.iter() {
                     if let Some(b) = self.live.remove(id) {
