@@ -141,18 +141,7 @@ fn diff_of_two_alloc_traces_is_the_change_the_app_counted() {
     let flags = ["--alloc", "--mode", "events", "--events", "none"];
     let a = record(&before, &flags, &["alloc-sites", "mb=400"]);
     let b = record(&after, &flags, &["alloc-sites", "mb=800"]);
-    let out = clrprof()
-        .args(["diff", "--json"])
-        .arg(&before)
-        .arg(&after)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let d: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let d = diff_json(&before, &after, &[]);
     assert_eq!(d["estimated"], true);
     let change = |list: &str, name: &str| {
         find(&d[list], name).unwrap_or_else(|| panic!("{name} in {d:#}"))["bytes_delta"]
@@ -307,7 +296,7 @@ fn the_live_heap_holds_what_the_app_kept() {
     // retain, and where the memory track ends, are the live estimate.
     let ff = dir.join("t.firefox.json");
     convert_with(&trace, &["-f", "firefox", "-o", ff.to_str().unwrap()]);
-    let f: Value = serde_json::from_slice(&std::fs::read(&ff).unwrap()).unwrap();
+    let f = json_file(&ff);
     let holder = f["threads"]
         .as_array()
         .unwrap()
@@ -332,7 +321,7 @@ fn the_live_heap_holds_what_the_app_kept() {
     // Chrome's format: the counter ends at the same estimate.
     let ct = dir.join("t.chrome.json");
     convert_with(&trace, &["-f", "chrome", "-o", ct.to_str().unwrap()]);
-    let c: Value = serde_json::from_slice(&std::fs::read(&ct).unwrap()).unwrap();
+    let c = json_file(&ct);
     let last = c["traceEvents"]
         .as_array()
         .unwrap()

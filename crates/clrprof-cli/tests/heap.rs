@@ -285,18 +285,7 @@ fn heap_snapshot_of_a_known_graph_then_diff_after_freeing_half() {
         count(row(&after["types"], "name", "Scenarios.HeapNode")),
         t.fact("heap_nodes_after")
     );
-    let out = clrprof()
-        .args(["diff", "--json", "--top", "10000"])
-        .arg(&s1)
-        .arg(&s2)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let d: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let d = diff_json(&s1, &s2, &["--top", "10000"]);
     let delta = |name: &str| {
         row(&d["types"], "name", name)["count_delta"]
             .as_i64()

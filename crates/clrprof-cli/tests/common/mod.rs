@@ -113,6 +113,29 @@ pub fn report_json_with(trace: &Path, args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("report --json prints JSON")
 }
 
+/// `clrprof diff --json ARGS… BEFORE AFTER`, which must succeed.
+pub fn diff_json(before: &Path, after: &Path, args: &[&str]) -> serde_json::Value {
+    let out = clrprof()
+        .args(["diff", "--json"])
+        .args(args)
+        .arg(before)
+        .arg(after)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "diff failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("diff --json prints JSON")
+}
+
+/// A JSON file (an export) as a value.
+pub fn json_file(path: &Path) -> serde_json::Value {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 /// `clrprof convert -f FORMAT TRACE` (output next to the trace); panics on failure.
 pub fn convert(trace: &Path, format: &str) {
     convert_with(trace, &["-f", format]);
