@@ -303,6 +303,38 @@ fn top_alloc_shows_the_allocation_rate_by_type_and_by_the_app_method() {
     );
 }
 
+/// `top --alloc` in a process whose runtime refuses the EventPipe session (provoked with
+/// the agent's test switch): the allocations line names the refusal and its HRESULT, and
+/// the CPU view goes on.
+#[test]
+fn top_alloc_names_a_refused_session_and_shows_the_cpu_view() {
+    let _timing = timing_lock();
+    let dir = scratch("top-alloc-refused");
+    let app = scenarios();
+    let out = clrprof()
+        .current_dir(&dir)
+        .env("CLRPROF_ALLOC_TEST_NO_PROVIDER", "1")
+        .args(["top", "--once", "--alloc", "--interval", "2", "--"])
+        .arg(&app.dotnet)
+        .arg(&app.dll)
+        .args(["hot", "seconds=30"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains(
+            "ALLOCATIONS: none, --alloc could not start: EventPipeStartSession failed: E_INVALIDARG"
+        ),
+        "{stdout}"
+    );
+    assert_eq!(once_rows(&stdout)[0], "Scenarios.Hot.HotA", "{stdout}");
+}
+
 #[test]
 fn top_once_of_a_command_it_starts() {
     let _timing = timing_lock();
