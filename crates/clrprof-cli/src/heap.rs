@@ -137,7 +137,7 @@ fn alloc_diff(fa: &Path, bytes_a: &[u8], fb: &Path, args: &DiffArgs) -> Result<i
     let section = |file: &Path, bytes: &[u8]| -> Result<_> {
         let trace = clrprof_analysis::Trace::load(bytes)
             .with_context(|| format!("{} is not a readable clrprof trace", file.display()))?;
-        Ok(clrprof_analysis::build(&trace).allocation_samples)
+        Ok(clrprof_analysis::report::allocation_samples(&trace))
     };
     let Some(a) = section(fa, bytes_a)? else {
         bail!(

@@ -155,6 +155,13 @@ pub fn build(trace: &Trace<'_>) -> Report {
     build_with(trace, Options::default())
 }
 
+/// The allocation section of `trace` alone (`record --alloc`), without the rest of the
+/// report: what `clrprof diff` compares. `None` when the trace has no allocation samples.
+pub fn allocation_samples(trace: &Trace<'_>) -> Option<AllocationSamples> {
+    let names = Names::collect(&trace.events);
+    alloc_samples::section(&crate::allocs::collect(&trace.events), &names)
+}
+
 /// The collectors of the sections that come from the timeline.
 #[derive(Default)]
 struct Collectors {
