@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use corprof::{ClassId, ObjectId, ProfilerInfo};
+use corprof::{ClassId, MetadataRead, ObjectId, ProfilerInfo};
 
 /// Offset of `System.Exception._message` from the object start, once found (0 = unknown).
 static MESSAGE_OFFSET: AtomicU32 = AtomicU32::new(0);

@@ -1,15 +1,25 @@
 //! Turning runtime ids into names a person reads: `Namespace.Outer+Inner<Arg>` for
-//! classes, `Namespace.Type.Method` plus a C#-like signature for functions. Each lookup
-//! goes through ICorProfilerInfo and the module's IMetaDataImport; callers make sure a
-//! name is written once per id (see `Seen`). The name writers (`emit_*`) put the names
-//! into the trace for the callbacks, the sampler, trace mode's mapper and heap snapshots.
+//! classes, `Namespace.Type.Method` plus a C#-like signature for functions. Ids come from
+//! ICorProfilerInfo; the names from the module's metadata, read from its loaded image
+//! (`corprof::RawMetadata`) rather than through the runtime's importer, because opening
+//! the importer converts the module's metadata to the runtime's slower read-write form
+//! for the rest of the process (docs/performance.md, "Names without the importer").
+//! Dynamic and collectible modules, and `#-` tables, go through the importer.
+//! `CLRPROF_NAMES=importer` always uses the importer; `CLRPROF_NAMES=compare` names each
+//! id both ways and counts the differences (the acceptance tests' oracle). Callers make
+//! sure a name is written once per id (see `Seen`). The name writers (`emit_*`) put the
+//! names into the trace for the callbacks, the sampler, trace mode's mapper and heap
+//! snapshots.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
-use std::sync::Mutex;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use clrprof_format::Event;
-use corprof::{ClassId, FunctionId, MetaDataImport, ModuleId, ProfilerInfo};
+use corprof::{
+    ClassId, FunctionId, MetaDataImport, MetadataRead, ModuleId, ProfilerInfo, RawMetadata,
+};
 
 use crate::output::buffers::emit;
 
@@ -21,22 +31,167 @@ fn strip_arity(name: &str) -> &str {
     }
 }
 
-fn metadata(info: &ProfilerInfo, module: ModuleId) -> Option<MetaDataImport> {
-    info.get_module_metadata(module, corprof_sys::ofRead).ok()
+/// Where names come from (`CLRPROF_NAMES`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mode {
+    /// The module's image, the importer where there is none: the default.
+    Image,
+    /// The runtime's importer only (`importer`).
+    Importer,
+    /// Both, compared (`compare`); the names written are the image's.
+    Compare,
+}
+
+fn mode() -> Mode {
+    static MODE: OnceLock<Mode> = OnceLock::new();
+    *MODE.get_or_init(|| match std::env::var("CLRPROF_NAMES").as_deref() {
+        Err(_) | Ok("image") => Mode::Image,
+        Ok("importer") => Mode::Importer,
+        Ok("compare") => Mode::Compare,
+        Ok(other) => {
+            note(format!(
+                "CLRPROF_NAMES={other:?}: expected image, importer or compare; image it is"
+            ));
+            Mode::Image
+        }
+    })
+}
+
+/// Modules whose metadata was read from the image, by ModuleId (`None`: it could not be,
+/// the importer stands in). One entry per module the names touched, each leaked: a module
+/// read here is neither dynamic nor collectible, so it lives as long as the process.
+struct Images {
+    shards: [Mutex<HashMap<usize, Option<&'static RawMetadata<'static>>>>; 16],
+}
+
+static IMAGES: OnceLock<Images> = OnceLock::new();
+
+/// Names written, by where their metadata came from, and `compare`'s counts.
+static FROM_IMAGE: AtomicU64 = AtomicU64::new(0);
+static FROM_IMPORTER: AtomicU64 = AtomicU64::new(0);
+static COMPARED: AtomicU64 = AtomicU64::new(0);
+static DIFFERED: AtomicU64 = AtomicU64::new(0);
+
+/// What the end-of-recording summary should say besides the counts (this room sits below
+/// `log`): the first few notes, the rest counted.
+static NOTES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+const MAX_NOTES: usize = 8;
+
+fn note(line: String) {
+    let mut notes = NOTES.lock().unwrap_or_else(|p| p.into_inner());
+    if notes.len() < MAX_NOTES {
+        notes.push(line);
+    }
+}
+
+fn image_metadata(info: &ProfilerInfo, module: ModuleId) -> Option<&'static RawMetadata<'static>> {
+    let images = IMAGES.get_or_init(|| Images {
+        shards: std::array::from_fn(|_| Mutex::new(HashMap::new())),
+    });
+    let shard = &images.shards[(module.0 >> 4) & 15];
+    let mut map = shard.lock().unwrap_or_else(|p| p.into_inner());
+    *map.entry(module.0)
+        .or_insert_with(|| match info.module_raw_metadata(module) {
+            Ok(md) => Some(&*Box::leak(Box::new(md))),
+            Err(e) => {
+                if !matches!(e, corprof::RawError::Unsupported(_)) {
+                    note(format!(
+                        "module {:#x}: {e}; its names come from the runtime's importer",
+                        module.0
+                    ));
+                }
+                None
+            }
+        })
+}
+
+/// A module's metadata, from where `source` says.
+enum Md {
+    Image(&'static RawMetadata<'static>),
+    Importer(MetaDataImport),
+}
+
+impl Md {
+    fn read(&self) -> &dyn MetadataRead {
+        match self {
+            Md::Image(m) => *m,
+            Md::Importer(m) => m,
+        }
+    }
+}
+
+fn metadata(info: &ProfilerInfo, module: ModuleId, source: Mode) -> Option<Md> {
+    if source != Mode::Importer
+        && let Some(md) = image_metadata(info, module)
+    {
+        FROM_IMAGE.fetch_add(1, Ordering::Relaxed);
+        return Some(Md::Image(md));
+    }
+    FROM_IMPORTER.fetch_add(1, Ordering::Relaxed);
+    info.get_module_metadata(module, corprof_sys::ofRead)
+        .ok()
+        .map(Md::Importer)
+}
+
+/// `compare`: counts a difference between the image's name and the importer's, and logs
+/// the first few.
+fn compared(what: &str, image: &str, importer: &str) {
+    COMPARED.fetch_add(1, Ordering::Relaxed);
+    if image != importer {
+        let k = DIFFERED.fetch_add(1, Ordering::Relaxed);
+        if k < 5 {
+            note(format!(
+                "{what} names differ: image {image:?}, importer {importer:?}"
+            ));
+        }
+    }
+}
+
+/// Where names came from (and `compare`'s result), for the log at the end of a
+/// recording: the notes first, then the counts; nothing if no name was looked up.
+pub fn summary() -> Vec<String> {
+    let mut lines = std::mem::take(&mut *NOTES.lock().unwrap_or_else(|p| p.into_inner()));
+    let (image, importer) = (
+        FROM_IMAGE.load(Ordering::Relaxed),
+        FROM_IMPORTER.load(Ordering::Relaxed),
+    );
+    if image + importer > 0 {
+        lines.push(format!(
+            "names: metadata read {image} times from module images, {importer} through the runtime's importer{}",
+            if mode() == Mode::Compare {
+                format!(
+                    "; compared with the importer: {} of {} differ",
+                    DIFFERED.load(Ordering::Relaxed),
+                    COMPARED.load(Ordering::Relaxed)
+                )
+            } else {
+                String::new()
+            }
+        ));
+    }
+    lines
 }
 
 /// Full name of a loaded class, with generic arguments and array ranks.
 pub fn class_name(info: &ProfilerInfo, class: ClassId) -> String {
-    class_name_depth(info, class, 0)
+    match mode() {
+        Mode::Compare => {
+            let image = class_name_depth(info, class, 0, Mode::Image);
+            let importer = class_name_depth(info, class, 0, Mode::Importer);
+            compared("class", &image, &importer);
+            image
+        }
+        source => class_name_depth(info, class, 0, source),
+    }
 }
 
-fn class_name_depth(info: &ProfilerInfo, class: ClassId, depth: u32) -> String {
+fn class_name_depth(info: &ProfilerInfo, class: ClassId, depth: u32, source: Mode) -> String {
     if depth > 8 {
         return "…".into();
     }
     if let Ok(Some(array)) = info.is_array_class(class) {
         let elem = if array.element_class.0 != 0 {
-            class_name_depth(info, array.element_class, depth + 1)
+            class_name_depth(info, array.element_class, depth + 1, source)
         } else {
             element_type_name(array.element_type).to_string()
         };
@@ -46,8 +201,8 @@ fn class_name_depth(info: &ProfilerInfo, class: ClassId, depth: u32) -> String {
     let Ok(ci) = info.get_class_id_info2(class) else {
         return format!("class@{:#x}", class.0);
     };
-    let base = metadata(info, ci.module)
-        .map(|md| md.type_full_name(ci.token))
+    let base = metadata(info, ci.module, source)
+        .map(|md| md.read().type_full_name(ci.token))
         .unwrap_or_else(|| format!("type@{:#x}", ci.token));
     if ci.type_args.is_empty() {
         return base;
@@ -55,7 +210,7 @@ fn class_name_depth(info: &ProfilerInfo, class: ClassId, depth: u32) -> String {
     let args: Vec<String> = ci
         .type_args
         .iter()
-        .map(|a| class_name_depth(info, *a, depth + 1))
+        .map(|a| class_name_depth(info, *a, depth + 1, source))
         .collect();
     format!("{}<{}>", strip_arity_nested(&base), args.join(", "))
 }
@@ -102,17 +257,44 @@ pub struct FunctionNames {
 /// `Namespace.Type.Method` (nested types joined by `+`, generic arguments appended) and
 /// the parameter list.
 pub fn function_names(info: &ProfilerInfo, function: FunctionId) -> Option<FunctionNames> {
+    match mode() {
+        Mode::Compare => {
+            let image = function_names_from(info, function, Mode::Image);
+            let importer = function_names_from(info, function, Mode::Importer);
+            let show = |n: &Option<FunctionNames>| {
+                n.as_ref().map_or_else(
+                    || "(none)".into(),
+                    |n| format!("{}({})", n.name, n.signature),
+                )
+            };
+            compared("function", &show(&image), &show(&importer));
+            image
+        }
+        source => function_names_from(info, function, source),
+    }
+}
+
+fn function_names_from(
+    info: &ProfilerInfo,
+    function: FunctionId,
+    source: Mode,
+) -> Option<FunctionNames> {
     let fi = info.get_function_info2(function, 0).ok()?;
-    let md = metadata(info, fi.module)?;
+    let md = metadata(info, fi.module, source)?;
+    let md = md.read();
     let props = md.get_method_props(fi.token).ok()?;
     let type_name = if fi.class.0 != 0 {
-        class_name(info, fi.class)
+        class_name_depth(info, fi.class, 0, source)
     } else {
         md.type_full_name(props.class)
     };
     let mut name = format!("{type_name}.{}", props.name);
     if !fi.type_args.is_empty() {
-        let args: Vec<String> = fi.type_args.iter().map(|a| class_name(info, *a)).collect();
+        let args: Vec<String> = fi
+            .type_args
+            .iter()
+            .map(|a| class_name_depth(info, *a, 0, source))
+            .collect();
         name = format!("{name}<{}>", args.join(", "));
     }
     let signature = corprof::sig::parse_method(&props.sig)

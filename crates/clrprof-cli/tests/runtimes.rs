@@ -33,6 +33,7 @@ on_every_runtime!(
     attach_detach_unloads,
     ps_shows_the_runtime_version,
     allocation_samples,
+    names_from_module_images,
 );
 
 /// The app's own `RESULT runtime=…` names the runtime asked for, and so does the report.
@@ -421,5 +422,48 @@ fn ps_shows_the_runtime_version(rt: Runtime) {
     assert!(
         line.contains(&format!(" {ran_on}")) && line.contains("Scenarios.dll"),
         "`ps` line {line:?}, the app ran on {ran_on}"
+    );
+}
+
+/// Names come from the modules' images, not the runtime's importer (which would convert
+/// each module's metadata to its read-write form for the rest of the run): every name the
+/// trace holds is the one the runtime's own importer gives (`CLRPROF_NAMES=compare` names
+/// each id both ways), and by default no module is opened through the importer at all.
+fn names_from_module_images(rt: Runtime) {
+    let app = app_on("Scenarios", rt);
+    let dir = scratch(&format!("rt-names-{}", rt.tfm()));
+    let out = record_app_env(
+        &app,
+        &dir.join("compare.clrprof"),
+        &["--mode", "trace"],
+        &["args"],
+        &[("CLRPROF_NAMES", "compare")],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("compared with the importer"))
+        .unwrap_or_else(|| panic!("no comparison line:\n{stderr}"));
+    assert_eq!(number_before(line, " of "), 0, "{stderr}");
+    let compared = number_after(line, " of ");
+    assert!(compared >= 300, "only {compared} names compared: {line}");
+    let trace = dir.join("default.clrprof");
+    let out = record_app(&app, &trace, &["--mode", "trace"], &["args"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("names: metadata read"))
+        .unwrap_or_else(|| panic!("no names line:\n{stderr}"));
+    assert!(number_after(line, "metadata read ") >= 300, "{line}");
+    assert_eq!(
+        number_before(line, " through the runtime's importer"),
+        0,
+        "{line}"
+    );
+    let r = report_json(&trace);
+    assert_ran_on(rt, &out, &r);
+    assert!(
+        has_function(&r, "Scenarios.ArgTargets.AddInt"),
+        "AddInt named"
     );
 }

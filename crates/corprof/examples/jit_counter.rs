@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use corprof::sys::{self, GUID, HRESULT};
-use corprof::{FunctionId, HResult, ProfilerCallback, ProfilerInfo, Result};
+use corprof::{FunctionId, HResult, MetadataRead, ProfilerCallback, ProfilerInfo, Result};
 
 /// The CLSID the runtime is told to create (`CORECLR_PROFILER`).
 const CLSID_JIT_COUNTER: GUID = GUID::from_u128(0x8C1D2E1B_6B1A_4C3E_9F5E_2A8E0C6D7B11);

@@ -36,6 +36,7 @@ use crate::ids::{
     AppDomainId, AssemblyId, ClassId, FunctionId, ModuleId, ObjectId, ReJitId, ThreadId,
 };
 use crate::metadata::MetaDataImport;
+use crate::rawmd::{RawError, RawMetadata};
 use crate::wstr::{read_string, to_utf16z};
 
 /// The lowest `ICorProfilerInfo` version [`ProfilerInfo`] accepts. Info3 (.NET Framework 4,
@@ -515,6 +516,72 @@ impl ProfilerInfo {
             assembly: AssemblyId(assembly),
             flags: 0,
         })
+    }
+
+    /// `GetModuleInfo2`: as [`get_module_info`](Self::get_module_info), with the
+    /// `COR_PRF_MODULE_FLAGS` (dynamic, collectible, flat layout, …). **Info3 · async ·
+    /// after attach**
+    pub fn get_module_info2(&self, module: ModuleId) -> Result<ModuleInfo> {
+        let (mut base, mut assembly, mut flags) = (ptr::null(), 0, 0);
+        let name = read_string(|buf, cap, needed| {
+            vcall_or_hr(self.iface::<sys::ICorProfilerInfo3>(), |p| {
+                // SAFETY: see `vcall!` (R3, R5).
+                unsafe {
+                    ((*(*p).vtbl).GetModuleInfo2)(
+                        p,
+                        module.0,
+                        &mut base,
+                        cap,
+                        needed,
+                        buf,
+                        &mut assembly,
+                        &mut flags,
+                    )
+                }
+            })
+        })?;
+        Ok(ModuleInfo {
+            base_address: base as usize,
+            name,
+            assembly: AssemblyId(assembly),
+            flags,
+        })
+    }
+
+    /// The module's metadata read from its loaded image, without the runtime's importer
+    /// (see [`RawMetadata`] for why). Only for modules whose image stays mapped until the
+    /// process exits: not dynamic (no image), not collectible (unloaded with their
+    /// context), not resource-only; those are `Err(Unsupported)`, as are metadata forms
+    /// `RawMetadata` leaves to the runtime. **Info3 · async · after attach**
+    pub fn module_raw_metadata(
+        &self,
+        module: ModuleId,
+    ) -> core::result::Result<RawMetadata<'static>, RawError> {
+        let info = self
+            .get_module_info2(module)
+            .map_err(|_| RawError::Unsupported("GetModuleInfo2 failed"))?;
+        let skip = sys::COR_PRF_MODULE_DYNAMIC
+            | sys::COR_PRF_MODULE_COLLECTIBLE
+            | sys::COR_PRF_MODULE_RESOURCE;
+        if info.flags & skip != 0 || info.base_address == 0 {
+            return Err(RawError::Unsupported(
+                "dynamic, collectible or resource module",
+            ));
+        }
+        let base = info.base_address;
+        let read = |offset: usize, len: usize| -> Option<&'static [u8]> {
+            let at = base.checked_add(offset)?;
+            at.checked_add(len)?;
+            // SAFETY: (R11) `base` is the load address the runtime gave for a module that
+            // is neither dynamic nor collectible, so its image stays mapped, unchanged, until
+            // the process exits; `pe::locate` asks only for ranges its headers say the
+            // image holds, each checked against the previous header's bounds.
+            Some(unsafe { core::slice::from_raw_parts(at as *const u8, len) })
+        };
+        let flat = info.flags & sys::COR_PRF_MODULE_FLAT_LAYOUT != 0;
+        let (at, size) = crate::rawmd::pe::locate(&read, flat)?;
+        let md = read(at, size).ok_or(RawError::Image("metadata range"))?;
+        RawMetadata::parse(md)
     }
 
     /// `GetAssemblyInfo`. **Info1 · sync · after attach**

@@ -58,7 +58,9 @@ mod com;
 mod hresult;
 mod ids;
 mod info;
+mod mdread;
 mod metadata;
+pub mod rawmd;
 pub mod sig;
 mod wstr;
 
@@ -75,10 +77,12 @@ pub use info::{
     Enter3Info, FunctionInfo2, GenerationRange, InfoInterface, Leave3Info, MAX_INFO_VERSION,
     MIN_INFO_VERSION, ModuleInfo, ProfilerInfo, RuntimeInfo,
 };
+pub use mdread::MetadataRead;
 pub use metadata::{
     FieldProps, GenericParamProps, MemberRefProps, MetaDataImport, MethodProps, ScopeProps,
     TypeDefProps, TypeRefProps,
 };
+pub use rawmd::{RawError, RawMetadata};
 pub use wstr::utf16_lossy;
 
 /// The function-pointer types of the ELT hooks and the FunctionID mapper, for

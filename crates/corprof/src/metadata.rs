@@ -7,7 +7,7 @@ use corprof_sys as sys;
 use corprof_sys::GUID;
 
 use crate::hresult::{HResult, Result, check};
-use crate::sig;
+use crate::mdread::MetadataRead;
 use crate::wstr::{read_string, to_utf16z};
 
 /// One reference to a module's metadata importer (from
@@ -182,9 +182,6 @@ unsafe fn integral_constant(ctype: u32, value: *const u8) -> Option<i64> {
         })
     }
 }
-
-const MAX_NESTING: usize = 64;
-const MAX_NAME_DEPTH: u32 = 8;
 
 impl MetaDataImport {
     /// Takes over one reference the runtime returned for `IID_IMetaDataImport2`
@@ -529,101 +526,28 @@ impl MetaDataImport {
         params.sort_by_key(|p| p.index);
         Ok(params.into_iter().map(|p| p.name).collect())
     }
+}
 
-    /// `Namespace.Outer+Inner` for a TypeDef (arity suffixes kept: ``Dictionary`2``).
-    /// Never fails: unreadable parts become `type@0x…`.
-    pub fn type_full_name(&self, type_def: u32) -> String {
-        let mut parts = Vec::new();
-        let mut cur = type_def;
-        for _ in 0..MAX_NESTING {
-            match self.get_type_def_props(cur) {
-                Ok(p) => {
-                    parts.push(p.name);
-                    if !sys::IsTdNested(p.flags) {
-                        break;
-                    }
-                    match self.get_nested_class_props(cur) {
-                        Ok(Some(outer)) => cur = outer,
-                        _ => break,
-                    }
-                }
-                Err(_) => {
-                    parts.push(format!("type@{cur:#010x}"));
-                    break;
-                }
-            }
-        }
-        parts.reverse();
-        parts.join("+")
+impl MetadataRead for MetaDataImport {
+    fn get_method_props(&self, method: u32) -> Result<MethodProps> {
+        MetaDataImport::get_method_props(self, method)
     }
-
-    /// `Namespace.Outer+Inner` for a TypeRef. Never fails.
-    pub fn type_ref_full_name(&self, type_ref: u32) -> String {
-        let mut parts = Vec::new();
-        let mut cur = type_ref;
-        for _ in 0..MAX_NESTING {
-            match self.get_type_ref_props(cur) {
-                Ok(p) => {
-                    parts.push(p.name);
-                    if sys::TypeFromToken(p.resolution_scope) == sys::mdtTypeRef {
-                        cur = p.resolution_scope;
-                    } else {
-                        break;
-                    }
-                }
-                Err(_) => {
-                    parts.push(format!("typeref@{cur:#010x}"));
-                    break;
-                }
-            }
-        }
-        parts.reverse();
-        parts.join("+")
+    fn get_type_def_props(&self, type_def: u32) -> Result<TypeDefProps> {
+        MetaDataImport::get_type_def_props(self, type_def)
     }
-
-    /// `Type.Method` for a MethodDef.
-    pub fn method_full_name(&self, method: u32) -> Result<String> {
-        let props = self.get_method_props(method)?;
-        Ok(format!(
-            "{}.{}",
-            self.type_full_name(props.class),
-            props.name
-        ))
+    fn get_nested_class_props(&self, type_def: u32) -> Result<Option<u32>> {
+        MetaDataImport::get_nested_class_props(self, type_def)
     }
-
-    /// A readable name for any token a signature or IL can hold: TypeDef and TypeRef give
-    /// `Namespace.Outer+Inner`, TypeSpec its formatted signature
-    /// (``System.Collections.Generic.List`1<int>``), MethodDef / MemberRef / FieldDef
-    /// `Type.Member`. Never fails: unknown or unreadable tokens become `token@0x…`.
-    /// Meant as the resolver for [`sig::MethodSig::format_params`] and friends.
-    pub fn token_name(&self, token: u32) -> String {
-        self.token_name_depth(token, 0)
+    fn get_type_ref_props(&self, type_ref: u32) -> Result<TypeRefProps> {
+        MetaDataImport::get_type_ref_props(self, type_ref)
     }
-
-    fn token_name_depth(&self, token: u32, depth: u32) -> String {
-        let fallback = || format!("token@{token:#010x}");
-        if depth > MAX_NAME_DEPTH {
-            return fallback();
-        }
-        match sys::TypeFromToken(token) {
-            sys::mdtTypeDef => self.type_full_name(token),
-            sys::mdtTypeRef => self.type_ref_full_name(token),
-            sys::mdtTypeSpec => self
-                .get_type_spec_from_token(token)
-                .ok()
-                .and_then(|blob| sig::parse_type(&blob).ok())
-                .map(|t| t.format(&|t| self.token_name_depth(t, depth + 1)))
-                .unwrap_or_else(fallback),
-            sys::mdtMethodDef => self.method_full_name(token).unwrap_or_else(|_| fallback()),
-            sys::mdtMemberRef => match self.get_member_ref_props(token) {
-                Ok(m) => format!("{}.{}", self.token_name_depth(m.parent, depth + 1), m.name),
-                Err(_) => fallback(),
-            },
-            sys::mdtFieldDef => match self.get_field_props(token) {
-                Ok(f) => format!("{}.{}", self.type_full_name(f.class), f.name),
-                Err(_) => fallback(),
-            },
-            _ => fallback(),
-        }
+    fn get_member_ref_props(&self, member_ref: u32) -> Result<MemberRefProps> {
+        MetaDataImport::get_member_ref_props(self, member_ref)
+    }
+    fn get_field_props(&self, field: u32) -> Result<FieldProps> {
+        MetaDataImport::get_field_props(self, field)
+    }
+    fn get_type_spec_from_token(&self, type_spec: u32) -> Result<Vec<u8>> {
+        MetaDataImport::get_type_spec_from_token(self, type_spec)
     }
 }

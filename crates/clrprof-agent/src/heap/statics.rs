@@ -13,7 +13,7 @@ use std::borrow::Cow;
 
 use clrprof_format::Event;
 use corprof::sig::{self, Type};
-use corprof::{AppDomainId, ClassId, ModuleId, ObjectId, ProfilerInfo, ThreadId};
+use corprof::{AppDomainId, ClassId, MetadataRead, ModuleId, ObjectId, ProfilerInfo, ThreadId};
 use corprof_sys as sys;
 
 use crate::output::buffers::emit;

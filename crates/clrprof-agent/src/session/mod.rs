@@ -189,6 +189,9 @@ impl Session {
         let writer = self.writer.lock().ok().and_then(|mut w| w.take());
         if let Some(w) = writer {
             crate::alloc::stop(&self.info);
+            for line in crate::names::summary() {
+                log!("{line}");
+            }
             emit(&Event::Shutdown {});
             let stats = w.stop();
             crate::output::buffers::shutdown();

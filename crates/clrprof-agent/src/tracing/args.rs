@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use clrprof_format::Event;
 use clrprof_format::values::ValueWriter;
 use corprof::sig::{self, Type};
-use corprof::{ClassId, FunctionId, MetaDataImport, ModuleId, ProfilerInfo};
+use corprof::{ClassId, FunctionId, MetaDataImport, MetadataRead, ModuleId, ProfilerInfo};
 use corprof_sys::{COR_PRF_ELT_INFO, FunctionIDOrClientID};
 
 use super::EltKind;
