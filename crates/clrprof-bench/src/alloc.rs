@@ -16,7 +16,8 @@
 //! at all, and the feed alone on top of it (both `--events none`), which split that
 //! last row between the profiler's presence, the runtime's feed and the agent's work;
 //! `--alloc` with every sample's stack walked by DoStackSnapshot, without the stack cache
-//! (`CLRPROF_ALLOC_WALK=snapshot`).
+//! (`CLRPROF_ALLOC_WALK=snapshot`); `--alloc` alone with names read through the runtime's
+//! importer instead of the modules' images (`CLRPROF_NAMES=importer`, as before session 12).
 //! Runs alternate configuration by configuration; prints median wall and CPU time (the
 //! process and its children) with the middle half of the runs, the CPU ratio to no
 //! profiler paired round by round, and the increments of `--alloc` over events mode and
@@ -48,6 +49,7 @@ const ALLOC_ONLY: &str = "--alloc alone (--events none)";
 const LOADED: &str = "the agent loaded, no events (--events none)";
 const FLOOR_ONLY: &str = "the feed alone, no events (--events none, floor)";
 const WALKED: &str = "--alloc, every stack walked (ALLOC_WALK=snapshot)";
+const IMPORTER: &str = "--events none --alloc, names through the importer (CLRPROF_NAMES=importer)";
 const DOTNET_TRACE: &str = "dotnet-trace AllocationSampling";
 
 /// Paired CPU ratio of configuration `a` to configuration `b`, as "median (p25–p75)",
@@ -132,6 +134,11 @@ pub fn run_all(clrprof: &Path, runs: usize, filter: &Filter) -> Result<()> {
             c
         };
         let walked = || alloc_with(Some(("CLRPROF_ALLOC_WALK", "snapshot")));
+        let importer = || {
+            let mut c = alloc_only();
+            c.env("CLRPROF_NAMES", "importer");
+            c
+        };
         let dt = || {
             let mut c = Command::new(dotnet_trace.as_ref().expect("dotnet-trace"));
             // The same runtime feed: the AllocationSampling keyword (0x80000000000) at
@@ -155,6 +162,7 @@ pub fn run_all(clrprof: &Path, runs: usize, filter: &Filter) -> Result<()> {
             (LOADED, &loaded),
             (FLOOR_ONLY, &floor_only),
             (WALKED, &walked),
+            (IMPORTER, &importer),
         ];
         if dotnet_trace.is_some() {
             configs.push((DOTNET_TRACE, &dt));
@@ -209,6 +217,11 @@ pub fn run_all(clrprof: &Path, runs: usize, filter: &Filter) -> Result<()> {
                 "--alloc over every stack walked (what the stack cache saves)",
                 ALLOC,
                 WALKED,
+            ),
+            (
+                "--alloc alone over names through the importer (what names from the images save)",
+                ALLOC_ONLY,
+                IMPORTER,
             ),
         ] {
             if let (Some(a), Some(b)) = (at(a), at(b)) {
