@@ -17,7 +17,8 @@
 //! last row between the profiler's presence, the runtime's feed and the agent's work;
 //! `--alloc` with every sample's stack walked by DoStackSnapshot, without the stack cache
 //! (`CLRPROF_ALLOC_WALK=snapshot`); `--alloc` alone with names read through the runtime's
-//! importer instead of the modules' images (`CLRPROF_NAMES=importer`, as before session 12).
+//! importer instead of the modules' images (`CLRPROF_NAMES=importer`, as before session 12),
+//! and events mode the same way.
 //! Runs alternate configuration by configuration; prints median wall and CPU time (the
 //! process and its children) with the middle half of the runs, the CPU ratio to no
 //! profiler paired round by round, and the increments of `--alloc` over events mode and
@@ -49,6 +50,8 @@ const ALLOC_ONLY: &str = "--alloc alone (--events none)";
 const LOADED: &str = "the agent loaded, no events (--events none)";
 const FLOOR_ONLY: &str = "the feed alone, no events (--events none, floor)";
 const WALKED: &str = "--alloc, every stack walked (ALLOC_WALK=snapshot)";
+const EVENTS_IMPORTER: &str =
+    "events mode, no --alloc, names through the importer (CLRPROF_NAMES=importer)";
 const IMPORTER: &str = "--events none --alloc, names through the importer (CLRPROF_NAMES=importer)";
 const DOTNET_TRACE: &str = "dotnet-trace AllocationSampling";
 
@@ -134,6 +137,11 @@ pub fn run_all(clrprof: &Path, runs: usize, filter: &Filter) -> Result<()> {
             c
         };
         let walked = || alloc_with(Some(("CLRPROF_ALLOC_WALK", "snapshot")));
+        let events_importer = || {
+            let mut c = events();
+            c.env("CLRPROF_NAMES", "importer");
+            c
+        };
         let importer = || {
             let mut c = alloc_only();
             c.env("CLRPROF_NAMES", "importer");
@@ -163,6 +171,7 @@ pub fn run_all(clrprof: &Path, runs: usize, filter: &Filter) -> Result<()> {
             (FLOOR_ONLY, &floor_only),
             (WALKED, &walked),
             (IMPORTER, &importer),
+            (EVENTS_IMPORTER, &events_importer),
         ];
         if dotnet_trace.is_some() {
             configs.push((DOTNET_TRACE, &dt));
@@ -222,6 +231,11 @@ pub fn run_all(clrprof: &Path, runs: usize, filter: &Filter) -> Result<()> {
                 "--alloc alone over names through the importer (what names from the images save)",
                 ALLOC_ONLY,
                 IMPORTER,
+            ),
+            (
+                "events mode over names through the importer",
+                EVENTS,
+                EVENTS_IMPORTER,
             ),
         ] {
             if let (Some(a), Some(b)) = (at(a), at(b)) {
