@@ -46,8 +46,11 @@
 //! the `unsafe` code here relies on (COM lifetimes, callback threading, what "valid for the
 //! duration of the call" means, and why panics never unwind into the runtime).
 //!
-//! Modules: [`sig`] decodes ECMA-335 signature blobs (pure, no `unsafe`); [`elt`]
-//! re-exports the hook function-pointer types.
+//! Modules: [`sig`] decodes ECMA-335 signature blobs (pure, no `unsafe`); [`rawmd`] reads a
+//! module's metadata tables from its bytes ([`RawMetadata`], pure, no `unsafe`;
+//! [`ProfilerInfo::module_raw_metadata`] finds them in a loaded module), for names without
+//! the runtime's importer, whose first use converts the module's metadata to read-write;
+//! [`MetadataRead`] is what both give; [`elt`] re-exports the hook function-pointer types.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![deny(unsafe_op_in_unsafe_fn)]
