@@ -35,6 +35,7 @@ public static class Program
         ("alloc-shapes", "alloc-shapes [mb=400]", AllocShapes.Run),
         ("alloc-via", "alloc-via [mb=400]", AllocVia.Run),
         ("blocked", "blocked", Blocked.Run),
+        ("emitted", "emitted [calls=1000]", EmittedScenario.Run),
     ];
 
     [MethodImpl(MethodImplOptions.NoInlining)]

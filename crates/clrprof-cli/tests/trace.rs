@@ -487,3 +487,47 @@ fn exact_mode_waits_for_the_writer_and_says_so() {
     assert_eq!(r["lost_events"], 0);
     assert_eq!(calls(&functions(&r), "Scenarios.FibScenario.Fib"), 57313);
 }
+
+/// A method emitted into a collectible dynamic assembly has no image to read names from:
+/// it is named through the runtime's importer, the same name either way, and counted.
+#[test]
+fn an_emitted_method_is_named_through_the_importer_and_counted() {
+    let trace = scratch("trace-emitted").join("t.clrprof");
+    let out = record_app_env(
+        &scenarios(),
+        &trace,
+        &["--mode", "trace"],
+        &["emitted", "calls=1000"],
+        &[("CLRPROF_NAMES", "compare")],
+    );
+    assert_eq!(results(&out)["sum"], "1000");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("compared with the importer"))
+        .unwrap_or_else(|| panic!("no comparison line:\n{stderr}"));
+    assert_eq!(number_before(line, " of "), 0, "{stderr}");
+    let r = report_json(&trace);
+    assert_eq!(calls(&functions(&r), "Emitted.Adder.Add"), 1000);
+    // Without `compare`, only the emitted module goes through the importer.
+    let out = record_app(
+        &scenarios(),
+        &trace,
+        &["--mode", "trace", "--force"],
+        &["emitted", "calls=1000"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("names: metadata read"))
+        .unwrap_or_else(|| panic!("no names line:\n{stderr}"));
+    assert!(
+        number_before(line, " through the runtime's importer") >= 1,
+        "{line}"
+    );
+    assert!(number_after(line, "metadata read ") >= 100, "{line}");
+    assert_eq!(
+        calls(&functions(&report_json(&trace)), "Emitted.Adder.Add"),
+        1000
+    );
+}
