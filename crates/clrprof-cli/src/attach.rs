@@ -200,7 +200,7 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
     settings.owner_start = own_start_time();
     let client = DiagnosticsClient::connect(pid).map_err(explain)?;
     crate::output::prepare(&output, args.force)?;
-    start(&client, pid, &library, &settings)?;
+    let library = start(&client, pid, &library, &settings)?;
     let control = control_socket(pid);
     let latency = started.elapsed();
     if !args.quiet {
@@ -263,16 +263,19 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
 }
 
 /// Sends AttachProfiler with `settings` and waits until the agent answers on its control
-/// socket; a refusal comes back with the agent's reason.
+/// socket; a refusal comes back with the agent's reason. The runtime is given a fresh copy
+/// of `library` (`libcopy`), whose path this returns: the target's maps name it until
+/// the library is unloaded again.
 pub fn start(
     client: &DiagnosticsClient,
     pid: u32,
     library: &Path,
     settings: &Settings,
-) -> Result<()> {
+) -> Result<PathBuf> {
     crate::namespaces::check_same(pid)?;
     let control = control_socket(pid);
-    if let (Some(dir), Some(uid)) = (control.parent(), process_uid(pid)) {
+    let uid = process_uid(pid);
+    if let (Some(dir), Some(uid)) = (control.parent(), uid) {
         check_control_dir(dir, uid)?;
     }
     let _ = std::fs::remove_file(control.with_extension("error"));
@@ -287,7 +290,21 @@ pub fn start(
         control: Some(control.clone()),
     });
     let clsid = Uuid::from_u128(clrprof_settings::CLSID);
-    match client.attach_profiler(Duration::from_secs(10), clsid, library, &data) {
+    let copy = crate::libcopy::LibraryCopy::create(
+        library,
+        control.parent().unwrap_or(Path::new("/tmp")),
+        uid.unwrap_or_else(|| {
+            std::fs::metadata("/proc/self")
+                .map(|m| m.uid())
+                .unwrap_or(0)
+        }),
+        pid,
+    )?;
+    // Unlinked when this returns: by then the runtime has mapped it or refused it.
+    let mapped = copy
+        .as_ref()
+        .map_or_else(|| library.to_path_buf(), |c| c.path().to_path_buf());
+    match client.attach_profiler(Duration::from_secs(10), clsid, &mapped, &data) {
         Ok(_) => {}
         Err(IpcError::RuntimeError { hresult, .. }) if hresult == ALREADY_ACTIVE => bail!(
             "another profiler is already attached to pid {pid} (CORPROF_E_PROFILER_ALREADY_ACTIVE): \
@@ -329,7 +346,7 @@ pub fn start(
             Err(_) => std::thread::sleep(Duration::from_millis(5)),
         }
     }
-    Ok(())
+    Ok(mapped)
 }
 
 pub fn detach_and_wait(pid: u32, library: &Path, quiet: bool) -> Result<()> {
@@ -367,7 +384,12 @@ pub fn detach(pid: u32, profiler: Option<&Path>) -> Result<i32> {
             "pid {pid} belongs to another user (EPERM): only its user or root can detach clrprof from it"
         );
     }
-    let library = locate::profiler_library(profiler)?;
+    // The copy the runtime loaded, as the agent names it; else any clrprof library.
+    let library = control_request(pid, "status", Duration::from_secs(2))
+        .ok()
+        .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
+        .and_then(|v| v["library"].as_str().map(PathBuf::from))
+        .map_or_else(|| locate::profiler_library(profiler), Ok)?;
     detach_and_wait(pid, &library, false)?;
     Ok(0)
 }

@@ -49,7 +49,7 @@ pub fn run(args: HeapArgs) -> Result<i32> {
             output: output.clone(),
             ..Settings::for_mode(Mode::Events)
         };
-        attach::start(&client, pid, &library, &settings)?;
+        let library = attach::start(&client, pid, &library, &settings)?;
         (output, Some(library))
     };
     let taken = attach::control_request(pid, "heap", SNAPSHOT_TIMEOUT);

@@ -13,6 +13,7 @@ mod convert;
 mod dump;
 mod heap;
 mod input;
+mod libcopy;
 mod live;
 mod locate;
 mod namespaces;

@@ -7,6 +7,7 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
 use std::process::{Child, ChildStdin, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -31,6 +32,7 @@ on_every_runtime!(
     trace_counts_through_exceptions,
     trace_counts_tail_calls,
     attach_detach_unloads,
+    a_refused_attach_leaves_the_target_attachable,
     ps_shows_the_runtime_version,
     allocation_samples,
     names_from_module_images,
@@ -351,6 +353,20 @@ impl Serve {
         std::fs::read_to_string(format!("/proc/{}/maps", self.pid)).unwrap_or_default()
     }
 
+    /// Asks for the app's running result: it answers only while it works.
+    fn ask_result(&mut self) {
+        writeln!(self.stdin, "result").unwrap();
+        loop {
+            let l = self
+                .lines
+                .recv_timeout(Duration::from_secs(30))
+                .expect("an answer to `result`");
+            if l.starts_with("RESULT") {
+                return;
+            }
+        }
+    }
+
     /// Quits and returns the `RESULT runtime=` the app printed on its way out.
     fn quit(mut self) -> String {
         let _ = writeln!(self.stdin, "quit");
@@ -398,6 +414,156 @@ fn attach_detach_unloads(rt: Runtime) {
     );
     let ran_on = t.quit();
     assert!(ran_on.starts_with(&format!("{}.", rt.major())), "{ran_on}");
+}
+
+fn control_socket_of(pid: u32) -> std::path::PathBuf {
+    Path::new(&std::env::var("TMPDIR").unwrap_or("/tmp".into()))
+        // SAFETY: getuid has no preconditions.
+        .join(format!("clrprof-{}", unsafe { libc::getuid() }))
+        .join(format!("{pid}.sock"))
+}
+
+fn samples(trace: &Path) -> u64 {
+    report_json(trace)["samples"]["total"].as_u64().unwrap_or(0)
+}
+
+/// A second `clrprof record --pid` that the first cannot see (another TMPDIR, so another
+/// control directory) is refused by the runtime with CORPROF_E_PROFILER_ALREADY_ACTIVE,
+/// and the runtime then keeps the library it loaded for that attach for good. That once
+/// made the next attach reuse the first recording's state and segfault the target on the
+/// EventPipe thread; now every attach loads a fresh copy. Also two attaches started at
+/// the same moment: one wins, the other is refused, and the target keeps working.
+fn a_refused_attach_leaves_the_target_attachable(rt: Runtime) {
+    let dir = scratch(&format!("rt-attach-refused-{}", rt.tfm()));
+    let other_tmp = dir.join("other-tmp");
+    std::fs::create_dir_all(&other_tmp).unwrap();
+    let mut t = Serve::start(rt);
+    let pid = t.pid;
+    let first_trace = dir.join("first.clrprof");
+    let first = clrprof()
+        .args([
+            "record",
+            "--pid",
+            &pid.to_string(),
+            "--duration",
+            "3",
+            "-q",
+            "-o",
+        ])
+        .arg(&first_trace)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let sock = control_socket_of(pid);
+    for _ in 0..1000 {
+        if sock.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        sock.exists(),
+        "the first attach never listened on {}",
+        sock.display()
+    );
+    let second = clrprof()
+        .env("TMPDIR", &other_tmp)
+        .args([
+            "record",
+            "--pid",
+            &pid.to_string(),
+            "--duration",
+            "1",
+            "-q",
+            "-o",
+        ])
+        .arg(dir.join("second.clrprof"))
+        .output()
+        .unwrap();
+    assert!(
+        !second.status.success(),
+        "the second attach was not refused"
+    );
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(err.contains("CORPROF_E_PROFILER_ALREADY_ACTIVE"), "{err}");
+    assert_success(&first.wait_with_output().unwrap());
+    assert!(samples(&first_trace) > 0);
+
+    // The attach after it starts afresh and records.
+    let third_trace = dir.join("third.clrprof");
+    assert_success(&attach_record(
+        pid,
+        &third_trace,
+        &["--duration", "1", "-q"],
+    ));
+    assert!(
+        samples(&third_trace) > 0,
+        "the attach after a refused one recorded nothing"
+    );
+    t.ask_result();
+
+    // Two at the same moment, each blind to the other.
+    let racers: Vec<_> = (0..2)
+        .map(|i| {
+            let tmp = dir.join(format!("race-tmp{i}"));
+            std::fs::create_dir_all(&tmp).unwrap();
+            clrprof()
+                .env("TMPDIR", &tmp)
+                .args([
+                    "record",
+                    "--pid",
+                    &pid.to_string(),
+                    "--duration",
+                    "1",
+                    "-q",
+                    "-o",
+                ])
+                .arg(dir.join(format!("race{i}.clrprof")))
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outs: Vec<_> = racers
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    let won = outs.iter().filter(|o| o.status.success()).count();
+    assert!(
+        won >= 1,
+        "neither racer attached: {:?}",
+        outs.iter()
+            .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+            .collect::<Vec<_>>()
+    );
+    for o in outs.iter().filter(|o| !o.status.success()) {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("CORPROF_E_PROFILER_ALREADY_ACTIVE"), "{err}");
+    }
+    let last_trace = dir.join("last.clrprof");
+    assert_success(&attach_record(pid, &last_trace, &["--duration", "1", "-q"]));
+    assert!(samples(&last_trace) > 0);
+    t.ask_result();
+    let ran_on = t.quit();
+    assert!(ran_on.starts_with(&format!("{}.", rt.major())), "{ran_on}");
+}
+
+fn attach_record(pid: u32, trace: &std::path::Path, extra: &[&str]) -> Output {
+    clrprof()
+        .args(["record", "--pid", &pid.to_string(), "-o"])
+        .arg(trace)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn assert_success(out: &Output) {
+    assert!(
+        out.status.success(),
+        "clrprof failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn has_function(r: &Value, name: &str) -> bool {

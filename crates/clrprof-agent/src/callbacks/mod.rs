@@ -34,6 +34,17 @@ pub struct Active {
     attached: bool,
 }
 
+/// Set by the first recording this copy of the library starts, never cleared: the library's
+/// statics (thread-local slot pointers, the writer, the allocation session's state) belong
+/// to that recording. The runtime unloads the library after a detach, which clears them
+/// all, except when another load of the same file is still held: a refused attach
+/// (CORPROF_E_PROFILER_ALREADY_ACTIVE) leaks its reference (dotnet/runtime's
+/// `ProfilingAPIUtility::LoadProfiler` returns without releasing the loaded profiler), so
+/// the file stays mapped and a later attach would find the old state, and the EventPipe
+/// thread's stale slot pointer would write into a freed ring. Such a load is refused
+/// instead; the CLI attaches a fresh copy of the library each time (docs/attach.md).
+static RECORDED_BEFORE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 #[derive(Default)]
 pub struct Profiler {
     active: OnceLock<Active>,
@@ -73,6 +84,18 @@ impl Profiler {
         attached: bool,
         control: Option<std::path::PathBuf>,
     ) -> std::result::Result<(), String> {
+        if RECORDED_BEFORE.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            return Err(format!(
+                "this copy of the profiler library ({}) already recorded once in this process and \
+                 is still loaded: the runtime never unloads a library whose attach it refused \
+                 (CORPROF_E_PROFILER_ALREADY_ACTIVE), and a second recording here would reuse the \
+                 first one's state; `clrprof record --pid` attaches a fresh copy each time, so use \
+                 it or give each attach a library file of its own",
+                crate::os::process::own_library_path()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|| "path unknown".into())
+            ));
+        }
         let session = Session::start(&info, settings, attached, control)?;
         let _ = self.active.set(Active {
             info,

@@ -69,3 +69,29 @@ pub unsafe fn copy_own_memory(pid: u32, dst: *mut u8, from: u64, len: usize) -> 
     };
     if r < 0 { 0 } else { r as usize }
 }
+
+/// The path of the shared object this code was loaded from (`dladdr` on one of its own
+/// functions), as the runtime's `dlopen` named it: the CLI waits for that path to leave
+/// the target's maps after a detach.
+pub fn own_library_path() -> Option<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut info = libc::Dl_info {
+        dli_fname: std::ptr::null(),
+        dli_fbase: std::ptr::null_mut(),
+        dli_sname: std::ptr::null(),
+        dli_saddr: std::ptr::null_mut(),
+    };
+    let here = own_library_path as *const c_void;
+    // SAFETY: (A8) `here` is an address of this library's code and `info` a valid, writable
+    // Dl_info; dladdr only fills it in.
+    let found = unsafe { libc::dladdr(here, &mut info) } != 0;
+    if !found || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: (A8) on success dli_fname is a NUL-terminated string owned by the loader,
+    // valid while the library is loaded (we copy it at once).
+    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+    Some(std::path::PathBuf::from(std::ffi::OsStr::from_bytes(
+        name.to_bytes(),
+    )))
+}

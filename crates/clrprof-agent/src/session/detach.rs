@@ -39,6 +39,7 @@ impl Controlled for Session {
             "mode": self.settings.mode.as_str(),
             "output": self.settings.output.display().to_string(),
             "recording": self.writer.lock().map(|w| w.is_some()).unwrap_or(false),
+            "library": crate::os::process::own_library_path().map(|p| p.display().to_string()),
         })
         .to_string()
     }

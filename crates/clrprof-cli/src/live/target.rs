@@ -103,7 +103,7 @@ impl Live {
         s.owner_pid = Some(std::process::id());
         s.owner_start = attach::own_start_time();
         let client = DiagnosticsClient::connect(pid).map_err(attach::explain)?;
-        attach::start(&client, pid, &library, &s)?;
+        let library = attach::start(&client, pid, &library, &s)?;
         // The agent created the file before it answered on its control socket.
         let follow = match open_and_forget(&output, opts.keep.is_none()) {
             Ok(f) => f,
