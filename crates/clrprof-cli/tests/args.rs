@@ -565,3 +565,89 @@ fn values_read_from_learned_slots_equal_what_the_app_printed() {
     let text = serde_json::to_string(&calls).unwrap();
     assert!(!text.contains("unreadable"), "{text}");
 }
+
+/// Every shape of argument a reader must survive (`hostile-args`: structs nested 3, 7 and
+/// 10 deep, boxed, 256 bytes, self-referencing objects and arrays, a 10 MB string,
+/// ref/out/in, spans, pointers, 21 arguments, generics, struct returns, throwing, async,
+/// iterators). A struct nested beyond the planner's depth was once taken for a reference
+/// and its field 0xb handed to GetClassFromObject, which segfaulted the runtime. The app
+/// must print exactly what it prints unprofiled, and what cannot be described must say so.
+#[test]
+fn hostile_argument_shapes_leave_the_app_computing_the_same() {
+    let dir = scratch("args-hostile");
+    let trace = dir.join("t.clrprof");
+    let plain = scenarios().command(&["hostile-args"]).output().unwrap();
+    assert!(
+        plain.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
+    let traced = record(
+        &trace,
+        &["--mode", "trace", "--args", "Scenarios.HostileArgs.*"],
+        &["hostile-args"],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&traced.stdout),
+        String::from_utf8_lossy(&plain.stdout)
+    );
+    let calls = invocations(&trace, "Scenarios.HostileArgs.*");
+    for f in [
+        "SumN3",
+        "SumN7",
+        "SumN10",
+        "MakeN10",
+        "Unbox",
+        "WithRefLen",
+        "SumBig",
+        "MakeBig",
+        "Follow",
+        "CountSelf",
+        "Length",
+        "AddRef",
+        "MakeOut",
+        "ReadIn",
+        "SumSpan",
+        "SumChars",
+        "SumRaw",
+        "TwentyOne",
+        "Throws",
+    ] {
+        let name = format!("Scenarios.HostileArgs.{f}");
+        assert!(
+            calls.contains_key(&name),
+            "{name} not recorded: {:?}",
+            calls.keys()
+        );
+    }
+    // Shallow structs read whole; the deepest level says why it is not read.
+    let n3 = serde_json::to_string(&calls["Scenarios.HostileArgs.SumN3"][0]).unwrap();
+    assert!(!n3.contains("unreadable"), "{n3}");
+    // MakeN10 is the first to meet N10: described from the top, its innermost levels are
+    // past the planner's depth and say so (read as references, they crashed the runtime).
+    let n10 = serde_json::to_string(&calls["Scenarios.HostileArgs.MakeN10"][0]).unwrap();
+    assert!(n10.contains("nested too deeply"), "{n10}");
+    // Met again after N3 was described on its own, N10 reads whole.
+    let n10 = serde_json::to_string(&calls["Scenarios.HostileArgs.SumN10"][0]).unwrap();
+    assert!(!n10.contains("unreadable"), "{n10}");
+    // 21 arguments are more ranges than the inline buffer: asked again, all read.
+    let many = &calls["Scenarios.HostileArgs.TwentyOne"][0];
+    assert_eq!(arg(many, "a1"), 1, "{many}");
+    assert_eq!(arg(many, "a20"), 20, "{many}");
+    assert_eq!(arg(many, "a21"), 21.0, "{many}");
+    let text = serde_json::to_string(&calls).unwrap();
+    assert!(!text.contains("GetFunctionEnter3Info"), "{text}");
+    assert_eq!(
+        calls["Scenarios.HostileArgs.SumN10"][0]["return"]["value"],
+        3 + 0xb + 3
+    );
+    assert_eq!(
+        calls["Scenarios.HostileArgs.TwentyOne"][0]["return"]["value"],
+        231
+    );
+    assert_eq!(
+        calls["Scenarios.HostileArgs.Length"][0]["return"]["value"],
+        10 << 20
+    );
+    assert_eq!(calls["Scenarios.HostileArgs.Throws"].len(), 3);
+}

@@ -1414,7 +1414,7 @@ impl ProfilerInfo {
         let mut stack = [0u64; INLINE_WORDS];
         let mut heap: Vec<u64> = Vec::new();
         let mut frame = 0;
-        for _ in 0..3 {
+        for _ in 0..8 {
             let words: &mut [u64] = if heap.is_empty() {
                 &mut stack
             } else {
@@ -1431,8 +1431,14 @@ impl ProfilerInfo {
                     function.0, elt_info, &mut frame, &mut bytes, info
                 )
             );
-            if hr == sys::ERROR_INSUFFICIENT_BUFFER && bytes as usize > capacity {
-                heap = vec![0u64; (bytes as usize).div_ceil(8)];
+            if hr == sys::ERROR_INSUFFICIENT_BUFFER {
+                // The size the runtime asks for, or twice ours when it names none larger
+                // (bounded: 64 KiB is 4,000 ranges).
+                let want = (bytes as usize).max(capacity * 2);
+                if want > 64 << 10 {
+                    break;
+                }
+                heap = vec![0u64; want.div_ceil(8)];
                 continue;
             }
             check(hr)?;

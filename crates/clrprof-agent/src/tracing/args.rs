@@ -539,7 +539,10 @@ fn ask_enter_ranges<'a>(
         .get_function_enter3_ranges(f.function, elt, &mut inline[..])
     {
         Ok(n) if n <= inline.len() => Ok(std::borrow::Cow::Borrowed(&inline[..n])),
-        Ok(_) => s
+        // More ranges than the inline buffer holds: the runtime answers
+        // ERROR_INSUFFICIENT_BUFFER (21 arguments did) rather than a count; ask again with
+        // a buffer of the size it needs.
+        Ok(_) | Err(corprof::HResult::ERROR_INSUFFICIENT_BUFFER) => s
             .info
             .get_function_enter3_info(f.function, elt)
             .map(|i| std::borrow::Cow::Owned(i.ranges)),
@@ -781,6 +784,10 @@ fn write_object(s: &State, w: &mut ValueWriter<'_>, obj: usize, level: u32) {
     if obj == 0 {
         return w.null();
     }
+    if !plausible_object(obj) {
+        // Never hand the runtime an address that cannot be an object.
+        return w.address("not an object", obj as u64);
+    }
     let class = match s.info.get_class_from_object(corprof::ObjectId(obj)) {
         Ok(c) => c,
         Err(e) => return w.unreadable(&format!("GetClassFromObject: {e}")),
@@ -840,6 +847,14 @@ fn write_object(s: &State, w: &mut ValueWriter<'_>, obj: usize, level: u32) {
     }
 }
 
+/// Whether `obj` can be an ObjectID at all: objects are pointer-aligned, and the GC heap
+/// lies above the first 64 KiB (never mapped on Linux) and below the top of the user
+/// address space (47 bits on x86-64 and arm64 with 4-level page tables). A value that
+/// fails is no object, whatever the planner thought.
+fn plausible_object(obj: usize) -> bool {
+    obj % std::mem::size_of::<usize>() == 0 && obj >= 0x1_0000 && (obj as u64) < (1 << 47)
+}
+
 // ---- Planning (once per function, once per class) ---------------------------------------
 
 fn class_desc(s: &State, class: ClassId) -> Arc<ClassDesc> {
@@ -872,15 +887,15 @@ fn build_class(s: &State, class: ClassId, depth: u32) -> ClassDesc {
         shape: Shape::Unknown(why),
     };
     if depth > 6 {
-        return unknown(name, "types nested too deeply");
+        return unknown(name, TOO_DEEP);
     }
     if let Ok(Some(a)) = info.is_array_class(class) {
         let (element, kind) = if a.element_class.0 != 0 {
             let ed = class_desc_nested(s, a.element_class, depth + 1);
-            let kind = if is_inline(&ed) {
-                Kind::Inline(ed.clone())
-            } else {
-                Kind::Ref
+            let kind = match &ed.shape {
+                Shape::Unknown(why) => Kind::Unknown(why),
+                _ if is_inline(&ed) => Kind::Inline(ed.clone()),
+                _ => Kind::Ref,
             };
             (ed.name.clone(), kind)
         } else {
@@ -990,14 +1005,56 @@ fn build_class(s: &State, class: ClassId, depth: u32) -> ClassDesc {
     }
 }
 
-/// A class met while describing another (element, field type): cached like any.
+/// A class met while describing another (element, field type): cached like any, unless
+/// the depth limit cut its description short (met again nearer the top, it is described
+/// further).
 fn class_desc_nested(s: &State, class: ClassId, depth: u32) -> Arc<ClassDesc> {
     if let Some(d) = s.classes.read().ok().and_then(|m| m.get(&class.0).cloned()) {
         return d;
     }
     let d = Arc::new(build_class(s, class, depth));
+    if cut_by_depth(&d, 0) {
+        return d;
+    }
     let mut m = s.classes.write().unwrap_or_else(|p| p.into_inner());
     m.entry(class.0).or_insert(d).clone()
+}
+
+const TOO_DEEP: &str = "types nested too deeply";
+
+/// Whether the depth limit left part of `d` undescribed.
+fn cut_by_depth(d: &ClassDesc, level: u32) -> bool {
+    fn kind_cut(k: &Kind, level: u32) -> bool {
+        match k {
+            Kind::Unknown(why) => *why == TOO_DEEP,
+            Kind::Inline(d) => cut_by_depth(d, level + 1),
+            Kind::ByRef(inner) => kind_cut(inner, level),
+            _ => false,
+        }
+    }
+    if level > 16 {
+        return true;
+    }
+    match &d.shape {
+        Shape::Unknown(why) => *why == TOO_DEEP,
+        Shape::Struct { fields, .. } | Shape::Object(fields) => {
+            fields.iter().any(|f| kind_cut(&f.kind, level))
+        }
+        Shape::Array { kind, .. } => kind_cut(kind, level),
+        _ => false,
+    }
+}
+
+/// How a value of the class `d` describes is stored where a signature names it. A class
+/// the planner could not describe is unreadable, never guessed to be a reference: its
+/// first word read as an ObjectID once crashed the runtime in GetClassFromObject.
+fn kind_for_desc(d: Arc<ClassDesc>) -> Kind {
+    match &d.shape {
+        Shape::Primitive { prim, .. } => Kind::Prim(*prim),
+        Shape::Unknown(why) => Kind::Unknown(why),
+        _ if is_inline(&d) => Kind::Inline(d),
+        _ => Kind::Ref,
+    }
 }
 
 fn is_inline(d: &ClassDesc) -> bool {
@@ -1114,12 +1171,7 @@ impl Cx<'_> {
     }
 
     fn kind_of_class(&self, c: ClassId) -> Kind {
-        let d = class_desc_nested(self.s, c, self.depth);
-        match &d.shape {
-            Shape::Primitive { prim, .. } => Kind::Prim(*prim),
-            _ if is_inline(&d) => Kind::Inline(d),
-            _ => Kind::Ref,
-        }
+        kind_for_desc(class_desc_nested(self.s, c, self.depth))
     }
 
     /// The loaded class of a type in this signature.
@@ -1240,11 +1292,11 @@ fn build_plan(s: &State, function: FunctionId) -> Option<FnPlan> {
     if msig.has_this && !msig.explicit_this {
         let (ty, kind) = if fi.class.0 != 0 {
             let d = class_desc(s, fi.class);
-            let kind = if is_inline(&d) {
+            let kind = match &d.shape {
+                Shape::Unknown(why) => Kind::Unknown(why),
                 // `this` of a value type's method is a managed pointer to the value.
-                Kind::ByRef(Box::new(Kind::Inline(d.clone())))
-            } else {
-                Kind::Ref
+                _ if is_inline(&d) => Kind::ByRef(Box::new(Kind::Inline(d.clone()))),
+                _ => Kind::Ref,
             };
             (d.name.clone(), kind)
         } else {
@@ -1280,6 +1332,15 @@ fn build_plan(s: &State, function: FunctionId) -> Option<FnPlan> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn implausible_object_ids_are_refused() {
+        assert!(!plausible_object(0xb));
+        assert!(!plausible_object(0x1_0004));
+        assert!(!plausible_object(0x8000));
+        assert!(!plausible_object(1 << 47));
+        assert!(plausible_object(0x7f12_3456_7000));
+    }
 
     #[test]
     fn backing_field_names_are_the_property_names() {
