@@ -357,7 +357,7 @@ fn osr_methods_appear_once_in_signal_stacks() {
         .arg("--")
         .arg(clrprof_testkit::dotnet())
         .arg(&scenarios().dll)
-        .args(["hot", "1"])
+        .args(["hot", "2"])
         .env("DOTNET_TC_OnStackReplacement_InitialCounter", "1")
         .env("DOTNET_OSR_HitLimit", "1")
         .output()
@@ -394,14 +394,18 @@ fn osr_methods_appear_once_in_signal_stacks() {
         .lines()
         .filter(|l| l.starts_with("hot-a") && l.contains("Scenarios.Hot.HotA"))
         .collect();
-    let count = |l: &&str| -> u64 { l.rsplit(' ').next().unwrap().parse().unwrap() };
-    let all: u64 = hot_a.iter().map(count).sum();
-    let full: u64 = hot_a.iter().filter(|l| l.contains(want)).map(count).sum();
-    // A sample that lands inside an OSR transition or a prolog could lose a frame; 20
-    // runs on a quiet machine had none.
+    // Weights are CPU nanoseconds (the folded format's unit), so the check is a share.
+    let weight = |l: &&str| -> u64 { l.rsplit(' ').next().unwrap().parse().unwrap() };
+    let all: u64 = hot_a.iter().map(weight).sum();
+    let full: u64 = hot_a.iter().filter(|l| l.contains(want)).map(weight).sum();
+    // A leaf interrupted in its prolog keeps its caller (fpwalk::prolog_return); what is
+    // left is a sample landing inside the OSR transition itself, rare: at most 1 % of
+    // HotA's CPU, or one sample's worth (1/199 s) when a busy machine gave HotA little, may
+    // lack a frame (a busy CI machine once lost 1.5 % before that fix).
+    let slack = (all / 100).max(1_000_000_000 / 199 + 1);
     assert!(
-        all > 50 && full + 2 >= all,
-        "{full} of {all} HotA samples have `{want}`:\n{folded}"
+        all >= 10_000_000 && all - full <= slack,
+        "{full} of {all} ns of HotA's CPU have `{want}`:\n{folded}"
     );
     for dup in ["Worker;Scenarios.Hot.Worker", "Main;Scenarios.Program.Main"] {
         assert!(!folded.contains(dup), "`{dup}` in:\n{folded}");

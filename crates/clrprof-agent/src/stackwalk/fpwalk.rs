@@ -185,12 +185,15 @@ fn walk_frames<M: Memory>(
         out.push(c.ip);
         inner = leaf;
         let first_return = c.word(c.fp.wrapping_add(8));
-        if let Some(r0) = c.word(c.sp)
-            && r0 > 1
-            && Some(r0) != first_return
-            && let code = is_code(r0 - 1)
-            && code.function != 0
-        {
+        let caller = [prolog_return(c, leaf), c.word(c.sp)]
+            .into_iter()
+            .flatten()
+            .filter(|&r0| r0 > 1 && Some(r0) != first_return)
+            .find_map(|r0| {
+                let code = is_code(r0 - 1);
+                (code.function != 0).then_some((r0, code))
+            });
+        if let Some((r0, code)) = caller {
             if out.len() == limit {
                 return WalkEnd::Limit;
             }
@@ -327,6 +330,25 @@ fn walk_frames<M: Memory>(
     }
 }
 
+/// A managed leaf interrupted inside its prolog, after `push rbp` and before RBP is set
+/// to its own record: RBP is still the caller's, and the words from SP up are the
+/// callee-saved registers the prolog pushed so far, the pushed RBP (equal to RBP now),
+/// then the return address into the caller. Without this the walk took the caller's
+/// record for the leaf's and lost the caller (under an OSR caller it read the OSR
+/// frame's unwritten return slot as a frame: `Worker;[native];HotA`). Only the prolog
+/// puts the current RBP's value on the stack: a method's body never spills RBP, and its
+/// epilogue pops the saved RBP (the caller's, not the current value) before `ret`.
+fn prolog_return<M: Memory>(c: &Captured<M>, leaf: Code) -> Option<u64> {
+    if leaf.function == 0 || c.fp == 0 {
+        return None;
+    }
+    // `push rbp` comes first; at most five callee-saved registers follow it.
+    (0..6u64).find_map(|k| {
+        let at = c.sp.wrapping_add(8 * k);
+        (c.word(at) == Some(c.fp)).then(|| c.word(at.wrapping_add(8)))?
+    })
+}
+
 /// How much of the gap between two frame records is searched for frameless frames.
 const GAP_BYTES: u64 = 1024;
 
@@ -450,6 +472,43 @@ mod tests {
         let (out, w) = walk_stack(&s, 0x9999, SP + 0x20, Code::NONE, managed(|_| 0));
         assert_eq!(out, vec![0x9999, 0x1110, 0x2221, 0x3332]);
         assert_eq!(w.end, WalkEnd::Root);
+    }
+
+    #[test]
+    fn a_leaf_inside_its_prolog_gets_its_caller_from_above_the_pushed_rbp() {
+        // The leaf (function 9) has run `push rbp; push r15`: [sp] = r15, [sp+8] = the
+        // caller's RBP (RBP still holds it), [sp+16] = the return into the caller
+        // (function 5). RBP is the caller's record, whose [rbp+8] returns into function 6.
+        let s = stack(
+            0x100,
+            &[
+                (0x0, 0x1234),
+                (0x8, SP + 0x40),
+                (0x10, 0x5555),
+                (0x40, 0),
+                (0x48, 0x6666),
+            ],
+        );
+        let is_code = managed(|a| match a {
+            0x5554 => 5,
+            0x6665 => 6,
+            _ => 0,
+        });
+        let leaf = Code {
+            function: 9,
+            frame: FrameKind::Record,
+        };
+        let (out, _) = walk_stack(&s, 0x9999, SP + 0x40, leaf, is_code);
+        assert_eq!(out, vec![0x9999, 0x5554, 0x6665]);
+        // Not for native code, whose RBP may be anything.
+        let (out, _) = walk_stack(
+            &s,
+            0x9999,
+            SP + 0x40,
+            Code::NONE,
+            managed(|a| u64::from(a == 0x6665)),
+        );
+        assert_eq!(out, vec![0x9999, 0x6665]);
     }
 
     #[test]
