@@ -200,6 +200,12 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
     settings.owner_start = own_start_time();
     let client = DiagnosticsClient::connect(pid).map_err(explain)?;
     crate::output::prepare(&output, args.force)?;
+    // Before the attach: a Ctrl-C from now on detaches cleanly instead of killing this
+    // process and leaving the agent to notice that its owner is gone.
+    crate::signals::catch();
+    if let Some(sig) = crate::signals::received() {
+        bail!("stopped by signal {sig} before attaching; pid {pid} is untouched");
+    }
     let library = start(&client, pid, &library, &settings)?;
     let control = control_socket(pid);
     let latency = started.elapsed();
@@ -215,7 +221,6 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
             }
         );
     }
-    crate::signals::catch();
     let end = args
         .duration
         .map(|d| Instant::now() + Duration::from_secs_f64(d));

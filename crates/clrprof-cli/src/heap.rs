@@ -47,9 +47,21 @@ pub fn run(args: HeapArgs) -> Result<i32> {
             events: EventGroups::default(),
             heap: true,
             output: output.clone(),
+            // The agent detaches itself if this process is killed meanwhile.
+            owner_pid: Some(std::process::id()),
+            owner_start: attach::own_start_time(),
             ..Settings::for_mode(Mode::Events)
         };
+        // Ctrl-C while attached detaches cleanly (after the snapshot, which cannot be
+        // interrupted in the target), never leaving the agent behind.
+        crate::signals::catch();
         let library = attach::start(&client, pid, &library, &settings)?;
+        if let Some(sig) = crate::signals::received() {
+            attach::detach_and_wait(pid, &library, true)?;
+            bail!(
+                "stopped by signal {sig} during the attach; detached from pid {pid}, no snapshot taken"
+            );
+        }
         (output, Some(library))
     };
     let taken = attach::control_request(pid, "heap", SNAPSHOT_TIMEOUT);

@@ -154,8 +154,9 @@ fn noexec_in(mounts: &str, dir: &Path) -> bool {
     best.is_some_and(|(_, noexec)| noexec)
 }
 
-/// Removes copies made for processes that no longer exist (a `clrprof` killed between the
-/// copy and the attach's answer).
+/// Removes copies a `clrprof` killed between the copy and the attach's answer left: those
+/// of processes that no longer exist, and any older than [`STALE`] (an attach is answered,
+/// or given up, within seconds, and a loaded copy needs no name).
 fn remove_stale(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -163,11 +164,20 @@ fn remove_stale(dir: &Path) {
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let Some(pid) = copy_pid(&name) else { continue };
-        if !Path::new(&format!("/proc/{pid}")).exists() {
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > STALE);
+        if old || !Path::new(&format!("/proc/{pid}")).exists() {
             let _ = std::fs::remove_file(e.path());
         }
     }
 }
+
+/// Past this age a copy belongs to no attach still under way.
+const STALE: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// The pid in `libclrprof_profiler.<pid>.<nonce>.so`.
 fn copy_pid(name: &str) -> Option<u32> {

@@ -33,6 +33,7 @@ on_every_runtime!(
     trace_counts_tail_calls,
     attach_detach_unloads,
     a_refused_attach_leaves_the_target_attachable,
+    a_clrprof_killed_during_the_attach_leaves_no_agent,
     ps_shows_the_runtime_version,
     allocation_samples,
     names_from_module_images,
@@ -543,6 +544,61 @@ fn a_refused_attach_leaves_the_target_attachable(rt: Runtime) {
     let last_trace = dir.join("last.clrprof");
     assert_success(&attach_record(pid, &last_trace, &["--duration", "1", "-q"]));
     assert!(samples(&last_trace) > 0);
+    t.ask_result();
+    let ran_on = t.quit();
+    assert!(ran_on.starts_with(&format!("{}.", rt.major())), "{ran_on}");
+}
+
+/// `clrprof record --pid` or `heap --pid` killed at any moment of its attach (SIGKILL, or
+/// Ctrl-C before its handler could be installed) must not leave the agent recording: it
+/// once did when the kill fell between AttachProfiler and the agent's lookup of its owner
+/// (4 of 10 on .NET 10), since an owner it could not find was not watched at all.
+fn a_clrprof_killed_during_the_attach_leaves_no_agent(rt: Runtime) {
+    let dir = scratch(&format!("rt-attach-killed-{}", rt.tfm()));
+    let mut t = Serve::start(rt);
+    let pid = t.pid.to_string();
+    let cases: [(&str, i32, u64); 9] = [
+        ("record", libc::SIGKILL, 5),
+        ("record", libc::SIGKILL, 20),
+        ("record", libc::SIGKILL, 40),
+        ("record", libc::SIGKILL, 70),
+        ("record", libc::SIGKILL, 120),
+        ("record", libc::SIGINT, 10),
+        ("record", libc::SIGINT, 40),
+        ("heap", libc::SIGKILL, 60),
+        ("heap", libc::SIGINT, 60),
+    ];
+    for (i, (what, sig, after_ms)) in cases.into_iter().enumerate() {
+        let trace = dir.join(format!("k{i}.clrprof"));
+        let mut cmd = clrprof();
+        if what == "record" {
+            cmd.args(["record", "--pid", &pid, "-q", "-o"]);
+        } else {
+            cmd.args(["heap", "--pid", &pid, "-o"]);
+        }
+        let mut child = cmd
+            .arg(&trace)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(after_ms));
+        // SAFETY: kill has no memory-safety preconditions; the pid is our own child's.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let _ = child.wait();
+        // The agent notices its owner is gone within 200 ms, then detaches (~0.3 s).
+        let gone = (0..150).any(|_| {
+            std::thread::sleep(Duration::from_millis(100));
+            !t.maps().contains("libclrprof_profiler")
+        });
+        assert!(
+            gone,
+            "{what} killed by signal {sig} after {after_ms} ms: the agent is still loaded"
+        );
+    }
+    // Still attachable, still working.
+    let last = dir.join("last.clrprof");
+    assert_success(&attach_record(t.pid, &last, &["--duration", "1", "-q"]));
     t.ask_result();
     let ran_on = t.quit();
     assert!(ran_on.starts_with(&format!("{}.", rt.major())), "{ran_on}");

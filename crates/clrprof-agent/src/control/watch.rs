@@ -19,15 +19,26 @@ pub struct Owner {
 }
 
 impl Owner {
-    /// The process `pid` if it is the one that started at `start` (clock ticks since
-    /// boot, /proc/PID/stat field 22, as `clrprof` read it for itself); `None` when this
-    /// process cannot see it (a target in another pid namespace): then it is not watched.
+    /// The process `pid` that started at `start` (clock ticks since boot, /proc/PID/stat
+    /// field 22, as `clrprof` read it for itself). `clrprof` attaches only to targets in
+    /// its own pid namespace (it refuses others before asking), so an owner this process
+    /// cannot see, or whose pid now names a process that started at another time, is
+    /// gone: it was killed between its AttachProfiler and this lookup, and the returned
+    /// owner is not [`alive`](Owner::alive), so the recording stops at once instead of
+    /// running unowned. `None` only without a start time and without the process: nothing
+    /// to watch.
     pub fn new(pid: u32, start: Option<u64>) -> Option<Owner> {
         let seen = proc_stat(pid).map(|s| s.1);
         match (seen, start) {
-            (Some(s), Some(expected)) if s == expected => Some(Owner { pid, start: seen }),
-            (Some(_), None) => Some(Owner { pid, start: seen }),
-            _ => None,
+            (_, Some(expected)) => Some(Owner {
+                pid,
+                start: Some(expected),
+            }),
+            (Some(s), None) => Some(Owner {
+                pid,
+                start: Some(s),
+            }),
+            (None, None) => None,
         }
     }
 
@@ -72,9 +83,16 @@ mod tests {
         let me = Owner::new(std::process::id(), None).unwrap();
         assert!(me.alive());
         let start = me.start;
-        assert!(Owner::new(std::process::id(), start).is_some());
-        // Another namespace's pid 1234 that started at another time: not ours to watch.
-        assert!(Owner::new(std::process::id(), start.map(|s| s + 1)).is_none());
+        assert!(Owner::new(std::process::id(), start).unwrap().alive());
+        // The pid now names a process that started at another time: the owner is gone.
+        assert!(
+            !Owner::new(std::process::id(), start.map(|s| s + 1))
+                .unwrap()
+                .alive()
+        );
+        // pid_max is at most 2^22: a clrprof killed before the lookup is gone too.
+        assert!(!Owner::new(99_999_999, Some(1)).unwrap().alive());
+        assert!(Owner::new(99_999_999, None).is_none());
         let recycled = Owner {
             pid: std::process::id(),
             start: me.start.map(|s| s + 1),

@@ -21,11 +21,15 @@ pub(super) fn watch(settings: &Settings) -> Watch {
             .map(|d| std::time::Instant::now() + d + DURATION_GRACE),
         owner: settings.owner_pid.and_then(|pid| {
             let owner = Owner::new(pid, settings.owner_start);
-            if owner.is_none() {
-                log!(
-                    "cannot see the clrprof that attached (pid {pid}; another pid namespace?): \
+            match &owner {
+                None => log!(
+                    "cannot see the clrprof that attached (pid {pid}) and it gave no start time: \
                      only its detach request or --duration will stop the recording"
-                );
+                ),
+                Some(o) if !o.alive() => log!(
+                    "the clrprof that attached (pid {pid}) is already gone: the recording stops at once"
+                ),
+                Some(_) => {}
             }
             owner
         }),
