@@ -84,6 +84,25 @@ fn note(line: String) {
     }
 }
 
+/// After a detach (`ProfilerDetachSucceeded`, when no code of ours runs any more and
+/// none will): frees what the names kept for the recording, which the runtime's unload of
+/// the library would otherwise leave in the target's heap for good: the modules' parsed
+/// metadata and the notes. Statics are never dropped by `dlclose`.
+pub fn release_at_detach() {
+    if let Some(images) = IMAGES.get() {
+        for shard in &images.shards {
+            let map = std::mem::take(&mut *shard.lock().unwrap_or_else(|p| p.into_inner()));
+            for md in map.into_values().flatten() {
+                // SAFETY: (A3) each entry came from Box::leak in `image_metadata` and is
+                // freed once (the map was taken); no callback or thread of ours runs after
+                // ProfilerDetachSucceeded, so no reference to it is live.
+                drop(unsafe { Box::from_raw(std::ptr::from_ref(md).cast_mut()) });
+            }
+        }
+    }
+    *NOTES.lock().unwrap_or_else(|p| p.into_inner()) = Vec::new();
+}
+
 fn image_metadata(info: &ProfilerInfo, module: ModuleId) -> Option<&'static RawMetadata<'static>> {
     let images = IMAGES.get_or_init(|| Images {
         shards: std::array::from_fn(|_| Mutex::new(HashMap::new())),

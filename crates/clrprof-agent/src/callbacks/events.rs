@@ -93,7 +93,12 @@ impl ProfilerCallback for Profiler {
         }
         // No callback runs any more: the rings of threads that outlive us can go.
         crate::output::buffers::release_thread_refs();
+        crate::output::buffers::release_statics();
+        crate::names::release_at_detach();
+        sampling::release_at_detach();
         log!("detached");
+        // What our threads freed goes back to the kernel, not into the target's RSS.
+        crate::os::pages::trim_heap();
         Ok(())
     }
 

@@ -130,6 +130,16 @@ pub fn release_thread_refs() {
     }
 }
 
+/// After a detach, with [`release_thread_refs`]: gives back the memory of the statics the
+/// runtime's unload of the library would leave in the target's heap (`dlclose` drops no
+/// static): the registration and reference lists and the fallback buffer.
+pub fn release_statics() {
+    drop(take_registrations());
+    *thread_refs() = Vec::new();
+    let mut f = FALLBACK.lock().unwrap_or_else(|p| p.into_inner());
+    f.bytes = Vec::new();
+}
+
 /// Deletes the pthread key so no destructor of ours runs after the library is unloaded.
 pub fn shutdown() {
     set_accepting(false);

@@ -25,5 +25,6 @@ mod tick;
 
 pub(crate) use stats::SamplerStats;
 pub(crate) use suspend::wait_thread_destroyed;
+pub(crate) use threads::release_at_detach;
 pub(crate) use threads::{thread_assigned, thread_gone};
 pub(crate) use tick::Sampler;

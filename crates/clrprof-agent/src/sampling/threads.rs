@@ -15,6 +15,11 @@ pub(super) const MAX_THREADS: usize = 16_384;
 /// a GC.
 static THREADS: Mutex<Vec<(u64, u32)>> = Mutex::new(Vec::new());
 
+/// After a detach: the registry's memory back (the unload of the library drops no static).
+pub fn release_at_detach() {
+    *THREADS.lock().unwrap_or_else(PoisonError::into_inner) = Vec::new();
+}
+
 /// ThreadAssignedToOSThread: the thread becomes a sampling target.
 pub fn thread_assigned(thread: u64, os_tid: u32) {
     let mut t = THREADS.lock().unwrap_or_else(PoisonError::into_inner);
