@@ -257,7 +257,9 @@ fn check_peer(stream: &UnixStream, pid: u32, path: &Path) -> Result<()> {
     let target_uid = process_uid(pid).unwrap_or(me);
     if !peer_is_the_target(peer, pid, target_uid, me) {
         bail!(
-            "the control socket {} is served by pid {} (uid {}), not by pid {pid} (uid {target_uid}):              someone else put it there; clrprof does not talk to it (remove it, and check who can              write to {})",
+            "the control socket {} is served by pid {} (uid {}), not by pid {pid} (uid {target_uid}): \
+             someone else put it there; clrprof does not talk to it (remove it, and check who can \
+             write to {})",
             path.display(),
             peer.0,
             peer.1,
