@@ -3,10 +3,13 @@
 
 use std::io::Write;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::config::LogTarget;
 
 static TARGET: Mutex<Option<LogTarget>> = Mutex::new(None);
+/// Whether the log file was refused once already (said once on stderr).
+static REFUSED: AtomicBool = AtomicBool::new(false);
 
 pub fn set_target(t: LogTarget) {
     if let Ok(mut g) = TARGET.lock() {
@@ -30,7 +33,15 @@ pub fn line(msg: &str) {
         LogTarget::File(path) => {
             let ok = crate::output::outfile::open_log(&path)
                 .and_then(|mut f| f.write_all(text.as_bytes()));
-            if ok.is_err() {
+            if let Err(e) = ok {
+                // Carry on without that log: its lines go to stderr, and the first says why.
+                if !REFUSED.swap(true, Ordering::Relaxed) {
+                    let why = format!(
+                        "clrprof[{}]: CLRPROF_LOG not used ({e}); logging to stderr\n",
+                        std::process::id()
+                    );
+                    let _ = std::io::stderr().write_all(why.as_bytes());
+                }
                 let _ = std::io::stderr().write_all(text.as_bytes());
             }
         }

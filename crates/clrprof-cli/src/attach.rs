@@ -89,12 +89,96 @@ pub fn own_start_time() -> Option<u64> {
         .ok()
 }
 
-/// Reads and removes the reason the agent left when it refused the attach.
-fn take_error_note(control: &Path) -> Option<String> {
+/// The most of a `PID.error` note that is read: the agent's reasons are one line.
+pub const NOTE_MAX: u64 = 4096;
+
+/// Reads and removes the reason the agent left when it refused the attach, as the line to
+/// print: `said: <reason>`, or why the note was not read. `None` when there is none.
+///
+/// The note lies in the target user's directory, so that user (not necessarily the one
+/// running clrprof, which may be root) decides what is there: it is opened without
+/// following a link and without blocking (a FIFO), and read only if it is a regular file
+/// of `owner` that nobody else may write, and only its first [`NOTE_MAX`] bytes.
+fn take_error_note(control: &Path, owner: u32) -> Option<String> {
     let path = control.with_extension("error");
-    let text = std::fs::read_to_string(&path).ok()?;
+    let note = read_error_note(&path, owner);
     let _ = std::fs::remove_file(&path);
-    Some(text.trim().to_string()).filter(|t| !t.is_empty())
+    match note {
+        Ok(None) => None,
+        Ok(Some(text)) => Some(format!(
+            "said: {}",
+            clrprof_analysis::text::escape_controls(&text)
+        )),
+        Err(why) => Some(format!(
+            "left a note at {} that clrprof did not read: {why}",
+            path.display()
+        )),
+    }
+}
+
+/// The text of the note at `path` (`Ok(None)`: no note, or an empty one), or why it is
+/// not read.
+pub fn read_error_note(path: &Path, owner: u32) -> std::result::Result<Option<String>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(path);
+    let f = match f {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err("it is a symbolic link (a regular file is expected)".into());
+        }
+        Err(e) => return Err(format!("cannot open it: {e}")),
+    };
+    let m = f.metadata().map_err(|e| format!("cannot stat it: {e}"))?;
+    let t = m.file_type();
+    if !t.is_file() {
+        let what = if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_char_device() {
+            "a character device"
+        } else if t.is_block_device() {
+            "a block device"
+        } else if t.is_socket() {
+            "a socket"
+        } else if t.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file"
+        };
+        return Err(format!("it is {what} (a regular file is expected)"));
+    }
+    if m.uid() != owner {
+        return Err(format!(
+            "it belongs to uid {}, not to uid {owner} (the target's user)",
+            m.uid()
+        ));
+    }
+    if m.mode() & 0o022 != 0 {
+        return Err(format!(
+            "others may write it (mode {:o})",
+            m.mode() & 0o7777
+        ));
+    }
+    let mut bytes = Vec::new();
+    f.take(NOTE_MAX + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    let cut = bytes.len() as u64 > NOTE_MAX;
+    bytes.truncate(NOTE_MAX as usize);
+    let text = String::from_utf8_lossy(&bytes);
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(if cut {
+        format!("{text}… (cut at {NOTE_MAX} bytes)")
+    } else {
+        text.to_string()
+    }))
 }
 
 /// Sends one request line to the control socket; returns the answer without `ok `.
@@ -106,6 +190,7 @@ pub fn control_request(pid: u32, request: &str, timeout: Duration) -> Result<Str
             path.display()
         )
     })?;
+    check_peer(&stream, pid, &path)?;
     stream.set_read_timeout(Some(timeout))?;
     let mut w = stream.try_clone()?;
     writeln!(w, "{request}")?;
@@ -116,8 +201,72 @@ pub fn control_request(pid: u32, request: &str, timeout: Duration) -> Result<Str
     let line = line.trim_end();
     match line.strip_prefix("ok ") {
         Some(rest) => Ok(rest.to_string()),
-        None => bail!("the profiler in pid {pid} answered: {line}"),
+        None => bail!(
+            "the profiler in pid {pid} answered: {}",
+            clrprof_analysis::text::escape_controls(line)
+        ),
     }
+}
+
+/// `SO_PEERCRED` of a connected Unix socket: the pid and uid of the process at the other
+/// end, as the kernel recorded them (the listener's, for a socket we connected).
+pub fn peer_credentials(stream: &UnixStream) -> std::io::Result<(u32, u32)> {
+    use std::os::fd::AsRawFd;
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: the descriptor is the open socket `stream` holds; `cred` is a live local of
+    // the type SO_PEERCRED writes and `len` its true size.
+    let r = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&raw mut cred).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((cred.pid as u32, cred.uid))
+}
+
+/// Whether the process serving a control socket may be the profiler in `target_pid`: the
+/// pid must be the target's and the uid the target's user, this user, or root.
+pub fn peer_is_the_target(
+    peer: (u32, u32),
+    target_pid: u32,
+    target_uid: u32,
+    own_uid: u32,
+) -> bool {
+    let (pid, uid) = peer;
+    pid == target_pid && (uid == target_uid || uid == own_uid || uid == 0)
+}
+
+/// Refuses to talk to a control socket that another process or user serves (a directory
+/// swapped in a world-writable `TMPDIR`): the profiler listens in the target itself.
+fn check_peer(stream: &UnixStream, pid: u32, path: &Path) -> Result<()> {
+    let peer = peer_credentials(stream)
+        .with_context(|| format!("cannot read the credentials of {}", path.display()))?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let target_uid = process_uid(pid).unwrap_or(me);
+    if !peer_is_the_target(peer, pid, target_uid, me) {
+        bail!(
+            "the control socket {} is served by pid {} (uid {}), not by pid {pid} (uid {target_uid}): \
+             someone else put it there; clrprof does not talk to it (remove it, and check who can \
+             write to {})",
+            path.display(),
+            peer.0,
+            peer.1,
+            path.parent().unwrap_or(path).display()
+        );
+    }
+    Ok(())
 }
 
 fn library_mapped(pid: u32, library: &Path) -> bool {
@@ -283,6 +432,8 @@ pub fn start(
     if let (Some(dir), Some(uid)) = (control.parent(), uid) {
         check_control_dir(dir, uid)?;
     }
+    // SAFETY: geteuid has no preconditions.
+    let owner = process_uid(pid).unwrap_or_else(|| unsafe { libc::geteuid() });
     let _ = std::fs::remove_file(control.with_extension("error"));
     if control.exists() && control_request(pid, "status", Duration::from_secs(2)).is_ok() {
         bail!(
@@ -322,8 +473,8 @@ pub fn start(
             )
         }
         Err(e) => {
-            return Err(match take_error_note(&control) {
-                Some(reason) => anyhow::anyhow!("{e}\nthe profiler in pid {pid} said: {reason}"),
+            return Err(match take_error_note(&control, owner) {
+                Some(note) => anyhow::anyhow!("{e}\nthe profiler in pid {pid} {note}"),
                 None => explain(e),
             });
         }
@@ -333,8 +484,8 @@ pub fn start(
     loop {
         match control_request(pid, "status", Duration::from_secs(2)) {
             Ok(_) => break,
-            Err(_) if let Some(reason) = take_error_note(&control) => {
-                bail!("the profiler in pid {pid} refused the attach: {reason}");
+            Err(_) if let Some(note) = take_error_note(&control, owner) => {
+                bail!("the profiler in pid {pid} refused the attach; it {note}");
             }
             Err(_) if let Some(state @ ('T' | 't')) = process_state(pid) => {
                 bail!(
@@ -401,4 +552,90 @@ pub fn detach(pid: u32, profiler: Option<&Path>) -> Result<i32> {
 
 pub fn explain(e: IpcError) -> anyhow::Error {
     anyhow::anyhow!("{e}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("clrprof-note-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn me() -> u32 {
+        // SAFETY: geteuid has no preconditions.
+        unsafe { libc::geteuid() }
+    }
+
+    #[test]
+    fn the_peer_must_be_the_target() {
+        // The pid is the target's, the uid its user's, ours or root's.
+        assert!(peer_is_the_target((42, 1000), 42, 1000, 0));
+        assert!(peer_is_the_target((42, 0), 42, 1000, 1000));
+        assert!(peer_is_the_target((42, 1000), 42, 1001, 1000));
+        assert!(!peer_is_the_target((43, 1000), 42, 1000, 1000));
+        assert!(!peer_is_the_target((42, 1002), 42, 1000, 1001));
+        // The kernel's answer for a socket pair is this process.
+        let (a, _b) = UnixStream::pair().unwrap();
+        assert_eq!(peer_credentials(&a).unwrap(), (std::process::id(), me()));
+    }
+
+    #[test]
+    fn a_note_of_the_targets_user_is_read() {
+        let d = scratch("ok");
+        let note = d.join("1.error");
+        std::fs::write(&note, "cannot listen on x\n").unwrap();
+        std::fs::set_permissions(&note, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(
+            read_error_note(&note, me()).unwrap().as_deref(),
+            Some("cannot listen on x")
+        );
+        assert_eq!(read_error_note(&d.join("none.error"), me()), Ok(None));
+        // Another user's note, or one others may write, is not.
+        let e = read_error_note(&note, me() + 1).unwrap_err();
+        assert!(e.contains("belongs to uid"), "{e}");
+        std::fs::set_permissions(&note, std::fs::Permissions::from_mode(0o622)).unwrap();
+        let e = read_error_note(&note, me()).unwrap_err();
+        assert!(e.contains("others may write it"), "{e}");
+    }
+
+    #[test]
+    fn links_fifos_and_devices_are_not_read_and_nothing_blocks() {
+        let d = scratch("hostile");
+        let secret = d.join("secret");
+        std::fs::write(&secret, "TOP-SECRET").unwrap();
+        let note = d.join("1.error");
+        std::os::unix::fs::symlink(&secret, &note).unwrap();
+        let e = read_error_note(&note, me()).unwrap_err();
+        assert!(
+            e.contains("symbolic link") && !e.contains("TOP-SECRET"),
+            "{e}"
+        );
+        std::fs::remove_file(&note).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &note).unwrap();
+        assert!(
+            read_error_note(&note, me())
+                .unwrap_err()
+                .contains("symbolic link")
+        );
+        std::fs::remove_file(&note).unwrap();
+        let c = std::ffi::CString::new(note.as_os_str().to_str().unwrap()).unwrap();
+        // SAFETY: `c` is a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let t = Instant::now();
+        let e = read_error_note(&note, me()).unwrap_err();
+        assert!(e.contains("a FIFO"), "{e}");
+        assert!(t.elapsed() < Duration::from_secs(1));
+        // A long note is cut at the bound.
+        std::fs::remove_file(&note).unwrap();
+        std::fs::write(&note, "x".repeat(1 << 20)).unwrap();
+        let text = read_error_note(&note, me()).unwrap().unwrap();
+        assert!(text.len() < NOTE_MAX as usize + 64, "{}", text.len());
+        assert!(text.ends_with("(cut at 4096 bytes)"));
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }

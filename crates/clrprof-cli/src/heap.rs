@@ -138,7 +138,7 @@ fn print_report(file: &Path, view: &HeapView, top: usize, json: bool) -> Result<
             serde_json::to_string_pretty(&serde_json::json!({ "heap": r }))?
         );
     } else {
-        print!("{}", heap::text::render(&r));
+        crate::report::write_text(&heap::text::render(&r))?;
     }
     Ok(())
 }
@@ -172,10 +172,7 @@ fn alloc_diff(fa: &Path, bytes_a: &[u8], fb: &Path, args: &DiffArgs) -> Result<i
         d.app_functions.truncate(args.top);
         println!("{}", serde_json::to_string_pretty(&d)?);
     } else {
-        print!(
-            "{}",
-            clrprof_analysis::report::alloc_diff::render(&d, args.top)
-        );
+        crate::report::write_text(&clrprof_analysis::report::alloc_diff::render(&d, args.top))?;
     }
     Ok(0)
 }
@@ -230,7 +227,7 @@ pub fn diff(args: DiffArgs) -> Result<i32> {
         d.types.truncate(args.top);
         println!("{}", serde_json::to_string_pretty(&d)?);
     } else {
-        print!("{}", heap::text::render_diff(&d, args.top));
+        crate::report::write_text(&heap::text::render_diff(&d, args.top))?;
     }
     Ok(0)
 }

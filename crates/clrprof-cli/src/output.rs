@@ -123,11 +123,13 @@ pub fn describe(path: &Path) -> Option<String> {
     let mut f = std::fs::File::open(path).ok()?;
     let n = f.read(&mut buf).ok()?;
     let (h, _) = clrprof_format::Header::parse(&buf[..n]).ok()?;
-    Some(format!(
-        "pid {}: {}",
-        h.meta.pid,
-        h.meta.command_line.join(" ")
-    ))
+    let command: Vec<_> = h
+        .meta
+        .command_line
+        .iter()
+        .map(|a| clrprof_analysis::text::escape_controls(a))
+        .collect();
+    Some(format!("pid {}: {}", h.meta.pid, command.join(" ")))
 }
 
 #[cfg(test)]

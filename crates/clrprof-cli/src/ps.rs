@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use anyhow::Result;
+use clrprof_analysis::text::escape_controls;
 use clrprof_ipc::DiagnosticsClient;
 
 pub fn run() -> Result<i32> {
@@ -40,8 +41,11 @@ pub fn run() -> Result<i32> {
         let _ = writeln!(
             out,
             "{:>8}  {:<10}  {:<8}  {}",
-            p.pid, version, attached, cmd
+            p.pid,
+            escape_controls(&version),
+            attached,
+            escape_controls(&cmd)
         );
     }
-    crate::report::write_stdout(out.as_bytes())
+    crate::report::write_text(&out)
 }

@@ -53,7 +53,7 @@ pub fn run(args: ReportArgs) -> Result<i32> {
                 args.file.display()
             );
         }
-        return write_stdout(text::render_butterfly(&report, args.top).as_bytes());
+        return write_text(&text::render_butterfly(&report, args.top));
     }
     // A snapshot ends with a `HeapEnd`, which the loaded timeline holds: no pass of its own.
     let has_snapshots = trace
@@ -104,7 +104,14 @@ pub fn run(args: ReportArgs) -> Result<i32> {
         }
         s
     };
-    write_stdout(text.as_bytes())
+    write_text(&text)
+}
+
+/// Writes a text rendering: every control character but its line breaks is escaped
+/// ([`text::escape_output`]), so no string from the target or the trace that a renderer
+/// left as it was can drive the terminal. JSON goes through [`write_stdout`] unchanged.
+pub fn write_text(rendered: &str) -> Result<i32> {
+    write_stdout(text::escape_output(rendered).as_bytes())
 }
 
 /// Writes the report: a reader that stops early (`report | head`) ends it quietly; any
@@ -157,5 +164,9 @@ fn print_calls(trace: &Trace<'_>, pattern: &str, limit: usize, json: bool) -> Re
     if problems > 0 {
         eprintln!("clrprof: warning: {problems} value list(s) could not be decoded");
     }
-    write_stdout(out.as_bytes())
+    if json {
+        write_stdout(out.as_bytes())
+    } else {
+        write_text(&out)
+    }
 }

@@ -4,13 +4,17 @@
 //! although the attach goes on to succeed) and to ask for the detach; `clrprof detach
 //! --pid` does the same from another shell.
 //!
-//! Protocol: one line per request, one line per answer.
+//! Only a peer of the target's own user or root is served (`SO_PEERCRED`, checked on every
+//! connection); one thread serves every client without waiting on any (see [`serve`]).
+//!
+//! Protocol: one line per request (at most [`LINE_MAX`] bytes, sent within
+//! [`CLIENT_TIMEOUT`]), one line per answer; a refused request is answered `error <why>`.
 //! - `status` → `ok <json>` (pid, mode, output path, samples so far)
 //! - `heap` → `ok <json>` once a heap snapshot is in the trace (docs/heap.md)
 //! - `detach` → `ok detaching`, then the profiler stops its threads, flushes the trace
 //!   and calls RequestProfilerDetach; the runtime unloads the library afterwards.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -132,6 +136,37 @@ impl ControlServer {
     }
 }
 
+/// The longest request line read; a longer one is answered `error request too long`.
+pub const LINE_MAX: usize = 4096;
+/// How long a client has to send its whole request line after connecting.
+pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Connections served at once; more are answered `error busy` and closed.
+pub const CLIENTS_MAX: usize = 16;
+/// How long writing an answer may take (answers are small: the socket's buffer takes them).
+const WRITE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// A connection whose request line is still arriving.
+struct Client {
+    stream: UnixStream,
+    line: Vec<u8>,
+    deadline: Instant,
+}
+
+/// What reading a client gave.
+enum Read {
+    /// Nothing more yet.
+    Waiting,
+    /// A whole request line.
+    Line(String),
+    /// Gone, answered with an error, or out of time: dropped.
+    Done,
+}
+
+/// The control thread: one loop that checks the watch (owner gone, duration over), takes
+/// new connections and reads what each has sent so far, without ever waiting on one. A
+/// client that is silent, slow or sends an endless line delays nothing: each has
+/// [`CLIENT_TIMEOUT`] for its whole line of at most [`LINE_MAX`] bytes, at most
+/// [`CLIENTS_MAX`] are served at once, and the watch is checked on every turn (20 ms).
 fn serve(
     listener: UnixListener,
     stop: &AtomicBool,
@@ -140,6 +175,7 @@ fn serve(
     watch: &Watch,
 ) {
     let mut last_owner_check = Instant::now();
+    let mut clients: Vec<Client> = Vec::with_capacity(CLIENTS_MAX);
     while !stop.load(Ordering::Acquire) {
         let why = if watch.deadline.is_some_and(|d| Instant::now() >= d) {
             Some("the recording's duration is over".to_string())
@@ -162,66 +198,170 @@ fn serve(
                 Err(e) => crate::log!("{e}"),
             }
         }
-        match listener.accept() {
-            Ok((stream, _)) => {
-                if handle(stream, &*target) {
-                    // Detach requested: this thread leaves right away; the runtime's
-                    // ProfilerDetachSucceeded joins it before unloading the library.
-                    let _ = std::fs::remove_file(path);
-                    return;
+        // Every connection waiting in the backlog, each checked and kept or refused.
+        let mut accept_failed = false;
+        loop {
+            match listener.accept() {
+                Ok((stream, _)) => admit(stream, &mut clients),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(_) => {
+                    accept_failed = true;
+                    break;
                 }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Err(_) => std::thread::sleep(Duration::from_millis(100)),
         }
+        let mut i = 0;
+        while i < clients.len() {
+            match read_some(&mut clients[i]) {
+                Read::Waiting => i += 1,
+                Read::Done => {
+                    clients.swap_remove(i);
+                }
+                Read::Line(line) => {
+                    let c = clients.swap_remove(i);
+                    if answer(c.stream, &line, &*target) {
+                        // Detach requested: this thread leaves right away; the runtime's
+                        // ProfilerDetachSucceeded joins it before unloading the library.
+                        let _ = std::fs::remove_file(path);
+                        return;
+                    }
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(if accept_failed { 100 } else { 20 }));
     }
     let _ = std::fs::remove_file(path);
 }
 
-/// Serves one connection; true when the profiler detached.
-fn handle(stream: UnixStream, target: &dyn Controlled) -> bool {
-    let _ = stream.set_nonblocking(false);
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-    let mut w = match stream.try_clone() {
-        Ok(w) => w,
-        Err(_) => return false,
+/// Whether a peer may use the control socket: this process's own user, or root. The
+/// socket's 0600 mode and its 0700 directory say the same, unless someone changed them.
+pub fn peer_allowed(peer_uid: u32, own: &[u32]) -> bool {
+    peer_uid == 0 || own.contains(&peer_uid)
+}
+
+/// Takes a new connection: refused (with the reason, as one `error` line) when its peer is
+/// another user or too many are being served already.
+fn admit(stream: UnixStream, clients: &mut Vec<Client>) {
+    use std::os::fd::AsFd;
+    let own = [crate::os::process::uid(), crate::os::process::euid()];
+    let refusal = match crate::os::net::peer_credentials(stream.as_fd()) {
+        Err(e) => Some(format!("error cannot read the peer's credentials: {e}")),
+        Ok(p) if !peer_allowed(p.uid, &own) => {
+            crate::log!(
+                "control socket: refused a connection from pid {} (uid {}): only uid {} or root may use it",
+                p.pid,
+                p.uid,
+                own[0]
+            );
+            Some(format!(
+                "error uid {} may not control this profiler (only uid {} or root)",
+                p.uid, own[0]
+            ))
+        }
+        Ok(_) if clients.len() >= CLIENTS_MAX => Some(format!(
+            "error busy: {CLIENTS_MAX} requests are being read; try again"
+        )),
+        Ok(_) => None,
     };
-    let mut line = String::new();
-    if BufReader::new(stream).read_line(&mut line).is_err() {
-        return false;
+    if let Some(r) = refusal {
+        reply(&stream, &r);
+        return;
     }
+    if stream.set_nonblocking(true).is_err() {
+        return;
+    }
+    clients.push(Client {
+        stream,
+        line: Vec::with_capacity(256),
+        deadline: Instant::now() + CLIENT_TIMEOUT,
+    });
+}
+
+/// Reads what the client has sent so far, never more than [`LINE_MAX`] + 1 bytes in all.
+fn read_some(c: &mut Client) -> Read {
+    use std::io::Read as _;
+    let mut chunk = [0u8; 512];
+    loop {
+        let room = (LINE_MAX + 1 - c.line.len()).min(chunk.len());
+        match c.stream.read(&mut chunk[..room]) {
+            Ok(0) => {
+                // The client closed its side: a last line without its newline still counts.
+                return if c.line.is_empty() {
+                    Read::Done
+                } else {
+                    Read::Line(String::from_utf8_lossy(&c.line).into_owned())
+                };
+            }
+            Ok(n) => {
+                let had = c.line.len();
+                c.line.extend_from_slice(&chunk[..n]);
+                if let Some(at) = c.line[had..].iter().position(|&b| b == b'\n') {
+                    return Read::Line(String::from_utf8_lossy(&c.line[..had + at]).into_owned());
+                }
+                if c.line.len() > LINE_MAX {
+                    reply(
+                        &c.stream,
+                        &format!("error request too long (more than {LINE_MAX} bytes)"),
+                    );
+                    return Read::Done;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if Instant::now() >= c.deadline {
+                    reply(
+                        &c.stream,
+                        &format!(
+                            "error no whole request line within {} s",
+                            CLIENT_TIMEOUT.as_secs()
+                        ),
+                    );
+                    return Read::Done;
+                }
+                return Read::Waiting;
+            }
+            Err(_) => return Read::Done,
+        }
+    }
+}
+
+/// Writes one answer line, waiting at most [`WRITE_TIMEOUT`] for room.
+fn reply(stream: &UnixStream, line: &str) {
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
+    let mut w = stream;
+    let _ = w.write_all(format!("{line}\n").as_bytes());
+}
+
+/// Answers one request; true when the profiler detached.
+fn answer(stream: UnixStream, line: &str, target: &dyn Controlled) -> bool {
     match line.trim() {
         "status" => {
-            let _ = writeln!(w, "ok {}", target.status_json());
+            reply(&stream, &format!("ok {}", target.status_json()));
             false
         }
         "heap" => {
             match target.heap() {
-                Ok(json) => {
-                    let _ = writeln!(w, "ok {json}");
-                }
-                Err(e) => {
-                    let _ = writeln!(w, "error {e}");
-                }
+                Ok(json) => reply(&stream, &format!("ok {json}")),
+                Err(e) => reply(&stream, &format!("error {e}")),
             }
             false
         }
         "detach" => match target.detach() {
             Ok(msg) => {
-                let _ = writeln!(w, "ok {msg}");
+                reply(&stream, &format!("ok {msg}"));
                 true
             }
             Err(e) => {
-                let _ = writeln!(w, "error {e}");
+                reply(&stream, &format!("error {e}"));
                 false
             }
         },
         other => {
-            let _ = writeln!(
-                w,
-                "error unknown request {other:?} (expected status, heap or detach)"
+            let shown: String = other.chars().take(64).collect();
+            reply(
+                &stream,
+                &format!("error unknown request {shown:?} (expected status, heap or detach)"),
             );
             false
         }
@@ -231,6 +371,90 @@ fn handle(stream: UnixStream, target: &dyn Controlled) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{BufRead, BufReader, Read as _};
+
+    struct Fake;
+    impl Controlled for Fake {
+        fn status_json(&self) -> String {
+            "{}".into()
+        }
+        fn detach(&self) -> Result<String, String> {
+            Err("not in a test".into())
+        }
+        fn heap(&self) -> Result<String, String> {
+            Err("not in a test".into())
+        }
+    }
+
+    fn ask(path: &Path, request: &[u8]) -> String {
+        let mut s = UnixStream::connect(path).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let _ = s.write_all(request);
+        let mut line = String::new();
+        let _ = BufReader::new(s).read_line(&mut line);
+        line
+    }
+
+    #[test]
+    fn silent_slow_and_endless_clients_delay_nobody() {
+        let d = std::env::temp_dir().join(format!("clrprof-ctl-serve-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let path = d.join("1.sock");
+        let mut server =
+            ControlServer::start(path.clone(), Arc::new(Fake), Watch::default()).unwrap();
+        // Six silent clients and one that sends a byte now and then.
+        let silent: Vec<UnixStream> = (0..6)
+            .map(|_| UnixStream::connect(&path).unwrap())
+            .collect();
+        let mut slow = UnixStream::connect(&path).unwrap();
+        slow.write_all(b"s").unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let t = Instant::now();
+        assert_eq!(ask(&path, b"status\n"), "ok {}\n");
+        assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+        // A line longer than the bound is answered and dropped after LINE_MAX + 1 bytes.
+        let long = vec![b'x'; LINE_MAX + 100];
+        assert!(ask(&path, &long).starts_with("error request too long"));
+        // Unknown requests are named, shortened.
+        assert!(ask(&path, b"nope\n").starts_with("error unknown request \"nope\""));
+        // The slow and silent ones run out of time and are told so.
+        slow.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let _ = slow.write_all(b"t");
+        let mut answer = String::new();
+        let _ = slow.read_to_string(&mut answer);
+        assert!(
+            answer.starts_with("error no whole request line"),
+            "{answer}"
+        );
+        drop(silent);
+        // More than CLIENTS_MAX at once: the extra ones are told to try again.
+        let many: Vec<UnixStream> = (0..CLIENTS_MAX + 2)
+            .map(|_| UnixStream::connect(&path).unwrap())
+            .collect();
+        std::thread::sleep(Duration::from_millis(200));
+        let mut busy = 0;
+        for mut c in many {
+            c.set_read_timeout(Some(Duration::from_millis(100)))
+                .unwrap();
+            let mut b = [0u8; 64];
+            if let Ok(n) = c.read(&mut b)
+                && b[..n].starts_with(b"error busy")
+            {
+                busy += 1;
+            }
+        }
+        assert_eq!(busy, 2);
+        server.stop();
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn only_the_own_user_or_root_may_connect() {
+        assert!(peer_allowed(1000, &[1000, 1000]));
+        assert!(peer_allowed(0, &[1000, 1000]));
+        assert!(!peer_allowed(1001, &[1000, 1000]));
+        assert!(peer_allowed(1001, &[1000, 1001]), "the effective user too");
+    }
 
     #[test]
     fn a_symlinked_control_dir_is_refused() {

@@ -67,20 +67,41 @@ fn describe(path: &Path, e: &std::io::Error) -> String {
 }
 
 /// Opens the agent's log file for appending: never through a symbolic link, created 0600,
-/// and only if this user owns it.
+/// and only if it is a regular file this user owns. `O_NONBLOCK`: a FIFO planted at the
+/// path (another user can, in `/tmp`) would otherwise block the opening thread, the
+/// runtime's, until someone reads it; without a reader the open fails at once (`ENXIO`),
+/// with one it is refused by its type. The error says what the path is.
 pub fn open_log(path: &Path) -> std::io::Result<File> {
     let f = OpenOptions::new()
         .append(true)
         .create(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY)
         .mode(0o600)
-        .open(path)?;
+        .open(path)
+        .map_err(|e| {
+            let what = match e.raw_os_error() {
+                Some(libc::ELOOP) => "it is a symbolic link".to_string(),
+                Some(libc::ENXIO) => "it is a FIFO or socket nobody reads".to_string(),
+                _ => e.to_string(),
+            };
+            std::io::Error::new(e.kind(), format!("cannot open {}: {what}", path.display()))
+        })?;
     let me = crate::os::process::euid();
     let m = f.metadata()?;
-    if m.uid() != me || !m.is_file() {
+    if !m.is_file() {
         return Err(std::io::Error::new(
             ErrorKind::PermissionDenied,
-            format!("{} is not a regular file owned by uid {me}", path.display()),
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    if m.uid() != me {
+        return Err(std::io::Error::new(
+            ErrorKind::PermissionDenied,
+            format!(
+                "{} belongs to uid {}, not to uid {me}",
+                path.display(),
+                m.uid()
+            ),
         ));
     }
     Ok(f)
@@ -131,6 +152,38 @@ mod tests {
         let (_, alt) = create_new(&p, true, 7).unwrap();
         assert_eq!(alt, d.join("t.7.clrprof"));
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "old");
+    }
+
+    #[test]
+    fn a_log_that_is_a_fifo_or_a_link_is_refused_without_blocking() {
+        let d = scratch("log");
+        let ok = d.join("ok.log");
+        assert!(open_log(&ok).is_ok());
+        assert!(
+            open_log(&ok).is_ok(),
+            "appending to an existing log of ours"
+        );
+        let fifo = d.join("fifo.log");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: (A8) `c` is a live NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let t = std::time::Instant::now();
+        let e = open_log(&fifo).unwrap_err().to_string();
+        assert!(e.contains("FIFO"), "{e}");
+        // With a reader the open succeeds, and the type refuses it.
+        let reader = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+            .unwrap();
+        let e = open_log(&fifo).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+        drop(reader);
+        assert!(t.elapsed() < std::time::Duration::from_secs(1));
+        let link = d.join("link.log");
+        std::os::unix::fs::symlink(&ok, &link).unwrap();
+        let e = open_log(&link).unwrap_err().to_string();
+        assert!(e.contains("symbolic link"), "{e}");
     }
 
     #[test]

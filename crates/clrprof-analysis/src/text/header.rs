@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use super::escape::escape_controls;
 use super::units::ns;
 use crate::report::{SamplerStats, TraceInfo, WriteFailure};
 
@@ -16,11 +17,13 @@ pub fn trace(o: &mut String, t: &TraceInfo) {
         t.mode,
         if t.attached { ", attached" } else { "" }
     );
-    let _ = writeln!(o, "  command:  {}", t.command_line.join(" "));
+    // Each argument escaped on its own: a line break inside one stays visible as `\n`.
+    let command: Vec<_> = t.command_line.iter().map(|a| escape_controls(a)).collect();
+    let _ = writeln!(o, "  command:  {}", command.join(" "));
     let _ = writeln!(
         o,
         "  runtime:  {}",
-        t.runtime_version.as_deref().unwrap_or("unknown")
+        escape_controls(t.runtime_version.as_deref().unwrap_or("unknown"))
     );
     let _ = writeln!(o, "  duration: {}", ns(t.duration_ns));
 }

@@ -5,6 +5,7 @@ mod alloc_samples;
 mod allocations;
 mod butterfly;
 mod calls;
+mod escape;
 mod events;
 mod exceptions;
 mod gcs;
@@ -15,6 +16,7 @@ mod samples;
 mod threads;
 mod units;
 
+pub use escape::{escape_controls, escape_output, is_control};
 pub use units::{bytes, ns};
 
 use crate::report::{Functions, Report};

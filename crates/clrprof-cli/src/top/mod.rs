@@ -126,7 +126,7 @@ fn once(
         lost: window.lost,
         unreadable_bytes: live.follow.skipped_bytes,
     };
-    print!("{}", view::plain(&snap, &status, args.top));
+    crate::report::write_text(&view::plain(&snap, &status, args.top))?;
     Ok(ended)
 }
 
