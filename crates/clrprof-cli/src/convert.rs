@@ -43,12 +43,8 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
     bar.step("decoding");
     let trace = Trace::load(&bytes)
         .with_context(|| format!("{} is not a readable clrprof trace", args.file.display()))?;
-    for w in &trace.warnings {
-        bar.println(&format!(
-            "clrprof: {} {}: {w}",
-            crate::style::warning("warning:"),
-            args.file.display()
-        ));
+    for line in crate::input::warning_lines(&args.file, &trace.warnings) {
+        bar.println(&line);
     }
     bar.step("building the profile");
     let built = clrprof_analysis::profile::build_with(

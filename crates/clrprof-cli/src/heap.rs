@@ -81,10 +81,24 @@ pub fn run(args: HeapArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// Loads snapshot `which` (default: the last) of `file`.
-fn load(file: &Path, bytes: &[u8], which: Option<u64>) -> Result<snapshot::HeapSnapshot> {
-    let list = snapshot::list(bytes)
+/// The snapshots of `file`; with `warn`, the reader's warnings about it are printed first
+/// (`report` prints those of its own pass).
+fn list(file: &Path, bytes: &[u8], warn: bool) -> Result<Vec<(u64, snapshot::Totals)>> {
+    let (list, warnings) = snapshot::list_checked(bytes)
         .with_context(|| format!("{} is not a readable clrprof trace", file.display()))?;
+    if warn {
+        crate::input::print_warnings(file, &warnings);
+    }
+    Ok(list)
+}
+
+/// Loads snapshot `which` (default: the last) of `file`, whose snapshots are `list`.
+fn load(
+    file: &Path,
+    bytes: &[u8],
+    list: &[(u64, snapshot::Totals)],
+    which: Option<u64>,
+) -> Result<snapshot::HeapSnapshot> {
     let Some(last) = list.last() else {
         bail!(
             "{} holds no heap snapshot (take one with `clrprof heap --pid PID` or `clrprof record --heap SECONDS`)",
@@ -105,8 +119,17 @@ fn load(file: &Path, bytes: &[u8], which: Option<u64>) -> Result<snapshot::HeapS
     Ok(snapshot::load(bytes, n)?)
 }
 
-pub fn report_of(file: &Path, bytes: &[u8], view: &HeapView, top: usize) -> Result<HeapReport> {
-    let s = load(file, bytes, view.snapshot)?;
+/// The heap section of snapshot `view.snapshot` of `file`; `warn`: print the reader's
+/// warnings about the file (a caller that read it whole has printed them already).
+pub fn report_of(
+    file: &Path,
+    bytes: &[u8],
+    view: &HeapView,
+    top: usize,
+    warn: bool,
+) -> Result<HeapReport> {
+    let snapshots = list(file, bytes, warn)?;
+    let s = load(file, bytes, &snapshots, view.snapshot)?;
     Ok(heap::build(
         &s,
         &HeapOptions {
@@ -119,7 +142,7 @@ pub fn report_of(file: &Path, bytes: &[u8], view: &HeapView, top: usize) -> Resu
 
 fn print_report(file: &Path, view: &HeapView, top: usize, json: bool) -> Result<()> {
     let bytes = crate::input::open(file)?;
-    let r = report_of(file, &bytes, view, top)?;
+    let r = report_of(file, &bytes, view, top, true)?;
     if json {
         println!(
             "{}",
@@ -137,6 +160,8 @@ fn alloc_diff(fa: &Path, bytes_a: &[u8], fb: &Path, args: &DiffArgs) -> Result<i
     let section = |file: &Path, bytes: &[u8]| -> Result<_> {
         let trace = clrprof_analysis::Trace::load(bytes)
             .with_context(|| format!("{} is not a readable clrprof trace", file.display()))?;
+        // A damaged trace's figures are not the run's: say so beside them, as `report` does.
+        crate::input::print_warnings(file, &trace.warnings);
         Ok(clrprof_analysis::report::allocation_samples(&trace))
     };
     let Some(a) = section(fa, bytes_a)? else {
@@ -182,21 +207,27 @@ fn split_spec(spec: &str) -> (PathBuf, Option<u64>) {
 pub fn diff(args: DiffArgs) -> Result<i32> {
     let (fa, na) = split_spec(&args.before);
     let bytes_a = crate::input::open(&fa)?;
-    // Two traces without heap snapshots: their allocation samples (`record --alloc`).
+    // Two traces without heap snapshots: their allocation samples (`record --alloc`),
+    // whose own full read warns about damage.
     if let Some(after) = &args.after
         && na.is_none()
         && snapshot::list(&bytes_a).is_ok_and(|l| l.is_empty())
     {
         return alloc_diff(&fa, &bytes_a, Path::new(after), &args);
     }
+    let list_a = list(&fa, &bytes_a, true)?;
     let (a, b) = match &args.after {
         Some(after) => {
             let (fb, nb) = split_spec(after);
             let bytes_b = crate::input::open(&fb)?;
-            (load(&fa, &bytes_a, na)?, load(&fb, &bytes_b, nb)?)
+            let list_b = list(&fb, &bytes_b, true)?;
+            (
+                load(&fa, &bytes_a, &list_a, na)?,
+                load(&fb, &bytes_b, &list_b, nb)?,
+            )
         }
         None => {
-            let list = snapshot::list(&bytes_a)?;
+            let list = list_a;
             if list.len() < 2 {
                 bail!(
                     "{} holds {} heap snapshot(s): give two files, or one with at least two snapshots",
@@ -206,8 +237,8 @@ pub fn diff(args: DiffArgs) -> Result<i32> {
             }
             let first = na.unwrap_or(list[0].0);
             (
-                load(&fa, &bytes_a, Some(first))?,
-                load(&fa, &bytes_a, Some(list[list.len() - 1].0))?,
+                load(&fa, &bytes_a, &list, Some(first))?,
+                load(&fa, &bytes_a, &list, Some(list[list.len() - 1].0))?,
             )
         }
     };
