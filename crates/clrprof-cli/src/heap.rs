@@ -162,6 +162,10 @@ fn alloc_diff(fa: &Path, bytes_a: &[u8], fb: &Path, args: &DiffArgs) -> Result<i
             .with_context(|| format!("{} is not a readable clrprof trace", file.display()))?;
         // A damaged trace's figures are not the run's: say so beside them, as `report` does.
         crate::input::print_warnings(file, &trace.warnings);
+        crate::input::print_warnings(
+            file,
+            &crate::output::lost_note_warnings(file, &trace.header),
+        );
         Ok(clrprof_analysis::report::allocation_samples(&trace))
     };
     let Some(a) = section(fa, bytes_a)? else {

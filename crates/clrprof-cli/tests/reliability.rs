@@ -164,6 +164,91 @@ fn a_stale_file_is_not_reported_as_new() {
     assert!(e.contains("is a directory"), "{e}");
 }
 
+/// A file of the run's name pattern that was there before, dated an hour ahead, is not
+/// listed as written by the run: the run lists the traces its processes named.
+#[test]
+fn a_future_dated_file_of_the_same_name_is_not_listed() {
+    let dir = scratch("rel-future");
+    let old = dir.join("t.424242.clrprof");
+    std::fs::write(&old, vec![1u8; 4096]).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&old)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() + Duration::from_secs(3600))
+        .unwrap();
+    let trace = dir.join("t.clrprof");
+    let out = record(&trace, &["--mode", "events"], &["exceptions", "1"]);
+    let e = stderr_of(&out);
+    assert!(
+        e.contains(&format!("clrprof: trace written to {} (", trace.display())),
+        "{e}"
+    );
+    assert!(!e.contains("424242"), "{e}");
+    assert!(!e.contains("wrote a trace each"), "{e}");
+}
+
+/// `clrprof record` started READY-and-waiting app in `wait` mode: (the CLI, the app's pid).
+fn start_waiting(trace: &Path) -> (Child, BufReader<std::process::ChildStdout>, u32) {
+    let app = scenarios();
+    let mut rec = clrprof()
+        .args(["record", "--mode", "events", "-o"])
+        .arg(trace)
+        .arg("--")
+        .arg(clrprof_testkit::dotnet())
+        .arg(&app.dll)
+        .arg("wait")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(rec.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let pid = line
+        .strip_prefix("READY ")
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("READY <pid>: {line}"));
+    (rec, stdout, pid)
+}
+
+/// Two `record` runs at once in one directory with the same `{pid}` template (as the
+/// default `clrprof-{pid}.clrprof` is): each lists only the trace of its own app, never the
+/// other's, though both names match the template and were written during both runs.
+#[test]
+fn two_concurrent_records_in_one_directory_list_only_their_own() {
+    let dir = scratch("rel-concurrent");
+    let trace = dir.join("c-{pid}.clrprof");
+    let (mut a, mut a_out, a_pid) = start_waiting(&trace);
+    let (mut b, mut b_out, b_pid) = start_waiting(&trace);
+    let mut listed = Vec::new();
+    for (rec, out, pid) in [(&mut a, &mut a_out, a_pid), (&mut b, &mut b_out, b_pid)] {
+        drop(rec.stdin.take()); // EOF: the app exits
+        let mut rest = String::new();
+        out.read_to_string(&mut rest).unwrap();
+        assert!(rest.contains("wait_exit=eof"), "{rest}");
+        let mut err = String::new();
+        rec.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        assert!(rec.wait().unwrap().success(), "{err}");
+        let lines: Vec<&str> = err
+            .lines()
+            .filter(|l| l.starts_with("clrprof: trace written to "))
+            .collect();
+        assert_eq!(lines.len(), 1, "{err}");
+        assert!(!err.contains("wrote a trace each"), "{err}");
+        let path = lines[0]["clrprof: trace written to ".len()..]
+            .split(" (")
+            .next()
+            .unwrap()
+            .to_string();
+        let j = report_json(Path::new(&path));
+        assert_eq!(j["trace"]["pid"], pid, "{path} is not pid {pid}'s: {err}");
+        listed.push(path);
+    }
+    assert_ne!(listed[0], listed[1]);
+}
+
 // ---- 7. Values that cannot be honoured are refused up front -----------------------------
 
 #[test]
@@ -897,6 +982,61 @@ fn a_full_disk_is_named_in_the_log_and_the_trace() {
     assert!(
         text.contains("the trace file refused writes: ENOSPC"),
         "{text}"
+    );
+}
+
+/// The disk still full at the end: the trace cannot take the record of its loss, so the
+/// profiler says it in the note it reserved beside the trace (`<trace>.lost`) and to the
+/// CLI that started it; `record` says the trace is incomplete and why, and `report` shows
+/// the note with the trace instead of "lost 0".
+#[test]
+#[ignore = "needs root (mounts a 1 MB tmpfs); .ci/run runs it as root"]
+fn a_disk_full_to_the_end_leaves_the_loss_beside_the_trace() {
+    assert!(is_root(), "run as root: the test mounts a 1 MB tmpfs");
+    let dir = scratch("rel-enospc-end");
+    let mnt = dir.join("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(ok, "cannot mount a tmpfs at {}", mnt.display());
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _guard = Unmount(mnt.clone());
+    // Room for the header, the note and a few blocks; the exceptions fill the rest.
+    std::fs::write(mnt.join("filler"), vec![0u8; 1024 * 1024 - 64 * 1024]).unwrap_or(());
+    let trace = mnt.join("t.clrprof");
+    let out = try_record(&trace, &["--mode", "events"], &["exceptions", "20000"]);
+    let e = stderr_of(&out);
+    assert!(out.status.success(), "the target was harmed: {e}");
+    assert!(
+        e.contains(&format!("warning: the trace {} of pid ", trace.display()))
+            && e.contains("is incomplete: ")
+            && e.contains("could not be written: No space left on device (os error 28) (ENOSPC)"),
+        "{e}"
+    );
+    assert!(e.contains(", incomplete); see it with"), "{e}");
+    let note = std::fs::read_to_string(mnt.join("t.clrprof.lost")).unwrap();
+    assert!(note.contains("state ended\n"), "{note}");
+    assert!(note.contains("errno 28 ENOSPC"), "{note}");
+    let lost = number_after(&note, "\nlost ");
+    assert!(lost > 0, "{note}");
+    // The CLI says what the agent logged.
+    assert!(e.contains(&format!("{lost} events lost in all")), "{e}");
+    let report = clrprof().arg("report").arg(&trace).output().unwrap();
+    let re = stderr_of(&report);
+    assert!(
+        re.contains("could not be written: No space left on device (os error 28) (ENOSPC)")
+            && re.contains(&format!("{lost} events lost in all"))
+            && re.contains("t.clrprof.lost beside it"),
+        "{re}"
     );
 }
 
