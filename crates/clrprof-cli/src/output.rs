@@ -32,6 +32,20 @@ pub fn prepare(path: &Path, force: bool) -> Result<()> {
             dir.display()
         ),
     }
+    // The agent creates the trace in `dir`: a directory it cannot write into would only
+    // show as a profiler that never loaded.
+    let c_dir = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
+        .map_err(|_| anyhow::anyhow!("{} holds a NUL byte", dir.display()))?;
+    // SAFETY: `c_dir` is a NUL-terminated string that lives across the call; access only
+    // reads it.
+    if unsafe { libc::access(c_dir.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+        let e = std::io::Error::last_os_error();
+        bail!(
+            "cannot write {}: the directory {} is not writable ({e}); choose another -o or make it writable",
+            path.display(),
+            dir.display()
+        );
+    }
     if path.to_string_lossy().contains("{pid}") {
         return Ok(());
     }

@@ -87,7 +87,63 @@ fn the_agent_itself_never_writes_through_a_symlink() {
         e.contains("symbolic link") && e.contains("runs unprofiled"),
         "{e}"
     );
+    // --force refuses links: the advice is the one that works.
+    assert!(
+        e.contains("remove the link or choose another path")
+            && !e.contains("use `clrprof record --force`"),
+        "{e}"
+    );
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+}
+
+/// A read-only `-o` directory is refused before the command starts, naming the directory,
+/// instead of a profiler that "did not load" and a question whether `dotnet` is .NET. As
+/// root (which writes through permissions) the directory is a read-only tmpfs.
+#[test]
+fn a_read_only_output_directory_is_refused_up_front() {
+    let dir = scratch("rel-readonly-dir");
+    let ro = dir.join("ro");
+    std::fs::create_dir_all(&ro).unwrap();
+    struct Unmount(Option<std::path::PathBuf>);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            if let Some(p) = &self.0 {
+                let _ = Command::new("umount").arg(p).status();
+            }
+        }
+    }
+    let _guard = if is_root() {
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "ro,size=64k", "tmpfs"])
+            .arg(&ro)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        assert!(ok, "cannot mount a read-only tmpfs at {}", ro.display());
+        Unmount(Some(ro.clone()))
+    } else {
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
+        Unmount(None)
+    };
+    for out_name in ["t.clrprof", "c-{pid}.clrprof"] {
+        let out = try_record(
+            &ro.join(out_name),
+            &["--mode", "events"],
+            &["exceptions", "1"],
+        );
+        let e = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "{e}");
+        assert!(
+            e.contains(&format!("the directory {} is not writable", ro.display())),
+            "{e}"
+        );
+        assert!(!e.contains("a .NET"), "{e}");
+        // Refused before anything ran.
+        assert!(results(&out).is_empty(), "{e}");
+    }
+    if !is_root() {
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
 }
 
 #[test]
