@@ -139,7 +139,7 @@ pub fn alive(pid: u32) -> bool {
 }
 
 /// Waits until the runtime has unloaded the library (after a detach).
-fn wait_unloaded(pid: u32, library: &Path, timeout: Duration) -> bool {
+pub fn wait_unloaded(pid: u32, library: &Path, timeout: Duration) -> bool {
     let end = Instant::now() + timeout;
     while Instant::now() < end {
         if !alive(pid) || !library_mapped(pid, library) {

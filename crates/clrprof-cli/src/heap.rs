@@ -53,10 +53,48 @@ pub fn run(args: HeapArgs) -> Result<i32> {
         (output, Some(library))
     };
     let taken = attach::control_request(pid, "heap", SNAPSHOT_TIMEOUT);
-    if let Some(library) = &library {
-        attach::detach_and_wait(pid, library, true)?;
+    let mut detached_elsewhere = false;
+    if let Some(library) = &library
+        && let Err(e) = attach::detach_and_wait(pid, library, true)
+    {
+        // Another `clrprof detach` (or the target's exit) got there first: its detach
+        // waited for the snapshot, which the control thread finishes before it serves
+        // anything else; ours then meets a closed socket.
+        if !attach::wait_unloaded(pid, library, Duration::from_secs(15)) {
+            return Err(e);
+        }
+        detached_elsewhere = true;
     }
-    let taken = taken.context("taking the heap snapshot")?;
+    let taken = match taken {
+        Ok(t) => t,
+        Err(e) if detached_elsewhere || library.is_some() && !attach::alive(pid) => {
+            // The answer was lost with the socket; the file tells whether the snapshot is
+            // in it.
+            let bytes = crate::input::open(&output).ok();
+            let last = bytes
+                .as_deref()
+                .and_then(|b| snapshot::list(b).ok())
+                .and_then(|l| l.last().map(|s| s.0));
+            match last {
+                Some(n) => serde_json::json!({ "snapshot": n }).to_string(),
+                None => {
+                    return Err(e.context(format!(
+                        "the profiler in pid {pid} was detached (another `clrprof detach`, or the \
+                         target exited) before the heap snapshot was taken: {} holds none",
+                        output.display()
+                    )));
+                }
+            }
+        }
+        Err(e) => return Err(e.context("taking the heap snapshot")),
+    };
+    if detached_elsewhere {
+        eprintln!(
+            "clrprof: the profiler in pid {pid} was detached by another request (`clrprof detach`) \
+             while the snapshot was taken; the snapshot is complete in {}",
+            output.display()
+        );
+    }
     let v: serde_json::Value = serde_json::from_str(&taken).unwrap_or_default();
     if !args.json {
         eprintln!(
