@@ -618,6 +618,72 @@ fn attaching_to_a_stopped_target_is_refused_with_a_reason() {
 
 // ---- 4. Attach failures reach the user ---------------------------------------------------
 
+/// A target that dies while it is being attached to (killed as soon as the agent has
+/// created the trace, inside InitializeForAttach) is said to have exited, at once: not an
+/// IPC error with a trace left unexplained, nor a 10 s wait ending in "did not confirm".
+#[test]
+fn a_target_exiting_mid_attach_is_said_to_have_exited() {
+    let dir = scratch("rel-exit-mid-attach");
+    let mut in_attach = 0;
+    for attempt in 0..4 {
+        let trace = dir.join(format!("t{attempt}.clrprof"));
+        let app = scenarios();
+        let mut target = app
+            .command(&["wait"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(target.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        assert!(line.starts_with("READY"), "{line}");
+        let pid = target.id();
+        let started = Instant::now();
+        let rec = clrprof()
+            .args(["record", "--pid", &pid.to_string(), "--alloc", "-o"])
+            .arg(&trace)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        while !trace.exists() && started.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_micros(500));
+        }
+        let _ = target.kill();
+        let _ = target.wait();
+        let done = rec.wait_with_output().unwrap();
+        let took = started.elapsed();
+        let e = stderr_of(&done);
+        assert!(!e.contains("did not confirm"), "{e}");
+        assert!(took < Duration::from_secs(8), "{took:?}: {e}");
+        if e.contains("exited during the recording") {
+            // The kill came after the attach was confirmed: try again.
+            continue;
+        }
+        assert_eq!(done.status.code(), Some(2), "{e}");
+        assert!(
+            e.contains(&format!("pid {pid} exited during the attach")),
+            "{e}"
+        );
+        if e.contains("no trace was written") {
+            assert!(!trace.exists(), "an empty stub is left: {e}");
+        } else {
+            assert!(
+                e.contains("which holds what it recorded before the exit"),
+                "{e}"
+            );
+            assert!(std::fs::metadata(&trace).unwrap().len() > 0);
+        }
+        in_attach += 1;
+    }
+    assert!(
+        in_attach > 0,
+        "no attempt killed the target inside the attach"
+    );
+}
+
 #[test]
 fn a_failed_attach_says_why_and_leaves_no_trace() {
     let dir = scratch("rel-attach-fail");
