@@ -3,10 +3,20 @@
 
 use std::io::Write;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::config::LogTarget;
 
 static TARGET: Mutex<Option<LogTarget>> = Mutex::new(None);
+
+/// Set in the .NET SDK's own processes: MSBuild turns every line a tool it runs writes on
+/// stderr into a build error, so there the log goes to its file or nowhere.
+static NEVER_STDERR: AtomicBool = AtomicBool::new(false);
+
+/// From now on, no line goes to stderr (not even when the log file cannot be opened).
+pub fn never_stderr() {
+    NEVER_STDERR.store(true, Ordering::Relaxed);
+}
 
 pub fn set_target(t: LogTarget) {
     if let Ok(mut g) = TARGET.lock() {
@@ -14,7 +24,8 @@ pub fn set_target(t: LogTarget) {
     }
 }
 
-/// Writes `clrprof[pid]: message` to the configured target (stderr until configured).
+/// Writes `clrprof[pid]: message` to the configured target (stderr until configured,
+/// except in the SDK's processes: [`never_stderr`]).
 pub fn line(msg: &str) {
     let text = format!("clrprof[{}]: {msg}\n", std::process::id());
     let target = TARGET
@@ -22,15 +33,18 @@ pub fn line(msg: &str) {
         .ok()
         .and_then(|g| g.clone())
         .unwrap_or(LogTarget::Stderr);
+    let stderr_ok = !NEVER_STDERR.load(Ordering::Relaxed);
     match target {
         LogTarget::Off => {}
         LogTarget::Stderr => {
-            let _ = std::io::stderr().write_all(text.as_bytes());
+            if stderr_ok {
+                let _ = std::io::stderr().write_all(text.as_bytes());
+            }
         }
         LogTarget::File(path) => {
             let ok = crate::output::outfile::open_log(&path)
                 .and_then(|mut f| f.write_all(text.as_bytes()));
-            if ok.is_err() {
+            if ok.is_err() && stderr_ok {
                 let _ = std::io::stderr().write_all(text.as_bytes());
             }
         }

@@ -172,6 +172,34 @@ impl RunDir {
     }
 }
 
+impl RunDir {
+    /// The processes of the run that declined as the .NET SDK's own: (what each is,
+    /// whether it said so itself on its stderr).
+    pub fn declined(&self) -> Vec<(String, bool)> {
+        let mut found = Vec::new();
+        let Ok(entries) = std::fs::read_dir(&self.0) else {
+            return found;
+        };
+        for e in entries.flatten() {
+            if !e.file_name().to_string_lossy().ends_with(".declined") {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(e.path()) else {
+                continue;
+            };
+            let what = text
+                .lines()
+                .find_map(|l| l.strip_prefix("what "))
+                .unwrap_or("a .NET SDK process")
+                .to_string();
+            let said = text.lines().any(|l| l == "quiet 0");
+            found.push((what, said));
+        }
+        found.sort();
+        found
+    }
+}
+
 impl Drop for RunDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);

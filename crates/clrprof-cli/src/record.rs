@@ -58,6 +58,18 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     // another run's, is never reported as this one's.
     let traces = run.traces();
     if traces.is_empty() {
+        let declined = run.declined();
+        if !declined.is_empty() {
+            // The .NET SDK (`dotnet build`, `dotnet test`…) declines by design: the
+            // command's own outcome stands, and the SDK's line said why and how to opt in.
+            if !declined.iter().any(|(_, said)| *said) {
+                eprintln!(
+                    "clrprof: no trace: {} is not profiled (CLRPROF_PROFILE_SDK=1 profiles the SDK's processes too)",
+                    declined[0].0
+                );
+            }
+            return Ok(code);
+        }
         eprintln!(
             "clrprof: no trace was written to {}: the profiler did not load. Is `{program}` a .NET (CoreCLR) program? \
              clrprof profiles .NET processes: run the app through the host (`clrprof record -- dotnet app.dll`) \

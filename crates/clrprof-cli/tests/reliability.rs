@@ -1236,3 +1236,117 @@ Console.WriteLine($"RESULT app_pid={Environment.ProcessId} caught={caught}");
     assert_eq!(j["exceptions"]["System.InvalidOperationException"], 5);
     assert_eq!(j["events"]["runtime_shutdowns"], 1);
 }
+
+// ---- `clrprof record -- dotnet build`: the build's outcome stands ------------------------
+
+/// `dotnet build` under `clrprof record` (issue #27): the SDK declines by design, so the
+/// build succeeds, `record` returns its exit code and says only that the SDK declined
+/// and how to opt in; with `CLRPROF_PROFILE_SDK=1` the agent logs beside the traces,
+/// never on the stderr MSBuild turns into build errors, so the build succeeds again and
+/// the compiler's work is in a trace with samples. MSBuild's node reuse and the compiler
+/// server are turned off (`-nodeReuse:false -p:UseSharedCompilation=false`): the compiler
+/// then runs as a process of its own, which the run waits for. Slow (two real builds).
+#[test]
+fn dotnet_build_succeeds_with_and_without_profiling_the_sdk() {
+    let dir = scratch("rel-dotnet-build");
+    let project = dir.join("hello");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(
+        project.join("hello.csproj"),
+        r#"<Project Sdk="Microsoft.NET.Sdk">
+  <PropertyGroup>
+    <OutputType>Exe</OutputType>
+    <TargetFramework>net10.0</TargetFramework>
+    <ImplicitUsings>enable</ImplicitUsings>
+  </PropertyGroup>
+</Project>
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        project.join("Program.cs"),
+        "Console.WriteLine(string.Join(\",\", Enumerable.Range(0, 3)));\n",
+    )
+    .unwrap();
+    let build = |trace: &Path, env: &[(&str, &str)], extra: &[&str]| {
+        clrprof()
+            .args(["record", "-o"])
+            .arg(trace)
+            .arg("--")
+            .arg(clrprof_testkit::dotnet())
+            .arg("build")
+            .arg(&project)
+            .args(["-nodeReuse:false", "-p:UseSharedCompilation=false"])
+            .args(extra)
+            .envs(env.iter().copied())
+            .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
+            .env("DOTNET_NOLOGO", "1")
+            .output()
+            .unwrap()
+    };
+    let traces_in = |stem: &str| -> Vec<std::path::PathBuf> {
+        let mut v: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|f| f.path())
+            .filter(|p| {
+                let n = p.file_name().unwrap().to_string_lossy().into_owned();
+                n.starts_with(stem) && n.ends_with(".clrprof")
+            })
+            .collect();
+        v.sort();
+        v
+    };
+
+    // Declined: the build's exit code, one line saying why and how to opt in.
+    let out = build(&dir.join("a.clrprof"), &[], &[]);
+    let e = stderr_of(&out);
+    let o = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{e}\n{o}");
+    assert!(
+        e.contains("the .NET SDK command `dotnet build`, not an app")
+            && e.contains("CLRPROF_PROFILE_SDK=1"),
+        "{e}"
+    );
+    assert!(!e.contains("a .NET (CoreCLR) program"), "{e}");
+    assert!(!e.contains("no trace was written"), "{e}");
+    assert!(!o.contains("clrprof["), "{o}");
+    assert!(traces_in("a").is_empty());
+
+    // Profiled on request: the build succeeds, and the compiler is in a trace.
+    let out = build(
+        &dir.join("b.clrprof"),
+        &[("CLRPROF_PROFILE_SDK", "1")],
+        &["--no-incremental"],
+    );
+    let e = stderr_of(&out);
+    let o = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{e}\n{o}");
+    assert!(
+        !o.contains("clrprof["),
+        "an agent line reached MSBuild: {o}"
+    );
+    assert!(!e.contains("clrprof["), "an agent line reached stderr: {e}");
+    let traces = traces_in("b");
+    assert!(!traces.is_empty(), "{e}");
+    let mut compiler_samples = 0;
+    for t in &traces {
+        let j = report_json(t);
+        let cmd = j["trace"]["command_line"].to_string();
+        // The compiler: `…/Roslyn/bincore/csc` (its apphost) or `dotnet …/csc.dll`.
+        if cmd.contains("bincore/csc") {
+            compiler_samples += j["samples"]["total"].as_u64().unwrap_or(0);
+        }
+    }
+    assert!(
+        compiler_samples > 0,
+        "no compiler samples in {traces:?}: {e}"
+    );
+    // The agents' logs lie beside the traces.
+    let logs = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter(|f| f.file_name().to_string_lossy().ends_with(".log"))
+        .count();
+    assert!(logs > 0, "no agent log beside the traces");
+}

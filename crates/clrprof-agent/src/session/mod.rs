@@ -32,6 +32,7 @@ mod sdk;
 mod start;
 mod summary;
 
+pub(crate) use notes::{note_declined, sdk_log_path};
 pub(crate) use sdk::sdk_process;
 pub(crate) use start::command_line;
 

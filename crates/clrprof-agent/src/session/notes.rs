@@ -10,8 +10,9 @@
 //!   report` prints the note with the trace when its pid and start time match the header.
 //! - the run directory of `clrprof record` (`CLRPROF_RUN`, a 0700 directory of the user's
 //!   own): `<pid>.trace` names the trace this process writes, `<pid>.end` is the same note
-//!   as above, written at every end. The CLI lists exactly the traces its processes wrote
-//!   and tells an incomplete one, whatever else lies in the output directory.
+//!   as above, written at every end; `<pid>.declined` says a process declined as the .NET
+//!   SDK's own. The CLI lists exactly the traces its processes wrote and tells an
+//!   incomplete one, whatever else lies in the output directory.
 //!
 //! Files are created like the trace (`outfile`: `O_EXCL|O_NOFOLLOW`, 0600). Only at start
 //! and stop: never on a hot path.
@@ -191,6 +192,22 @@ pub fn note_end(run: &Path, pid: u32, trace: &Path, start_unix_ns: u64, stats: &
             &note_text(trace, pid, start_unix_ns, Some(stats)),
         );
     }
+}
+
+/// Tells the CLI that started the run that this process declined as the .NET SDK's own
+/// (`what` it is; `quiet`: a build tool, which said nothing on its stderr).
+pub fn note_declined(run: &Path, pid: u32, what: &str, quiet: bool) {
+    if let Some(dir) = run_dir(run) {
+        write_note(
+            &dir.join(format!("{pid}.declined")),
+            &format!("quiet {}\nwhat {what}\n", u8::from(quiet)),
+        );
+    }
+}
+
+/// The log of an SDK process profiled on request: `<stem>.<pid>.log` beside its trace.
+pub fn sdk_log_path(output: &Path, pid: u32) -> PathBuf {
+    crate::output::outfile::with_pid(output, pid).with_extension("log")
 }
 
 #[cfg(test)]
