@@ -252,6 +252,8 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
             eprintln!("clrprof: the profiler in pid {pid} had already detached");
         }
     }
+    // A disk full at the end: the trace could not record its loss; the note beside it did.
+    crate::input::print_warnings(&output, &crate::output::lost_note_warnings_of(&output));
     if !args.quiet {
         eprintln!(
             "clrprof: trace written to {}; see it with `clrprof report {}`",

@@ -301,14 +301,31 @@ pub fn lost_note_warnings(trace: &Path, header: &clrprof_format::Header) -> Vec<
         note.incomplete()
     } else {
         Some(format!(
-            "the recording by pid {} never ended (the process was killed, or is still running): \
-             the trace may lack its last blocks",
+            "the recording by pid {} never ended (the process ended without the runtime's \
+             shutdown, killed by a signal, or is still running): the trace may lack its last blocks",
             note.pid
         ))
     };
     said.map(|s| format!("{s} (said by {} beside it)", note_path.display()))
         .into_iter()
         .collect()
+}
+
+/// [`lost_note_warnings`] of a trace read from its file's header (`record --pid`, which
+/// has not decoded the trace).
+pub fn lost_note_warnings_of(trace: &Path) -> Vec<String> {
+    use std::io::Read;
+    let mut buf = vec![0u8; 64 * 1024];
+    let Ok(mut f) = std::fs::File::open(trace) else {
+        return Vec::new();
+    };
+    let Ok(n) = f.read(&mut buf) else {
+        return Vec::new();
+    };
+    match clrprof_format::Header::parse(&buf[..n]) {
+        Ok((h, _)) => lost_note_warnings(trace, &h),
+        Err(_) => Vec::new(),
+    }
 }
 
 /// `pid N: command line` from a trace's header, to tell the traces of one run apart.

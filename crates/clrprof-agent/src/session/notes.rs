@@ -40,8 +40,8 @@ pub fn note_text(trace: &Path, pid: u32, start_unix_ns: u64, end: Option<&Stats>
     match end {
         None => s.push_str(&format!(
             "# clrprof: {} is being recorded by pid {pid}; if this note is still here after \
-             that process ended, the recording never ended (the process was killed) and the \
-             trace may lack its last blocks\n",
+             that process ended, the recording never ended (the process ended without the \
+             runtime's shutdown: killed by a signal) and the trace may lack its last blocks\n",
             trace.display()
         )),
         Some(_) => s.push_str(&format!(
