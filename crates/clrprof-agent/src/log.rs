@@ -11,13 +11,23 @@ static TARGET: Mutex<Option<LogTarget>> = Mutex::new(None);
 /// Whether the log file was refused once already (said once on stderr).
 static REFUSED: AtomicBool = AtomicBool::new(false);
 
+/// Set in the .NET SDK's own processes: MSBuild turns every line a tool it runs writes on
+/// stderr into a build error, so there the log goes to its file or nowhere.
+static NEVER_STDERR: AtomicBool = AtomicBool::new(false);
+
+/// From now on, no line goes to stderr (not even when the log file cannot be opened).
+pub fn never_stderr() {
+    NEVER_STDERR.store(true, Ordering::Relaxed);
+}
+
 pub fn set_target(t: LogTarget) {
     if let Ok(mut g) = TARGET.lock() {
         *g = Some(t);
     }
 }
 
-/// Writes `clrprof[pid]: message` to the configured target (stderr until configured).
+/// Writes `clrprof[pid]: message` to the configured target (stderr until configured,
+/// except in the SDK's processes: [`never_stderr`]).
 pub fn line(msg: &str) {
     let text = format!("clrprof[{}]: {msg}\n", std::process::id());
     let target = TARGET
@@ -25,15 +35,20 @@ pub fn line(msg: &str) {
         .ok()
         .and_then(|g| g.clone())
         .unwrap_or(LogTarget::Stderr);
+    let stderr_ok = !NEVER_STDERR.load(Ordering::Relaxed);
     match target {
         LogTarget::Off => {}
         LogTarget::Stderr => {
-            let _ = std::io::stderr().write_all(text.as_bytes());
+            if stderr_ok {
+                let _ = std::io::stderr().write_all(text.as_bytes());
+            }
         }
         LogTarget::File(path) => {
             let ok = crate::output::outfile::open_log(&path)
                 .and_then(|mut f| f.write_all(text.as_bytes()));
-            if let Err(e) = ok {
+            if let Err(e) = ok
+                && stderr_ok
+            {
                 // Carry on without that log: its lines go to stderr, and the first says why.
                 if !REFUSED.swap(true, Ordering::Relaxed) {
                     let why = format!(

@@ -288,7 +288,7 @@ pub fn alive(pid: u32) -> bool {
 }
 
 /// Waits until the runtime has unloaded the library (after a detach).
-fn wait_unloaded(pid: u32, library: &Path, timeout: Duration) -> bool {
+pub fn wait_unloaded(pid: u32, library: &Path, timeout: Duration) -> bool {
     let end = Instant::now() + timeout;
     while Instant::now() < end {
         if !alive(pid) || !library_mapped(pid, library) {
@@ -406,6 +406,8 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
             eprintln!("clrprof: the profiler in pid {pid} had already detached");
         }
     }
+    // A disk full at the end: the trace could not record its loss; the note beside it did.
+    crate::input::print_warnings(&output, &crate::output::lost_note_warnings_of(&output));
     if !args.quiet {
         eprintln!(
             "clrprof: trace written to {}; see it with `clrprof report {}`",
@@ -472,6 +474,10 @@ pub fn start(
                 "clrprof: the runtime did not answer in time; checking whether the attach succeeded…"
             )
         }
+        // A killed target closes its sockets a moment before it is gone from /proc.
+        Err(_) if gone_within(pid, Duration::from_secs(1)) => {
+            return Err(exited_during_attach(pid, settings));
+        }
         Err(e) => {
             return Err(match take_error_note(&control, owner) {
                 Some(note) => anyhow::anyhow!("{e}\nthe profiler in pid {pid} {note}"),
@@ -487,6 +493,7 @@ pub fn start(
             Err(_) if let Some(note) = take_error_note(&control, owner) => {
                 bail!("the profiler in pid {pid} refused the attach; it {note}");
             }
+            Err(_) if !alive(pid) => return Err(exited_during_attach(pid, settings)),
             Err(_) if let Some(state @ ('T' | 't')) = process_state(pid) => {
                 bail!(
                     "pid {pid} was stopped (state {state}: SIGSTOP, Ctrl-Z or a debugger) during the attach; \
@@ -503,6 +510,39 @@ pub fn start(
         }
     }
     Ok(mapped)
+}
+
+/// Whether `pid` is gone, or goes within `limit`.
+fn gone_within(pid: u32, limit: Duration) -> bool {
+    let end = Instant::now() + limit;
+    loop {
+        if !alive(pid) {
+            return true;
+        }
+        if Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The target exited while it was being attached to: said as such (not as an IPC error or
+/// an unconfirmed attach), with what became of the trace.
+fn exited_during_attach(pid: u32, settings: &Settings) -> anyhow::Error {
+    let trace = match std::fs::symlink_metadata(&settings.output) {
+        Ok(m) if m.is_file() && m.len() > 0 => format!(
+            "; the profiler had begun {} ({}), which holds what it recorded before the exit",
+            settings.output.display(),
+            clrprof_analysis::text::bytes(m.len())
+        ),
+        // Created by this attach's profiler (the path was free before), not yet written:
+        // no stub is left behind.
+        Ok(m) if m.is_file() && std::fs::remove_file(&settings.output).is_ok() => {
+            "; no trace was written".into()
+        }
+        _ => "; no trace was written".into(),
+    };
+    anyhow::anyhow!("pid {pid} exited during the attach, before the profiler confirmed it{trace}")
 }
 
 pub fn detach_and_wait(pid: u32, library: &Path, quiet: bool) -> Result<()> {

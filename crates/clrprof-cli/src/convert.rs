@@ -43,12 +43,14 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
     bar.step("decoding");
     let trace = Trace::load(&bytes)
         .with_context(|| format!("{} is not a readable clrprof trace", args.file.display()))?;
-    for w in &trace.warnings {
-        bar.println(&format!(
-            "clrprof: {} {}: {w}",
-            crate::style::warning("warning:"),
-            args.file.display()
-        ));
+    for line in crate::input::warning_lines(&args.file, &trace.warnings)
+        .into_iter()
+        .chain(crate::input::warning_lines(
+            &args.file,
+            &crate::output::lost_note_warnings(&args.file, &trace.header),
+        ))
+    {
+        bar.println(&line);
     }
     bar.step("building the profile");
     let built = clrprof_analysis::profile::build_with(

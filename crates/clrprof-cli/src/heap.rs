@@ -65,10 +65,48 @@ pub fn run(args: HeapArgs) -> Result<i32> {
         (output, Some(library))
     };
     let taken = attach::control_request(pid, "heap", SNAPSHOT_TIMEOUT);
-    if let Some(library) = &library {
-        attach::detach_and_wait(pid, library, true)?;
+    let mut detached_elsewhere = false;
+    if let Some(library) = &library
+        && let Err(e) = attach::detach_and_wait(pid, library, true)
+    {
+        // Another `clrprof detach` (or the target's exit) got there first: its detach
+        // waited for the snapshot, which the control thread finishes before it serves
+        // anything else; ours then meets a closed socket.
+        if !attach::wait_unloaded(pid, library, Duration::from_secs(15)) {
+            return Err(e);
+        }
+        detached_elsewhere = true;
     }
-    let taken = taken.context("taking the heap snapshot")?;
+    let taken = match taken {
+        Ok(t) => t,
+        Err(e) if detached_elsewhere || library.is_some() && !attach::alive(pid) => {
+            // The answer was lost with the socket; the file tells whether the snapshot is
+            // in it.
+            let bytes = crate::input::open(&output).ok();
+            let last = bytes
+                .as_deref()
+                .and_then(|b| snapshot::list(b).ok())
+                .and_then(|l| l.last().map(|s| s.0));
+            match last {
+                Some(n) => serde_json::json!({ "snapshot": n }).to_string(),
+                None => {
+                    return Err(e.context(format!(
+                        "the profiler in pid {pid} was detached (another `clrprof detach`, or the \
+                         target exited) before the heap snapshot was taken: {} holds none",
+                        output.display()
+                    )));
+                }
+            }
+        }
+        Err(e) => return Err(e.context("taking the heap snapshot")),
+    };
+    if detached_elsewhere {
+        eprintln!(
+            "clrprof: the profiler in pid {pid} was detached by another request (`clrprof detach`) \
+             while the snapshot was taken; the snapshot is complete in {}",
+            output.display()
+        );
+    }
     let v: serde_json::Value = serde_json::from_str(&taken).unwrap_or_default();
     if !args.json {
         eprintln!(
@@ -93,10 +131,24 @@ pub fn run(args: HeapArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// Loads snapshot `which` (default: the last) of `file`.
-fn load(file: &Path, bytes: &[u8], which: Option<u64>) -> Result<snapshot::HeapSnapshot> {
-    let list = snapshot::list(bytes)
+/// The snapshots of `file`; with `warn`, the reader's warnings about it are printed first
+/// (`report` prints those of its own pass).
+fn list(file: &Path, bytes: &[u8], warn: bool) -> Result<Vec<(u64, snapshot::Totals)>> {
+    let (list, warnings) = snapshot::list_checked(bytes)
         .with_context(|| format!("{} is not a readable clrprof trace", file.display()))?;
+    if warn {
+        crate::input::print_warnings(file, &warnings);
+    }
+    Ok(list)
+}
+
+/// Loads snapshot `which` (default: the last) of `file`, whose snapshots are `list`.
+fn load(
+    file: &Path,
+    bytes: &[u8],
+    list: &[(u64, snapshot::Totals)],
+    which: Option<u64>,
+) -> Result<snapshot::HeapSnapshot> {
     let Some(last) = list.last() else {
         bail!(
             "{} holds no heap snapshot (take one with `clrprof heap --pid PID` or `clrprof record --heap SECONDS`)",
@@ -117,8 +169,17 @@ fn load(file: &Path, bytes: &[u8], which: Option<u64>) -> Result<snapshot::HeapS
     Ok(snapshot::load(bytes, n)?)
 }
 
-pub fn report_of(file: &Path, bytes: &[u8], view: &HeapView, top: usize) -> Result<HeapReport> {
-    let s = load(file, bytes, view.snapshot)?;
+/// The heap section of snapshot `view.snapshot` of `file`; `warn`: print the reader's
+/// warnings about the file (a caller that read it whole has printed them already).
+pub fn report_of(
+    file: &Path,
+    bytes: &[u8],
+    view: &HeapView,
+    top: usize,
+    warn: bool,
+) -> Result<HeapReport> {
+    let snapshots = list(file, bytes, warn)?;
+    let s = load(file, bytes, &snapshots, view.snapshot)?;
     Ok(heap::build(
         &s,
         &HeapOptions {
@@ -131,7 +192,7 @@ pub fn report_of(file: &Path, bytes: &[u8], view: &HeapView, top: usize) -> Resu
 
 fn print_report(file: &Path, view: &HeapView, top: usize, json: bool) -> Result<()> {
     let bytes = crate::input::open(file)?;
-    let r = report_of(file, &bytes, view, top)?;
+    let r = report_of(file, &bytes, view, top, true)?;
     if json {
         println!(
             "{}",
@@ -149,6 +210,12 @@ fn alloc_diff(fa: &Path, bytes_a: &[u8], fb: &Path, args: &DiffArgs) -> Result<i
     let section = |file: &Path, bytes: &[u8]| -> Result<_> {
         let trace = clrprof_analysis::Trace::load(bytes)
             .with_context(|| format!("{} is not a readable clrprof trace", file.display()))?;
+        // A damaged trace's figures are not the run's: say so beside them, as `report` does.
+        crate::input::print_warnings(file, &trace.warnings);
+        crate::input::print_warnings(
+            file,
+            &crate::output::lost_note_warnings(file, &trace.header),
+        );
         Ok(clrprof_analysis::report::allocation_samples(&trace))
     };
     let Some(a) = section(fa, bytes_a)? else {
@@ -191,21 +258,27 @@ fn split_spec(spec: &str) -> (PathBuf, Option<u64>) {
 pub fn diff(args: DiffArgs) -> Result<i32> {
     let (fa, na) = split_spec(&args.before);
     let bytes_a = crate::input::open(&fa)?;
-    // Two traces without heap snapshots: their allocation samples (`record --alloc`).
+    // Two traces without heap snapshots: their allocation samples (`record --alloc`),
+    // whose own full read warns about damage.
     if let Some(after) = &args.after
         && na.is_none()
         && snapshot::list(&bytes_a).is_ok_and(|l| l.is_empty())
     {
         return alloc_diff(&fa, &bytes_a, Path::new(after), &args);
     }
+    let list_a = list(&fa, &bytes_a, true)?;
     let (a, b) = match &args.after {
         Some(after) => {
             let (fb, nb) = split_spec(after);
             let bytes_b = crate::input::open(&fb)?;
-            (load(&fa, &bytes_a, na)?, load(&fb, &bytes_b, nb)?)
+            let list_b = list(&fb, &bytes_b, true)?;
+            (
+                load(&fa, &bytes_a, &list_a, na)?,
+                load(&fb, &bytes_b, &list_b, nb)?,
+            )
         }
         None => {
-            let list = snapshot::list(&bytes_a)?;
+            let list = list_a;
             if list.len() < 2 {
                 bail!(
                     "{} holds {} heap snapshot(s): give two files, or one with at least two snapshots",
@@ -215,8 +288,8 @@ pub fn diff(args: DiffArgs) -> Result<i32> {
             }
             let first = na.unwrap_or(list[0].0);
             (
-                load(&fa, &bytes_a, Some(first))?,
-                load(&fa, &bytes_a, Some(list[list.len() - 1].0))?,
+                load(&fa, &bytes_a, &list, Some(first))?,
+                load(&fa, &bytes_a, &list, Some(list[list.len() - 1].0))?,
             )
         }
     };

@@ -40,3 +40,26 @@ pub fn open(path: &Path) -> Result<TraceBytes> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     Ok(TraceBytes::Read(bytes))
 }
+
+/// The reader's warnings about `path` (truncation, a CRC mismatch, a malformed record), one
+/// line each on stderr, as every command that reads a trace prints them: a damaged trace
+/// never reads as if whole.
+pub fn warning_lines(path: &Path, warnings: &[String]) -> Vec<String> {
+    warnings
+        .iter()
+        .map(|w| {
+            format!(
+                "clrprof: {} {}: {w}",
+                crate::style::warning("warning:"),
+                path.display()
+            )
+        })
+        .collect()
+}
+
+/// [`warning_lines`], printed.
+pub fn print_warnings(path: &Path, warnings: &[String]) {
+    for line in warning_lines(path, warnings) {
+        eprintln!("{line}");
+    }
+}

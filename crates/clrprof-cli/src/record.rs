@@ -23,6 +23,10 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     // (`<stem>.<pid>.<ext>` when the name is taken).
     settings.siblings = true;
     decided.push(clrprof_settings::var::SIBLINGS);
+    // Each process that records names its trace here, and says at its end what it lost.
+    let run = crate::output::RunDir::create()?;
+    settings.run = Some(run.path().to_path_buf());
+    decided.push(clrprof_settings::var::RUN);
     crate::output::prepare(&output_template, args.force)?;
     let (program, rest) = args.command.split_first().context("no command given")?;
     let mut cmd = Command::new(program);
@@ -35,7 +39,6 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     cmd.env("MSBUILDDISABLENODEREUSE", "1")
         .env("DOTNET_CLI_USE_MSBUILD_SERVER", "0")
         .env("UseSharedCompilation", "false");
-    let started = std::time::SystemTime::now();
     let mut child = cmd
         .spawn()
         .with_context(|| format!("cannot start `{program}`"))?;
@@ -51,9 +54,22 @@ pub fn run(args: RecordArgs) -> Result<i32> {
             signal_name(sig)
         );
     }
-    // Only files this run wrote: a file that was there before is never reported as new.
-    let traces = crate::output::written(&output_template, started);
+    // Only the traces this run's processes named: a file that was there before, or
+    // another run's, is never reported as this one's.
+    let traces = run.traces();
     if traces.is_empty() {
+        let declined = run.declined();
+        if !declined.is_empty() {
+            // The .NET SDK (`dotnet build`, `dotnet test`…) declines by design: the
+            // command's own outcome stands, and the SDK's line said why and how to opt in.
+            if !declined.iter().any(|(_, said)| *said) {
+                eprintln!(
+                    "clrprof: no trace: {} is not profiled (CLRPROF_PROFILE_SDK=1 profiles the SDK's processes too)",
+                    declined[0].0
+                );
+            }
+            return Ok(code);
+        }
         eprintln!(
             "clrprof: no trace was written to {}: the profiler did not load. Is `{program}` a .NET (CoreCLR) program? \
              clrprof profiles .NET processes: run the app through the host (`clrprof record -- dotnet app.dll`) \
@@ -63,31 +79,61 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         );
         return Ok(if code == 0 { 1 } else { code });
     }
-    if !args.quiet {
-        if let [(path, len)] = traces.as_slice() {
+    // What a trace could not record about itself (a full disk at the end): said here,
+    // whether or not --quiet, and beside the trace for `clrprof report`.
+    for t in &traces {
+        if let Some(why) = t.end.as_ref().and_then(|e| e.incomplete()) {
+            let note = crate::output::lost_note_path(&t.path);
             eprintln!(
-                "clrprof: trace written to {} ({}); see it with `clrprof report {}`",
-                path.display(),
-                clrprof_analysis::text::bytes(*len),
-                path.display()
+                "clrprof: {} the trace {} of pid {} is {why}{}",
+                crate::style::warning("warning:"),
+                t.path.display(),
+                t.pid,
+                if note.exists() {
+                    format!("; {} beside it says so to `clrprof report`", note.display())
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
+    if !args.quiet {
+        if let [t] = traces.as_slice() {
+            eprintln!(
+                "clrprof: trace written to {} ({}{}); see it with `clrprof report {}`",
+                t.path.display(),
+                clrprof_analysis::text::bytes(t.len),
+                ending(t),
+                t.path.display()
             );
         } else {
             eprintln!(
                 "clrprof: {} .NET processes wrote a trace each:",
                 traces.len()
             );
-            for (path, len) in &traces {
+            for t in &traces {
                 eprintln!(
-                    "  {} ({}) — {}",
-                    path.display(),
-                    clrprof_analysis::text::bytes(*len),
-                    crate::output::describe(path).unwrap_or_else(|| "unreadable header".into())
+                    "  {} ({}{}) — {}",
+                    t.path.display(),
+                    clrprof_analysis::text::bytes(t.len),
+                    ending(t),
+                    crate::output::describe(&t.path)
+                        .unwrap_or_else(|| format!("pid {}: unreadable header", t.pid))
                 );
             }
             eprintln!("clrprof: see each with `clrprof report FILE`");
         }
     }
     Ok(code)
+}
+
+/// ", incomplete" or ", recording never ended" after a trace's size.
+fn ending(t: &crate::output::RunTrace) -> &'static str {
+    match &t.end {
+        None => ", its recording never ended",
+        Some(e) if e.write_errors > 0 => ", incomplete",
+        Some(_) => "",
+    }
 }
 
 fn absolute(cwd: &Path, p: &Path) -> PathBuf {

@@ -13,12 +13,14 @@ pub fn run(args: ReportArgs) -> Result<i32> {
     bar.step("decoding");
     let trace = Trace::load(&bytes)
         .with_context(|| format!("{} is not a readable clrprof trace", args.file.display()))?;
-    for w in &trace.warnings {
-        bar.println(&format!(
-            "clrprof: {} {}: {w}",
-            crate::style::warning("warning:"),
-            args.file.display()
-        ));
+    for line in crate::input::warning_lines(&args.file, &trace.warnings)
+        .into_iter()
+        .chain(crate::input::warning_lines(
+            &args.file,
+            &crate::output::lost_note_warnings(&args.file, &trace.header),
+        ))
+    {
+        bar.println(&line);
     }
     bar.step("building the report");
     if let Some(pattern) = &args.calls {
@@ -62,7 +64,7 @@ pub fn run(args: ReportArgs) -> Result<i32> {
         .any(|e| matches!(e.event, clrprof_format::Event::HeapEnd { .. }));
     let heap = if has_snapshots {
         Some(crate::heap::report_of(
-            &args.file, &bytes, &args.heap, args.top,
+            &args.file, &bytes, &args.heap, args.top, false,
         )?)
     } else {
         None

@@ -213,6 +213,57 @@ fn diff_of_two_alloc_traces_is_the_change_the_app_counted() {
     );
 }
 
+/// A damaged `--alloc` trace (bytes flipped inside a block) is warned about by `diff` as
+/// by `report`: the same reader warnings, not a diff that reads as if both were whole.
+#[test]
+fn diff_of_a_damaged_alloc_trace_warns_as_report_does() {
+    let dir = scratch("alloc-diff-damaged");
+    let (before, after) = (dir.join("before.clrprof"), dir.join("after.clrprof"));
+    let flags = ["--alloc", "--mode", "events", "--events", "none"];
+    record(&before, &flags, &["alloc-sites", "mb=50"]);
+    record(&after, &flags, &["alloc-sites", "mb=50"]);
+    // Flip bytes in the middle of the body, past the header: inside a block's payload.
+    let mut bytes = std::fs::read(&after).unwrap();
+    let (_, header_len) = clrprof_format::Header::parse(&bytes).unwrap();
+    assert!(bytes.len() > header_len + 4096, "{} bytes", bytes.len());
+    let at = header_len + (bytes.len() - header_len) / 2;
+    for b in &mut bytes[at..at + 8] {
+        *b ^= 0x5A;
+    }
+    std::fs::write(&after, &bytes).unwrap();
+    let warnings = |out: &std::process::Output| -> Vec<String> {
+        String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .filter(|l| l.contains("warning:"))
+            .map(String::from)
+            .collect()
+    };
+    let report = clrprof().arg("report").arg(&after).output().unwrap();
+    let from_report = warnings(&report);
+    assert!(
+        !from_report.is_empty(),
+        "report does not see the damage: {}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    for json in [false, true] {
+        let mut cmd = clrprof();
+        cmd.arg("diff");
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd.arg(&before).arg(&after).output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let from_diff = warnings(&out);
+        assert_eq!(from_diff, from_report, "diff (json {json}) vs report");
+        assert!(
+            from_diff
+                .iter()
+                .all(|l| l.contains(&after.display().to_string())),
+            "{from_diff:?}"
+        );
+    }
+}
+
 /// `--alloc-interval` above the runtime's 100 KiB keeps about one runtime sample in
 /// `interval / 100 KiB`, each counting that many times: fewer samples, the same estimate.
 #[test]

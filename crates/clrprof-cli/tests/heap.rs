@@ -470,3 +470,60 @@ fn heap_errors_are_clear() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A `clrprof detach` from another shell while `clrprof heap` takes its snapshot: the
+/// snapshot is finished first (the agent's control thread serves one request at a time),
+/// so `heap` says the profiler was detached by another request and that the snapshot is
+/// complete, and reports it, instead of failing with "Connection reset by peer".
+#[test]
+fn a_detach_during_heap_says_the_snapshot_is_complete() {
+    let dir = scratch("heap-detach-during");
+    let trace = dir.join("h.clrprof");
+    // A heap big enough that its snapshot outlasts the start of a second clrprof.
+    let t = Target::start(&["heap", "1000000"]);
+    let pid = t.pid;
+    let heap = clrprof()
+        .args(["heap", "--pid", &pid.to_string(), "-o"])
+        .arg(&trace)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    let tmp = std::env::var_os("TMPDIR").unwrap_or_else(|| "/tmp".into());
+    let socket = Path::new(&tmp)
+        .join(format!("clrprof-{uid}"))
+        .join(format!("{pid}.sock"));
+    let start = std::time::Instant::now();
+    while !socket.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no control socket"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // `heap` sends its request right after the attach is confirmed.
+    std::thread::sleep(Duration::from_millis(150));
+    let detach = clrprof()
+        .args(["detach", "--pid", &pid.to_string()])
+        .output()
+        .unwrap();
+    let out = heap.wait_with_output().unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        detach.status.success(),
+        "the other detach: {}",
+        String::from_utf8_lossy(&detach.stderr)
+    );
+    assert!(out.status.success(), "{e}");
+    assert!(!e.contains("Connection reset"), "{e}");
+    assert!(
+        e.contains("was detached by another request")
+            && e.contains(&format!("the snapshot is complete in {}", trace.display())),
+        "{e}"
+    );
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("Scenarios.HeapNode"), "{report}");
+    assert_eq!(t.finish(), 0);
+}

@@ -24,6 +24,7 @@ pub mod var {
     pub const SIBLINGS: &str = "CLRPROF_SIBLINGS";
     pub const OWNER_PID: &str = "CLRPROF_OWNER_PID";
     pub const OWNER_START: &str = "CLRPROF_OWNER_START";
+    pub const RUN: &str = "CLRPROF_RUN";
     pub const PROFILE_SDK: &str = "CLRPROF_PROFILE_SDK";
     pub const TRACE_PROBE: &str = "CLRPROF_TRACE_PROBE";
     pub const INCLUDE: &str = "CLRPROF_INCLUDE";
@@ -114,6 +115,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
     (
         var::OWNER_START,
         "attach: start time of CLRPROF_OWNER_PID (field 22 of its /proc/PID/stat), so a pid reused or seen from another pid namespace is not taken for it",
+    ),
+    (
+        var::RUN,
+        "set by `clrprof record`: its private run directory, where each process that records notes its trace's name and, at the end, what it lost and why",
     ),
     (
         var::PROFILE_SDK,
@@ -334,6 +339,7 @@ impl Settings {
             None => None,
             Some(v) => Some(number(var::OWNER_START, &v, (0, u64::MAX))?),
         };
+        let run = get(var::RUN).filter(|v| !v.is_empty()).map(PathBuf::from);
         let profile_sdk = flag(var::PROFILE_SDK, get(var::PROFILE_SDK).as_deref(), false)?;
         let max_depth = match get(var::MAX_DEPTH) {
             None => d.max_depth,
@@ -395,6 +401,7 @@ impl Settings {
             siblings,
             owner_pid,
             owner_start,
+            run,
             profile_sdk,
             max_depth,
             args,
@@ -445,6 +452,10 @@ impl Settings {
             (var::DURATION_S, self.duration_s.map(|d| d.to_string())),
             (var::OWNER_PID, self.owner_pid.map(|p| p.to_string())),
             (var::OWNER_START, self.owner_start.map(|s| s.to_string())),
+            (
+                var::RUN,
+                self.run.as_ref().map(|r| r.to_string_lossy().into_owned()),
+            ),
             (
                 var::TRACE_PROBE,
                 self.trace_probe.map(|p| p.as_str().to_string()),
@@ -680,6 +691,7 @@ mod tests {
             siblings: true,
             owner_pid: Some(7),
             owner_start: Some(123),
+            run: Some("/tmp/clrprof-run-1".into()),
             profile_sdk: true,
             max_depth: 64,
             args: Some("C.*".into()),
@@ -740,6 +752,7 @@ mod tests {
                 && e.siblings != d.siblings
                 && e.owner_pid != d.owner_pid
                 && e.owner_start != d.owner_start
+                && e.run != d.run
                 && e.profile_sdk != d.profile_sdk
                 && e.max_depth != d.max_depth
                 && e.args != d.args
@@ -827,6 +840,7 @@ mod tests {
                 siblings: flags[3],
                 owner_pid,
                 owner_start,
+                run: None,
                 profile_sdk: flags[4],
                 max_depth: max_depth as usize,
                 // Arguments are read in trace mode only.
@@ -865,6 +879,7 @@ mod tests {
                 output: Settings::unrecorded().output,
                 log: LogTarget::Stderr,
                 owner_start: None,
+                run: None,
                 ..s
             };
             prop_assert_eq!(back, expected);

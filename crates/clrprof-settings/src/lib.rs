@@ -56,7 +56,7 @@ pub fn startup_env(library: &std::path::Path) -> [(&'static str, std::ffi::OsStr
 /// Everything the agent needs to know to run.
 ///
 /// Serialized, it is the trace header's `settings` object: the process-local fields
-/// (`output`, `log`, `owner_start`) are left out, and a key missing from an older header
+/// (`output`, `log`, `owner_start`, `run`) are left out, and a key missing from an older header
 /// reads as [`Settings::unrecorded`] has it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default = "Settings::unrecorded")]
@@ -103,6 +103,11 @@ pub struct Settings {
     /// Its start time (/proc/PID/stat field 22), to tell it from a reused pid.
     #[serde(skip)]
     pub owner_start: Option<u64>,
+    /// `clrprof record`'s private run directory (0700, its own): each process that records
+    /// leaves there the name of the trace it writes and, at the end, what it lost and why,
+    /// so the CLI lists exactly the traces of its run and tells an incomplete one.
+    #[serde(skip)]
+    pub run: Option<PathBuf>,
     /// Also profile the .NET SDK's own processes (`dotnet run`/`build`, MSBuild, the
     /// compiler server), which are skipped by default.
     pub profile_sdk: bool,
@@ -156,6 +161,7 @@ impl Settings {
             siblings: false,
             owner_pid: None,
             owner_start: None,
+            run: None,
             profile_sdk: false,
             max_depth: 512,
             args: None,

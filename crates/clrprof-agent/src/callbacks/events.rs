@@ -25,9 +25,13 @@ impl ProfilerCallback for Profiler {
                 return Err(HResult(corprof_sys::CORPROF_E_PROFILER_CANCEL_ACTIVATION));
             }
         };
+        let sdk = session::sdk_process(&session::command_line());
         if !settings.profile_sdk
-            && let Some(sdk) = session::sdk_process(&session::command_line())
+            && let Some(sdk) = &sdk
         {
+            if let Some(run) = &settings.run {
+                session::note_declined(run, std::process::id(), &sdk.what, sdk.quiet);
+            }
             if !sdk.quiet {
                 log!(
                     "pid {} is {}, not an app: not profiled (CLRPROF_PROFILE_SDK=1 profiles it too)",
@@ -36,6 +40,21 @@ impl ProfilerCallback for Profiler {
                 );
             }
             return Err(HResult(corprof_sys::CORPROF_E_PROFILER_CANCEL_ACTIVATION));
+        }
+        let mut settings = settings;
+        if sdk.is_some() {
+            // Profiled on request (CLRPROF_PROFILE_SDK=1): MSBuild turns each stderr line of
+            // the tools it runs into a build error, so the log goes beside the trace.
+            crate::log::never_stderr();
+            // A caught panic too: its lines go to the log, not to stderr.
+            std::panic::set_hook(Box::new(|p| crate::log::line(&p.to_string())));
+            corprof::set_panic_hook(crate::log::line);
+            if settings.log == crate::config::LogTarget::Stderr {
+                settings.log = crate::config::LogTarget::File(session::sdk_log_path(
+                    &settings.output,
+                    std::process::id(),
+                ));
+            }
         }
         self.start_recording(info, settings, false, None)
             .map_err(|e| {

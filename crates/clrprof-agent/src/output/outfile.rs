@@ -51,14 +51,22 @@ pub fn with_pid(path: &Path, pid: u32) -> PathBuf {
 fn describe(path: &Path, e: &std::io::Error) -> String {
     match e.kind() {
         ErrorKind::AlreadyExists => {
-            let what = match std::fs::symlink_metadata(path) {
-                Ok(m) if m.file_type().is_symlink() => "a symbolic link",
-                Ok(m) if m.is_dir() => "a directory",
-                _ => "a file",
+            // `--force` replaces only a regular file of the user's own: never suggest it
+            // for a link or a directory, which it refuses.
+            let (what, remedy) = match std::fs::symlink_metadata(path) {
+                Ok(m) if m.file_type().is_symlink() => (
+                    "a symbolic link",
+                    "remove the link or choose another path (clrprof never follows one, --force included)",
+                ),
+                Ok(m) if m.is_dir() => ("a directory", "choose another path"),
+                _ => (
+                    "a file",
+                    "remove it, or use `clrprof record --force` to replace a trace of yours",
+                ),
             };
             format!(
                 "cannot create trace file {}: {what} of that name already exists and clrprof never \
-                 writes through or over one (remove it, or use `clrprof record --force`)",
+                 writes through or over one ({remedy})",
                 path.display()
             )
         }
@@ -136,6 +144,11 @@ mod tests {
         std::os::unix::fs::symlink(&victim, &link).unwrap();
         let e = create_new(&link, false, 1).unwrap_err();
         assert!(e.contains("symbolic link"), "{e}");
+        // --force refuses links: the remedy is to remove it or choose another path.
+        assert!(
+            e.contains("remove the link or choose another path") && !e.contains("use `clrprof"),
+            "{e}"
+        );
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
         // A dangling link is refused too (O_EXCL does not create through it).
         std::fs::remove_file(&victim).unwrap();

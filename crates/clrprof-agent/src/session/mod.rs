@@ -6,7 +6,9 @@
 //! - `mask`: the event-mask bits for the settings; `sdk`: processes that decline;
 //! - `detach`: what the control socket asks (status, heap, detach) and the self-detach
 //!   watch;
-//! - `summary`: the end-of-recording lines in the agent's log.
+//! - `summary`: the end-of-recording lines in the agent's log;
+//! - `notes`: what the trace cannot say about itself, said beside it (`<trace>.lost`) and
+//!   to the `clrprof record` that started the run (its run directory).
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -25,10 +27,12 @@ use crate::sampling::Sampler;
 
 mod detach;
 pub(crate) mod mask;
+mod notes;
 mod sdk;
 mod start;
 mod summary;
 
+pub(crate) use notes::{note_declined, sdk_log_path};
 pub(crate) use sdk::sdk_process;
 pub(crate) use start::command_line;
 
@@ -43,6 +47,9 @@ pub struct Session {
     /// The `--heap SECONDS` timer thread, if any.
     heap_timer: Mutex<Option<HeapTimer>>,
     detaching: std::sync::atomic::AtomicBool,
+    /// The room beside the trace for what it could not record (`notes`).
+    lost_note: Mutex<Option<notes::LostNote>>,
+    start_unix_ns: u64,
 }
 
 impl Session {
@@ -56,7 +63,12 @@ impl Session {
         attached: bool,
         control: Option<PathBuf>,
     ) -> Result<Arc<Session>, String> {
-        let (settings, writer) = start::start_with(info, settings, attached)?;
+        let start::Started {
+            settings,
+            writer,
+            lost_note,
+            start_unix_ns,
+        } = start::start_with(info, settings, attached)?;
         // Any failure below removes the file again: a failed start leaves no stub trace.
         let created = start::RemoveOnError(Some(settings.output.clone()));
         let (mut low, mut high) = mask::for_settings(&settings);
@@ -116,6 +128,8 @@ impl Session {
             control: Mutex::new(None),
             heap_timer: Mutex::new(None),
             detaching: std::sync::atomic::AtomicBool::new(false),
+            lost_note: Mutex::new(lost_note),
+            start_unix_ns,
         });
         if !settings.heap_at.is_empty() {
             match HeapTimer::start(
@@ -146,6 +160,9 @@ impl Session {
             }
         }
         created.keep();
+        if let Some(run) = &settings.run {
+            notes::note_trace(run, std::process::id(), &settings.output);
+        }
         Ok(session)
     }
 
@@ -195,6 +212,24 @@ impl Session {
             emit(&Event::Shutdown {});
             let stats = w.stop();
             crate::output::buffers::shutdown();
+            let note = self.lost_note.lock().ok().and_then(|mut n| n.take());
+            if let Some(note) = note
+                && note.finish(&stats)
+            {
+                log!(
+                    "what the trace could not record is in {}",
+                    notes::lost_note_path(&self.settings.output).display()
+                );
+            }
+            if let Some(run) = &self.settings.run {
+                notes::note_end(
+                    run,
+                    std::process::id(),
+                    &self.settings.output,
+                    self.start_unix_ns,
+                    &stats,
+                );
+            }
             summary::log_writer(
                 why,
                 &self.settings.output,

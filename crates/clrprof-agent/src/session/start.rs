@@ -13,11 +13,22 @@ use crate::os::clock;
 use crate::output::buffers;
 use crate::output::writer::Writer;
 
+use super::notes::LostNote;
+
+/// A started recording: its settings (with the trace's final path), the writer, the
+/// room reserved for a note of what the trace could not record, and its start time.
+pub struct Started {
+    pub settings: Settings,
+    pub writer: Writer,
+    pub lost_note: Option<LostNote>,
+    pub start_unix_ns: u64,
+}
+
 pub fn start_with(
     info: &ProfilerInfo,
     settings: Settings,
     attached: bool,
-) -> Result<(Settings, Writer), String> {
+) -> Result<Started, String> {
     log::set_target(settings.log.clone());
     let tsc = clock::init();
     if !buffers::init(
@@ -72,6 +83,12 @@ pub fn start_with(
         settings.mode == crate::config::Mode::Trace,
     )
     .map_err(|e| format!("cannot write trace file {}: {e}", settings.output.display()))?;
+    // While the disk has room: the room for saying what a full disk cost at the end.
+    let lost_note = LostNote::reserve(
+        &settings.output,
+        std::process::id(),
+        header.meta.start_unix_ns,
+    );
     created.keep();
     log!(
         "recording {} to {} (runtime {}, ICorProfilerInfo{})",
@@ -80,7 +97,12 @@ pub fn start_with(
         header.meta.runtime_version.as_deref().unwrap_or("unknown"),
         info.version()
     );
-    Ok((settings, writer))
+    Ok(Started {
+        settings,
+        writer,
+        lost_note,
+        start_unix_ns: header.meta.start_unix_ns,
+    })
 }
 
 pub fn command_line() -> Vec<String> {

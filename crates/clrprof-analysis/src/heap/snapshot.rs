@@ -137,8 +137,17 @@ impl HeapSnapshot {
     }
 }
 
+/// Snapshot numbers with their totals, in order.
+pub type SnapshotList = Vec<(u64, Totals)>;
+
 /// The snapshots a trace holds, in order, with their totals (from HeapEnd).
-pub fn list(bytes: &[u8]) -> Result<Vec<(u64, Totals)>, FormatError> {
+pub fn list(bytes: &[u8]) -> Result<SnapshotList, FormatError> {
+    list_checked(bytes).map(|(list, _)| list)
+}
+
+/// [`list`], with the reader's warnings about the file (truncation, CRC mismatches…), which
+/// a snapshot read from a damaged trace must be shown with.
+pub fn list_checked(bytes: &[u8]) -> Result<(SnapshotList, Vec<String>), FormatError> {
     let mut reader = TraceReader::new(bytes)?;
     let mut out = Vec::new();
     for d in reader.events_without_calls() {
@@ -164,7 +173,8 @@ pub fn list(bytes: &[u8]) -> Result<Vec<(u64, Totals)>, FormatError> {
         }
     }
     out.sort_by_key(|s| s.0);
-    Ok(out)
+    let warnings = reader.warnings().iter().map(|w| w.to_string()).collect();
+    Ok((out, warnings))
 }
 
 fn unzigzag(v: u64) -> i64 {
