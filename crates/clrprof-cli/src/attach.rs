@@ -269,6 +269,25 @@ fn check_peer(stream: &UnixStream, pid: u32, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The copies of the profiler library `pid` maps (`/proc/PID/maps`, deleted or not).
+fn mapped_libraries(pid: u32) -> Vec<PathBuf> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    let mut found: Vec<PathBuf> = maps
+        .lines()
+        .filter_map(|l| l.find('/').map(|i| &l[i..]))
+        .map(|p| p.trim_end_matches(" (deleted)"))
+        .filter(|p| {
+            Path::new(p)
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(locate::LIBRARY_STEM))
+        })
+        .map(PathBuf::from)
+        .collect();
+    found.sort();
+    found.dedup();
+    found
+}
+
 fn library_mapped(pid: u32, library: &Path) -> bool {
     let name = library
         .file_name()
@@ -570,7 +589,9 @@ pub fn detach_and_wait(pid: u32, library: &Path, quiet: bool) -> Result<()> {
     Ok(())
 }
 
-pub fn detach(pid: u32, profiler: Option<&Path>) -> Result<i32> {
+/// `_profiler` (`detach --profiler`) is still accepted, and no longer needed: the target
+/// maps a copy of the library, which the agent names.
+pub fn detach(pid: u32, _profiler: Option<&Path>) -> Result<i32> {
     if !alive(pid) {
         bail!("no process with pid {pid}");
     }
@@ -580,13 +601,31 @@ pub fn detach(pid: u32, profiler: Option<&Path>) -> Result<i32> {
             "pid {pid} belongs to another user (EPERM): only its user or root can detach clrprof from it"
         );
     }
-    // The copy the runtime loaded, as the agent names it; else any clrprof library.
-    let library = control_request(pid, "status", Duration::from_secs(2))
-        .ok()
-        .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
-        .and_then(|v| v["library"].as_str().map(PathBuf::from))
-        .map_or_else(|| locate::profiler_library(profiler), Ok)?;
-    detach_and_wait(pid, &library, false)?;
+    // The copy of the library the target maps. Only when a refused attach left another
+    // copy mapped (docs/attach.md) is the agent asked which is its own; a control thread
+    // busy with a heap snapshot answers nothing meanwhile, and then any copy will do.
+    let mapped = mapped_libraries(pid);
+    let library = match mapped.as_slice() {
+        [one] => one.clone(),
+        _ => control_request(pid, "status", Duration::from_millis(300))
+            .ok()
+            .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
+            .and_then(|v| v["library"].as_str().map(PathBuf::from))
+            .or_else(|| mapped.first().cloned())
+            .unwrap_or_else(|| PathBuf::from(format!("{}.", locate::LIBRARY_STEM))),
+    };
+    if let Err(e) = detach_and_wait(pid, &library, false) {
+        // Another request detached it while ours waited (the control thread serves one
+        // request at a time, a heap snapshot for seconds): the agent closed our connection
+        // on its way out. That is the outcome asked for.
+        if control_socket(pid).exists() || !wait_unloaded(pid, &library, Duration::from_secs(15)) {
+            return Err(e);
+        }
+        eprintln!(
+            "clrprof: the profiler in pid {pid} was detached by another request meanwhile ({e:#}); \
+             the library is unloaded"
+        );
+    }
     Ok(0)
 }
 

@@ -12,6 +12,14 @@ pub const LIBRARY: &str = if cfg!(target_os = "macos") {
     "libclrprof_profiler.so"
 };
 
+/// The library's file name without its extension: the copies an attach loads are
+/// `LIBRARY_STEM.PID.NONCE.so` (`libcopy`).
+pub const LIBRARY_STEM: &str = if cfg!(windows) {
+    "clrprof_profiler"
+} else {
+    "libclrprof_profiler"
+};
+
 /// `--profiler`, else `CLRPROF_PROFILER_PATH`, else next to this executable.
 pub fn profiler_library(explicit: Option<&Path>) -> Result<PathBuf> {
     let candidate = match explicit {
