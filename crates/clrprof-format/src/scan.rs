@@ -3,6 +3,7 @@
 
 use crate::block::{
     BLOCK_HEADER_LEN, BLOCK_HEADER_LEN_V1, BLOCK_MAGIC, BLOCK_MAGIC_V1, BlockHeader,
+    MAX_BLOCK_PAYLOAD,
 };
 use crate::warning::{DamageCause, Warning};
 
@@ -90,7 +91,13 @@ impl<'a> Scanner<'a> {
         };
         let len = u64::from(header.payload_len);
         if !header.is_plausible() {
-            return self.resync(DamageCause::ImplausibleLength { len });
+            let records = u64::from(header.records_len);
+            let lengths_fit = (len as usize).max(records as usize) <= MAX_BLOCK_PAYLOAD;
+            return self.resync(if header.compressed() && lengths_fit {
+                DamageCause::Inflated { len, records }
+            } else {
+                DamageCause::ImplausibleLength { len }
+            });
         }
         let end = pos + header_len + header.payload_len as usize;
         if end > bytes.len() {

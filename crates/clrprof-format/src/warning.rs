@@ -166,6 +166,11 @@ pub enum DamageCause {
     NoMagic,
     #[error("implausible block length ({len} bytes)")]
     ImplausibleLength { len: u64 },
+    #[error(
+        "compressed block claiming {records} bytes of records from {len} bytes (more than the \
+         writer's ratio: an LZ4 bomb, refused)"
+    )]
+    Inflated { len: u64, records: u64 },
     #[error("block length {len} runs past the end of the file")]
     PastEnd { len: u64 },
     #[error("CRC mismatch with an unreliable block length")]

@@ -1,0 +1,153 @@
+//! Crafted traces (#27 item 6): small files built to make analysis slow or large. Each is
+//! read by `clrprof report` within a time bound generous enough for a busy machine and a
+//! peak-memory bound (the child's own maxrss, from `wait4`).
+
+mod common;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use clrprof_format::*;
+use common::*;
+
+/// What one `clrprof` run took.
+struct Run {
+    status: i32,
+    wall: Duration,
+    max_rss_mib: f64,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `clrprof ARGS…` and measures its wall time and peak RSS.
+fn measure(args: &[&str], dir: &Path) -> Run {
+    let (out, err) = (dir.join("stdout"), dir.join("stderr"));
+    let mut cmd = clrprof();
+    let start = Instant::now();
+    let child = cmd
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to overwrite.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 on the child just spawned (not waited for elsewhere), with valid
+    // out-pointers to locals.
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32);
+    let wall = start.elapsed();
+    Run {
+        status,
+        wall,
+        max_rss_mib: usage.ru_maxrss as f64 / 1024.0,
+        stdout: std::fs::read_to_string(&out).unwrap_or_default(),
+        stderr: std::fs::read_to_string(&err).unwrap_or_default(),
+    }
+}
+
+fn header_bytes(mode: &str) -> Vec<u8> {
+    let mut file = Vec::new();
+    let meta = TraceMeta {
+        pid: 1,
+        mode: mode.into(),
+        event_kinds: event_kind_table(),
+        ..TraceMeta::default()
+    };
+    write_file_header(&mut file, &Header::new(meta)).unwrap();
+    file
+}
+
+/// A compressed block with any claimed lengths, its CRC right.
+fn raw_lz4_block(file: &mut Vec<u8>, seq: u64, payload: &[u8], records_len: u32, count: u32) {
+    let mut h = BlockHeader {
+        payload_len: payload.len() as u32,
+        crc: 0,
+        flags: FLAG_LZ4,
+        os_tid: 0,
+        base_ts: 0,
+        record_count: count,
+        records_len,
+        seq: Some(seq),
+    };
+    h.crc = h.compute_crc(payload);
+    file.extend_from_slice(&h.to_bytes());
+    file.extend_from_slice(payload);
+}
+
+/// An LZ4 bomb: blocks of minimal records (`Shutdown`, 3 bytes) compressed as far as LZ4
+/// goes (~250:1), ~270 KB of file for 64 MiB of records.
+fn lz4_bomb() -> Vec<u8> {
+    let mut file = header_bytes("events");
+    let records: Vec<u8> = [3u8, 1, 0].repeat((64 << 20) / 3);
+    let packed = lz4_flex::block::compress(&records);
+    raw_lz4_block(
+        &mut file,
+        0,
+        &packed,
+        records.len() as u32,
+        (records.len() / 3) as u32,
+    );
+    file
+}
+
+#[test]
+fn an_lz4_bomb_is_refused() {
+    let dir = scratch("crafted-lz4-bomb");
+    let path = dir.join("bomb.clrprof");
+    let bomb = lz4_bomb();
+    std::fs::write(&path, &bomb).unwrap();
+    let r = measure(&["report", path.to_str().unwrap()], &dir);
+    eprintln!(
+        "LZ4 bomb, {} KB: report exit {}, {:.2} s, peak RSS {:.0} MiB",
+        bomb.len() / 1000,
+        r.status,
+        r.wall.as_secs_f64(),
+        r.max_rss_mib
+    );
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("an LZ4 bomb, refused"), "{}", r.stderr);
+    assert!(r.max_rss_mib < 200.0, "{:.0} MiB", r.max_rss_mib);
+    assert!(r.wall < Duration::from_secs(30), "{:?}", r.wall);
+    let _ = r.stdout;
+}
+
+#[test]
+#[ignore = "measurement only"]
+fn measure_v1_bomb_and_baseline() {
+    let dir = scratch("crafted-v1-bomb");
+    let v2 = lz4_bomb();
+    // The same bomb as a format 1 file: 16-byte header without CRC, BLK1 blocks.
+    let json_len = u32::from_le_bytes(v2[12..16].try_into().unwrap()) as usize;
+    let mut v1 = v2[..16].to_vec();
+    v1[8] = 1;
+    v1.extend_from_slice(&v2[20..20 + json_len]);
+    let body = &v2[20 + json_len..];
+    let mut h = BlockHeader::parse(body).unwrap();
+    h.seq = None;
+    let payload = &body[48..];
+    h.crc = h.compute_crc(payload);
+    v1.extend_from_slice(&h.to_bytes()[..40]);
+    v1.extend_from_slice(payload);
+    let path = dir.join("v1.clrprof");
+    std::fs::write(&path, &v1).unwrap();
+    let r = measure(&["report", path.to_str().unwrap()], &dir);
+    eprintln!(
+        "v1 bomb: exit {} {:.2} s {:.0} MiB",
+        r.status,
+        r.wall.as_secs_f64(),
+        r.max_rss_mib
+    );
+    let tiny = dir.join("tiny.clrprof");
+    std::fs::write(&tiny, header_bytes("events")).unwrap();
+    let r = measure(&["report", tiny.to_str().unwrap()], &dir);
+    eprintln!(
+        "empty trace: exit {} {:.2} s {:.0} MiB",
+        r.status,
+        r.wall.as_secs_f64(),
+        r.max_rss_mib
+    );
+}
