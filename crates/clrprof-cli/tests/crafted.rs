@@ -21,6 +21,7 @@ struct Run {
 }
 
 /// Runs `clrprof ARGS…` and measures its wall time and peak RSS.
+#[allow(clippy::zombie_processes)] // reaped by `wait4`, which also gives its rusage
 fn measure(args: &[&str], dir: &Path) -> Run {
     let (out, err) = (dir.join("stdout"), dir.join("stderr"));
     let mut cmd = clrprof();
@@ -150,4 +151,81 @@ fn measure_v1_bomb_and_baseline() {
         r.wall.as_secs_f64(),
         r.max_rss_mib
     );
+}
+
+/// `mb` MiB of fake block headers, one every 48 bytes, each claiming the rest of the file
+/// as its payload (a plausible length, a wrong CRC), then one intact block: every fake
+/// is a candidate for the reader's resynchronisation.
+fn fake_magic(mb: usize) -> Vec<u8> {
+    let mut file = header_bytes("events");
+    let body = mb << 20;
+    let mut records = Vec::new();
+    encode(
+        &mut records,
+        0,
+        &Event::ThreadName {
+            thread: 1,
+            name: "after the fakes".into(),
+        },
+    );
+    let real_len = BLOCK_HEADER_LEN + records.len();
+    let start = file.len();
+    while file.len() - start + BLOCK_HEADER_LEN <= body {
+        let rest = (body - (file.len() - start) - BLOCK_HEADER_LEN + real_len) as u32;
+        let h = BlockHeader {
+            payload_len: rest,
+            crc: 0x1234_5678,
+            flags: 0,
+            os_tid: 7,
+            base_ts: 0,
+            record_count: 1,
+            records_len: rest,
+            seq: Some(0),
+        };
+        file.extend_from_slice(&h.to_bytes());
+    }
+    file.resize(start + body, 0);
+    write_block(&mut file, 1, 9, 0, 1, &records, false).unwrap();
+    file
+}
+
+#[test]
+fn resynchronising_through_fake_block_headers_is_linear() {
+    let dir = scratch("crafted-fake-magic");
+    let path = dir.join("fakes.clrprof");
+    let file = fake_magic(16);
+    std::fs::write(&path, &file).unwrap();
+    let r = measure(&["report", "--json", path.to_str().unwrap()], &dir);
+    eprintln!(
+        "16 MiB of fake block headers: report exit {}, {:.2} s, peak RSS {:.0} MiB",
+        r.status,
+        r.wall.as_secs_f64(),
+        r.max_rss_mib
+    );
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    // The intact block after the fakes is found.
+    assert!(
+        r.stdout.contains("after the fakes"),
+        "{}",
+        &r.stdout[..r.stdout.len().min(2000)]
+    );
+    assert!(r.wall < Duration::from_secs(30), "{:?}", r.wall);
+    assert!(r.max_rss_mib < 400.0, "{:.0} MiB", r.max_rss_mib);
+}
+
+#[test]
+#[ignore = "measurement only"]
+fn measure_fake_magic() {
+    let dir = scratch("crafted-fake-magic-sizes");
+    for mb in [1, 2, 4] {
+        let path = dir.join(format!("fakes-{mb}.clrprof"));
+        std::fs::write(&path, fake_magic(mb)).unwrap();
+        let r = measure(&["report", path.to_str().unwrap()], &dir);
+        eprintln!(
+            "{mb} MiB of fakes: exit {} {:.2} s {:.0} MiB",
+            r.status,
+            r.wall.as_secs_f64(),
+            r.max_rss_mib
+        );
+    }
 }

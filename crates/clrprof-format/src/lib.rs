@@ -32,6 +32,7 @@ mod block;
 mod block_writer;
 mod clock;
 pub mod compact;
+mod crc_range;
 mod encode;
 mod error;
 mod events;

@@ -5,6 +5,7 @@ use crate::block::{
     BLOCK_HEADER_LEN, BLOCK_HEADER_LEN_V1, BLOCK_MAGIC, BLOCK_MAGIC_V1, BlockHeader,
     MAX_BLOCK_PAYLOAD,
 };
+use crate::crc_range::CrcRanges;
 use crate::warning::{DamageCause, Warning};
 
 /// One step through the file.
@@ -36,7 +37,15 @@ pub(crate) struct Scanner<'a> {
     /// The last search: no intact block starts in `from..` before `found` (or at all, for
     /// `None`). Keeps repeated searches through a badly damaged file linear.
     searched: Option<(usize, Option<usize>)>,
+    /// Payload bytes hashed to check CRCs; past twice the file's size (only a file with
+    /// many overlapping block candidates gets there), CRCs of long payloads come from
+    /// `ranges`, built once, in time independent of their length.
+    hashed: u64,
+    ranges: Option<CrcRanges>,
 }
+
+/// Payloads shorter than this are always hashed directly.
+const SHORT_PAYLOAD: usize = 512;
 
 impl<'a> Scanner<'a> {
     pub fn new(bytes: &'a [u8], start: usize, major: u16) -> Scanner<'a> {
@@ -52,6 +61,8 @@ impl<'a> Scanner<'a> {
             header_len,
             done: false,
             searched: None,
+            hashed: 0,
+            ranges: None,
         }
     }
 
@@ -119,7 +130,7 @@ impl<'a> Scanner<'a> {
             };
         }
         let payload = &bytes[pos + header_len..end];
-        if !header.crc_matches(payload) {
+        if !self.crc_ok(pos, &header) {
             return self.skip_damaged_block(end);
         }
         self.pos = end;
@@ -151,6 +162,24 @@ impl<'a> Scanner<'a> {
             bytes_skipped: (end - pos) as u64,
             block_skipped: true,
         }
+    }
+
+    /// Whether the block at `at` with header `h` (its payload within the file) matches
+    /// its CRC.
+    fn crc_ok(&mut self, at: usize, h: &BlockHeader) -> bool {
+        let bytes = self.bytes;
+        let len = h.payload_len as usize;
+        let (start, end) = (at + self.header_len, at + self.header_len + len);
+        let budget = 2 * bytes.len() as u64;
+        if len < SHORT_PAYLOAD || (self.ranges.is_none() && self.hashed + len as u64 <= budget) {
+            self.hashed += len as u64;
+            return h.crc_matches(&bytes[start..end]);
+        }
+        let table = self.ranges.get_or_insert_with(|| CrcRanges::new(bytes));
+        let mut head = h.to_bytes();
+        head[8..12].fill(0);
+        let head_crc = crc32fast::hash(&head[..self.header_len]);
+        table.combine(head_crc, table.range(bytes, start, end), len) == h.crc
     }
 
     /// A block header of this file's format at the start of `bytes`.
@@ -212,7 +241,7 @@ impl<'a> Scanner<'a> {
         found
     }
 
-    fn search(&self, from: usize) -> Option<usize> {
+    fn search(&mut self, from: usize) -> Option<usize> {
         let (bytes, header_len) = (self.bytes, self.header_len);
         let mut i = from;
         while i + header_len <= bytes.len() {
@@ -221,7 +250,7 @@ impl<'a> Scanner<'a> {
                 && h.is_plausible()
             {
                 let end = i + header_len + h.payload_len as usize;
-                if end <= bytes.len() && h.crc_matches(&bytes[i + header_len..end]) {
+                if end <= bytes.len() && self.crc_ok(i, &h) {
                     return Some(i);
                 }
             }
