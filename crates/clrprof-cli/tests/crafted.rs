@@ -229,3 +229,136 @@ fn measure_fake_magic() {
         );
     }
 }
+
+/// One sample `frames` deep, frame `i` being `shape(i)`, with 64 named functions (ids
+/// 1–64); `samples` copies of it.
+fn deep_shaped(frames: usize, samples: usize, shape: impl Fn(u64) -> u64) -> Vec<u8> {
+    let mut file = header_bytes("sample");
+    let mut records = Vec::new();
+    let mut count = 0;
+    encode(
+        &mut records,
+        0,
+        &Event::ClockSync {
+            mono_ns: 1,
+            unix_ns: 1,
+        },
+    );
+    count += 1;
+    for f in 1..=64u64 {
+        encode(
+            &mut records,
+            1,
+            &Event::FunctionInfo {
+                function: f,
+                module: 0,
+                class: 0,
+                token: 0,
+                name: format!("App.Deep.F{f}").into(),
+                signature: "".into(),
+            },
+        );
+        count += 1;
+    }
+    let stack: Vec<u64> = (0..frames as u64).map(shape).collect();
+    let mut seq = 0;
+    write_block(&mut file, seq, 0, 0, count, &records, false).unwrap();
+    for _ in 0..samples {
+        seq += 1;
+        records.clear();
+        encode(
+            &mut records,
+            1_000_000,
+            &Event::Sample {
+                os_tid: 5,
+                thread: 5,
+                cpu_ns: 1_000_000,
+                state: 1,
+                frames: stack.as_slice().into(),
+            },
+        );
+        write_block(&mut file, seq, 5, 0, 1, &records, true).unwrap();
+    }
+    file
+}
+
+#[test]
+#[ignore = "measurement only"]
+fn measure_deep() {
+    let dir = scratch("crafted-deep-sizes");
+    type Shape = (&'static str, fn(u64) -> u64);
+    let shapes: [Shape; 4] = [
+        ("zeros", |_| 0),
+        ("one fn", |_| 1),
+        ("distinct", |i| 1000 + i),
+        ("native module", |_| NATIVE_MODULE_FRAME | 1),
+    ];
+    let sizes: Vec<usize> = std::env::var("CLRPROF_DEEP_SIZES")
+        .map(|v| v.split(',').map(|n| n.parse().unwrap()).collect())
+        .unwrap_or(vec![16_384]);
+    let only = std::env::var("CLRPROF_DEEP_SHAPE").unwrap_or_default();
+    for (shape, f) in shapes {
+        if !only.is_empty() && shape != only {
+            continue;
+        }
+        for &frames in &sizes {
+            eprintln!("{shape}:");
+            let path = dir.join(format!("deep-{}-{frames}.clrprof", shape.replace(' ', "-")));
+            std::fs::write(&path, deep_shaped(frames, 1, f)).unwrap();
+            for args in [
+                &["report"][..],
+                &["report", "--json"],
+                &["convert", "-f", "folded", "-o"],
+            ] {
+                let mut a: Vec<&str> = args.to_vec();
+                let out = dir.join("out");
+                if a[0] == "convert" {
+                    a.push(out.to_str().unwrap());
+                }
+                a.push(path.to_str().unwrap());
+                let r = measure(&a, &dir);
+                eprintln!(
+                    "{frames} frames, {args:?}: exit {} {:.2} s {:.0} MiB",
+                    r.status,
+                    r.wall.as_secs_f64(),
+                    r.max_rss_mib
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_million_frame_sample_is_read_in_linear_time() {
+    let _timing = timing_lock();
+    let dir = scratch("crafted-deep");
+    let path = dir.join("deep.clrprof");
+    // Distinct function ids, no two frames alike: the shape that made the app-code table
+    // quadratic (65,536 frames took 31 s).
+    let file = deep_shaped(1 << 20, 1, |i| 0x10_0000 + i * 16);
+    std::fs::write(&path, &file).unwrap();
+    let folded = dir.join("deep.folded");
+    for args in [
+        vec!["report", path.to_str().unwrap()],
+        vec![
+            "convert",
+            "-f",
+            "folded",
+            "-o",
+            folded.to_str().unwrap(),
+            path.to_str().unwrap(),
+        ],
+    ] {
+        let r = measure(&args, &dir);
+        eprintln!(
+            "1M-frame sample, {} KB, {args:?}: exit {}, {:.2} s, peak RSS {:.0} MiB",
+            file.len() / 1000,
+            r.status,
+            r.wall.as_secs_f64(),
+            r.max_rss_mib
+        );
+        assert_eq!(r.status, 0, "{}", r.stderr);
+        assert!(r.wall < Duration::from_secs(120), "{args:?}: {:?}", r.wall);
+        assert!(r.max_rss_mib < 2048.0, "{args:?}: {:.0} MiB", r.max_rss_mib);
+    }
+}
