@@ -362,3 +362,153 @@ fn a_million_frame_sample_is_read_in_linear_time() {
         assert!(r.max_rss_mib < 2048.0, "{args:?}: {:.0} MiB", r.max_rss_mib);
     }
 }
+
+/// Deterministic pseudo-random numbers (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// One structural mutation of `file` (whose blocks span `blocks`): every one damages the
+/// trace, so the reader must say so.
+fn mutate(
+    file: &[u8],
+    body: usize,
+    blocks: &[std::ops::Range<usize>],
+    rng: &mut Rng,
+) -> (String, Vec<u8>) {
+    let b = &blocks[rng.below(blocks.len())];
+    match rng.below(6) {
+        0 => {
+            let cut = body + rng.below(file.len() - body);
+            (format!("cut at {cut}"), file[..cut].to_vec())
+        }
+        1 => {
+            let at = body + rng.below(file.len() - body);
+            let mut m = file.to_vec();
+            m[at] ^= 1 << rng.below(8);
+            (format!("bit flipped at {at}"), m)
+        }
+        2 => {
+            let at = rng.below(body);
+            let mut m = file.to_vec();
+            m[at] ^= 1 << rng.below(8);
+            (format!("header bit flipped at {at}"), m)
+        }
+        3 => {
+            let mut m = file[..b.end].to_vec();
+            m.extend_from_slice(&file[b.clone()]);
+            m.extend_from_slice(&file[b.end..]);
+            (format!("block at {} repeated", b.start), m)
+        }
+        4 => {
+            let mut m = file[..b.start].to_vec();
+            m.extend_from_slice(&file[b.end..]);
+            (format!("block at {} removed", b.start), m)
+        }
+        _ => {
+            let at = body + rng.below(file.len() - body);
+            let n = 1 + rng.below(100);
+            let mut m = file[..at].to_vec();
+            m.extend((0..n).map(|_| rng.next() as u8));
+            m.extend_from_slice(&file[at..]);
+            (format!("{n} random bytes inserted at {at}"), m)
+        }
+    }
+}
+
+#[test]
+fn mutants_of_a_real_trace_never_crash_and_always_warn() {
+    let dir = scratch("crafted-fuzz");
+    let trace = dir.join("real.clrprof");
+    record(&trace, &["--mode", "events"], &["exceptions", "7"]);
+    let file = std::fs::read(&trace).unwrap();
+    let mut reader = TraceReader::new(&file).unwrap();
+    let body = reader.body_offset();
+    let blocks: Vec<std::ops::Range<usize>> = reader
+        .blocks()
+        .map(|b| {
+            let b = b.unwrap();
+            let start = b.offset as usize;
+            let len = file[start + 4..start + 8]
+                .try_into()
+                .map(u32::from_le_bytes)
+                .unwrap();
+            start..start + BLOCK_HEADER_LEN + len as usize
+        })
+        .collect();
+    assert!(reader.warnings().is_empty(), "{:?}", reader.warnings());
+    let mutant = dir.join("mutant.clrprof");
+    let other = dir.join("out");
+    let (m, o, t) = (
+        mutant.to_str().unwrap(),
+        other.to_str().unwrap(),
+        trace.to_str().unwrap(),
+    );
+    let commands: [Vec<&str>; 9] = [
+        vec!["report", m],
+        vec!["convert", "-f", "svg", "-o", o, m],
+        vec!["convert", "-f", "folded", "-o", o, m],
+        vec!["convert", "-f", "speedscope", "-o", o, m],
+        vec!["convert", "-f", "firefox", "-o", o, m],
+        vec!["convert", "-f", "chrome", "-o", o, m],
+        vec!["convert", "-f", "pprof", "-o", o, m],
+        vec!["diff", t, m],
+        vec!["diff", m, t],
+    ];
+    let mut rng = Rng(0x5eed_2027);
+    let (mut refused, mut warned) = (0, 0);
+    for i in 0..300 {
+        let (what, bytes) = mutate(&file, body, &blocks, &mut rng);
+        std::fs::write(&mutant, &bytes).unwrap();
+        let r = measure(&["report", "--json", m], &dir);
+        assert!(r.max_rss_mib < 512.0, "{what}: {:.0} MiB", r.max_rss_mib);
+        // A signal or a panic (exit 101) is a crash.
+        assert!(
+            libc::WIFEXITED(r.status),
+            "{what}: killed by a signal ({})",
+            r.status
+        );
+        match libc::WEXITSTATUS(r.status) {
+            0 => {
+                let j: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+                let w = j["warnings"].as_array().unwrap();
+                assert!(!w.is_empty(), "{what}: read as whole");
+                warned += 1;
+            }
+            2 => {
+                assert!(
+                    r.stderr.contains("not a readable clrprof trace"),
+                    "{what}: {}",
+                    r.stderr
+                );
+                refused += 1;
+            }
+            code => panic!("{what}: exit {code}: {}", r.stderr),
+        }
+        let args = &commands[i % commands.len()];
+        let r = measure(args, &dir);
+        assert!(
+            r.max_rss_mib < 512.0,
+            "{what}, {args:?}: {:.0} MiB",
+            r.max_rss_mib
+        );
+        assert!(
+            libc::WIFEXITED(r.status) && matches!(libc::WEXITSTATUS(r.status), 0..=2),
+            "{what}, {args:?}: status {}: {}",
+            r.status,
+            r.stderr
+        );
+    }
+    eprintln!("300 mutants: {warned} read with warnings, {refused} refused (header)");
+}
