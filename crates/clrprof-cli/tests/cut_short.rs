@@ -17,9 +17,14 @@ fn header_pid(trace: &Path) -> Option<u32> {
     Some(header.meta.pid)
 }
 
-/// Records `hot` in `mode`, SIGKILLs the app (not the CLI) ~0.4 s after its trace header
-/// appeared, and returns the trace's report and the wall time from header to kill.
-fn record_and_kill(name: &str, mode: &str) -> (serde_json::Value, String, Duration) {
+/// Records `scenario` (which runs 20 s) in `mode`, SIGKILLs the app (not the CLI) ~0.4 s
+/// after its trace header appeared, and returns the trace's report and the wall time from
+/// header to kill.
+fn record_and_kill(
+    name: &str,
+    mode: &str,
+    scenario: &str,
+) -> (serde_json::Value, String, Duration) {
     let dir = scratch(name);
     let trace = dir.join("killed.clrprof");
     let app = scenarios();
@@ -31,7 +36,7 @@ fn record_and_kill(name: &str, mode: &str) -> (serde_json::Value, String, Durati
         .arg("--")
         .arg(&app.dotnet)
         .arg(&app.dll)
-        .args(["hot", "20"])
+        .args([scenario, "20"])
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     app.env(&mut cmd);
@@ -63,8 +68,10 @@ fn record_and_kill(name: &str, mode: &str) -> (serde_json::Value, String, Durati
 #[test]
 fn a_killed_target_is_reported_cut_short_with_its_real_duration() {
     let _timing = timing_lock();
-    for mode in ["sample", "events"] {
-        let (json, stderr, wall) = record_and_kill(&format!("cut-short-{mode}"), mode);
+    // Each keeps its mode's records coming: samples of two busy threads; threads started
+    // and ended all the time.
+    for (mode, scenario) in [("sample", "hot"), ("events", "churn")] {
+        let (json, stderr, wall) = record_and_kill(&format!("cut-short-{mode}"), mode, scenario);
         let warnings: Vec<&str> = json["warnings"]
             .as_array()
             .unwrap()
