@@ -39,9 +39,11 @@ pub fn functions(samples: &[StackSample], names: &Names) -> (Vec<FunctionSamples
     let mut rows: Vec<FunctionSamples> = Vec::new();
     let mut by_name: HashMap<String, usize> = HashMap::new();
     let mut outside = 0;
-    let mut seen: Vec<usize> = Vec::new();
-    for s in counted(samples, names, View::Cpu) {
-        seen.clear();
+    // Per row, the number (from 1) of the last sample that counted it in its total: a
+    // recursion counts once per sample, in time linear in the stack's depth.
+    let mut counted_in: Vec<usize> = Vec::new();
+    for (n, s) in counted(samples, names, View::Cpu).enumerate() {
+        let n = n + 1;
         let mut first = true;
         for f in &s.stack {
             if !*app.entry(*f).or_insert_with(|| is_app_frame(names, *f)) {
@@ -64,8 +66,11 @@ pub fn functions(samples: &[StackSample], names: &Names) -> (Vec<FunctionSamples
                 r.self_cpu_ns += s.cpu_ns;
                 first = false;
             }
-            if !seen.contains(&row) {
-                seen.push(row);
+            if counted_in.len() <= row {
+                counted_in.resize(row + 1, 0);
+            }
+            if counted_in[row] != n {
+                counted_in[row] = n;
                 r.total_samples += 1;
                 r.total_cpu_ns += s.cpu_ns;
             }

@@ -44,14 +44,30 @@ fn thread_stream(base: u64, sp_base: u64) -> Stream {
     v
 }
 
-fn block(out: &mut Vec<u8>, os_tid: u64, base_ts: u64, events: &[(u64, Event<'static>)]) {
+fn block(
+    out: &mut Vec<u8>,
+    seq: &mut u64,
+    os_tid: u64,
+    base_ts: u64,
+    events: &[(u64, Event<'static>)],
+) {
     let mut records = Vec::new();
     let mut prev = base_ts;
     for (ts, e) in events {
         encode(&mut records, ts - prev, e);
         prev = *ts;
     }
-    write_block(out, os_tid, base_ts, events.len() as u32, &records, false).unwrap();
+    write_block(
+        out,
+        *seq,
+        os_tid,
+        base_ts,
+        events.len() as u32,
+        &records,
+        false,
+    )
+    .unwrap();
+    *seq += 1;
 }
 
 fn file() -> Vec<u8> {
@@ -71,14 +87,15 @@ fn file() -> Vec<u8> {
             (1, info)
         })
         .collect();
-    block(&mut out, 0, 0, &names);
+    let mut seq = 0;
+    block(&mut out, &mut seq, 0, 0, &names);
     // Two threads, each stream in blocks of 40 records, interleaved in the file.
     let (a, b) = (thread_stream(100, 10_000), thread_stream(105, 20_000));
     let (mut pa, mut pb) = (0u64, 0u64);
     for (ca, cb) in a.chunks(40).zip(b.chunks(40)) {
-        block(&mut out, 11, pa, ca);
+        block(&mut out, &mut seq, 11, pa, ca);
         pa = ca.last().unwrap().0;
-        block(&mut out, 22, pb, cb);
+        block(&mut out, &mut seq, 22, pb, cb);
         pb = cb.last().unwrap().0;
     }
     out

@@ -5,16 +5,23 @@ use std::io::{self, IoSlice, Write};
 
 use crate::block::{
     BLOCK_HEADER_LEN, BlockHeader, FLAG_COMPACT, FLAG_LZ4, FLAG_UNITS, MAX_BLOCK_PAYLOAD,
+    MAX_LZ4_RATIO_WRITTEN,
 };
 
 /// Writes one block holding `records` (whole encoded records, `record_count` of them) for
-/// thread `os_tid` (0 = process-wide). `base_ts` is the tick value the first record's
+/// thread `os_tid` (0 = process-wide). `seq` is the block's number in the writer's
+/// sequence (0 for its first block, then one more for each block); the reader checks it
+/// to find lost and duplicated blocks. `base_ts` is the tick value the first record's
 /// timestamp delta is relative to (the absolute timestamp of the record before it in
 /// the thread's stream; 0 for a stream's first block). With `compress`, the payload is
-/// LZ4-compressed unless that does not make it smaller. Uncompressed blocks are written without
-/// allocating; compressed ones allocate a buffer (use [`BlockWriter`] to reuse one).
+/// LZ4-compressed unless that does not make it smaller (or makes it more than
+/// [`MAX_LZ4_RATIO_WRITTEN`] times smaller, which a reader refuses). Uncompressed blocks are
+/// written without allocating; compressed ones allocate a buffer (use [`BlockWriter`] to
+/// reuse one).
+#[allow(clippy::too_many_arguments)]
 pub fn write_block<W: Write + ?Sized>(
     w: &mut W,
+    seq: u64,
     os_tid: u64,
     base_ts: u64,
     record_count: u32,
@@ -23,6 +30,7 @@ pub fn write_block<W: Write + ?Sized>(
 ) -> io::Result<()> {
     let mut scratch = Vec::new();
     let head = BlockStart {
+        seq,
         os_tid,
         base_ts,
         record_count,
@@ -33,6 +41,9 @@ pub fn write_block<W: Write + ?Sized>(
 /// The header fields a writer chooses (the rest are computed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct BlockStart {
+    /// The block's number in the writer's sequence: 0, 1, 2 … one per block written or
+    /// attempted (a block that could not be written leaves a gap the reader reports).
+    pub seq: u64,
     /// OS thread id of the thread whose events these are; 0 = process-wide.
     pub os_tid: u64,
     /// Tick value the first record's timestamp delta is relative to.
@@ -58,6 +69,7 @@ pub fn write_block_with_scratch<W: Write + ?Sized>(
 pub fn write_units_block<W: Write + ?Sized>(
     w: &mut W,
     scratch: &mut Vec<u8>,
+    seq: u64,
     os_tid: u64,
     units: &[u8],
     compress: bool,
@@ -69,6 +81,7 @@ pub fn write_units_block<W: Write + ?Sized>(
         ));
     }
     let start = BlockStart {
+        seq,
         os_tid,
         base_ts: 0,
         record_count: (units.len() / crate::units::UNIT) as u32,
@@ -82,6 +95,7 @@ pub fn write_units_block<W: Write + ?Sized>(
 pub fn write_compact_block<W: Write + ?Sized>(
     w: &mut W,
     scratch: &mut Vec<u8>,
+    seq: u64,
     os_tid: u64,
     words: &[u8],
     compress: bool,
@@ -93,6 +107,7 @@ pub fn write_compact_block<W: Write + ?Sized>(
         ));
     }
     let start = BlockStart {
+        seq,
         os_tid,
         base_ts: 0,
         record_count: (words.len() / crate::compact::WORD) as u32,
@@ -126,6 +141,7 @@ fn write_flagged<W: Write + ?Sized>(
         base_ts: start.base_ts,
         record_count: start.record_count,
         records_len,
+        seq: Some(start.seq),
     };
     let mut payload = records;
     if compress && !records.is_empty() {
@@ -133,6 +149,7 @@ fn write_flagged<W: Write + ?Sized>(
         scratch.resize(lz4_flex::block::get_maximum_output_size(records.len()), 0);
         if let Ok(n) = lz4_flex::block::compress_into(records, scratch)
             && n < records.len()
+            && n * MAX_LZ4_RATIO_WRITTEN >= records.len()
         {
             header.flags |= FLAG_LZ4;
             header.payload_len = n as u32;
@@ -164,7 +181,7 @@ fn write_all_vectored<W: Write + ?Sized>(
     Ok(())
 }
 
-/// A sink of blocks that keeps its compression buffer between blocks.
+/// A sink of blocks that keeps its compression buffer between blocks and numbers them.
 #[derive(Debug)]
 pub struct BlockWriter<W> {
     inner: W,
@@ -183,7 +200,8 @@ impl<W: Write> BlockWriter<W> {
         }
     }
 
-    /// Writes one block; see [`write_block`]. Returns the bytes written.
+    /// Writes one block, numbered with the count of blocks before it; see
+    /// [`write_block`]. Returns the bytes written.
     pub fn write_block(
         &mut self,
         os_tid: u64,
@@ -193,6 +211,7 @@ impl<W: Write> BlockWriter<W> {
         compress: bool,
     ) -> io::Result<usize> {
         let start = BlockStart {
+            seq: self.blocks,
             os_tid,
             base_ts,
             record_count,
@@ -248,9 +267,9 @@ mod tests {
     #[test]
     fn partial_writes_complete_the_block() {
         let mut t = Trickle(Vec::new());
-        write_block(&mut t, 7, 3, 0, b"0123456789", false).unwrap();
+        write_block(&mut t, 0, 7, 3, 0, b"0123456789", false).unwrap();
         let mut v = Vec::new();
-        write_block(&mut v, 7, 3, 0, b"0123456789", false).unwrap();
+        write_block(&mut v, 0, 7, 3, 0, b"0123456789", false).unwrap();
         assert_eq!(t.0, v);
         assert_eq!(v.len(), BLOCK_HEADER_LEN + 10);
         let h = BlockHeader::parse(&v).unwrap();
@@ -260,12 +279,28 @@ mod tests {
     #[test]
     fn compresses_only_when_smaller() {
         let mut w = BlockWriter::new(Vec::new());
-        let repetitive = vec![7u8; 4096];
+        // 256 pseudo-random bytes, 16 times: about 16 times smaller compressed.
+        let mut x = 12345u32;
+        let chunk: Vec<u8> = (0..256)
+            .map(|_| {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                (x >> 16) as u8
+            })
+            .collect();
+        let repetitive = chunk.repeat(16);
         let n = w.write_block(1, 0, 0, &repetitive, true).unwrap();
-        assert!(n < 200);
+        assert!(n < 4096 / 4, "{n}");
         let h = BlockHeader::parse(w.get_ref()).unwrap();
         assert!(h.compressed());
-        assert_eq!(h.records_len, 4096);
+        assert_eq!((h.records_len, h.seq), (4096, Some(0)));
+        // Compressed beyond the ratio a reader accepts: written as it is.
+        let mut w = BlockWriter::new(Vec::new());
+        w.write_block(1, 0, 0, &[7u8; 4096], true).unwrap();
+        w.write_block(1, 0, 0, &[7u8; 4096], true).unwrap();
+        let h = BlockHeader::parse(w.get_ref()).unwrap();
+        assert!(!h.compressed());
+        let second = BlockHeader::parse(&w.get_ref()[BLOCK_HEADER_LEN + 4096..]).unwrap();
+        assert_eq!(second.seq, Some(1));
 
         let mut w = BlockWriter::new(Vec::new());
         w.write_block(1, 0, 0, b"xyz", true).unwrap();

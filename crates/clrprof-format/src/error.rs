@@ -25,7 +25,7 @@ pub enum FormatError {
     HeaderTruncated { len: usize, needed: usize },
 
     #[error(
-        "trace format version {major}.{minor} is not supported (this reader reads version 1.x): \
+        "trace format version {major}.{minor} is not supported (this reader reads versions 1.x and 2.x): \
          open the file with the clrprof release that recorded it"
     )]
     UnsupportedVersion { major: u16, minor: u16 },

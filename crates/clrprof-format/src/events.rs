@@ -199,6 +199,10 @@ events! {
         blocks: u64,
         events: u64,
     }
+    /// The trace is complete: the writer's last record, in its last block, after every
+    /// other (format 2). `blocks` is the number of blocks it wrote or tried to before this
+    /// one's. A trace whose header says `end_record` and that has none was cut short.
+    37 TraceEnd { blocks: u64 }
     /// `--args`: the arguments of a call, recorded right after its Enter (same thread,
     /// same timestamp). `values` is a [`values`](crate::values) list (`this` first).
     40 CallArgs {

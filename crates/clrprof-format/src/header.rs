@@ -6,7 +6,8 @@
 //!      8    2  format major (u16 LE)
 //!     10    2  format minor (u16 LE)
 //!     12    4  length N of the JSON document (u32 LE)
-//!     16    N  JSON (UTF-8): TraceMeta
+//!     16    4  CRC-32 of bytes 0..16 and the JSON (format 2; absent in format 1)
+//!     20    N  JSON (UTF-8): TraceMeta (at 16 in format 1)
 //! ```
 
 use std::io::{self, Write};
@@ -19,12 +20,17 @@ use crate::error::FormatError;
 
 /// First 8 bytes of every trace.
 pub const FILE_MAGIC: [u8; 8] = *b"CLRPROF\0";
-/// Format major version this crate writes and the only one it reads.
-pub const FORMAT_MAJOR: u16 = 1;
+/// Format major version this crate writes. It reads this one and 1 (whose blocks have no
+/// sequence numbers and whose header has no CRC).
+pub const FORMAT_MAJOR: u16 = 2;
 /// Format minor version this crate writes; readers accept any minor of their major.
-pub const FORMAT_MINOR: u16 = 3;
-/// Bytes before the JSON document.
-pub const FILE_HEADER_FIXED_LEN: usize = 16;
+pub const FORMAT_MINOR: u16 = 0;
+/// The last minor version of format 1.
+pub const FORMAT_1_LAST_MINOR: u16 = 3;
+/// Bytes before the JSON document (format 2: magic, version, length, CRC).
+pub const FILE_HEADER_FIXED_LEN: usize = 20;
+/// Bytes before the JSON document in format 1 (no CRC).
+pub const FILE_HEADER_FIXED_LEN_V1: usize = 16;
 /// Largest JSON document a reader accepts.
 pub const MAX_HEADER_JSON_LEN: usize = 16 << 20;
 
@@ -61,6 +67,9 @@ pub struct TraceMeta {
     pub settings: Settings,
     /// Every event kind the writer knew: lets a reader name and skip kinds it does not know.
     pub event_kinds: Vec<EventKindDesc>,
+    /// The writer ends the trace with a `TraceEnd` record (the agent does): a reader that
+    /// finds none says the trace was cut short.
+    pub end_record: bool,
 }
 
 /// What an empty header document reads as.
@@ -77,6 +86,7 @@ impl Default for TraceMeta {
             attached: false,
             settings: Settings::unrecorded(),
             event_kinds: Vec::new(),
+            end_record: false,
         }
     }
 }
@@ -135,7 +145,7 @@ impl Header {
         }
     }
 
-    /// The header's bytes.
+    /// The header's bytes (format 2 and later with a CRC; format 1 without).
     pub fn to_bytes(&self) -> Result<Vec<u8>, serde_json::Error> {
         let json = serde_json::to_vec(&self.meta)?;
         let mut out = Vec::with_capacity(FILE_HEADER_FIXED_LEN + json.len());
@@ -143,13 +153,24 @@ impl Header {
         out.extend_from_slice(&self.major.to_le_bytes());
         out.extend_from_slice(&self.minor.to_le_bytes());
         out.extend_from_slice(&(json.len() as u32).to_le_bytes());
+        if self.major >= 2 {
+            let crc = header_crc(&out, &json);
+            out.extend_from_slice(&crc.to_le_bytes());
+        }
         out.extend_from_slice(&json);
         Ok(out)
     }
 
     /// Parses the header at the start of `bytes`; returns it and the offset of the first
-    /// block.
+    /// block. A header whose CRC does not match is returned all the same (see
+    /// [`parse_checked`](Self::parse_checked)).
     pub fn parse(bytes: &[u8]) -> Result<(Header, usize), FormatError> {
+        Header::parse_checked(bytes).map(|(h, end, _)| (h, end))
+    }
+
+    /// [`parse`](Self::parse), also saying whether the header's CRC matches (always true
+    /// for format 1, which has none).
+    pub fn parse_checked(bytes: &[u8]) -> Result<(Header, usize, bool), FormatError> {
         if bytes.is_empty() {
             return Err(FormatError::Empty);
         }
@@ -159,33 +180,55 @@ impl Header {
                 found: escape(&bytes[..magic_len]),
             });
         }
-        if bytes.len() < FILE_HEADER_FIXED_LEN {
+        if bytes.len() < FILE_HEADER_FIXED_LEN_V1 {
             return Err(FormatError::HeaderTruncated {
                 len: bytes.len(),
-                needed: FILE_HEADER_FIXED_LEN,
+                needed: FILE_HEADER_FIXED_LEN_V1,
             });
         }
         let u16_at = |i: usize| u16::from_le_bytes([bytes[i], bytes[i + 1]]);
         let (major, minor) = (u16_at(8), u16_at(10));
-        if major != FORMAT_MAJOR {
+        if major != FORMAT_MAJOR && major != 1 {
             return Err(FormatError::UnsupportedVersion { major, minor });
+        }
+        let fixed = if major >= 2 {
+            FILE_HEADER_FIXED_LEN
+        } else {
+            FILE_HEADER_FIXED_LEN_V1
+        };
+        if bytes.len() < fixed {
+            return Err(FormatError::HeaderTruncated {
+                len: bytes.len(),
+                needed: fixed,
+            });
         }
         let json_len = u32::from_le_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]) as usize;
         if json_len > MAX_HEADER_JSON_LEN {
             return Err(FormatError::HeaderJsonTooLarge { len: json_len });
         }
-        let end = FILE_HEADER_FIXED_LEN + json_len;
-        let Some(json) = bytes.get(FILE_HEADER_FIXED_LEN..end) else {
+        let end = fixed + json_len;
+        let Some(json) = bytes.get(fixed..end) else {
             return Err(FormatError::HeaderJsonTruncated {
                 declared: json_len,
-                present: bytes.len() - FILE_HEADER_FIXED_LEN,
+                present: bytes.len() - fixed,
             });
         };
+        let crc_ok = fixed == FILE_HEADER_FIXED_LEN_V1
+            || header_crc(&bytes[..FILE_HEADER_FIXED_LEN_V1], json)
+                == u32::from_le_bytes([bytes[16], bytes[17], bytes[18], bytes[19]]);
         let meta = serde_json::from_slice(json).map_err(|e| FormatError::HeaderJsonInvalid {
             error: e.to_string(),
         })?;
-        Ok((Header { major, minor, meta }, end))
+        Ok((Header { major, minor, meta }, end, crc_ok))
     }
+}
+
+/// The CRC-32 a format 2 header carries: of its first 16 bytes, then the JSON.
+fn header_crc(fixed: &[u8], json: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(fixed);
+    h.update(json);
+    h.finalize()
 }
 
 /// Writes the file header.
@@ -230,6 +273,15 @@ mod tests {
         let (back, end) = Header::parse(&bytes).unwrap();
         assert_eq!(back, h);
         assert_eq!(end, bytes.len());
+        assert!(Header::parse_checked(&bytes).unwrap().2);
+        // The CRC covers the version and the JSON.
+        for i in [10, 20, bytes.len() - 2] {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x01;
+            if let Ok((_, _, crc_ok)) = Header::parse_checked(&bad) {
+                assert!(!crc_ok, "byte {i}");
+            }
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@
 //! let mut records = Vec::new();
 //! encode(&mut records, 5, &Event::ThreadCreated { thread: 7 }); // at 1_005
 //! encode(&mut records, 20, &Event::ThreadDestroyed { thread: 7 }); // at 1_025
-//! write_block(&mut file, 42, base_ts, count_records(&records), &records, true).unwrap();
+//! write_block(&mut file, 0, 42, base_ts, count_records(&records), &records, true).unwrap();
 //!
 //! let (_header, events, warnings) = read_all(&file).unwrap();
 //! assert_eq!(events[1].event, Event::ThreadDestroyed { thread: 7 });
@@ -32,6 +32,7 @@ mod block;
 mod block_writer;
 mod clock;
 pub mod compact;
+mod crc_range;
 mod encode;
 mod error;
 mod events;
@@ -48,8 +49,8 @@ pub mod values;
 mod warning;
 
 pub use block::{
-    BLOCK_HEADER_LEN, BLOCK_MAGIC, BlockHeader, FLAG_COMPACT, FLAG_LZ4, FLAG_UNITS, KNOWN_FLAGS,
-    MAX_BLOCK_PAYLOAD,
+    BLOCK_HEADER_LEN, BLOCK_HEADER_LEN_V1, BLOCK_MAGIC, BLOCK_MAGIC_V1, BlockHeader, FLAG_COMPACT,
+    FLAG_LZ4, FLAG_UNITS, KNOWN_FLAGS, MAX_BLOCK_PAYLOAD, MAX_LZ4_RATIO, MAX_LZ4_RATIO_WRITTEN,
 };
 pub use block_writer::{
     BlockStart, BlockWriter, write_block, write_block_with_scratch, write_compact_block,
@@ -67,8 +68,9 @@ pub use events::{
 };
 pub use fields::{MAX_LIST_ITEMS, MAX_STRING_BYTES};
 pub use header::{
-    ClockInfo, ClockKind, EventKindDesc, FILE_HEADER_FIXED_LEN, FILE_MAGIC, FORMAT_MAJOR,
-    FORMAT_MINOR, FieldDesc, Header, MAX_HEADER_JSON_LEN, TraceMeta, write_file_header,
+    ClockInfo, ClockKind, EventKindDesc, FILE_HEADER_FIXED_LEN, FILE_HEADER_FIXED_LEN_V1,
+    FILE_MAGIC, FORMAT_1_LAST_MINOR, FORMAT_MAJOR, FORMAT_MINOR, FieldDesc, Header,
+    MAX_HEADER_JSON_LEN, TraceMeta, write_file_header,
 };
 pub use phases::{EltKind, ExceptionPhase, SuspendPhase};
 pub use reader::{Block, Blocks, DecodedEvent, ReadStats, TraceReader, read_all};

@@ -2,12 +2,12 @@
 //! problem after the header into a [`Warning`] while reading on.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::block::{BlockHeader, KNOWN_FLAGS};
 use crate::error::FormatError;
 use crate::events::{Event, kind_name};
-use crate::header::{FORMAT_MINOR, Header};
+use crate::header::{FORMAT_1_LAST_MINOR, FORMAT_MAJOR, FORMAT_MINOR, Header};
 use crate::reader_events::Events;
 use crate::records::Records;
 use crate::scan::{Scanner, Step};
@@ -24,6 +24,12 @@ pub struct TraceReader<'a> {
     pub(crate) stats: ReadStats,
     /// Each thread's compact-word chain (1.3), carried from one of its blocks to the next.
     pub(crate) chains: HashMap<u64, crate::compact::Chain>,
+    /// Whether the header's CRC matched (format 1 has none: true).
+    header_crc_ok: bool,
+    /// Format 2: the block number expected next, and every number read (to tell a
+    /// duplicate from a late block).
+    next_seq: u64,
+    seen_seqs: HashSet<u64>,
 }
 
 /// One event with the thread of the block it was in.
@@ -88,7 +94,7 @@ pub struct ReadStats {
 impl<'a> TraceReader<'a> {
     /// Parses the header. Fails only when `bytes` is not a readable trace at all.
     pub fn new(bytes: &'a [u8]) -> Result<TraceReader<'a>, FormatError> {
-        let (header, body_offset) = Header::parse(bytes)?;
+        let (header, body_offset, header_crc_ok) = Header::parse_checked(bytes)?;
         let foreign_kinds = header
             .meta
             .event_kinds
@@ -104,6 +110,9 @@ impl<'a> TraceReader<'a> {
             warnings: Warnings::default(),
             stats: ReadStats::default(),
             chains: HashMap::new(),
+            header_crc_ok,
+            next_seq: 0,
+            seen_seqs: HashSet::new(),
         };
         reader.reset();
         Ok(reader)
@@ -123,7 +132,7 @@ impl<'a> TraceReader<'a> {
     pub fn blocks(&mut self) -> Blocks<'_, 'a> {
         self.reset();
         Blocks {
-            scanner: Scanner::new(self.bytes, self.body_offset),
+            scanner: Scanner::new(self.bytes, self.body_offset, self.header.major),
             reader: self,
         }
     }
@@ -132,7 +141,8 @@ impl<'a> TraceReader<'a> {
     /// [`warnings`](Self::warnings). Starts a new pass: warnings and stats restart.
     pub fn events(&mut self) -> Events<'_, 'a> {
         self.reset();
-        Events::new(Scanner::new(self.bytes, self.body_offset), self)
+        let major = self.header.major;
+        Events::new(Scanner::new(self.bytes, self.body_offset, major), self)
     }
 
     /// [`events`](Self::events) without the Enter, Leave and Tailcall units of trace
@@ -161,11 +171,22 @@ impl<'a> TraceReader<'a> {
     fn reset(&mut self) {
         self.warnings = Warnings::default();
         self.chains.clear();
-        if self.header.minor > FORMAT_MINOR {
+        self.next_seq = 0;
+        self.seen_seqs.clear();
+        let known = if self.header.major == FORMAT_MAJOR {
+            FORMAT_MINOR
+        } else {
+            FORMAT_1_LAST_MINOR
+        };
+        if self.header.minor > known {
             self.warnings.push(Warning::NewerMinorVersion {
                 major: self.header.major,
                 minor: self.header.minor,
+                known,
             });
+        }
+        if !self.header_crc_ok {
+            self.warnings.push(Warning::HeaderCrcMismatch);
         }
         self.stats = ReadStats {
             file_bytes: self.bytes.len() as u64,
@@ -200,6 +221,25 @@ impl<'a> TraceReader<'a> {
         buf: &mut Vec<u8>,
         keep_units: bool,
     ) -> Result<bool, Warning> {
+        if let Some(seq) = header.seq {
+            let len = (header.header_len() + payload.len()) as u64;
+            if !self.seen_seqs.insert(seq) {
+                let w = Warning::DuplicateBlock {
+                    offset: offset as u64,
+                    seq,
+                };
+                return Err(self.damage(w, len, true));
+            }
+            if seq > self.next_seq {
+                self.warnings.push(Warning::BlocksMissing {
+                    offset: offset as u64,
+                    first: self.next_seq,
+                    last: seq - 1,
+                    count: seq - self.next_seq,
+                });
+            }
+            self.next_seq = self.next_seq.max(seq.saturating_add(1));
+        }
         let compressed = header.compressed();
         let result = decompress(header, payload, buf).and_then(|inflated| {
             if header.compact() {
@@ -250,7 +290,7 @@ impl<'a> TraceReader<'a> {
                     offset: offset as u64,
                     reason,
                 };
-                let len = crate::block::BLOCK_HEADER_LEN + payload.len();
+                let len = header.header_len() + payload.len();
                 Err(self.damage(w, len as u64, true))
             }
         }

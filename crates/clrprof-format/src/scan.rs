@@ -1,7 +1,11 @@
 //! Walking the blocks of a file: CRC checks, truncation, and resynchronisation after
 //! damage by scanning for the next block magic whose CRC checks out.
 
-use crate::block::{BLOCK_HEADER_LEN, BLOCK_MAGIC, BlockHeader};
+use crate::block::{
+    BLOCK_HEADER_LEN, BLOCK_HEADER_LEN_V1, BLOCK_MAGIC, BLOCK_MAGIC_V1, BlockHeader,
+    MAX_BLOCK_PAYLOAD,
+};
+use crate::crc_range::CrcRanges;
 use crate::warning::{DamageCause, Warning};
 
 /// One step through the file.
@@ -25,19 +29,40 @@ pub(crate) enum Step<'a> {
 pub(crate) struct Scanner<'a> {
     bytes: &'a [u8],
     pos: usize,
+    /// The file's blocks: format 2 (`BLK2`, 48-byte headers with a sequence number) or
+    /// format 1 (`BLK1`, 40 bytes). A block of the other format is not one of this file.
+    magic: [u8; 4],
+    header_len: usize,
     done: bool,
     /// The last search: no intact block starts in `from..` before `found` (or at all, for
     /// `None`). Keeps repeated searches through a badly damaged file linear.
     searched: Option<(usize, Option<usize>)>,
+    /// Payload bytes hashed to check CRCs; past twice the file's size (only a file with
+    /// many overlapping block candidates gets there), CRCs of long payloads come from
+    /// `ranges`, built once, in time independent of their length.
+    hashed: u64,
+    ranges: Option<CrcRanges>,
 }
 
+/// Payloads shorter than this are always hashed directly.
+const SHORT_PAYLOAD: usize = 512;
+
 impl<'a> Scanner<'a> {
-    pub fn new(bytes: &'a [u8], start: usize) -> Scanner<'a> {
+    pub fn new(bytes: &'a [u8], start: usize, major: u16) -> Scanner<'a> {
+        let (magic, header_len) = if major >= 2 {
+            (BLOCK_MAGIC, BLOCK_HEADER_LEN)
+        } else {
+            (BLOCK_MAGIC_V1, BLOCK_HEADER_LEN_V1)
+        };
         Scanner {
             bytes,
             pos: start.min(bytes.len()),
+            magic,
+            header_len,
             done: false,
             searched: None,
+            hashed: 0,
+            ranges: None,
         }
     }
 
@@ -48,15 +73,16 @@ impl<'a> Scanner<'a> {
             self.done = true;
             return Step::End;
         }
-        if rest.len() < BLOCK_HEADER_LEN {
+        let (magic, header_len) = (self.magic, self.header_len);
+        if rest.len() < header_len {
             self.done = true;
             self.pos = bytes.len();
-            let magic_len = rest.len().min(BLOCK_MAGIC.len());
-            let warning = if rest[..magic_len] == BLOCK_MAGIC[..magic_len] {
+            let magic_len = rest.len().min(magic.len());
+            let warning = if rest[..magic_len] == magic[..magic_len] {
                 Warning::TruncatedBlock {
                     offset: pos as u64,
                     present: rest.len() as u64,
-                    needed: BLOCK_HEADER_LEN as u64,
+                    needed: header_len as u64,
                 }
             } else {
                 Warning::Unrecoverable {
@@ -68,17 +94,23 @@ impl<'a> Scanner<'a> {
             return Step::Damage {
                 warning,
                 bytes_skipped: rest.len() as u64,
-                block_skipped: magic_len == BLOCK_MAGIC.len(),
+                block_skipped: magic_len == magic.len(),
             };
         }
-        let Some(header) = BlockHeader::parse(rest) else {
+        let Some(header) = self.parse(rest) else {
             return self.resync(DamageCause::NoMagic);
         };
         let len = u64::from(header.payload_len);
         if !header.is_plausible() {
-            return self.resync(DamageCause::ImplausibleLength { len });
+            let records = u64::from(header.records_len);
+            let lengths_fit = (len as usize).max(records as usize) <= MAX_BLOCK_PAYLOAD;
+            return self.resync(if header.compressed() && lengths_fit {
+                DamageCause::Inflated { len, records }
+            } else {
+                DamageCause::ImplausibleLength { len }
+            });
         }
-        let end = pos + BLOCK_HEADER_LEN + header.payload_len as usize;
+        let end = pos + header_len + header.payload_len as usize;
         if end > bytes.len() {
             // Either the file was cut inside this block or its length is damaged: only a
             // later intact block tells them apart.
@@ -91,14 +123,14 @@ impl<'a> Scanner<'a> {
                 warning: Warning::TruncatedBlock {
                     offset: pos as u64,
                     present: rest.len() as u64,
-                    needed: BLOCK_HEADER_LEN as u64 + len,
+                    needed: header_len as u64 + len,
                 },
                 bytes_skipped: rest.len() as u64,
                 block_skipped: true,
             };
         }
-        let payload = &bytes[pos + BLOCK_HEADER_LEN..end];
-        if !header.crc_matches(payload) {
+        let payload = &bytes[pos + header_len..end];
+        if !self.crc_ok(pos, &header) {
             return self.skip_damaged_block(end);
         }
         self.pos = end;
@@ -117,7 +149,7 @@ impl<'a> Scanner<'a> {
         let pos = self.pos;
         let next = self.find_block(pos + 1);
         let after = &self.bytes[end..];
-        let length_trusted = after.is_empty() || after.starts_with(&BLOCK_MAGIC);
+        let length_trusted = after.is_empty() || after.starts_with(&self.magic);
         if next.is_some_and(|n| n < end) || !length_trusted {
             return self.resync_to(next, DamageCause::CrcMismatch);
         }
@@ -130,6 +162,29 @@ impl<'a> Scanner<'a> {
             bytes_skipped: (end - pos) as u64,
             block_skipped: true,
         }
+    }
+
+    /// Whether the block at `at` with header `h` (its payload within the file) matches
+    /// its CRC.
+    fn crc_ok(&mut self, at: usize, h: &BlockHeader) -> bool {
+        let bytes = self.bytes;
+        let len = h.payload_len as usize;
+        let (start, end) = (at + self.header_len, at + self.header_len + len);
+        let budget = 2 * bytes.len() as u64;
+        if len < SHORT_PAYLOAD || (self.ranges.is_none() && self.hashed + len as u64 <= budget) {
+            self.hashed += len as u64;
+            return h.crc_matches(&bytes[start..end]);
+        }
+        let table = self.ranges.get_or_insert_with(|| CrcRanges::new(bytes));
+        let mut head = h.to_bytes();
+        head[8..12].fill(0);
+        let head_crc = crc32fast::hash(&head[..self.header_len]);
+        table.combine(head_crc, table.range(bytes, start, end), len) == h.crc
+    }
+
+    /// A block header of this file's format at the start of `bytes`.
+    fn parse(&self, bytes: &[u8]) -> Option<BlockHeader> {
+        BlockHeader::parse(bytes).filter(|h| h.header_len() == self.header_len)
     }
 
     /// Skips from the current position to the next intact block, or to the end.
@@ -186,16 +241,16 @@ impl<'a> Scanner<'a> {
         found
     }
 
-    fn search(&self, from: usize) -> Option<usize> {
-        let bytes = self.bytes;
+    fn search(&mut self, from: usize) -> Option<usize> {
+        let (bytes, header_len) = (self.bytes, self.header_len);
         let mut i = from;
-        while i + BLOCK_HEADER_LEN <= bytes.len() {
-            i += bytes[i..].iter().position(|&b| b == BLOCK_MAGIC[0])?;
-            if let Some(h) = BlockHeader::parse(&bytes[i..])
+        while i + header_len <= bytes.len() {
+            i += bytes[i..].iter().position(|&b| b == self.magic[0])?;
+            if let Some(h) = self.parse(&bytes[i..])
                 && h.is_plausible()
             {
-                let end = i + BLOCK_HEADER_LEN + h.payload_len as usize;
-                if end <= bytes.len() && h.crc_matches(&bytes[i + BLOCK_HEADER_LEN..end]) {
+                let end = i + header_len + h.payload_len as usize;
+                if end <= bytes.len() && self.crc_ok(i, &h) {
                     return Some(i);
                 }
             }

@@ -5,16 +5,52 @@ use std::collections::HashMap;
 
 use thiserror::Error;
 
-use crate::header::FORMAT_MINOR;
-
 /// Something was wrong in the file; what could be read was read.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum Warning {
     #[error(
-        "trace format {major}.{minor} is newer than this reader's {major}.{FORMAT_MINOR}: event \
+        "trace format {major}.{minor} is newer than this reader's {major}.{known}: event \
          kinds and fields added since are skipped; a newer clrprof reads them"
     )]
-    NewerMinorVersion { major: u16, minor: u16 },
+    NewerMinorVersion { major: u16, minor: u16, known: u16 },
+
+    #[error(
+        "the trace header's CRC does not match: the header was damaged after it was written, \
+         so its metadata (command line, settings, clock) may be wrong"
+    )]
+    HeaderCrcMismatch,
+
+    #[error(
+        "the trace was cut short: it has no end record, so the recording process stopped \
+         without finishing it (killed, crashed, or the file was truncated); {}",
+        match .last_ns {
+            Some(ns) => format!(
+                "its last event is {:.3} s after the start, nothing after that was recorded",
+                *ns as f64 / 1e9
+            ),
+            None => "it holds no events".to_string(),
+        }
+    )]
+    CutShort {
+        /// Time of the last event read, in ns since the first clock sync point.
+        last_ns: Option<u64>,
+    },
+
+    #[error(
+        "{count} block(s) missing before the block at byte {offset} (numbers {first} to \
+         {last}): damaged, cut out or never written; their events are lost"
+    )]
+    BlocksMissing {
+        offset: u64,
+        first: u64,
+        last: u64,
+        count: u64,
+    },
+
+    #[error(
+        "block at byte {offset} repeats block number {seq}, read already: the copy was skipped"
+    )]
+    DuplicateBlock { offset: u64, seq: u64 },
 
     #[error(
         "trace ends inside a block at byte {offset} ({present} of {needed} bytes present): the \
@@ -130,6 +166,11 @@ pub enum DamageCause {
     NoMagic,
     #[error("implausible block length ({len} bytes)")]
     ImplausibleLength { len: u64 },
+    #[error(
+        "compressed block claiming {records} bytes of records from {len} bytes (more than the \
+         writer's ratio: an LZ4 bomb, refused)"
+    )]
+    Inflated { len: u64, records: u64 },
     #[error("block length {len} runs past the end of the file")]
     PastEnd { len: u64 },
     #[error("CRC mismatch with an unreliable block length")]

@@ -24,7 +24,7 @@ fn truncation_at_every_offset() {
             let err = reader.err().expect("a cut header is an error");
             let expected = match cut {
                 0 => matches!(err, FormatError::Empty),
-                1..16 => matches!(err, FormatError::HeaderTruncated { .. }),
+                1..20 => matches!(err, FormatError::HeaderTruncated { .. }),
                 _ => matches!(err, FormatError::HeaderJsonTruncated { .. }),
             };
             assert!(expected, "cut {cut}: {err}");
@@ -68,10 +68,19 @@ fn damaged_payload_skips_only_that_block() {
     assert_eq!(events, expected(&[&blocks[0], &blocks[2], &blocks[3]]));
     assert_eq!(
         warnings,
-        [Warning::CrcMismatch {
-            offset: ranges[1].start as u64,
-            len: ranges[1].len() as u64
-        }]
+        [
+            Warning::CrcMismatch {
+                offset: ranges[1].start as u64,
+                len: ranges[1].len() as u64
+            },
+            // The next block's number says one is missing.
+            Warning::BlocksMissing {
+                offset: ranges[2].start as u64,
+                first: 1,
+                last: 1,
+                count: 1
+            }
+        ]
     );
     assert_eq!(
         warnings[0].to_string(),
@@ -101,7 +110,18 @@ fn damaged_length_resynchronises() {
             expected(&[&blocks[1], &blocks[2], &blocks[3]]),
             "byte {byte}"
         );
-        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            matches!(
+                warnings[1],
+                Warning::BlocksMissing {
+                    first: 0,
+                    count: 1,
+                    ..
+                }
+            ),
+            "{warnings:?}"
+        );
         match &warnings[0] {
             Warning::Resynchronized {
                 offset, resumed_at, ..
@@ -187,7 +207,7 @@ fn unknown_kinds_are_skipped_and_named() {
     encode(&mut records, 2, &Event::ThreadDestroyed { thread: 1 });
     let mut file = Vec::new();
     write_file_header(&mut file, &header).unwrap();
-    write_block(&mut file, 5, 0, count_records(&records), &records, false).unwrap();
+    write_block(&mut file, 0, 5, 0, count_records(&records), &records, false).unwrap();
 
     let (events, warnings) = read(&file);
     assert_eq!(events.len(), 2);
@@ -198,8 +218,9 @@ fn unknown_kinds_are_skipped_and_named() {
         text,
         [
             format!(
-                "trace format 1.{} is newer than this reader's 1.{FORMAT_MINOR}: event kinds and \
-                 fields added since are skipped; a newer clrprof reads them",
+                "trace format {FORMAT_MAJOR}.{} is newer than this reader's \
+                 {FORMAT_MAJOR}.{FORMAT_MINOR}: event kinds and fields added since are skipped; a \
+                 newer clrprof reads them",
                 FORMAT_MINOR + 1
             ),
             "unknown event kind 99 \"FutureThing\" (3 records skipped): written by a newer \
@@ -226,7 +247,7 @@ fn record_level_problems_are_warnings() {
     let mut file = Vec::new();
     write_file_header(&mut file, &fixed_header()).unwrap();
     let offset = file.len();
-    write_block(&mut file, 5, 0, 4, &records, true).unwrap();
+    write_block(&mut file, 0, 5, 0, 4, &records, true).unwrap();
     let (events, warnings) = read(&file);
     assert_eq!(events.len(), 2);
     assert_eq!(
@@ -268,8 +289,8 @@ fn a_record_without_timestamp_ends_its_block_only() {
     let mut file = Vec::new();
     write_file_header(&mut file, &fixed_header()).unwrap();
     let offset = file.len();
-    write_block(&mut file, 5, 100, 3, &bad, false).unwrap();
-    write_block(&mut file, 5, 200, 1, &good, false).unwrap();
+    write_block(&mut file, 0, 5, 100, 3, &bad, false).unwrap();
+    write_block(&mut file, 1, 5, 200, 1, &good, false).unwrap();
     let (events, warnings) = read(&file);
     let ts: Vec<u64> = events.iter().map(|e| e.ts).collect();
     assert_eq!(ts, [107, 205]);
@@ -290,7 +311,7 @@ fn miscounted_and_undecodable_blocks() {
     let mut file = Vec::new();
     write_file_header(&mut file, &fixed_header()).unwrap();
     let first = file.len();
-    write_block(&mut file, 5, 0, 2, &records, false).unwrap();
+    write_block(&mut file, 0, 5, 0, 2, &records, false).unwrap();
     // A block with a flag this version does not know (but a valid CRC).
     let second = file.len();
     let mut h = BlockHeader {
@@ -301,11 +322,12 @@ fn miscounted_and_undecodable_blocks() {
         base_ts: 0,
         record_count: 1,
         records_len: records.len() as u32,
+        seq: Some(1),
     };
     h.crc = h.compute_crc(&records);
     file.extend_from_slice(&h.to_bytes());
     file.extend_from_slice(&records);
-    write_block(&mut file, 5, 0, 1, &records, false).unwrap();
+    write_block(&mut file, 2, 5, 0, 1, &records, false).unwrap();
 
     let (events, warnings) = read(&file);
     assert_eq!(events.len(), 2);

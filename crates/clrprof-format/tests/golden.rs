@@ -1,5 +1,5 @@
 //! Golden files: small traces committed under tests/fixtures/. The encoder must still
-//! produce `golden-v1.3.bin` byte for byte (so any format change is deliberate), and the
+//! produce `golden-v2.0.bin` byte for byte (so any format change is deliberate), and the
 //! reader must still read every file, 1.0 included (so old traces stay readable).
 //!
 //! After a deliberate format change, regenerate with
@@ -20,31 +20,32 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// The last kind id of each minor version: older golden files hold the kinds up to it.
-fn last_kind(minor: u16) -> u8 {
-    match minor {
-        0 | 1 => 34,
-        2 => 71,
-        _ => u8::MAX,
+/// Whether version `major.minor` has kind `id`: older golden files hold only those.
+fn has_kind(id: u8, major: u16, minor: u16) -> bool {
+    match (major, minor) {
+        (1, 0 | 1) => id <= 34,
+        (1, 2) => id <= 71 && id != 37,
+        (1, _) => id != 37,
+        _ => true,
     }
 }
 
 /// The golden trace's blocks: every kind (of that version) once, in three blocks,
 /// optionally compressed.
-fn golden_blocks(compress: bool, minor: u16) -> Vec<TestBlock> {
+fn golden_blocks(compress: bool, major: u16, minor: u16) -> Vec<TestBlock> {
     let mut blocks = sample_blocks();
     blocks.truncate(3);
     for b in &mut blocks {
         b.compress = compress;
-        b.events.retain(|(_, e)| e.kind() <= last_kind(minor));
+        b.events.retain(|(_, e)| has_kind(e.kind(), major, minor));
     }
     blocks
 }
 
-/// The header the golden file of `minor` was written with.
-fn golden_header(minor: u16) -> Header {
+/// The header the golden file of `major.minor` was written with.
+fn golden_header(major: u16, minor: u16) -> Header {
     let mut h = fixed_header();
-    h.meta.event_kinds.retain(|k| k.id <= last_kind(minor));
+    h.meta.event_kinds.retain(|k| has_kind(k.id, major, minor));
     h
 }
 
@@ -135,10 +136,21 @@ fn golden_compact() -> (Vec<Vec<u8>>, Vec<DecodedEvent<'static>>) {
 }
 
 fn golden_bytes(compress: bool) -> Vec<u8> {
-    let mut file = build_file(&fixed_header(), &golden_blocks(compress, FORMAT_MINOR)).0;
-    write_units_block(&mut file, &mut Vec::new(), 77, &golden_units().0, compress).unwrap();
+    let blocks = golden_blocks(compress, FORMAT_MAJOR, FORMAT_MINOR);
+    let mut file = build_file(&fixed_header(), &blocks).0;
+    let mut seq = blocks.len() as u64;
+    write_units_block(
+        &mut file,
+        &mut Vec::new(),
+        seq,
+        77,
+        &golden_units().0,
+        compress,
+    )
+    .unwrap();
     for part in golden_compact().0 {
-        write_compact_block(&mut file, &mut Vec::new(), 78, &part, compress).unwrap();
+        seq += 1;
+        write_compact_block(&mut file, &mut Vec::new(), seq, 78, &part, compress).unwrap();
     }
     file
 }
@@ -175,34 +187,36 @@ fn check_or_update(name: &str, bytes: &[u8], compare: bool) {
 
 #[test]
 fn encoder_reproduces_the_golden_file() {
-    check_or_update("golden-v1.3.bin", &golden_bytes(false), true);
+    check_or_update("golden-v2.0.bin", &golden_bytes(false), true);
     // Compressed output depends on the LZ4 implementation: only its decoding is checked.
-    check_or_update("golden-v1.3-lz4.bin", &golden_bytes(true), false);
+    check_or_update("golden-v2.0-lz4.bin", &golden_bytes(true), false);
 }
 
 #[test]
 fn golden_files_still_decode() {
-    for (name, compress, minor) in [
-        ("golden-v1.0.bin", false, 0),
-        ("golden-v1.0-lz4.bin", true, 0),
-        ("golden-v1.1.bin", false, 1),
-        ("golden-v1.1-lz4.bin", true, 1),
-        ("golden-v1.2.bin", false, 2),
-        ("golden-v1.2-lz4.bin", true, 2),
-        ("golden-v1.3.bin", false, 3),
-        ("golden-v1.3-lz4.bin", true, 3),
+    for (name, compress, major, minor) in [
+        ("golden-v1.0.bin", false, 1, 0),
+        ("golden-v1.0-lz4.bin", true, 1, 0),
+        ("golden-v1.1.bin", false, 1, 1),
+        ("golden-v1.1-lz4.bin", true, 1, 1),
+        ("golden-v1.2.bin", false, 1, 2),
+        ("golden-v1.2-lz4.bin", true, 1, 2),
+        ("golden-v1.3.bin", false, 1, 3),
+        ("golden-v1.3-lz4.bin", true, 1, 3),
+        ("golden-v2.0.bin", false, 2, 0),
+        ("golden-v2.0-lz4.bin", true, 2, 0),
     ] {
         let bytes = std::fs::read(fixture(name)).unwrap();
         let (header, events, warnings) = read_all(&bytes).unwrap();
-        assert_eq!((header.major, header.minor), (1, minor), "{name}");
-        assert_eq!(header.meta, golden_header(minor).meta, "{name}");
+        assert_eq!((header.major, header.minor), (major, minor), "{name}");
+        assert_eq!(header.meta, golden_header(major, minor).meta, "{name}");
         assert!(warnings.is_empty(), "{name}: {warnings:?}");
-        let blocks = golden_blocks(compress, minor);
+        let blocks = golden_blocks(compress, major, minor);
         let mut want = expected(&blocks.iter().collect::<Vec<_>>());
-        if minor >= 1 {
+        if (major, minor) >= (1, 1) {
             want.extend(golden_units().1);
         }
-        if minor >= 3 {
+        if (major, minor) >= (1, 3) {
             want.extend(golden_compact().1);
         }
         // A file holds only the kinds its writer knew.

@@ -55,9 +55,9 @@ fn truncated_fixed_header() {
 #[test]
 fn unsupported_major_version() {
     assert_eq!(
-        error(&header_with(2, b"{}", None)),
-        "trace format version 2.0 is not supported (this reader reads version 1.x): open the file \
-         with the clrprof release that recorded it"
+        error(&header_with(3, b"{}", None)),
+        "trace format version 3.0 is not supported (this reader reads versions 1.x and 2.x): open \
+         the file with the clrprof release that recorded it"
     );
 }
 
@@ -70,8 +70,8 @@ fn truncated_json() {
         format!(
             "the trace header's JSON metadata is truncated ({} of {} bytes): the recording \
              stopped before the header was written; record again",
-            full.len() - 26,
-            full.len() - 16
+            full.len() - 30,
+            full.len() - 20
         )
     );
 }
@@ -102,4 +102,8 @@ fn minimal_header_is_accepted() {
     let reader = TraceReader::new(&bytes).unwrap();
     assert_eq!(reader.header().meta, TraceMeta::default());
     assert_eq!(reader.body_offset(), 18);
+    // Format 2 has a CRC after the length: 20 fixed bytes.
+    let v2 = Header::new(TraceMeta::default()).to_bytes().unwrap();
+    assert_eq!(TraceReader::new(&v2).unwrap().body_offset(), v2.len());
+    assert!(error(&v2[..19]).starts_with("the trace header is truncated (19 of 20 bytes)"));
 }

@@ -97,7 +97,7 @@ fn block_writer_matches_write_block() {
     let n = count_records(&records);
     for compress in [false, true] {
         let mut a = Vec::new();
-        write_block(&mut a, 9, 77, n, &records, compress).unwrap();
+        write_block(&mut a, 0, 9, 77, n, &records, compress).unwrap();
         let mut w = BlockWriter::new(Vec::new());
         w.write_block(9, 77, n, &records, compress).unwrap();
         w.write_block(9, 77, n, &records, compress).unwrap();
@@ -161,7 +161,7 @@ fn unit_blocks_read_as_records_compressed_or_not() {
         let mut file = Vec::new();
         write_file_header(&mut file, &fixed_header()).unwrap();
         let mut scratch = Vec::new();
-        write_units_block(&mut file, &mut scratch, 42, &units, compress).unwrap();
+        write_units_block(&mut file, &mut scratch, 0, 42, &units, compress).unwrap();
         let mut reader = TraceReader::new(&file).unwrap();
         let got: Vec<_> = reader
             .events()
@@ -178,7 +178,7 @@ fn unit_blocks_read_as_records_compressed_or_not() {
         assert_eq!(blocks[0].records().count(), 500);
     }
     let mut scratch = Vec::new();
-    assert!(write_units_block(&mut Vec::new(), &mut scratch, 1, &[0; 20], false).is_err());
+    assert!(write_units_block(&mut Vec::new(), &mut scratch, 0, 1, &[0; 20], false).is_err());
 }
 
 /// Readers take unit payloads as they are (no conversion to records): records framed by
@@ -215,8 +215,8 @@ fn unit_blocks_with_framed_records_pads_and_damage() {
         let mut file = Vec::new();
         write_file_header(&mut file, &fixed_header()).unwrap();
         let mut scratch = Vec::new();
-        write_units_block(&mut file, &mut scratch, 1, &bad, compress).unwrap();
-        write_units_block(&mut file, &mut scratch, 2, &good, compress).unwrap();
+        write_units_block(&mut file, &mut scratch, 0, 1, &bad, compress).unwrap();
+        write_units_block(&mut file, &mut scratch, 1, 2, &good, compress).unwrap();
         let mut reader = TraceReader::new(&file).unwrap();
         let got: Vec<_> = reader
             .events()

@@ -5,7 +5,11 @@
 //! turns into `Enter`/`Leave`/`Tailcall` records. Each block goes out with a single
 //! `write`, so a killed target leaves every block written so far intact. The writer also
 //! keeps its own block of process-wide records (periodic clock-sync points and, at the
-//! end, the `Lost` counters).
+//! end, the `Lost` counters). Its first block holds two clock-sync points
+//! [`CALIBRATION`] apart, so the tick rate is known whenever the trace ends; its last
+//! block holds only the `TraceEnd` record, which a killed target's trace lacks. Blocks
+//! are numbered in the order written (a failed write leaves a gap), so a reader finds
+//! lost and repeated blocks.
 
 use std::fs::File;
 use std::io;
@@ -21,6 +25,11 @@ use super::buffers::{self, Registration};
 use crate::os::clock;
 
 static WRITER: OnceLock<Thread> = OnceLock::new();
+
+/// Time between the first two clock-sync points, written before any other block: the
+/// TSC's rate from them is within a few parts per million (each point is read within
+/// ~50 ns), so a trace cut short before the next sync point (1 s) still has its times.
+const CALIBRATION: Duration = Duration::from_millis(10);
 static WAKE_PENDING: AtomicBool = AtomicBool::new(false);
 
 /// Asks the writer to drain now (called by a thread waiting for room).
@@ -145,6 +154,8 @@ struct Drain {
     own_base_ts: u64,
     /// Running timestamp of the fallback stream.
     fallback_ts: u64,
+    /// The next block's number.
+    seq: u64,
     stats: Stats,
 }
 
@@ -158,10 +169,20 @@ fn run(mut file: File, flush: Duration, compress: bool, raw_units: bool, shared:
         own_last_ts: 0,
         own_base_ts: 0,
         fallback_ts: 0,
+        seq: 0,
         stats: Stats::default(),
     };
-    let mut last_sync = Instant::now();
     d.clock_sync();
+    if clock::uses_tsc() {
+        // Events wait meanwhile (or are dropped in drop mode) only if a ring fills.
+        let start = Instant::now();
+        while let Some(left) = CALIBRATION.checked_sub(start.elapsed()) {
+            thread::park_timeout(left);
+        }
+        d.clock_sync();
+    }
+    d.write_process_block(&mut file, compress);
+    let mut last_sync = Instant::now();
     loop {
         let stopping = shared.stop.load(Ordering::Acquire);
         d.register();
@@ -217,6 +238,9 @@ fn run(mut file: File, flush: Duration, compress: bool, raw_units: bool, shared:
     }
     d.clock_sync();
     d.flush_process_block(&mut file, compress);
+    // Last: the record that says the trace is complete, alone in the last block.
+    d.record(&Event::TraceEnd { blocks: d.seq });
+    d.write_process_block(&mut file, compress);
     d.stats
 }
 
@@ -282,7 +306,8 @@ impl Drain {
         self.record_at(ticks, &Event::ClockSync { mono_ns, unix_ns });
     }
 
-    fn flush_process_block(&mut self, file: &mut File, compress: bool) {
+    /// Writes the writer's own records, if any, as one block.
+    fn write_process_block(&mut self, file: &mut File, compress: bool) {
         if !self.process_block.is_empty() {
             let block = std::mem::take(&mut self.process_block);
             let count = count_records(&block, &mut 0);
@@ -291,6 +316,11 @@ impl Drain {
             self.process_block = block;
             self.process_block.clear();
         }
+    }
+
+    /// Writes the writer's own records and those of threads without a buffer.
+    fn flush_process_block(&mut self, file: &mut File, compress: bool) {
+        self.write_process_block(file, compress);
         self.scratch.clear();
         buffers::take_fallback(&mut self.scratch);
         if !self.scratch.is_empty() {
@@ -356,7 +386,15 @@ impl Drain {
             if part.is_empty() {
                 continue;
             }
-            match clrprof_format::write_compact_block(file, &mut self.lz4, os_tid, part, compress) {
+            let seq = self.next_seq();
+            match clrprof_format::write_compact_block(
+                file,
+                &mut self.lz4,
+                seq,
+                os_tid,
+                part,
+                compress,
+            ) {
                 Ok(_) => {
                     self.stats.blocks += 1;
                     self.stats.bytes += part.len() as u64;
@@ -376,13 +414,21 @@ impl Drain {
         records: &[u8],
         compress: bool,
     ) {
-        match clrprof_format::write_block(file, os_tid, base_ts, count, records, compress) {
+        let seq = self.next_seq();
+        match clrprof_format::write_block(file, seq, os_tid, base_ts, count, records, compress) {
             Ok(()) => {
                 self.stats.blocks += 1;
                 self.stats.bytes += records.len() as u64;
             }
             Err(e) => self.write_failed(&e, u64::from(count)),
         }
+    }
+
+    /// The number of the block about to be written (used even if the write fails, so the
+    /// reader sees the gap).
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq - 1
     }
 
     fn write_failed(&mut self, e: &io::Error, events: u64) {

@@ -72,6 +72,7 @@ pub fn start_with(
             attached,
             settings: settings.clone(),
             event_kinds: clrprof_format::event_kind_table(),
+            end_record: true,
         },
     };
     let writer = Writer::start(

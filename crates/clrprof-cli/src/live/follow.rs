@@ -83,7 +83,7 @@ fn complete_blocks(body: &[u8]) -> usize {
         let Some(h) = BlockHeader::parse(&body[pos..]).filter(|h| h.is_plausible()) else {
             return body.len();
         };
-        let end = pos + BLOCK_HEADER_LEN + h.payload_len as usize;
+        let end = pos + h.header_len() + h.payload_len as usize;
         if end > body.len() {
             break;
         }
@@ -98,11 +98,20 @@ mod tests {
     use clrprof_format::{Event, TraceMeta, count_records, encode, write_block, write_file_header};
     use std::io::Write;
 
-    fn block(tid: u64, thread: u64) -> Vec<u8> {
+    fn block(seq: u64, tid: u64, thread: u64) -> Vec<u8> {
         let mut records = Vec::new();
         encode(&mut records, 1, &Event::ThreadCreated { thread });
         let mut out = Vec::new();
-        write_block(&mut out, tid, 0, count_records(&records), &records, true).unwrap();
+        write_block(
+            &mut out,
+            seq,
+            tid,
+            0,
+            count_records(&records),
+            &records,
+            true,
+        )
+        .unwrap();
         out
     }
 
@@ -121,7 +130,7 @@ mod tests {
         assert!(follow.poll().unwrap().is_empty());
         assert!(follow.header.is_none());
         f.write_all(&header[header.len() / 2..]).unwrap();
-        let (b1, b2) = (block(11, 1), block(22, 2));
+        let (b1, b2) = (block(0, 11, 1), block(1, 22, 2));
         f.write_all(&b1).unwrap();
         f.write_all(&b2[..b2.len() - 3]).unwrap();
         let got = follow.poll().unwrap();

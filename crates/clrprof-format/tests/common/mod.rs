@@ -275,6 +275,8 @@ pub fn every_kind() -> Vec<Event<'static>> {
             deep: 1,
             edges: Cow::Owned(vec![0, 1, 1, 1, 2, 7_049_154]),
         },
+        // 2.0
+        Event::TraceEnd { blocks: 300 },
     ]
 }
 
@@ -300,6 +302,7 @@ pub fn fixed_header() -> Header {
             ..clrprof_settings::Settings::unrecorded()
         },
         event_kinds: event_kind_table(),
+        end_record: false,
     })
 }
 
@@ -330,7 +333,11 @@ pub fn build_file(header: &Header, blocks: &[TestBlock]) -> (Vec<u8>, Vec<std::o
         let count = count_records_with_ts(&records, &mut check);
         assert_eq!((count as usize, check), (b.events.len(), *last));
         let start = file.len();
-        write_block(&mut file, b.os_tid, base_ts, count, &records, b.compress).unwrap();
+        let seq = ranges.len() as u64;
+        write_block(
+            &mut file, seq, b.os_tid, base_ts, count, &records, b.compress,
+        )
+        .unwrap();
         ranges.push(start..file.len());
     }
     (file, ranges)
@@ -577,6 +584,7 @@ pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
                     blocks: a,
                     events: b2,
                 },
+                37 => Event::TraceEnd { blocks: a },
                 40 => Event::CallArgs {
                     function: a,
                     sp: b2,
