@@ -41,6 +41,11 @@ const CASES: &[Case] = &[
         args: &["deep", "depth=10000", "seconds=3"],
     },
     Case {
+        name: "hostile argument shapes read by --args",
+        flags: &["--mode", "trace", "--args", "Scenarios.HostileArgs.*"],
+        args: &["hostile-args"],
+    },
+    Case {
         name: "GC storm with allocation events",
         flags: &["--mode", "events", "--events", "default,alloc"],
         args: &["alloc", "3000000"],
@@ -159,12 +164,105 @@ pub fn run(clrprof: &Path, cycles: usize) -> Result<()> {
         started.elapsed().as_secs_f64(),
         growth / cycles.max(1) as f64
     );
+    idle_and_refused_cycles(clrprof, &app, &dir, cycles, &mut t)?;
     println!(
         "target crashes {}, hangs {}; events lost: {}",
         t.crashes,
         t.hangs,
         describe(&t.lost)
     );
+    Ok(())
+}
+
+/// An idle target: `cycles` attach/detach cycles after 20 that settle the runtime's and
+/// malloc's state, for the growth per cycle (docs/safety.md: at most 16 KiB); then as many
+/// rounds of a refused attach (another TMPDIR, so the first `clrprof` cannot be seen)
+/// during a recording, each followed by an attach that must record.
+fn idle_and_refused_cycles(
+    clrprof: &Path,
+    app: &clrprof_testkit::BuiltApp,
+    dir: &Path,
+    cycles: usize,
+    t: &mut Tally,
+) -> Result<()> {
+    let mut target = crate::dotnet_app(app, &["sleeper", "seconds=3600"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let pid = target.id();
+    std::thread::sleep(Duration::from_millis(500));
+    let trace = dir.join("idle.clrprof");
+    let attach = |extra_env: Option<&Path>, out: &Path, duration: &str| -> Result<Child> {
+        let mut cmd = Command::new(clrprof);
+        if let Some(tmp) = extra_env {
+            cmd.env("TMPDIR", tmp);
+        }
+        cmd.args(["record", "--pid", &pid.to_string(), "--duration", duration])
+            .args(["-q", "--force", "-o"])
+            .arg(out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        Ok(cmd.spawn()?)
+    };
+    let mut failed = 0;
+    let mut run = |t: &mut Tally, child: Child| -> Result<bool> {
+        Ok(match wait_limited(child, Duration::from_secs(60))? {
+            None => {
+                t.hangs += 1;
+                false
+            }
+            Some(s) => s.success(),
+        })
+    };
+    let warm = 20;
+    let mut before = 0;
+    let started = Instant::now();
+    for i in 0..warm + cycles {
+        if i == warm {
+            before = rss_kb(pid);
+        }
+        if !run(t, attach(None, &trace, "0.2")?)? {
+            failed += 1;
+        }
+    }
+    let after = rss_kb(pid);
+    let growth = after as f64 - before as f64;
+    println!(
+        "{cycles} attach/detach cycles on an idle target (after {warm}): {failed} failed, {:.1} s; \
+         RSS {before} → {after} KiB: {:+.1} KiB per cycle",
+        started.elapsed().as_secs_f64(),
+        growth / cycles.max(1) as f64
+    );
+    let other_tmp = dir.join("other-tmp");
+    std::fs::create_dir_all(&other_tmp)?;
+    let (mut refused, mut recorded, mut odd) = (0, 0, 0);
+    for _ in 0..cycles {
+        let first = attach(None, &trace, "1.5")?;
+        std::thread::sleep(Duration::from_millis(700));
+        match run(t, attach(Some(&other_tmp), &dir.join("refused.clrprof"), "0.2")?)? {
+            false => refused += 1,
+            true => odd += 1,
+        }
+        if !run(t, first)? {
+            odd += 1;
+        }
+        let after = dir.join("after.clrprof");
+        if run(t, attach(None, &after, "0.3")?)?
+            && report(clrprof, &after)["samples"]["total"].as_u64().unwrap_or(0) > 0
+        {
+            recorded += 1;
+        }
+    }
+    println!(
+        "{cycles} refused attaches during a recording: {refused} refused, {recorded} attaches after \
+         them recorded, {odd} unexpected outcomes"
+    );
+    let alive = matches!(target.try_wait(), Ok(None));
+    if !alive {
+        t.crashes += 1;
+    }
+    let _ = target.kill();
+    let _ = target.wait();
     Ok(())
 }
 

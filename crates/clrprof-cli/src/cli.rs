@@ -6,7 +6,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use clrprof_settings::{ArgLimits, Mode, OnFull, SamplerKind, limits};
 
 #[derive(Parser, Debug)]
-#[command(name = "clrprof", version, about = "A profiler for .NET (CoreCLR) processes", long_about = None)]
+#[command(name = "clrprof", version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("CLRPROF_COMMIT"), ")"), about = "A profiler for .NET (CoreCLR) processes", long_about = None)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

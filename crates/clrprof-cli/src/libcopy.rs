@@ -224,15 +224,17 @@ mod tests {
         if on_noexec_mount(&dir) {
             return;
         }
-        let a = LibraryCopy::create(&lib, &ctl, own_uid(), 4242)
+        // A live pid (ours): the second create must not take the first copy for stale.
+        let pid = std::process::id();
+        let a = LibraryCopy::create(&lib, &ctl, own_uid(), pid)
             .unwrap()
             .unwrap();
-        let b = LibraryCopy::create(&lib, &ctl, own_uid(), 4242)
+        let b = LibraryCopy::create(&lib, &ctl, own_uid(), pid)
             .unwrap()
             .unwrap();
         assert_ne!(a.path(), b.path());
         let name = a.path().file_name().unwrap().to_string_lossy().into_owned();
-        assert_eq!(copy_pid(&name), Some(4242), "{name}");
+        assert_eq!(copy_pid(&name), Some(pid), "{name}");
         assert_eq!(std::fs::read(a.path()).unwrap(), b"not really a library");
         let mode = std::fs::metadata(&ctl).unwrap().mode() & 0o777;
         assert_eq!(mode, 0o700);

@@ -109,7 +109,7 @@ fn a_trace_from_a_newer_clrprof_names_the_fix() {
 fn a_target_in_another_container_is_refused_with_the_fix() {
     let app = scenarios();
     let script = format!(
-        "mount -t tmpfs none /tmp && exec {} {} sleeper 5",
+        "mount -t tmpfs none /tmp && exec {} {} sleeper 60",
         clrprof_testkit::dotnet().display(),
         app.dll.display()
     );
