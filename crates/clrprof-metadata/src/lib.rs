@@ -17,6 +17,7 @@
 
 pub mod hresult;
 mod mdread;
+pub mod pdb;
 pub mod props;
 pub mod rawmd;
 pub mod sig;
