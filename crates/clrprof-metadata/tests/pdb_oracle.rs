@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use clrprof_metadata::pdb::find::{self, PdbSource};
 use clrprof_metadata::pdb::{PdbError, PortablePdb};
-use clrprof_testkit::{BuiltApp, app};
+use clrprof_testkit::{BuiltApp, app, app_embedded_pdb};
 
 /// What the oracle prints for `dll` (its own embedded PDB when `dll` is `None`).
 fn oracle(dll: Option<&Path>) -> String {
@@ -115,6 +115,55 @@ fn embedded_pdb_matches_system_reflection_metadata_for_every_method() {
             .any(|l| l.starts_with("sp\t") && l.contains("\t1\t/")),
         "hidden points: {ours}"
     );
+}
+
+#[test]
+fn embedded_scenarios_pdb_matches_system_reflection_metadata_for_every_method() {
+    let e = app_embedded_pdb("Scenarios");
+    assert!(
+        !e.dir.join("Scenarios.pdb").exists(),
+        "an embedded build ships no .pdb"
+    );
+    let found = find::find_pdb(&e.dll, &[]).expect("the embedded PDB");
+    assert_eq!(found.source, PdbSource::Embedded);
+    let theirs = oracle(Some(&e.dll));
+    let ours = ours(&found.pdb, &found.source);
+    assert_same(&ours, &theirs);
+    assert!(
+        ours.lines().filter(|l| l.starts_with("sp\t")).count() > 500,
+        "{ours}"
+    );
+    assert!(
+        ours.lines().any(|l| l.starts_with("sm\t")),
+        "no state machine in {ours}"
+    );
+}
+
+#[test]
+fn source_line_of_an_il_offset() {
+    let s = scenarios();
+    let found = find::find_pdb(&s.dll, &[]).unwrap();
+    let pdb = &found.pdb;
+    // The first method with a visible point at a non-zero offset: an IL offset inside it
+    // maps to that point's line, in the document the oracle names.
+    let (token, p) = (1..=pdb.method_count())
+        .map(|r| 0x0600_0000 | r)
+        .find_map(|t| {
+            let lines = pdb.sequence_points(t).unwrap();
+            lines
+                .points
+                .iter()
+                .find(|p| !p.is_hidden() && p.il_offset > 0)
+                .map(|p| (t, *p))
+        })
+        .expect("a method with lines");
+    let line = pdb
+        .source_line(token, p.il_offset)
+        .unwrap()
+        .expect("a line");
+    assert_eq!((line.line, line.column), (p.start_line, p.start_column));
+    assert_eq!(line.document, pdb.document(p.document).unwrap().name);
+    assert!(line.document.ends_with(".cs"), "{line:?}");
 }
 
 /// A copy of Scenarios.dll alone in a fresh folder, as if moved to another machine: the

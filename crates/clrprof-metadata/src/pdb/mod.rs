@@ -11,6 +11,7 @@
 //! - MethodDebugInformation (0x31): [`PortablePdb::sequence_points`] decodes a method's
 //!   sequence-points blob (compressed integers; the first record's absolute values, the
 //!   signed deltas from the previous non-hidden point, hidden points, document changes);
+//!   [`PortablePdb::source_line`] maps an IL offset to its document and line;
 //! - StateMachineMethod (0x36): [`PortablePdb::kickoff_method`] (async / iterator
 //!   `MoveNext` → the method the user wrote).
 //!
@@ -163,6 +164,17 @@ impl SequencePoint {
     pub fn is_hidden(&self) -> bool {
         self.start_line == HIDDEN_LINE
     }
+}
+
+/// Where an IL offset's code came from: a document and the span of its statement.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceLine {
+    /// The document's name as the compiler wrote it (usually the build-time full path).
+    pub document: String,
+    pub line: u32,
+    pub column: u32,
+    pub end_line: u32,
+    pub end_column: u32,
 }
 
 /// The sequence points of one method, in IL-offset order.
@@ -559,6 +571,24 @@ impl PortablePdb {
         let blob = self.blob(blob_index)?;
         decode_sequence_points(blob, document, self.document_count())
             .map_err(|what| corrupt(format!("sequence points of {method:#010x}: {what}")))
+    }
+
+    /// The source line of `il_offset` in MethodDef `method`: the visible sequence point
+    /// holding it (see [`MethodLines::line_at`]) with its document's name; `None` when the
+    /// method has no visible point at or before it. Decodes the method's points each call:
+    /// a caller mapping many offsets keeps [`PortablePdb::sequence_points`]' result.
+    pub fn source_line(&self, method: u32, il_offset: u32) -> Result<Option<SourceLine>, PdbError> {
+        let lines = self.sequence_points(method)?;
+        let Some(p) = lines.line_at(il_offset) else {
+            return Ok(None);
+        };
+        Ok(Some(SourceLine {
+            document: self.document(p.document)?.name,
+            line: p.start_line,
+            column: p.start_column,
+            end_line: p.end_line,
+            end_column: p.end_column,
+        }))
     }
 
     /// The kickoff method of a state machine's `MoveNext` (both MethodDef tokens): the
