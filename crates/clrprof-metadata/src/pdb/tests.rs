@@ -130,3 +130,44 @@ fn not_a_pdb_is_an_error() {
     assert!(PortablePdb::parse(Vec::new()).is_err());
     assert!(PortablePdb::parse(vec![0x42, 0x53, 0x4A, 0x42]).is_err());
 }
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn any_sequence_points_blob_decodes_or_errs(
+            blob in proptest::collection::vec(any::<u8>(), 0..256),
+            document in 0u32..5,
+        ) {
+            if let Ok(m) = decode_sequence_points(&blob, document, 3) {
+                // What decodes keeps the spec's invariants.
+                for w in m.points.windows(2) {
+                    prop_assert!(w[0].il_offset < w[1].il_offset);
+                }
+                for p in &m.points {
+                    prop_assert!((1..=3).contains(&p.document));
+                    prop_assert!(p.is_hidden() || p.end_line >= p.start_line);
+                }
+            }
+        }
+
+        #[test]
+        fn any_bytes_after_a_metadata_root_parse_or_err(
+            tail in proptest::collection::vec(any::<u8>(), 0..512),
+        ) {
+            let mut bytes = vec![0x42, 0x53, 0x4A, 0x42, 1, 0, 1, 0, 0, 0, 0, 0, 4, 0, 0, 0];
+            bytes.extend_from_slice(&tail);
+            if let Ok(pdb) = PortablePdb::parse(bytes) {
+                for row in 1..=pdb.method_count().min(64) {
+                    let _ = pdb.sequence_points(0x0600_0000 | row);
+                    let _ = pdb.kickoff_method(0x0600_0000 | row);
+                }
+                for d in 1..=pdb.document_count().min(64) {
+                    let _ = pdb.document(d);
+                }
+            }
+        }
+    }
+}
