@@ -6,6 +6,8 @@
 //! `<target>/testapps/Scenarios.net8.0` and runs it with the provisioned .NET 8 (see
 //! `runtimes.rs`). A fingerprint of the app's sources is stored next to the output after a successful
 //! build; later calls, from this process or any other, skip the build while it matches. An
+//! `app_embedded_pdb("Scenarios")` builds the same app with its portable PDB embedded in
+//! the DLL (`-p:DebugType=embedded`) into `<target>/testapps/Scenarios.embedded-pdb`. An
 //! exclusive file lock (`<target>/testapps/<name>.lock`) makes concurrently running test
 //! binaries wait for each other instead of building the same app at once, and within one
 //! process each app is checked only once.
@@ -80,31 +82,52 @@ pub fn app(name: &str) -> BuiltApp {
 /// [`app`] for a chosen runtime; .NET 8 and 9 are provisioned on first use (see
 /// `scripts/provision-runtimes.sh`).
 pub fn app_on(name: &str, runtime: Runtime) -> BuiltApp {
+    app_variant(name, runtime, false)
+}
+
+/// [`app`] with the portable PDB embedded in the DLL (debug directory entry type 17)
+/// instead of beside it: no `.pdb` file in the output.
+pub fn app_embedded_pdb(name: &str) -> BuiltApp {
+    app_embedded_pdb_on(name, Runtime::Net10)
+}
+
+/// [`app_embedded_pdb`] for a chosen runtime.
+pub fn app_embedded_pdb_on(name: &str, runtime: Runtime) -> BuiltApp {
+    app_variant(name, runtime, true)
+}
+
+fn app_variant(name: &str, runtime: Runtime, embedded_pdb: bool) -> BuiltApp {
     type Cell = Arc<OnceLock<Result<BuiltApp, String>>>;
-    static CELLS: Mutex<BTreeMap<(String, Runtime), Cell>> = Mutex::new(BTreeMap::new());
+    static CELLS: Mutex<BTreeMap<(String, Runtime, bool), Cell>> = Mutex::new(BTreeMap::new());
     let cell = CELLS
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .entry((name.to_owned(), runtime))
+        .entry((name.to_owned(), runtime, embedded_pdb))
         .or_default()
         .clone();
     // Other threads asking for the same app wait here; a failure is remembered, so every
     // test that needs the app fails fast with the same message.
-    match cell.get_or_init(|| build_if_changed(name, runtime)) {
+    match cell.get_or_init(|| build_if_changed(name, runtime, embedded_pdb)) {
         Ok(app) => app.clone(),
         Err(message) => panic!("{message}"),
     }
 }
 
-/// The output folder's name: the app's for .NET 10 (as before), `<name>.net8.0` otherwise.
-fn output_name(name: &str, runtime: Runtime) -> String {
-    match runtime {
+/// The output folder's name: the app's for .NET 10 (as before), `<name>.net8.0` otherwise;
+/// `.embedded-pdb` appended for that variant.
+fn output_name(name: &str, runtime: Runtime, embedded_pdb: bool) -> String {
+    let base = match runtime {
         Runtime::Net10 => name.to_owned(),
         other => format!("{name}.{}", other.tfm()),
+    };
+    if embedded_pdb {
+        format!("{base}.embedded-pdb")
+    } else {
+        base
     }
 }
 
-fn build_if_changed(name: &str, runtime: Runtime) -> Result<BuiltApp, String> {
+fn build_if_changed(name: &str, runtime: Runtime, embedded_pdb: bool) -> Result<BuiltApp, String> {
     let fail = |what: &str, err: &dyn std::fmt::Display| {
         format!("clrprof-testkit: apps/{name}: {what}: {err}")
     };
@@ -117,7 +140,7 @@ fn build_if_changed(name: &str, runtime: Runtime) -> Result<BuiltApp, String> {
     let assembly = assembly_name(&project);
 
     let testapps = target_dir().join("testapps");
-    let out_name = output_name(name, runtime);
+    let out_name = output_name(name, runtime, embedded_pdb);
     let out = testapps.join(&out_name);
     let artifacts = testapps.join(".artifacts").join(&out_name);
     let stamp = testapps.join(format!("{out_name}.stamp"));
@@ -144,8 +167,16 @@ fn build_if_changed(name: &str, runtime: Runtime) -> Result<BuiltApp, String> {
     lock.lock()
         .map_err(|e| fail(&format!("lock {}", lock_path.display()), &e))?;
 
-    let framework = format!("-p:AppFramework={}", runtime.tfm());
-    let recipe = format!("{BUILD_ARGS:?} {framework} {}", dotnet().display());
+    let mut properties = vec![format!("-p:AppFramework={}", runtime.tfm())];
+    if embedded_pdb {
+        properties.push("-p:DebugType=embedded".to_owned());
+    }
+    // The same recipe as before for the usual variant, so existing builds stay valid.
+    let recipe = format!(
+        "{BUILD_ARGS:?} {} {}",
+        properties.join(" "),
+        dotnet().display()
+    );
     let fingerprint = source_hash::fingerprint(&apps_dir, name, &recipe)
         .map_err(|e| fail("read the sources", &e))?;
     if fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == fingerprint) && built.dll.is_file() {
@@ -153,7 +184,15 @@ fn build_if_changed(name: &str, runtime: Runtime) -> Result<BuiltApp, String> {
     }
     let _ = fs::remove_file(&stamp);
 
-    run_build(name, &framework, &app_dir, &project, &out, &artifacts, &log)?;
+    run_build(
+        name,
+        &properties,
+        &app_dir,
+        &project,
+        &out,
+        &artifacts,
+        &log,
+    )?;
     if !built.dll.is_file() {
         return Err(format!(
             "clrprof-testkit: apps/{name} built, but {} does not exist (see {})",
@@ -214,7 +253,7 @@ fn assembly_name(project: &Path) -> String {
 
 fn run_build(
     name: &str,
-    framework: &str,
+    properties: &[String],
     app_dir: &Path,
     project: &Path,
     out: &Path,
@@ -230,7 +269,7 @@ fn run_build(
     cmd.arg("build")
         .arg(project)
         .args(BUILD_ARGS)
-        .arg(framework)
+        .args(properties)
         .arg("-o")
         .arg(out)
         .arg("--artifacts-path")
@@ -254,6 +293,7 @@ fn run_build(
         }
     }
 
+    let framework = properties.join(" ");
     eprintln!(
         "clrprof-testkit: building apps/{name} {framework} (log: {})",
         log.display()

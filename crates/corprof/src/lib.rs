@@ -46,7 +46,7 @@
 //! the `unsafe` code here relies on (COM lifetimes, callback threading, what "valid for the
 //! duration of the call" means, and why panics never unwind into the runtime).
 //!
-//! Modules: [`sig`] decodes ECMA-335 signature blobs (pure, no `unsafe`); [`rawmd`] reads a
+//! Modules (re-exported from the pure `clrprof-metadata` crate): [`sig`] decodes ECMA-335 signature blobs (pure, no `unsafe`); [`rawmd`] reads a
 //! module's metadata tables from its bytes ([`RawMetadata`], pure, no `unsafe`;
 //! [`ProfilerInfo::module_raw_metadata`] finds them in a loaded module), for names without
 //! the runtime's importer, whose first use converts the module's metadata to read-write;
@@ -61,15 +61,16 @@ mod com;
 mod hresult;
 mod ids;
 mod info;
-mod mdread;
 mod metadata;
-pub mod rawmd;
-pub mod sig;
 mod wstr;
 
 pub use corprof_sys as sys;
 
+/// The pure readers live in `clrprof-metadata`; these paths keep naming them as before.
+pub use clrprof_metadata::{rawmd, sig};
+
 pub use callback::{AssemblyReferenceProvider, EventPipeEvent, FunctionControl, ProfilerCallback};
+pub use clrprof_metadata::MetadataRead;
 pub use com::{dll_get_class_object, new_callback_object, new_class_factory, set_panic_hook};
 pub use hresult::{HResult, Result, check};
 pub use ids::{
@@ -80,7 +81,6 @@ pub use info::{
     Enter3Info, FunctionInfo2, GenerationRange, InfoInterface, Leave3Info, MAX_INFO_VERSION,
     MIN_INFO_VERSION, ModuleInfo, ProfilerInfo, RuntimeInfo,
 };
-pub use mdread::MetadataRead;
 pub use metadata::{
     FieldProps, GenericParamProps, MemberRefProps, MetaDataImport, MethodProps, ScopeProps,
     TypeDefProps, TypeRefProps,

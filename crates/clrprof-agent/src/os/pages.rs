@@ -39,6 +39,17 @@ pub unsafe fn unmap(p: NonNull<u8>, len: usize) {
     unsafe { libc::munmap(p.as_ptr() as *mut libc::c_void, len) };
 }
 
+/// Gives the free memory of every malloc arena back to the kernel (`malloc_trim(0)`: the
+/// top of each heap, and whole free pages inside them with `MADV_DONTNEED`). Called once
+/// at detach: the agent's threads freed what they allocated, but glibc keeps freed chunks
+/// in their arenas, and each attach cycle left tens of KiB resident in an idle target.
+pub fn trim_heap() {
+    // SAFETY: (A8) malloc_trim takes glibc's arena locks itself and has no preconditions.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -51,16 +62,5 @@ mod tests {
             super::unmap(p, 1 << 20);
         }
         assert!(super::map(0).is_none());
-    }
-}
-
-/// Gives the free memory of every malloc arena back to the kernel (`malloc_trim(0)`: the
-/// top of each heap, and whole free pages inside them with `MADV_DONTNEED`). Called once
-/// at detach: the agent's threads freed what they allocated, but glibc keeps freed chunks
-/// in their arenas, and each attach cycle left tens of KiB resident in an idle target.
-pub fn trim_heap() {
-    // SAFETY: (A8) malloc_trim takes glibc's arena locks itself and has no preconditions.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }

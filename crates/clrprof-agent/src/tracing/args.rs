@@ -852,7 +852,7 @@ fn write_object(s: &State, w: &mut ValueWriter<'_>, obj: usize, level: u32) {
 /// address space (47 bits on x86-64 and arm64 with 4-level page tables). A value that
 /// fails is no object, whatever the planner thought.
 fn plausible_object(obj: usize) -> bool {
-    obj % std::mem::size_of::<usize>() == 0 && obj >= 0x1_0000 && (obj as u64) < (1 << 47)
+    obj.is_multiple_of(std::mem::size_of::<usize>()) && obj >= 0x1_0000 && (obj as u64) < (1 << 47)
 }
 
 // ---- Planning (once per function, once per class) ---------------------------------------

@@ -2,10 +2,10 @@
 //!
 //! Pure code: no `unsafe`, no I/O, never panics on any input (property-tested). Tokens in
 //! signatures are left as tokens; formatting asks a caller-supplied resolver for their
-//! names, e.g. [`MetaDataImport::token_name`](crate::MetaDataImport::token_name).
+//! names, e.g. [`MetadataRead::token_name`](crate::MetadataRead::token_name).
 //!
 //! ```
-//! use corprof::sig;
+//! use clrprof_metadata::sig;
 //! // instance !!0 M<T>(string, List<int>) — List`1 is TypeRef row 5.
 //! let blob = [0x30, 0x01, 0x02, 0x1E, 0x00, 0x0E, 0x15, 0x12, 0x15, 0x01, 0x08];
 //! let m = sig::parse_method(&blob).unwrap();
@@ -13,7 +13,6 @@
 //! assert_eq!(sig::format_method_params(&m, &names), "string, System.Collections.Generic.List`1<int>");
 //! assert_eq!(m.ret.format(&names), "!!0");
 //! ```
-#![forbid(unsafe_code)]
 
 use core::fmt;
 

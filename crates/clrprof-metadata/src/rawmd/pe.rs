@@ -37,10 +37,14 @@ fn offset_of(sections: &[Section], rva: u32, flat: bool) -> Option<usize> {
     })
 }
 
-/// The metadata's offset and size in an image laid out `flat` (as the file) or mapped.
-/// Reads only what the headers say is there, each read bounded, so a short or damaged
-/// image gives an error rather than a read past its end.
-pub fn locate(read: ReadAt<'_, '_>, flat: bool) -> Result<(usize, usize), RawError> {
+/// What the headers of an image say: its sections and data directories (RVA, size).
+struct Headers {
+    sections: Vec<Section>,
+    dirs: Vec<(u32, u32)>,
+}
+
+/// Reads the DOS, PE and optional headers and the section table, each read bounded.
+fn headers(read: ReadAt<'_, '_>) -> Result<Headers, RawError> {
     let bad = |what: &'static str| RawError::Image(what);
     let dos = read(0, 64).ok_or(bad("no DOS header"))?;
     if dos.get(..2) != Some(b"MZ") {
@@ -58,21 +62,22 @@ pub fn locate(read: ReadAt<'_, '_>, flat: bool) -> Result<(usize, usize), RawErr
     let opt_size = u16_at(coff, 20).ok_or(bad("no optional header size"))? as usize;
     let opt = read(pe + 24, opt_size).ok_or(bad("no optional header"))?;
     // The data directories follow the fixed fields: 96 bytes in PE32, 112 in PE32+.
-    let dirs = match u16_at(opt, 0) {
+    let dirs_at = match u16_at(opt, 0) {
         Some(0x10B) => 96,
         Some(0x20B) => 112,
         _ => return Err(bad("unknown optional header magic")),
     };
-    let count = u32_at(opt, dirs - 4).ok_or(bad("no directory count"))? as usize;
-    if count <= 14 {
-        return Err(bad("no CLI header directory"));
-    }
-    let cli_rva = u32_at(opt, dirs + 14 * 8).ok_or(bad("no CLI header directory"))?;
-    if cli_rva == 0 {
-        return Err(bad("not a managed image"));
-    }
+    let count = u32_at(opt, dirs_at - 4).ok_or(bad("no directory count"))? as usize;
+    let dirs = (0..count.min(16))
+        .map_while(|i| {
+            Some((
+                u32_at(opt, dirs_at + i * 8)?,
+                u32_at(opt, dirs_at + i * 8 + 4)?,
+            ))
+        })
+        .collect();
     let table = read(pe + 24 + opt_size, sections * 40).ok_or(bad("no section table"))?;
-    let sections: Vec<Section> = table
+    let sections = table
         .chunks_exact(40)
         .filter_map(|s| {
             Some(Section {
@@ -83,7 +88,23 @@ pub fn locate(read: ReadAt<'_, '_>, flat: bool) -> Result<(usize, usize), RawErr
             })
         })
         .collect();
-    let cli_at = offset_of(&sections, cli_rva, flat).ok_or(bad("CLI header outside sections"))?;
+    Ok(Headers { sections, dirs })
+}
+
+/// The metadata's offset and size in an image laid out `flat` (as the file) or mapped.
+/// Reads only what the headers say is there, each read bounded, so a short or damaged
+/// image gives an error rather than a read past its end.
+pub fn locate(read: ReadAt<'_, '_>, flat: bool) -> Result<(usize, usize), RawError> {
+    let bad = |what: &'static str| RawError::Image(what);
+    let h = headers(read)?;
+    let cli_rva = match h.dirs.get(14) {
+        Some(&(rva, _)) => rva,
+        None => return Err(bad("no CLI header directory")),
+    };
+    if cli_rva == 0 {
+        return Err(bad("not a managed image"));
+    }
+    let cli_at = offset_of(&h.sections, cli_rva, flat).ok_or(bad("CLI header outside sections"))?;
     let cli = read(cli_at, 72).ok_or(bad("no CLI header"))?;
     let (md_rva, md_size) = (
         u32_at(cli, 8).ok_or(bad("no metadata directory"))?,
@@ -92,8 +113,55 @@ pub fn locate(read: ReadAt<'_, '_>, flat: bool) -> Result<(usize, usize), RawErr
     if md_rva == 0 || md_size < 32 {
         return Err(bad("no metadata"));
     }
-    let md_at = offset_of(&sections, md_rva, flat).ok_or(bad("metadata outside sections"))?;
+    let md_at = offset_of(&h.sections, md_rva, flat).ok_or(bad("metadata outside sections"))?;
     Ok((md_at, md_size as usize))
+}
+
+/// One entry of an image's debug directory (PE/COFF "Debug Directory").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DebugEntry {
+    pub stamp: u32,
+    pub major: u16,
+    pub minor: u16,
+    /// 2: CodeView, 16: reproducible, 17: embedded portable PDB, 19: PDB checksum.
+    pub kind: u32,
+    /// Where its data lies in the image as read (file offset if flat), and its size.
+    pub data_at: usize,
+    pub size: usize,
+}
+
+/// The entries of the image's debug directory (none if it has no such directory).
+pub fn debug_directory(read: ReadAt<'_, '_>, flat: bool) -> Result<Vec<DebugEntry>, RawError> {
+    let bad = |what: &'static str| RawError::Image(what);
+    let h = headers(read)?;
+    let (rva, size) = h.dirs.get(6).copied().unwrap_or((0, 0));
+    if rva == 0 || size == 0 {
+        return Ok(Vec::new());
+    }
+    let at = offset_of(&h.sections, rva, flat).ok_or(bad("debug directory outside sections"))?;
+    // 28 bytes an entry; a real image has a handful.
+    let n = (size as usize / 28).min(64);
+    let dir = read(at, n * 28).ok_or(bad("debug directory past the end of the image"))?;
+    Ok(dir
+        .chunks_exact(28)
+        .filter_map(|e| {
+            let data_rva = u32_at(e, 20)?;
+            let raw = u32_at(e, 24)?;
+            let data_at = if flat {
+                raw as usize
+            } else {
+                offset_of(&h.sections, data_rva, false)?
+            };
+            Some(DebugEntry {
+                stamp: u32_at(e, 4)?,
+                major: u16_at(e, 8)?,
+                minor: u16_at(e, 10)?,
+                kind: u32_at(e, 12)?,
+                data_at,
+                size: u32_at(e, 16)? as usize,
+            })
+        })
+        .collect())
 }
 
 #[cfg(test)]

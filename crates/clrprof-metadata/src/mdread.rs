@@ -1,5 +1,5 @@
 //! [`MetadataRead`]: what naming asks of a module's metadata, whichever way it is read:
-//! through the runtime's importer ([`MetaDataImport`](crate::MetaDataImport)) or straight
+//! through the runtime's importer (`corprof::MetaDataImport`) or straight
 //! from the module's image ([`RawMetadata`](crate::RawMetadata)), which spares the runtime
 //! converting the module's metadata to its slower read-write form (see `rawmd`).
 //!
@@ -9,7 +9,7 @@
 use corprof_sys as sys;
 
 use crate::hresult::Result;
-use crate::metadata::{FieldProps, MemberRefProps, MethodProps, TypeDefProps, TypeRefProps};
+use crate::props::{FieldProps, MemberRefProps, MethodProps, TypeDefProps, TypeRefProps};
 use crate::sig;
 
 const MAX_NESTING: usize = 64;

@@ -12,7 +12,7 @@
 //! Only what naming needs: the `#~` tables stream (not the uncompressed `#-` one, which
 //! edit-and-continue and some emitters write; those modules stay with the runtime's
 //! importer), the `#Strings` and `#Blob` heaps. Pure and safe: it reads a byte slice;
-//! [`ProfilerInfo::module_raw_metadata`](crate::ProfilerInfo::module_raw_metadata) finds
+//! `corprof::ProfilerInfo::module_raw_metadata` finds
 //! that slice in a loaded module.
 
 pub mod pe;
@@ -22,7 +22,7 @@ use corprof_sys as sys;
 
 use crate::hresult::{HResult, Result};
 use crate::mdread::MetadataRead;
-use crate::metadata::{FieldProps, MemberRefProps, MethodProps, TypeDefProps, TypeRefProps};
+use crate::props::{FieldProps, MemberRefProps, MethodProps, TypeDefProps, TypeRefProps};
 use schema::{Coded, TABLES, Widths};
 
 /// Why a module's metadata could not be read here.
