@@ -15,7 +15,11 @@ fn main() {
         .unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=CLRPROF_COMMIT={commit}");
     // Re-run when HEAD moves; only paths that exist (a missing one re-runs every build).
-    for p in ["../../.git/HEAD", "../../.git/refs/heads", "../../.git/packed-refs"] {
+    for p in [
+        "../../.git/HEAD",
+        "../../.git/refs/heads",
+        "../../.git/packed-refs",
+    ] {
         if Path::new(p).exists() {
             println!("cargo:rerun-if-changed={p}");
         }

@@ -205,7 +205,7 @@ fn idle_and_refused_cycles(
         Ok(cmd.spawn()?)
     };
     let mut failed = 0;
-    let mut run = |t: &mut Tally, child: Child| -> Result<bool> {
+    let run = |t: &mut Tally, child: Child| -> Result<bool> {
         Ok(match wait_limited(child, Duration::from_secs(60))? {
             None => {
                 t.hangs += 1;
@@ -239,7 +239,10 @@ fn idle_and_refused_cycles(
     for _ in 0..cycles {
         let first = attach(None, &trace, "1.5")?;
         std::thread::sleep(Duration::from_millis(700));
-        match run(t, attach(Some(&other_tmp), &dir.join("refused.clrprof"), "0.2")?)? {
+        match run(
+            t,
+            attach(Some(&other_tmp), &dir.join("refused.clrprof"), "0.2")?,
+        )? {
             false => refused += 1,
             true => odd += 1,
         }
@@ -248,7 +251,10 @@ fn idle_and_refused_cycles(
         }
         let after = dir.join("after.clrprof");
         if run(t, attach(None, &after, "0.3")?)?
-            && report(clrprof, &after)["samples"]["total"].as_u64().unwrap_or(0) > 0
+            && report(clrprof, &after)["samples"]["total"]
+                .as_u64()
+                .unwrap_or(0)
+                > 0
         {
             recorded += 1;
         }
