@@ -10,9 +10,10 @@ namespace Clrprof.Launcher;
 internal static class Program
 {
     [DllImport("libc", SetLastError = true)]
+    // LPStr is UTF-8 on Unix.
     private static extern int execv(
         [MarshalAs(UnmanagedType.LPUTF8Str)] string path,
-        [MarshalAs(UnmanagedType.LPArray, ArraySubType = UnmanagedType.LPUTF8Str)] string?[] argv);
+        [MarshalAs(UnmanagedType.LPArray, ArraySubType = UnmanagedType.LPStr)] string?[] argv);
 
     private static int Main(string[] args)
     {
