@@ -614,11 +614,15 @@ pub fn detach(pid: u32, _profiler: Option<&Path>) -> Result<i32> {
             .or_else(|| mapped.first().cloned())
             .unwrap_or_else(|| PathBuf::from(format!("{}.", locate::LIBRARY_STEM))),
     };
+    let was_attached = control_socket(pid).exists();
     if let Err(e) = detach_and_wait(pid, &library, false) {
         // Another request detached it while ours waited (the control thread serves one
         // request at a time, a heap snapshot for seconds): the agent closed our connection
-        // on its way out. That is the outcome asked for.
-        if control_socket(pid).exists() || !wait_unloaded(pid, &library, Duration::from_secs(15)) {
+        // on its way out. That is the outcome asked for. Nothing attached is an error.
+        if !was_attached
+            || control_socket(pid).exists()
+            || !wait_unloaded(pid, &library, Duration::from_secs(15))
+        {
             return Err(e);
         }
         eprintln!(
