@@ -85,9 +85,10 @@ fn a_trace_from_a_newer_clrprof_names_the_fix() {
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../clrprof-analysis/tests/fixtures/sample-hot.bin");
     let mut bytes = std::fs::read(&fixture).unwrap();
-    // The header's major version (u16 LE after the 8-byte magic): a future 2.x.
-    bytes[8] = 2;
-    bytes[9] = 0;
+    // The header's major version (u16 LE after the 8-byte magic): a future one, past the
+    // current format's (clrprof_format::FORMAT_MAJOR).
+    let future = clrprof_format::FORMAT_MAJOR + 1;
+    bytes[8..10].copy_from_slice(&future.to_le_bytes());
     let dir = scratch("newer-trace");
     let path = dir.join("newer.clrprof");
     std::fs::write(&path, &bytes).unwrap();
@@ -95,7 +96,7 @@ fn a_trace_from_a_newer_clrprof_names_the_fix() {
     assert_eq!(out.status.code(), Some(2));
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(
-        e.contains("version 2.") && e.contains("is not supported"),
+        e.contains(&format!("version {future}.")) && e.contains("is not supported"),
         "{e}"
     );
     assert!(e.contains("clrprof release that recorded it"), "{e}");
