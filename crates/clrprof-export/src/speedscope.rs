@@ -65,11 +65,18 @@ enum SProfile {
 }
 
 impl SProfile {
-    /// How much the profile holds, to pick the one speedscope opens first.
-    fn size(&self) -> usize {
+    /// How much the profile holds, to pick the one speedscope opens first: its weight
+    /// (CPU or wall time, or samples, as the export counts them), or the time its calls
+    /// span. Not the number of samples: an idle thread has as many as a busy one, and
+    /// speedscope once opened on a main thread that only waited.
+    fn size(&self) -> u64 {
         match self {
-            SProfile::Sampled { samples, .. } => samples.len(),
-            SProfile::Evented { events, .. } => events.len() / 2,
+            SProfile::Sampled { weights, .. } => weights.iter().sum(),
+            SProfile::Evented {
+                start_value,
+                end_value,
+                ..
+            } => end_value.saturating_sub(*start_value),
         }
     }
 }

@@ -291,6 +291,23 @@ fn speedscope_units_follow_the_weight() {
     assert_eq!(merged["profiles"][0]["unit"], "nanoseconds");
 }
 
+#[test]
+fn speedscope_opens_on_the_busiest_profile_not_the_one_with_most_samples() {
+    // The main thread keeps its samples but spends no CPU in them (it waits); the worker
+    // has fewer samples and all the CPU.
+    let mut p = fixture();
+    for s in &mut p.threads[0].samples {
+        s.cpu_ns = 0;
+    }
+    for s in &mut p.threads[1].samples {
+        s.cpu_ns = 5 * MS;
+    }
+    assert!(p.threads[0].samples.len() > p.threads[1].samples.len());
+    let f = json(&p, Format::Speedscope, weight(Weight::Cpu));
+    let active = f["activeProfileIndex"].as_u64().unwrap() as usize;
+    assert_eq!(f["profiles"][active]["name"], p.threads[1].label(), "{f:#}");
+}
+
 // ---------------------------------------------------------------------------------------
 // firefox
 
