@@ -470,11 +470,7 @@ pub fn start(
     let copy = crate::libcopy::LibraryCopy::create(
         library,
         control.parent().unwrap_or(Path::new("/tmp")),
-        uid.unwrap_or_else(|| {
-            std::fs::metadata("/proc/self")
-                .map(|m| m.uid())
-                .unwrap_or(0)
-        }),
+        uid.unwrap_or_else(crate::libcopy::own_uid),
         pid,
     )?;
     // Unlinked when this returns: by then the runtime has mapped it or refused it.

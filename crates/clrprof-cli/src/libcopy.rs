@@ -203,7 +203,7 @@ fn nonce(attempt: u32) -> u64 {
 }
 
 /// This process's effective uid (the owner of `/proc/self`).
-fn own_uid() -> u32 {
+pub(crate) fn own_uid() -> u32 {
     std::fs::metadata("/proc/self")
         .map(|m| m.uid())
         .unwrap_or(u32::MAX)

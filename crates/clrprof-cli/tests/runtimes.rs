@@ -637,8 +637,9 @@ fn idle_attach_cycles_cost_little_memory(rt: Runtime) {
         );
     };
     std::thread::sleep(Duration::from_millis(500));
-    // Measured here (.NET 10, idle `sleeper`): +54, +32, +30, +7, +12, +10, +2, −2, +6 KiB
-    // a cycle over nine runs of five cycles: the first twenty settle.
+    // One run by hand (.NET 10, idle `sleeper`, debug build), RSS per cycle over nine
+    // groups of five cycles: +54, +32, +30, +7, +12, +10, +2, −2, +6 KiB: the first twenty
+    // settle (the runtime's and malloc's own state), so the slope is taken after 24.
     let warm = 24;
     for i in 0..warm {
         cycle(i);
