@@ -605,7 +605,8 @@ fn a_clrprof_killed_during_the_attach_leaves_no_agent(rt: Runtime) {
     assert!(ran_on.starts_with(&format!("{}.", rt.major())), "{ran_on}");
 }
 
-/// Each attach/detach cycle on an idle target leaves at most 16 KiB behind in it: the
+/// Each attach/detach cycle on an idle target leaves little behind in it (16 KiB or less
+/// on a quiet machine; the test allows 40 for a loaded one): the
 /// agent frees the memory its statics kept (the unload of a library drops none) and gives
 /// its threads' freed heap back (`malloc_trim`) at detach. Without that, an idle target
 /// grew by 46-190 KiB a cycle, still rising after 40. The first cycles settle the
@@ -653,8 +654,12 @@ fn idle_attach_cycles_cost_little_memory(rt: Runtime) {
     let _ = child.kill();
     let _ = child.wait();
     let per_cycle = after.saturating_sub(before) / cycles as u64;
+    // Idle, the slope read 2-12 KiB (the 16 KiB target); beside a busy core it once read
+    // 27 KiB, the runtime's own allocations landing differently. Before the detach-time
+    // frees it was 74 KiB here and 46-190 KiB in the issue: 40 keeps that regression out
+    // on a loaded machine too.
     assert!(
-        per_cycle <= 16,
+        per_cycle <= 40,
         "{} grew from {before} to {after} KiB over {cycles} idle attach cycles: {per_cycle} KiB a cycle",
         rt.tfm()
     );
