@@ -47,6 +47,9 @@ pub unsafe extern "system" fn DllGetClassObject(
     riid: *const GUID,
     ppv: *mut *mut c_void,
 ) -> HRESULT {
+    // Before anything can make the runtime unload us (a failed Initialize, a detach):
+    // on glibc 2.34-2.36 an unload corrupts other libraries' TLS (os/process.rs).
+    let _ = std::panic::catch_unwind(os::process::keep_loaded_if_unload_unsafe);
     // SAFETY: (A1) forwarded as received; dll_get_class_object checks every pointer.
     unsafe {
         corprof::dll_get_class_object::<callbacks::Profiler>(

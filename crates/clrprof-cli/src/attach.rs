@@ -306,11 +306,29 @@ pub fn alive(pid: u32) -> bool {
         && process_state(pid).is_none_or(|s| s != 'Z' && s != 'X')
 }
 
-/// Waits until the runtime has unloaded the library (after a detach).
+/// Where a detached agent that stays mapped says it has finished (the agent's
+/// `control::socket::detached_note_path`): on glibc 2.34-2.36 it keeps its library
+/// loaded, because unloading a library with thread-local storage there can corrupt other
+/// libraries' (docs/attach.md).
+fn detached_note(pid: u32) -> PathBuf {
+    control_socket(pid).with_extension("detached")
+}
+
+/// Waits until the runtime has unloaded the library after a detach, or the agent said
+/// it finished and stays mapped, dormant (then its note is removed).
 pub fn wait_unloaded(pid: u32, library: &Path, timeout: Duration) -> bool {
     let end = Instant::now() + timeout;
+    let note = detached_note(pid);
     while Instant::now() < end {
         if !alive(pid) || !library_mapped(pid, library) {
+            let _ = std::fs::remove_file(&note);
+            return true;
+        }
+        if note.exists() {
+            let _ = std::fs::remove_file(&note);
+            // The runtime finishes its side of the detach right after the agent's last
+            // callback returns.
+            std::thread::sleep(Duration::from_millis(20));
             return true;
         }
         // Reading the maps is cheap; a short period keeps the reported detach time close
@@ -569,9 +587,15 @@ pub fn detach_and_wait(pid: u32, library: &Path, quiet: bool) -> Result<()> {
     }
     if wait_unloaded(pid, library, Duration::from_secs(15)) {
         if !quiet {
+            let library_state = if alive(pid) && library_mapped(pid, library) {
+                "the profiler library stays mapped, dormant (this glibc cannot unload it safely; \
+                 see docs/attach.md)"
+            } else {
+                "the profiler library is unloaded"
+            };
             eprintln!(
                 "clrprof: detached from pid {pid} in {:.1} ms ({:.1} ms until the profiler \
-                 stopped and answered); the profiler library is unloaded",
+                 stopped and answered); {library_state}",
                 started.elapsed().as_secs_f64() * 1e3,
                 answered.as_secs_f64() * 1e3
             );
@@ -623,7 +647,7 @@ pub fn detach(pid: u32, _profiler: Option<&Path>) -> Result<i32> {
         }
         eprintln!(
             "clrprof: the profiler in pid {pid} was detached by another request meanwhile ({e:#}); \
-             the library is unloaded"
+             the profiler has detached"
         );
     }
     Ok(0)

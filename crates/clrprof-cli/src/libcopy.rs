@@ -45,8 +45,9 @@ impl LibraryCopy {
             .extension()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "so".into());
-        let mut src = std::fs::File::open(library)
+        let image = std::fs::read(library)
             .with_context(|| format!("cannot read the profiler library {}", library.display()))?;
+        let image = loadable_part(&image);
         for attempt in 0..16u32 {
             let path = dir.join(format!("{stem}.{pid}.{:016x}.{ext}", nonce(attempt)));
             let mut dst = match std::fs::OpenOptions::new()
@@ -68,7 +69,7 @@ impl LibraryCopy {
                 }
             };
             let copy = LibraryCopy { path };
-            std::io::copy(&mut src, &mut dst)
+            dst.write_all(&image)
                 .and_then(|_| dst.flush())
                 .with_context(|| format!("cannot write {}", copy.path.display()))?;
             if own_uid() == 0 && uid != 0 {
@@ -154,6 +155,64 @@ fn noexec_in(mounts: &str, dir: &Path) -> bool {
     best.is_some_and(|(_, noexec)| noexec)
 }
 
+/// What the dynamic loader needs of an ELF64 shared object: the file up to the end of the
+/// last segment its program headers describe, without the section headers (the loader
+/// reads only program headers; `.eh_frame`, the dynamic symbols and the build id are in
+/// loaded segments). A copy is what an attach leaves on disk, and where glibc cannot
+/// unload a library safely each attach's copy stays, as a deleted file, until the target
+/// exits (docs/attach.md): a debug build's 25 MB, most of it debug information, become
+/// about 2 MB. Anything that is not a well-formed little-endian ELF64 is copied whole.
+pub fn loadable_part(image: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    use std::borrow::Cow;
+    let bytes_at = |o: u64, n: u64| {
+        let start = usize::try_from(o).ok()?;
+        let end = usize::try_from(o.checked_add(n)?).ok()?;
+        image.get(start..end)
+    };
+    let u16_at = |o: u64| bytes_at(o, 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
+    let u64_at =
+        |o: u64| bytes_at(o, 8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])));
+    // e_ident: magic, ELFCLASS64, ELFDATA2LSB.
+    if image.len() < 64 || image[..4] != *b"\x7fELF" || image[4] != 2 || image[5] != 1 {
+        return Cow::Borrowed(image);
+    }
+    let (Some(phoff), Some(phentsize), Some(phnum)) = (u64_at(0x20), u16_at(0x36), u16_at(0x38))
+    else {
+        return Cow::Borrowed(image);
+    };
+    if phentsize < 56 || phnum == 0 {
+        return Cow::Borrowed(image);
+    }
+    let mut end = 64u64;
+    for i in 0..u64::from(phnum) {
+        let Some(at) = phoff.checked_add(i * u64::from(phentsize)) else {
+            return Cow::Borrowed(image);
+        };
+        let (Some(offset), Some(filesz), Some(header_end)) = (
+            at.checked_add(8).and_then(u64_at),
+            at.checked_add(32).and_then(u64_at),
+            at.checked_add(u64::from(phentsize)),
+        ) else {
+            return Cow::Borrowed(image);
+        };
+        let Some(seg_end) = offset.checked_add(filesz) else {
+            return Cow::Borrowed(image);
+        };
+        end = end.max(seg_end).max(header_end);
+    }
+    let Ok(end) = usize::try_from(end) else {
+        return Cow::Borrowed(image);
+    };
+    if end >= image.len() {
+        return Cow::Borrowed(image);
+    }
+    let mut out = image[..end].to_vec();
+    // e_shoff = 0, e_shentsize = e_shnum = e_shstrndx = 0: no section headers.
+    out[0x28..0x30].fill(0);
+    out[0x3A..0x40].fill(0);
+    Cow::Owned(out)
+}
+
 /// Removes copies a `clrprof` killed between the copy and the attach's answer left: those
 /// of processes that no longer exist, and any older than [`STALE`] (an attach is answered,
 /// or given up, within seconds, and a loaded copy needs no name).
@@ -207,6 +266,43 @@ pub(crate) fn own_uid() -> u32 {
     std::fs::metadata("/proc/self")
         .map(|m| m.uid())
         .unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod loadable_tests {
+    use super::loadable_part;
+
+    #[test]
+    fn the_built_agent_keeps_its_segments_and_loses_its_debug_information() {
+        let lib = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../target/debug/libclrprof_profiler.so");
+        let Ok(image) = std::fs::read(&lib) else {
+            return; // not built yet in this checkout; the attach tests load real copies
+        };
+        let part = loadable_part(&image);
+        assert!(part.len() < image.len(), "nothing dropped");
+        assert_eq!(&part[..0x28], &image[..0x28]);
+        assert_eq!(&part[0x28..0x30], &[0u8; 8]);
+    }
+
+    #[test]
+    fn anything_else_is_copied_whole() {
+        for bytes in [
+            &b""[..],
+            b"\x7fELF",
+            b"not an elf at all, just text",
+            &[0x7f, b'E', b'L', b'F', 1, 1][..],
+        ] {
+            assert_eq!(&*loadable_part(bytes), bytes);
+        }
+        // Program headers pointing past the end or overflowing: copied whole.
+        let mut h = vec![0u8; 64];
+        h[..6].copy_from_slice(&[0x7f, b'E', b'L', b'F', 2, 1]);
+        h[0x20..0x28].copy_from_slice(&u64::MAX.to_le_bytes());
+        h[0x36..0x38].copy_from_slice(&56u16.to_le_bytes());
+        h[0x38..0x3A].copy_from_slice(&3u16.to_le_bytes());
+        assert_eq!(&*loadable_part(&h), &h[..]);
+    }
 }
 
 #[cfg(test)]

@@ -351,10 +351,6 @@ impl Serve {
         }
     }
 
-    fn maps(&self) -> String {
-        std::fs::read_to_string(format!("/proc/{}/maps", self.pid)).unwrap_or_default()
-    }
-
     /// Asks for the app's running result: it answers only while it works.
     fn ask_result(&mut self) {
         writeln!(self.stdin, "result").unwrap();
@@ -398,8 +394,8 @@ fn attach_detach_unloads(rt: Runtime) {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("library is unloaded"), "{stderr}");
-    assert!(!t.maps().contains("libclrprof_profiler"), "still mapped");
+    assert!(says_detached(&stderr), "{stderr}");
+    assert!(agent_gone(t.pid), "still active");
     let r = report_json(&trace);
     assert_eq!(r["trace"]["attached"], true);
     assert!(
@@ -590,7 +586,7 @@ fn a_clrprof_killed_during_the_attach_leaves_no_agent(rt: Runtime) {
         // The agent notices its owner is gone within 200 ms, then detaches (~0.3 s).
         let gone = (0..150).any(|_| {
             std::thread::sleep(Duration::from_millis(100));
-            !t.maps().contains("libclrprof_profiler")
+            agent_gone(t.pid)
         });
         assert!(
             gone,
@@ -620,13 +616,28 @@ fn idle_attach_cycles_cost_little_memory(rt: Runtime) {
         .spawn()
         .unwrap();
     let pid = child.id();
+    // Resident KiB outside the agent library's own mappings: where this glibc keeps each
+    // attach's copy mapped (`agent_stays_mapped`), the copies' pages are the price of not
+    // crashing, counted below; what this measures is what the agent leaves elsewhere.
     let rss = || -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap()
+        let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
+        let mut total = 0;
+        let mut in_copy = false;
+        for l in smaps.lines() {
+            if let Some(kb) = l.strip_prefix("Rss:") {
+                if !in_copy {
+                    total += kb
+                        .trim()
+                        .trim_end_matches("kB")
+                        .trim()
+                        .parse::<u64>()
+                        .unwrap();
+                }
+            } else if l.split_whitespace().next().is_some_and(|f| f.contains('-')) {
+                in_copy = l.contains("libclrprof_profiler");
+            }
+        }
+        total
     };
     let trace = dir.join("t.clrprof");
     let cycle = |i: usize| {
@@ -645,22 +656,36 @@ fn idle_attach_cycles_cost_little_memory(rt: Runtime) {
     for i in 0..warm {
         cycle(i);
     }
+    // Two halves of eight cycles: a leak grows both; the runtime's own allocations (or
+    // another process's load) land as a burst in one. The smaller slope is the figure.
+    let half = 8;
     let before = rss();
-    let cycles = 16;
-    for i in 0..cycles {
+    for i in 0..half {
+        cycle(warm + i);
+    }
+    let middle = rss();
+    for i in half..2 * half {
         cycle(warm + i);
     }
     let after = rss();
+    if agent_stays_mapped() {
+        assert_eq!(
+            agent_copies(pid),
+            warm + 2 * half,
+            "one dormant copy of the library per attach"
+        );
+    }
     let _ = child.kill();
     let _ = child.wait();
-    let per_cycle = after.saturating_sub(before) / cycles as u64;
+    let slope = |a: u64, b: u64| b.saturating_sub(a) / half as u64;
+    let per_cycle = slope(before, middle).min(slope(middle, after));
     // Idle, the slope read 2-12 KiB (the 16 KiB target); beside a busy core it once read
-    // 27 KiB, the runtime's own allocations landing differently. Before the detach-time
-    // frees it was 74 KiB here and 46-190 KiB in the issue: 40 keeps that regression out
-    // on a loaded machine too.
+    // 27 KiB, and one half read 62 on a machine running four builds. Before the
+    // detach-time frees it was 74 KiB here and 46-190 KiB in the issue: 40 keeps that
+    // regression out on a loaded machine too.
     assert!(
         per_cycle <= 40,
-        "{} grew from {before} to {after} KiB over {cycles} idle attach cycles: {per_cycle} KiB a cycle",
+        "{} grew from {before} to {middle} to {after} KiB over two halves of {half} idle attach cycles: {per_cycle} KiB a cycle",
         rt.tfm()
     );
 }

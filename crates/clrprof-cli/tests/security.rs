@@ -112,10 +112,10 @@ impl Target {
         }
     }
 
+    /// Whether the agent is in the target (its threads run, or its library is mapped
+    /// where this glibc lets it be unloaded).
     fn profiler_mapped(&self) -> bool {
-        std::fs::read_to_string(format!("/proc/{}/maps", self.pid))
-            .unwrap_or_default()
-            .contains("libclrprof_profiler")
+        !common::agent_gone(self.pid)
     }
 
     fn wait_unmapped(&self, limit: Duration) -> bool {

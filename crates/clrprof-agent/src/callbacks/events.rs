@@ -107,17 +107,27 @@ impl ProfilerCallback for Profiler {
         // Minimal work: the runtime unloads the library right after this returns, so make
         // sure the control thread (which asked for the detach and then returned) has
         // finished: after this join no code of ours runs on any thread.
-        if let Some(a) = self.active() {
-            a.session.stop_control();
-        }
+        let socket = self.active().and_then(|a| a.session.stop_control());
         // No callback runs any more: the rings of threads that outlive us can go.
         crate::output::buffers::release_thread_refs();
         crate::output::buffers::release_statics();
         crate::names::release_at_detach();
         sampling::release_at_detach();
-        log!("detached");
         // What our threads freed goes back to the kernel, not into the target's RSS.
         crate::os::pages::trim_heap();
+        if crate::os::process::kept_loaded() == Ok(true) {
+            log!(
+                "detached; the library stays mapped, dormant (glibc {}: unloading it could corrupt \
+                 other libraries' thread-local storage)",
+                crate::os::process::glibc_version().unwrap_or_default()
+            );
+            // Last: the CLI that waits for it may attach again at once.
+            if let Some(socket) = socket {
+                crate::control::write_detached_note(&socket);
+            }
+        } else {
+            log!("detached");
+        }
         Ok(())
     }
 

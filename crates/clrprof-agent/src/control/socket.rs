@@ -71,6 +71,21 @@ pub fn error_note_path(socket: &Path) -> PathBuf {
     socket.with_extension("error")
 }
 
+/// Where a detached agent that stays mapped (`os::process::kept_loaded`) says so: the CLI
+/// cannot wait for the library to leave the target's maps then, so it waits for this.
+pub fn detached_note_path(socket: &Path) -> PathBuf {
+    socket.with_extension("detached")
+}
+
+/// Writes the detached note (best effort): the last thing the agent does.
+pub fn write_detached_note(socket: &Path) {
+    let path = detached_note_path(socket);
+    let _ = std::fs::remove_file(&path);
+    if let Ok((mut f, _)) = crate::output::outfile::create_new(&path, false, 0) {
+        let _ = f.write_all(b"detached; the library stays mapped, dormant\n");
+    }
+}
+
 /// Writes the reason an attach failed next to the control socket (best effort).
 pub fn write_error_note(socket: &Path, reason: &str) {
     let Some(dir) = socket.parent() else { return };
@@ -102,6 +117,7 @@ impl ControlServer {
         }
         let _ = std::fs::remove_file(&path);
         let _ = std::fs::remove_file(error_note_path(&path));
+        let _ = std::fs::remove_file(detached_note_path(&path));
         let listener = UnixListener::bind(&path)
             .map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
         let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
@@ -120,6 +136,11 @@ impl ControlServer {
             path,
             handle: Some(handle),
         })
+    }
+
+    /// The socket's path.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// Stops serving (from any thread but the control thread itself).

@@ -95,3 +95,110 @@ pub fn own_library_path() -> Option<std::path::PathBuf> {
         name.to_bytes(),
     )))
 }
+
+/// Whether this copy of the library was made permanent ([`keep_loaded_if_unload_unsafe`]).
+static KEPT_LOADED: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+const KEEP_UNDECIDED: u8 = 0;
+const KEEP_NOT_NEEDED: u8 = 1;
+const KEEP_PINNED: u8 = 2;
+const KEEP_FAILED: u8 = 3;
+
+/// The glibc releases whose `dlclose` of a library with thread-local storage can corrupt
+/// the TLS of *other* libraries: the closed library's TLS module id is reused by a later
+/// `dlopen`, and a thread whose DTV update skips the gap ends up with a fresh, zeroed block
+/// for a module that was never closed (the sourceware bug 29039 family). In a profiled
+/// .NET process that module is libcoreclr, the variable `t_CurrentThreadInfo`: a managed
+/// thread reads a null `Thread*` at its next GC poll and the process dies with SIGSEGV,
+/// seen on Debian's 2.36 after about a hundred attach/detach cycles on a loaded machine.
+/// The range is the one Datadog's .NET loader refuses to `dlclose` on
+/// (dd-trace-dotnet #7125).
+pub fn unload_corrupts_tls(version: &str) -> bool {
+    let mut parts = version.split(|c: char| !c.is_ascii_digit());
+    let major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    let minor: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    major == 2 && (34..=36).contains(&minor)
+}
+
+/// The C library's version (`gnu_get_libc_version`), e.g. `2.36`.
+pub fn glibc_version() -> Option<String> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: (A8) gnu_get_libc_version has no preconditions and returns a static
+        // NUL-terminated string.
+        let v = unsafe { std::ffi::CStr::from_ptr(libc::gnu_get_libc_version()) };
+        Some(v.to_string_lossy().into_owned())
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        None
+    }
+}
+
+/// On a glibc whose `dlclose` corrupts other libraries' TLS ([`unload_corrupts_tls`]),
+/// marks this library `RTLD_NODELETE` (a `dlopen` of its own, already loaded path with
+/// `RTLD_NOLOAD`), so the runtime's unload after a detach or a failed initialisation
+/// leaves it mapped, dormant: no thread of ours runs, nothing of ours is called, and its
+/// memory was given back at detach. Done once per copy, at the first entry point.
+pub fn keep_loaded_if_unload_unsafe() {
+    use std::sync::atomic::Ordering;
+    if KEPT_LOADED.load(Ordering::Acquire) != KEEP_UNDECIDED {
+        return;
+    }
+    let unsafe_unload = glibc_version().is_some_and(|v| unload_corrupts_tls(&v));
+    let outcome = if !unsafe_unload {
+        KEEP_NOT_NEEDED
+    } else {
+        match own_library_path().and_then(|p| {
+            use std::os::unix::ffi::OsStrExt;
+            std::ffi::CString::new(p.as_os_str().as_bytes()).ok()
+        }) {
+            None => KEEP_FAILED,
+            Some(path) => {
+                // SAFETY: (A8) `path` is NUL-terminated; with RTLD_NOLOAD dlopen only looks
+                // up the already loaded object (ourselves) and adds the NODELETE flag; the
+                // reference it returns is never closed, on purpose.
+                let h = unsafe {
+                    libc::dlopen(
+                        path.as_ptr(),
+                        libc::RTLD_NOW | libc::RTLD_NOLOAD | libc::RTLD_NODELETE,
+                    )
+                };
+                if h.is_null() {
+                    KEEP_FAILED
+                } else {
+                    KEEP_PINNED
+                }
+            }
+        }
+    };
+    KEPT_LOADED.store(outcome, Ordering::Release);
+}
+
+/// Whether this copy stays mapped after a detach (see [`keep_loaded_if_unload_unsafe`]);
+/// `Err` when it should and could not be made to.
+pub fn kept_loaded() -> Result<bool, String> {
+    match KEPT_LOADED.load(std::sync::atomic::Ordering::Acquire) {
+        KEEP_PINNED => Ok(true),
+        KEEP_FAILED => Err(format!(
+            "glibc {} can corrupt other libraries' thread-local storage when a library is \
+             unloaded, and this library could not be marked RTLD_NODELETE",
+            glibc_version().unwrap_or_default()
+        )),
+        _ => Ok(false),
+    }
+}
+
+#[cfg(test)]
+mod unload_tests {
+    use super::unload_corrupts_tls;
+
+    #[test]
+    fn only_the_affected_glibc_releases_keep_the_library() {
+        for v in ["2.34", "2.35", "2.36", "2.36.1"] {
+            assert!(unload_corrupts_tls(v), "{v}");
+        }
+        for v in ["2.31", "2.33", "2.37", "2.39", "2.40", "", "x"] {
+            assert!(!unload_corrupts_tls(v), "{v}");
+        }
+    }
+}

@@ -257,10 +257,12 @@ impl Session {
     /// ProfilerDetachSucceeded: the runtime unloads the library right after, so make sure
     /// the control thread (which asked for the detach and then returned) has finished:
     /// after this join no code of ours runs on any thread.
-    pub fn stop_control(&self) {
+    /// Stops the control thread; the socket's path, if there was one.
+    pub fn stop_control(&self) -> Option<PathBuf> {
         let control = self.control.lock().ok().and_then(|mut c| c.take());
-        if let Some(mut c) = control {
+        control.map(|mut c| {
             c.stop();
-        }
+            c.path().to_path_buf()
+        })
     }
 }
