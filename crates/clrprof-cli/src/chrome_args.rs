@@ -2,67 +2,63 @@
 //! arguments, return value or exception into the `args` of its call's slice, so Perfetto
 //! and chrome://tracing show them when the slice is selected.
 //!
-//! The export model carries calls without values, so the values are joined afterwards:
-//! a slice and an invocation match when they have the same thread and function and the
-//! invocation started within the slice (its record follows the Enter by the hook's time).
+//! The export model carries calls without values, so the exporter asks for them slice by
+//! slice as it streams the document ([`clrprof_export::chrome::SliceValues`]): a slice and
+//! an invocation match when they have the same thread and function and the invocation
+//! started within the slice (its record follows the Enter by the hook's time).
 
 use std::collections::HashMap;
 
 use clrprof_analysis::invocations::{Invocation, invocation_json};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-/// Adds `args` to the slices of `chrome` (a Trace Event Format document); returns how
-/// many slices got values.
-pub fn add(chrome: &mut Value, invocations: &[Invocation]) -> usize {
-    let mut by: HashMap<(u64, String), (usize, Vec<&Invocation>)> = HashMap::new();
-    for i in invocations {
-        by.entry((i.os_tid, i.function.clone()))
-            .or_default()
-            .1
-            .push(i);
-    }
-    let Some(events) = chrome.get_mut("traceEvents").and_then(Value::as_array_mut) else {
-        return 0;
-    };
-    let mut added = 0;
-    for ev in events.iter_mut() {
-        if ev["ph"] != "X" {
-            continue;
+/// The invocations of each (thread, function), in start order, with a cursor: the
+/// exporter asks per thread in the order of the slices' start.
+pub struct Values<'a> {
+    by: HashMap<u64, HashMap<&'a str, (usize, Vec<&'a Invocation>)>>,
+    /// Slices that got values.
+    pub added: usize,
+}
+
+impl<'a> Values<'a> {
+    pub fn new(invocations: &'a [Invocation]) -> Values<'a> {
+        let mut by: HashMap<u64, HashMap<&str, (usize, Vec<&Invocation>)>> = HashMap::new();
+        for i in invocations {
+            by.entry(i.os_tid)
+                .or_default()
+                .entry(i.function.as_str())
+                .or_default()
+                .1
+                .push(i);
         }
-        let (Some(tid), Some(name), Some(ts), Some(dur)) = (
-            ev["tid"].as_u64(),
-            ev["name"].as_str().map(str::to_owned),
-            ev["ts"].as_f64(),
-            ev["dur"].as_f64(),
-        ) else {
-            continue;
-        };
-        let Some((cursor, list)) = by.get_mut(&(tid, name)) else {
-            continue;
-        };
-        let (start, end) = ((ts * 1e3) as i64 - 1000, ((ts + dur) * 1e3) as i64 + 1000);
+        Values { by, added: 0 }
+    }
+}
+
+impl clrprof_export::chrome::SliceValues for Values<'_> {
+    fn values(
+        &mut self,
+        os_tid: u64,
+        name: &str,
+        start_ns: u64,
+        end_ns: u64,
+    ) -> Option<Map<String, Value>> {
+        let (cursor, list) = self.by.get_mut(&os_tid)?.get_mut(name)?;
+        // The slice's times went through microseconds in the document before; 1 µs either
+        // side keeps the match the same.
+        let (start, end) = (start_ns as i64 - 1000, end_ns as i64 + 1000);
         while *cursor < list.len() && (list[*cursor].start_ns as i64) < start {
             *cursor += 1;
         }
-        let Some(inv) = list.get(*cursor).filter(|i| (i.start_ns as i64) <= end) else {
-            continue;
-        };
+        let inv = list.get(*cursor).filter(|i| (i.start_ns as i64) <= end)?;
         *cursor += 1;
-        let mut values = invocation_json(inv);
-        if let Some(o) = values.as_object_mut() {
-            for k in ["function", "os_tid", "start_ns", "duration_ns"] {
-                o.remove(k);
-            }
+        let Value::Object(mut values) = invocation_json(inv) else {
+            return None;
+        };
+        for k in ["function", "os_tid", "start_ns", "duration_ns"] {
+            values.remove(k);
         }
-        match ev.get_mut("args").and_then(Value::as_object_mut) {
-            Some(args) => {
-                if let Value::Object(v) = values {
-                    args.extend(v);
-                }
-            }
-            None => ev["args"] = values,
-        }
-        added += 1;
+        self.added += 1;
+        Some(values)
     }
-    added
 }

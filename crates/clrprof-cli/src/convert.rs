@@ -133,13 +133,10 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
         clrprof_export::export(&profile, fmt, &opts, &mut w)
             .with_context(|| format!("writing {}", out_path.display()))?;
     } else {
-        // Recorded arguments: joined into the slices (crate::chrome_args).
-        let mut buf = Vec::new();
-        clrprof_export::export(&profile, fmt, &opts, &mut buf)
+        // Recorded arguments: joined into the slices as they are written (crate::chrome_args).
+        let mut values = crate::chrome_args::Values::new(&invocations);
+        clrprof_export::chrome::write_with(&profile, &opts, &mut w, Some(&mut values))
             .with_context(|| format!("writing {}", out_path.display()))?;
-        let mut doc: serde_json::Value = serde_json::from_slice(&buf)?;
-        crate::chrome_args::add(&mut doc, &invocations);
-        serde_json::to_writer(&mut w, &doc)?;
     }
     std::io::Write::flush(&mut w)?;
     bar.done();

@@ -20,16 +20,6 @@ use crate::{ExportError, Options};
 const PID: u32 = 1;
 
 #[derive(Serialize)]
-struct Trace<'a> {
-    #[serde(rename = "traceEvents")]
-    trace_events: Vec<Event<'a>>,
-    #[serde(rename = "displayTimeUnit")]
-    display_time_unit: &'static str,
-    #[serde(rename = "otherData")]
-    other_data: Value,
-}
-
-#[derive(Serialize)]
 struct Event<'a> {
     name: Cow<'a, str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -165,20 +155,76 @@ fn from_samples(profile: &Profile, t: &ThreadProfile) -> Vec<Complete> {
     out
 }
 
+/// Values to show in the `args` of a call's slice (`record --args`): asked once per call
+/// slice, per thread in the order of the slices' start, with the thread, the function's
+/// name and the slice's span in nanoseconds since the profile start.
+pub trait SliceValues {
+    /// The values for the slice of `name` on `os_tid` spanning `[start_ns, end_ns]`.
+    fn values(
+        &mut self,
+        os_tid: u64,
+        name: &str,
+        start_ns: u64,
+        end_ns: u64,
+    ) -> Option<serde_json::Map<String, Value>>;
+}
+
+/// Writes one JSON array element after the first with its separator.
+struct Elements<W: Write> {
+    out: W,
+    first: bool,
+}
+
+impl<W: Write> Elements<W> {
+    fn push(&mut self, event: &Event<'_>) -> Result<(), ExportError> {
+        if !self.first {
+            self.out.write_all(b",")?;
+        }
+        self.first = false;
+        serde_json::to_writer(&mut self.out, event)?;
+        Ok(())
+    }
+}
+
 /// Writes `profile` as a Chrome trace: process and thread names as `M` events, then per
 /// thread its calls (when it has any) or its merged samples as `X` events, ordered by
 /// start time and depth. Times are microseconds since the profile start; `otherData`
 /// holds the profile name and its start in Unix nanoseconds. `opts` does not apply.
-pub fn write(profile: &Profile, _opts: &Options, out: impl Write) -> Result<(), ExportError> {
+pub fn write(profile: &Profile, opts: &Options, out: impl Write) -> Result<(), ExportError> {
+    write_with(profile, opts, out, None)
+}
+
+/// [`write`], with `values` (if any) adding to each call slice's `args`. The document is
+/// streamed: one thread's slices are held at a time, never the whole JSON, so a trace of
+/// millions of slices converts in memory proportional to its largest thread.
+pub fn write_with(
+    profile: &Profile,
+    _opts: &Options,
+    mut out: impl Write,
+    mut values: Option<&mut dyn SliceValues>,
+) -> Result<(), ExportError> {
     validate(profile)?;
-    let mut events = vec![metadata("process_name", 0, json!({ "name": profile.name }))];
+    out.write_all(b"{\"traceEvents\":[")?;
+    let mut events = Elements {
+        out: &mut out,
+        first: true,
+    };
+    events.push(&metadata(
+        "process_name",
+        0,
+        json!({ "name": profile.name }),
+    ))?;
     for (i, t) in profile.threads.iter().enumerate() {
-        events.push(metadata("thread_name", t.os_tid, json!({ "name": t.name })));
-        events.push(metadata(
+        events.push(&metadata(
+            "thread_name",
+            t.os_tid,
+            json!({ "name": t.name }),
+        ))?;
+        events.push(&metadata(
             "thread_sort_index",
             t.os_tid,
             json!({ "sort_index": i }),
-        ));
+        ))?;
     }
     for t in &profile.threads {
         let mut complete = if t.calls.is_empty() {
@@ -187,7 +233,7 @@ pub fn write(profile: &Profile, _opts: &Options, out: impl Write) -> Result<(), 
             from_calls(t)
         };
         complete.sort_by_key(|c| (c.start_ns, c.depth));
-        events.extend(complete.into_iter().map(|c| {
+        for c in complete {
             let frame = profile.frame(c.frame);
             let mut args = serde_json::Map::new();
             if let Some(m) = profile.module_of(frame) {
@@ -196,8 +242,12 @@ pub fn write(profile: &Profile, _opts: &Options, out: impl Write) -> Result<(), 
             if let Some((samples, cpu_ns)) = c.sampled {
                 args.insert("samples".into(), samples.into());
                 args.insert("cpu_ns".into(), cpu_ns.into());
+            } else if let Some(v) = values.as_deref_mut() {
+                if let Some(more) = v.values(t.os_tid, &frame.name, c.start_ns, c.end_ns) {
+                    args.extend(more);
+                }
             }
-            Event {
+            events.push(&Event {
                 name: Cow::Borrowed(&frame.name),
                 cat: Some(category(frame.kind, c.sampled.is_some())),
                 ph: "X",
@@ -206,13 +256,13 @@ pub fn write(profile: &Profile, _opts: &Options, out: impl Write) -> Result<(), 
                 pid: PID,
                 tid: t.os_tid,
                 args: (!args.is_empty()).then_some(Value::Object(args)),
-            }
-        }));
+            })?;
+        }
     }
     let mut live = 0i64;
     for (at, delta, _) in stacks::live_heap_changes(profile) {
         live += delta;
-        events.push(Event {
+        events.push(&Event {
             name: "Live sampled heap (estimated)".into(),
             cat: Some("memory"),
             ph: "C",
@@ -221,18 +271,18 @@ pub fn write(profile: &Profile, _opts: &Options, out: impl Write) -> Result<(), 
             pid: PID,
             tid: 0,
             args: Some(json!({ "bytes": live.max(0) })),
-        });
+        })?;
     }
-    let trace = Trace {
-        trace_events: events,
-        display_time_unit: "ns",
-        other_data: json!({
+    out.write_all(b"],\"displayTimeUnit\":\"ns\",\"otherData\":")?;
+    serde_json::to_writer(
+        &mut out,
+        &json!({
             "name": profile.name,
             "start_unix_ns": profile.start_unix_ns.to_string(),
             "interval_ns": profile.interval_ns.to_string(),
             "exporter": "clrprof",
         }),
-    };
-    serde_json::to_writer(out, &trace)?;
+    )?;
+    out.write_all(b"}")?;
     Ok(())
 }
