@@ -242,10 +242,10 @@ pub fn write_with(
             if let Some((samples, cpu_ns)) = c.sampled {
                 args.insert("samples".into(), samples.into());
                 args.insert("cpu_ns".into(), cpu_ns.into());
-            } else if let Some(v) = values.as_deref_mut() {
-                if let Some(more) = v.values(t.os_tid, &frame.name, c.start_ns, c.end_ns) {
-                    args.extend(more);
-                }
+            } else if let Some(v) = values.as_deref_mut()
+                && let Some(more) = v.values(t.os_tid, &frame.name, c.start_ns, c.end_ns)
+            {
+                args.extend(more);
             }
             events.push(&Event {
                 name: Cow::Borrowed(&frame.name),
