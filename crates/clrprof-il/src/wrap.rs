@@ -1,0 +1,158 @@
+//! The probe wrap: a body that calls a probe at entry and at every exit, normal or by
+//! exception. Trace mode installs it through ReJIT (`GetReJITParameters` →
+//! `SetILFunctionBody`), so it uses nothing a module would need a new assembly reference
+//! for: each probe call is `ldc.i8 <cookie>; ldc.i8 <function pointer>; conv.i;
+//! calli <signature token>`, the signature an unmanaged `void (int64)`
+//! ([`crate::sig::PROBE_SIG`]) whose token the runtime gives after attach.
+//!
+//! ```text
+//!       <entry probe>
+//! TRY:  <the original body; each `ret` becomes `stloc R; leave RET`
+//!        (or `leave RET` without a value), each `tail.` prefix a `nop`>
+//! FIN:  <leave probe>; endfinally          .try TRY to FIN finally handler FIN to RET
+//! RET:  ldloc R; ret                       (or `ret`)
+//! ```
+//!
+//! The original clauses stay, nested inside the new one (listed after them, as ECMA-335
+//! §II.19 orders nested clauses). The stack is empty at the new `try`'s start (method
+//! entry) and `leave` empties it, so no value crosses a region boundary but the returned
+//! one, through its local `R`.
+
+use crate::body::{Body, Clause, ClauseKind, Operand};
+use crate::error::IlError;
+use crate::opcode::OpCode;
+
+/// The probe the wrapped body calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Probe {
+    /// The address of the unmanaged `extern "C" fn(i64)` called at entry.
+    pub enter: u64,
+    /// The one called at every exit (in the `finally` handler).
+    pub leave: u64,
+    /// A `StandAloneSig` token of [`crate::sig::PROBE_SIG`] in the method's module.
+    pub sig_token: u32,
+    /// The argument both receive: which method this is.
+    pub cookie: i64,
+}
+
+/// Where a method that returns a value keeps it across the `leave`: a local added to its
+/// locals ([`crate::sig::locals_with`]) and the token of that new locals signature.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReturnLocal {
+    pub locals_token: u32,
+    pub index: u16,
+}
+
+/// A wrapped body, and what the wrap had to change besides adding the probes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Wrapped {
+    pub body: Body,
+    /// `tail.` prefixes turned into `nop` (a tail call cannot leave a protected region):
+    /// these calls now keep their caller's frame.
+    pub tail_calls_kept: usize,
+}
+
+fn probe_call(body: &mut Body, cookie: i64, target: u64, sig: u32) -> Vec<crate::Instr> {
+    vec![
+        body.instr(OpCode::LDC_I8, Operand::I8(cookie)),
+        body.instr(OpCode::LDC_I8, Operand::I8(target as i64)),
+        body.instr(OpCode::CONV_I, Operand::None),
+        body.instr(OpCode::CALLI, Operand::Token(sig)),
+    ]
+}
+
+fn local_op(body: &mut Body, store: bool, index: u16) -> crate::Instr {
+    match (store, u8::try_from(index)) {
+        (true, Ok(i)) => body.instr(OpCode::STLOC_S, Operand::U1(i)),
+        (true, Err(_)) => body.instr(OpCode::STLOC, Operand::U2(index)),
+        (false, Ok(i)) => body.instr(OpCode::LDLOC_S, Operand::U1(i)),
+        (false, Err(_)) => body.instr(OpCode::LDLOC, Operand::U2(index)),
+    }
+}
+
+/// Wraps `body` with `probe`. `ret` is `None` for a method that returns nothing; for one
+/// that returns a value it must be given (the result would not be valid IL otherwise).
+///
+/// Refused: an empty body, and one with `jmp` (it leaves the method without passing
+/// through the `finally`).
+pub fn wrap(body: &Body, probe: &Probe, ret: Option<ReturnLocal>) -> Result<Wrapped, IlError> {
+    if body.code.is_empty() {
+        return Err(IlError::invalid("an empty body"));
+    }
+    if body.code.iter().any(|i| i.op == OpCode::JMP) {
+        return Err(IlError::unsupported(
+            "jmp leaves the method without its exit probe",
+        ));
+    }
+    let mut b = body.clone();
+    let mut tail_calls_kept = 0;
+    for i in &mut b.code {
+        if i.op == OpCode::TAIL {
+            i.op = OpCode::NOP;
+            tail_calls_kept += 1;
+        }
+    }
+    let try_start = b.code[0].label;
+    let finally_code = probe_call(&mut b, probe.cookie, probe.leave, probe.sig_token);
+    let fin = finally_code[0].label;
+    let mut tail = finally_code;
+    tail.push(b.instr(OpCode::ENDFINALLY, Operand::None));
+    let ret_code = match ret {
+        Some(r) => vec![
+            local_op(&mut b, false, r.index),
+            b.instr(OpCode::RET, Operand::None),
+        ],
+        None => vec![b.instr(OpCode::RET, Operand::None)],
+    };
+    let ret_label = ret_code[0].label;
+    tail.extend(ret_code);
+
+    // Each original `ret` becomes `[stloc R;] leave.s RET` (widened by the encoder when
+    // RET is too far); the first instruction keeps the `ret`'s label, so branches to the
+    // `ret` now reach the store.
+    let original = std::mem::take(&mut b.code);
+    let mut code = Vec::with_capacity(original.len() + 8);
+    code.extend(probe_call(
+        &mut b,
+        probe.cookie,
+        probe.enter,
+        probe.sig_token,
+    ));
+    for ins in original {
+        if ins.op != OpCode::RET {
+            code.push(ins);
+            continue;
+        }
+        let leave = b.instr(OpCode::LEAVE_S, Operand::Target(ret_label));
+        match ret {
+            Some(r) => {
+                let mut store = local_op(&mut b, true, r.index);
+                store.label = ins.label;
+                code.push(store);
+                code.push(leave);
+            }
+            None => code.push(crate::Instr {
+                label: ins.label,
+                ..leave
+            }),
+        }
+    }
+    code.extend(tail);
+    b.code = code;
+    b.clauses.push(Clause::new(
+        ClauseKind::Finally,
+        try_start,
+        fin,
+        fin,
+        ret_label,
+    ));
+    b.header.fat = true;
+    b.header.max_stack = b.header.max_stack.max(2);
+    if let Some(r) = ret {
+        b.header.local_sig = r.locals_token;
+    }
+    Ok(Wrapped {
+        body: b,
+        tail_calls_kept,
+    })
+}

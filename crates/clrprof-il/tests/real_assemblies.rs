@@ -1,0 +1,312 @@
+//! The IL reader and writer on the bodies of real assemblies: every method body of the
+//! test apps (C# and F#), of the .NET runtime's System.Private.CoreLib and System.Linq
+//! parses and encodes back to the same bytes, and reads as System.Reflection.Metadata reads it (`apps/IlOracle`:
+//! header facts, every instruction with its offset and operand, every exception region,
+//! and the opcode table itself against System.Reflection.Emit's).
+
+use std::path::{Path, PathBuf};
+
+use clrprof_il::opcode::{OperandKind, StackEffect};
+use clrprof_il::{Body, ClauseKind, Label, OpCode, Operand};
+use clrprof_metadata::MetadataRead;
+use clrprof_metadata::rawmd::{RawMetadata, pe};
+use clrprof_testkit::{app, dotnet};
+
+/// Every method with an IL body: its token and its body's file offset.
+fn bodies(image: &[u8]) -> Vec<(u32, usize)> {
+    let read = |o: usize, n: usize| image.get(o..o.checked_add(n)?);
+    let (md_at, md_len) = pe::locate(&read, true).expect("a managed image");
+    let md = RawMetadata::parse(&image[md_at..md_at + md_len]).expect("metadata");
+    (1..=md.rows(0x06))
+        .filter_map(|row| {
+            let token = 0x0600_0000 | row;
+            let p = md.get_method_props(token).expect("method row");
+            // Code type IL (not native, not runtime-provided) with a body.
+            (p.code_rva != 0 && p.impl_flags & 0x3 == 0).then(|| {
+                (
+                    token,
+                    pe::file_offset(&read, p.code_rva).expect("RVA in a section"),
+                )
+            })
+        })
+        .collect()
+}
+
+/// Parses every body, checks it encodes to its own bytes; returns the parsed bodies.
+fn round_trip(dll: &Path) -> Vec<(u32, Body, usize)> {
+    let image = std::fs::read(dll).unwrap_or_else(|e| panic!("{}: {e}", dll.display()));
+    let mut out = Vec::new();
+    for (token, at) in bodies(&image) {
+        let (body, len) = Body::parse_with_len(&image[at..])
+            .unwrap_or_else(|e| panic!("{}: {token:#010x}: {e}", dll.display()));
+        let bytes = body
+            .encode()
+            .unwrap_or_else(|e| panic!("{}: {token:#010x}: {e}", dll.display()));
+        assert!(
+            bytes == image[at..at + len],
+            "{}: {token:#010x} encodes to other bytes:\n ours {:02x?}\n file {:02x?}",
+            dll.display(),
+            bytes,
+            &image[at..at + len]
+        );
+        out.push((token, body, len));
+    }
+    out
+}
+
+/// The runtime's System.Private.CoreLib, beside the `dotnet` the tests use.
+fn corelib() -> PathBuf {
+    let shared = dotnet()
+        .canonicalize()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("shared/Microsoft.NETCore.App");
+    let mut versions: Vec<_> = std::fs::read_dir(&shared)
+        .unwrap_or_else(|e| panic!("{}: {e}", shared.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("System.Private.CoreLib.dll").exists())
+        .collect();
+    versions.sort();
+    versions
+        .pop()
+        .expect("a runtime with System.Private.CoreLib")
+        .join("System.Private.CoreLib.dll")
+}
+
+#[test]
+fn every_body_of_system_private_corelib_round_trips() {
+    let bodies = round_trip(&corelib());
+    // The real thing: tens of thousands of bodies, every kind of clause and operand.
+    assert!(bodies.len() > 20_000, "{}", bodies.len());
+    let clauses = |k: fn(&ClauseKind) -> bool| {
+        bodies
+            .iter()
+            .flat_map(|b| &b.1.clauses)
+            .filter(|c| k(&c.kind))
+            .count()
+    };
+    let counts = [
+        clauses(|k| matches!(k, ClauseKind::Catch(_))),
+        clauses(|k| matches!(k, ClauseKind::Filter(_))),
+        clauses(|k| matches!(k, ClauseKind::Finally)),
+        clauses(|k| matches!(k, ClauseKind::Fault)),
+    ];
+    eprintln!(
+        "CoreLib: {} bodies; catch, filter, finally, fault clauses: {counts:?}",
+        bodies.len()
+    );
+    assert!(counts.iter().all(|&n| n > 0), "{counts:?}");
+    let ops = |o: OpCode| {
+        bodies
+            .iter()
+            .flat_map(|b| &b.1.code)
+            .filter(|i| i.op == o)
+            .count()
+    };
+    assert!(ops(OpCode::SWITCH) > 100);
+    assert!(ops(OpCode(0xFE16)) > 1000, "constrained.");
+}
+
+/// Our reading in the oracle's format.
+fn ours(bodies: &[(u32, Body, usize)]) -> String {
+    let mut o = String::new();
+    // System.Reflection.Emit has no `no.` (0xFE19), which no compiler writes.
+    for op in OpCode::all().filter(|&o| o != OpCode(0xFE19)) {
+        let info = op.info().unwrap();
+        let kind = match info.operand {
+            OperandKind::None => "InlineNone",
+            OperandKind::I1 => "ShortInlineI",
+            OperandKind::U1 if op.0 > 0xFF => "ShortInlineI", // unaligned., no.
+            OperandKind::U1 => "ShortInlineVar",
+            OperandKind::U2 => "InlineVar",
+            OperandKind::I4 => "InlineI",
+            OperandKind::I8 => "InlineI8",
+            OperandKind::R4 => "ShortInlineR",
+            OperandKind::R8 => "InlineR",
+            OperandKind::Token => "Token",
+            OperandKind::ShortBranch => "ShortInlineBrTarget",
+            OperandKind::Branch => "InlineBrTarget",
+            OperandKind::Switch => "InlineSwitch",
+        };
+        let (pops, pushes) = match info.stack {
+            StackEffect::Fixed { pops, pushes } => (pops.to_string(), pushes.to_string()),
+            StackEffect::Call if op == OpCode::NEWOBJ => ("var".into(), "1".into()),
+            StackEffect::Call => ("var".into(), "var".into()),
+            StackEffect::Ret => ("var".into(), "0".into()),
+            StackEffect::Clear { pops } => (pops.to_string(), "0".into()),
+        };
+        o.push_str(&format!(
+            "op\t{:04x}\t{}\t{kind}\t{pops}\t{pushes}\n",
+            op.0,
+            op.name()
+        ));
+    }
+    for (token, body, len) in bodies {
+        let offsets = body.offsets().unwrap();
+        let code_size = *offsets.last().unwrap();
+        let at = |l: Label| {
+            if l == Label::END {
+                code_size
+            } else {
+                offsets[body.index_of(l).unwrap()]
+            }
+        };
+        let h = &body.header;
+        o.push_str(&format!(
+            "m\t{token:#010x}\t{}\t{:#010x}\t{}\t{code_size}\t{len}\n",
+            h.max_stack,
+            h.local_sig,
+            u8::from(h.init_locals)
+        ));
+        for (i, ins) in body.code.iter().enumerate() {
+            let operand = match &ins.operand {
+                Operand::None => String::new(),
+                Operand::I1(v) => format!("{:#04x}", *v as u8),
+                Operand::U1(v) => format!("{v:#04x}"),
+                Operand::U2(v) => v.to_string(),
+                Operand::I4(v) => v.to_string(),
+                Operand::I8(v) => v.to_string(),
+                Operand::R4(v) => format!("{v:#010x}"),
+                Operand::R8(v) => format!("{v:#018x}"),
+                Operand::Token(v) => format!("{v:#010x}"),
+                Operand::Target(t) => at(*t).to_string(),
+                Operand::Switch(ts) => ts
+                    .iter()
+                    .map(|t| at(*t).to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            };
+            o.push_str(&format!(
+                "i\t{}\t{}\t{operand}\n",
+                offsets[i],
+                ins.op.name()
+            ));
+        }
+        for c in &body.clauses {
+            let (kind, extra) = match c.kind {
+                ClauseKind::Catch(t) => ("Catch", t),
+                ClauseKind::Filter(l) => ("Filter", at(l)),
+                ClauseKind::Finally => ("Finally", 0),
+                ClauseKind::Fault => ("Fault", 0),
+            };
+            let (ts, hs) = (at(c.try_start), at(c.handler_start));
+            o.push_str(&format!(
+                "eh\t{kind}\t{ts}\t{}\t{hs}\t{}\t{extra:#010x}\n",
+                at(c.try_end) - ts,
+                at(c.handler_end) - hs
+            ));
+        }
+    }
+    o
+}
+
+/// What the oracle prints for `dll`, its token operands (field, method, type…) all
+/// named `Token` as ours are.
+fn oracle(dll: &Path) -> String {
+    let o = app("IlOracle");
+    let out = o
+        .command(&[dll.to_str().unwrap()])
+        .output()
+        .expect("run IlOracle");
+    assert!(
+        out.status.success(),
+        "IlOracle failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut ops: Vec<String> = Vec::new();
+    let mut rest = String::new();
+    for line in text.lines() {
+        if line.starts_with("op\t") {
+            let mut f: Vec<&str> = line.split('\t').collect();
+            if matches!(
+                f[3],
+                "InlineField"
+                    | "InlineMethod"
+                    | "InlineType"
+                    | "InlineTok"
+                    | "InlineString"
+                    | "InlineSig"
+            ) {
+                f[3] = "Token";
+            }
+            ops.push(f.join("\t"));
+        } else {
+            rest.push_str(line);
+            rest.push('\n');
+        }
+    }
+    // Ours lists the table in value order.
+    ops.sort();
+    let mut o = ops.join("\n");
+    o.push('\n');
+    o + &rest
+}
+
+fn assert_same(ours: &str, theirs: &str, what: &str) {
+    for (i, (a, b)) in ours.lines().zip(theirs.lines()).enumerate() {
+        assert_eq!(
+            a,
+            b,
+            "{what}: line {} differs (ours left, System.Reflection.Metadata right)",
+            i + 1
+        );
+    }
+    assert_eq!(
+        ours.lines().count(),
+        theirs.lines().count(),
+        "{what}: line counts"
+    );
+}
+
+#[test]
+fn scenarios_bodies_match_system_reflection_metadata() {
+    let s = app("Scenarios");
+    let bodies = round_trip(&s.dll);
+    assert!(bodies.len() > 100, "{}", bodies.len());
+    assert_same(&ours(&bodies), &oracle(&s.dll), "Scenarios");
+}
+
+#[test]
+fn fsharp_bodies_with_tail_prefixes_match_system_reflection_metadata() {
+    let t = app("TailCalls");
+    let bodies = round_trip(&t.dll);
+    let text = ours(&bodies);
+    assert_same(&text, &oracle(&t.dll), "TailCalls");
+    assert!(text.contains("\ttail.\t"), "the F# app's tail. prefixes");
+}
+
+#[test]
+fn the_oracles_own_shapes_match_system_reflection_metadata() {
+    let o = app("IlOracle");
+    let bodies = round_trip(&o.dll);
+    let text = ours(&bodies);
+    assert_same(&text, &oracle(&o.dll), "IlOracle");
+    // The shapes are there: a filter, a switch, long branches, a fat section, localloc.
+    for needle in [
+        "eh\tFilter",
+        "\tswitch\t",
+        "\tbr\t",
+        "\tlocalloc\t",
+        "\tldc.r8\t",
+        "\tldc.i8\t",
+    ] {
+        assert!(text.contains(needle), "no {needle:?} in IlOracle");
+    }
+    assert!(
+        bodies.iter().any(
+            |b| b.1.clauses.iter().any(|c| c.kind == ClauseKind::Finally) && b.1.code.len() > 300
+        ),
+        "the long try/finally"
+    );
+}
+
+#[test]
+fn a_framework_assembly_matches_system_reflection_metadata() {
+    // A ReadyToRun image of the runtime: its IL bodies as the oracle reads them.
+    let linq = corelib().with_file_name("System.Linq.dll");
+    let bodies = round_trip(&linq);
+    assert!(bodies.len() > 1000, "{}", bodies.len());
+    assert_same(&ours(&bodies), &oracle(&linq), "System.Linq");
+}
