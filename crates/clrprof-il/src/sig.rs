@@ -121,6 +121,46 @@ fn skip_method(b: &[u8], at: &mut usize, depth: u32) -> Result<(), IlError> {
     Ok(())
 }
 
+/// What a method signature says about a call: its `this`, its parameters (vararg ones
+/// of a call site's signature included) and its return type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MethodShape<'a> {
+    /// `HASTHIS` without `EXPLICITTHIS`: `this` is passed besides the parameters.
+    pub implicit_this: bool,
+    pub params: u32,
+    /// The return type's bytes, `None` for `void` (as [`return_type`]).
+    pub returns: Option<&'a [u8]>,
+}
+
+impl MethodShape<'_> {
+    /// What a call through this signature pops and pushes: `newobj` does not pop `this`
+    /// and pushes the new object, `calli` also pops the function pointer.
+    pub fn stack_effect(&self, op: crate::OpCode) -> (u32, u32) {
+        let this = u32::from(self.implicit_this);
+        let pushes = u32::from(self.returns.is_some());
+        match op {
+            crate::OpCode::NEWOBJ => (self.params, 1),
+            crate::OpCode::CALLI => (self.params + this + 1, pushes),
+            _ => (self.params + this, pushes),
+        }
+    }
+}
+
+/// Reads a method signature's calling convention, parameter count and return type.
+pub fn method_shape(method_sig: &[u8]) -> Result<MethodShape<'_>, IlError> {
+    let conv = *method_sig.first().ok_or(bad(0, "empty method signature"))?;
+    let mut at = 1;
+    if conv & 0x10 != 0 {
+        uncompress(method_sig, &mut at)?;
+    }
+    let params = uncompress(method_sig, &mut at)?;
+    Ok(MethodShape {
+        implicit_this: conv & 0x20 != 0 && conv & 0x40 == 0,
+        params,
+        returns: return_type(method_sig)?,
+    })
+}
+
 /// The bytes of a method signature's return type, without its custom modifiers; `None`
 /// when it returns `void`.
 pub fn return_type(method_sig: &[u8]) -> Result<Option<&[u8]>, IlError> {

@@ -7,6 +7,9 @@
 use std::path::{Path, PathBuf};
 
 use clrprof_il::opcode::{OperandKind, StackEffect};
+use clrprof_il::sig::{locals_with, method_shape};
+use clrprof_il::stack::{CallEffect, max_stack};
+use clrprof_il::wrap::{Probe, ReturnLocal, wrap};
 use clrprof_il::{Body, ClauseKind, Label, OpCode, Operand};
 use clrprof_metadata::MetadataRead;
 use clrprof_metadata::rawmd::{RawMetadata, pe};
@@ -309,4 +312,128 @@ fn a_framework_assembly_matches_system_reflection_metadata() {
     let bodies = round_trip(&linq);
     assert!(bodies.len() > 1000, "{}", bodies.len());
     assert_same(&ours(&bodies), &oracle(&linq), "System.Linq");
+}
+
+/// For every IL body of `dll`: its token, its signature's shape (owned), the body, and
+/// the call effects of its module, given to `check`.
+fn with_calls(
+    dll: &Path,
+    mut check: impl FnMut(u32, &[u8], &Body, CallEffect<'_>, &RawMetadata<'_>),
+) {
+    let image = std::fs::read(dll).unwrap();
+    let read = |o: usize, n: usize| image.get(o..o.checked_add(n)?);
+    let (md_at, md_len) = pe::locate(&read, true).unwrap();
+    let md = RawMetadata::parse(&image[md_at..md_at + md_len]).unwrap();
+    let sig_of = |token: u32| -> Option<Vec<u8>> {
+        let token = if token >> 24 == 0x2B {
+            md.method_spec_method(token).ok()?
+        } else {
+            token
+        };
+        match token >> 24 {
+            0x06 => md.get_method_props(token).ok().map(|p| p.sig),
+            0x0A => md.get_member_ref_props(token).ok().map(|p| p.sig),
+            0x11 => md.standalone_sig(token).ok().map(<[u8]>::to_vec),
+            _ => None,
+        }
+    };
+    let calls = |op: OpCode, token: u32| -> Option<(u16, u16)> {
+        if token == PROBE_SIG_TOKEN {
+            return Some((2, 0));
+        }
+        let sig = sig_of(token)?;
+        let (p, q) = method_shape(&sig).ok()?.stack_effect(op);
+        Some((u16::try_from(p).ok()?, u16::try_from(q).ok()?))
+    };
+    for (token, at) in bodies(&image) {
+        let sig = md.get_method_props(token).unwrap().sig;
+        let body = Body::parse(&image[at..]).unwrap();
+        check(token, &sig, &body, &calls, &md);
+    }
+}
+
+/// The probe signature's token in these tests: past any real StandAloneSig row.
+const PROBE_SIG_TOKEN: u32 = 0x1100_0F00;
+
+#[test]
+fn the_stack_depth_of_every_corelib_body_is_the_max_stack_its_compiler_wrote() {
+    let (mut same, mut over, mut total) = (0, Vec::new(), 0);
+    with_calls(&corelib(), |token, sig, body, calls, _| {
+        let ret = u16::from(method_shape(sig).unwrap().returns.is_some());
+        let depth = max_stack(body, calls, ret).unwrap_or_else(|e| panic!("{token:#010x}: {e}"));
+        if !body.header.fat {
+            // A tiny header's max stack is 8 whatever the code needs.
+            assert!(depth <= 8, "{token:#010x}: {depth}");
+            return;
+        }
+        total += 1;
+        if depth == body.header.max_stack {
+            same += 1;
+        } else if depth > body.header.max_stack {
+            over.push((token, depth, body.header.max_stack));
+        }
+    });
+    eprintln!(
+        "CoreLib max stack: {same} of {total} fat bodies exactly as written; deeper: {over:?}"
+    );
+    // Never deeper than the compiler said (that would be a wrong table entry or flow),
+    // and the same almost everywhere (a compiler may reserve more than it uses).
+    assert!(over.is_empty(), "{over:?}");
+    assert!(same * 100 > total * 99, "{same} of {total}");
+}
+
+#[test]
+fn every_corelib_body_wraps_into_a_body_with_consistent_stack_depths() {
+    let probe = Probe {
+        enter: 0x7F00_1234_5670,
+        leave: 0x7F00_1234_5680,
+        sig_token: PROBE_SIG_TOKEN,
+        cookie: 42,
+    };
+    let (mut wrapped, mut refused) = (0, 0);
+    with_calls(&corelib(), |token, sig, body, calls, md| {
+        let shape = method_shape(sig).unwrap();
+        let ret = match shape.returns {
+            None => None,
+            Some(ty) => {
+                let locals = (body.header.local_sig != 0)
+                    .then(|| md.standalone_sig(body.header.local_sig).unwrap());
+                let (_, index) =
+                    locals_with(locals, ty).unwrap_or_else(|e| panic!("{token:#010x}: {e}"));
+                Some(ReturnLocal {
+                    locals_token: 0x1100_0F01,
+                    index,
+                })
+            }
+        };
+        let w = match wrap(body, &probe, ret) {
+            Ok(w) => w,
+            Err(_) => {
+                assert!(
+                    body.code.iter().any(|i| i.op == OpCode::JMP),
+                    "{token:#010x}"
+                );
+                refused += 1;
+                return;
+            }
+        };
+        wrapped += 1;
+        let ret_pops = u16::from(shape.returns.is_some());
+        let before = max_stack(body, calls, ret_pops).unwrap();
+        let after = max_stack(&w.body, calls, ret_pops)
+            .unwrap_or_else(|e| panic!("{token:#010x} wrapped: {e}"));
+        assert_eq!(after, before.max(2), "{token:#010x}");
+        assert!(after <= w.body.header.max_stack, "{token:#010x}");
+        let bytes = w.body.encode().unwrap();
+        let again = Body::parse(&bytes).unwrap();
+        assert_eq!(again.encode().unwrap(), bytes, "{token:#010x}");
+        assert!(!w.body.code[4..].iter().any(|i| i.op == OpCode::TAIL));
+        // The only ret is the last instruction.
+        let rets: Vec<usize> = (0..w.body.code.len())
+            .filter(|&i| w.body.code[i].op == OpCode::RET)
+            .collect();
+        assert_eq!(rets, vec![w.body.code.len() - 1], "{token:#010x}");
+    });
+    eprintln!("CoreLib wrap: {wrapped} bodies wrapped, {refused} refused (jmp)");
+    assert!(wrapped > 20_000);
 }
