@@ -423,6 +423,7 @@ impl OpCode {
     pub const NOP: OpCode = OpCode(0x00);
     pub const LDARG_0: OpCode = OpCode(0x02);
     pub const LDLOC_S: OpCode = OpCode(0x11);
+    pub const LDLOCA_S: OpCode = OpCode(0x12);
     pub const STLOC_S: OpCode = OpCode(0x13);
     pub const LDC_I4: OpCode = OpCode(0x20);
     pub const LDC_I8: OpCode = OpCode(0x21);
@@ -443,6 +444,7 @@ impl OpCode {
     pub const LEAVE: OpCode = OpCode(0xDD);
     pub const LEAVE_S: OpCode = OpCode(0xDE);
     pub const LDLOC: OpCode = OpCode(0xFE0C);
+    pub const LDLOCA: OpCode = OpCode(0xFE0D);
     pub const STLOC: OpCode = OpCode(0xFE0E);
     pub const ENDFILTER: OpCode = OpCode(0xFE11);
     pub const TAIL: OpCode = OpCode(0xFE14);

@@ -3,10 +3,17 @@
 
 use crate::error::IlError;
 
-/// The probe's `calli` signature: an unmanaged cdecl `void (int64)` (calling convention
-/// `C`, one parameter, `VOID`, `I8`). The runtime turns it into a token through
+/// The probe's `calli` signature: an unmanaged cdecl `void (int64, native int)` (calling
+/// convention `C`, two parameters, `VOID`, `I8`, `I`): the method's cookie and the address
+/// of its frame local. The runtime turns it into a token through
 /// `IMetaDataEmit::GetTokenFromSig` for [`crate::wrap::Probe::sig_token`].
-pub const PROBE_SIG: [u8; 4] = [0x01, 0x01, 0x01, 0x0A];
+pub const PROBE_SIG: [u8; 5] = [0x01, 0x02, 0x01, 0x0A, 0x18];
+
+/// The type of the local the wrap adds: the method's return type (it carries the value
+/// across the `leave`), or `native int` for a method that returns nothing.
+pub fn frame_local_type(method_sig: &[u8]) -> Result<Vec<u8>, IlError> {
+    Ok(return_type(method_sig)?.map_or_else(|| vec![0x18], <[u8]>::to_vec))
+}
 
 /// Nesting of types (arrays of pointers of generic instances…) this reader follows.
 const MAX_DEPTH: u32 = 64;

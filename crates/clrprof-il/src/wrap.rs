@@ -1,9 +1,10 @@
 //! The probe wrap: a body that calls a probe at entry and at every exit, normal or by
 //! exception. Trace mode installs it through ReJIT (`GetReJITParameters` →
 //! `SetILFunctionBody`), so it uses nothing a module would need a new assembly reference
-//! for: each probe call is `ldc.i8 <cookie>; ldc.i8 <function pointer>; conv.i;
-//! calli <signature token>`, the signature an unmanaged `void (int64)`
-//! ([`crate::sig::PROBE_SIG`]) whose token the runtime gives after attach.
+//! for: each probe call is `ldc.i8 <cookie>; ldloca R; ldc.i8 <function pointer>;
+//! conv.i; calli <signature token>`, the signature an unmanaged
+//! `void (int64, native int)` ([`crate::sig::PROBE_SIG`]) whose token the runtime gives
+//! after attach.
 //!
 //! ```text
 //!       <entry probe>
@@ -13,10 +14,15 @@
 //! RET:  ldloc R; ret                       (or `ret`)
 //! ```
 //!
+//! `R` is a local the wrap adds ([`crate::sig::frame_local_type`]): it carries the return
+//! value across the `leave`, and its address identifies the frame. Both probes of one call
+//! see the same address (a `finally` handler runs on its method's frame, whose locals it
+//! shares), and a deeper call's local lies lower on the stack, as a caller SP would.
+//!
 //! The original clauses stay, nested inside the new one (listed after them, as ECMA-335
 //! §II.19 orders nested clauses). The stack is empty at the new `try`'s start (method
 //! entry) and `leave` empties it, so no value crosses a region boundary but the returned
-//! one, through its local `R`.
+//! one, through `R`.
 
 use crate::body::{Body, Clause, ClauseKind, Operand};
 use crate::error::IlError;
@@ -31,16 +37,18 @@ pub struct Probe {
     pub leave: u64,
     /// A `StandAloneSig` token of [`crate::sig::PROBE_SIG`] in the method's module.
     pub sig_token: u32,
-    /// The argument both receive: which method this is.
+    /// The first argument both receive: which method this is.
     pub cookie: i64,
 }
 
-/// Where a method that returns a value keeps it across the `leave`: a local added to its
-/// locals ([`crate::sig::locals_with`]) and the token of that new locals signature.
+/// The local the wrap adds (`R` above): its index among the locals
+/// ([`crate::sig::locals_with`] with [`crate::sig::frame_local_type`]), the token of the
+/// new locals signature, and whether the method returns a value (kept in it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ReturnLocal {
+pub struct FrameLocal {
     pub locals_token: u32,
     pub index: u16,
+    pub returns_value: bool,
 }
 
 /// A wrapped body, and what the wrap had to change besides adding the probes.
@@ -52,9 +60,20 @@ pub struct Wrapped {
     pub tail_calls_kept: usize,
 }
 
-fn probe_call(body: &mut Body, cookie: i64, target: u64, sig: u32) -> Vec<crate::Instr> {
+fn probe_call(
+    body: &mut Body,
+    cookie: i64,
+    local: u16,
+    target: u64,
+    sig: u32,
+) -> Vec<crate::Instr> {
+    let address = match u8::try_from(local) {
+        Ok(i) => body.instr(OpCode::LDLOCA_S, Operand::U1(i)),
+        Err(_) => body.instr(OpCode::LDLOCA, Operand::U2(local)),
+    };
     vec![
         body.instr(OpCode::LDC_I8, Operand::I8(cookie)),
+        address,
         body.instr(OpCode::LDC_I8, Operand::I8(target as i64)),
         body.instr(OpCode::CONV_I, Operand::None),
         body.instr(OpCode::CALLI, Operand::Token(sig)),
@@ -70,12 +89,12 @@ fn local_op(body: &mut Body, store: bool, index: u16) -> crate::Instr {
     }
 }
 
-/// Wraps `body` with `probe`. `ret` is `None` for a method that returns nothing; for one
-/// that returns a value it must be given (the result would not be valid IL otherwise).
+/// Wraps `body` with `probe`, adding `local`. `local.returns_value` must say what the
+/// method's signature says (the result would not be valid IL otherwise).
 ///
 /// Refused: an empty body, and one with `jmp` (it leaves the method without passing
 /// through the `finally`).
-pub fn wrap(body: &Body, probe: &Probe, ret: Option<ReturnLocal>) -> Result<Wrapped, IlError> {
+pub fn wrap(body: &Body, probe: &Probe, local: FrameLocal) -> Result<Wrapped, IlError> {
     if body.code.is_empty() {
         return Err(IlError::invalid("an empty body"));
     }
@@ -93,16 +112,23 @@ pub fn wrap(body: &Body, probe: &Probe, ret: Option<ReturnLocal>) -> Result<Wrap
         }
     }
     let try_start = b.code[0].label;
-    let finally_code = probe_call(&mut b, probe.cookie, probe.leave, probe.sig_token);
+    let finally_code = probe_call(
+        &mut b,
+        probe.cookie,
+        local.index,
+        probe.leave,
+        probe.sig_token,
+    );
     let fin = finally_code[0].label;
     let mut tail = finally_code;
     tail.push(b.instr(OpCode::ENDFINALLY, Operand::None));
-    let ret_code = match ret {
-        Some(r) => vec![
-            local_op(&mut b, false, r.index),
+    let ret_code = if local.returns_value {
+        vec![
+            local_op(&mut b, false, local.index),
             b.instr(OpCode::RET, Operand::None),
-        ],
-        None => vec![b.instr(OpCode::RET, Operand::None)],
+        ]
+    } else {
+        vec![b.instr(OpCode::RET, Operand::None)]
     };
     let ret_label = ret_code[0].label;
     tail.extend(ret_code);
@@ -115,6 +141,7 @@ pub fn wrap(body: &Body, probe: &Probe, ret: Option<ReturnLocal>) -> Result<Wrap
     code.extend(probe_call(
         &mut b,
         probe.cookie,
+        local.index,
         probe.enter,
         probe.sig_token,
     ));
@@ -124,17 +151,16 @@ pub fn wrap(body: &Body, probe: &Probe, ret: Option<ReturnLocal>) -> Result<Wrap
             continue;
         }
         let leave = b.instr(OpCode::LEAVE_S, Operand::Target(ret_label));
-        match ret {
-            Some(r) => {
-                let mut store = local_op(&mut b, true, r.index);
-                store.label = ins.label;
-                code.push(store);
-                code.push(leave);
-            }
-            None => code.push(crate::Instr {
+        if local.returns_value {
+            let mut store = local_op(&mut b, true, local.index);
+            store.label = ins.label;
+            code.push(store);
+            code.push(leave);
+        } else {
+            code.push(crate::Instr {
                 label: ins.label,
                 ..leave
-            }),
+            });
         }
     }
     code.extend(tail);
@@ -147,10 +173,8 @@ pub fn wrap(body: &Body, probe: &Probe, ret: Option<ReturnLocal>) -> Result<Wrap
         ret_label,
     ));
     b.header.fat = true;
-    b.header.max_stack = b.header.max_stack.max(2);
-    if let Some(r) = ret {
-        b.header.local_sig = r.locals_token;
-    }
+    b.header.max_stack = b.header.max_stack.max(3);
+    b.header.local_sig = local.locals_token;
     Ok(Wrapped {
         body: b,
         tail_calls_kept,

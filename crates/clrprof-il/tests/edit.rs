@@ -6,7 +6,7 @@
 use clrprof_il::opcode::OperandKind;
 use clrprof_il::sig::PROBE_SIG;
 use clrprof_il::stack::max_stack;
-use clrprof_il::wrap::{Probe, ReturnLocal, wrap};
+use clrprof_il::wrap::{FrameLocal, Probe, wrap};
 use clrprof_il::{Body, Clause, ClauseKind, IlErrorKind, Label, OpCode, Operand};
 
 fn tiny(code: &[u8]) -> Body {
@@ -212,7 +212,16 @@ fn probe() -> Probe {
 }
 
 fn calls(op: OpCode, token: u32) -> Option<(u16, u16)> {
-    (op == OpCode::CALLI && token == 0x1100_0042).then_some((2, 0))
+    (op == OpCode::CALLI && token == 0x1100_0042).then_some((3, 0))
+}
+
+/// The frame local of a method that returns nothing: local 0 of a new signature.
+fn void_local() -> FrameLocal {
+    FrameLocal {
+        locals_token: 0x1100_0050,
+        index: 0,
+        returns_value: false,
+    }
 }
 
 fn names(b: &Body) -> Vec<&'static str> {
@@ -223,12 +232,13 @@ fn names(b: &Body) -> Vec<&'static str> {
 fn wrap_calls_the_probe_at_entry_and_in_a_finally_around_every_return() {
     // void: 0: ldarg.0  1: brtrue.s L  3: ret  L(4): ldc.i4.1  5: pop  6: ret
     let b = tiny(&[0x02, 0x2D, 0x01, 0x2A, 0x17, 0x26, 0x2A]);
-    let w = wrap(&b, &probe(), None).unwrap();
+    let w = wrap(&b, &probe(), void_local()).unwrap();
     let r = reparse(&w.body);
     assert_eq!(
         names(&r),
         [
             "ldc.i8",
+            "ldloca.s",
             "ldc.i8",
             "conv.i",
             "calli", // entry probe
@@ -239,6 +249,7 @@ fn wrap_calls_the_probe_at_entry_and_in_a_finally_around_every_return() {
             "pop",
             "leave.s", // the body
             "ldc.i8",
+            "ldloca.s",
             "ldc.i8",
             "conv.i",
             "calli",
@@ -247,26 +258,28 @@ fn wrap_calls_the_probe_at_entry_and_in_a_finally_around_every_return() {
         ]
     );
     assert_eq!(r.code[0].operand, Operand::I8(-7));
-    assert_eq!(r.code[1].operand, Operand::I8(0x1111_2222_3333));
-    assert_eq!(r.code[3].operand, Operand::Token(0x1100_0042));
-    assert_eq!(r.code[11].operand, Operand::I8(0x4444_5555_6666));
+    assert_eq!(r.code[1].operand, Operand::U1(0));
+    assert_eq!(r.code[2].operand, Operand::I8(0x1111_2222_3333));
+    assert_eq!(r.code[4].operand, Operand::Token(0x1100_0042));
+    assert_eq!(r.code[13].operand, Operand::I8(0x4444_5555_6666));
     // The branch still reaches ldc.i4.1; both leaves reach the final ret.
-    assert_eq!(r.code[5].operand, Operand::Target(r.code[7].label));
-    assert_eq!(r.code[6].operand, Operand::Target(r.code[15].label));
-    assert_eq!(r.code[9].operand, Operand::Target(r.code[15].label));
+    assert_eq!(r.code[6].operand, Operand::Target(r.code[8].label));
+    assert_eq!(r.code[7].operand, Operand::Target(r.code[17].label));
+    assert_eq!(r.code[10].operand, Operand::Target(r.code[17].label));
     let c = r.clauses[0];
     assert_eq!(c.kind, ClauseKind::Finally);
     assert_eq!(
         (c.try_start, c.try_end, c.handler_start, c.handler_end),
         (
-            r.code[4].label,
-            r.code[10].label,
-            r.code[10].label,
-            r.code[15].label
+            r.code[5].label,
+            r.code[11].label,
+            r.code[11].label,
+            r.code[17].label
         )
     );
-    assert_eq!(max_stack(&r, &calls, 0).unwrap(), 2);
+    assert_eq!(max_stack(&r, &calls, 0).unwrap(), 3);
     assert_eq!(r.header.max_stack, 8, "a tiny body's max stack, kept");
+    assert_eq!(r.header.local_sig, 0x1100_0050, "the new locals");
     assert_eq!(w.tail_calls_kept, 0);
 }
 
@@ -284,10 +297,11 @@ fn wrap_keeps_the_return_value_in_its_local_and_nests_the_original_clauses() {
     let w = wrap(
         &b,
         &probe(),
-        Some(ReturnLocal {
+        FrameLocal {
             locals_token: 0x1100_0099,
             index: 300,
-        }),
+            returns_value: true,
+        },
     )
     .unwrap();
     let r = reparse(&w.body);
@@ -299,21 +313,27 @@ fn wrap_keeps_the_return_value_in_its_local_and_nests_the_original_clauses() {
     let n = r.code.len();
     assert_eq!(names(&r)[n - 2..], ["ldloc", "ret"]);
     assert_eq!(r.code[n - 2].operand, Operand::U2(300));
+    assert_eq!(
+        r.code[1].op,
+        OpCode::LDLOCA,
+        "the frame's address, long form"
+    );
     let store = r.code.iter().position(|i| i.op == OpCode::STLOC).unwrap();
     assert_eq!(r.code[store].operand, Operand::U2(300));
     assert_eq!(r.code[store + 1].op.0, 0xDE, "leave.s");
-    assert_eq!(max_stack(&r, &calls, 1).unwrap(), 2);
-    // The original clause's offsets moved by the entry probe (9 + 9 + 1 + 5 bytes).
+    assert_eq!(max_stack(&r, &calls, 1).unwrap(), 3);
+    // The original clause's offsets moved by the entry probe (9 + 4 + 9 + 1 + 5 bytes).
     let off = r.offsets().unwrap();
-    assert_eq!(off[r.index_of(r.clauses[0].try_start).unwrap()], 24);
+    assert_eq!(off[r.index_of(r.clauses[0].try_start).unwrap()], 28);
     // A small index uses the short forms.
     let w = wrap(
         &b,
         &probe(),
-        Some(ReturnLocal {
+        FrameLocal {
             locals_token: 1,
             index: 5,
-        }),
+            returns_value: true,
+        },
     )
     .unwrap();
     assert!(
@@ -328,13 +348,13 @@ fn wrap_keeps_the_return_value_in_its_local_and_nests_the_original_clauses() {
 fn wrap_drops_tail_prefixes_and_refuses_jmp() {
     // tail. call 0x0A000001; ret
     let b = tiny(&[0xFE, 0x14, 0x28, 0x01, 0, 0, 0x0A, 0x2A]);
-    let w = wrap(&b, &probe(), None).unwrap();
+    let w = wrap(&b, &probe(), void_local()).unwrap();
     assert_eq!(w.tail_calls_kept, 1);
     assert!(!w.body.code.iter().any(|i| i.op == OpCode::TAIL));
     // jmp 0x06000001 (ret never reached)
     let b = tiny(&[0x27, 0x01, 0, 0, 0x06, 0x2A]);
     assert!(matches!(
-        wrap(&b, &probe(), None).unwrap_err().what,
+        wrap(&b, &probe(), void_local()).unwrap_err().what,
         IlErrorKind::Unsupported(_)
     ));
 }
@@ -345,7 +365,7 @@ fn a_wrapped_body_with_a_far_return_widens_its_leave() {
     let mut b = tiny(&[0x2A]);
     let filler = nops(&mut b, 200);
     b.code.splice(0..0, filler);
-    let w = wrap(&b, &probe(), None).unwrap();
+    let w = wrap(&b, &probe(), void_local()).unwrap();
     let r = reparse(&w.body);
     assert!(
         r.code.iter().any(|i| i.op == OpCode::LEAVE_S),
@@ -355,7 +375,7 @@ fn a_wrapped_body_with_a_far_return_widens_its_leave() {
     let mut b = tiny(&[0x2A]);
     let filler = nops(&mut b, 200);
     b.code.extend(filler);
-    let w = wrap(&b, &probe(), None).unwrap();
+    let w = wrap(&b, &probe(), void_local()).unwrap();
     let r = reparse(&w.body);
     assert!(r.code.iter().any(|i| i.op == OpCode::LEAVE), "far: leave");
     assert!(
@@ -366,10 +386,19 @@ fn a_wrapped_body_with_a_far_return_widens_its_leave() {
 }
 
 #[test]
-fn the_probe_signature_is_an_unmanaged_cdecl_void_of_int64() {
+fn the_probe_signature_is_an_unmanaged_cdecl_void_of_int64_and_native_int() {
     let shape = clrprof_il::sig::method_shape(&PROBE_SIG).unwrap();
-    assert_eq!(shape.params, 1);
+    assert_eq!(shape.params, 2);
     assert!(!shape.implicit_this);
     assert_eq!(shape.returns, None);
-    assert_eq!(shape.stack_effect(OpCode::CALLI), (2, 0));
+    assert_eq!(shape.stack_effect(OpCode::CALLI), (3, 0));
+    // The frame local: the return type, or native int.
+    assert_eq!(
+        clrprof_il::sig::frame_local_type(&[0x20, 0x00, 0x01]).unwrap(),
+        [0x18]
+    );
+    assert_eq!(
+        clrprof_il::sig::frame_local_type(&[0x00, 0x01, 0x0E, 0x08]).unwrap(),
+        [0x0E]
+    );
 }

@@ -5,7 +5,7 @@
 
 use clrprof_il::sig::{locals_with, method_shape, return_type};
 use clrprof_il::stack::max_stack;
-use clrprof_il::wrap::{Probe, wrap};
+use clrprof_il::wrap::{FrameLocal, Probe, wrap};
 use clrprof_il::{Body, Label, OpCode, Operand};
 use proptest::prelude::*;
 
@@ -26,7 +26,12 @@ fn check(bytes: &[u8]) {
         sig_token: 0x1100_0001,
         cookie: 3,
     };
-    if let Ok(w) = wrap(&body, &probe, None) {
+    let local = FrameLocal {
+        locals_token: 0x1100_0002,
+        index: 0,
+        returns_value: false,
+    };
+    if let Ok(w) = wrap(&body, &probe, local) {
         let b = w.body.encode().expect("a wrapped body encodes");
         Body::parse(&b).expect("a wrapped body parses");
     }

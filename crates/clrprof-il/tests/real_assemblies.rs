@@ -7,9 +7,9 @@
 use std::path::{Path, PathBuf};
 
 use clrprof_il::opcode::{OperandKind, StackEffect};
-use clrprof_il::sig::{locals_with, method_shape};
+use clrprof_il::sig::{frame_local_type, locals_with, method_shape};
 use clrprof_il::stack::{CallEffect, max_stack};
-use clrprof_il::wrap::{Probe, ReturnLocal, wrap};
+use clrprof_il::wrap::{FrameLocal, Probe, wrap};
 use clrprof_il::{Body, ClauseKind, Label, OpCode, Operand};
 use clrprof_metadata::MetadataRead;
 use clrprof_metadata::rawmd::{RawMetadata, pe};
@@ -339,7 +339,7 @@ fn with_calls(
     };
     let calls = |op: OpCode, token: u32| -> Option<(u16, u16)> {
         if token == PROBE_SIG_TOKEN {
-            return Some((2, 0));
+            return Some((3, 0));
         }
         let sig = sig_of(token)?;
         let (p, q) = method_shape(&sig).ok()?.stack_effect(op);
@@ -393,20 +393,16 @@ fn every_corelib_body_wraps_into_a_body_with_consistent_stack_depths() {
     let (mut wrapped, mut refused) = (0, 0);
     with_calls(&corelib(), |token, sig, body, calls, md| {
         let shape = method_shape(sig).unwrap();
-        let ret = match shape.returns {
-            None => None,
-            Some(ty) => {
-                let locals = (body.header.local_sig != 0)
-                    .then(|| md.standalone_sig(body.header.local_sig).unwrap());
-                let (_, index) =
-                    locals_with(locals, ty).unwrap_or_else(|e| panic!("{token:#010x}: {e}"));
-                Some(ReturnLocal {
-                    locals_token: 0x1100_0F01,
-                    index,
-                })
-            }
+        let locals =
+            (body.header.local_sig != 0).then(|| md.standalone_sig(body.header.local_sig).unwrap());
+        let ty = frame_local_type(sig).unwrap();
+        let (_, index) = locals_with(locals, &ty).unwrap_or_else(|e| panic!("{token:#010x}: {e}"));
+        let local = FrameLocal {
+            locals_token: 0x1100_0F01,
+            index,
+            returns_value: shape.returns.is_some(),
         };
-        let w = match wrap(body, &probe, ret) {
+        let w = match wrap(body, &probe, local) {
             Ok(w) => w,
             Err(_) => {
                 assert!(
@@ -422,12 +418,12 @@ fn every_corelib_body_wraps_into_a_body_with_consistent_stack_depths() {
         let before = max_stack(body, calls, ret_pops).unwrap();
         let after = max_stack(&w.body, calls, ret_pops)
             .unwrap_or_else(|e| panic!("{token:#010x} wrapped: {e}"));
-        assert_eq!(after, before.max(2), "{token:#010x}");
+        assert_eq!(after, before.max(3), "{token:#010x}");
         assert!(after <= w.body.header.max_stack, "{token:#010x}");
         let bytes = w.body.encode().unwrap();
         let again = Body::parse(&bytes).unwrap();
         assert_eq!(again.encode().unwrap(), bytes, "{token:#010x}");
-        assert!(!w.body.code[4..].iter().any(|i| i.op == OpCode::TAIL));
+        assert!(!w.body.code.iter().any(|i| i.op == OpCode::TAIL));
         // The only ret is the last instruction.
         let rets: Vec<usize> = (0..w.body.code.len())
             .filter(|&i| w.body.code[i].op == OpCode::RET)
