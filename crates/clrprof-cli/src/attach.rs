@@ -339,10 +339,19 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
         );
     }
     if args.mode == Mode::Trace {
-        bail!(
-            "--mode trace cannot attach to a running process: the runtime allows ELT enter/leave hooks only \
-             for profilers loaded at startup (COR_PRF_MONITOR_ENTERLEAVE is not in COR_PRF_ALLOWABLE_AFTER_ATTACH). \
-             Start the program under the profiler instead: clrprof record --mode trace -- <command>"
+        if args.include.is_empty() {
+            bail!(
+                "--mode trace on a running process needs --include: the runtime allows ELT enter/leave hooks \
+                 (what trace mode uses at startup) only for profilers loaded at startup, so after attach clrprof \
+                 probes the methods --include selects instead, rewriting their IL through ReJIT. \
+                 Give --include 'MyApp.Orders.*' (pid {pid} is left untouched), or start the program under the \
+                 profiler: clrprof record --mode trace -- <command>"
+            );
+        }
+        eprintln!(
+            "clrprof: tracing pid {pid} with IL probes (ReJIT): once they are enabled the runtime refuses to \
+             detach the profiler (CORPROF_E_IRREVERSIBLE_INSTRUMENTATION_PRESENT), so the library stays loaded, \
+             dormant, until the process exits; the probes are removed when the recording ends"
         );
     }
     let started = Instant::now();
@@ -566,6 +575,10 @@ pub fn detach_and_wait(pid: u32, library: &Path, quiet: bool) -> Result<()> {
     let answered = started.elapsed();
     if !quiet {
         eprintln!("clrprof: {answer}");
+    }
+    // After IL probes the runtime keeps the library (the agent said so): nothing unloads.
+    if answer.starts_with("dormant:") {
+        return Ok(());
     }
     if wait_unloaded(pid, library, Duration::from_secs(15)) {
         if !quiet {

@@ -70,6 +70,19 @@ impl Controlled for Session {
                 "detaching; trace written to {}",
                 self.settings.output.display()
             )),
+            // Trace mode after attach enabled ReJIT, after which the runtime never lets a
+            // profiler go (even with every probe reverted): the recording is over and the
+            // library stays, its threads stopped, until the process exits.
+            Err(e) if e.0 == corprof_sys::CORPROF_E_IRREVERSIBLE_INSTRUMENTATION_PRESENT => {
+                log!(
+                    "the runtime keeps the library loaded after ReJIT ({e}): dormant until the process exits"
+                );
+                Ok(format!(
+                    "dormant: trace written to {}; the runtime refuses to unload a profiler that used \
+                     ReJIT ({e}), so the library stays loaded, dormant, until the process exits",
+                    self.settings.output.display()
+                ))
+            }
             Err(e) => {
                 log!("RequestProfilerDetach failed: {e}");
                 Err(format!(
