@@ -38,6 +38,9 @@ public static class Serve
                 case "result":
                     Results.Print(("work_items", Interlocked.Read(ref s_workItems)));
                     break;
+                case var sp when sp.StartsWith("spin", StringComparison.Ordinal):
+                    Spin(int.Parse(sp[4..].Trim(), System.Globalization.CultureInfo.InvariantCulture));
+                    break;
                 case var b when b.StartsWith("burst", StringComparison.Ordinal):
                     int n = b.Length > 5 ? int.Parse(b[5..].Trim(), System.Globalization.CultureInfo.InvariantCulture) : 1000;
                     Burst(n);
@@ -112,6 +115,23 @@ public static class Serve
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     public static int BurstCall(int i) => (i * 7) ^ (i >> 3);
+
+    /// <summary>`spin n`: n calls of SpinCall, timed, for the cost of a probed call.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void Spin(int n)
+    {
+        long sum = 0;
+        var watch = System.Diagnostics.Stopwatch.StartNew();
+        for (int i = 0; i < n; i++)
+        {
+            sum += SpinCall(i);
+        }
+        watch.Stop();
+        Results.Print(("spin", n), ("spin_ns", (long)(watch.Elapsed.TotalMilliseconds * 1e6)), ("spin_sum", sum));
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static int SpinCall(int i) => i & 0xFF;
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     public static T BurstEcho<T>(T value) => value;

@@ -13,6 +13,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use clrprof_testkit::{Runtime, app_on};
 use common::*;
 
 /// `Scenarios serve`, its stdout lines and its stderr lines (where the agent logs).
@@ -35,8 +36,8 @@ fn lines(r: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
 }
 
 impl Serve {
-    fn start() -> Serve {
-        let mut child = scenarios()
+    fn start(rt: Runtime) -> Serve {
+        let mut child = app_on("Scenarios", rt)
             .command(&["serve"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -62,18 +63,29 @@ impl Serve {
         }
     }
 
-    /// Runs a burst and returns its RESULT values.
-    fn burst(&mut self, n: u32) -> BTreeMap<String, String> {
-        writeln!(self.stdin, "burst {n}").unwrap();
+    /// Sends a command and returns the RESULT values of its answer.
+    fn ask(&mut self, cmd: &str, result: &str) -> BTreeMap<String, String> {
+        writeln!(self.stdin, "{cmd}").unwrap();
         loop {
             let l = self
                 .out
-                .recv_timeout(Duration::from_secs(60))
-                .expect("burst result");
-            if l.starts_with("RESULT burst=") {
+                .recv_timeout(Duration::from_secs(120))
+                .expect("result line");
+            if l.starts_with(result) {
                 return clrprof_testkit::parse_results(&l);
             }
         }
+    }
+
+    fn burst(&mut self, n: u32) -> BTreeMap<String, String> {
+        self.ask(&format!("burst {n}"), "RESULT burst=")
+    }
+
+    /// `spin n`: nanoseconds for n calls of SpinCall.
+    fn spin(&mut self, n: u32) -> f64 {
+        self.ask(&format!("spin {n}"), "RESULT spin=")["spin_ns"]
+            .parse()
+            .unwrap()
     }
 
     /// Waits for an agent log line containing `needle` on the app's stderr.
@@ -112,24 +124,30 @@ fn functions(r: &serde_json::Value) -> BTreeMap<String, u64> {
         .collect()
 }
 
-#[test]
-fn a_burst_while_probes_are_live_is_counted_exactly() {
-    let dir = scratch("probes-burst");
+/// Calls of SpinCall per `spin`, timed before, during and after the probes.
+const SPIN: u32 = 2_000_000;
+
+fn a_burst_while_probes_are_live_is_counted_exactly(rt: Runtime) {
+    let dir = scratch(&format!("probes-burst-{}", rt.major()));
     let trace = dir.join("t.clrprof");
-    let mut app = Serve::start();
-    // Before: the app's own results without probes.
+    let mut app = Serve::start(rt);
+    // Before: the app's own results without probes, and the time of unprobed calls.
     let before = app.burst(1000);
+    app.spin(SPIN);
+    let spin_before = app.spin(SPIN);
     let mut rec = clrprof()
         .args(["record", "--pid", &app.pid.to_string(), "-o"])
         .arg(&trace)
         .args(["--mode", "trace", "--include", "Scenarios.Serve.Burst*"])
+        .args(["--include", "Scenarios.Serve.SpinCall"])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let installed = app.log_line("probes installed in", Duration::from_secs(60));
-    assert!(installed.contains("installed in 5 methods"), "{installed}");
+    assert!(installed.contains("installed in 6 methods"), "{installed}");
     let during = app.burst(1000);
     assert_eq!(during, before, "the app's results under the probes");
+    let spin_during = app.spin(SPIN);
     // Ctrl-C ends the recording: the probes are removed, the library stays dormant.
     let int = Command::new("kill")
         .args(["-INT", &rec.id().to_string()])
@@ -141,9 +159,19 @@ fn a_burst_while_probes_are_live_is_counted_exactly() {
     std::io::Read::read_to_string(&mut rec.stderr.take().unwrap(), &mut stderr).unwrap();
     assert!(status.success(), "record: {stderr}");
     assert!(stderr.contains("stays loaded, dormant"), "{stderr}");
-    app.log_line("probes removed from 5 methods", Duration::from_secs(30));
+    app.log_line("probes removed from 6 methods", Duration::from_secs(30));
     let after = app.burst(1000);
     assert_eq!(after, before, "the app's results after the probes");
+    let spin_after = app.spin(SPIN);
+    let per_call = |ns: f64| ns / f64::from(SPIN);
+    eprintln!(
+        ".NET {}: SpinCall {:.1} ns a call before the probes, {:.1} ns with them, {:.1} ns after; {}",
+        rt.major(),
+        per_call(spin_before),
+        per_call(spin_during),
+        per_call(spin_after),
+        installed
+    );
 
     let r = report_json(&trace);
     let f = functions(&r);
@@ -163,7 +191,13 @@ fn a_burst_while_probes_are_live_is_counted_exactly() {
     );
     // The kickoff method once per call (its state machine's MoveNext is not selected).
     assert_eq!(f.get("Scenarios.Serve.BurstAsync"), Some(&5), "{f:#?}");
-    assert_eq!(f.len(), 5, "only the selected methods: {f:#?}");
+    // The spin made while the probes were live, and not the ones after.
+    assert_eq!(
+        f.get("Scenarios.Serve.SpinCall"),
+        Some(&u64::from(SPIN)),
+        "{f:#?}"
+    );
+    assert_eq!(f.len(), 6, "only the selected methods: {f:#?}");
     // Calls that throw leave through the finally: nothing unmatched, nothing unwound.
     let stats = &r["trace_stats"];
     assert_eq!(stats["unmatched_leaves"], 0, "{stats:#}");
@@ -177,4 +211,80 @@ fn a_burst_while_probes_are_live_is_counted_exactly() {
     let text = report_text(&trace);
     assert!(text.contains("Scenarios.Serve.Burst "), "{text}");
     app.quit();
+}
+
+#[test]
+fn a_burst_while_probes_are_live_is_counted_exactly_net8() {
+    a_burst_while_probes_are_live_is_counted_exactly(Runtime::Net8);
+}
+
+#[test]
+fn a_burst_while_probes_are_live_is_counted_exactly_net9() {
+    a_burst_while_probes_are_live_is_counted_exactly(Runtime::Net9);
+}
+
+#[test]
+fn a_burst_while_probes_are_live_is_counted_exactly_net10() {
+    a_burst_while_probes_are_live_is_counted_exactly(Runtime::Net10);
+}
+
+/// Calls per method of the burst: the generic method's instantiations summed (a startup
+/// trace names each; the probes share one body).
+fn burst_calls(r: &serde_json::Value) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for (name, calls) in functions(r) {
+        let method = name.split('<').next().unwrap_or(&name).to_string();
+        *out.entry(method).or_insert(0) += calls;
+    }
+    out
+}
+
+#[test]
+fn probes_count_what_startup_elt_tracing_counts() {
+    let dir = scratch("probes-vs-elt");
+    // Startup: ELT hooks on the same methods, the same burst.
+    let elt = dir.join("elt.clrprof");
+    let mut rec = clrprof()
+        .args(["record", "-q", "--mode", "trace", "-o"])
+        .arg(&elt)
+        .args(["--include", "Scenarios.Serve.Burst*", "--"])
+        .arg(scenarios().dotnet)
+        .arg(scenarios().dll)
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = rec.stdin.take().unwrap();
+    writeln!(stdin, "burst 1000").unwrap();
+    writeln!(stdin, "quit").unwrap();
+    drop(stdin);
+    let out = rec.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let startup = burst_calls(&report_json(&elt));
+
+    // Attach: the probes.
+    let probes = dir.join("probes.clrprof");
+    let mut app = Serve::start(Runtime::Net10);
+    let mut rec = clrprof()
+        .args(["record", "-q", "--pid", &app.pid.to_string(), "-o"])
+        .arg(&probes)
+        .args(["--mode", "trace", "--include", "Scenarios.Serve.Burst*"])
+        .spawn()
+        .unwrap();
+    app.log_line("probes installed in", Duration::from_secs(60));
+    app.burst(1000);
+    Command::new("kill")
+        .args(["-INT", &rec.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(rec.wait().unwrap().success());
+    app.quit();
+    let attached = burst_calls(&report_json(&probes));
+    assert_eq!(attached, startup, "probes (left) and startup ELT (right)");
+    assert_eq!(startup.get("Scenarios.Serve.BurstCall"), Some(&1000));
 }

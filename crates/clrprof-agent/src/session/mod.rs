@@ -89,12 +89,9 @@ impl Session {
             }
             (low, high) = (l, h);
             if settings.mode == Mode::Trace {
-                // IL probes through ReJIT instead of ELT hooks. Without JIT-compilation
-                // monitoring the runtime may never ask for the new bodies
-                // (dotnet/runtime#87418). From here on the runtime refuses detach for good
-                // (CORPROF_E_IRREVERSIBLE_INSTRUMENTATION_PRESENT).
-                low |= corprof_sys::COR_PRF_ENABLE_REJIT
-                    | corprof_sys::COR_PRF_MONITOR_JIT_COMPILATION;
+                // The probes block their own inlining (RequestReJITWithInliners); .NET 8
+                // and 9 answer E_FAIL to COR_PRF_DISABLE_INLINING after attach.
+                low &= !corprof_sys::COR_PRF_DISABLE_INLINING;
             }
         }
         if let Err(e) = info.set_event_mask2(low, high) {
@@ -268,6 +265,23 @@ impl Session {
     /// Trace mode after attach: probes in the methods `--include` selects, through ReJIT
     /// (`tracing::probes`); what was probed and what was not goes to the log.
     pub fn install_probes(&self) {
+        // IL probes through ReJIT instead of ELT hooks. Without JIT-compilation monitoring
+        // the runtime may never ask for the new bodies (dotnet/runtime#87418). Asked for
+        // here, once the attach is complete: .NET 8 and 9 answer E_FAIL to ENABLE_REJIT
+        // in InitializeForAttach. From here on the runtime refuses detach for good
+        // (CORPROF_E_IRREVERSIBLE_INSTRUMENTATION_PRESENT).
+        let rejit =
+            corprof_sys::COR_PRF_ENABLE_REJIT | corprof_sys::COR_PRF_MONITOR_JIT_COMPILATION;
+        let mask = self
+            .info
+            .get_event_mask2()
+            .and_then(|(low, high)| self.info.set_event_mask2(low | rejit, high));
+        if let Err(e) = mask {
+            log!(
+                "SetEventMask2 with COR_PRF_ENABLE_REJIT failed: {e}; probes installed in 0 methods"
+            );
+            return;
+        }
         let filter = crate::tracing::Filter::parse(
             self.settings.include.as_deref(),
             self.settings.exclude.as_deref(),
