@@ -320,6 +320,39 @@ pub fn wait_unloaded(pid: u32, library: &Path, timeout: Duration) -> bool {
     false
 }
 
+/// Prints what the agent's `status` says of its probes (trace mode after attach), once it
+/// says anything: `probes installed in N methods` and each method it could not probe.
+/// Returns whether it did.
+fn say_probes(pid: u32, quiet: bool) -> bool {
+    let Ok(status) = control_request(pid, "status", Duration::from_secs(2)) else {
+        return false;
+    };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&status) else {
+        return false;
+    };
+    let p = &v["probes"];
+    if p.is_null() {
+        return false;
+    }
+    let esc = clrprof_analysis::text::escape_controls;
+    if let Some(e) = p["error"].as_str() {
+        eprintln!("clrprof: no probes: {}", esc(e));
+    } else if !quiet {
+        eprintln!(
+            "clrprof: probes installed in {} methods",
+            p["installed"].as_u64().unwrap_or(0)
+        );
+    }
+    for pair in p["not_probed"].as_array().into_iter().flatten() {
+        eprintln!(
+            "clrprof: not probed: {}: {}",
+            esc(pair[0].as_str().unwrap_or("?")),
+            esc(pair[1].as_str().unwrap_or("?"))
+        );
+    }
+    true
+}
+
 pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
     if !args.args.is_empty() {
         bail!(
@@ -402,6 +435,8 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
         .duration
         .map(|d| Instant::now() + Duration::from_secs_f64(d));
     let mut last_socket_check = Instant::now();
+    // Trace mode: the agent installs the probes once the attach is complete; say how many.
+    let mut probes_said = args.mode != Mode::Trace;
     while crate::signals::received().is_none() && end.is_none_or(|e| Instant::now() < e) {
         if !alive(pid) {
             eprintln!(
@@ -420,6 +455,9 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
                     output.display()
                 );
                 return Ok(0);
+            }
+            if !probes_said {
+                probes_said = say_probes(pid, args.quiet);
             }
         }
         std::thread::sleep(Duration::from_millis(20));

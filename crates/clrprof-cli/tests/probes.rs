@@ -159,6 +159,10 @@ fn a_burst_while_probes_are_live_is_counted_exactly(rt: Runtime) {
     std::io::Read::read_to_string(&mut rec.stderr.take().unwrap(), &mut stderr).unwrap();
     assert!(status.success(), "record: {stderr}");
     assert!(stderr.contains("stays loaded, dormant"), "{stderr}");
+    assert!(
+        stderr.contains("clrprof: probes installed in 6 methods"),
+        "{stderr}"
+    );
     app.log_line("probes removed from 6 methods", Duration::from_secs(30));
     let after = app.burst(1000);
     assert_eq!(after, before, "the app's results after the probes");

@@ -44,6 +44,8 @@ impl Controlled for Session {
             "output": self.settings.output.display().to_string(),
             "recording": self.writer.lock().map(|w| w.is_some()).unwrap_or(false),
             "library": crate::os::process::own_library_path().map(|p| p.display().to_string()),
+            // Trace mode after attach: null until the probes are installed.
+            "probes": self.probes_report.lock().ok().and_then(|r| r.clone()),
         })
         .to_string()
     }

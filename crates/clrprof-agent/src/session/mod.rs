@@ -53,6 +53,8 @@ pub struct Session {
     /// Trace mode after attach: the methods whose probes were requested, reverted when
     /// the recording stops.
     probed: Mutex<Vec<(corprof::ModuleId, u32)>>,
+    /// What `install_probes` did, for the control socket's `status` (the CLI prints it).
+    probes_report: Mutex<Option<serde_json::Value>>,
 }
 
 impl Session {
@@ -141,6 +143,7 @@ impl Session {
             lost_note: Mutex::new(lost_note),
             start_unix_ns,
             probed: Mutex::new(Vec::new()),
+            probes_report: Mutex::new(None),
         });
         if !settings.heap_at.is_empty() {
             match HeapTimer::start(
@@ -280,6 +283,11 @@ impl Session {
             log!(
                 "SetEventMask2 with COR_PRF_ENABLE_REJIT failed: {e}; probes installed in 0 methods"
             );
+            self.report_probes(
+                0,
+                &[],
+                Some(format!("SetEventMask2(COR_PRF_ENABLE_REJIT): {e}")),
+            );
             return;
         }
         let filter = crate::tracing::Filter::parse(
@@ -297,8 +305,19 @@ impl Session {
         for (name, why) in &done.refused {
             log!("not probed: {name}: {why}");
         }
+        self.report_probes(done.probed, &done.refused, None);
         if let Ok(mut p) = self.probed.lock() {
             *p = done.requested;
+        }
+    }
+
+    fn report_probes(&self, installed: usize, refused: &[(String, String)], error: Option<String>) {
+        if let Ok(mut r) = self.probes_report.lock() {
+            *r = Some(serde_json::json!({
+                "installed": installed,
+                "not_probed": refused,
+                "error": error,
+            }));
         }
     }
 
