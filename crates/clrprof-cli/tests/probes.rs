@@ -110,6 +110,17 @@ impl Serve {
     }
 }
 
+/// The first node named `name`, depth first.
+fn find<'a>(node: &'a serde_json::Value, name: &str) -> Option<&'a serde_json::Value> {
+    if node["name"] == name {
+        return Some(node);
+    }
+    node["children"]
+        .as_array()?
+        .iter()
+        .find_map(|c| find(c, name))
+}
+
 fn functions(r: &serde_json::Value) -> BTreeMap<String, u64> {
     r["functions"]
         .as_array()
@@ -140,6 +151,8 @@ fn a_burst_while_probes_are_live_is_counted_exactly(rt: Runtime) {
         .arg(&trace)
         .args(["--mode", "trace", "--include", "Scenarios.Serve.Burst*"])
         .args(["--include", "Scenarios.Serve.SpinCall"])
+        // Selected, but abstract: listed as not probed, with the reason.
+        .args(["--include", "Scenarios.Shape.Area"])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -161,6 +174,10 @@ fn a_burst_while_probes_are_live_is_counted_exactly(rt: Runtime) {
     assert!(stderr.contains("stays loaded, dormant"), "{stderr}");
     assert!(
         stderr.contains("clrprof: probes installed in 6 methods"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("clrprof: not probed: Scenarios.Shape.Area: abstract"),
         "{stderr}"
     );
     app.log_line("probes removed from 6 methods", Duration::from_secs(30));
@@ -211,9 +228,32 @@ fn a_burst_while_probes_are_live_is_counted_exactly(rt: Runtime) {
     assert_eq!(before["burst_call"], n.to_string());
     assert_eq!(before["burst_throw"], (n / 10).to_string());
     assert_eq!(before["burst_caught"], (n / 10).to_string());
-    // The exact tree: Burst calls the others.
-    let text = report_text(&trace);
-    assert!(text.contains("Scenarios.Serve.Burst "), "{text}");
+    // The exact tree: Burst calls the other four, each as often as counted, and they
+    // call none of the probed methods.
+    let burst = find(&r["call_tree"], "Scenarios.Serve.Burst").expect("Burst in the tree");
+    assert_eq!(burst["calls"], 1);
+    let kids: BTreeMap<String, u64> = burst["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            assert!(c["children"].as_array().unwrap().is_empty(), "{c:#}");
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["calls"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let want: BTreeMap<String, u64> = [
+        ("Scenarios.Serve.BurstAsync", 5),
+        ("Scenarios.Serve.BurstCall", n),
+        ("Scenarios.Serve.BurstEcho", n + n / 2),
+        ("Scenarios.Serve.BurstThrow", n / 10),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    assert_eq!(kids, want);
     app.quit();
 }
 
