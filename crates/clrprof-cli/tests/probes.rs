@@ -219,7 +219,7 @@ fn a_burst_while_probes_are_live_is_counted_exactly(rt: Runtime) {
         "{f:#?}"
     );
     assert_eq!(f.len(), 6, "only the selected methods: {f:#?}");
-    // Calls that throw leave through the finally: nothing unmatched, nothing unwound.
+    // Calls that throw leave through the fault handler: nothing unmatched, nothing unwound.
     let stats = &r["trace_stats"];
     assert_eq!(stats["unmatched_leaves"], 0, "{stats:#}");
     assert_eq!(stats["unwound_frames"], 0, "{stats:#}");

@@ -10,14 +10,19 @@
 //!       <entry probe>
 //! TRY:  <the original body; each `ret` becomes `stloc R; leave RET`
 //!        (or `leave RET` without a value), each `tail.` prefix a `nop`>
-//! FIN:  <leave probe>; endfinally          .try TRY to FIN finally handler FIN to RET
-//! RET:  ldloc R; ret                       (or `ret`)
+//! FLT:  <leave probe>; endfault            .try TRY to FLT fault handler FLT to RET
+//! RET:  <leave probe>; ldloc R; ret        (or `<leave probe>; ret`)
 //! ```
 //!
+//! Every exit passes one leave probe: a normal one at `RET`, an exception through the
+//! `fault` handler. The common path so stays in the method's own code, out of handler
+//! funclets, which the JIT compiles with fewer optimisations (P/Invokes in a handler are
+//! not inlined).
+//!
 //! `R` is a local the wrap adds ([`crate::sig::frame_local_type`]): it carries the return
-//! value across the `leave`, and its address identifies the frame. Both probes of one call
-//! see the same address (a `finally` handler runs on its method's frame, whose locals it
-//! shares), and a deeper call's local lies lower on the stack, as a caller SP would.
+//! value across the `leave`, and its address identifies the frame. Every probe of one call
+//! sees the same address (a handler runs on its method's frame, whose locals it shares),
+//! and a deeper call's local lies lower on the stack, as a caller SP would.
 //!
 //! The original clauses stay, nested inside the new one (listed after them, as ECMA-335
 //! §II.19 orders nested clauses). The stack is empty at the new `try`'s start (method
@@ -33,7 +38,7 @@ use crate::opcode::OpCode;
 pub struct Probe {
     /// The address of the unmanaged `extern "C" fn(i64)` called at entry.
     pub enter: u64,
-    /// The one called at every exit (in the `finally` handler).
+    /// The one called at every exit (at `RET`, or in the `fault` handler).
     pub leave: u64,
     /// A `StandAloneSig` token of [`crate::sig::PROBE_SIG`] in the method's module.
     pub sig_token: u32,
@@ -93,7 +98,7 @@ fn local_op(body: &mut Body, store: bool, index: u16) -> crate::Instr {
 /// method's signature says (the result would not be valid IL otherwise).
 ///
 /// Refused: an empty body, and one with `jmp` (it leaves the method without passing
-/// through the `finally`).
+/// through an exit probe).
 pub fn wrap(body: &Body, probe: &Probe, local: FrameLocal) -> Result<Wrapped, IlError> {
     if body.code.is_empty() {
         return Err(IlError::invalid("an empty body"));
@@ -112,24 +117,28 @@ pub fn wrap(body: &Body, probe: &Probe, local: FrameLocal) -> Result<Wrapped, Il
         }
     }
     let try_start = b.code[0].label;
-    let finally_code = probe_call(
+    let fault_code = probe_call(
         &mut b,
         probe.cookie,
         local.index,
         probe.leave,
         probe.sig_token,
     );
-    let fin = finally_code[0].label;
-    let mut tail = finally_code;
+    let fin = fault_code[0].label;
+    let mut tail = fault_code;
+    // `endfault` is `endfinally`'s opcode.
     tail.push(b.instr(OpCode::ENDFINALLY, Operand::None));
-    let ret_code = if local.returns_value {
-        vec![
-            local_op(&mut b, false, local.index),
-            b.instr(OpCode::RET, Operand::None),
-        ]
-    } else {
-        vec![b.instr(OpCode::RET, Operand::None)]
-    };
+    let mut ret_code = probe_call(
+        &mut b,
+        probe.cookie,
+        local.index,
+        probe.leave,
+        probe.sig_token,
+    );
+    if local.returns_value {
+        ret_code.push(local_op(&mut b, false, local.index));
+    }
+    ret_code.push(b.instr(OpCode::RET, Operand::None));
     let ret_label = ret_code[0].label;
     tail.extend(ret_code);
 
@@ -166,7 +175,7 @@ pub fn wrap(body: &Body, probe: &Probe, local: FrameLocal) -> Result<Wrapped, Il
     code.extend(tail);
     b.code = code;
     b.clauses.push(Clause::new(
-        ClauseKind::Finally,
+        ClauseKind::Fault,
         try_start,
         fin,
         fin,

@@ -229,7 +229,7 @@ fn names(b: &Body) -> Vec<&'static str> {
 }
 
 #[test]
-fn wrap_calls_the_probe_at_entry_and_in_a_finally_around_every_return() {
+fn wrap_calls_the_probe_at_entry_and_at_every_exit_normal_or_by_exception() {
     // void: 0: ldarg.0  1: brtrue.s L  3: ret  L(4): ldc.i4.1  5: pop  6: ret
     let b = tiny(&[0x02, 0x2D, 0x01, 0x2A, 0x17, 0x26, 0x2A]);
     let w = wrap(&b, &probe(), void_local()).unwrap();
@@ -253,7 +253,12 @@ fn wrap_calls_the_probe_at_entry_and_in_a_finally_around_every_return() {
             "ldc.i8",
             "conv.i",
             "calli",
-            "endfinally", // leave probe
+            "endfinally", // the fault handler: leave probe
+            "ldc.i8",
+            "ldloca.s",
+            "ldc.i8",
+            "conv.i",
+            "calli", // RET: leave probe
             "ret",
         ]
     );
@@ -262,12 +267,13 @@ fn wrap_calls_the_probe_at_entry_and_in_a_finally_around_every_return() {
     assert_eq!(r.code[2].operand, Operand::I8(0x1111_2222_3333));
     assert_eq!(r.code[4].operand, Operand::Token(0x1100_0042));
     assert_eq!(r.code[13].operand, Operand::I8(0x4444_5555_6666));
-    // The branch still reaches ldc.i4.1; both leaves reach the final ret.
+    assert_eq!(r.code[19].operand, Operand::I8(0x4444_5555_6666));
+    // The branch still reaches ldc.i4.1; both leaves reach RET's probe.
     assert_eq!(r.code[6].operand, Operand::Target(r.code[8].label));
     assert_eq!(r.code[7].operand, Operand::Target(r.code[17].label));
     assert_eq!(r.code[10].operand, Operand::Target(r.code[17].label));
     let c = r.clauses[0];
-    assert_eq!(c.kind, ClauseKind::Finally);
+    assert_eq!(c.kind, ClauseKind::Fault);
     assert_eq!(
         (c.try_start, c.try_end, c.handler_start, c.handler_end),
         (
@@ -307,9 +313,9 @@ fn wrap_keeps_the_return_value_in_its_local_and_nests_the_original_clauses() {
     let r = reparse(&w.body);
     assert_eq!(r.header.local_sig, 0x1100_0099);
     assert!(r.header.init_locals);
-    assert_eq!(r.clauses.len(), 2, "original first, the new finally last");
+    assert_eq!(r.clauses.len(), 2, "original first, the new fault last");
     assert!(matches!(r.clauses[0].kind, ClauseKind::Catch(_)));
-    assert_eq!(r.clauses[1].kind, ClauseKind::Finally);
+    assert_eq!(r.clauses[1].kind, ClauseKind::Fault);
     let n = r.code.len();
     assert_eq!(names(&r)[n - 2..], ["ldloc", "ret"]);
     assert_eq!(r.code[n - 2].operand, Operand::U2(300));
@@ -361,7 +367,7 @@ fn wrap_drops_tail_prefixes_and_refuses_jmp() {
 
 #[test]
 fn a_wrapped_body_with_a_far_return_widens_its_leave() {
-    // 200 nops, then ret: its leave jumps over the finally only (15 bytes): leave.s.
+    // 200 nops, then ret: its leave jumps over the fault handler only (27 bytes): leave.s.
     let mut b = tiny(&[0x2A]);
     let filler = nops(&mut b, 200);
     b.code.splice(0..0, filler);

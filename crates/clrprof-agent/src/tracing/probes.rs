@@ -1,7 +1,7 @@
 //! Trace mode after attach: IL probes through ReJIT. The runtime refuses ELT hooks to an
 //! attaching profiler, but lets it replace a method's IL: for each method the filters
 //! select, `install` builds a body that calls `hooks::on_enter` at entry and
-//! `hooks::on_leave` in a `finally` around the whole body (`clrprof_il::wrap`,
+//! `hooks::on_leave` at every exit, a `fault` handler taking the exceptions (`clrprof_il::wrap`,
 //! docs/il-rewriter.md), asks the runtime to ReJIT the methods (and the methods they were
 //! inlined into, which then keep their calls), and hands each body over when the runtime
 //! asks for it (`rejit_body`, from `GetReJITParameters`). The probes record the same
