@@ -463,6 +463,10 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
         std::thread::sleep(Duration::from_millis(20));
     }
     if control.exists() {
+        // A recording shorter than one status check still says what it probed.
+        if !probes_said {
+            say_probes(pid, args.quiet);
+        }
         detach_and_wait(pid, &library, args.quiet)?;
     } else {
         // The agent stopped on its own meanwhile (its --duration backstop when this
