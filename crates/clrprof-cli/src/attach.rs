@@ -530,6 +530,20 @@ pub fn start(
         .map_or_else(|| library.to_path_buf(), |c| c.path().to_path_buf());
     match client.attach_profiler(Duration::from_secs(10), clsid, &mapped, &data) {
         Ok(_) => {}
+        // A clrprof library mapped with no control socket: a trace-mode recording's
+        // agent, which the runtime keeps after its IL probes.
+        Err(IpcError::RuntimeError { hresult, .. })
+            if hresult == ALREADY_ACTIVE
+                && !control.exists()
+                && !mapped_libraries(pid).is_empty() =>
+        {
+            bail!(
+                "pid {pid} still holds the dormant clrprof agent of an earlier `record --mode trace` \
+                 (IL probes through ReJIT): the runtime keeps a profiler that used ReJIT loaded until the \
+                 process exits (CORPROF_E_IRREVERSIBLE_INSTRUMENTATION_PRESENT) and allows one at a time \
+                 (CORPROF_E_PROFILER_ALREADY_ACTIVE); restart the process to profile it again"
+            )
+        }
         Err(IpcError::RuntimeError { hresult, .. }) if hresult == ALREADY_ACTIVE => bail!(
             "another profiler is already attached to pid {pid} (CORPROF_E_PROFILER_ALREADY_ACTIVE): \
              .NET allows one at a time"

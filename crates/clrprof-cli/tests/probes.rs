@@ -183,6 +183,23 @@ fn a_burst_while_probes_are_live_is_counted_exactly(rt: Runtime) {
     app.log_line("probes removed from 6 methods", Duration::from_secs(30));
     let after = app.burst(1000);
     assert_eq!(after, before, "the app's results after the probes");
+    // The dormant agent holds the runtime's one profiler slot: a second recording is
+    // refused, saying why.
+    let second = clrprof()
+        .args([
+            "record",
+            "--pid",
+            &app.pid.to_string(),
+            "--duration",
+            "1",
+            "-o",
+        ])
+        .arg(dir.join("second.clrprof"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "{err}");
+    assert!(err.contains("dormant clrprof agent"), "{err}");
     let spin_after = app.spin(SPIN);
     let per_call = |ns: f64| ns / f64::from(SPIN);
     eprintln!(
