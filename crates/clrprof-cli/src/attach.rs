@@ -270,6 +270,15 @@ fn check_peer(stream: &UnixStream, pid: u32, path: &Path) -> Result<()> {
 }
 
 /// The copies of the profiler library `pid` maps (`/proc/PID/maps`, deleted or not).
+/// Whether pid holds the dormant agent of a trace-mode recording: the agent left its
+/// note beside the control socket, and a clrprof library is still mapped.
+pub fn dormant(pid: u32) -> bool {
+    let control = control_socket(pid);
+    !control.exists()
+        && control.with_extension("dormant").exists()
+        && !mapped_libraries(pid).is_empty()
+}
+
 fn mapped_libraries(pid: u32) -> Vec<PathBuf> {
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
     let mut found: Vec<PathBuf> = maps
@@ -530,12 +539,9 @@ pub fn start(
         .map_or_else(|| library.to_path_buf(), |c| c.path().to_path_buf());
     match client.attach_profiler(Duration::from_secs(10), clsid, &mapped, &data) {
         Ok(_) => {}
-        // A clrprof library mapped with no control socket: a trace-mode recording's
-        // agent, which the runtime keeps after its IL probes.
+        // A trace-mode recording's agent, which the runtime keeps after its IL probes.
         Err(IpcError::RuntimeError { hresult, .. })
-            if hresult == ALREADY_ACTIVE
-                && !control.exists()
-                && !mapped_libraries(pid).is_empty() =>
+            if hresult == ALREADY_ACTIVE && dormant(pid) =>
         {
             bail!(
                 "pid {pid} still holds the dormant clrprof agent of an earlier `record --mode trace` \

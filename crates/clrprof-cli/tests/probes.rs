@@ -200,6 +200,13 @@ fn a_burst_while_probes_are_live_is_counted_exactly(rt: Runtime) {
     let err = String::from_utf8_lossy(&second.stderr);
     assert!(!second.status.success(), "{err}");
     assert!(err.contains("dormant clrprof agent"), "{err}");
+    let ps = clrprof().arg("ps").output().unwrap();
+    let ps = String::from_utf8_lossy(&ps.stdout);
+    let line = ps
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&app.pid.to_string()))
+        .unwrap_or_else(|| panic!("pid {} in {ps}", app.pid));
+    assert!(line.contains("dormant"), "{line}");
     let spin_after = app.spin(SPIN);
     let per_call = |ns: f64| ns / f64::from(SPIN);
     eprintln!(

@@ -7,5 +7,5 @@ pub(crate) mod attach;
 mod socket;
 mod watch;
 
-pub(crate) use socket::{ControlServer, Controlled, write_error_note};
+pub(crate) use socket::{ControlServer, Controlled, write_dormant_note, write_error_note};
 pub(crate) use watch::{Owner, Watch};

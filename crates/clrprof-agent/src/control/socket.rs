@@ -84,10 +84,25 @@ pub fn write_error_note(socket: &Path, reason: &str) {
     }
 }
 
+/// Marks the control socket's pid as holding a dormant agent (trace mode after attach:
+/// the runtime keeps the library), for `clrprof ps` and a later attach (best effort).
+pub fn write_dormant_note(socket: &Path) {
+    let path = socket.with_extension("dormant");
+    let _ = std::fs::remove_file(&path);
+    let _ = crate::output::outfile::create_new(&path, false, 0);
+}
+
 pub struct ControlServer {
     stop: Arc<AtomicBool>,
     path: PathBuf,
     handle: Option<crate::os::thread::NativeThread>,
+}
+
+impl ControlServer {
+    /// The socket's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
 }
 
 impl ControlServer {

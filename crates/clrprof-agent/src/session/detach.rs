@@ -79,6 +79,12 @@ impl Controlled for Session {
                 log!(
                     "the runtime keeps the library loaded after ReJIT ({e}): dormant until the process exits"
                 );
+                // try_lock: `shutdown` holds this lock while it joins this very thread.
+                if let Ok(c) = self.control.try_lock()
+                    && let Some(c) = c.as_ref()
+                {
+                    crate::control::write_dormant_note(c.path());
+                }
                 Ok(format!(
                     "dormant: trace written to {}; the runtime refuses to unload a profiler that used \
                      ReJIT ({e}), so the library stays loaded, dormant, until the process exits",
