@@ -8,7 +8,9 @@ namespace Scenarios;
 /// serve-worker-1 and serve-worker-2 loop calling ServeWork (about 1 ms of CPU each, then a
 /// 1 ms sleep). Commands on stdin, one a line: <c>load</c> loads Plugin.dll (shipped next to
 /// the app, not referenced) with Assembly.LoadFrom, calls into it and prints <c>LOADED</c>;
-/// <c>result</c> prints <c>RESULT work_items=&lt;n&gt;</c>; <c>quit</c> or end of file exits 0.
+/// <c>result</c> prints <c>RESULT work_items=&lt;n&gt;</c>; <c>burst [n]</c> runs a burst of
+/// calls on the main thread (see <see cref="Burst"/>) and prints its counts; <c>quit</c> or end
+/// of file exits 0.
 /// </summary>
 public static class Serve
 {
@@ -36,6 +38,13 @@ public static class Serve
                 case "result":
                     Results.Print(("work_items", Interlocked.Read(ref s_workItems)));
                     break;
+                case var sp when sp.StartsWith("spin", StringComparison.Ordinal):
+                    Spin(int.Parse(sp[4..].Trim(), System.Globalization.CultureInfo.InvariantCulture));
+                    break;
+                case var b when b.StartsWith("burst", StringComparison.Ordinal):
+                    int n = b.Length > 5 ? int.Parse(b[5..].Trim(), System.Globalization.CultureInfo.InvariantCulture) : 1000;
+                    Burst(n);
+                    break;
                 case "quit":
                     return 0;
                 case "":
@@ -56,6 +65,85 @@ public static class Serve
         Assembly plugin = Assembly.LoadFrom(path);
         MethodInfo run = plugin.GetType("Plugin.PluginEntry", throwOnError: true)!.GetMethod("Run")!;
         Interlocked.Add(ref s_sink, (long)run.Invoke(null, [100])!);
+    }
+
+    /// <summary>
+    /// A burst whose calls the attach-time probes must count exactly: BurstCall n times,
+    /// BurstThrow n/10 times (each throws, caught here), BurstEcho&lt;int&gt; n times and
+    /// BurstEcho&lt;string&gt; n/2 times (one method, two instantiations), and the async
+    /// BurstAsync 5 times (each awaits a Task.Yield). Prints what it counted itself and a
+    /// checksum that must not change under the probes.
+    /// </summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static void Burst(int n)
+    {
+        long sum = 0;
+        int calls = 0, throws = 0, caught = 0, echoInt = 0, echoString = 0, asyncCalls = 0;
+        for (int i = 0; i < n; i++)
+        {
+            sum += BurstCall(i);
+            calls++;
+            sum += BurstEcho(i);
+            echoInt++;
+            if (i % 2 == 0)
+            {
+                sum += BurstEcho("s" + i).Length;
+                echoString++;
+            }
+            if (i % 10 == 0)
+            {
+                try
+                {
+                    throws++;
+                    sum += BurstThrow(i);
+                }
+                catch (InvalidOperationException)
+                {
+                    caught++;
+                }
+            }
+        }
+        for (int i = 0; i < 5; i++)
+        {
+            sum += BurstAsync(i).GetAwaiter().GetResult();
+            asyncCalls++;
+        }
+        Results.Print(("burst", n), ("burst_call", calls), ("burst_throw", throws), ("burst_caught", caught),
+            ("burst_echo_int", echoInt), ("burst_echo_string", echoString), ("burst_async", asyncCalls),
+            ("burst_sum", sum));
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static int BurstCall(int i) => (i * 7) ^ (i >> 3);
+
+    /// <summary>`spin n`: n calls of SpinCall, timed, for the cost of a probed call.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void Spin(int n)
+    {
+        long sum = 0;
+        var watch = System.Diagnostics.Stopwatch.StartNew();
+        for (int i = 0; i < n; i++)
+        {
+            sum += SpinCall(i);
+        }
+        watch.Stop();
+        Results.Print(("spin", n), ("spin_ns", (long)(watch.Elapsed.TotalMilliseconds * 1e6)), ("spin_sum", sum));
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static int SpinCall(int i) => i & 0xFF;
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static T BurstEcho<T>(T value) => value;
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static int BurstThrow(int i) => throw new InvalidOperationException("burst #" + i);
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static async Task<int> BurstAsync(int i)
+    {
+        await Task.Yield();
+        return i * 3;
     }
 
     private static void WorkerLoop()

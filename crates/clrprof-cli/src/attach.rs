@@ -270,6 +270,15 @@ fn check_peer(stream: &UnixStream, pid: u32, path: &Path) -> Result<()> {
 }
 
 /// The copies of the profiler library `pid` maps (`/proc/PID/maps`, deleted or not).
+/// Whether pid holds the dormant agent of a trace-mode recording: the agent left its
+/// note beside the control socket, and a clrprof library is still mapped.
+pub fn dormant(pid: u32) -> bool {
+    let control = control_socket(pid);
+    !control.exists()
+        && control.with_extension("dormant").exists()
+        && !mapped_libraries(pid).is_empty()
+}
+
 fn mapped_libraries(pid: u32) -> Vec<PathBuf> {
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
     let mut found: Vec<PathBuf> = maps
@@ -315,7 +324,7 @@ fn detached_note(pid: u32) -> PathBuf {
 }
 
 /// Waits until the runtime has unloaded the library after a detach, or the agent said
-/// it finished and stays mapped, dormant (then its note is removed).
+/// it finished and stays mapped, inert (then its note is removed).
 pub fn wait_unloaded(pid: u32, library: &Path, timeout: Duration) -> bool {
     let end = Instant::now() + timeout;
     let note = detached_note(pid);
@@ -338,6 +347,39 @@ pub fn wait_unloaded(pid: u32, library: &Path, timeout: Duration) -> bool {
     false
 }
 
+/// Prints what the agent's `status` says of its probes (trace mode after attach), once it
+/// says anything: `probes installed in N methods` and each method it could not probe.
+/// Returns whether it did.
+fn say_probes(pid: u32, quiet: bool) -> bool {
+    let Ok(status) = control_request(pid, "status", Duration::from_secs(2)) else {
+        return false;
+    };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&status) else {
+        return false;
+    };
+    let p = &v["probes"];
+    if p.is_null() {
+        return false;
+    }
+    let esc = clrprof_analysis::text::escape_controls;
+    if let Some(e) = p["error"].as_str() {
+        eprintln!("clrprof: no probes: {}", esc(e));
+    } else if !quiet {
+        eprintln!(
+            "clrprof: probes installed in {} methods",
+            p["installed"].as_u64().unwrap_or(0)
+        );
+    }
+    for pair in p["not_probed"].as_array().into_iter().flatten() {
+        eprintln!(
+            "clrprof: not probed: {}: {}",
+            esc(pair[0].as_str().unwrap_or("?")),
+            esc(pair[1].as_str().unwrap_or("?"))
+        );
+    }
+    true
+}
+
 pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
     if !args.args.is_empty() {
         bail!(
@@ -357,10 +399,19 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
         );
     }
     if args.mode == Mode::Trace {
-        bail!(
-            "--mode trace cannot attach to a running process: the runtime allows ELT enter/leave hooks only \
-             for profilers loaded at startup (COR_PRF_MONITOR_ENTERLEAVE is not in COR_PRF_ALLOWABLE_AFTER_ATTACH). \
-             Start the program under the profiler instead: clrprof record --mode trace -- <command>"
+        if args.include.is_empty() {
+            bail!(
+                "--mode trace on a running process needs --include: the runtime allows ELT enter/leave hooks \
+                 (what trace mode uses at startup) only for profilers loaded at startup, so after attach clrprof \
+                 probes the methods --include selects instead, rewriting their IL through ReJIT. \
+                 Give --include 'MyApp.Orders.*' (pid {pid} is left untouched), or start the program under the \
+                 profiler: clrprof record --mode trace -- <command>"
+            );
+        }
+        eprintln!(
+            "clrprof: tracing pid {pid} with IL probes (ReJIT): once they are enabled the runtime refuses to \
+             detach the profiler (CORPROF_E_IRREVERSIBLE_INSTRUMENTATION_PRESENT), so the library stays loaded, \
+             dormant, until the process exits; the probes are removed when the recording ends"
         );
     }
     let started = Instant::now();
@@ -411,6 +462,8 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
         .duration
         .map(|d| Instant::now() + Duration::from_secs_f64(d));
     let mut last_socket_check = Instant::now();
+    // Trace mode: the agent installs the probes once the attach is complete; say how many.
+    let mut probes_said = args.mode != Mode::Trace;
     while crate::signals::received().is_none() && end.is_none_or(|e| Instant::now() < e) {
         if !alive(pid) {
             eprintln!(
@@ -430,10 +483,17 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
                 );
                 return Ok(0);
             }
+            if !probes_said {
+                probes_said = say_probes(pid, args.quiet);
+            }
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     if control.exists() {
+        // A recording shorter than one status check still says what it probed.
+        if !probes_said {
+            say_probes(pid, args.quiet);
+        }
         detach_and_wait(pid, &library, args.quiet)?;
     } else {
         // The agent stopped on its own meanwhile (its --duration backstop when this
@@ -497,6 +557,17 @@ pub fn start(
         .map_or_else(|| library.to_path_buf(), |c| c.path().to_path_buf());
     match client.attach_profiler(Duration::from_secs(10), clsid, &mapped, &data) {
         Ok(_) => {}
+        // A trace-mode recording's agent, which the runtime keeps after its IL probes.
+        Err(IpcError::RuntimeError { hresult, .. })
+            if hresult == ALREADY_ACTIVE && dormant(pid) =>
+        {
+            bail!(
+                "pid {pid} still holds the dormant clrprof agent of an earlier `record --mode trace` \
+                 (IL probes through ReJIT): the runtime keeps a profiler that used ReJIT loaded until the \
+                 process exits (CORPROF_E_IRREVERSIBLE_INSTRUMENTATION_PRESENT) and allows one at a time \
+                 (CORPROF_E_PROFILER_ALREADY_ACTIVE); restart the process to profile it again"
+            )
+        }
         Err(IpcError::RuntimeError { hresult, .. }) if hresult == ALREADY_ACTIVE => bail!(
             "another profiler is already attached to pid {pid} (CORPROF_E_PROFILER_ALREADY_ACTIVE): \
              .NET allows one at a time"
@@ -585,10 +656,14 @@ pub fn detach_and_wait(pid: u32, library: &Path, quiet: bool) -> Result<()> {
     if !quiet {
         eprintln!("clrprof: {answer}");
     }
+    // After IL probes the runtime keeps the library (the agent said so): nothing unloads.
+    if answer.starts_with("dormant:") {
+        return Ok(());
+    }
     if wait_unloaded(pid, library, Duration::from_secs(15)) {
         if !quiet {
             let library_state = if alive(pid) && library_mapped(pid, library) {
-                "the profiler library stays mapped, dormant (this glibc cannot unload it safely; \
+                "the profiler library stays mapped, inert (this glibc cannot unload it safely; \
                  see docs/attach.md)"
             } else {
                 "the profiler library is unloaded"

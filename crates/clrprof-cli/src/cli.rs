@@ -280,7 +280,8 @@ pub struct RecordArgs {
     /// profiler detaches (it does so itself if clrprof is gone)
     #[arg(long, value_parser = parse_duration, value_name = "SECONDS")]
     pub duration: Option<f64>,
-    /// Only trace functions matching these patterns, e.g. `MyApp.*` (trace mode; repeatable)
+    /// Only trace functions matching these patterns, e.g. `MyApp.*` (trace mode; repeatable;
+    /// required with --pid, where the methods it selects get IL probes through ReJIT)
     #[arg(long)]
     pub include: Vec<String>,
     /// Never trace functions matching these patterns (trace mode; repeatable)

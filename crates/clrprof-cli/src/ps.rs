@@ -30,6 +30,9 @@ pub fn run() -> Result<i32> {
             .unwrap_or_else(|| "?".into());
         let attached = if crate::attach::control_socket(p.pid).exists() {
             "clrprof"
+        } else if crate::attach::dormant(p.pid) {
+            // After a trace-mode recording: loaded for good, recording nothing.
+            "dormant"
         } else {
             ""
         };

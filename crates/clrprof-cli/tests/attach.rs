@@ -174,7 +174,7 @@ fn ten_attach_detach_cycles_on_one_process() {
             assert_eq!(
                 agent_copies(t.pid),
                 i + 1,
-                "cycle {i}: one dormant copy per attach"
+                "cycle {i}: one inert copy per attach"
             );
         }
         let r = report_json(&trace);

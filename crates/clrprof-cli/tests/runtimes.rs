@@ -672,7 +672,7 @@ fn idle_attach_cycles_cost_little_memory(rt: Runtime) {
         assert_eq!(
             agent_copies(pid),
             warm + 2 * half,
-            "one dormant copy of the library per attach"
+            "one inert copy of the library per attach"
         );
     }
     let _ = child.kill();

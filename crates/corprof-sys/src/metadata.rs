@@ -1,5 +1,6 @@
-//! Metadata import interfaces from `cor.h`: `IMetaDataImport`, `IMetaDataImport2`,
-//! `IMetaDataAssemblyImport` (obtained through `ICorProfilerInfo::GetModuleMetaData`).
+//! Metadata interfaces from `cor.h`: `IMetaDataImport`, `IMetaDataImport2`,
+//! `IMetaDataAssemblyImport` and `IMetaDataEmit` (obtained through
+//! `ICorProfilerInfo::GetModuleMetaData`).
 //!
 //! Quirks kept from cor.h: `CloseEnum` returns nothing, `IsValidToken` returns `BOOL`,
 //! `GetEventProps`/`GetPropertyProps` declare their *output* name buffer as `LPCWSTR`, and
@@ -333,5 +334,67 @@ com_interface! {
             c_max: ULONG,
             pc_assemblies: *mut ULONG,
         ) -> HRESULT;
+    }
+}
+
+com_interface! {
+    /// Write access to a module's metadata (`GetModuleMetaData(ofRead | ofWrite,
+    /// IID_IMetaDataEmit)`), 49 methods in cor.h order, slots 3..=51. Interfaces it takes
+    /// that this crate does not declare (`IStream`, `IMapToken`, the assembly import/emit
+    /// pair of the import methods) are `*mut c_void`; `CorSaveSize` is a `DWORD`;
+    /// `COR_SECATTR` arrays are `*mut c_void`.
+    interface IMetaDataEmit(IMetaDataEmitVtbl): IUnknown(IUnknownVtbl),
+    IID_IMetaDataEmit = 0xBA3FEE4C_ECB9_4E41_83B7_183FA41CD859;
+    {
+        fn SetModuleProps(sz_name: LPCWSTR) -> HRESULT;
+        fn Save(sz_file: LPCWSTR, dw_save_flags: DWORD) -> HRESULT;
+        fn SaveToStream(p_istream: *mut c_void, dw_save_flags: DWORD) -> HRESULT;
+        fn GetSaveSize(f_save: DWORD, pdw_save_size: *mut DWORD) -> HRESULT;
+        fn DefineTypeDef(sz_type_def: LPCWSTR, dw_type_def_flags: DWORD, tk_extends: mdToken, rtk_implements: *mut mdToken, ptd: *mut mdTypeDef) -> HRESULT;
+        fn DefineNestedType(sz_type_def: LPCWSTR, dw_type_def_flags: DWORD, tk_extends: mdToken, rtk_implements: *mut mdToken, td_encloser: mdTypeDef, ptd: *mut mdTypeDef) -> HRESULT;
+        fn SetHandler(p_unk: *mut IUnknown) -> HRESULT;
+        fn DefineMethod(td: mdTypeDef, sz_name: LPCWSTR, dw_method_flags: DWORD, pv_sig_blob: PCCOR_SIGNATURE, cb_sig_blob: ULONG, ul_code_rva: ULONG, dw_impl_flags: DWORD, pmd: *mut mdMethodDef) -> HRESULT;
+        fn DefineMethodImpl(td: mdTypeDef, tk_body: mdToken, tk_decl: mdToken) -> HRESULT;
+        fn DefineTypeRefByName(tk_resolution_scope: mdToken, sz_name: LPCWSTR, ptr: *mut mdTypeRef) -> HRESULT;
+        fn DefineImportType(p_assem_import: *mut c_void, pb_hash_value: *const c_void, cb_hash_value: ULONG, p_import: *mut IMetaDataImport, td_import: mdTypeDef, p_assem_emit: *mut c_void, ptr: *mut mdTypeRef) -> HRESULT;
+        fn DefineMemberRef(tk_import: mdToken, sz_name: LPCWSTR, pv_sig_blob: PCCOR_SIGNATURE, cb_sig_blob: ULONG, pmr: *mut mdMemberRef) -> HRESULT;
+        fn DefineImportMember(p_assem_import: *mut c_void, pb_hash_value: *const c_void, cb_hash_value: ULONG, p_import: *mut IMetaDataImport, mb_member: mdToken, p_assem_emit: *mut c_void, tk_parent: mdToken, pmr: *mut mdMemberRef) -> HRESULT;
+        fn DefineEvent(td: mdTypeDef, sz_event: LPCWSTR, dw_event_flags: DWORD, tk_event_type: mdToken, md_add_on: mdMethodDef, md_remove_on: mdMethodDef, md_fire: mdMethodDef, rmd_other_methods: *mut mdMethodDef, pmd_event: *mut mdEvent) -> HRESULT;
+        fn SetClassLayout(td: mdTypeDef, dw_pack_size: DWORD, r_field_offsets: *mut COR_FIELD_OFFSET, ul_class_size: ULONG) -> HRESULT;
+        fn DeleteClassLayout(td: mdTypeDef) -> HRESULT;
+        fn SetFieldMarshal(tk: mdToken, pv_native_type: PCCOR_SIGNATURE, cb_native_type: ULONG) -> HRESULT;
+        fn DeleteFieldMarshal(tk: mdToken) -> HRESULT;
+        fn DefinePermissionSet(tk: mdToken, dw_action: DWORD, pv_permission: *const c_void, cb_permission: ULONG, ppm: *mut mdPermission) -> HRESULT;
+        fn SetRVA(md: mdMethodDef, ul_rva: ULONG) -> HRESULT;
+        /// A `StandAloneSig` token for the signature blob (an existing one if equal).
+        fn GetTokenFromSig(pv_sig: PCCOR_SIGNATURE, cb_sig: ULONG, pmsig: *mut mdSignature) -> HRESULT;
+        fn DefineModuleRef(sz_name: LPCWSTR, pmur: *mut mdModuleRef) -> HRESULT;
+        fn SetParent(mr: mdMemberRef, tk: mdToken) -> HRESULT;
+        fn GetTokenFromTypeSpec(pv_sig: PCCOR_SIGNATURE, cb_sig: ULONG, ptypespec: *mut mdTypeSpec) -> HRESULT;
+        fn SaveToMemory(pb_data: *mut c_void, cb_data: ULONG) -> HRESULT;
+        fn DefineUserString(sz_string: LPCWSTR, cch_string: ULONG, pstk: *mut mdString) -> HRESULT;
+        fn DeleteToken(tk_obj: mdToken) -> HRESULT;
+        fn SetMethodProps(md: mdMethodDef, dw_method_flags: DWORD, ul_code_rva: ULONG, dw_impl_flags: DWORD) -> HRESULT;
+        fn SetTypeDefProps(td: mdTypeDef, dw_type_def_flags: DWORD, tk_extends: mdToken, rtk_implements: *mut mdToken) -> HRESULT;
+        fn SetEventProps(ev: mdEvent, dw_event_flags: DWORD, tk_event_type: mdToken, md_add_on: mdMethodDef, md_remove_on: mdMethodDef, md_fire: mdMethodDef, rmd_other_methods: *mut mdMethodDef) -> HRESULT;
+        fn SetPermissionSetProps(tk: mdToken, dw_action: DWORD, pv_permission: *const c_void, cb_permission: ULONG, ppm: *mut mdPermission) -> HRESULT;
+        fn DefinePinvokeMap(tk: mdToken, dw_mapping_flags: DWORD, sz_import_name: LPCWSTR, mr_import_dll: mdModuleRef) -> HRESULT;
+        fn SetPinvokeMap(tk: mdToken, dw_mapping_flags: DWORD, sz_import_name: LPCWSTR, mr_import_dll: mdModuleRef) -> HRESULT;
+        fn DeletePinvokeMap(tk: mdToken) -> HRESULT;
+        fn DefineCustomAttribute(tk_obj: mdToken, tk_type: mdToken, p_custom_attribute: *const c_void, cb_custom_attribute: ULONG, pcv: *mut mdCustomAttribute) -> HRESULT;
+        fn SetCustomAttributeValue(pcv: mdCustomAttribute, p_custom_attribute: *const c_void, cb_custom_attribute: ULONG) -> HRESULT;
+        fn DefineField(td: mdTypeDef, sz_name: LPCWSTR, dw_field_flags: DWORD, pv_sig_blob: PCCOR_SIGNATURE, cb_sig_blob: ULONG, dw_cplus_type_flag: DWORD, p_value: *const c_void, cch_value: ULONG, pmd: *mut mdFieldDef) -> HRESULT;
+        fn DefineProperty(td: mdTypeDef, sz_property: LPCWSTR, dw_prop_flags: DWORD, pv_sig: PCCOR_SIGNATURE, cb_sig: ULONG, dw_cplus_type_flag: DWORD, p_value: *const c_void, cch_value: ULONG, md_setter: mdMethodDef, md_getter: mdMethodDef, rmd_other_methods: *mut mdMethodDef, pmd_prop: *mut mdProperty) -> HRESULT;
+        fn DefineParam(md: mdMethodDef, ul_param_seq: ULONG, sz_name: LPCWSTR, dw_param_flags: DWORD, dw_cplus_type_flag: DWORD, p_value: *const c_void, cch_value: ULONG, ppd: *mut mdParamDef) -> HRESULT;
+        fn SetFieldProps(fd: mdFieldDef, dw_field_flags: DWORD, dw_cplus_type_flag: DWORD, p_value: *const c_void, cch_value: ULONG) -> HRESULT;
+        fn SetPropertyProps(pr: mdProperty, dw_prop_flags: DWORD, dw_cplus_type_flag: DWORD, p_value: *const c_void, cch_value: ULONG, md_setter: mdMethodDef, md_getter: mdMethodDef, rmd_other_methods: *mut mdMethodDef) -> HRESULT;
+        fn SetParamProps(pd: mdParamDef, sz_name: LPCWSTR, dw_param_flags: DWORD, dw_cplus_type_flag: DWORD, p_value: *const c_void, cch_value: ULONG) -> HRESULT;
+        fn DefineSecurityAttributeSet(tk_obj: mdToken, r_sec_attrs: *mut c_void, c_sec_attrs: ULONG, pul_error_attr: *mut ULONG) -> HRESULT;
+        fn ApplyEditAndContinue(p_import: *mut IUnknown) -> HRESULT;
+        fn TranslateSigWithScope(p_assem_import: *mut c_void, pb_hash_value: *const c_void, cb_hash_value: ULONG, import: *mut IMetaDataImport, pb_sig_blob: PCCOR_SIGNATURE, cb_sig_blob: ULONG, p_assem_emit: *mut c_void, emit: *mut IMetaDataEmit, pv_translated_sig: *mut u8, cb_translated_sig_max: ULONG, pcb_translated_sig: *mut ULONG) -> HRESULT;
+        fn SetMethodImplFlags(md: mdMethodDef, dw_impl_flags: DWORD) -> HRESULT;
+        fn SetFieldRVA(fd: mdFieldDef, ul_rva: ULONG) -> HRESULT;
+        fn Merge(p_import: *mut IMetaDataImport, p_host_map_token: *mut c_void, p_handler: *mut IUnknown) -> HRESULT;
+        fn MergeEnd() -> HRESULT;
     }
 }

@@ -618,6 +618,61 @@ fn vtbl_IMetaDataImport2() {
 }
 
 #[test]
+fn vtbl_IMetaDataEmit() {
+    check_vtbl!(IMetaDataEmitVtbl : IUnknownVtbl, total = 52, [
+        3 SetModuleProps,
+        4 Save,
+        5 SaveToStream,
+        6 GetSaveSize,
+        7 DefineTypeDef,
+        8 DefineNestedType,
+        9 SetHandler,
+        10 DefineMethod,
+        11 DefineMethodImpl,
+        12 DefineTypeRefByName,
+        13 DefineImportType,
+        14 DefineMemberRef,
+        15 DefineImportMember,
+        16 DefineEvent,
+        17 SetClassLayout,
+        18 DeleteClassLayout,
+        19 SetFieldMarshal,
+        20 DeleteFieldMarshal,
+        21 DefinePermissionSet,
+        22 SetRVA,
+        23 GetTokenFromSig,
+        24 DefineModuleRef,
+        25 SetParent,
+        26 GetTokenFromTypeSpec,
+        27 SaveToMemory,
+        28 DefineUserString,
+        29 DeleteToken,
+        30 SetMethodProps,
+        31 SetTypeDefProps,
+        32 SetEventProps,
+        33 SetPermissionSetProps,
+        34 DefinePinvokeMap,
+        35 SetPinvokeMap,
+        36 DeletePinvokeMap,
+        37 DefineCustomAttribute,
+        38 SetCustomAttributeValue,
+        39 DefineField,
+        40 DefineProperty,
+        41 DefineParam,
+        42 SetFieldProps,
+        43 SetPropertyProps,
+        44 SetParamProps,
+        45 DefineSecurityAttributeSet,
+        46 ApplyEditAndContinue,
+        47 TranslateSigWithScope,
+        48 SetMethodImplFlags,
+        49 SetFieldRVA,
+        50 Merge,
+        51 MergeEnd,
+    ]);
+}
+
+#[test]
 fn vtbl_IMetaDataAssemblyImport() {
     check_vtbl!(IMetaDataAssemblyImportVtbl : IUnknownVtbl, total = 17, [
         3 GetAssemblyProps,

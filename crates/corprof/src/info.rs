@@ -35,7 +35,7 @@ use crate::hresult::{HResult, Result, check};
 use crate::ids::{
     AppDomainId, AssemblyId, ClassId, FunctionId, ModuleId, ObjectId, ReJitId, ThreadId,
 };
-use crate::metadata::MetaDataImport;
+use crate::metadata::{MetaDataEmit, MetaDataImport};
 use crate::rawmd::{RawError, RawMetadata};
 use crate::wstr::{read_string, to_utf16z};
 
@@ -682,6 +682,88 @@ impl ProfilerInfo {
         check(vcall!(self, ICorProfilerInfo3::EnumModules(&mut e)))?;
         // SAFETY: the runtime handed us a live enumerator with one reference (R3).
         Ok(unsafe { drain(e) }?.into_iter().map(ModuleId).collect())
+    }
+
+    // ---- ReJIT ------------------------------------------------------------------------------
+
+    /// `GetModuleMetaData(ofRead | ofWrite, IID_IMetaDataEmit)`: the module's metadata
+    /// emitter. Asking for write access makes the runtime convert the module's metadata to
+    /// its read-write form for the rest of the process (see [`RawMetadata`]).
+    /// **Info1 · sync · after attach**
+    pub fn get_module_metadata_emit(&self, module: ModuleId) -> Result<MetaDataEmit> {
+        let mut out: *mut sys::IUnknown = ptr::null_mut();
+        let hr = vcall!(
+            self,
+            ICorProfilerInfo::GetModuleMetaData(
+                module.0,
+                sys::ofRead | sys::ofWrite,
+                &sys::IID_IMetaDataEmit,
+                &mut out
+            )
+        );
+        check(hr)?;
+        // SAFETY: the runtime returned an `IMetaDataEmit` with one reference for us (R3);
+        // `from_owned` refuses null (S_FALSE: no metadata).
+        unsafe { MetaDataEmit::from_owned(out) }
+    }
+
+    /// `GetILFunctionBody`: a copy of the method's IL body (header, code, exception
+    /// sections) as the module holds it. **Info1 · sync · after attach**
+    pub fn get_il_function_body(&self, module: ModuleId, method: u32) -> Result<Vec<u8>> {
+        let (mut body, mut size): (*const u8, u32) = (ptr::null(), 0);
+        check(vcall!(
+            self,
+            ICorProfilerInfo::GetILFunctionBody(module.0, method, &mut body, &mut size)
+        ))?;
+        if body.is_null() {
+            return Err(HResult::E_POINTER);
+        }
+        // SAFETY: (R4) the runtime gave a pointer to `size` bytes of the module's body,
+        // valid while the module is loaded, which it is during this call; copied at once.
+        Ok(unsafe { core::slice::from_raw_parts(body, size as usize) }.to_vec())
+    }
+
+    /// `RequestReJITWithInliners`: ReJIT these methods (and, with
+    /// `COR_PRF_REJIT_BLOCK_INLINING`, the methods they were inlined into, and keep them
+    /// from being inlined again); the runtime asks for each body through
+    /// [`get_rejit_parameters`](crate::ProfilerCallback::get_rejit_parameters).
+    /// Needs `COR_PRF_ENABLE_REJIT`. **Info10 · after attach**
+    pub fn request_rejit_with_inliners(
+        &self,
+        flags: u32,
+        methods: &[(ModuleId, u32)],
+    ) -> Result<()> {
+        let len = u32::try_from(methods.len()).map_err(|_| HResult::E_INVALIDARG)?;
+        let mut modules: Vec<usize> = methods.iter().map(|m| m.0.0).collect();
+        let mut tokens: Vec<u32> = methods.iter().map(|m| m.1).collect();
+        check(vcall!(
+            self,
+            ICorProfilerInfo10::RequestReJITWithInliners(
+                flags,
+                len,
+                modules.as_mut_ptr(),
+                tokens.as_mut_ptr()
+            )
+        ))
+    }
+
+    /// `RequestRevert`: back to the original code of these methods; one status each.
+    /// **Info4 · after attach**
+    pub fn request_revert(&self, methods: &[(ModuleId, u32)]) -> Result<Vec<HResult>> {
+        let len = u32::try_from(methods.len()).map_err(|_| HResult::E_INVALIDARG)?;
+        let mut modules: Vec<usize> = methods.iter().map(|m| m.0.0).collect();
+        let mut tokens: Vec<u32> = methods.iter().map(|m| m.1).collect();
+        let mut status = vec![0i32; methods.len()];
+        check(vcall!(
+            self,
+            ICorProfilerInfo4::RequestRevert(
+                len,
+                modules.as_mut_ptr(),
+                tokens.as_mut_ptr(),
+                status.as_mut_ptr()
+            )
+        ))?;
+        Ok(status.into_iter().map(HResult).collect())
     }
 
     // ---- Functions ----------------------------------------------------------------------------

@@ -82,8 +82,8 @@ pub use info::{
     MIN_INFO_VERSION, ModuleInfo, ProfilerInfo, RuntimeInfo,
 };
 pub use metadata::{
-    FieldProps, GenericParamProps, MemberRefProps, MetaDataImport, MethodProps, ScopeProps,
-    TypeDefProps, TypeRefProps,
+    FieldProps, GenericParamProps, MemberRefProps, MetaDataEmit, MetaDataImport, MethodProps,
+    ScopeProps, TypeDefProps, TypeRefProps,
 };
 pub use rawmd::{RawError, RawMetadata};
 pub use wstr::utf16_lossy;

@@ -492,3 +492,52 @@ impl MetadataRead for MetaDataImport {
         MetaDataImport::get_type_spec_from_token(self, type_spec)
     }
 }
+
+/// One reference to a module's metadata emitter (from
+/// [`ProfilerInfo::get_module_metadata_emit`](crate::ProfilerInfo::get_module_metadata_emit)):
+/// only what the ReJIT probes need of it. `Drop` releases the reference; `Send + Sync`
+/// for the reasons [`MetaDataImport`] is (the same `RegMeta` object, safety.md R8).
+pub struct MetaDataEmit {
+    ptr: NonNull<sys::IMetaDataEmit>,
+}
+
+// SAFETY: see the type's documentation (R8).
+unsafe impl Send for MetaDataEmit {}
+// SAFETY: see the type's documentation (R8).
+unsafe impl Sync for MetaDataEmit {}
+
+impl Drop for MetaDataEmit {
+    fn drop(&mut self) {
+        let p = self.ptr.as_ptr();
+        // SAFETY: we own one reference to a live object (R3).
+        unsafe { ((*(*p).vtbl).base.Release)(p.cast()) };
+    }
+}
+
+impl core::fmt::Debug for MetaDataEmit {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "MetaDataEmit({:p})", self.ptr)
+    }
+}
+
+impl MetaDataEmit {
+    /// # Safety
+    /// `ptr` must be a live `IMetaDataEmit` whose one reference the caller hands over.
+    pub(crate) unsafe fn from_owned(ptr: *mut sys::IUnknown) -> Result<MetaDataEmit> {
+        NonNull::new(ptr.cast::<sys::IMetaDataEmit>())
+            .map(|ptr| MetaDataEmit { ptr })
+            .ok_or(HResult::E_POINTER)
+    }
+
+    /// `GetTokenFromSig`: the `StandAloneSig` token of `sig` in this module (the existing
+    /// one when the module has the same blob already).
+    pub fn get_token_from_sig(&self, sig: &[u8]) -> Result<u32> {
+        let len = u32::try_from(sig.len()).map_err(|_| HResult::E_INVALIDARG)?;
+        let p = self.ptr.as_ptr();
+        let mut token = 0;
+        // SAFETY: `p` is live while we hold our reference (R3); `sig` is valid for `len`
+        // bytes and `token` is a live local during the call (R5).
+        check(unsafe { ((*(*p).vtbl).GetTokenFromSig)(p, sig.as_ptr(), len, &mut token) })?;
+        Ok(token)
+    }
+}

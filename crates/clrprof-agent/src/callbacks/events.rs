@@ -71,13 +71,19 @@ impl ProfilerCallback for Profiler {
                 return Err(HResult(corprof_sys::E_INVALIDARG));
             }
         };
-        if req.settings.mode == Mode::Trace || req.settings.counts {
+        if req.settings.counts || req.settings.args.is_some() {
             log!(
-                "trace mode and --counts need ELT hooks, which the runtime allows only at startup; attach refused"
+                "--counts and --args need ELT hooks, which the runtime allows only at startup; attach refused"
             );
             return Err(HResult(
                 corprof_sys::CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER,
             ));
+        }
+        if req.settings.mode == Mode::Trace && req.settings.include.is_none() {
+            log!(
+                "trace mode after attach probes the methods --include selects (IL probes through ReJIT) and none was given; attach refused"
+            );
+            return Err(HResult(corprof_sys::E_INVALIDARG));
         }
         let control = req.control.clone();
         self.start_recording(info, req.settings, true, req.control)
@@ -100,6 +106,9 @@ impl ProfilerCallback for Profiler {
         if a.settings.mode == Mode::Sample {
             a.session.start_sampler(a.functions_named.clone());
         }
+        if a.settings.mode == Mode::Trace {
+            a.session.install_probes();
+        }
         Ok(())
     }
 
@@ -117,7 +126,7 @@ impl ProfilerCallback for Profiler {
         crate::os::pages::trim_heap();
         if crate::os::process::kept_loaded() == Ok(true) {
             log!(
-                "detached; the library stays mapped, dormant (glibc {}: unloading it could corrupt \
+                "detached; the library stays mapped, inert (glibc {}: unloading it could corrupt \
                  other libraries' thread-local storage)",
                 crate::os::process::glibc_version().unwrap_or_default()
             );
@@ -213,6 +222,31 @@ impl ProfilerCallback for Profiler {
 
     fn class_unload_finished(&self, id: ClassId, _status: HResult) -> Result<()> {
         emit(&Event::ClassUnloaded { id: id.0 as u64 });
+        Ok(())
+    }
+
+    fn get_rejit_parameters(
+        &self,
+        module: corprof::ModuleId,
+        method: u32,
+        control: corprof::FunctionControl<'_>,
+    ) -> Result<()> {
+        match crate::tracing::probes::rejit_body(module, method) {
+            Some(body) => control.set_il_function_body(&body).inspect_err(|e| {
+                log!("SetILFunctionBody({method:#010x}) failed: {e}; that method keeps its code")
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn rejit_error(
+        &self,
+        _module: corprof::ModuleId,
+        method: u32,
+        _function: FunctionId,
+        status: HResult,
+    ) -> Result<()> {
+        log!("ReJIT of {method:#010x} failed: {status}; that method is not probed");
         Ok(())
     }
 

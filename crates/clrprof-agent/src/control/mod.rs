@@ -7,5 +7,7 @@ pub(crate) mod attach;
 mod socket;
 mod watch;
 
-pub(crate) use socket::{ControlServer, Controlled, write_detached_note, write_error_note};
+pub(crate) use socket::{
+    ControlServer, Controlled, write_detached_note, write_dormant_note, write_error_note,
+};
 pub(crate) use watch::{Owner, Watch};

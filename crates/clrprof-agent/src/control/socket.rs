@@ -82,7 +82,7 @@ pub fn write_detached_note(socket: &Path) {
     let path = detached_note_path(socket);
     let _ = std::fs::remove_file(&path);
     if let Ok((mut f, _)) = crate::output::outfile::create_new(&path, false, 0) {
-        let _ = f.write_all(b"detached; the library stays mapped, dormant\n");
+        let _ = f.write_all(b"detached; the library stays mapped, inert\n");
     }
 }
 
@@ -97,6 +97,14 @@ pub fn write_error_note(socket: &Path, reason: &str) {
     if let Ok((mut f, _)) = crate::output::outfile::create_new(&path, false, 0) {
         let _ = f.write_all(reason.as_bytes());
     }
+}
+
+/// Marks the control socket's pid as holding a dormant agent (trace mode after attach:
+/// the runtime keeps the library), for `clrprof ps` and a later attach (best effort).
+pub fn write_dormant_note(socket: &Path) {
+    let path = socket.with_extension("dormant");
+    let _ = std::fs::remove_file(&path);
+    let _ = crate::output::outfile::create_new(&path, false, 0);
 }
 
 pub struct ControlServer {

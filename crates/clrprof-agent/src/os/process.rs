@@ -137,7 +137,7 @@ pub fn glibc_version() -> Option<String> {
 /// On a glibc whose `dlclose` corrupts other libraries' TLS ([`unload_corrupts_tls`]),
 /// marks this library `RTLD_NODELETE` (a `dlopen` of its own, already loaded path with
 /// `RTLD_NOLOAD`), so the runtime's unload after a detach or a failed initialisation
-/// leaves it mapped, dormant: no thread of ours runs, nothing of ours is called, and its
+/// leaves it mapped, inert: no thread of ours runs, nothing of ours is called, and its
 /// memory was given back at detach. Done once per copy, at the first entry point.
 pub fn keep_loaded_if_unload_unsafe() {
     use std::sync::atomic::Ordering;

@@ -44,6 +44,8 @@ impl Controlled for Session {
             "output": self.settings.output.display().to_string(),
             "recording": self.writer.lock().map(|w| w.is_some()).unwrap_or(false),
             "library": crate::os::process::own_library_path().map(|p| p.display().to_string()),
+            // Trace mode after attach: null until the probes are installed.
+            "probes": self.probes_report.lock().ok().and_then(|r| r.clone()),
         })
         .to_string()
     }
@@ -70,6 +72,25 @@ impl Controlled for Session {
                 "detaching; trace written to {}",
                 self.settings.output.display()
             )),
+            // Trace mode after attach enabled ReJIT, after which the runtime never lets a
+            // profiler go (even with every probe reverted): the recording is over and the
+            // library stays, its threads stopped, until the process exits.
+            Err(e) if e.0 == corprof_sys::CORPROF_E_IRREVERSIBLE_INSTRUMENTATION_PRESENT => {
+                log!(
+                    "the runtime keeps the library loaded after ReJIT ({e}): dormant until the process exits"
+                );
+                // try_lock: `shutdown` holds this lock while it joins this very thread.
+                if let Ok(c) = self.control.try_lock()
+                    && let Some(c) = c.as_ref()
+                {
+                    crate::control::write_dormant_note(c.path());
+                }
+                Ok(format!(
+                    "dormant: trace written to {}; the runtime refuses to unload a profiler that used \
+                     ReJIT ({e}), so the library stays loaded, dormant, until the process exits",
+                    self.settings.output.display()
+                ))
+            }
             Err(e) => {
                 log!("RequestProfilerDetach failed: {e}");
                 Err(format!(

@@ -50,6 +50,11 @@ pub struct Session {
     /// The room beside the trace for what it could not record (`notes`).
     lost_note: Mutex<Option<notes::LostNote>>,
     start_unix_ns: u64,
+    /// Trace mode after attach: the methods whose probes were requested, reverted when
+    /// the recording stops.
+    probed: Mutex<Vec<(corprof::ModuleId, u32)>>,
+    /// What `install_probes` did, for the control socket's `status` (the CLI prints it).
+    probes_report: Mutex<Option<serde_json::Value>>,
 }
 
 impl Session {
@@ -85,6 +90,11 @@ impl Session {
                 );
             }
             (low, high) = (l, h);
+            if settings.mode == Mode::Trace {
+                // The probes block their own inlining (RequestReJITWithInliners); .NET 8
+                // and 9 answer E_FAIL to COR_PRF_DISABLE_INLINING after attach.
+                low &= !corprof_sys::COR_PRF_DISABLE_INLINING;
+            }
         }
         if let Err(e) = info.set_event_mask2(low, high) {
             drop(writer);
@@ -101,7 +111,9 @@ impl Session {
                     .into(),
             );
         }
-        if settings.mode == Mode::Trace || (settings.mode == Mode::Sample && settings.counts) {
+        if (settings.mode == Mode::Trace && !attached)
+            || (settings.mode == Mode::Sample && settings.counts)
+        {
             let filter = crate::tracing::Filter::parse(
                 settings.include.as_deref(),
                 settings.exclude.as_deref(),
@@ -130,6 +142,8 @@ impl Session {
             detaching: std::sync::atomic::AtomicBool::new(false),
             lost_note: Mutex::new(lost_note),
             start_unix_ns,
+            probed: Mutex::new(Vec::new()),
+            probes_report: Mutex::new(None),
         });
         if !settings.heap_at.is_empty() {
             match HeapTimer::start(
@@ -194,6 +208,18 @@ impl Session {
 
     /// Stops the sampler, then the writer (which flushes everything); idempotent.
     pub fn stop(&self, why: &str) {
+        let probed = self
+            .probed
+            .lock()
+            .map(|mut p| std::mem::take(&mut *p))
+            .unwrap_or_default();
+        if !probed.is_empty() {
+            // The original code again; calls from now on are not recorded.
+            match self.info.request_revert(&probed) {
+                Ok(_) => log!("probes removed from {} methods", probed.len()),
+                Err(e) => log!("RequestRevert failed: {e}; the probes stay, recording nothing"),
+            }
+        }
         let timer = self.heap_timer.lock().ok().and_then(|mut t| t.take());
         if let Some(t) = timer {
             t.stop();
@@ -236,6 +262,62 @@ impl Session {
                 &stats,
                 self.settings.args.is_some(),
             );
+        }
+    }
+
+    /// Trace mode after attach: probes in the methods `--include` selects, through ReJIT
+    /// (`tracing::probes`); what was probed and what was not goes to the log.
+    pub fn install_probes(&self) {
+        // IL probes through ReJIT instead of ELT hooks. Without JIT-compilation monitoring
+        // the runtime may never ask for the new bodies (dotnet/runtime#87418). Asked for
+        // here, once the attach is complete: .NET 8 and 9 answer E_FAIL to ENABLE_REJIT
+        // in InitializeForAttach. From here on the runtime refuses detach for good
+        // (CORPROF_E_IRREVERSIBLE_INSTRUMENTATION_PRESENT).
+        let rejit =
+            corprof_sys::COR_PRF_ENABLE_REJIT | corprof_sys::COR_PRF_MONITOR_JIT_COMPILATION;
+        let mask = self
+            .info
+            .get_event_mask2()
+            .and_then(|(low, high)| self.info.set_event_mask2(low | rejit, high));
+        if let Err(e) = mask {
+            log!(
+                "SetEventMask2 with COR_PRF_ENABLE_REJIT failed: {e}; probes installed in 0 methods"
+            );
+            self.report_probes(
+                0,
+                &[],
+                Some(format!("SetEventMask2(COR_PRF_ENABLE_REJIT): {e}")),
+            );
+            return;
+        }
+        let filter = crate::tracing::Filter::parse(
+            self.settings.include.as_deref(),
+            self.settings.exclude.as_deref(),
+        );
+        let mut next = 1;
+        let started = std::time::Instant::now();
+        let done = crate::tracing::probes::install(&self.info, &filter, &mut next);
+        log!(
+            "probes installed in {} methods ({} ms)",
+            done.probed,
+            started.elapsed().as_millis()
+        );
+        for (name, why) in &done.refused {
+            log!("not probed: {name}: {why}");
+        }
+        self.report_probes(done.probed, &done.refused, None);
+        if let Ok(mut p) = self.probed.lock() {
+            *p = done.requested;
+        }
+    }
+
+    fn report_probes(&self, installed: usize, refused: &[(String, String)], error: Option<String>) {
+        if let Ok(mut r) = self.probes_report.lock() {
+            *r = Some(serde_json::json!({
+                "installed": installed,
+                "not_probed": refused,
+                "error": error,
+            }));
         }
     }
 

@@ -15,7 +15,8 @@
 //! half: the slow path), `counts` (`--counts`: the Rust half of the counting hooks,
 //! which update the thread's call-count table instead of recording), `args` (`--args`: the slow-path hooks that also record argument
 //! and return values) and `arg_slots` (where those values lie, learned from the
-//! runtime's first answers).
+//! runtime's first answers). After attach, where the runtime refuses ELT hooks, `probes`
+//! records the same events from IL probes installed through ReJIT.
 
 mod arg_slots;
 pub(crate) mod args;
@@ -23,6 +24,7 @@ pub(crate) mod counts;
 mod filter;
 mod hooks;
 mod install;
+pub(crate) mod probes;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 pub(crate) mod x64;
 

@@ -225,7 +225,7 @@ pub fn agent_copies(pid: u32) -> usize {
 }
 
 /// Whether the agent has left `pid`: none of its threads runs, and its library is
-/// unmapped, or (where [`agent_stays_mapped`]) mapped only dormant.
+/// unmapped, or (where [`agent_stays_mapped`]) mapped only, inert.
 pub fn agent_gone(pid: u32) -> bool {
     agent_threads(pid).is_empty() && (agent_stays_mapped() || agent_copies(pid) == 0)
 }
@@ -233,5 +233,5 @@ pub fn agent_gone(pid: u32) -> bool {
 /// Whether a `record --pid` stderr says the detach finished (the library unloaded, or
 /// kept mapped and dormant where this glibc cannot unload it safely).
 pub fn says_detached(stderr: &str) -> bool {
-    stderr.contains("library is unloaded") || stderr.contains("library stays mapped, dormant")
+    stderr.contains("library is unloaded") || stderr.contains("library stays mapped, inert")
 }

@@ -198,6 +198,21 @@ impl<'a> RawMetadata<'a> {
         self.tables.get(t as usize).map_or(0, |x| x.rows)
     }
 
+    /// The signature blob of a `StandAloneSig` token (a `calli` site's or a body's locals).
+    pub fn standalone_sig(&self, token: u32) -> Result<&'a [u8]> {
+        let t = schema::STANDALONE_SIG;
+        self.blob(self.cell(t, Self::row_of(token, t)?, 0)?)
+    }
+
+    /// The generic method (a MethodDef or MemberRef token) a `MethodSpec` instantiates.
+    pub fn method_spec_method(&self, token: u32) -> Result<u32> {
+        let t = schema::METHOD_SPEC;
+        self.decode(
+            Coded::MethodDefOrRef,
+            self.cell(t, Self::row_of(token, t)?, 0)?,
+        )
+    }
+
     /// Column `col` of row `row` (1-based) of table `t`, zero-extended.
     fn cell(&self, t: u8, row: u32, col: usize) -> Result<u32> {
         let table = &self.tables[t as usize];

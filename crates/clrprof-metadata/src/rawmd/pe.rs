@@ -117,6 +117,13 @@ pub fn locate(read: ReadAt<'_, '_>, flat: bool) -> Result<(usize, usize), RawErr
     Ok((md_at, md_size as usize))
 }
 
+/// Where `rva` lies in an image laid out as its file (through the section table): for
+/// a method's code RVA, where its body starts.
+pub fn file_offset(read: ReadAt<'_, '_>, rva: u32) -> Result<usize, RawError> {
+    let h = headers(read)?;
+    offset_of(&h.sections, rva, true).ok_or(RawError::Image("RVA outside every section"))
+}
+
 /// One entry of an image's debug directory (PE/COFF "Debug Directory").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DebugEntry {

@@ -1,0 +1,216 @@
+//! Trace mode after attach: IL probes through ReJIT. The runtime refuses ELT hooks to an
+//! attaching profiler, but lets it replace a method's IL: for each method the filters
+//! select, `install` builds a body that calls `hooks::on_enter` at entry and
+//! `hooks::on_leave` at every exit, a `fault` handler taking the exceptions (`clrprof_il::wrap`,
+//! docs/il-rewriter.md), asks the runtime to ReJIT the methods (and the methods they were
+//! inlined into, which then keep their calls), and hands each body over when the runtime
+//! asks for it (`rejit_body`, from `GetReJITParameters`). The probes record the same
+//! Enter/Leave events as the ELT slow path, with the address of the method's frame local
+//! as the frame's identity where the hooks pass the caller's SP.
+//!
+//! Asked of the runtime after attach: write access to each probed module's metadata, for
+//! two `StandAloneSig` tokens per method (`GetTokenFromSig`: the probe's `calli`
+//! signature, the locals with the frame local added). Methods not probed, and why, are
+//! logged: dynamic and collectible modules, abstract, P/Invoke and runtime-implemented
+//! methods, bodies with `jmp`.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use clrprof_il::Body;
+use clrprof_il::sig::{PROBE_SIG, frame_local_type, locals_with, method_shape};
+use clrprof_il::wrap::{FrameLocal, Probe, wrap};
+use corprof::{ClassId, MetadataRead, ModuleId, ProfilerInfo, RawMetadata};
+
+use super::Filter;
+use crate::names::{FunctionNames, emit_function_info_as};
+
+/// Probed bodies by (ModuleID, MethodDef).
+type Bodies = HashMap<(usize, u32), Vec<u8>>;
+
+/// The wrapped bodies, until the runtime asks for them (again at each ReJIT of one).
+static BODIES: OnceLock<Mutex<Bodies>> = OnceLock::new();
+
+/// What `install` did.
+#[derive(Debug, Default)]
+pub struct Installed {
+    /// Methods whose probed body is ready and whose ReJIT was requested.
+    pub probed: usize,
+    /// Those methods, for the revert at the end.
+    pub requested: Vec<(ModuleId, u32)>,
+    /// Methods the filters selected that cannot be probed, with the reason.
+    pub refused: Vec<(String, String)>,
+}
+
+const METHOD_DEF: u8 = 0x06;
+/// `mdAbstract`, `mdPinvokeImpl` (CorMethodAttr).
+const ABSTRACT: u32 = 0x0400;
+const PINVOKE: u32 = 0x2000;
+
+/// The body of one method with probes, or why it has none.
+fn probed_body(
+    info: &ProfilerInfo,
+    md: &RawMetadata<'_>,
+    emit: &corprof::MetaDataEmit,
+    module: ModuleId,
+    token: u32,
+    sig_token: u32,
+    cookie: i64,
+) -> Result<Vec<u8>, String> {
+    let props = md.get_method_props(token).map_err(|e| format!("{e}"))?;
+    let il = info
+        .get_il_function_body(module, token)
+        .map_err(|e| format!("GetILFunctionBody: {e}"))?;
+    let body = Body::parse(&il).map_err(|e| e.to_string())?;
+    let shape = method_shape(&props.sig).map_err(|e| e.to_string())?;
+    let original = if body.header.local_sig != 0 {
+        Some(
+            md.standalone_sig(body.header.local_sig)
+                .map_err(|e| format!("locals signature: {e}"))?,
+        )
+    } else {
+        None
+    };
+    let ty = frame_local_type(&props.sig).map_err(|e| e.to_string())?;
+    let (locals, index) = locals_with(original, &ty).map_err(|e| e.to_string())?;
+    let locals_token = emit
+        .get_token_from_sig(&locals)
+        .map_err(|e| format!("GetTokenFromSig (locals): {e}"))?;
+    let probe = Probe {
+        enter: super::hooks::on_enter as *const () as usize as u64,
+        leave: super::hooks::on_leave as *const () as usize as u64,
+        sig_token,
+        cookie,
+    };
+    let local = FrameLocal {
+        locals_token,
+        index,
+        returns_value: shape.returns.is_some(),
+    };
+    let wrapped = wrap(&body, &probe, local).map_err(|e| e.to_string())?;
+    if wrapped.tail_calls_kept > 0 {
+        log!(
+            "probes: {} tail call(s) in {:#010x} keep their caller's frame",
+            wrapped.tail_calls_kept,
+            token
+        );
+    }
+    wrapped.body.encode().map_err(|e| e.to_string())
+}
+
+/// Selects the methods of every loaded module that `filter` accepts, builds their probed
+/// bodies, names them and asks the runtime to ReJIT them (blocking their inlining).
+pub fn install(info: &ProfilerInfo, filter: &Filter, next_index: &mut u64) -> Installed {
+    let mut out = Installed::default();
+    let bodies = BODIES.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut requests: Vec<(ModuleId, u32)> = Vec::new();
+    let modules = info.enum_modules().unwrap_or_default();
+    for module in modules {
+        let md = match info.module_raw_metadata(module) {
+            Ok(md) => md,
+            Err(_) => continue,
+        };
+        let mut selected = Vec::new();
+        for row in 1..=md.rows(METHOD_DEF) {
+            let token = (u32::from(METHOD_DEF) << 24) | row;
+            let Ok(name) = md.method_full_name(token) else {
+                continue;
+            };
+            if !filter.accepts(&name) {
+                continue;
+            }
+            let Ok(props) = md.get_method_props(token) else {
+                continue;
+            };
+            let why = if props.attributes & ABSTRACT != 0 {
+                Some("abstract")
+            } else if props.attributes & PINVOKE != 0 {
+                Some("P/Invoke")
+            } else if props.impl_flags & 0x3 != 0 {
+                Some("not IL (native or runtime-implemented)")
+            } else if props.code_rva == 0 {
+                Some("no body")
+            } else {
+                None
+            };
+            match why {
+                Some(w) => out.refused.push((name, w.into())),
+                None => selected.push((token, name, props)),
+            }
+        }
+        if selected.is_empty() {
+            continue;
+        }
+        let emit = match info.get_module_metadata_emit(module) {
+            Ok(e) => e,
+            Err(e) => {
+                for (_, name, _) in selected {
+                    out.refused
+                        .push((name, format!("GetModuleMetaData(ofWrite): {e}")));
+                }
+                continue;
+            }
+        };
+        let sig_token = match emit.get_token_from_sig(&PROBE_SIG) {
+            Ok(t) => t,
+            Err(e) => {
+                for (_, name, _) in selected {
+                    out.refused
+                        .push((name, format!("GetTokenFromSig (probe signature): {e}")));
+                }
+                continue;
+            }
+        };
+        for (token, name, props) in selected {
+            if *next_index > u64::from(crate::output::ring::MAX_INDEX) {
+                out.refused.push((name, "too many traced functions".into()));
+                continue;
+            }
+            let index = *next_index;
+            match probed_body(info, &md, &emit, module, token, sig_token, index as i64) {
+                Ok(bytes) => {
+                    *next_index += 1;
+                    if let Ok(mut b) = bodies.lock() {
+                        b.insert((module.0, token), bytes);
+                    }
+                    let signature = corprof::sig::parse_method(&props.sig)
+                        .map(|s| corprof::sig::format_method_params(&s, &|t| md.token_name(t)))
+                        .unwrap_or_default();
+                    emit_function_info_as(
+                        Some(FunctionNames {
+                            module,
+                            class: ClassId(0),
+                            token,
+                            name,
+                            signature,
+                        }),
+                        index,
+                    );
+                    requests.push((module, token));
+                }
+                Err(e) => out.refused.push((name, e)),
+            }
+        }
+    }
+    if requests.is_empty() {
+        return out;
+    }
+    match info.request_rejit_with_inliners(corprof_sys::COR_PRF_REJIT_BLOCK_INLINING, &requests) {
+        Ok(()) => {
+            out.probed = requests.len();
+            out.requested = requests;
+        }
+        Err(e) => {
+            log!("RequestReJITWithInliners failed: {e}; no probes");
+            if let Ok(mut b) = bodies.lock() {
+                b.clear();
+            }
+        }
+    }
+    out
+}
+
+/// `GetReJITParameters`: the probed body of this method, if `install` made one.
+pub fn rejit_body(module: ModuleId, method: u32) -> Option<Vec<u8>> {
+    BODIES.get()?.lock().ok()?.get(&(module.0, method)).cloned()
+}
