@@ -455,7 +455,14 @@ fn target_exiting_during_the_recording_leaves_a_readable_trace() {
     let pid = t.pid;
     let tr = trace.clone();
     let rec = std::thread::spawn(move || attach_record(pid, &tr, &["--duration", "20"]));
-    std::thread::sleep(Duration::from_millis(1500));
+    // Quit once the recording runs (its sampler thread is up), however long a loaded
+    // machine takes to attach, and after a few samples.
+    let sampling = (0..600).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        agent_threads(pid).iter().any(|n| n == "clrprof-sampler")
+    });
+    assert!(sampling, "the recording did not start within 30 s");
+    std::thread::sleep(Duration::from_millis(300));
     let _ = writeln!(t.stdin, "quit");
     let _ = t.child.wait();
     let out = rec.join().unwrap();
