@@ -24,6 +24,7 @@ use clap::{Parser, Subcommand};
 
 mod heap;
 mod live;
+mod machine;
 mod rounds;
 
 #[derive(Parser)]
@@ -98,6 +99,7 @@ enum What {
 
 fn main() -> Result<()> {
     let args = Args::parse();
+    println!("{}", machine::describe(clrprof().ok().as_deref()));
     match args.what {
         What::Events => events(args.runs),
         What::Sample { only, compare_with } => sample(args.runs, &only, compare_with.as_deref()),
