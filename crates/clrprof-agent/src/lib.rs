@@ -73,7 +73,8 @@ pub extern "system" fn DllCanUnloadNow() -> HRESULT {
 #[doc(hidden)]
 pub mod for_tests {
     pub mod buffers {
-        pub use crate::output::buffers::{Slot, init, set_accepting};
+        pub use crate::output::buffers::{init, set_accepting};
+        pub use crate::output::slot::Slot;
     }
     pub mod clock {
         pub use crate::os::clock::init;
