@@ -335,7 +335,7 @@ pub fn log_line(inv: &Invocation) -> String {
         (None, None, Some(_)) => {}
     }
     if let Some(d) = inv.duration_ns {
-        let _ = write!(s, "  {}", crate::text::ns(d));
+        let _ = write!(s, "  {}", crate::units::ns(d));
     }
     let _ = write!(s, "  [tid {}]", inv.os_tid);
     if inv.cut {

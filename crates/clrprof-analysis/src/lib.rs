@@ -22,6 +22,7 @@ pub mod samples;
 pub mod text;
 pub mod threads;
 pub mod timeline;
+pub mod units;
 pub mod waits;
 
 pub use report::{Options, Report, build, build_with};

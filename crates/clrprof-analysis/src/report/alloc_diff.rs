@@ -10,7 +10,7 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use super::AllocationSamples;
-use crate::text::bytes;
+use crate::units::bytes;
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct AllocDelta {

@@ -14,10 +14,12 @@ mod jit;
 mod modules;
 mod samples;
 mod threads;
-mod units;
 
+pub use crate::units::{bytes, ns};
 pub use escape::{escape_controls, escape_output, is_control};
-pub use units::{bytes, ns};
+
+// The renderers reach the units as `super::units`.
+use crate::units;
 
 use crate::report::{Functions, Report};
 
