@@ -239,7 +239,7 @@ fn alloc_diff(fa: &Path, bytes_a: &[u8], fb: &Path, args: &DiffArgs) -> Result<i
         d.app_functions.truncate(args.top);
         println!("{}", serde_json::to_string_pretty(&d)?);
     } else {
-        crate::report::write_text(&clrprof_analysis::report::alloc_diff::render(&d, args.top))?;
+        crate::report::write_text(&clrprof_analysis::text::render_alloc_diff(&d, args.top))?;
     }
     Ok(0)
 }
