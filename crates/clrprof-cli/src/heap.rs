@@ -199,7 +199,7 @@ fn print_report(file: &Path, view: &HeapView, top: usize, json: bool) -> Result<
             serde_json::to_string_pretty(&serde_json::json!({ "heap": r }))?
         );
     } else {
-        crate::report::write_text(&heap::text::render(&r))?;
+        crate::stdout::write_text(&heap::text::render(&r))?;
     }
     Ok(())
 }
@@ -239,7 +239,7 @@ fn alloc_diff(fa: &Path, bytes_a: &[u8], fb: &Path, args: &DiffArgs) -> Result<i
         d.app_functions.truncate(args.top);
         println!("{}", serde_json::to_string_pretty(&d)?);
     } else {
-        crate::report::write_text(&clrprof_analysis::text::render_alloc_diff(&d, args.top))?;
+        crate::stdout::write_text(&clrprof_analysis::text::render_alloc_diff(&d, args.top))?;
     }
     Ok(0)
 }
@@ -300,7 +300,7 @@ pub fn diff(args: DiffArgs) -> Result<i32> {
         d.types.truncate(args.top);
         println!("{}", serde_json::to_string_pretty(&d)?);
     } else {
-        crate::report::write_text(&heap::text::render_diff(&d, args.top))?;
+        crate::stdout::write_text(&heap::text::render_diff(&d, args.top))?;
     }
     Ok(0)
 }

@@ -24,6 +24,7 @@ mod record;
 mod report;
 mod settings;
 mod signals;
+mod stdout;
 mod style;
 mod top;
 
