@@ -120,7 +120,7 @@ fn print_calls(trace: &Trace<'_>, pattern: &str, limit: usize, json: bool) -> Re
     }
     let matching: Vec<_> = all
         .iter()
-        .filter(|i| invocations::glob(pattern, &i.function))
+        .filter(|i| clrprof_settings::pattern::matches(pattern, &i.function))
         .collect();
     let mut out = String::new();
     if json {
