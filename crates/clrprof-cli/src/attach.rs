@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use clrprof_ipc::control::{self, AnswerError, HeapTaken, Request, Response, Status};
 use clrprof_ipc::{DiagnosticsClient, IpcError, Uuid};
 
 use clrprof_settings::{Mode, Settings};
@@ -181,8 +182,10 @@ pub fn read_error_note(path: &Path, owner: u32) -> std::result::Result<Option<St
     }))
 }
 
-/// Sends one request line to the control socket; returns the answer without `ok `.
-pub fn control_request(pid: u32, request: &str, timeout: Duration) -> Result<String> {
+/// Sends one request to the control socket (`clrprof_ipc::control`) and reads the answer.
+/// An error answer, an older agent's plain-text answer or an unreadable line is an error
+/// that says which.
+pub fn control_request(pid: u32, request: Request, timeout: Duration) -> Result<Response> {
     let path = control_socket(pid);
     let stream = UnixStream::connect(&path).with_context(|| {
         format!(
@@ -193,18 +196,60 @@ pub fn control_request(pid: u32, request: &str, timeout: Duration) -> Result<Str
     check_peer(&stream, pid, &path)?;
     stream.set_read_timeout(Some(timeout))?;
     let mut w = stream.try_clone()?;
-    writeln!(w, "{request}")?;
+    w.write_all(request.to_line().as_bytes())?;
     let mut line = String::new();
     BufReader::new(stream)
         .read_line(&mut line)
         .context("reading the profiler's answer")?;
-    let line = line.trim_end();
-    match line.strip_prefix("ok ") {
-        Some(rest) => Ok(rest.to_string()),
-        None => bail!(
+    let escape = clrprof_analysis::text::escape_controls;
+    if line.trim().is_empty() {
+        bail!("the profiler in pid {pid} closed the connection without answering");
+    }
+    match control::parse_answer(&line) {
+        Ok(Response::Error(e)) => bail!(
             "the profiler in pid {pid} answered: {}",
-            clrprof_analysis::text::escape_controls(line)
+            escape(&e.to_string())
         ),
+        Ok(answer) => Ok(answer),
+        Err(AnswerError::OlderAgent { said }) => bail!(
+            "the profiler in pid {pid} is an older clrprof that does not speak control protocol {} \
+             (it answered: {}); use the clrprof that attached it, or restart the target",
+            control::CONTROL_VERSION,
+            escape(&said)
+        ),
+        Err(AnswerError::Unreadable { said }) => bail!(
+            "the profiler in pid {pid} answered something that is no control answer: {}",
+            escape(&said)
+        ),
+    }
+}
+
+/// The answer of a kind the request does not get.
+fn unexpected(pid: u32, request: Request, answer: &Response) -> anyhow::Error {
+    anyhow::anyhow!("the profiler in pid {pid} answered {request:?} with {answer:?}")
+}
+
+/// `status` of the profiler attached to `pid`.
+pub fn control_status(pid: u32, timeout: Duration) -> Result<Status> {
+    match control_request(pid, Request::Status, timeout)? {
+        Response::Status(s) => Ok(s),
+        other => Err(unexpected(pid, Request::Status, &other)),
+    }
+}
+
+/// A heap snapshot taken by the profiler attached to `pid`, into its trace.
+pub fn control_heap(pid: u32, timeout: Duration) -> Result<HeapTaken> {
+    match control_request(pid, Request::Heap, timeout)? {
+        Response::Heap(h) => Ok(h),
+        other => Err(unexpected(pid, Request::Heap, &other)),
+    }
+}
+
+/// Asks the profiler attached to `pid` to detach; returns its trace.
+pub fn control_detach(pid: u32, timeout: Duration) -> Result<PathBuf> {
+    match control_request(pid, Request::Detach, timeout)? {
+        Response::Detaching { trace } => Ok(trace),
+        other => Err(unexpected(pid, Request::Detach, &other)),
     }
 }
 
@@ -456,7 +501,7 @@ pub fn start(
     // SAFETY: geteuid has no preconditions.
     let owner = process_uid(pid).unwrap_or_else(|| unsafe { libc::geteuid() });
     let _ = std::fs::remove_file(control.with_extension("error"));
-    if control.exists() && control_request(pid, "status", Duration::from_secs(2)).is_ok() {
+    if control.exists() && control_status(pid, Duration::from_secs(2)).is_ok() {
         bail!(
             "clrprof is already attached to pid {pid} (CORPROF_E_PROFILER_ALREADY_ACTIVE); \
              detach it first with `clrprof detach --pid {pid}`"
@@ -503,7 +548,7 @@ pub fn start(
     // Confirm through our own channel: the agent listens once it is initialised.
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        match control_request(pid, "status", Duration::from_secs(2)) {
+        match control_status(pid, Duration::from_secs(2)) {
             Ok(_) => break,
             Err(_) if let Some(note) = take_error_note(&control, owner) => {
                 bail!("the profiler in pid {pid} refused the attach; it {note}");
@@ -562,10 +607,10 @@ fn exited_during_attach(pid: u32, settings: &Settings) -> anyhow::Error {
 
 pub fn detach_and_wait(pid: u32, library: &Path, quiet: bool) -> Result<()> {
     let started = Instant::now();
-    let answer = control_request(pid, "detach", Duration::from_secs(30))?;
+    let trace = control_detach(pid, Duration::from_secs(30))?;
     let answered = started.elapsed();
     if !quiet {
-        eprintln!("clrprof: {answer}");
+        eprintln!("clrprof: detaching; trace written to {}", trace.display());
     }
     if wait_unloaded(pid, library, Duration::from_secs(15)) {
         if !quiet {
@@ -603,10 +648,9 @@ pub fn detach(pid: u32, _profiler: Option<&Path>) -> Result<i32> {
     let mapped = mapped_libraries(pid);
     let library = match mapped.as_slice() {
         [one] => one.clone(),
-        _ => control_request(pid, "status", Duration::from_millis(300))
+        _ => control_status(pid, Duration::from_millis(300))
             .ok()
-            .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
-            .and_then(|v| v["library"].as_str().map(PathBuf::from))
+            .and_then(|s| s.library)
             .or_else(|| mapped.first().cloned())
             .unwrap_or_else(|| PathBuf::from(format!("{}.", locate::LIBRARY_STEM))),
     };

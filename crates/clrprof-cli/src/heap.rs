@@ -25,15 +25,11 @@ pub fn run(args: HeapArgs) -> Result<i32> {
     }
     let cwd = std::env::current_dir()?;
     let already = attach::control_socket(pid).exists()
-        && attach::control_request(pid, "status", Duration::from_secs(2)).is_ok();
+        && attach::control_status(pid, Duration::from_secs(2)).is_ok();
     let (output, library) = if already {
         // Use the running session: the snapshot goes into its trace.
-        let status = attach::control_request(pid, "status", Duration::from_secs(2))?;
-        let v: serde_json::Value = serde_json::from_str(&status).unwrap_or_default();
-        let out = v["output"].as_str().map(PathBuf::from).with_context(|| {
-            format!("the profiler attached to pid {pid} did not say where it writes")
-        })?;
-        (out, None)
+        let status = attach::control_status(pid, Duration::from_secs(2))?;
+        (status.output, None)
     } else {
         let library = locate::profiler_library(args.profiler.as_deref())?;
         let output = match &args.output {
@@ -64,7 +60,7 @@ pub fn run(args: HeapArgs) -> Result<i32> {
         }
         (output, Some(library))
     };
-    let taken = attach::control_request(pid, "heap", SNAPSHOT_TIMEOUT);
+    let taken = attach::control_heap(pid, SNAPSHOT_TIMEOUT);
     let mut detached_elsewhere = false;
     if let Some(library) = &library
         && let Err(e) = attach::detach_and_wait(pid, library, true)
@@ -77,8 +73,9 @@ pub fn run(args: HeapArgs) -> Result<i32> {
         }
         detached_elsewhere = true;
     }
-    let taken = match taken {
-        Ok(t) => t,
+    // The snapshot's number, and the pause when the answer came.
+    let (snapshot, pause_ms) = match taken {
+        Ok(t) => (t.snapshot, Some(t.pause_ms)),
         Err(e) if detached_elsewhere || library.is_some() && !attach::alive(pid) => {
             // The answer was lost with the socket; the file tells whether the snapshot is
             // in it.
@@ -88,7 +85,7 @@ pub fn run(args: HeapArgs) -> Result<i32> {
                 .and_then(|b| snapshot::list(b).ok())
                 .and_then(|l| l.last().map(|s| s.0));
             match last {
-                Some(n) => serde_json::json!({ "snapshot": n }).to_string(),
+                Some(n) => (n, None),
                 None => {
                     return Err(e.context(format!(
                         "the profiler in pid {pid} was detached (another `clrprof detach`, or the \
@@ -107,12 +104,11 @@ pub fn run(args: HeapArgs) -> Result<i32> {
             output.display()
         );
     }
-    let v: serde_json::Value = serde_json::from_str(&taken).unwrap_or_default();
     if !args.json {
         eprintln!(
             "clrprof: heap snapshot of pid {pid} in {} (target paused {:.1} ms)",
             output.display(),
-            v["pause_ms"].as_f64().unwrap_or(0.0)
+            pause_ms.unwrap_or(0.0)
         );
     }
     if library.is_none() {
@@ -124,7 +120,7 @@ pub fn run(args: HeapArgs) -> Result<i32> {
         return Ok(0);
     }
     let view = HeapView {
-        snapshot: v["snapshot"].as_u64(),
+        snapshot: Some(snapshot),
         ..args.view
     };
     print_report(&output, &view, args.top, args.json)?;

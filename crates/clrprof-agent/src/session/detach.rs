@@ -1,7 +1,10 @@
 //! What the control socket asks of a session (status, a heap snapshot, detach), and when
 //! an attached session detaches itself.
 
+use std::path::PathBuf;
 use std::time::Duration;
+
+use clrprof_ipc::control::{HeapTaken, Status};
 
 use super::Session;
 use crate::config::Settings;
@@ -37,25 +40,28 @@ pub(super) fn watch(settings: &Settings) -> Watch {
 }
 
 impl Controlled for Session {
-    fn status_json(&self) -> String {
-        serde_json::json!({
-            "pid": std::process::id(),
-            "mode": self.settings.mode.as_str(),
-            "output": self.settings.output.display().to_string(),
-            "recording": self.writer.lock().map(|w| w.is_some()).unwrap_or(false),
-            "library": crate::os::process::own_library_path().map(|p| p.display().to_string()),
-        })
-        .to_string()
+    fn status(&self) -> Status {
+        Status {
+            pid: std::process::id(),
+            mode: self.settings.mode.as_str().to_string(),
+            output: self.settings.output.clone(),
+            recording: self.writer.lock().map(|w| w.is_some()).unwrap_or(false),
+            library: crate::os::process::own_library_path(),
+            samples: self.sampler.lock().ok().and_then(|s| {
+                s.as_ref()
+                    .map(|s| s.stats.samples.load(std::sync::atomic::Ordering::Relaxed))
+            }),
+        }
     }
 
-    fn heap(&self) -> std::result::Result<String, String> {
+    fn heap(&self) -> std::result::Result<HeapTaken, String> {
         if self.detaching.load(std::sync::atomic::Ordering::Acquire) {
             return Err("the profiler is detaching".into());
         }
-        crate::heap::take(&self.info, 0).map(|s| s.json())
+        crate::heap::take(&self.info, 0).map(|s| s.taken())
     }
 
-    fn detach(&self) -> std::result::Result<String, String> {
+    fn detach(&self) -> std::result::Result<PathBuf, String> {
         if self
             .detaching
             .swap(true, std::sync::atomic::Ordering::AcqRel)
@@ -66,10 +72,7 @@ impl Controlled for Session {
         // The control thread (this one) returns right after answering; the runtime's
         // ProfilerDetachSucceeded joins it before the library is unloaded.
         match self.info.request_profiler_detach(DETACH_EXPECTED_MS) {
-            Ok(()) => Ok(format!(
-                "detaching; trace written to {}",
-                self.settings.output.display()
-            )),
+            Ok(()) => Ok(self.settings.output.clone()),
             Err(e) => {
                 log!("RequestProfilerDetach failed: {e}");
                 Err(format!(
