@@ -17,9 +17,6 @@ use clrprof_settings::{Mode, Settings};
 use crate::cli::RecordArgs;
 use crate::locate;
 
-/// `CORPROF_E_PROFILER_ALREADY_ACTIVE`
-const ALREADY_ACTIVE: i32 = 0x8013_136A_u32 as i32;
-
 /// The private directory holding control sockets: `$TMPDIR/clrprof-<uid>` (0700), where
 /// `uid` is the *target's* user (the agent creates and checks it as that user; root
 /// attaching to someone's process uses theirs).
@@ -524,10 +521,14 @@ pub fn start(
         .map_or_else(|| library.to_path_buf(), |c| c.path().to_path_buf());
     match client.attach_profiler(Duration::from_secs(10), clsid, &mapped, &data) {
         Ok(_) => {}
-        Err(IpcError::RuntimeError { hresult, .. }) if hresult == ALREADY_ACTIVE => bail!(
-            "another profiler is already attached to pid {pid} (CORPROF_E_PROFILER_ALREADY_ACTIVE): \
+        Err(IpcError::RuntimeError { hresult, .. })
+            if hresult == clrprof_ipc::hresult::CORPROF_E_PROFILER_ALREADY_ACTIVE =>
+        {
+            bail!(
+                "another profiler is already attached to pid {pid} (CORPROF_E_PROFILER_ALREADY_ACTIVE): \
              .NET allows one at a time"
-        ),
+            )
+        }
         // The runtime's answer can time out although the attach goes on: confirm below.
         Err(IpcError::Timeout { .. }) => {
             eprintln!(
