@@ -11,6 +11,7 @@ pub mod allocs;
 pub mod app_code;
 pub mod butterfly;
 pub mod calltree;
+pub mod diff;
 pub mod gc;
 pub mod heap;
 pub mod invocations;

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::AllocationSamples;
+use crate::diff::delta;
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct AllocDelta {
@@ -34,10 +35,6 @@ pub struct AllocDiff {
     /// The app's own methods by self bytes (with the framework code they call), largest
     /// change first.
     pub app_functions: Vec<AllocDelta>,
-}
-
-fn delta(a: u64, b: u64) -> i64 {
-    b as i64 - a as i64
 }
 
 /// Rows by name from `(name, bytes, objects)` before and after; unchanged ones dropped.
