@@ -2,7 +2,7 @@
 //! one heap snapshot, detach, and summarise it; `clrprof diff A B`; the heap section of
 //! `clrprof report`. The mechanism is in docs/heap.md.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -11,7 +11,7 @@ use clrprof_ipc::DiagnosticsClient;
 use clrprof_settings::{EventGroups, Mode, Settings};
 
 use crate::attach;
-use crate::cli::{DiffArgs, HeapArgs, HeapView};
+use crate::cli::{HeapArgs, HeapView};
 use crate::locate;
 
 /// How long a snapshot may take before the CLI stops waiting (a 10 M-object heap takes
@@ -129,7 +129,7 @@ pub fn run(args: HeapArgs) -> Result<i32> {
 
 /// The snapshots of `file`; with `warn`, the reader's warnings about it are printed first
 /// (`report` prints those of its own pass).
-fn list(file: &Path, bytes: &[u8], warn: bool) -> Result<Vec<(u64, snapshot::Totals)>> {
+pub(crate) fn list(file: &Path, bytes: &[u8], warn: bool) -> Result<Vec<(u64, snapshot::Totals)>> {
     let (list, warnings) = snapshot::list_checked(bytes)
         .with_context(|| format!("{} is not a readable clrprof trace", file.display()))?;
     if warn {
@@ -139,7 +139,7 @@ fn list(file: &Path, bytes: &[u8], warn: bool) -> Result<Vec<(u64, snapshot::Tot
 }
 
 /// Loads snapshot `which` (default: the last) of `file`, whose snapshots are `list`.
-fn load(
+pub(crate) fn load(
     file: &Path,
     bytes: &[u8],
     list: &[(u64, snapshot::Totals)],
@@ -198,105 +198,4 @@ fn print_report(file: &Path, view: &HeapView, top: usize, json: bool) -> Result<
         crate::stdout::write_text(&heap::text::render(&r))?;
     }
     Ok(())
-}
-
-/// `clrprof diff A B` of two traces recorded with `--alloc`.
-fn alloc_diff(fa: &Path, bytes_a: &[u8], fb: &Path, args: &DiffArgs) -> Result<i32> {
-    let bytes_b = crate::input::open(fb)?;
-    let section = |file: &Path, bytes: &[u8]| -> Result<_> {
-        let trace = clrprof_analysis::Trace::load(bytes)
-            .with_context(|| format!("{} is not a readable clrprof trace", file.display()))?;
-        // A damaged trace's figures are not the run's: say so beside them, as `report` does.
-        crate::input::print_warnings(file, &trace.warnings);
-        crate::input::print_warnings(
-            file,
-            &crate::output::lost_note_warnings(file, &trace.header),
-        );
-        Ok(clrprof_analysis::report::allocation_samples(&trace))
-    };
-    let Some(a) = section(fa, bytes_a)? else {
-        bail!(
-            "{} holds neither a heap snapshot nor allocation samples: `clrprof diff` compares two \
-             traces' heap snapshots (`clrprof record --heap SECONDS`, `clrprof heap --pid PID`) or their \
-             allocation samples (`clrprof record --alloc`)",
-            fa.display()
-        );
-    };
-    let Some(b) = section(fb, &bytes_b)? else {
-        bail!(
-            "{} has no allocation samples to compare with those of {} (record it with `clrprof record --alloc`)",
-            fb.display(),
-            fa.display()
-        );
-    };
-    let mut d = clrprof_analysis::report::alloc_diff::diff(&a, &b);
-    if args.json {
-        d.types.truncate(args.top);
-        d.app_functions.truncate(args.top);
-        println!("{}", serde_json::to_string_pretty(&d)?);
-    } else {
-        crate::stdout::write_text(&clrprof_analysis::text::render_alloc_diff(&d, args.top))?;
-    }
-    Ok(0)
-}
-
-/// `FILE` or `FILE:N`.
-fn split_spec(spec: &str) -> (PathBuf, Option<u64>) {
-    if let Some((f, n)) = spec.rsplit_once(':')
-        && let Ok(n) = n.parse::<u64>()
-        && !Path::new(spec).exists()
-    {
-        return (PathBuf::from(f), Some(n));
-    }
-    (PathBuf::from(spec), None)
-}
-
-pub fn diff(args: DiffArgs) -> Result<i32> {
-    let (fa, na) = split_spec(&args.before);
-    let bytes_a = crate::input::open(&fa)?;
-    // Two traces without heap snapshots: their allocation samples (`record --alloc`),
-    // whose own full read warns about damage.
-    if let Some(after) = &args.after
-        && na.is_none()
-        && snapshot::list(&bytes_a).is_ok_and(|l| l.is_empty())
-    {
-        return alloc_diff(&fa, &bytes_a, Path::new(after), &args);
-    }
-    let list_a = list(&fa, &bytes_a, true)?;
-    let (a, b) = match &args.after {
-        Some(after) => {
-            let (fb, nb) = split_spec(after);
-            let bytes_b = crate::input::open(&fb)?;
-            let list_b = list(&fb, &bytes_b, true)?;
-            (
-                load(&fa, &bytes_a, &list_a, na)?,
-                load(&fb, &bytes_b, &list_b, nb)?,
-            )
-        }
-        None => {
-            let list = list_a;
-            if list.len() < 2 {
-                bail!(
-                    "{} holds {} heap snapshot(s): give two files, or one with at least two snapshots",
-                    fa.display(),
-                    list.len()
-                );
-            }
-            let first = na.unwrap_or(list[0].0);
-            (
-                load(&fa, &bytes_a, &list, Some(first))?,
-                load(&fa, &bytes_a, &list, Some(list[list.len() - 1].0))?,
-            )
-        }
-    };
-    let types_of = |s: &snapshot::HeapSnapshot| heap::report::types(&heap::model::Model::build(s));
-    let d = heap::diff(&types_of(&a), &types_of(&b));
-    if args.json {
-        let mut d = d;
-        d.types.truncate(args.top);
-        println!("{}", serde_json::to_string_pretty(&d)?);
-    } else {
-        crate::stdout::write_text(&heap::text::render_diff(&d, args.top))?;
-    }
-    Ok(0)
 }

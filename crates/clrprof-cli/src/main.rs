@@ -10,6 +10,7 @@ mod chrome_args;
 mod cli;
 mod completions;
 mod convert;
+mod diff;
 mod dump;
 mod heap;
 mod input;
@@ -40,7 +41,7 @@ fn main() {
         cli::Command::Report(r) => report::run(r),
         cli::Command::Convert(c) => convert::run(c),
         cli::Command::Heap(h) => heap::run(h),
-        cli::Command::Diff(d) => heap::diff(d),
+        cli::Command::Diff(d) => diff::diff(d),
         cli::Command::Detach(d) => attach::detach(d.pid, d.profiler.as_deref()),
         cli::Command::Ps => ps::run(),
         cli::Command::Completions { shell } => completions::completions(shell),
