@@ -10,8 +10,6 @@
 //! The agent's rooms (ARCHITECTURE.md, "Inside the agent") are crate-private; the only
 //! public items are the two exports the runtime looks up, the CLSID, and `for_tests`.
 
-#![deny(clippy::undocumented_unsafe_blocks)]
-
 // First: every room after it uses its `log!` macro.
 #[macro_use]
 pub(crate) mod log;
