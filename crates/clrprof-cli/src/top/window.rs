@@ -2,7 +2,7 @@
 //! at most one flush interval after they were taken), per function self and total CPU as
 //! a percentage of one core, and per thread. The samples go through the report's
 //! preparation (`samples::prepare`: waits, runtime activity, the GC poll folded into the
-//! method that polled) and its CPU rule (`StackSample::counts_cpu`), and the counting is
+//! method that polled) and its CPU rule (`samples::share_cpu`), and the counting is
 //! the report's `samples::functions`; the names come from the trace's name records seen
 //! so far.
 //!
