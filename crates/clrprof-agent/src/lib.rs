@@ -10,8 +10,6 @@
 //! The agent's rooms (ARCHITECTURE.md, "Inside the agent") are crate-private; the only
 //! public items are the two exports the runtime looks up, the CLSID, and `for_tests`.
 
-#![deny(clippy::undocumented_unsafe_blocks)]
-
 // First: every room after it uses its `log!` macro.
 #[macro_use]
 pub(crate) mod log;
@@ -76,7 +74,8 @@ pub extern "system" fn DllCanUnloadNow() -> HRESULT {
 #[doc(hidden)]
 pub mod for_tests {
     pub mod buffers {
-        pub use crate::output::buffers::{Slot, init, set_accepting};
+        pub use crate::output::buffers::{init, set_accepting};
+        pub use crate::output::slot::Slot;
     }
     pub mod clock {
         pub use crate::os::clock::init;

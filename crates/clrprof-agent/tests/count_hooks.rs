@@ -18,7 +18,8 @@ fn call_enter(id: u64, sp: u64) -> ([u64; 6], [f64; 8]) {
 #[test]
 fn count_hooks_keep_the_jit_registers_and_count_every_edge() {
     let _ = clock::init();
-    assert!(buffers::init(64 * 1024, false));
+    // No writer runs here: the doorbell rings nothing.
+    assert!(buffers::init(64 * 1024, false, || {}));
     tpmap::enable();
     buffers::set_accepting(true);
     let leave = elt_x64::clrprof_count_leave as unsafe extern "C" fn();

@@ -2,34 +2,13 @@
 //! framework. The report's first table gives each on-CPU sample's CPU to the app method
 //! nearest its leaf, with the framework, runtime and native code it called (like a
 //! "just my code" view), so that it opens on the app's hot methods even when the work
-//! itself happens in System.Text.Json or in the runtime's allocator.
+//! itself happens in System.Text.Json or in the runtime's allocator. Which frames are the
+//! app's is `names`' rule (`is_app_frame`).
 
 use std::collections::HashMap;
 
-use crate::names::Names;
+use crate::names::{Names, is_app_frame};
 use crate::samples::{FunctionSamples, StackSample, View, counted};
-
-/// Name prefixes of the framework's namespaces, for methods whose module the trace does
-/// not name.
-const FRAMEWORK: &[&str] = &["System.", "Microsoft.", "Internal.", "Interop", "<Crt"];
-
-/// Whether a method's name is in one of the framework's namespaces (the one list of
-/// them: the app-code table and the wait search of `waits` use it).
-pub fn is_framework_name(name: &str) -> bool {
-    FRAMEWORK.iter().any(|p| name.starts_with(p))
-}
-
-/// Whether a managed frame is the app's own code.
-pub fn is_app_frame(names: &Names, f: u64) -> bool {
-    if clrprof_format::is_native_frame(f) {
-        return false;
-    }
-    match names.frame_module(f).and_then(|m| m.path.as_deref()) {
-        // The shared framework: …/shared/Microsoft.NETCore.App/<version>/….
-        Some(path) => !path.contains("/shared/Microsoft."),
-        None => !is_framework_name(&names.function(f)),
-    }
-}
 
 /// Per app method, the CPU of the samples whose nearest app frame it is (self) and of
 /// those it is anywhere in (total), most self CPU first; and the CPU of samples without

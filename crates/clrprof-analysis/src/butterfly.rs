@@ -7,8 +7,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
 
+use clrprof_settings::pattern;
+
 use crate::calltree::TreeNode;
-use crate::invocations::glob;
 use crate::names::Names;
 use crate::samples::{self, LabelId, Labels, StackSample, View};
 
@@ -152,7 +153,7 @@ pub fn of_samples(
         for (i, &id) in frames.iter().enumerate() {
             let hit = *matches
                 .entry(id)
-                .or_insert_with(|| glob(pattern, labels.text(id)));
+                .or_insert_with(|| pattern::matches(pattern, labels.text(id)));
             if !hit {
                 continue;
             }
@@ -216,7 +217,7 @@ pub fn of_calls(tree: &TreeNode, pattern: &str) -> Butterfly {
     while let Some((n, caller)) = todo.pop() {
         let hit = *matches
             .entry(n.name.clone())
-            .or_insert_with(|| glob(pattern, &n.name));
+            .or_insert_with(|| pattern::matches(pattern, &n.name));
         if hit {
             let a = acc.entry(n.name.clone()).or_default();
             add(&mut a.figures.calls, n.calls);

@@ -168,21 +168,6 @@ pub fn collect(trace: &Trace<'_>) -> (Vec<Invocation>, u64) {
     (done, problems)
 }
 
-/// Whether `name` matches a `*` / `?` glob.
-pub fn glob(pattern: &str, name: &str) -> bool {
-    fn m(p: &[char], n: &[char]) -> bool {
-        match p.split_first() {
-            None => n.is_empty(),
-            Some(('*', rest)) => (0..=n.len()).any(|i| m(rest, &n[i..])),
-            Some(('?', rest)) => !n.is_empty() && m(rest, &n[1..]),
-            Some((c, rest)) => n.first() == Some(c) && m(rest, &n[1..]),
-        }
-    }
-    let p: Vec<char> = pattern.chars().collect();
-    let n: Vec<char> = name.chars().collect();
-    m(&p, &n)
-}
-
 /// The short name of a type (`Shop.Item` → `Item`, generic arguments kept).
 fn short(ty: &str) -> &str {
     let head = ty.split('<').next().unwrap_or(ty);
@@ -335,7 +320,7 @@ pub fn log_line(inv: &Invocation) -> String {
         (None, None, Some(_)) => {}
     }
     if let Some(d) = inv.duration_ns {
-        let _ = write!(s, "  {}", crate::text::ns(d));
+        let _ = write!(s, "  {}", crate::units::ns(d));
     }
     let _ = write!(s, "  [tid {}]", inv.os_tid);
     if inv.cut {
@@ -458,14 +443,6 @@ pub fn invocation_json(inv: &Invocation) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn globs() {
-        assert!(glob("Shop.*", "Shop.Cart.Add"));
-        assert!(glob("*.Add", "Shop.Cart.Add"));
-        assert!(glob("Shop.Cart.A?d", "Shop.Cart.Add"));
-        assert!(!glob("Shop.*", "Other.Cart"));
-    }
 
     #[test]
     fn rendering() {

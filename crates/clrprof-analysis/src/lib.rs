@@ -11,6 +11,7 @@ pub mod allocs;
 pub mod app_code;
 pub mod butterfly;
 pub mod calltree;
+pub mod diff;
 pub mod gc;
 pub mod heap;
 pub mod invocations;
@@ -22,6 +23,7 @@ pub mod samples;
 pub mod text;
 pub mod threads;
 pub mod timeline;
+pub mod units;
 pub mod waits;
 
 pub use report::{Options, Report, build, build_with};

@@ -161,6 +161,28 @@ pub fn is_runtime_library(file_name: &str) -> bool {
     matches!(file_name, "libcoreclr.so" | "libclrjit.so")
 }
 
+/// Name prefixes of the framework's namespaces, for methods whose module the trace does
+/// not name.
+const FRAMEWORK: &[&str] = &["System.", "Microsoft.", "Internal.", "Interop", "<Crt"];
+
+/// Whether a method's name is in one of the framework's namespaces (the one list of
+/// them: the app-code table and the wait search of `waits` use it).
+pub fn is_framework_name(name: &str) -> bool {
+    FRAMEWORK.iter().any(|p| name.starts_with(p))
+}
+
+/// Whether a managed frame is the app's own code.
+pub fn is_app_frame(names: &Names, f: u64) -> bool {
+    if clrprof_format::is_native_frame(f) {
+        return false;
+    }
+    match names.frame_module(f).and_then(|m| m.path.as_deref()) {
+        // The shared framework: …/shared/Microsoft.NETCore.App/<version>/….
+        Some(path) => !path.contains("/shared/Microsoft."),
+        None => !is_framework_name(&names.function(f)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

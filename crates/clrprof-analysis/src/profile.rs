@@ -129,10 +129,12 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
             allocations: Vec::new(),
         });
     };
-    // The report's CPU rules: GC-poll frames folded into the polling method, and no CPU
-    // for a sample parked in a wait (see samples::StackSample::counts_cpu).
+    // The report's CPU rules: GC-poll frames folded into the polling method, no CPU for a
+    // sample parked in a wait, and each thread's CPU shared among its samples that ran
+    // (samples::share_cpu).
     let mut all = samples::stack_samples(&trace.events);
     samples::prepare(&mut all, &names, &Windows::collect(&trace.events));
+    samples::share_cpu(&mut all, &names);
     for s in all {
         thread(&mut per, s.os_tid);
         // The sample's frames are leaf first.
@@ -142,7 +144,7 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
                 time_ns: s.ns,
                 stack,
                 wall_ns: interval_ns,
-                cpu_ns: if s.counts_cpu(&names) { s.cpu_ns } else { 0 },
+                cpu_ns: s.cpu_ns,
             });
         }
     }

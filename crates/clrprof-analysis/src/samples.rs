@@ -106,8 +106,9 @@ pub struct SampleTotals {
     /// CPU since its previous sample.
     pub on_cpu: u64,
     pub cpu_ns: u64,
-    /// The CPU time of the samples the CPU view counts (the rest was used by threads
-    /// sampled in a wait, where the stack does not say what used it).
+    /// The CPU time the CPU view gives to stacks ([`share_cpu`]): that of every thread
+    /// seen running at least once (the rest was used by threads only ever sampled in a
+    /// wait, where the stack does not say what used it).
     pub attributed_cpu_ns: u64,
     /// CPU of the counted samples without any frame of the app's own code (runtime and
     /// framework threads), which the app-code table leaves out.
@@ -234,6 +235,8 @@ pub fn prepare(samples: &mut [StackSample], names: &Names, windows: &Windows) ->
 struct Seen {
     managed: bool,
     jit: bool,
+    /// Seen running at least once (a sample the CPU view counts).
+    running: bool,
 }
 
 pub fn totals(
@@ -270,9 +273,7 @@ pub fn totals(
         k.jit |= s.activity == Some(Activity::Jit);
         e.samples += 1;
         e.cpu_ns += s.cpu_ns;
-        if s.counts_cpu(names) {
-            t.attributed_cpu_ns += s.cpu_ns;
-        }
+        k.running |= s.counts_cpu(names);
         if s.state == 1 {
             t.on_cpu += 1;
             e.on_cpu += 1;
@@ -282,6 +283,11 @@ pub fn totals(
             *e.waits.entry(w.to_string()).or_default() += 1;
         }
     }
+    t.attributed_cpu_ns = per
+        .values()
+        .filter(|th| seen.get(&th.os_tid).is_some_and(|k| k.running))
+        .map(|th| th.cpu_ns)
+        .sum();
     // Rate: distinct sample instants over the span they cover.
     let mut instants: Vec<u64> = samples.iter().map(|s| s.ns).collect();
     instants.dedup();
@@ -403,6 +409,39 @@ pub fn counted<'s>(
     samples
         .iter()
         .filter(move |s| view == View::Wall || s.counts_cpu(names))
+}
+
+/// The one rule giving CPU time to stacks, used by `report` and `top`.
+///
+/// A sample carries the CPU its thread used since its previous sample, but the stack is
+/// where the thread is *now*. A thread that works for a millisecond and then sleeps is
+/// mostly caught asleep, and crediting its CPU to that stack would put `Thread.Sleep` (and
+/// the libc below it) on top; dropping it would lose the work. So a sample the CPU view
+/// leaves out ([`StackSample::counts_cpu`]: parked in a wait, or its thread did not run)
+/// gets no CPU, and each thread's CPU over `samples` is shared equally among its samples
+/// the view counts: a thread's total stays what the kernel measured, spread over where it
+/// was seen running. A thread never seen running keeps its CPU in the thread table only.
+pub fn share_cpu(samples: &mut [StackSample], names: &Names) {
+    let mut per: HashMap<u64, (u64, u64)> = HashMap::new();
+    let counts: Vec<bool> = samples.iter().map(|s| s.counts_cpu(names)).collect();
+    for (s, &c) in samples.iter().zip(&counts) {
+        let e = per.entry(s.os_tid).or_default();
+        e.0 += s.cpu_ns;
+        e.1 += u64::from(c);
+    }
+    // Equal shares, the remainder one nanosecond each to the first samples, so that the
+    // shares add up to the thread's CPU exactly.
+    let mut given: HashMap<u64, u64> = HashMap::new();
+    for (s, c) in samples.iter_mut().zip(counts) {
+        if !c {
+            s.cpu_ns = 0;
+            continue;
+        }
+        let (cpu, n) = per[&s.os_tid];
+        let i = given.entry(s.os_tid).or_default();
+        s.cpu_ns = cpu / n + u64::from(*i < cpu % n);
+        *i += 1;
+    }
 }
 
 /// Per-function self and total figures of the samples `view` counts, most first (CPU
@@ -565,11 +604,33 @@ mod tests {
             View::Cpu,
             Some(1),
         );
-        assert_eq!((t.on_cpu, t.attributed_cpu_ns, t.cpu_ns), (3, 20, 29));
+        // The thread ran: all of its CPU goes to stacks.
+        assert_eq!((t.on_cpu, t.attributed_cpu_ns, t.cpu_ns), (3, 29, 29));
         let th = &t.threads[0];
         assert_eq!(th.waits.get("lock"), Some(&1));
         assert_eq!(th.state, "running");
         assert_eq!(th.role.as_deref(), Some("main"));
+        // The one CPU rule (`report` and `top`): the 9 ns the thread used before it
+        // blocked are not the wait's, nor lost; the thread's 29 ns are shared by the two
+        // samples that ran, to the nanosecond.
+        share_cpu(&mut v, &n);
+        let f = functions(&v, &n, View::Cpu, true);
+        let rows: Vec<_> = f
+            .iter()
+            .map(|f| (f.name.as_str(), f.self_samples, f.self_cpu_ns))
+            .collect();
+        assert_eq!(rows, [("B", 1, 15), ("A", 1, 14), ("Main", 0, 0)]);
+        assert_eq!(v.iter().map(|s| s.cpu_ns).sum::<u64>(), 29);
+        // A thread only ever sampled in a wait gives its CPU to no stack.
+        let mut parked = vec![StackSample {
+            os_tid: 2,
+            ..v[1].clone()
+        }];
+        parked[0].cpu_ns = 7;
+        let t = totals(&parked, &n, &ThreadNames::default(), None, View::Cpu, None);
+        assert_eq!((t.attributed_cpu_ns, t.cpu_ns), (0, 7));
+        share_cpu(&mut parked, &n);
+        assert_eq!(parked[0].cpu_ns, 0);
     }
 
     #[test]

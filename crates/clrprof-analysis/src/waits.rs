@@ -5,8 +5,7 @@
 
 use serde::Serialize;
 
-use crate::app_code::is_framework_name;
-use crate::names::Names;
+use crate::names::{Names, is_framework_name};
 
 /// The kind of wait a stack is blocked in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

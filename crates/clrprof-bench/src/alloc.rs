@@ -17,7 +17,7 @@
 //! last row between the profiler's presence, the runtime's feed and the agent's work;
 //! `--alloc` with every sample's stack walked by DoStackSnapshot, without the stack cache
 //! (`CLRPROF_ALLOC_WALK=snapshot`); `--alloc` alone with names read through the runtime's
-//! importer instead of the modules' images (`CLRPROF_NAMES=importer`, as before session 12),
+//! importer instead of the modules' images (`CLRPROF_NAMES=importer`, as before commit 51c82af),
 //! and events mode the same way.
 //! Runs alternate configuration by configuration; prints median wall and CPU time (the
 //! process and its children) with the middle half of the runs, the CPU ratio to no

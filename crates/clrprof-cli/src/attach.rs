@@ -9,15 +9,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use clrprof_ipc::control::{self, AnswerError, HeapTaken, Request, Response, Status};
 use clrprof_ipc::{DiagnosticsClient, IpcError, Uuid};
 
 use clrprof_settings::{Mode, Settings};
 
 use crate::cli::RecordArgs;
 use crate::locate;
-
-/// `CORPROF_E_PROFILER_ALREADY_ACTIVE`
-const ALREADY_ACTIVE: i32 = 0x8013_136A_u32 as i32;
 
 /// The private directory holding control sockets: `$TMPDIR/clrprof-<uid>` (0700), where
 /// `uid` is the *target's* user (the agent creates and checks it as that user; root
@@ -181,8 +179,10 @@ pub fn read_error_note(path: &Path, owner: u32) -> std::result::Result<Option<St
     }))
 }
 
-/// Sends one request line to the control socket; returns the answer without `ok `.
-pub fn control_request(pid: u32, request: &str, timeout: Duration) -> Result<String> {
+/// Sends one request to the control socket (`clrprof_ipc::control`) and reads the answer.
+/// An error answer, an older agent's plain-text answer or an unreadable line is an error
+/// that says which.
+pub fn control_request(pid: u32, request: Request, timeout: Duration) -> Result<Response> {
     let path = control_socket(pid);
     let stream = UnixStream::connect(&path).with_context(|| {
         format!(
@@ -193,18 +193,52 @@ pub fn control_request(pid: u32, request: &str, timeout: Duration) -> Result<Str
     check_peer(&stream, pid, &path)?;
     stream.set_read_timeout(Some(timeout))?;
     let mut w = stream.try_clone()?;
-    writeln!(w, "{request}")?;
+    w.write_all(request.to_line().as_bytes())?;
     let mut line = String::new();
     BufReader::new(stream)
         .read_line(&mut line)
         .context("reading the profiler's answer")?;
-    let line = line.trim_end();
-    match line.strip_prefix("ok ") {
-        Some(rest) => Ok(rest.to_string()),
-        None => bail!(
+    let escape = clrprof_analysis::text::escape_controls;
+    if line.trim().is_empty() {
+        bail!("the profiler in pid {pid} closed the connection without answering");
+    }
+    match control::parse_answer(&line) {
+        Ok(Response::Error(e)) => bail!(
             "the profiler in pid {pid} answered: {}",
-            clrprof_analysis::text::escape_controls(line)
+            escape(&e.to_string())
         ),
+        Ok(answer) => Ok(answer),
+        Err(AnswerError::OlderAgent { said }) => bail!(
+            "the profiler in pid {pid} is an older clrprof that does not speak control protocol {} \
+             (it answered: {}); use the clrprof that attached it, or restart the target",
+            control::CONTROL_VERSION,
+            escape(&said)
+        ),
+        Err(AnswerError::Unreadable { said }) => bail!(
+            "the profiler in pid {pid} answered something that is no control answer: {}",
+            escape(&said)
+        ),
+    }
+}
+
+/// The answer of a kind the request does not get.
+fn unexpected(pid: u32, request: Request, answer: &Response) -> anyhow::Error {
+    anyhow::anyhow!("the profiler in pid {pid} answered {request:?} with {answer:?}")
+}
+
+/// `status` of the profiler attached to `pid`.
+pub fn control_status(pid: u32, timeout: Duration) -> Result<Status> {
+    match control_request(pid, Request::Status, timeout)? {
+        Response::Status(s) => Ok(s),
+        other => Err(unexpected(pid, Request::Status, &other)),
+    }
+}
+
+/// A heap snapshot taken by the profiler attached to `pid`, into its trace.
+pub fn control_heap(pid: u32, timeout: Duration) -> Result<HeapTaken> {
+    match control_request(pid, Request::Heap, timeout)? {
+        Response::Heap(h) => Ok(h),
+        other => Err(unexpected(pid, Request::Heap, &other)),
     }
 }
 
@@ -351,31 +385,20 @@ pub fn wait_unloaded(pid: u32, library: &Path, timeout: Duration) -> bool {
 /// says anything: `probes installed in N methods` and each method it could not probe.
 /// Returns whether it did.
 fn say_probes(pid: u32, quiet: bool) -> bool {
-    let Ok(status) = control_request(pid, "status", Duration::from_secs(2)) else {
+    let Ok(status) = control_status(pid, Duration::from_secs(2)) else {
         return false;
     };
-    let Ok(v) = serde_json::from_str::<serde_json::Value>(&status) else {
+    let Some(p) = status.probes else {
         return false;
     };
-    let p = &v["probes"];
-    if p.is_null() {
-        return false;
-    }
     let esc = clrprof_analysis::text::escape_controls;
-    if let Some(e) = p["error"].as_str() {
+    if let Some(e) = &p.error {
         eprintln!("clrprof: no probes: {}", esc(e));
     } else if !quiet {
-        eprintln!(
-            "clrprof: probes installed in {} methods",
-            p["installed"].as_u64().unwrap_or(0)
-        );
+        eprintln!("clrprof: probes installed in {} methods", p.installed);
     }
-    for pair in p["not_probed"].as_array().into_iter().flatten() {
-        eprintln!(
-            "clrprof: not probed: {}: {}",
-            esc(pair[0].as_str().unwrap_or("?")),
-            esc(pair[1].as_str().unwrap_or("?"))
-        );
+    for (name, why) in &p.not_probed {
+        eprintln!("clrprof: not probed: {}: {}", esc(name), esc(why));
     }
     true
 }
@@ -534,7 +557,7 @@ pub fn start(
     // SAFETY: geteuid has no preconditions.
     let owner = process_uid(pid).unwrap_or_else(|| unsafe { libc::geteuid() });
     let _ = std::fs::remove_file(control.with_extension("error"));
-    if control.exists() && control_request(pid, "status", Duration::from_secs(2)).is_ok() {
+    if control.exists() && control_status(pid, Duration::from_secs(2)).is_ok() {
         bail!(
             "clrprof is already attached to pid {pid} (CORPROF_E_PROFILER_ALREADY_ACTIVE); \
              detach it first with `clrprof detach --pid {pid}`"
@@ -559,7 +582,8 @@ pub fn start(
         Ok(_) => {}
         // A trace-mode recording's agent, which the runtime keeps after its IL probes.
         Err(IpcError::RuntimeError { hresult, .. })
-            if hresult == ALREADY_ACTIVE && dormant(pid) =>
+            if hresult == clrprof_ipc::hresult::CORPROF_E_PROFILER_ALREADY_ACTIVE
+                && dormant(pid) =>
         {
             bail!(
                 "pid {pid} still holds the dormant clrprof agent of an earlier `record --mode trace` \
@@ -568,10 +592,14 @@ pub fn start(
                  (CORPROF_E_PROFILER_ALREADY_ACTIVE); restart the process to profile it again"
             )
         }
-        Err(IpcError::RuntimeError { hresult, .. }) if hresult == ALREADY_ACTIVE => bail!(
-            "another profiler is already attached to pid {pid} (CORPROF_E_PROFILER_ALREADY_ACTIVE): \
+        Err(IpcError::RuntimeError { hresult, .. })
+            if hresult == clrprof_ipc::hresult::CORPROF_E_PROFILER_ALREADY_ACTIVE =>
+        {
+            bail!(
+                "another profiler is already attached to pid {pid} (CORPROF_E_PROFILER_ALREADY_ACTIVE): \
              .NET allows one at a time"
-        ),
+            )
+        }
         // The runtime's answer can time out although the attach goes on: confirm below.
         Err(IpcError::Timeout { .. }) => {
             eprintln!(
@@ -592,7 +620,7 @@ pub fn start(
     // Confirm through our own channel: the agent listens once it is initialised.
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        match control_request(pid, "status", Duration::from_secs(2)) {
+        match control_status(pid, Duration::from_secs(2)) {
             Ok(_) => break,
             Err(_) if let Some(note) = take_error_note(&control, owner) => {
                 bail!("the profiler in pid {pid} refused the attach; it {note}");
@@ -651,14 +679,24 @@ fn exited_during_attach(pid: u32, settings: &Settings) -> anyhow::Error {
 
 pub fn detach_and_wait(pid: u32, library: &Path, quiet: bool) -> Result<()> {
     let started = Instant::now();
-    let answer = control_request(pid, "detach", Duration::from_secs(30))?;
+    let answer = control_request(pid, Request::Detach, Duration::from_secs(30))?;
     let answered = started.elapsed();
-    if !quiet {
-        eprintln!("clrprof: {answer}");
-    }
-    // After IL probes the runtime keeps the library (the agent said so): nothing unloads.
-    if answer.starts_with("dormant:") {
-        return Ok(());
+    match answer {
+        Response::Detaching { trace } => {
+            if !quiet {
+                eprintln!("clrprof: detaching; trace written to {}", trace.display());
+            }
+        }
+        // After IL probes the runtime keeps the library (the agent said so): nothing unloads.
+        Response::Dormant { trace, reason } => {
+            eprintln!(
+                "clrprof: trace written to {}; the runtime refuses to unload a profiler that used \
+                 ReJIT ({reason}), so the library stays loaded, dormant, until the process exits",
+                trace.display()
+            );
+            return Ok(());
+        }
+        other => return Err(unexpected(pid, Request::Detach, &other)),
     }
     if wait_unloaded(pid, library, Duration::from_secs(15)) {
         if !quiet {
@@ -702,10 +740,9 @@ pub fn detach(pid: u32, _profiler: Option<&Path>) -> Result<i32> {
     let mapped = mapped_libraries(pid);
     let library = match mapped.as_slice() {
         [one] => one.clone(),
-        _ => control_request(pid, "status", Duration::from_millis(300))
+        _ => control_status(pid, Duration::from_millis(300))
             .ok()
-            .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
-            .and_then(|v| v["library"].as_str().map(PathBuf::from))
+            .and_then(|s| s.library)
             .or_else(|| mapped.first().cloned())
             .unwrap_or_else(|| PathBuf::from(format!("{}.", locate::LIBRARY_STEM))),
     };

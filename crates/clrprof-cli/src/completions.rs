@@ -15,11 +15,11 @@ pub fn completions(shell: Shell) -> Result<i32> {
         Shell::Fish => clap_complete::Shell::Fish,
     };
     clap_complete::generate(shell, &mut cmd, "clrprof", &mut out);
-    crate::report::write_stdout(&out)
+    crate::stdout::write_stdout(&out)
 }
 
 pub fn man() -> Result<i32> {
     let mut out = Vec::new();
     clap_mangen::Man::new(Cli::command()).render(&mut out)?;
-    crate::report::write_stdout(&out)
+    crate::stdout::write_stdout(&out)
 }

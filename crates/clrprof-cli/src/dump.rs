@@ -120,7 +120,7 @@ pub fn run(args: DumpArgs) -> Result<i32> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&dump)?);
     } else {
-        crate::report::write_text(&text(&dump))?;
+        crate::stdout::write_text(&text(&dump))?;
         eprintln!(
             "clrprof: attached, captured and detached in {:.0} ms; the profiler library is unloaded",
             dump.elapsed_ms

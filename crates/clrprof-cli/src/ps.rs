@@ -50,5 +50,5 @@ pub fn run() -> Result<i32> {
             escape_controls(&cmd)
         );
     }
-    crate::report::write_text(&out)
+    crate::stdout::write_text(&out)
 }

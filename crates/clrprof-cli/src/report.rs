@@ -6,6 +6,7 @@ use clrprof_analysis::samples::{Filter, View};
 use clrprof_analysis::{Options, Trace, build_with, invocations, text};
 
 use crate::cli::ReportArgs;
+use crate::stdout::{write_stdout, write_text};
 
 pub fn run(args: ReportArgs) -> Result<i32> {
     let bar = crate::progress::Progress::start(format!("reading {}", args.file.display()));
@@ -109,27 +110,6 @@ pub fn run(args: ReportArgs) -> Result<i32> {
     write_text(&text)
 }
 
-/// Writes a text rendering: every control character but its line breaks is escaped
-/// ([`text::escape_output`]), so no string from the target or the trace that a renderer
-/// left as it was can drive the terminal. JSON goes through [`write_stdout`] unchanged.
-pub fn write_text(rendered: &str) -> Result<i32> {
-    write_stdout(text::escape_output(rendered).as_bytes())
-}
-
-/// Writes the report: a reader that stops early (`report | head`) ends it quietly; any
-/// other write error (`> /dev/full`) is an error with its reason, not a panic.
-pub fn write_stdout(bytes: &[u8]) -> Result<i32> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(bytes).and_then(|()| out.flush()) {
-        Ok(()) => Ok(0),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
-        Err(e) => Err(anyhow::anyhow!(
-            "cannot write the report to standard output: {e}"
-        )),
-    }
-}
-
 /// `--calls PATTERN`: the recorded invocations of matching functions, as a log.
 fn print_calls(trace: &Trace<'_>, pattern: &str, limit: usize, json: bool) -> Result<i32> {
     let (all, problems) = invocations::collect(trace);
@@ -140,7 +120,7 @@ fn print_calls(trace: &Trace<'_>, pattern: &str, limit: usize, json: bool) -> Re
     }
     let matching: Vec<_> = all
         .iter()
-        .filter(|i| invocations::glob(pattern, &i.function))
+        .filter(|i| clrprof_settings::pattern::matches(pattern, &i.function))
         .collect();
     let mut out = String::new();
     if json {

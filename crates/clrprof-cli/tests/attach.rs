@@ -195,8 +195,10 @@ fn modules_loaded_before_and_during_the_attach_appear_once() {
     let tr = trace.clone();
     let rec = std::thread::spawn(move || attach_record(pid, &tr, &["--duration", "3"]));
     // Load the plugin while the recording runs.
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
     let sock = Path::new(&std::env::var("TMPDIR").unwrap_or("/tmp".into()))
-        .join(format!("clrprof-{}", unsafe { libc::getuid() }))
+        .join(format!("clrprof-{uid}"))
         .join(format!("{pid}.sock"));
     for _ in 0..200 {
         if sock.exists() {

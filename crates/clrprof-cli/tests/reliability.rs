@@ -705,7 +705,9 @@ fn a_failed_attach_says_why_and_leaves_no_trace() {
 
     // A squatted control directory: refused before anything is asked of the runtime.
     let tmp = dir.join("tmp");
-    let squat = tmp.join(format!("clrprof-{}", unsafe { libc::geteuid() }));
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    let squat = tmp.join(format!("clrprof-{euid}"));
     std::fs::create_dir_all(&squat).unwrap();
     std::fs::set_permissions(&squat, std::fs::Permissions::from_mode(0o777)).unwrap();
     let out = clrprof()

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use clrprof_ipc::control::{ControlError, Request, Response, parse_answer};
 use common::*;
 
 fn stderr_of(out: &std::process::Output) -> String {
@@ -363,7 +364,7 @@ fn status(sock: &Path) -> (String, Duration) {
     let t = Instant::now();
     let mut s = UnixStream::connect(sock).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    s.write_all(b"status\n").unwrap();
+    s.write_all(Request::Status.to_line().as_bytes()).unwrap();
     let mut line = String::new();
     let _ = BufReader::new(s).read_line(&mut line);
     (line, t.elapsed())
@@ -419,7 +420,10 @@ fn control_socket_floods_delay_neither_status_nor_the_owner_gone_detach() {
     let mut worst = Duration::ZERO;
     for _ in 0..5 {
         let (answer, took) = status(&sock);
-        assert!(answer.starts_with("ok {"), "{answer:?}");
+        assert!(
+            matches!(parse_answer(&answer), Ok(Response::Status(_))),
+            "{answer:?}"
+        );
         worst = worst.max(took);
         std::thread::sleep(Duration::from_millis(700));
     }
@@ -451,7 +455,34 @@ fn control_socket_floods_delay_neither_status_nor_the_owner_gone_detach() {
         after.saturating_sub(before)
     );
     let (answer, _) = status(&sock);
-    assert!(answer.starts_with("ok {"), "{answer:?}");
+    // The status says what its protocol promises: the sampler's count included.
+    match parse_answer(&answer) {
+        Ok(Response::Status(st)) => {
+            assert!(st.recording && st.mode == "sample", "{st:?}");
+            assert_eq!(st.output, trace, "{st:?}");
+            assert!(st.samples.is_some_and(|n| n > 0), "{st:?}");
+            assert!(st.library.is_some(), "{st:?}");
+        }
+        other => panic!("{answer:?}: {other:?}"),
+    }
+    // An unknown request, and the plain word an older clrprof sent, get a typed error.
+    for (request, named) in [
+        (&b"{\"version\":1,\"request\":\"nope\"}\n"[..], "nope"),
+        (&b"status\n"[..], "status"),
+    ] {
+        let mut c = UnixStream::connect(&sock).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        c.write_all(request).unwrap();
+        let mut line = String::new();
+        let _ = BufReader::new(c).read_line(&mut line);
+        assert_eq!(
+            parse_answer(&line),
+            Ok(Response::Error(ControlError::UnknownRequest {
+                request: named.into()
+            })),
+            "{line:?}"
+        );
+    }
 
     // The clrprof that attached dies: the agent notices as soon as with no flood.
     rec.kill().unwrap();
@@ -518,14 +549,17 @@ fn ps_and_report_escape_terminal_controls() {
 
 // ---- 8. Both ends of a control connection check the other's credentials -------------------
 
-/// Answers every request on `path` with a fake `ok`, as whoever runs it.
+/// Answers every request on `path` with a fake `detaching`, as whoever runs it.
 fn fake_server(path: &Path) -> std::thread::JoinHandle<()> {
     let l = UnixListener::bind(path).unwrap();
     std::thread::spawn(move || {
         while let Ok((s, _)) = l.accept() {
             let mut line = String::new();
             let _ = BufReader::new(&s).read_line(&mut line);
-            let _ = (&s).write_all(b"ok detaching\n");
+            let answer = Response::Detaching {
+                trace: "/nonexistent".into(),
+            };
+            let _ = (&s).write_all(answer.to_line().as_bytes());
         }
     })
 }
@@ -576,10 +610,13 @@ fn peer_helper() {
     } else {
         let mut s = UnixStream::connect(&path).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        s.write_all(b"status\n").unwrap();
+        s.write_all(Request::Status.to_line().as_bytes()).unwrap();
         let mut line = String::new();
         let _ = BufReader::new(s).read_line(&mut line);
-        println!("ANSWER {}", line.trim_end());
+        match parse_answer(&line) {
+            Ok(Response::Error(e)) => println!("ANSWER error {e}"),
+            _ => println!("ANSWER {}", line.trim_end()),
+        }
     }
 }
 
@@ -656,7 +693,10 @@ fn peers_of_another_user_are_refused() {
     );
     // Root and the target's user are still served.
     let (answer, _) = status(&sock);
-    assert!(answer.starts_with("ok {"), "{answer:?}");
+    assert!(
+        matches!(parse_answer(&answer), Ok(Response::Status(_))),
+        "{answer:?}"
+    );
     // SAFETY: SIGINT to the clrprof this test started: it detaches and exits.
     unsafe { libc::kill(rec.id() as i32, libc::SIGINT) };
     let status = wait_timeout(&mut rec, Duration::from_secs(30)).expect("record ended");

@@ -1,9 +1,9 @@
 //! Converting record timestamps (raw ticks) to nanoseconds, from the trace's `ClockSync`
 //! points: each pairs a tick reading with CLOCK_MONOTONIC read at the same instant.
 
+use crate::decoded::DecodedEvent;
 use crate::events::Event;
 use crate::header::{ClockInfo, ClockKind};
-use crate::reader::DecodedEvent;
 
 /// Maps ticks to nanoseconds: `ns = (ticks - origin) × ns_per_tick`, the rate fitted by
 /// least squares over the sync points.

@@ -33,6 +33,7 @@ mod block_writer;
 mod clock;
 pub mod compact;
 mod crc_range;
+mod decoded;
 mod encode;
 mod error;
 mod events;
@@ -41,7 +42,6 @@ mod header;
 pub mod leb128;
 mod phases;
 mod reader;
-mod reader_events;
 mod records;
 mod scan;
 pub mod units;
@@ -57,6 +57,7 @@ pub use block_writer::{
     write_units_block,
 };
 pub use clock::ClockConverter;
+pub use decoded::DecodedEvent;
 pub use encode::{
     CALL_VALUES_HEADER_MAX, ELT_RECORD_MAX, count_records, count_records_with_ts, encode,
     encode_call_values_header, encode_elt, encode_sample_into, rebase_ts,
@@ -73,8 +74,7 @@ pub use header::{
     MAX_HEADER_JSON_LEN, TraceMeta, write_file_header,
 };
 pub use phases::{EltKind, ExceptionPhase, SuspendPhase};
-pub use reader::{Block, Blocks, DecodedEvent, ReadStats, TraceReader, read_all};
-pub use reader_events::Events;
+pub use reader::{Block, Blocks, Events, ReadStats, TraceReader, read_all};
 pub use records::{Record, RecordError, Records};
 pub use warning::{DamageCause, Warning};
 

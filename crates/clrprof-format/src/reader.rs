@@ -5,13 +5,16 @@ use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use crate::block::{BlockHeader, KNOWN_FLAGS};
+use crate::decoded::DecodedEvent;
 use crate::error::FormatError;
-use crate::events::{Event, kind_name};
+use crate::events::kind_name;
 use crate::header::{FORMAT_1_LAST_MINOR, FORMAT_MAJOR, FORMAT_MINOR, Header};
-use crate::reader_events::Events;
 use crate::records::Records;
 use crate::scan::{Scanner, Step};
 use crate::warning::{Warning, Warnings};
+
+mod events;
+pub use events::Events;
 
 /// Reads a trace held in memory (e.g. a memory-mapped file).
 pub struct TraceReader<'a> {
@@ -30,17 +33,6 @@ pub struct TraceReader<'a> {
     /// duplicate from a late block).
     next_seq: u64,
     seen_seqs: HashSet<u64>,
-}
-
-/// One event with the thread of the block it was in.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DecodedEvent<'a> {
-    /// OS thread id of the block (0 = process-wide block).
-    pub os_tid: u64,
-    /// Absolute raw clock ticks (deltas resolved); see
-    /// [`ClockConverter`](crate::ClockConverter).
-    pub ts: u64,
-    pub event: Event<'a>,
 }
 
 /// An intact block.

@@ -80,3 +80,67 @@ fn enum_values_are_documented() {
         assert!(doc.contains(&row), "missing row {row}");
     }
 }
+
+/// The versions a document lists in the first parentheses after `anchor`, e.g.
+/// "golden files of every version (1.0, 1.1, 2.0; …)" gives `["1.0", "1.1", "2.0"]`.
+fn listed_versions(path: &str, anchor: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let at = text
+        .find(anchor)
+        .unwrap_or_else(|| panic!("{path}: no \"{anchor}\""));
+    let rest = &text[at..];
+    let open = rest.find('(').expect("a parenthesised version list") + 1;
+    let close = open + rest[open..].find([')', ';']).expect("the list's end");
+    rest[open..close]
+        .split(',')
+        .map(|v| v.trim().to_string())
+        .collect()
+}
+
+/// ARCHITECTURE.md and the analysis fixtures' README list the format's golden files by
+/// version: every listed version has its files, every file is listed, and the version
+/// this crate writes is among them.
+#[test]
+fn docs_list_every_golden_file() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+    let mut on_disk: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter_map(|n| {
+            let v = n.strip_prefix("golden-v")?.strip_suffix(".bin")?;
+            Some(v.trim_end_matches("-lz4").to_string())
+        })
+        .collect();
+    on_disk.sort();
+    on_disk.dedup();
+    let current = format!(
+        "{}.{}",
+        clrprof_format::FORMAT_MAJOR,
+        clrprof_format::FORMAT_MINOR
+    );
+    assert!(on_disk.contains(&current), "no golden file of {current}");
+    for (doc, anchor) in [
+        ("ARCHITECTURE.md", "golden files of every version"),
+        (
+            "crates/clrprof-analysis/tests/fixtures/README.md",
+            "own golden files",
+        ),
+    ] {
+        let listed = listed_versions(&format!("{root}/{doc}"), anchor);
+        for v in &listed {
+            for name in [format!("golden-v{v}.bin"), format!("golden-v{v}-lz4.bin")] {
+                assert!(
+                    std::path::Path::new(dir).join(&name).is_file(),
+                    "{doc} lists format {v}, but tests/fixtures/{name} does not exist"
+                );
+            }
+        }
+        let mut sorted = listed.clone();
+        sorted.sort();
+        assert_eq!(
+            sorted, on_disk,
+            "{doc} lists {listed:?}; golden files exist for {on_disk:?}"
+        );
+    }
+}

@@ -44,26 +44,12 @@ pub const SERVER_ERROR: u8 = 0xFF;
 
 /// HRESULTs the diagnostics server itself produces (`ds-protocol.h`).
 pub mod hr {
-    /// The request could not be parsed.
-    pub const DS_IPC_E_BAD_ENCODING: i32 = 0x8013_1384_u32 as i32;
-    /// The runtime does not know this command set / command id.
-    pub const DS_IPC_E_UNKNOWN_COMMAND: i32 = 0x8013_1385_u32 as i32;
-    /// The header magic was wrong.
-    pub const DS_IPC_E_UNKNOWN_MAGIC: i32 = 0x8013_1386_u32 as i32;
-    /// The command exists but this runtime does not support it.
-    pub const DS_IPC_E_NOTSUPPORTED: i32 = 0x8013_1515_u32 as i32;
-    /// Generic failure (`E_FAIL`).
-    pub const DS_IPC_E_FAIL: i32 = 0x8000_4005_u32 as i32;
-    /// The runtime is not running yet (same value as `CORPROF_E_NOT_YET_AVAILABLE`).
-    pub const DS_IPC_E_NOT_YET_AVAILABLE: i32 = 0x8013_135B_u32 as i32;
-    /// Profiling is not initialized yet (same value as `CORPROF_E_RUNTIME_UNINITIALIZED`).
-    pub const DS_IPC_E_RUNTIME_UNINITIALIZED: i32 = 0x8013_1371_u32 as i32;
-    /// Invalid argument (`E_INVALIDARG`).
-    pub const DS_IPC_E_INVALIDARG: i32 = 0x8007_0057_u32 as i32;
-    /// Buffer too small.
-    pub const DS_IPC_E_INSUFFICIENT_BUFFER: i32 = 0x8007_007A_u32 as i32;
-    /// Environment variable not found.
-    pub const DS_IPC_E_ENVVAR_NOT_FOUND: i32 = 0x8000_00CB_u32 as i32;
+    pub use corprof_sys::{
+        DS_IPC_E_BAD_ENCODING, DS_IPC_E_ENVVAR_NOT_FOUND, DS_IPC_E_FAIL,
+        DS_IPC_E_INSUFFICIENT_BUFFER, DS_IPC_E_INVALIDARG, DS_IPC_E_NOT_YET_AVAILABLE,
+        DS_IPC_E_NOTSUPPORTED, DS_IPC_E_RUNTIME_UNINITIALIZED, DS_IPC_E_UNKNOWN_COMMAND,
+        DS_IPC_E_UNKNOWN_MAGIC,
+    };
 }
 
 /// The commands this crate knows how to send.

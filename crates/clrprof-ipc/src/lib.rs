@@ -31,6 +31,7 @@
 
 mod client;
 pub mod codec;
+pub mod control;
 pub mod endpoint;
 mod error;
 pub mod hresult;

@@ -17,6 +17,7 @@ pub mod attach;
 mod env;
 mod groups;
 mod kinds;
+pub mod pattern;
 
 use std::path::PathBuf;
 

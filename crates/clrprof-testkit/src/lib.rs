@@ -11,6 +11,7 @@
 
 mod agent;
 mod apps;
+pub mod module_graph;
 mod paths;
 mod results;
 mod runtimes;

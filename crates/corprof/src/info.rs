@@ -30,7 +30,7 @@ use core::ptr::{self, NonNull};
 use corprof_sys as sys;
 use corprof_sys::Interface;
 
-use crate::com::{borrowed, catch};
+use crate::boundary::{borrowed, catch};
 use crate::hresult::{HResult, Result, check};
 use crate::ids::{
     AppDomainId, AssemblyId, ClassId, FunctionId, ModuleId, ObjectId, ReJitId, ThreadId,

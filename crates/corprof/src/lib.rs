@@ -52,10 +52,9 @@
 //! the runtime's importer, whose first use converts the module's metadata to read-write;
 //! [`MetadataRead`] is what both give; [`elt`] re-exports the hook function-pointer types.
 
-#![deny(clippy::undocumented_unsafe_blocks)]
-#![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_debug_implementations)]
 
+mod boundary;
 mod callback;
 mod com;
 mod hresult;
@@ -69,9 +68,10 @@ pub use corprof_sys as sys;
 /// The pure readers live in `clrprof-metadata`; these paths keep naming them as before.
 pub use clrprof_metadata::{rawmd, sig};
 
+pub use boundary::set_panic_hook;
 pub use callback::{AssemblyReferenceProvider, EventPipeEvent, FunctionControl, ProfilerCallback};
 pub use clrprof_metadata::MetadataRead;
-pub use com::{dll_get_class_object, new_callback_object, new_class_factory, set_panic_hook};
+pub use com::{dll_get_class_object, new_callback_object, new_class_factory};
 pub use hresult::{HResult, Result, check};
 pub use ids::{
     AppDomainId, AssemblyId, ClassId, FunctionId, GcHandleId, ModuleId, ObjectId, ReJitId, ThreadId,

@@ -98,7 +98,7 @@ macro_rules! mdcall {
 /// `blob` must be null or point to `len` bytes inside the live metadata (R4).
 unsafe fn copy_blob(blob: *const u8, len: u32) -> Vec<u8> {
     // SAFETY: guaranteed by the caller.
-    unsafe { crate::com::borrowed(blob, len as usize) }.to_vec()
+    unsafe { crate::boundary::borrowed(blob, len as usize) }.to_vec()
 }
 
 /// Reads an integral metadata constant of element type `ctype` at `value`.

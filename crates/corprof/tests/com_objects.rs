@@ -1,7 +1,5 @@
 //! The COM objects without a runtime: the tests call the vtables the way CoreCLR does.
 
-#![deny(clippy::undocumented_unsafe_blocks)]
-
 use std::ffi::c_void;
 use std::ptr;
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};

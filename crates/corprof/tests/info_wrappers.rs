@@ -4,8 +4,6 @@
 //! methods a test needs implemented the way the runtime documents them. Each test checks
 //! what the wrapper passes in and how it turns what comes back into Rust values.
 
-#![deny(clippy::undocumented_unsafe_blocks)]
-
 use std::ffi::c_void;
 
 use corprof::sys::{self, GUID, HRESULT};

@@ -7,11 +7,13 @@
 //! Only a peer of the target's own user or root is served (`SO_PEERCRED`, checked on every
 //! connection); one thread serves every client without waiting on any (see [`serve`]).
 //!
-//! Protocol: one line per request (at most [`LINE_MAX`] bytes, sent within
-//! [`CLIENT_TIMEOUT`]), one line per answer; a refused request is answered `error <why>`.
-//! - `status` → `ok <json>` (pid, mode, output path, samples so far)
-//! - `heap` → `ok <json>` once a heap snapshot is in the trace (docs/heap.md)
-//! - `detach` → `ok detaching`, then the profiler stops its threads, flushes the trace
+//! Protocol: `clrprof_ipc::control` (docs/ipc.md), one JSON request line (at most
+//! [`LINE_MAX`] bytes, sent within [`CLIENT_TIMEOUT`]) and one JSON answer line; a refused
+//! or unknown request is answered with a typed `ControlError`.
+//! - `status` → `Status` (pid, mode, output path, whether it records, the library the
+//!   target maps, samples so far)
+//! - `heap` → `HeapTaken` once a heap snapshot is in the trace (docs/heap.md)
+//! - `detach` → `Detaching`, then the profiler stops its threads, flushes the trace
 //!   and calls RequestProfilerDetach; the runtime unloads the library afterwards.
 
 use std::io::Write;
@@ -22,15 +24,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use clrprof_ipc::control::{ControlError, HeapTaken, Request, Response, Status};
+
 use super::watch::Watch;
 
 /// What the control thread needs from the profiler.
 pub trait Controlled: Send + Sync + 'static {
-    fn status_json(&self) -> String;
-    /// Stops sampling and writing and asks the runtime to detach; returns a message.
-    fn detach(&self) -> Result<String, String>;
-    /// Takes a heap snapshot into the trace; returns its summary as JSON.
-    fn heap(&self) -> Result<String, String>;
+    fn status(&self) -> Status;
+    /// Stops sampling and writing and asks the runtime to detach; returns the trace.
+    /// `Response::Detaching`, or `Response::Dormant` when the runtime keeps the profiler.
+    fn detach(&self) -> Result<Response, String>;
+    /// Takes a heap snapshot into the trace; returns its summary.
+    fn heap(&self) -> Result<HeapTaken, String>;
 }
 
 /// Checks (or creates) the private directory the socket lives in. `lstat`, not `stat`: a
@@ -165,11 +170,11 @@ impl ControlServer {
     }
 }
 
-/// The longest request line read; a longer one is answered `error request too long`.
+/// The longest request line read; a longer one is answered `ControlError::TooLong`.
 pub const LINE_MAX: usize = 4096;
 /// How long a client has to send its whole request line after connecting.
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
-/// Connections served at once; more are answered `error busy` and closed.
+/// Connections served at once; more are answered `ControlError::Busy` and closed.
 pub const CLIENTS_MAX: usize = 16;
 /// How long writing an answer may take (answers are small: the socket's buffer takes them).
 const WRITE_TIMEOUT: Duration = Duration::from_secs(1);
@@ -268,13 +273,15 @@ pub fn peer_allowed(peer_uid: u32, own: &[u32]) -> bool {
     peer_uid == 0 || own.contains(&peer_uid)
 }
 
-/// Takes a new connection: refused (with the reason, as one `error` line) when its peer is
+/// Takes a new connection: refused (with the reason, as one typed error) when its peer is
 /// another user or too many are being served already.
 fn admit(stream: UnixStream, clients: &mut Vec<Client>) {
     use std::os::fd::AsFd;
     let own = [crate::os::process::uid(), crate::os::process::euid()];
     let refusal = match crate::os::net::peer_credentials(stream.as_fd()) {
-        Err(e) => Some(format!("error cannot read the peer's credentials: {e}")),
+        Err(e) => Some(ControlError::PeerUnknown {
+            reason: e.to_string(),
+        }),
         Ok(p) if !peer_allowed(p.uid, &own) => {
             crate::log!(
                 "control socket: refused a connection from pid {} (uid {}): only uid {} or root may use it",
@@ -282,18 +289,18 @@ fn admit(stream: UnixStream, clients: &mut Vec<Client>) {
                 p.uid,
                 own[0]
             );
-            Some(format!(
-                "error uid {} may not control this profiler (only uid {} or root)",
-                p.uid, own[0]
-            ))
+            Some(ControlError::PeerRefused {
+                uid: p.uid,
+                owner: own[0],
+            })
         }
-        Ok(_) if clients.len() >= CLIENTS_MAX => Some(format!(
-            "error busy: {CLIENTS_MAX} requests are being read; try again"
-        )),
+        Ok(_) if clients.len() >= CLIENTS_MAX => Some(ControlError::Busy {
+            clients: CLIENTS_MAX,
+        }),
         Ok(_) => None,
     };
     if let Some(r) = refusal {
-        reply(&stream, &r);
+        reply(&stream, &Response::Error(r));
         return;
     }
     if stream.set_nonblocking(true).is_err() {
@@ -330,7 +337,7 @@ fn read_some(c: &mut Client) -> Read {
                 if c.line.len() > LINE_MAX {
                     reply(
                         &c.stream,
-                        &format!("error request too long (more than {LINE_MAX} bytes)"),
+                        &Response::Error(ControlError::TooLong { max: LINE_MAX }),
                     );
                     return Read::Done;
                 }
@@ -340,10 +347,9 @@ fn read_some(c: &mut Client) -> Read {
                 if Instant::now() >= c.deadline {
                     reply(
                         &c.stream,
-                        &format!(
-                            "error no whole request line within {} s",
-                            CLIENT_TIMEOUT.as_secs()
-                        ),
+                        &Response::Error(ControlError::Timeout {
+                            seconds: CLIENT_TIMEOUT.as_secs(),
+                        }),
                     );
                     return Read::Done;
                 }
@@ -355,46 +361,27 @@ fn read_some(c: &mut Client) -> Read {
 }
 
 /// Writes one answer line, waiting at most [`WRITE_TIMEOUT`] for room.
-fn reply(stream: &UnixStream, line: &str) {
+fn reply(stream: &UnixStream, answer: &Response) {
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
     let mut w = stream;
-    let _ = w.write_all(format!("{line}\n").as_bytes());
+    let _ = w.write_all(answer.to_line().as_bytes());
 }
 
 /// Answers one request; true when the profiler detached.
 fn answer(stream: UnixStream, line: &str, target: &dyn Controlled) -> bool {
-    match line.trim() {
-        "status" => {
-            reply(&stream, &format!("ok {}", target.status_json()));
-            false
-        }
-        "heap" => {
-            match target.heap() {
-                Ok(json) => reply(&stream, &format!("ok {json}")),
-                Err(e) => reply(&stream, &format!("error {e}")),
-            }
-            false
-        }
-        "detach" => match target.detach() {
-            Ok(msg) => {
-                reply(&stream, &format!("ok {msg}"));
-                true
-            }
-            Err(e) => {
-                reply(&stream, &format!("error {e}"));
-                false
-            }
+    let failed = |reason| Response::Error(ControlError::Failed { reason });
+    let (answer, detached) = match Request::parse(line) {
+        Err(e) => (Response::Error(e), false),
+        Ok(Request::Status) => (Response::Status(target.status()), false),
+        Ok(Request::Heap) => (target.heap().map_or_else(failed, Response::Heap), false),
+        Ok(Request::Detach) => match target.detach() {
+            Ok(answer) => (answer, true),
+            Err(e) => (failed(e), false),
         },
-        other => {
-            let shown: String = other.chars().take(64).collect();
-            reply(
-                &stream,
-                &format!("error unknown request {shown:?} (expected status, heap or detach)"),
-            );
-            false
-        }
-    }
+    };
+    reply(&stream, &answer);
+    detached
 }
 
 #[cfg(test)]
@@ -404,14 +391,30 @@ mod tests {
 
     struct Fake;
     impl Controlled for Fake {
-        fn status_json(&self) -> String {
-            "{}".into()
+        fn status(&self) -> Status {
+            Status {
+                pid: 1,
+                mode: "events".into(),
+                output: "/tmp/t.clrprof".into(),
+                recording: true,
+                library: None,
+                samples: None,
+                probes: None,
+            }
         }
-        fn detach(&self) -> Result<String, String> {
+        fn detach(&self) -> Result<Response, String> {
             Err("not in a test".into())
         }
-        fn heap(&self) -> Result<String, String> {
+        fn heap(&self) -> Result<HeapTaken, String> {
             Err("not in a test".into())
+        }
+    }
+
+    /// The typed error of an answer line.
+    fn error_of(line: &str) -> ControlError {
+        match clrprof_ipc::control::parse_answer(line) {
+            Ok(Response::Error(e)) => e,
+            other => panic!("{line:?}: {other:?}"),
         }
     }
 
@@ -439,20 +442,38 @@ mod tests {
         slow.write_all(b"s").unwrap();
         std::thread::sleep(Duration::from_millis(300));
         let t = Instant::now();
-        assert_eq!(ask(&path, b"status\n"), "ok {}\n");
+        assert_eq!(
+            clrprof_ipc::control::parse_answer(&ask(&path, Request::Status.to_line().as_bytes())),
+            Ok(Response::Status(Fake.status()))
+        );
         assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
         // A line longer than the bound is answered and dropped after LINE_MAX + 1 bytes.
         let long = vec![b'x'; LINE_MAX + 100];
-        assert!(ask(&path, &long).starts_with("error request too long"));
+        assert_eq!(
+            error_of(&ask(&path, &long)),
+            ControlError::TooLong { max: LINE_MAX }
+        );
         // Unknown requests are named, shortened.
-        assert!(ask(&path, b"nope\n").starts_with("error unknown request \"nope\""));
+        assert_eq!(
+            error_of(&ask(&path, b"{\"version\":1,\"request\":\"nope\"}\n")),
+            ControlError::UnknownRequest {
+                request: "nope".into()
+            }
+        );
+        // A failed request says why, typed.
+        assert_eq!(
+            error_of(&ask(&path, Request::Heap.to_line().as_bytes())),
+            ControlError::Failed {
+                reason: "not in a test".into()
+            }
+        );
         // The slow and silent ones run out of time and are told so.
         slow.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         let _ = slow.write_all(b"t");
         let mut answer = String::new();
         let _ = slow.read_to_string(&mut answer);
         assert!(
-            answer.starts_with("error no whole request line"),
+            matches!(error_of(&answer), ControlError::Timeout { .. }),
             "{answer}"
         );
         drop(silent);
@@ -467,7 +488,10 @@ mod tests {
                 .unwrap();
             let mut b = [0u8; 64];
             if let Ok(n) = c.read(&mut b)
-                && b[..n].starts_with(b"error busy")
+                && matches!(
+                    error_of(&String::from_utf8_lossy(&b[..n])),
+                    ControlError::Busy { .. }
+                )
             {
                 busy += 1;
             }

@@ -439,17 +439,17 @@ pub struct Summary {
 }
 
 impl Summary {
-    pub fn json(&self) -> String {
-        serde_json::json!({
-            "snapshot": self.snapshot,
-            "objects": self.objects,
-            "references": self.references,
-            "roots": self.roots,
-            "lost": self.lost,
-            "pause_ms": self.pause_ns as f64 / 1e6,
-            "nongc_objects": self.nongc_objects,
-        })
-        .to_string()
+    /// The control socket's answer to `heap`.
+    pub fn taken(&self) -> clrprof_ipc::control::HeapTaken {
+        clrprof_ipc::control::HeapTaken {
+            snapshot: self.snapshot,
+            objects: self.objects,
+            references: self.references,
+            roots: self.roots,
+            lost: self.lost,
+            pause_ms: self.pause_ns as f64 / 1e6,
+            nongc_objects: self.nongc_objects,
+        }
     }
 }
 

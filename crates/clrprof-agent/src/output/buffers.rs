@@ -14,38 +14,13 @@ use std::cell::{Cell, UnsafeCell};
 use std::ffi::c_void;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use clrprof_format::Event;
 
 use super::ring::{Full, Ring};
+use super::slot::Slot;
 use crate::os::{clock, tls};
-
-/// One thread's buffer. Fields marked owner-only are touched by the owning thread alone.
-#[repr(C)]
-pub struct Slot {
-    /// First, so that a `*const Slot` is a `*const RingHead` for the assembly.
-    pub ring: Ring,
-    /// Owner-only: encode scratch, reused for every event.
-    scratch: UnsafeCell<Vec<u8>>,
-    pub os_tid: u64,
-    /// Set when the owning thread has exited; the writer frees the slot once drained.
-    pub retired: AtomicBool,
-    /// Events dropped because the ring was full (drop policy) or the writer had stopped.
-    pub lost: AtomicU64,
-    /// Owner-only: whether the slot was offered to [`tpmap`](super::tpmap) (a thread that
-    /// registered before trace mode turned the map on is offered at its first ELT event).
-    published: Cell<bool>,
-    /// `--counts`: the thread's call-count table, made at its first hooked call.
-    pub counts: std::sync::OnceLock<Box<super::counts::CountTable>>,
-}
-
-// SAFETY: (A3) the owner-only parts (the ring's producer side, scratch) are only accessed by
-// the thread that created the slot (reached solely through that thread's TLS pointer or
-// its own tpmap entry); the writer uses the ring's consumer side and atomics.
-unsafe impl Sync for Slot {}
-// SAFETY: (A3) as above; moving the Arc to the writer thread moves no owner-only access.
-unsafe impl Send for Slot {}
 
 /// What the writer receives for each new thread.
 pub struct Registration {
@@ -91,8 +66,20 @@ thread_local! {
     static EXITED: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Sets up the buffers. Called once from Initialize before any event is emitted.
-pub fn init(buffer_bytes: usize, drop_when_full: bool) -> bool {
+/// Wakes the writer (its doorbell, handed in by `init`): a ring past half full, or a
+/// thread waiting for room in exact mode.
+static WAKE: OnceLock<fn()> = OnceLock::new();
+
+fn wake_writer() {
+    if let Some(wake) = WAKE.get() {
+        wake();
+    }
+}
+
+/// Sets up the buffers. Called once from Initialize before any event is emitted; `wake`
+/// is the writer's doorbell.
+pub fn init(buffer_bytes: usize, drop_when_full: bool, wake: fn()) -> bool {
+    let _ = WAKE.set(wake);
     BUFFER_BYTES.store(buffer_bytes, Ordering::Relaxed);
     DROP_WHEN_FULL.store(drop_when_full, Ordering::Relaxed);
     // The destructor never unwinds (it catches panics) and stays valid until `shutdown`
@@ -213,7 +200,7 @@ fn register() -> *const Slot {
     if key == usize::MAX || EXITED.with(|e| e.get()) {
         return ptr::null();
     }
-    let Some(ring) = Ring::new(BUFFER_BYTES.load(Ordering::Relaxed), super::writer::wake) else {
+    let Some(ring) = Ring::new(BUFFER_BYTES.load(Ordering::Relaxed), wake_writer) else {
         return ptr::null();
     };
     let slot = Arc::new(Slot {
@@ -476,7 +463,7 @@ fn write_waiting(
         if waiting_since == 0 {
             waiting_since = clock::monotonic_ns().max(1);
         }
-        super::writer::wake();
+        wake_writer();
         spins += 1;
         if spins < 16 {
             std::hint::spin_loop();

@@ -1,5 +1,5 @@
 //! Output: from a thread's event to the trace file. Each thread that records gets a slot
-//! with a ring of 8-byte words (`buffers`, `ring`), found through a thread-local pointer
+//! with a ring of 8-byte words (`slot`, `ring`; `buffers` creates and finds them), found through a thread-local pointer
 //! or, for the ELT assembly, through the thread-pointer table (`tpmap`); one writer
 //! thread drains every ring into blocks of the file (`writer`), which `outfile` creates
 //! without trusting its directory. This room knows nothing of callbacks, sampling or
@@ -10,5 +10,6 @@ pub(crate) mod buffers;
 pub(crate) mod counts;
 pub(crate) mod outfile;
 pub(crate) mod ring;
+pub(crate) mod slot;
 pub(crate) mod tpmap;
 pub(crate) mod writer;

@@ -318,7 +318,7 @@ mod tests {
         assert_eq!(offset_of!(RingHead, sp), OFF_SP);
         assert_eq!(offset_of!(RingHead, counts), 40);
         assert_eq!(offset_of!(Ring, head), 0);
-        assert_eq!(offset_of!(crate::output::buffers::Slot, ring), 0);
+        assert_eq!(offset_of!(crate::output::slot::Slot, ring), 0);
     }
 
     fn decode(bytes: &[u8], base: u64) -> Vec<(u64, Event<'static>)> {

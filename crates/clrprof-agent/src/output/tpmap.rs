@@ -16,7 +16,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
-use super::buffers::Slot;
+use super::slot::Slot;
 
 /// log2 of the number of entries. 65,536 × 16 bytes of .bss; only touched pages are real.
 pub const BITS: u32 = 16;

@@ -269,7 +269,7 @@ impl Drain {
     /// changed since its last one (`written`: that one's total). Every figure of a table
     /// only grows, so their sum changes whenever the table does: an idle thread's table
     /// is not written again, and the assembly fast path needs no dirty flag.
-    fn counts_of(&mut self, slot: &buffers::Slot, written: &mut Option<u64>) {
+    fn counts_of(&mut self, slot: &super::slot::Slot, written: &mut Option<u64>) {
         let Some(table) = slot.counts.get() else {
             return;
         };

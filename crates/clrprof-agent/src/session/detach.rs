@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use clrprof_ipc::control::{HeapTaken, Response, Status};
+
 use super::Session;
 use crate::config::Settings;
 use crate::control::{Controlled, Owner, Watch};
@@ -37,27 +39,29 @@ pub(super) fn watch(settings: &Settings) -> Watch {
 }
 
 impl Controlled for Session {
-    fn status_json(&self) -> String {
-        serde_json::json!({
-            "pid": std::process::id(),
-            "mode": self.settings.mode.as_str(),
-            "output": self.settings.output.display().to_string(),
-            "recording": self.writer.lock().map(|w| w.is_some()).unwrap_or(false),
-            "library": crate::os::process::own_library_path().map(|p| p.display().to_string()),
-            // Trace mode after attach: null until the probes are installed.
-            "probes": self.probes_report.lock().ok().and_then(|r| r.clone()),
-        })
-        .to_string()
+    fn status(&self) -> Status {
+        Status {
+            pid: std::process::id(),
+            mode: self.settings.mode.as_str().to_string(),
+            output: self.settings.output.clone(),
+            recording: self.writer.lock().map(|w| w.is_some()).unwrap_or(false),
+            library: crate::os::process::own_library_path(),
+            samples: self.sampler.lock().ok().and_then(|s| {
+                s.as_ref()
+                    .map(|s| s.stats.samples.load(std::sync::atomic::Ordering::Relaxed))
+            }),
+            probes: self.probes_report.lock().ok().and_then(|r| r.clone()),
+        }
     }
 
-    fn heap(&self) -> std::result::Result<String, String> {
+    fn heap(&self) -> std::result::Result<HeapTaken, String> {
         if self.detaching.load(std::sync::atomic::Ordering::Acquire) {
             return Err("the profiler is detaching".into());
         }
-        crate::heap::take(&self.info, 0).map(|s| s.json())
+        crate::heap::take(&self.info, 0).map(|s| s.taken())
     }
 
-    fn detach(&self) -> std::result::Result<String, String> {
+    fn detach(&self) -> std::result::Result<Response, String> {
         if self
             .detaching
             .swap(true, std::sync::atomic::Ordering::AcqRel)
@@ -68,10 +72,9 @@ impl Controlled for Session {
         // The control thread (this one) returns right after answering; the runtime's
         // ProfilerDetachSucceeded joins it before the library is unloaded.
         match self.info.request_profiler_detach(DETACH_EXPECTED_MS) {
-            Ok(()) => Ok(format!(
-                "detaching; trace written to {}",
-                self.settings.output.display()
-            )),
+            Ok(()) => Ok(Response::Detaching {
+                trace: self.settings.output.clone(),
+            }),
             // Trace mode after attach enabled ReJIT, after which the runtime never lets a
             // profiler go (even with every probe reverted): the recording is over and the
             // library stays, its threads stopped, until the process exits.
@@ -85,11 +88,10 @@ impl Controlled for Session {
                 {
                     crate::control::write_dormant_note(c.path());
                 }
-                Ok(format!(
-                    "dormant: trace written to {}; the runtime refuses to unload a profiler that used \
-                     ReJIT ({e}), so the library stays loaded, dormant, until the process exits",
-                    self.settings.output.display()
-                ))
+                Ok(Response::Dormant {
+                    trace: self.settings.output.clone(),
+                    reason: e.to_string(),
+                })
             }
             Err(e) => {
                 log!("RequestProfilerDetach failed: {e}");

@@ -54,7 +54,7 @@ pub struct Session {
     /// the recording stops.
     probed: Mutex<Vec<(corprof::ModuleId, u32)>>,
     /// What `install_probes` did, for the control socket's `status` (the CLI prints it).
-    probes_report: Mutex<Option<serde_json::Value>>,
+    probes_report: Mutex<Option<clrprof_ipc::control::Probes>>,
 }
 
 impl Session {
@@ -313,11 +313,11 @@ impl Session {
 
     fn report_probes(&self, installed: usize, refused: &[(String, String)], error: Option<String>) {
         if let Ok(mut r) = self.probes_report.lock() {
-            *r = Some(serde_json::json!({
-                "installed": installed,
-                "not_probed": refused,
-                "error": error,
-            }));
+            *r = Some(clrprof_ipc::control::Probes {
+                installed: installed as u64,
+                not_probed: refused.to_vec(),
+                error,
+            });
         }
     }
 

@@ -34,6 +34,7 @@ pub fn start_with(
     if !buffers::init(
         settings.buffer_bytes,
         settings.on_full == crate::config::OnFull::Drop,
+        crate::output::writer::wake,
     ) {
         return Err("cannot create the thread-buffer key (pthread_key_create failed)".into());
     }

@@ -1,7 +1,7 @@
 //! Which functions trace mode hooks: `--include` / `--exclude` patterns on
 //! `Namespace.Type.Method` names.
 
-/// Include/exclude patterns on `Namespace.Type.Method` names (`*` and `?` wildcards).
+/// Include/exclude patterns on `Namespace.Type.Method` names (`clrprof_settings::pattern`).
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Filter {
     pub include: Vec<String>,
@@ -28,7 +28,7 @@ impl Filter {
     }
 
     pub fn accepts(&self, name: &str) -> bool {
-        let m = |p: &String| wildmatch::WildMatch::new(p).matches(name);
+        let m = |p: &String| clrprof_settings::pattern::matches(p, name);
         (self.include.is_empty() || self.include.iter().any(m)) && !self.exclude.iter().any(m)
     }
 }

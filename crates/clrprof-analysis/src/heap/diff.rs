@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::report::TypeRow;
+use crate::diff::delta;
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct TypeDelta {
@@ -22,10 +23,6 @@ pub struct HeapDiff {
     pub bytes_delta: i64,
     /// Types whose count or bytes changed, largest byte change first.
     pub types: Vec<TypeDelta>,
-}
-
-fn delta(a: u64, b: u64) -> i64 {
-    b as i64 - a as i64
 }
 
 /// Compares two full type histograms (see [`super::report::types`]).

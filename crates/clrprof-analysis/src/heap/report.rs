@@ -7,6 +7,8 @@ use std::collections::{HashMap, VecDeque};
 
 use serde::Serialize;
 
+use clrprof_settings::pattern::matches_or_short_name;
+
 use super::model::Model;
 use super::snapshot::{HeapSnapshot, NON_GC};
 
@@ -265,28 +267,6 @@ pub fn build(s: &HeapSnapshot, opts: &HeapOptions) -> HeapReport {
     }
 }
 
-/// Whether `name` matches `pattern` (`*` any run, `?` one character; whole name, or
-/// the name without namespace when the pattern has no dot).
-pub fn matches(pattern: &str, name: &str) -> bool {
-    fn glob(p: &[u8], n: &[u8]) -> bool {
-        match (p.first(), n.first()) {
-            (None, None) => true,
-            (Some(b'*'), _) => glob(&p[1..], n) || (!n.is_empty() && glob(p, &n[1..])),
-            (Some(b'?'), Some(_)) => glob(&p[1..], &n[1..]),
-            (Some(a), Some(b)) if a == b => glob(&p[1..], &n[1..]),
-            _ => false,
-        }
-    }
-    if glob(pattern.as_bytes(), name.as_bytes()) {
-        return true;
-    }
-    !pattern.contains('.')
-        && name
-            .rsplit('.')
-            .next()
-            .is_some_and(|short| glob(pattern.as_bytes(), short.as_bytes()))
-}
-
 /// Shortest paths from roots to every object whose type matches `pattern`, grouped by
 /// root and edge sequence (a repeated edge, as along a linked list, is shown once).
 pub fn paths_to(m: &Model<'_>, pattern: &str, top: usize) -> Vec<PathRow> {
@@ -325,7 +305,7 @@ pub fn paths_to(m: &Model<'_>, pattern: &str, top: usize) -> Vec<PathRow> {
     let mut grouped: HashMap<(u32, Vec<PathEdge>, String), u64> = HashMap::new();
     for o in 0..n as u32 {
         let name = s.class_name(o);
-        if group[o as usize] == NONE || !matches(pattern, name) {
+        if group[o as usize] == NONE || !matches_or_short_name(pattern, name) {
             continue;
         }
         let mut edges: Vec<PathEdge> = Vec::new();
@@ -378,7 +358,7 @@ pub fn statics(m: &Model<'_>, pattern: &str) -> Vec<StaticRow> {
     let mut rows: Vec<StaticRow> = s
         .statics
         .iter()
-        .filter(|st| matches(pattern, &st.class))
+        .filter(|st| matches_or_short_name(pattern, &st.class))
         .map(|st| StaticRow {
             class: st.class.clone(),
             field: st.field.clone(),
@@ -444,15 +424,5 @@ mod tests {
         assert_eq!(json["nongc_objects"], 1);
         assert!(json.get("nongc_missing").is_none());
         assert_eq!(json["statics"][0]["nongc"], true);
-    }
-
-    #[test]
-    fn patterns_match_whole_or_short_names() {
-        assert!(matches("Scenarios.Heap.Node", "Scenarios.Heap.Node"));
-        assert!(matches("Node", "Scenarios.Heap.Node"));
-        assert!(matches("*.Node", "Scenarios.Heap.Node"));
-        assert!(matches("No?e", "Scenarios.Heap.Node"));
-        assert!(!matches("Heap.Node", "Scenarios.Heap.Node"));
-        assert!(!matches("Nod", "Scenarios.Heap.Node"));
     }
 }

@@ -5,12 +5,11 @@
 //! (about `1/√n` of it, for `n` samples) is noise.
 
 use std::collections::HashMap;
-use std::fmt::Write;
 
 use serde::Serialize;
 
 use super::AllocationSamples;
-use crate::text::bytes;
+use crate::diff::delta;
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct AllocDelta {
@@ -36,10 +35,6 @@ pub struct AllocDiff {
     /// The app's own methods by self bytes (with the framework code they call), largest
     /// change first.
     pub app_functions: Vec<AllocDelta>,
-}
-
-fn delta(a: u64, b: u64) -> i64 {
-    b as i64 - a as i64
 }
 
 /// Rows by name from `(name, bytes, objects)` before and after; unchanged ones dropped.
@@ -100,68 +95,6 @@ pub fn diff(a: &AllocationSamples, b: &AllocationSamples) -> AllocDiff {
         types: rows(&types(a), &types(b)),
         app_functions: rows(&apps(a), &apps(b)),
     }
-}
-
-fn signed(v: i64) -> String {
-    let s = bytes(v.unsigned_abs());
-    if v < 0 {
-        format!("-{s}")
-    } else {
-        format!("+{s}")
-    }
-}
-
-fn percent(before: u64, after: u64) -> String {
-    if before == 0 {
-        "new".to_string()
-    } else {
-        format!(
-            "{:+.0} %",
-            100.0 * (after as f64 - before as f64) / before as f64
-        )
-    }
-}
-
-/// The text of `clrprof diff` for allocations.
-pub fn render(d: &AllocDiff, top: usize) -> String {
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "allocations diff (estimates from {} and {} samples): ~{} → ~{} ({}, {})",
-        d.samples_before,
-        d.samples_after,
-        bytes(d.bytes_before),
-        bytes(d.bytes_after),
-        signed(d.bytes_delta),
-        percent(d.bytes_before, d.bytes_after)
-    );
-    for (title, what, list) in [
-        ("by type", "type", &d.types),
-        (
-            "by the app's own methods (self: with the framework code they call)",
-            "method",
-            &d.app_functions,
-        ),
-    ] {
-        let _ = writeln!(o, "  {title}:");
-        let _ = writeln!(
-            o,
-            "  {:>13} {:>7} {:>12} {:>12}  {what}",
-            "change", "", "before", "after"
-        );
-        for r in list.iter().take(top) {
-            let _ = writeln!(
-                o,
-                "  {:>13} {:>7} {:>12} {:>12}  {}",
-                signed(r.bytes_delta),
-                percent(r.bytes_before, r.bytes_after),
-                bytes(r.bytes_before),
-                bytes(r.bytes_after),
-                r.name
-            );
-        }
-    }
-    o
 }
 
 #[cfg(test)]
@@ -248,7 +181,7 @@ mod tests {
             .map(|r| (r.name.as_str(), r.bytes_delta))
             .collect();
         assert_eq!(f, [("App.Load", 2200), ("App.Parse", -100)]);
-        let text = render(&d, 10);
+        let text = crate::text::render_alloc_diff(&d, 10);
         let head = "allocations diff (estimates from 10 and 10 samples): ~1510 B → ~3607 B (+2097 B, +139 %)";
         assert!(text.starts_with(head), "{text}");
         assert!(

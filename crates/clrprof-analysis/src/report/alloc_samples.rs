@@ -125,7 +125,7 @@ pub fn by_app_function<'a>(
         for f in &p.frames {
             if !*app
                 .entry(*f)
-                .or_insert_with(|| crate::app_code::is_app_frame(names, *f))
+                .or_insert_with(|| crate::names::is_app_frame(names, *f))
             {
                 continue;
             }

@@ -87,6 +87,9 @@ impl Samples {
             Some(u64::from(meta.pid)),
         );
         totals.gc_poll_folded = folded;
+        // From here on, each sample's CPU is its share of its thread's (the thread table
+        // above keeps what each thread used).
+        samples::share_cpu(&mut self.samples, names);
         let (app_functions, outside) = crate::app_code::functions(&self.samples, names);
         totals.outside_app_cpu_ns = outside;
         Some(SamplesSection {

@@ -1,6 +1,7 @@
 //! The human-readable report: short sections, biggest first, numbers with units. One
 //! renderer per section; [`render`] lists them in the order they print.
 
+mod alloc_diff;
 mod alloc_samples;
 mod allocations;
 mod butterfly;
@@ -14,12 +15,19 @@ mod jit;
 mod modules;
 mod samples;
 mod threads;
-mod units;
 
+pub use crate::units::{bytes, ns};
 pub use escape::{escape_controls, escape_output, is_control};
-pub use units::{bytes, ns};
+
+// The renderers reach the units as `super::units`.
+use crate::units;
 
 use crate::report::{Functions, Report};
+
+/// The text of `clrprof diff` for allocations; `top` bounds each list.
+pub fn render_alloc_diff(d: &crate::report::alloc_diff::AllocDiff, top: usize) -> String {
+    alloc_diff::render(d, top)
+}
 
 /// The butterfly of `report --function` alone, after the trace's first lines.
 pub fn render_butterfly(r: &Report, top: usize) -> String {

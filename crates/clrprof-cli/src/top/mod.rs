@@ -126,7 +126,7 @@ fn once(
         lost: window.lost,
         unreadable_bytes: live.follow.skipped_bytes,
     };
-    crate::report::write_text(&view::plain(&snap, &status, args.top))?;
+    crate::stdout::write_text(&view::plain(&snap, &status, args.top))?;
     Ok(ended)
 }
 

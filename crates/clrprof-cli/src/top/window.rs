@@ -2,17 +2,13 @@
 //! at most one flush interval after they were taken), per function self and total CPU as
 //! a percentage of one core, and per thread. The samples go through the report's
 //! preparation (`samples::prepare`: waits, runtime activity, the GC poll folded into the
-//! method that polled) and its CPU rule (`StackSample::counts_cpu`), and the counting is
+//! method that polled) and its CPU rule (`samples::share_cpu`), and the counting is
 //! the report's `samples::functions`; the names come from the trace's name records seen
 //! so far.
 //!
-//! Whose CPU it was: a sample carries the CPU its thread used since its previous sample,
-//! but the stack is where the thread is *now*. A thread that works for a millisecond and
-//! then sleeps is mostly caught asleep, and crediting its CPU to that stack puts
-//! `Thread.Sleep` (and `[libc.so.6]` under it) on top. So a sample the report's CPU view
-//! leaves out (parked in a wait, or its thread did not run) counts as off CPU, and each
-//! thread's measured CPU in the window is shared equally among its other samples: a
-//! thread's total stays what the kernel measured, spread over where it was seen running.
+//! Whose CPU it was: the report's one rule (`samples::share_cpu`): a sample parked in a
+//! wait gets none, and each thread's CPU in the window is shared equally among its
+//! samples that ran.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
@@ -20,10 +16,8 @@ use std::time::{Duration, Instant};
 use clrprof_analysis::names::Names;
 use clrprof_analysis::runtime_frames::Windows;
 use clrprof_analysis::samples::{
-    StackSample, View, counted, functions, prepare, stack_sample, thread_matches,
+    StackSample, View, functions, prepare, share_cpu, stack_sample, thread_matches,
 };
-// `View::Wall` below: `on_cpu` has already kept the samples that ran and shared each
-// thread's CPU among them; the rows are sorted by `sort_rows`.
 use clrprof_analysis::threads::ThreadNames;
 use clrprof_analysis::timeline::TimedEvent;
 use clrprof_format::Event;
@@ -203,7 +197,10 @@ impl Window {
             .collect();
         prepare(&mut samples, &self.names, &self.windows);
         let pct = |ns: u64| ns as f64 / 1e9 / span * 100.0;
-        let mut rows: Vec<Row> = functions(&self.on_cpu(&samples), &self.names, View::Wall, false)
+        // The rows are sorted by `sort_rows`; the thread table keeps what each used.
+        let mut shared = samples.clone();
+        share_cpu(&mut shared, &self.names);
+        let mut rows: Vec<Row> = functions(&shared, &self.names, View::Cpu, false)
             .into_iter()
             .map(|f| Row {
                 name: f.name,
@@ -244,28 +241,6 @@ impl Window {
             threads,
             alloc,
         }
-    }
-}
-
-impl Window {
-    /// The samples the report's CPU view counts, each weighing an equal share of its
-    /// thread's CPU in `samples` (see the module's header).
-    fn on_cpu(&self, samples: &[StackSample]) -> Vec<StackSample> {
-        let mut per: HashMap<u64, (u64, u64)> = HashMap::new();
-        for s in samples {
-            let e = per.entry(s.os_tid).or_default();
-            e.0 += s.cpu_ns;
-            e.1 += u64::from(s.counts_cpu(&self.names));
-        }
-        counted(samples, &self.names, View::Cpu)
-            .map(|s| {
-                let (cpu, n) = per[&s.os_tid];
-                StackSample {
-                    cpu_ns: cpu / n.max(1),
-                    ..s.clone()
-                }
-            })
-            .collect()
     }
 }
 

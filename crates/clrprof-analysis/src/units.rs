@@ -1,4 +1,5 @@
-//! Numbers with units a person reads at a glance, and names cut to fit a line.
+//! Numbers with units a person reads at a glance, and names cut to fit a line. A leaf:
+//! the text renderers, `invocations` and the diffs use it.
 
 /// Formats nanoseconds with a unit a person reads at a glance.
 pub fn ns(v: u64) -> String {
@@ -21,7 +22,7 @@ pub fn bytes(v: u64) -> String {
 }
 
 /// `s`, cut to `max` characters with `…` as the last when longer.
-pub(super) fn truncate(s: &str, max: usize) -> String {
+pub(crate) fn truncate(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         s.to_string()
     } else {

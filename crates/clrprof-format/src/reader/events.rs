@@ -1,7 +1,8 @@
 //! The event iterator: every record of every intact block, in file order.
 
+use super::TraceReader;
+use crate::decoded::DecodedEvent;
 use crate::events::{Event, kind_name};
-use crate::reader::{DecodedEvent, TraceReader};
 use crate::records::{Record, RecordError, Records};
 use crate::scan::{Scanner, Step};
 use crate::warning::{Warning, Warnings};

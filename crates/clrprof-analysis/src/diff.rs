@@ -1,0 +1,21 @@
+//! What the two diffs share (`heap::diff` of heap snapshots, `report::alloc_diff` of
+//! allocation samples; both behind `clrprof diff`): the signed change of a count.
+
+/// `after - before` as a signed change, saturating at `i64`'s range.
+pub fn delta(before: u64, after: u64) -> i64 {
+    let d = i128::from(after) - i128::from(before);
+    d.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signed_and_saturating() {
+        assert_eq!(delta(10, 7), -3);
+        assert_eq!(delta(7, 10), 3);
+        assert_eq!(delta(0, u64::MAX), i64::MAX);
+        assert_eq!(delta(u64::MAX, 0), i64::MIN);
+    }
+}
