@@ -277,6 +277,11 @@ pub fn every_kind() -> Vec<Event<'static>> {
         },
         // 2.0
         Event::TraceEnd { blocks: 300 },
+        // 2.1
+        Event::SamplePositions {
+            os_tid: 4242,
+            positions: Cow::Owned(vec![0x2a + 4, 2, 0, 3]),
+        },
     ]
 }
 
@@ -585,6 +590,10 @@ pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
                     events: b2,
                 },
                 37 => Event::TraceEnd { blocks: a },
+                100 => Event::SamplePositions {
+                    os_tid: a,
+                    positions: list,
+                },
                 40 => Event::CallArgs {
                     function: a,
                     sp: b2,
