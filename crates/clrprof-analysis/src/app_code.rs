@@ -124,6 +124,7 @@ mod tests {
                     name: name.into(),
                     signature: String::new(),
                     module,
+                    token: 0,
                 },
             );
         }
@@ -136,6 +137,7 @@ mod tests {
             stack: stack.to_vec(),
             wait: None,
             activity: None,
+            positions: Vec::new(),
         };
         let (rows, outside) = functions(
             &[

@@ -14,6 +14,7 @@ pub mod calltree;
 pub mod gc;
 pub mod heap;
 pub mod invocations;
+pub mod lines;
 pub mod names;
 pub mod profile;
 pub mod report;

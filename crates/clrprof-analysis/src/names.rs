@@ -17,6 +17,8 @@ pub struct FunctionName {
     pub signature: String,
     /// The runtime's ModuleID of the function's module (0 when unknown).
     pub module: u64,
+    /// Its MethodDef token (0 when unknown).
+    pub token: u32,
 }
 
 /// A module a frame belongs to: a managed assembly's file or a native library.
@@ -73,6 +75,7 @@ impl Names {
             Event::FunctionInfo {
                 function,
                 module,
+                token,
                 name,
                 signature,
                 ..
@@ -83,6 +86,7 @@ impl Names {
                         name: name.to_string(),
                         signature: signature.to_string(),
                         module: *module,
+                        token: *token,
                     },
                 );
             }

@@ -371,6 +371,10 @@ pub struct ReportArgs {
     /// `250ms`)
     #[arg(long, value_parser = parse_offset, value_name = "TIME")]
     pub to: Option<u64>,
+    /// Also look for the modules' portable PDBs in this folder (repeatable; after the
+    /// embedded PDB and the one beside the module, before the path the compiler wrote)
+    #[arg(long = "pdb-dir", value_name = "DIR")]
+    pub pdb_dirs: Vec<PathBuf>,
     #[command(flatten)]
     pub heap: HeapView,
 }

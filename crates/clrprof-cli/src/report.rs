@@ -43,6 +43,7 @@ pub fn run(args: ReportArgs) -> Result<i32> {
                 to_ns: args.to,
             },
             function: args.function.clone(),
+            pdb_dirs: Some(args.pdb_dirs.clone()),
         },
     );
     bar.done();
