@@ -57,6 +57,8 @@ pub fn functions(samples: &[StackSample], names: &Names) -> (Vec<FunctionSamples
                     total_samples: 0,
                     self_cpu_ns: 0,
                     total_cpu_ns: 0,
+                    file: None,
+                    line: None,
                 });
                 rows.len() - 1
             });

@@ -215,3 +215,122 @@ pub fn by_line(
     });
     rows
 }
+
+impl Lines {
+    /// The document and the lowest and highest lines of a function's body in it (the
+    /// document of its first visible sequence point).
+    pub fn span(&mut self, names: &Names, function: u64) -> Option<(Arc<str>, u32, u32)> {
+        let first = self.first_line(names, function)?;
+        let f = names.functions.get(&function)?;
+        let m = self.modules.get(&f.module)?.as_ref()?;
+        let lines = m.methods.get(&f.token)?.as_ref()?;
+        let doc = lines.first_line()?.document;
+        let visible = || {
+            lines
+                .points
+                .iter()
+                .filter(move |p| !p.is_hidden() && p.document == doc)
+        };
+        // Lines in source order: a loop's condition comes after its body in IL.
+        let low = visible().map(|p| p.start_line).min()?;
+        let high = visible().map(|p| p.end_line.max(p.start_line)).max()?;
+        Some((first.file, low, high))
+    }
+}
+
+/// `report --source`: a method's lines with the figures of each.
+#[derive(Debug, Clone, Serialize)]
+pub struct Listing {
+    pub function: String,
+    pub file: String,
+    /// Per line from the body's first to its last: (line, self CPU, total CPU, self
+    /// samples, total samples).
+    pub lines: Vec<(u32, u64, u64, u64, u64)>,
+    /// The file's text of those lines, when the file could be read (else empty).
+    pub text: Vec<String>,
+}
+
+/// The listings of the sampled methods whose name matches `pattern` (`*` and `?`
+/// wildcards), from the report's `lines` rows; the source text is read from the
+/// document's path when it is readable.
+pub fn listings(
+    rows: &[LineSamples],
+    pattern: &str,
+    names: &Names,
+    lines: &mut Lines,
+) -> Vec<Listing> {
+    let mut out: Vec<Listing> = Vec::new();
+    let mut done: Vec<String> = Vec::new();
+    let mut ids: Vec<(&u64, &crate::names::FunctionName)> = names
+        .functions
+        .iter()
+        .filter(|(_, f)| crate::invocations::glob(pattern, &f.name))
+        .collect();
+    ids.sort_by_key(|(id, f)| (f.name.clone(), **id));
+    for (&id, f) in ids {
+        if done.contains(&f.name) || !rows.iter().any(|r| r.function == f.name) {
+            continue;
+        }
+        let Some((file, first, last)) = lines.span(names, id) else {
+            continue;
+        };
+        done.push(f.name.clone());
+        // A body of more than 2,000 lines is cut there.
+        let last = last.min(first.saturating_add(2000));
+        let figures = (first..=last)
+            .map(|n| {
+                rows.iter()
+                    .filter(|r| r.function == f.name && r.line == n && *r.file == *file)
+                    .fold((n, 0, 0, 0, 0), |a, r| {
+                        (
+                            n,
+                            a.1 + r.self_cpu_ns,
+                            a.2 + r.total_cpu_ns,
+                            a.3 + r.self_samples,
+                            a.4 + r.total_samples,
+                        )
+                    })
+            })
+            .collect();
+        let text = std::fs::read_to_string(&*file)
+            .map(|t| {
+                t.lines()
+                    .skip(first.saturating_sub(1) as usize)
+                    .take((last - first + 1) as usize)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.push(Listing {
+            function: f.name.clone(),
+            file: file.to_string(),
+            lines: figures,
+            text,
+        });
+    }
+    out
+}
+
+/// Gives each row of a function table its `file` and `line` (the document and the first
+/// line of the method's body; null for frames without one, as native code).
+pub fn locate_functions(
+    rows: &mut [crate::samples::FunctionSamples],
+    names: &Names,
+    lines: &mut Lines,
+) {
+    // A name's rows merge the code versions of one method: any of its ids will do.
+    let mut by_name: HashMap<&str, u64> = HashMap::new();
+    for (id, f) in &names.functions {
+        by_name
+            .entry(f.name.as_str())
+            .and_modify(|k| *k = (*k).min(*id))
+            .or_insert(*id);
+    }
+    for r in rows {
+        let span = by_name
+            .get(r.name.as_str())
+            .and_then(|&id| lines.span(names, id));
+        r.file = Some(span.as_ref().map(|s| s.0.to_string()));
+        r.line = Some(span.map(|s| s.1));
+    }
+}

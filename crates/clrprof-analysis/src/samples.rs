@@ -154,6 +154,14 @@ pub struct FunctionSamples {
     pub total_samples: u64,
     pub self_cpu_ns: u64,
     pub total_cpu_ns: u64,
+    /// Traces with source positions: the document of the method's body (null when
+    /// unknown); absent in other traces.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<Option<String>>,
+    /// Traces with source positions: the first line of the method's body (null when
+    /// unknown); absent in other traces.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<Option<u32>>,
 }
 
 /// Every sample of the trace, in time order, with its positions.
@@ -465,6 +473,8 @@ pub fn functions(
                     total_samples: 0,
                     self_cpu_ns: 0,
                     total_cpu_ns: 0,
+                    file: None,
+                    line: None,
                 });
                 rows.len() - 1
             });

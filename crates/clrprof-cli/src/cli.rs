@@ -371,6 +371,11 @@ pub struct ReportArgs {
     /// `250ms`)
     #[arg(long, value_parser = parse_offset, value_name = "TIME")]
     pub to: Option<u64>,
+    /// Print the source of the sampled methods matching this pattern (`*` wildcards) with
+    /// the self and total CPU and samples of each line beside it, instead of the summary
+    /// (--json: the listings as an array)
+    #[arg(long, value_name = "PATTERN")]
+    pub source: Option<String>,
     /// Also look for the modules' portable PDBs in this folder (repeatable; after the
     /// embedded PDB and the one beside the module, before the path the compiler wrote)
     #[arg(long = "pdb-dir", value_name = "DIR")]

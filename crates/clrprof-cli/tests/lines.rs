@@ -42,6 +42,12 @@ fn assert_on_marked_line(r: &Value, name: &str, marker: &str, what: &str) {
     let line = marked_line(marker);
     let f = function(r, name);
     let self_samples = f["self_samples"].as_u64().unwrap();
+    // The function table names where the method's body starts.
+    assert!(
+        f["file"].as_str().is_some_and(|p| p.ends_with("Lines.cs"))
+            && f["line"].as_u64().is_some_and(|l| l < line && l + 5 > line),
+        "{what}: {f:#}"
+    );
     assert!(
         self_samples >= 30,
         "{what}: {name} has {self_samples} self samples"
@@ -178,7 +184,49 @@ fn net10_signal_sampler_pdb_moved_and_found_with_pdb_dir() {
         gone["lines"]
     );
 
-    let found = report_json_with(&trace, &["--pdb-dir", pdbs.to_str().unwrap()]);
+    // `--source`: the method's lines with the figures beside them, the busy line's text
+    // and its samples on the same row.
+    let pdb_dir = pdbs.to_str().unwrap();
+    let out = clrprof()
+        .args(["report", "--source", "*Lines.Busy", "--pdb-dir", pdb_dir])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listing = String::from_utf8(out.stdout).unwrap();
+    let busy_line = marked_line("busy line");
+    let row = listing
+        .lines()
+        .find(|l| l.ends_with("// busy line"))
+        .unwrap_or_else(|| panic!("{listing}"));
+    assert!(row.contains(&format!(" {busy_line}  ")), "{row}");
+    assert!(
+        row.split_whitespace().next() != Some("."),
+        "the busy line has self samples: {listing}"
+    );
+    assert!(
+        listing
+            .lines()
+            .any(|l| l.contains("while (Stopwatch.GetTimestamp() < deadline)"))
+    );
+    // Without the PDB: no listing, and the reason.
+    let out = clrprof()
+        .args(["report", "--source", "*Lines.Busy"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("without a readable PDB"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let found = report_json_with(&trace, &["--pdb-dir", pdb_dir]);
     assert_eq!(found["lines"], r["lines"], "--pdb-dir gives the same lines");
     assert!(
         !found["missing_pdbs"]

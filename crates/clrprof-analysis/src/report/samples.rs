@@ -96,10 +96,12 @@ impl Samples {
         totals.gc_poll_folded = folded;
         let (app_functions, outside) = crate::app_code::functions(&self.samples, names);
         totals.outside_app_cpu_ns = outside;
+        let mut functions = samples::functions(&self.samples, names, want.view, stubs_named);
         let (lines, missing_pdbs) = match want.pdb_dirs {
             Some(dirs) if self.samples.iter().any(|s| !s.positions.is_empty()) => {
                 let mut resolver = Lines::new(dirs.to_vec());
                 let rows = lines::by_line(&self.samples, names, want.view, &mut resolver);
+                lines::locate_functions(&mut functions, names, &mut resolver);
                 (Some(rows), resolver.missing().to_vec())
             }
             _ => (None, Vec::new()),
@@ -109,7 +111,7 @@ impl Samples {
             missing_pdbs,
             totals,
             app_functions,
-            functions: samples::functions(&self.samples, names, want.view, stubs_named),
+            functions,
             butterfly: want
                 .function
                 .map(|p| butterfly::of_samples(&self.samples, names, want.view, stubs_named, p)),

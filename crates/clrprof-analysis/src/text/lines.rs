@@ -89,3 +89,59 @@ pub fn location(l: &LineSamples) -> String {
     let name = l.file.rsplit(['/', '\\']).next().unwrap_or(&l.file);
     format!("{name}:{}", l.line)
 }
+
+/// `report --source`: each matching method's lines with self and total CPU and samples
+/// beside them (like `pprof list`); line numbers alone when the file is unreadable.
+pub fn render_listings(listings: &[crate::lines::Listing]) -> String {
+    let mut o = String::new();
+    for l in listings {
+        let _ = writeln!(o, "{}  ({})", l.function, l.file);
+        if l.text.is_empty() {
+            let _ = writeln!(o, "  (source not readable here: line numbers only)");
+        }
+        let _ = writeln!(
+            o,
+            "  {:>10} {:>10} {:>7} {:>7}  {:>5}",
+            "self cpu", "total cpu", "self", "total", "line"
+        );
+        for (i, &(n, self_cpu, total_cpu, self_n, total_n)) in l.lines.iter().enumerate() {
+            let cell = |v: u64, s: String| if v == 0 { ".".to_string() } else { s };
+            let _ = writeln!(
+                o,
+                "  {:>10} {:>10} {:>7} {:>7}  {:>5}  {}",
+                cell(self_cpu, ns(self_cpu)),
+                cell(total_cpu, ns(total_cpu)),
+                cell(self_n, self_n.to_string()),
+                cell(total_n, total_n.to_string()),
+                n,
+                l.text.get(i).map(String::as_str).unwrap_or("")
+            );
+        }
+        o.push('\n');
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lines::Listing;
+
+    #[test]
+    fn a_listing_without_its_source_shows_line_numbers() {
+        let l = Listing {
+            function: "App.Busy".into(),
+            file: "/nowhere/App.cs".into(),
+            lines: vec![(10, 0, 0, 0, 0), (11, 2_000_000, 2_000_000, 2, 2)],
+            text: Vec::new(),
+        };
+        let o = render_listings(&[l]);
+        assert!(o.contains("line numbers only"), "{o}");
+        let row = o.lines().find(|r| r.trim_end().ends_with("11")).unwrap();
+        assert!(row.contains("2000.0 µs") || row.contains("2.0 ms"), "{row}");
+        assert!(
+            o.lines()
+                .any(|r| r.trim_end().ends_with("10") && r.contains('.'))
+        );
+    }
+}

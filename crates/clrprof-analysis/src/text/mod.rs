@@ -18,6 +18,7 @@ mod threads;
 mod units;
 
 pub use escape::{escape_controls, escape_output, is_control};
+pub use lines::render_listings;
 pub use units::{bytes, ns};
 
 use crate::report::{Functions, Report};
