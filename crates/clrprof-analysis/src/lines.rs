@@ -65,6 +65,13 @@ impl Lines {
     /// IL, and unknown positions, have none.
     pub fn line(&mut self, names: &Names, function: u64, item: u64) -> Option<SourceLine> {
         let pos = position_il(item)?;
+        // The trace's own table first (a trace that travelled without its PDBs).
+        if let Some((file, line)) = names.source_lines.get(&(function, item)) {
+            return Some(SourceLine {
+                file: file.clone(),
+                line: *line,
+            });
+        }
         let f = names.functions.get(&function)?;
         if f.token == 0 {
             return None;
@@ -333,4 +340,30 @@ pub fn locate_functions(
         r.file = Some(span.as_ref().map(|s| s.0.to_string()));
         r.line = Some(span.map(|s| s.1));
     }
+}
+
+/// The `SourceLine` records that make a trace's lines travel: for every distinct
+/// (function, position) its samples hold whose line the PDBs give, the record's fields.
+pub fn table(
+    samples: &[crate::samples::StackSample],
+    names: &Names,
+    lines: &mut Lines,
+) -> Vec<(u64, u64, SourceLine)> {
+    let mut seen: std::collections::HashSet<(u64, u64)> = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for s in samples {
+        if s.positions.len() != s.stack.len() {
+            continue;
+        }
+        for (&f, &item) in s.stack.iter().zip(&s.positions) {
+            if item != 0
+                && seen.insert((f, item))
+                && let Some(l) = lines.line(names, f, item)
+            {
+                out.push((f, item, l));
+            }
+        }
+    }
+    out.sort_by_key(|a| (a.0, a.1));
+    out
 }

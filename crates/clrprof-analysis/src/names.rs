@@ -49,6 +49,9 @@ pub struct Names {
     /// Native modules by frame id ([`NATIVE_MODULE_FRAME`] set), from `NativeModule`
     /// (format 1.2) or the `FunctionInfo` `[file]` that 1.1 wrote instead.
     pub native_modules: HashMap<u64, ModuleFile>,
+    /// Source lines the trace carries (`SourceLine`, appended by `clrprof record`): per
+    /// (function, `SamplePositions` item), the file and line.
+    pub source_lines: HashMap<(u64, u64), (std::sync::Arc<str>, u32)>,
 }
 
 impl Names {
@@ -89,6 +92,15 @@ impl Names {
                         token: *token,
                     },
                 );
+            }
+            Event::SourceLine {
+                function,
+                position,
+                file,
+                line,
+            } => {
+                n.source_lines
+                    .insert((*function, *position), (file.as_ref().into(), *line));
             }
             Event::NativeModule { frame, path } => {
                 n.native_modules.insert(*frame, ModuleFile::from_path(path));

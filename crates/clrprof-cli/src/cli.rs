@@ -313,6 +313,11 @@ pub struct RecordArgs {
     /// Don't print the summary line after the command ends
     #[arg(short, long)]
     pub quiet: bool,
+    /// Don't add the source lines of the sampled methods to the trace when it ends (by
+    /// default they are read from the modules' PDBs then, so the trace shows its lines
+    /// without them)
+    #[arg(long)]
+    pub no_lines: bool,
     /// Take a heap snapshot this many seconds after the start (repeatable; docs/heap.md)
     #[arg(long, value_name = "SECONDS")]
     pub heap: Vec<f64>,

@@ -26,6 +26,7 @@ mod settings;
 mod signals;
 mod style;
 mod top;
+mod travel;
 
 use clap::Parser;
 

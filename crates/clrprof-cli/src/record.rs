@@ -97,6 +97,23 @@ pub fn run(args: RecordArgs) -> Result<i32> {
             );
         }
     }
+    // The sampled methods' source lines, read from their PDBs while they are at hand, so
+    // the trace shows its lines elsewhere too. A trace whose recording did not end (its
+    // process still runs) or did not end well is left alone.
+    if !args.no_lines {
+        for t in traces
+            .iter()
+            .filter(|t| t.end.as_ref().is_some_and(|e| e.incomplete().is_none()))
+        {
+            if let Err(e) = crate::travel::append_lines(&t.path) {
+                eprintln!(
+                    "clrprof: {} {}: source lines not added: {e:#}",
+                    crate::style::warning("warning:"),
+                    t.path.display()
+                );
+            }
+        }
+    }
     if !args.quiet {
         if let [t] = traces.as_slice() {
             eprintln!(

@@ -48,8 +48,9 @@ fn assert_on_marked_line(r: &Value, name: &str, marker: &str, what: &str) {
             && f["line"].as_u64().is_some_and(|l| l < line && l + 5 > line),
         "{what}: {f:#}"
     );
+    // A starved host may give the app little CPU: the share is what is checked.
     assert!(
-        self_samples >= 30,
+        self_samples >= 5,
         "{what}: {name} has {self_samples} self samples"
     );
     let rows: Vec<&Value> = r["lines"]
@@ -73,7 +74,12 @@ fn assert_on_marked_line(r: &Value, name: &str, marker: &str, what: &str) {
 fn record_lines(app: &BuiltApp, sampler: &str, what: &str) -> (std::path::PathBuf, Value) {
     let _timing = timing_lock();
     let trace = scratch(&format!("lines-{what}")).join("t.clrprof");
-    let out = record_app(app, &trace, &["--sampler", sampler], &["lines", "2"]);
+    let out = record_app(
+        app,
+        &trace,
+        &["--sampler", sampler, "--rate", "499"],
+        &["lines", "2"],
+    );
     assert_eq!(results(&out)["lines_seconds"], "2");
     let r = report_json(&trace);
     let runtime = r["trace"]["runtime_version"].as_str().unwrap_or("");
@@ -123,11 +129,14 @@ fn copy_app(app: &BuiltApp, dir: &Path) -> BuiltApp {
 
 #[test]
 fn net8_suspend_sampler_pdb_beside_the_dll() {
-    record_lines(
+    let (_, r) = record_lines(
         &app_on("Scenarios", Runtime::Net8),
         "suspend",
         "net8-suspend",
     );
+    // `record` appended the lines (one block after the agent's last): the trace still
+    // reads whole.
+    assert_eq!(r["warnings"], serde_json::json!([]), "{:#}", r["warnings"]);
 }
 
 #[test]
@@ -149,8 +158,9 @@ fn net10_suspend_sampler_embedded_pdb() {
 }
 
 /// .NET 10, signal sampler, PDB beside the DLL; then the PDB moved to another folder: the
-/// report lists the module with where it looked and shows no line of it, and finds it
-/// again with `--pdb-dir`.
+/// trace still shows the same lines (`record` appended them), in place and copied
+/// elsewhere; the report lists the module with where it looked, `--source` needs the PDB
+/// and finds it again with `--pdb-dir`.
 #[test]
 fn net10_signal_sampler_pdb_moved_and_found_with_pdb_dir() {
     let dir = scratch("lines-net10-app");
@@ -173,15 +183,15 @@ fn net10_signal_sampler_pdb_moved_and_found_with_pdb_dir() {
             && reason.contains(&app.dir.join("Scenarios.pdb").display().to_string()),
         "{reason}"
     );
-    let busy = function(&r, "Scenarios.Lines.Busy")["name"].clone();
-    assert!(
-        !gone["lines"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|l| l["function"] == busy),
-        "lines of Busy without its PDB: {:#}",
-        gone["lines"]
+    // The trace carries its lines (`record` appended them from the PDB): the same lines
+    // with the PDB gone, and in a copy of the trace elsewhere.
+    assert_eq!(gone["lines"], r["lines"], "the trace's own lines");
+    let copy = scratch("lines-net10-copy").join("copied.clrprof");
+    std::fs::copy(&trace, &copy).unwrap();
+    assert_eq!(
+        report_json(&copy)["lines"],
+        r["lines"],
+        "a copied trace's lines"
     );
 
     // `--source`: the method's lines with the figures beside them, the busy line's text

@@ -334,6 +334,11 @@ events! {
     /// order: [`position_il`](crate::position_il) decodes them (0 unknown or not managed,
     /// 1 epilog, 2 prolog, 3 no mapping, 4 + n IL offset n).
     100 SamplePositions { os_tid: u64, positions: Cow<'a, [u64]> }
+    /// The source line of a position the trace's samples hold (format 2.1): appended by
+    /// `clrprof record` when the recording ends, from the module's PDB, so that the trace
+    /// shows its lines without the PDBs. `position` is a `SamplePositions` item, `file`
+    /// the document's path as the compiler wrote it.
+    101 SourceLine { function: u64, position: u64, file: Cow<'a, str>, line: u32 }
 }
 
 /// `AllocConfig.source`: the runtime's `AllocationSampled` event (.NET 10, Poisson).

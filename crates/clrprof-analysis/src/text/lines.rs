@@ -68,7 +68,7 @@ pub fn render(
     if !missing.is_empty() {
         let _ = writeln!(
             o,
-            "  no source lines for {} module(s) (no readable PDB; `--pdb-dir DIR` adds a folder to look in):",
+            "  no readable PDB for {} module(s) (`--pdb-dir DIR` adds a folder to look in; lines the trace carries are shown):",
             missing.len()
         );
         for m in missing.iter().take(MISSING_NAMED) {
