@@ -49,7 +49,7 @@ pub fn functions(samples: &[StackSample], names: &Names) -> (Vec<FunctionSamples
             if !*app.entry(*f).or_insert_with(|| is_app_frame(names, *f)) {
                 continue;
             }
-            let name = names.function(*f);
+            let name = names.display(*f);
             let row = *by_name.entry(name.clone()).or_insert_with(|| {
                 rows.push(FunctionSamples {
                     name,

@@ -183,7 +183,7 @@ pub fn by_line(
             }
             let row = *resolved.entry((f, item)).or_insert_with(|| {
                 let line = lines.line(names, f, item)?;
-                let function = names.function(f);
+                let function = names.display(f);
                 let key = (function.clone(), line.clone());
                 Some(*row_of.entry(key).or_insert_with(|| {
                     rows.push(LineSamples {
@@ -268,26 +268,32 @@ pub fn listings(
 ) -> Vec<Listing> {
     let mut out: Vec<Listing> = Vec::new();
     let mut done: Vec<String> = Vec::new();
-    let mut ids: Vec<(&u64, &crate::names::FunctionName)> = names
+    // Matched by the name the views show (a state machine's after its kickoff method)
+    // or the runtime's.
+    let mut ids: Vec<(String, u64)> = names
         .functions
         .iter()
-        .filter(|(_, f)| crate::invocations::glob(pattern, &f.name))
+        .filter(|(id, f)| {
+            crate::invocations::glob(pattern, &f.name)
+                || crate::invocations::glob(pattern, &names.display(**id))
+        })
+        .map(|(id, _)| (names.display(*id), *id))
         .collect();
-    ids.sort_by_key(|(id, f)| (f.name.clone(), **id));
-    for (&id, f) in ids {
-        if done.contains(&f.name) || !rows.iter().any(|r| r.function == f.name) {
+    ids.sort();
+    for (name, id) in ids {
+        if done.contains(&name) || !rows.iter().any(|r| r.function == name) {
             continue;
         }
         let Some((file, first, last)) = lines.span(names, id) else {
             continue;
         };
-        done.push(f.name.clone());
+        done.push(name.clone());
         // A body of more than 2,000 lines is cut there.
         let last = last.min(first.saturating_add(2000));
         let figures = (first..=last)
             .map(|n| {
                 rows.iter()
-                    .filter(|r| r.function == f.name && r.line == n && *r.file == *file)
+                    .filter(|r| r.function == name && r.line == n && *r.file == *file)
                     .fold((n, 0, 0, 0, 0), |a, r| {
                         (
                             n,
@@ -309,7 +315,7 @@ pub fn listings(
             })
             .unwrap_or_default();
         out.push(Listing {
-            function: f.name.clone(),
+            function: name,
             file: file.to_string(),
             lines: figures,
             text,
@@ -326,17 +332,15 @@ pub fn locate_functions(
     lines: &mut Lines,
 ) {
     // A name's rows merge the code versions of one method: any of its ids will do.
-    let mut by_name: HashMap<&str, u64> = HashMap::new();
-    for (id, f) in &names.functions {
+    let mut by_name: HashMap<String, u64> = HashMap::new();
+    for id in names.functions.keys() {
         by_name
-            .entry(f.name.as_str())
+            .entry(names.display(*id))
             .and_modify(|k| *k = (*k).min(*id))
             .or_insert(*id);
     }
     for r in rows {
-        let span = by_name
-            .get(r.name.as_str())
-            .and_then(|&id| lines.span(names, id));
+        let span = by_name.get(&r.name).and_then(|&id| lines.span(names, id));
         r.file = Some(span.as_ref().map(|s| s.0.to_string()));
         r.line = Some(span.map(|s| s.1));
     }

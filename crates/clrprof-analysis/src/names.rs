@@ -123,6 +123,14 @@ impl Names {
         }
     }
 
+    /// A function's name as the sampled views show it: an async or iterator state
+    /// machine's `MoveNext` is named after the method that started it
+    /// ([`state_machine_name`]); other names as [`function`](Self::function).
+    pub fn display(&self, id: u64) -> String {
+        let name = self.function(id);
+        state_machine_name(&name).unwrap_or(name)
+    }
+
     pub fn function(&self, id: u64) -> String {
         match self.functions.get(&id) {
             Some(f) => f.name.clone(),
@@ -172,6 +180,23 @@ impl Names {
     }
 }
 
+/// The name of a C# async or iterator state machine's `MoveNext` after its kickoff
+/// method: the compiler names the machine `<Method>d__N`, nested in the method's type, so
+/// `Shop.Cart+<CheckoutAsync>d__3.MoveNext` is the body of `Shop.Cart.CheckoutAsync`,
+/// shown as `Shop.Cart.CheckoutAsync (MoveNext)`: the suffix keeps it apart from the
+/// kickoff method's own frame (a row of its own, as before). `None` for other names.
+pub fn state_machine_name(name: &str) -> Option<String> {
+    let body = name.strip_suffix(".MoveNext")?;
+    let (outer, machine) = body.rsplit_once('+')?;
+    let inner = machine.strip_prefix('<')?;
+    let (method, rest) = inner.split_once(">d__")?;
+    let generic_ok = rest
+        .split('<')
+        .next()
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    (generic_ok && !method.is_empty()).then(|| format!("{outer}.{method} (MoveNext)"))
+}
+
 /// Whether a native library is the runtime itself: the VM (with the GC) or the JIT.
 pub fn is_runtime_library(file_name: &str) -> bool {
     matches!(file_name, "libcoreclr.so" | "libclrjit.so")
@@ -187,6 +212,27 @@ mod tests {
             ns: 0,
             os_tid: 1,
             event,
+        }
+    }
+
+    #[test]
+    fn state_machines_are_named_after_their_kickoff_method() {
+        assert_eq!(
+            state_machine_name("Scenarios.Lines+<BusyAsync>d__3.MoveNext").as_deref(),
+            Some("Scenarios.Lines.BusyAsync (MoveNext)")
+        );
+        assert_eq!(
+            state_machine_name("A.B+C+<Items>d__12<System.Int32>.MoveNext").as_deref(),
+            Some("A.B+C.Items (MoveNext)")
+        );
+        for other in [
+            "Scenarios.Lines.Busy",
+            "A.B+<>c.<Run>b__0_0",
+            "A.B+<Run>d__x.MoveNext",
+            "A.B+<>d__1.MoveNext",
+            "System.Collections.Generic.List`1+Enumerator.MoveNext",
+        ] {
+            assert_eq!(state_machine_name(other), None, "{other}");
         }
     }
 

@@ -413,7 +413,7 @@ impl<'a> Labels<'a> {
         let text = if clrprof_format::is_native_frame(f) {
             runtime_frames::frame_label(self.names, &s.stack, i, s.activity, self.stubs_named)
         } else {
-            self.names.function(f)
+            self.names.display(f)
         };
         let id = match self.ids.get(&text) {
             Some(&id) => id,

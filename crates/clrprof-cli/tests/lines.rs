@@ -27,12 +27,15 @@ fn marked_line(marker: &str) -> u64 {
     n as u64 + 1
 }
 
+/// The function row named `name`, else the one whose name contains it.
 fn function<'a>(r: &'a Value, name: &str) -> &'a Value {
-    r["functions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"].as_str().is_some_and(|n| n.contains(name)))
+    let rows = r["functions"].as_array().unwrap();
+    rows.iter()
+        .find(|f| f["name"] == name)
+        .or_else(|| {
+            rows.iter()
+                .find(|f| f["name"].as_str().is_some_and(|n| n.contains(name)))
+        })
         .unwrap_or_else(|| panic!("no function {name} in {:#}", r["functions"]))
 }
 
@@ -89,6 +92,12 @@ fn record_lines(app: &BuiltApp, sampler: &str, what: &str) -> (std::path::PathBu
     );
     assert_on_marked_line(&r, "Scenarios.Lines.Busy", "busy line", what);
     assert_on_marked_line(&r, "BusyAsync", "async busy line", what);
+    // The async method's state machine is named after it (and kept apart from it).
+    assert_eq!(
+        function(&r, "BusyAsync")["name"],
+        "Scenarios.Lines.BusyAsync (MoveNext)",
+        "{what}"
+    );
     // The text report's section names the line.
     let text = report_text(&trace);
     let busy = format!("Lines.cs:{}", marked_line("busy line"));
