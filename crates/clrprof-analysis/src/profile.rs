@@ -29,6 +29,8 @@ struct Tables {
     profile: Profile,
     interner: Interner,
     by_id: HashMap<u64, FrameId>,
+    /// `--lines`: frames by (id, source line).
+    by_line: HashMap<(u64, u32), FrameId>,
     by_module: HashMap<ModuleFile, ModuleId>,
 }
 
@@ -45,6 +47,26 @@ impl Tables {
         };
         let i = self.interner.frame(&mut self.profile, frame);
         self.by_id.insert(id, i);
+        i
+    }
+
+    /// The frame of id `id` on source line `line`: `Method:42` (the plain frame when the
+    /// line is unknown).
+    fn id_at(&mut self, id: u64, line: Option<u32>, names: &Names) -> FrameId {
+        let Some(line) = line else {
+            return self.id(id, names);
+        };
+        if let Some(&i) = self.by_line.get(&(id, line)) {
+            return i;
+        }
+        let module = names.frame_module(id).map(|m| self.module(m));
+        let frame = Frame {
+            name: format!("{}:{line}", names.frame_name(id)),
+            module,
+            kind: names.frame_kind(id),
+        };
+        let i = self.interner.frame(&mut self.profile, frame);
+        self.by_line.insert((id, line), i);
         i
     }
 
@@ -110,6 +132,17 @@ pub struct Built {
 
 /// Builds the exporters' model of `trace`, with the calls as `wanted`.
 pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
+    build_with_lines(trace, wanted, None)
+}
+
+/// [`build_with`], and with `lines` (the extra PDB folders) each sampled frame whose
+/// source line is known becomes a frame of its own named `Method:42`.
+pub fn build_with_lines(
+    trace: &Trace<'_>,
+    wanted: CallsWanted,
+    lines: Option<&[std::path::PathBuf]>,
+) -> Built {
+    let mut resolver = lines.map(|dirs| crate::lines::Lines::new(dirs.to_vec()));
     let names = Names::collect(&trace.events);
     let threads = ThreadNames::collect(&trace.events);
     let meta = &trace.header.meta;
@@ -136,7 +169,23 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
     for s in all {
         thread(&mut per, s.os_tid);
         // The sample's frames are leaf first.
-        let stack = tables.stack(s.stack.iter().rev().copied(), |t, f| t.id(f, &names));
+        let stack = match resolver.as_mut() {
+            Some(lines) if s.positions.len() == s.stack.len() => {
+                let at: Vec<(u64, Option<u32>)> = s
+                    .stack
+                    .iter()
+                    .zip(&s.positions)
+                    .map(|(&f, &p)| (f, lines.line(&names, f, p).map(|l| l.line)))
+                    .collect();
+                let mut stack = None;
+                for &(f, line) in at.iter().rev() {
+                    let frame = tables.id_at(f, line, &names);
+                    stack = Some(tables.interner.stack(&mut tables.profile, stack, frame));
+                }
+                stack
+            }
+            _ => tables.stack(s.stack.iter().rev().copied(), |t, f| t.id(f, &names)),
+        };
         if let Some(t) = per.get_mut(&s.os_tid) {
             t.samples.push(Sample {
                 time_ns: s.ns,

@@ -220,6 +220,13 @@ pub enum Weight {
 pub struct ConvertArgs {
     /// The trace file
     pub file: PathBuf,
+    /// Sampled frames by source line: a method's frame on line 42 is `Method:42` (for
+    /// svg and folded above all; lines from the trace or the modules' PDBs)
+    #[arg(long)]
+    pub lines: bool,
+    /// With --lines: also look for the modules' portable PDBs in this folder (repeatable)
+    #[arg(long = "pdb-dir", value_name = "DIR")]
+    pub pdb_dirs: Vec<PathBuf>,
     /// Output format
     #[arg(short, long, value_enum, default_value_t = ConvertFormat::Svg)]
     pub format: ConvertFormat,

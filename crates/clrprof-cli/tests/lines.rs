@@ -195,6 +195,36 @@ fn net10_signal_sampler_pdb_moved_and_found_with_pdb_dir() {
     // The trace carries its lines (`record` appended them from the PDB): the same lines
     // with the PDB gone, and in a copy of the trace elsewhere.
     assert_eq!(gone["lines"], r["lines"], "the trace's own lines");
+    // `convert --lines`: the busy loop's frame is `Scenarios.Lines.Busy:<line>`, and it
+    // holds at least 90 % of the weight of Busy's leaf frames.
+    let folded = dir.join("lines.folded");
+    convert_with(
+        &trace,
+        &["--lines", "-f", "folded", "-o", folded.to_str().unwrap()],
+    );
+    let folded = std::fs::read_to_string(&folded).unwrap();
+    let leaf_weight = |leaf: &str| -> u64 {
+        folded
+            .lines()
+            .filter_map(|l| l.rsplit_once(' '))
+            .filter(|(stack, _)| {
+                stack
+                    .rsplit(';')
+                    .next()
+                    .is_some_and(|f| f.starts_with(leaf))
+            })
+            .map(|(_, w)| w.parse::<u64>().unwrap())
+            .sum()
+    };
+    let busy_leaf = format!("Scenarios.Lines.Busy:{}", marked_line("busy line"));
+    let (on_line, all) = (
+        leaf_weight(&busy_leaf),
+        leaf_weight("Scenarios.Lines.Busy:"),
+    );
+    assert!(
+        all > 0 && on_line * 10 >= all * 9,
+        "{on_line} of {all}: {folded}"
+    );
     let copy = scratch("lines-net10-copy").join("copied.clrprof");
     std::fs::copy(&trace, &copy).unwrap();
     assert_eq!(
