@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use clrprof_export::{
     AllocationSample, Call, CallPath, Frame, FrameId, FrameKind, Interner, Module, ModuleId,
-    Profile, Sample, StackId, ThreadProfile,
+    Profile, Sample, Source, StackId, ThreadProfile,
 };
 
 use crate::calltree;
@@ -166,6 +166,7 @@ pub fn build_with_lines(
     // for a sample parked in a wait (see samples::StackSample::counts_cpu).
     let mut all = samples::stack_samples(&trace.events);
     samples::prepare(&mut all, &names, &Windows::collect(&trace.events));
+    let has_positions = all.iter().any(|s| !s.positions.is_empty());
     for s in all {
         thread(&mut per, s.os_tid);
         // The sample's frames are leaf first.
@@ -265,6 +266,33 @@ pub fn build_with_lines(
     }
     for t in per.values_mut() {
         t.calls.sort_by_key(|c| (c.start_ns, c.depth));
+    }
+    if has_positions {
+        // Where each sampled method is in the source (pprof's Function, speedscope's
+        // file and line), from the PDBs.
+        let mut lines = resolver.unwrap_or_else(|| crate::lines::Lines::new(Vec::new()));
+        let mut sources: Vec<Option<Source>> = vec![None; tables.profile.frames.len()];
+        let frames = tables.by_id.iter().map(|(&id, &f)| (id, f, None)).chain(
+            tables
+                .by_line
+                .iter()
+                .map(|(&(id, line), &f)| (id, f, Some(line))),
+        );
+        for (id, frame, line) in frames {
+            if clrprof_format::is_native_frame(id) {
+                continue;
+            }
+            if let Some((file, start_line, _)) = lines.span(&names, id)
+                && let Some(slot) = sources.get_mut(frame.0 as usize)
+            {
+                *slot = Some(Source {
+                    file: file.to_string(),
+                    start_line,
+                    line,
+                });
+            }
+        }
+        tables.profile.sources = sources;
     }
     let profile = Profile {
         name: meta.command_line.join(" "),

@@ -159,10 +159,30 @@ fn net9_signal_sampler_embedded_pdb() {
 
 #[test]
 fn net10_suspend_sampler_embedded_pdb() {
-    record_lines(
+    let (trace, _) = record_lines(
         &app_embedded_pdb_on("Scenarios", Runtime::Net10),
         "suspend",
         "net10-suspend-embedded",
+    );
+    // speedscope names the method's source file and first line.
+    let out = trace.with_extension("speedscope.json");
+    convert_with(&trace, &["-f", "speedscope", "-o", out.to_str().unwrap()]);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let busy = v["shared"]["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "Scenarios.Lines.Busy")
+        .unwrap_or_else(|| panic!("{v:#}"));
+    let line = marked_line("busy line");
+    assert!(
+        busy["file"]
+            .as_str()
+            .is_some_and(|f| f.ends_with("Lines.cs"))
+            && busy["line"]
+                .as_u64()
+                .is_some_and(|l| l < line && l + 5 > line),
+        "{busy:#}"
     );
 }
 
