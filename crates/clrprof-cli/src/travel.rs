@@ -17,7 +17,23 @@ use clrprof_format::{Event, TraceReader, encode, write_block};
 /// Appends the trace's line table; returns how many lines it holds (0: nothing appended,
 /// as for traces of other modes or without positions).
 pub fn append_lines(path: &Path) -> Result<usize> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    // One descriptor for the read and the append, never through a symbolic link, and only
+    // to a regular file (the agent created it O_EXCL|O_NOFOLLOW; something else may have
+    // been put at the path since).
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .with_context(|| format!("cannot open {} to add its source lines", path.display()))?;
+    if !f.metadata()?.file_type().is_file() {
+        anyhow::bail!("{} is not a regular file", path.display());
+    }
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read {}", path.display()))?;
     let mut reader = TraceReader::new(&bytes)
         .with_context(|| format!("{} is not a readable clrprof trace", path.display()))?;
     if reader.header().meta.mode != "sample" {
@@ -68,11 +84,30 @@ pub fn append_lines(path: &Path) -> Result<usize> {
         &records,
         true,
     )?;
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(path)
-        .with_context(|| format!("cannot open {} to add its source lines", path.display()))?;
     f.write_all(&block)
         .with_context(|| format!("cannot add the source lines to {}", path.display()))?;
     Ok(rows.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn never_through_a_symbolic_link() {
+        let dir = std::env::temp_dir().join(format!("clrprof-travel-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("victim");
+        std::fs::write(&target, b"not a trace").unwrap();
+        let link = dir.join("t.clrprof");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let e = append_lines(&link).unwrap_err();
+        assert!(format!("{e:#}").contains("cannot open"), "{e:#}");
+        assert_eq!(std::fs::read(&target).unwrap(), b"not a trace");
+        // A file that is no trace is refused, and left as it was.
+        assert!(append_lines(&target).is_err());
+        assert_eq!(std::fs::read(&target).unwrap(), b"not a trace");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
