@@ -37,6 +37,7 @@ public static class Program
         ("alloc-via", "alloc-via [mb=400]", AllocVia.Run),
         ("blocked", "blocked", Blocked.Run),
         ("emitted", "emitted [calls=1000]", EmittedScenario.Run),
+        ("lines", "lines [seconds=2]", Lines.Run),
     ];
 
     [MethodImpl(MethodImplOptions.NoInlining)]

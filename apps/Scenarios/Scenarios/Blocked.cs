@@ -1,3 +1,4 @@
+using System.Diagnostics;
 using System.Runtime.CompilerServices;
 
 namespace Scenarios;
@@ -17,6 +18,7 @@ public static class Blocked
 {
     private static readonly object s_lock = new();
     private static long s_sink;
+    private static int s_holderLine;
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     public static int Run(ScenarioArgs args)
@@ -36,7 +38,8 @@ public static class Blocked
             ("blk-lock", "System.Threading.Monitor.Enter"),
             ("blk-sleep", "System.Threading.Thread.Sleep"),
             ("blk-join", "System.Threading.Thread.Join"),
-            ("blk-spin", "Scenarios.Blocked.Spin"));
+            ("blk-spin", "Scenarios.Blocked.Spin"),
+            ("holder_line", s_holderLine));
         Console.Out.WriteLine($"READY {Environment.ProcessId}");
         Console.Out.Flush();
         while (Console.In.ReadLine() is not null)
@@ -52,8 +55,9 @@ public static class Blocked
     private static void Holder(ManualResetEventSlim held)
     {
         Monitor.Enter(s_lock);
-        held.Set();
-        Thread.Sleep(Timeout.Infinite);
+        // On one line: the line the runtime's own stack trace gives (from the PDB) is the
+        // line of the Sleep call, which `dump` must show for this frame.
+        s_holderLine = new StackFrame(0, true).GetFileLineNumber(); held.Set(); Thread.Sleep(Timeout.Infinite);
     }
 
     [MethodImpl(MethodImplOptions.NoInlining)]

@@ -28,7 +28,7 @@ pub fn functions(samples: &[StackSample], names: &Names) -> (Vec<FunctionSamples
             if !*app.entry(*f).or_insert_with(|| is_app_frame(names, *f)) {
                 continue;
             }
-            let name = names.function(*f);
+            let name = names.display(*f);
             let row = *by_name.entry(name.clone()).or_insert_with(|| {
                 rows.push(FunctionSamples {
                     name,
@@ -36,6 +36,8 @@ pub fn functions(samples: &[StackSample], names: &Names) -> (Vec<FunctionSamples
                     total_samples: 0,
                     self_cpu_ns: 0,
                     total_cpu_ns: 0,
+                    file: None,
+                    line: None,
                 });
                 rows.len() - 1
             });
@@ -103,6 +105,7 @@ mod tests {
                     name: name.into(),
                     signature: String::new(),
                     module,
+                    token: 0,
                 },
             );
         }
@@ -115,6 +118,7 @@ mod tests {
             stack: stack.to_vec(),
             wait: None,
             activity: None,
+            positions: Vec::new(),
         };
         let (rows, outside) = functions(
             &[

@@ -15,6 +15,7 @@ pub mod diff;
 pub mod gc;
 pub mod heap;
 pub mod invocations;
+pub mod lines;
 pub mod names;
 pub mod profile;
 pub mod report;

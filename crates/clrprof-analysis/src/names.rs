@@ -17,6 +17,8 @@ pub struct FunctionName {
     pub signature: String,
     /// The runtime's ModuleID of the function's module (0 when unknown).
     pub module: u64,
+    /// Its MethodDef token (0 when unknown).
+    pub token: u32,
 }
 
 /// A module a frame belongs to: a managed assembly's file or a native library.
@@ -47,6 +49,9 @@ pub struct Names {
     /// Native modules by frame id ([`NATIVE_MODULE_FRAME`] set), from `NativeModule`
     /// (format 1.2) or the `FunctionInfo` `[file]` that 1.1 wrote instead.
     pub native_modules: HashMap<u64, ModuleFile>,
+    /// Source lines the trace carries (`SourceLine`, appended by `clrprof record`): per
+    /// (function, `SamplePositions` item), the file and line.
+    pub source_lines: HashMap<(u64, u64), (std::sync::Arc<str>, u32)>,
 }
 
 impl Names {
@@ -73,6 +78,7 @@ impl Names {
             Event::FunctionInfo {
                 function,
                 module,
+                token,
                 name,
                 signature,
                 ..
@@ -83,8 +89,18 @@ impl Names {
                         name: name.to_string(),
                         signature: signature.to_string(),
                         module: *module,
+                        token: *token,
                     },
                 );
+            }
+            Event::SourceLine {
+                function,
+                position,
+                file,
+                line,
+            } => {
+                n.source_lines
+                    .insert((*function, *position), (file.as_ref().into(), *line));
             }
             Event::NativeModule { frame, path } => {
                 n.native_modules.insert(*frame, ModuleFile::from_path(path));
@@ -105,6 +121,14 @@ impl Names {
             }
             _ => {}
         }
+    }
+
+    /// A function's name as the sampled views show it: an async or iterator state
+    /// machine's `MoveNext` is named after the method that started it
+    /// ([`state_machine_name`]); other names as [`function`](Self::function).
+    pub fn display(&self, id: u64) -> String {
+        let name = self.function(id);
+        state_machine_name(&name).unwrap_or(name)
     }
 
     pub fn function(&self, id: u64) -> String {
@@ -156,6 +180,23 @@ impl Names {
     }
 }
 
+/// The name of a C# async or iterator state machine's `MoveNext` after its kickoff
+/// method: the compiler names the machine `<Method>d__N`, nested in the method's type, so
+/// `Shop.Cart+<CheckoutAsync>d__3.MoveNext` is the body of `Shop.Cart.CheckoutAsync`,
+/// shown as `Shop.Cart.CheckoutAsync (MoveNext)`: the suffix keeps it apart from the
+/// kickoff method's own frame (a row of its own, as before). `None` for other names.
+pub fn state_machine_name(name: &str) -> Option<String> {
+    let body = name.strip_suffix(".MoveNext")?;
+    let (outer, machine) = body.rsplit_once('+')?;
+    let inner = machine.strip_prefix('<')?;
+    let (method, rest) = inner.split_once(">d__")?;
+    let generic_ok = rest
+        .split('<')
+        .next()
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    (generic_ok && !method.is_empty()).then(|| format!("{outer}.{method} (MoveNext)"))
+}
+
 /// Whether a native library is the runtime itself: the VM (with the GC) or the JIT.
 pub fn is_runtime_library(file_name: &str) -> bool {
     matches!(file_name, "libcoreclr.so" | "libclrjit.so")
@@ -193,6 +234,27 @@ mod tests {
             ns: 0,
             os_tid: 1,
             event,
+        }
+    }
+
+    #[test]
+    fn state_machines_are_named_after_their_kickoff_method() {
+        assert_eq!(
+            state_machine_name("Scenarios.Lines+<BusyAsync>d__3.MoveNext").as_deref(),
+            Some("Scenarios.Lines.BusyAsync (MoveNext)")
+        );
+        assert_eq!(
+            state_machine_name("A.B+C+<Items>d__12<System.Int32>.MoveNext").as_deref(),
+            Some("A.B+C.Items (MoveNext)")
+        );
+        for other in [
+            "Scenarios.Lines.Busy",
+            "A.B+<>c.<Run>b__0_0",
+            "A.B+<Run>d__x.MoveNext",
+            "A.B+<>d__1.MoveNext",
+            "System.Collections.Generic.List`1+Enumerator.MoveNext",
+        ] {
+            assert_eq!(state_machine_name(other), None, "{other}");
         }
     }
 

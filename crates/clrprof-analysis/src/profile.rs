@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use clrprof_export::{
     AllocationSample, Call, CallPath, Frame, FrameId, FrameKind, Interner, Module, ModuleId,
-    Profile, Sample, StackId, ThreadProfile,
+    Profile, Sample, Source, StackId, ThreadProfile,
 };
 
 use crate::calltree;
@@ -29,6 +29,8 @@ struct Tables {
     profile: Profile,
     interner: Interner,
     by_id: HashMap<u64, FrameId>,
+    /// `--lines`: frames by (id, source line).
+    by_line: HashMap<(u64, u32), FrameId>,
     by_module: HashMap<ModuleFile, ModuleId>,
 }
 
@@ -45,6 +47,26 @@ impl Tables {
         };
         let i = self.interner.frame(&mut self.profile, frame);
         self.by_id.insert(id, i);
+        i
+    }
+
+    /// The frame of id `id` on source line `line`: `Method:42` (the plain frame when the
+    /// line is unknown).
+    fn id_at(&mut self, id: u64, line: Option<u32>, names: &Names) -> FrameId {
+        let Some(line) = line else {
+            return self.id(id, names);
+        };
+        if let Some(&i) = self.by_line.get(&(id, line)) {
+            return i;
+        }
+        let module = names.frame_module(id).map(|m| self.module(m));
+        let frame = Frame {
+            name: format!("{}:{line}", names.frame_name(id)),
+            module,
+            kind: names.frame_kind(id),
+        };
+        let i = self.interner.frame(&mut self.profile, frame);
+        self.by_line.insert((id, line), i);
         i
     }
 
@@ -110,6 +132,17 @@ pub struct Built {
 
 /// Builds the exporters' model of `trace`, with the calls as `wanted`.
 pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
+    build_with_lines(trace, wanted, None)
+}
+
+/// [`build_with`], and with `lines` (the extra PDB folders) each sampled frame whose
+/// source line is known becomes a frame of its own named `Method:42`.
+pub fn build_with_lines(
+    trace: &Trace<'_>,
+    wanted: CallsWanted,
+    lines: Option<&[std::path::PathBuf]>,
+) -> Built {
+    let mut resolver = lines.map(|dirs| crate::lines::Lines::new(dirs.to_vec()));
     let names = Names::collect(&trace.events);
     let threads = ThreadNames::collect(&trace.events);
     let meta = &trace.header.meta;
@@ -135,10 +168,27 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
     let mut all = samples::stack_samples(&trace.events);
     samples::prepare(&mut all, &names, &Windows::collect(&trace.events));
     samples::share_cpu(&mut all, &names);
+    let has_positions = all.iter().any(|s| !s.positions.is_empty());
     for s in all {
         thread(&mut per, s.os_tid);
         // The sample's frames are leaf first.
-        let stack = tables.stack(s.stack.iter().rev().copied(), |t, f| t.id(f, &names));
+        let stack = match resolver.as_mut() {
+            Some(lines) if s.positions.len() == s.stack.len() => {
+                let at: Vec<(u64, Option<u32>)> = s
+                    .stack
+                    .iter()
+                    .zip(&s.positions)
+                    .map(|(&f, &p)| (f, lines.line(&names, f, p).map(|l| l.line)))
+                    .collect();
+                let mut stack = None;
+                for &(f, line) in at.iter().rev() {
+                    let frame = tables.id_at(f, line, &names);
+                    stack = Some(tables.interner.stack(&mut tables.profile, stack, frame));
+                }
+                stack
+            }
+            _ => tables.stack(s.stack.iter().rev().copied(), |t, f| t.id(f, &names)),
+        };
         if let Some(t) = per.get_mut(&s.os_tid) {
             t.samples.push(Sample {
                 time_ns: s.ns,
@@ -218,6 +268,33 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
     }
     for t in per.values_mut() {
         t.calls.sort_by_key(|c| (c.start_ns, c.depth));
+    }
+    if has_positions {
+        // Where each sampled method is in the source (pprof's Function, speedscope's
+        // file and line), from the PDBs.
+        let mut lines = resolver.unwrap_or_else(|| crate::lines::Lines::new(Vec::new()));
+        let mut sources: Vec<Option<Source>> = vec![None; tables.profile.frames.len()];
+        let frames = tables.by_id.iter().map(|(&id, &f)| (id, f, None)).chain(
+            tables
+                .by_line
+                .iter()
+                .map(|(&(id, line), &f)| (id, f, Some(line))),
+        );
+        for (id, frame, line) in frames {
+            if clrprof_format::is_native_frame(id) {
+                continue;
+            }
+            if let Some((file, start_line, _)) = lines.span(&names, id)
+                && let Some(slot) = sources.get_mut(frame.0 as usize)
+            {
+                *slot = Some(Source {
+                    file: file.to_string(),
+                    start_line,
+                    line,
+                });
+            }
+        }
+        tables.profile.sources = sources;
     }
     let profile = Profile {
         name: meta.command_line.join(" "),

@@ -32,6 +32,9 @@ pub struct StackSample {
     pub wait: Option<WaitKind>,
     /// What its runtime frames were doing (set by [`prepare`]).
     pub activity: Option<Activity>,
+    /// Per frame of `stack`, where in its method it was: the trace's `SamplePositions`
+    /// items ([`clrprof_format::position_il`]); empty when the trace has none for it.
+    pub positions: Vec<u64>,
 }
 
 impl StackSample {
@@ -152,11 +155,44 @@ pub struct FunctionSamples {
     pub total_samples: u64,
     pub self_cpu_ns: u64,
     pub total_cpu_ns: u64,
+    /// Traces with source positions: the document of the method's body (null when
+    /// unknown); absent in other traces.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<Option<String>>,
+    /// Traces with source positions: the first line of the method's body (null when
+    /// unknown); absent in other traces.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<Option<u32>>,
 }
 
-/// Every sample of the trace, in time order.
+/// Every sample of the trace, in time order, with its positions.
 pub fn stack_samples(events: &[TimedEvent<'_>]) -> Vec<StackSample> {
-    events.iter().filter_map(stack_sample).collect()
+    let mut out = Vec::new();
+    for e in events {
+        push_sample(&mut out, e);
+    }
+    out
+}
+
+/// Appends the sample an event holds to `samples`, or gives the positions a
+/// `SamplePositions` event holds to the latest sample of its thread (the agent writes
+/// them right after it).
+pub fn push_sample(samples: &mut Vec<StackSample>, e: &TimedEvent<'_>) {
+    if let Event::SamplePositions { os_tid, positions } = &e.event {
+        // The sample is among the last few: one per thread sampled at the same tick.
+        let n = samples.len();
+        if let Some(s) = samples[n.saturating_sub(256)..]
+            .iter_mut()
+            .rev()
+            .find(|s| s.os_tid == *os_tid)
+            && s.positions.is_empty()
+            && s.stack.len() == positions.len()
+        {
+            s.positions = positions.to_vec();
+        }
+    } else if let Some(s) = stack_sample(e) {
+        samples.push(s);
+    }
 }
 
 /// The sample an event holds, if it is one.
@@ -187,6 +223,7 @@ pub fn stack_sample(e: &TimedEvent<'_>) -> Option<StackSample> {
         stack,
         wait: None,
         activity: None,
+        positions: Vec::new(),
     })
 }
 
@@ -219,6 +256,9 @@ pub fn prepare(samples: &mut [StackSample], names: &Names, windows: &Windows) ->
         }
         if cut > 0 && cut < s.stack.len() {
             s.stack.drain(..cut);
+            if s.positions.len() > cut {
+                s.positions.drain(..cut);
+            }
             folded += 1;
         }
         s.wait = waits::classify(&s.stack, names);
@@ -379,7 +419,7 @@ impl<'a> Labels<'a> {
         let text = if clrprof_format::is_native_frame(f) {
             runtime_frames::frame_label(self.names, &s.stack, i, s.activity, self.stubs_named)
         } else {
-            self.names.function(f)
+            self.names.display(f)
         };
         let id = match self.ids.get(&text) {
             Some(&id) => id,
@@ -472,6 +512,8 @@ pub fn functions(
                     total_samples: 0,
                     self_cpu_ns: 0,
                     total_cpu_ns: 0,
+                    file: None,
+                    line: None,
                 });
                 rows.len() - 1
             });
@@ -533,6 +575,7 @@ mod tests {
             stack: stack.to_vec(),
             wait: None,
             activity: None,
+            positions: Vec::new(),
         }
     }
 

@@ -197,7 +197,13 @@ fn sample(runs: usize, only: &[String], other: Option<&Path>) -> Result<()> {
     // ~4.5 s of work: long enough that the profiler's fixed start-up and exit cost
     // (measured separately by the 1 Hz row) does not dominate the per-second cost.
     let args = ["crunch", "60000"];
-    let dotnet_trace = find_dotnet_trace();
+    // Looked for (and installed) only when its row is wanted.
+    let dt_row = "dotnet-trace sampled-thread-time";
+    let dotnet_trace = if only.is_empty() || only.iter().any(|o| dt_row.contains(o.as_str())) {
+        find_dotnet_trace()
+    } else {
+        None
+    };
     let nettrace = scratch().join("bench.nettrace");
     println!(
         "sampling, Scenarios crunch (fixed CPU work on 2 threads), {runs} interleaved rounds; \
@@ -274,6 +280,23 @@ fn sample(runs: usize, only: &[String], other: Option<&Path>) -> Result<()> {
             c
         }
     };
+    // The same without the frames' IL offsets (a diagnostic switch of the agent): what
+    // recording source positions costs.
+    let no_positions = |rate: &'static str| {
+        let (clrprof, out, app) = (&clrprof, &out, &app);
+        move || {
+            let mut c = recorded(
+                clrprof,
+                &["--mode", "sample", "--rate", rate, "--sampler", "signal"],
+                out,
+                app,
+                &args,
+            );
+            c.env("CLRPROF_SAMPLER_NO_POSITIONS", "1");
+            c
+        }
+    };
+    let (n99, n999) = (no_positions("99"), no_positions("999"));
     let dt99 = dt(99);
     let mut configs: Vec<(&str, &dyn Fn() -> Command)> = vec![
         ("no profiler", &base),
@@ -281,13 +304,15 @@ fn sample(runs: usize, only: &[String], other: Option<&Path>) -> Result<()> {
         ("clrprof sample 99 Hz (signal)", &s99),
         ("clrprof sample 999 Hz (signal)", &s999),
         ("clrprof sample 99 Hz (suspend)", &suspend99),
+        ("clrprof sample 99 Hz (signal, no positions)", &n99),
+        ("clrprof sample 999 Hz (signal, no positions)", &n999),
     ];
     if other.is_some() {
         configs.push(("other build: sample 99 Hz (signal)", &o99));
         configs.push(("other build: sample 999 Hz (signal)", &o999));
     }
     if dotnet_trace.is_some() {
-        configs.push(("dotnet-trace sampled-thread-time", &dt99));
+        configs.push((dt_row, &dt99));
     } else {
         println!(
             "(dotnet-trace not found: `dotnet tool install --tool-path target/tools dotnet-trace` adds it)"

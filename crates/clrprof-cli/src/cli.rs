@@ -220,6 +220,13 @@ pub enum Weight {
 pub struct ConvertArgs {
     /// The trace file
     pub file: PathBuf,
+    /// Sampled frames by source line: a method's frame on line 42 is `Method:42` (for
+    /// svg and folded above all; lines from the trace or the modules' PDBs)
+    #[arg(long)]
+    pub lines: bool,
+    /// With --lines: also look for the modules' portable PDBs in this folder (repeatable)
+    #[arg(long = "pdb-dir", value_name = "DIR")]
+    pub pdb_dirs: Vec<PathBuf>,
     /// Output format
     #[arg(short, long, value_enum, default_value_t = ConvertFormat::Svg)]
     pub format: ConvertFormat,
@@ -314,6 +321,11 @@ pub struct RecordArgs {
     /// Don't print the summary line after the command ends
     #[arg(short, long)]
     pub quiet: bool,
+    /// Don't add the source lines of the sampled methods to the trace when it ends (by
+    /// default they are read from the modules' PDBs then, so the trace shows its lines
+    /// without them)
+    #[arg(long)]
+    pub no_lines: bool,
     /// Take a heap snapshot this many seconds after the start (repeatable; docs/heap.md)
     #[arg(long, value_name = "SECONDS")]
     pub heap: Vec<f64>,
@@ -372,6 +384,15 @@ pub struct ReportArgs {
     /// `250ms`)
     #[arg(long, value_parser = parse_offset, value_name = "TIME")]
     pub to: Option<u64>,
+    /// Print the source of the sampled methods matching this pattern (`*` wildcards) with
+    /// the self and total CPU and samples of each line beside it, instead of the summary
+    /// (--json: the listings as an array)
+    #[arg(long, value_name = "PATTERN")]
+    pub source: Option<String>,
+    /// Also look for the modules' portable PDBs in this folder (repeatable; after the
+    /// embedded PDB and the one beside the module, before the path the compiler wrote)
+    #[arg(long = "pdb-dir", value_name = "DIR")]
+    pub pdb_dirs: Vec<PathBuf>,
     #[command(flatten)]
     pub heap: HeapView,
 }

@@ -53,12 +53,13 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
         bar.println(&line);
     }
     bar.step("building the profile");
-    let built = clrprof_analysis::profile::build_with(
+    let built = clrprof_analysis::profile::build_with_lines(
         &trace,
         CallsWanted {
             timeline: fmt.is_timeline(),
             max_calls: args.max_calls,
         },
+        args.lines.then_some(args.pdb_dirs.as_slice()),
     );
     if let Some(until) = built.calls_until_ns {
         let kept = (trace.call_records / 2).saturating_sub(built.calls_dropped);

@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
+use clrprof_analysis::lines::Lines;
 use clrprof_analysis::names::Names;
-use clrprof_analysis::samples::{StackSample, stack_sample};
+use clrprof_analysis::samples::{StackSample, push_sample, stack_sample};
 use clrprof_analysis::threads::ThreadNames;
 use clrprof_analysis::timeline::TimedEvent;
 use clrprof_analysis::waits::{WaitKind, classify_at};
@@ -66,6 +67,12 @@ pub struct Frame {
     pub kind: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub module: Option<String>,
+    /// The source file (the path in the module's PDB) and line the frame was on, when
+    /// known: a leaf its IP's line, a caller the line of its call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
 }
 
 #[derive(Debug, Serialize)]
@@ -138,9 +145,14 @@ pub fn build(pid: u32, events: &[TimedEvent<'_>], tally: &StateTally, elapsed: D
     let names = Names::collect(events);
     let thread_names = ThreadNames::collect(events);
     let mut last: BTreeMap<u64, StackSample> = BTreeMap::new();
-    for s in events.iter().filter_map(stack_sample) {
+    let mut all: Vec<StackSample> = Vec::new();
+    for e in events {
+        push_sample(&mut all, e);
+    }
+    for s in all {
         last.insert(s.os_tid, s);
     }
+    let mut lines = Lines::new(Vec::new());
     // A thread waiting in native code only (the finalizer, tiered compilation's worker)
     // is listed with the others that run no managed code.
     last.retain(|_, s| {
@@ -154,14 +166,20 @@ pub fn build(pid: u32, events: &[TimedEvent<'_>], tally: &StateTally, elapsed: D
             let frames: Vec<Frame> = s
                 .stack
                 .iter()
-                .map(|&f| Frame {
-                    name: names.frame_name(f),
-                    kind: match names.frame_kind(f) {
-                        FrameKind::Managed => "managed",
-                        FrameKind::Runtime => "runtime",
-                        _ => "native",
-                    },
-                    module: names.frame_module(f).map(|m| m.name.clone()),
+                .enumerate()
+                .map(|(i, &f)| {
+                    let at = s.positions.get(i).and_then(|&p| lines.line(&names, f, p));
+                    Frame {
+                        name: names.frame_name(f),
+                        kind: match names.frame_kind(f) {
+                            FrameKind::Managed => "managed",
+                            FrameKind::Runtime => "runtime",
+                            _ => "native",
+                        },
+                        module: names.frame_module(f).map(|m| m.name.clone()),
+                        file: at.as_ref().map(|l| l.file.to_string()),
+                        line: at.map(|l| l.line),
+                    }
                 })
                 .collect();
             let running_share = tally.get(s.os_tid).map(|t| t.1).unwrap_or(0.0);
@@ -247,7 +265,15 @@ pub fn text(d: &Dump) -> String {
         }
         let _ = writeln!(out);
         for f in &t.frames {
-            let _ = writeln!(out, "    {}", f.name);
+            match (&f.file, f.line) {
+                (Some(file), Some(line)) => {
+                    let name = file.rsplit(['/', '\\']).next().unwrap_or(file);
+                    let _ = writeln!(out, "    {} ({name}:{line})", f.name);
+                }
+                _ => {
+                    let _ = writeln!(out, "    {}", f.name);
+                }
+            }
         }
     }
     if !d.other_threads.is_empty() {

@@ -27,6 +27,7 @@ mod signals;
 mod stdout;
 mod style;
 mod top;
+mod travel;
 
 use clap::Parser;
 

@@ -56,7 +56,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     }
     // Only the traces this run's processes named: a file that was there before, or
     // another run's, is never reported as this one's.
-    let traces = run.traces();
+    let mut traces = run.traces();
     if traces.is_empty() {
         let declined = run.declined();
         if !declined.is_empty() {
@@ -95,6 +95,29 @@ pub fn run(args: RecordArgs) -> Result<i32> {
                     String::new()
                 }
             );
+        }
+    }
+    // The sampled methods' source lines, read from their PDBs while they are at hand, so
+    // the trace shows its lines elsewhere too. A trace whose recording did not end (its
+    // process still runs) or did not end well is left alone.
+    if !args.no_lines {
+        for t in traces
+            .iter_mut()
+            .filter(|t| t.end.as_ref().is_some_and(|e| e.incomplete().is_none()))
+        {
+            match crate::travel::append_lines(&t.path) {
+                Ok(0) => {}
+                Ok(_) => {
+                    if let Ok(m) = std::fs::metadata(&t.path) {
+                        t.len = m.len();
+                    }
+                }
+                Err(e) => eprintln!(
+                    "clrprof: {} {}: source lines not added: {e:#}",
+                    crate::style::warning("warning:"),
+                    t.path.display()
+                ),
+            }
         }
     }
     if !args.quiet {

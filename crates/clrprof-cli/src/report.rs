@@ -44,9 +44,13 @@ pub fn run(args: ReportArgs) -> Result<i32> {
                 to_ns: args.to,
             },
             function: args.function.clone(),
+            pdb_dirs: Some(args.pdb_dirs.clone()),
         },
     );
     bar.done();
+    if let Some(pattern) = &args.source {
+        return print_source(&trace, &report, pattern, &args);
+    }
     if let Some(pattern) = &args.function
         && !args.json
     {
@@ -108,6 +112,44 @@ pub fn run(args: ReportArgs) -> Result<i32> {
         s
     };
     write_text(&text)
+}
+
+/// `--source PATTERN`: the matching sampled methods' source with per-line figures.
+fn print_source(
+    trace: &Trace<'_>,
+    report: &clrprof_analysis::Report,
+    pattern: &str,
+    args: &ReportArgs,
+) -> Result<i32> {
+    let Some(rows) = &report.lines else {
+        anyhow::bail!(
+            "{} has no source positions (record it in sample mode with this version of clrprof)",
+            args.file.display()
+        );
+    };
+    let names = clrprof_analysis::names::Names::collect(&trace.events);
+    let mut lines = clrprof_analysis::lines::Lines::new(args.pdb_dirs.clone());
+    let listings = clrprof_analysis::lines::listings(rows, pattern, &names, &mut lines);
+    if listings.is_empty() {
+        anyhow::bail!(
+            "no sampled method with source lines matches `{pattern}`{}",
+            if report.missing_pdbs.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " ({} module(s) without a readable PDB: see `clrprof report {}`)",
+                    report.missing_pdbs.len(),
+                    args.file.display()
+                )
+            }
+        );
+    }
+    if args.json {
+        let mut s = serde_json::to_string_pretty(&listings)?;
+        s.push('\n');
+        return write_stdout(s.as_bytes());
+    }
+    write_text(&text::render_listings(&listings))
 }
 
 /// `--calls PATTERN`: the recorded invocations of matching functions, as a log.

@@ -97,8 +97,30 @@ fn dump_shows_each_thread_in_the_method_the_app_says_it_is_blocked_in() {
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let threads = v["threads"].as_array().unwrap();
-    assert_eq!(t.results.len(), 5, "{:?}", t.results);
-    for (name, method) in &t.results {
+    assert_eq!(t.results.len(), 6, "{:?}", t.results);
+    // The line of blk-holder's Sleep call, as the app's own StackFrame(true) read it from
+    // the PDB: dump's Holder frame (a caller, mapped at its return address − 1) must
+    // show the same line.
+    let holder_line: u64 = t.results["holder_line"].parse().unwrap();
+    assert!(holder_line > 0, "the app read no line: {:?}", t.results);
+    let holder = threads
+        .iter()
+        .find(|th| th["name"] == "blk-holder")
+        .unwrap_or_else(|| panic!("no blk-holder in {v:#}"));
+    let frame = holder["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "Scenarios.Blocked.Holder")
+        .unwrap_or_else(|| panic!("no Holder frame: {holder:#}"));
+    assert_eq!(frame["line"], holder_line, "{frame:#}");
+    assert!(
+        frame["file"]
+            .as_str()
+            .is_some_and(|f| f.ends_with("Blocked.cs")),
+        "{frame:#}"
+    );
+    for (name, method) in t.results.iter().filter(|(k, _)| k.starts_with("blk-")) {
         let thread = threads
             .iter()
             .find(|th| th["name"] == name.as_str())
@@ -148,6 +170,12 @@ fn dump_shows_each_thread_in_the_method_the_app_says_it_is_blocked_in() {
         "{text}"
     );
     assert!(text.contains("\"blk-spin\": running"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "Scenarios.Blocked.Holder (Blocked.cs:{holder_line})"
+        )),
+        "{text}"
+    );
     t.assert_unharmed();
     t.quit();
 }

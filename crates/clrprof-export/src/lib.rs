@@ -63,7 +63,7 @@ pub mod svg;
 
 pub use model::{
     AllocationSample, Call, CallPath, Frame, FrameId, FrameKind, Interner, Module, ModuleId,
-    Profile, Sample, Stack, StackId, ThreadProfile, Weight,
+    Profile, Sample, Source, Stack, StackId, ThreadProfile, Weight,
 };
 
 /// What went wrong while exporting.

@@ -42,6 +42,21 @@ pub struct Profile {
     pub modules: Vec<Module>,
     /// One entry per thread that has samples or calls.
     pub threads: Vec<ThreadProfile>,
+    /// Per frame (by [`FrameId`] index), where its code is in the source, when known (from
+    /// the module's PDB); shorter than `frames` when the last ones are unknown.
+    pub sources: Vec<Option<Source>>,
+}
+
+/// Where a frame's code is in the source.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Source {
+    /// The document's path as the compiler wrote it.
+    pub file: String,
+    /// The first line of the method's body.
+    pub start_line: u32,
+    /// The line itself, for a frame that stands for one line of its method
+    /// (`convert --lines`).
+    pub line: Option<u32>,
 }
 
 /// One function (or pseudo-frame) as it appears in stacks.
@@ -87,6 +102,11 @@ pub struct Module {
 }
 
 impl Profile {
+    /// Where frame `id`'s code is in the source, when known.
+    pub fn source(&self, id: FrameId) -> Option<&Source> {
+        self.sources.get(id.0 as usize)?.as_ref()
+    }
+
     /// The frame `id` refers to.
     ///
     /// # Panics

@@ -219,12 +219,15 @@ pub fn build(profile: &Profile, opts: &Options) -> Result<proto::Profile, Export
     for (i, f) in profile.frames.iter().enumerate() {
         let id = i as u64 + 1;
         let name = strings.get(&f.name);
+        // From the PDB: the method's file and first line, and for a frame that stands
+        // for one line (`convert --lines`) that line.
+        let source = profile.source(FrameId(i as u32));
         function.push(proto::Function {
             id,
             name,
             system_name: name,
-            filename: 0,
-            start_line: 0,
+            filename: source.map_or(0, |s| strings.get(&s.file)),
+            start_line: source.map_or(0, |s| i64::from(s.start_line)),
         });
         let mapping_id = match f.module.zip(profile.module_of(f)) {
             None => 0,
@@ -245,7 +248,7 @@ pub fn build(profile: &Profile, opts: &Options) -> Result<proto::Profile, Export
             address: 0,
             line: vec![proto::Line {
                 function_id: id,
-                line: 0,
+                line: source.and_then(|s| s.line).map_or(0, i64::from),
             }],
             is_folded: false,
         });

@@ -38,6 +38,9 @@ struct SFrame<'a> {
     name: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     file: Option<&'a str>,
+    /// The source line (a line frame's own, else the method's first), when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    line: Option<u32>,
 }
 
 #[derive(Serialize)]
@@ -181,11 +184,19 @@ pub fn write(profile: &Profile, opts: &Options, out: impl Write) -> Result<(), E
     let frames = profile
         .frames
         .iter()
-        .map(|f| SFrame {
-            name: &f.name,
-            file: profile
-                .module_of(f)
-                .map(|m| m.path.as_deref().unwrap_or(&m.name)),
+        .enumerate()
+        .map(|(i, f)| {
+            // The source file and line when the PDB gave them, else the module's file.
+            let source = profile.source(crate::FrameId(i as u32));
+            SFrame {
+                name: &f.name,
+                file: source.map(|s| s.file.as_str()).or_else(|| {
+                    profile
+                        .module_of(f)
+                        .map(|m| m.path.as_deref().unwrap_or(&m.name))
+                }),
+                line: source.map(|s| s.line.unwrap_or(s.start_line)),
+            }
         })
         .collect();
     let mut profiles = Vec::new();

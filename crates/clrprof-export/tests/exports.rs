@@ -837,3 +837,35 @@ fn speedscope_weighs_allocations_in_bytes() {
     assert_eq!(main["unit"], "bytes");
     assert_eq!(main["weights"], serde_json::json!([3000, 500]));
 }
+
+/// Frames with a known source (from the PDB): pprof's `Function` gets the file and first
+/// line, a line frame's `Line` its line; speedscope's frame its file and line, still
+/// valid against the schema.
+#[test]
+fn source_lines_reach_pprof_and_speedscope() {
+    let mut p = fixture();
+    p.sources = vec![None; p.frames.len()];
+    p.sources[0] = Some(Source {
+        file: "/src/App/Program.cs".into(),
+        start_line: 40,
+        line: Some(42),
+    });
+    let decoded = decode_pprof(&run(&p, Format::Pprof, weight(Weight::Cpu)));
+    let s = |i: i64| decoded.string_table[i as usize].clone();
+    let f = &decoded.function[0];
+    assert_eq!(
+        (s(f.filename), f.start_line),
+        ("/src/App/Program.cs".into(), 40)
+    );
+    assert_eq!(decoded.location[0].line[0].line, 42);
+    // Frames without a source keep 0s.
+    assert_eq!(decoded.function[1].start_line, 0);
+    assert_eq!(decoded.location[1].line[0].line, 0);
+
+    let v = json(&p, Format::Speedscope, weight(Weight::Cpu));
+    check_speedscope(&v);
+    let frame = &v["shared"]["frames"][0];
+    assert_eq!(frame["file"], "/src/App/Program.cs");
+    assert_eq!(frame["line"], 42);
+    assert!(v["shared"]["frames"][1].get("line").is_none());
+}

@@ -328,6 +328,17 @@ events! {
     /// thread's table was full; `deep` calls made deeper than its shadow stack (their
     /// caller may be attributed to the deepest frame kept).
     90 CallCounts { os_tid: u64, missed: u64, deep: u64, edges: Cow<'a, [u64]> }
+    /// Where in each frame's method a `Sample` was (format 2.1): written by the sampler
+    /// right after the `Sample` of thread `os_tid`, with its timestamp, and belonging to
+    /// the latest `Sample` of that thread. One item per frame of that sample, in its
+    /// order: [`position_il`](crate::position_il) decodes them (0 unknown or not managed,
+    /// 1 epilog, 2 prolog, 3 no mapping, 4 + n IL offset n).
+    100 SamplePositions { os_tid: u64, positions: Cow<'a, [u64]> }
+    /// The source line of a position the trace's samples hold (format 2.1): appended by
+    /// `clrprof record` when the recording ends, from the module's PDB, so that the trace
+    /// shows its lines without the PDBs. `position` is a `SamplePositions` item, `file`
+    /// the document's path as the compiler wrote it.
+    101 SourceLine { function: u64, position: u64, file: Cow<'a, str>, line: u32 }
 }
 
 /// `AllocConfig.source`: the runtime's `AllocationSampled` event (.NET 10, Poisson).

@@ -87,6 +87,54 @@ pub const NATIVE_MODULE_FRAME: u64 = 1 << 63;
 /// named by a `FunctionInfo` record like `[truncated: deeper than 512 frames]`).
 pub const TRUNCATED_FRAME: u64 = u64::MAX;
 
+/// Where a frame was in its method, as a `SamplePositions` item: its IL offset or one of
+/// the runtime's special offsets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IlPosition {
+    /// An IL offset.
+    Il(u32),
+    /// Native code with no IL behind it (`NO_MAPPING`, −1).
+    NoMapping,
+    /// The method's prolog (−2).
+    Prolog,
+    /// An epilog (−3).
+    Epilog,
+}
+
+/// The `SamplePositions` item of a position (`None`: unknown, or not managed code).
+pub fn position_item(p: Option<IlPosition>) -> u64 {
+    match p {
+        None => 0,
+        Some(IlPosition::Epilog) => 1,
+        Some(IlPosition::Prolog) => 2,
+        Some(IlPosition::NoMapping) => 3,
+        Some(IlPosition::Il(n)) => u64::from(n) + 4,
+    }
+}
+
+/// The position a `SamplePositions` item stands for (`None` for 0 and for items that
+/// fit no IL offset).
+pub fn position_il(item: u64) -> Option<IlPosition> {
+    match item {
+        0 => None,
+        1 => Some(IlPosition::Epilog),
+        2 => Some(IlPosition::Prolog),
+        3 => Some(IlPosition::NoMapping),
+        n => u32::try_from(n - 4).ok().map(IlPosition::Il),
+    }
+}
+
+/// The position of the runtime's `ilOffset` (−1, −2 and −3 are the special ones; other
+/// negative values are unknown).
+pub fn position_of_il_offset(il_offset: i32) -> Option<IlPosition> {
+    match il_offset {
+        -1 => Some(IlPosition::NoMapping),
+        -2 => Some(IlPosition::Prolog),
+        -3 => Some(IlPosition::Epilog),
+        n => u32::try_from(n).ok().map(IlPosition::Il),
+    }
+}
+
 /// Whether a `Sample` frame id is native code (a module's or unknown), not a function.
 pub fn is_native_frame(id: u64) -> bool {
     id == 0 || id & NATIVE_MODULE_FRAME != 0

@@ -250,6 +250,15 @@ pub struct CodeRange {
     pub size: usize,
 }
 
+/// One entry of an IL → native map: native offsets `[native_start, native_end)` from the
+/// code version's start run the IL at `il_offset` (−1 no mapping, −2 prolog, −3 epilog).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IlToNative {
+    pub il_offset: i32,
+    pub native_start: u32,
+    pub native_end: u32,
+}
+
 /// A run of argument (or return value) bytes handed to a slow-path ELT hook.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ArgumentRange {
@@ -847,6 +856,27 @@ impl ProfilerInfo {
             ICorProfilerInfo9::GetCodeInfo4(start, infos.len() as u32, &mut n, infos.as_mut_ptr())
         ))?;
         Ok(code_ranges(&infos, n))
+    }
+
+    /// `GetILToNativeMapping3`: the IL → native map of the native code version that starts
+    /// at `start` (from [`get_native_code_start_addresses`](Self::get_native_code_start_addresses)),
+    /// in the runtime's order. `il_offset` may be negative: −1 no mapping, −2 prolog,
+    /// −3 epilog. **Info9 · sync · after attach**
+    pub fn get_il_to_native_mapping3(&self, start: usize) -> Result<Vec<IlToNative>> {
+        let map = read_array(|cap, buf: *mut sys::COR_DEBUG_IL_TO_NATIVE_MAP, needed| {
+            vcall_or_hr(self.iface::<sys::ICorProfilerInfo9>(), |p| {
+                // SAFETY: see `vcall!` (R3, R5): `buf` is null with `cap` 0 or holds `cap`.
+                unsafe { ((*(*p).vtbl).GetILToNativeMapping3)(p, start, cap, needed, buf) }
+            })
+        })?;
+        Ok(map
+            .into_iter()
+            .map(|m| IlToNative {
+                il_offset: m.il_offset as i32,
+                native_start: m.native_start_offset,
+                native_end: m.native_end_offset,
+            })
+            .collect())
     }
 
     /// `EnumJITedFunctions`: functions compiled so far. **Info3 · sync · after attach**

@@ -78,8 +78,8 @@ pub use ids::{
 };
 pub use info::{
     AppDomainInfo, ArgumentRange, ArrayClass, ArrayObject, AssemblyInfo, ClassInfo, CodeRange,
-    Enter3Info, FunctionInfo2, GenerationRange, InfoInterface, Leave3Info, MAX_INFO_VERSION,
-    MIN_INFO_VERSION, ModuleInfo, ProfilerInfo, RuntimeInfo,
+    Enter3Info, FunctionInfo2, GenerationRange, IlToNative, InfoInterface, Leave3Info,
+    MAX_INFO_VERSION, MIN_INFO_VERSION, ModuleInfo, ProfilerInfo, RuntimeInfo,
 };
 pub use metadata::{
     FieldProps, GenericParamProps, MemberRefProps, MetaDataEmit, MetaDataImport, MethodProps,

@@ -34,8 +34,9 @@ pub(super) struct SignalCapture {
     bounds: stackmap::StackBounds,
     /// Per OS thread: bytes of stack to copy next time.
     copy_bytes: std::collections::HashMap<u32, usize>,
-    /// Per OS thread: CPU time at its last capture and the frames captured then.
-    last: std::collections::HashMap<u32, (u64, Vec<u64>)>,
+    /// Per OS thread: CPU time at its last capture, the frames captured then and their
+    /// code addresses (for their IL offsets).
+    last: std::collections::HashMap<u32, (u64, Vec<u64>, Vec<u64>)>,
     /// This tick's threads that ran since their last capture (the others reuse it).
     to_signal: Vec<Target>,
     /// The batch signalled last and not yet collected (the tick's last batch is collected
@@ -79,6 +80,7 @@ impl SignalCapture {
     /// is left to run while the sampler sleeps and is collected by the next call (or by
     /// [`SignalCapture::collect`] at stop): so a tick costs the sampler one wake-up, and no
     /// handler has to wake it. No thread waits for another, and none for a safe point.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn take(
         &mut self,
         info: &ProfilerInfo,
@@ -86,9 +88,10 @@ impl SignalCapture {
         interval_ns: u64,
         ts: u64,
         frames: &mut Vec<u64>,
+        at: &mut Vec<u64>,
         walked: &mut Vec<Walked>,
     ) {
-        self.collect(info, stats, frames, walked);
+        self.collect(info, stats, frames, at, walked);
         self.threads.clear();
         threads::copy_into(&mut self.threads);
         // Long enough for a thread this sampler preempted to be scheduled again.
@@ -109,7 +112,9 @@ impl SignalCapture {
             let cpu = clock::thread_cpu_ns_of(u64::from(os_tid));
             match self.last.get(&os_tid) {
                 // (cpu < prev: the id now names a new thread.)
-                Some((prev, stack)) if cpu >= *prev && cpu != 0 && cpu - *prev < IDLE_CPU_NS => {
+                Some((prev, stack, addrs))
+                    if cpu >= *prev && cpu != 0 && cpu - *prev < IDLE_CPU_NS =>
+                {
                     stats.reused.fetch_add(1, Ordering::Relaxed);
                     if stack.iter().all(|&f| f == 0) {
                         stats.walk_failures.fetch_add(1, Ordering::Relaxed);
@@ -117,6 +122,8 @@ impl SignalCapture {
                     }
                     let begin = frames.len();
                     frames.extend_from_slice(stack);
+                    at.extend_from_slice(addrs);
+                    at.resize(frames.len(), 0);
                     walked.push(Walked {
                         thread: ThreadId(thread as usize),
                         os_tid: u64::from(os_tid),
@@ -143,7 +150,7 @@ impl SignalCapture {
             } else {
                 let deadline = clock::monotonic_ns() + timeout_ns;
                 let outcome = self.sig.finish(deadline);
-                self.walk_batch(info, stats, batch, outcome, frames, walked);
+                self.walk_batch(info, stats, batch, outcome, frames, at, walked);
             }
         }
         self.to_signal = to_signal;
@@ -156,6 +163,7 @@ impl SignalCapture {
         info: &ProfilerInfo,
         stats: &SamplerStats,
         frames: &mut Vec<u64>,
+        at: &mut Vec<u64>,
         walked: &mut Vec<Walked>,
     ) {
         if self.pending.is_empty() {
@@ -163,7 +171,7 @@ impl SignalCapture {
         }
         let outcome = self.sig.finish(self.pending_deadline);
         let batch = std::mem::take(&mut self.pending);
-        self.walk_batch(info, stats, &batch, outcome, frames, walked);
+        self.walk_batch(info, stats, &batch, outcome, frames, at, walked);
         self.pending = batch;
         self.pending.clear();
     }
@@ -186,6 +194,7 @@ impl SignalCapture {
     }
 
     /// Walks and symbolises the captures of `batch` (the batch sent last).
+    #[allow(clippy::too_many_arguments)]
     fn walk_batch(
         &mut self,
         info: &ProfilerInfo,
@@ -193,6 +202,7 @@ impl SignalCapture {
         batch: &[Target],
         outcome: sigprof::BatchOutcome,
         frames: &mut Vec<u64>,
+        at: &mut Vec<u64>,
         walked: &mut Vec<Walked>,
     ) {
         let SignalCapture {
@@ -262,14 +272,21 @@ impl SignalCapture {
                 }
                 inner = this;
                 frames.push(f);
+                // The IP of the leaf, a return address − 1 of a caller: the address whose
+                // IL offset the sample records, for managed frames.
+                at.push(if this.function != 0 { a } else { 0 });
             }
             // CPU clock at the end of the handler: if it has barely moved next tick (the
             // handler's own return may land after this reading), the thread has not
             // run since.
-            let entry = last.entry(os_tid).or_insert_with(|| (0, Vec::new()));
+            let entry = last
+                .entry(os_tid)
+                .or_insert_with(|| (0, Vec::new(), Vec::new()));
             entry.0 = sig.cpu_after(i);
             entry.1.clear();
             entry.1.extend_from_slice(&frames[begin..]);
+            entry.2.clear();
+            entry.2.extend_from_slice(&at[begin..]);
             // Like DoStackSnapshot, which reports nothing for a thread without managed
             // frames (runtime threads waiting in native code): no sample.
             if frames[begin..]
@@ -277,11 +294,13 @@ impl SignalCapture {
                 .all(|&f| clrprof_format::is_native_frame(f))
             {
                 frames.truncate(begin);
+                at.truncate(begin);
                 stats.walk_failures.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
             if cut {
                 mark_truncated(frames, stats);
+                at.resize(frames.len(), 0);
             }
             walked.push(Walked {
                 thread: ThreadId(thread as usize),

@@ -42,6 +42,7 @@ pub(super) fn take_suspended(
     no_suspend: bool,
     reported_error: &mut bool,
     frames: &mut Vec<u64>,
+    at: &mut Vec<u64>,
     walked: &mut Vec<Walked>,
 ) -> bool {
     // Diagnostic only (CLRPROF_SAMPLER_NO_SUSPEND=1): walk without suspending, to see
@@ -57,10 +58,18 @@ pub(super) fn take_suspended(
             let begin = frames.len();
             let mut depth = 0usize;
             let r =
-                info.do_stack_snapshot(Some(thread), 0, None, &mut |f: FunctionId, _ip, _ctx| {
+                info.do_stack_snapshot(Some(thread), 0, None, &mut |f: FunctionId, ip, _ctx| {
                     // Runs of native frames arrive as one frame with id 0.
                     if frames.len() < frames.capacity() {
                         frames.push(f.0 as u64);
+                        // Where the frame is, mapped to IL after the runtime resumes: the
+                        // leaf's IP, a caller's return address − 1 (inside the call).
+                        let ip = ip as u64;
+                        at.push(match (f.0, depth) {
+                            (0, _) => 0,
+                            (_, 0) => ip,
+                            _ => ip.saturating_sub(1),
+                        });
                     }
                     depth += 1;
                     depth < max_depth()
@@ -68,6 +77,7 @@ pub(super) fn take_suspended(
             if depth >= max_depth() && frames.len() > begin {
                 mark_truncated(frames, stats);
             }
+            at.resize(frames.len(), 0);
             if let Err(e) = r
                 && frames.len() == begin
             {

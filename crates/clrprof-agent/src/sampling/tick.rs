@@ -17,6 +17,7 @@ use crate::config::SamplerKind;
 use crate::names::Seen;
 use crate::os::clock;
 use crate::output::buffers::emit_at;
+use crate::stackwalk::ilmap::IlMaps;
 
 /// Ticks a late sampler may catch up on before it skips (and counts) the rest.
 const MAX_CATCH_UP: u64 = 10;
@@ -95,6 +96,9 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
     } = plan;
     suspend::warm_up(info);
     let no_suspend = std::env::var_os("CLRPROF_SAMPLER_NO_SUSPEND").is_some();
+    // Diagnostic only (CLRPROF_SAMPLER_NO_POSITIONS=1): samples without IL offsets, to
+    // measure what recording them costs.
+    let positions = std::env::var_os("CLRPROF_SAMPLER_NO_POSITIONS").is_none();
     let mut capture = Capture::choose(info, kind, attached);
     stats
         .signal
@@ -105,6 +109,9 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
     let end = duration.map(|d| start + d.as_nanos() as u64);
     let mut next = start + interval_ns;
     let mut frames: Vec<u64> = Vec::with_capacity(64 * (max_depth() + 1));
+    // Per frame: the code address whose IL offset the sample records (0: none).
+    let mut at: Vec<u64> = Vec::with_capacity(frames.capacity());
+    let mut ilmaps = IlMaps::new(positions);
     let mut walked: Vec<Walked> = Vec::with_capacity(256);
     let mut cpu: Vec<ThreadCpu> = Vec::with_capacity(256);
     while !stop.load(Ordering::Acquire) {
@@ -131,6 +138,7 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
         let ts = clock::ticks();
         let tick_start = now;
         frames.clear();
+        at.clear();
         walked.clear();
         match &mut capture {
             Capture::Suspend => {
@@ -140,12 +148,21 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
                     no_suspend,
                     &mut reported_error,
                     &mut frames,
+                    &mut at,
                     &mut walked,
                 ) {
                     continue;
                 }
             }
-            Capture::Signal(s) => s.take(info, stats, interval_ns, ts, &mut frames, &mut walked),
+            Capture::Signal(s) => s.take(
+                info,
+                stats,
+                interval_ns,
+                ts,
+                &mut frames,
+                &mut at,
+                &mut walked,
+            ),
         }
         stats.suspended_ns.fetch_add(
             clock::monotonic_ns().saturating_sub(tick_start),
@@ -159,9 +176,10 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
             stats,
             ts,
             interval_ns,
-            &frames,
+            (&frames, &at),
             &walked,
             &mut cpu,
+            &mut ilmaps,
         );
         if cpu.len() > 4096 {
             cpu.clear();
@@ -173,17 +191,26 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
     }
     // The last tick's last batch of signal captures.
     frames.clear();
+    at.clear();
     walked.clear();
-    capture.collect(info, stats, &mut frames, &mut walked);
+    capture.collect(info, stats, &mut frames, &mut at, &mut walked);
     record(
         info,
         seen,
         stats,
         clock::ticks(),
         interval_ns,
-        &frames,
+        (&frames, &at),
         &walked,
         &mut cpu,
+        &mut ilmaps,
+    );
+    let il = ilmaps.stats;
+    crate::log!(
+        "source positions: {} code addresses mapped to IL, {} not; {} code maps read",
+        il.mapped,
+        il.unmapped,
+        il.maps_read
     );
     capture.finish();
     let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
@@ -206,9 +233,10 @@ fn record(
     stats: &SamplerStats,
     tick_ts: u64,
     interval_ns: u64,
-    frames: &[u64],
+    (frames, at): (&[u64], &[u64]),
     walked: &[Walked],
     cpu: &mut Vec<ThreadCpu>,
+    ilmaps: &mut IlMaps,
 ) {
     for w in walked {
         let (ts, cpu_now) =
@@ -248,6 +276,29 @@ fn record(
                 frames: stack.to_vec().into(),
             },
         );
+        // Where each managed frame was in its method (the IL offset), right after the
+        // sample: the same thread's next record, so the reader pairs them.
+        if let Some(addrs) = at.get(w.start..w.start + w.len) {
+            let positions: Vec<u64> = stack
+                .iter()
+                .zip(addrs)
+                .map(|(&f, &a)| {
+                    let p = (a != 0 && !clrprof_format::is_native_frame(f))
+                        .then(|| ilmaps.position(info, f, a))
+                        .flatten();
+                    clrprof_format::position_item(p)
+                })
+                .collect();
+            if positions.iter().any(|&p| p != 0) {
+                emit_at(
+                    ts,
+                    &Event::SamplePositions {
+                        os_tid: w.os_tid,
+                        positions: positions.into(),
+                    },
+                );
+            }
+        }
         stats.samples.fetch_add(1, Ordering::Relaxed);
     }
 }
@@ -295,14 +346,15 @@ impl Capture {
         info: &ProfilerInfo,
         stats: &SamplerStats,
         frames: &mut Vec<u64>,
+        at: &mut Vec<u64>,
         walked: &mut Vec<Walked>,
     ) {
         match self {
             Capture::Suspend => {
-                let _ = (info, stats, frames, walked);
+                let _ = (info, stats, frames, at, walked);
             }
             #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-            Capture::Signal(s) => s.collect(info, stats, frames, walked),
+            Capture::Signal(s) => s.collect(info, stats, frames, at, walked),
         }
     }
 

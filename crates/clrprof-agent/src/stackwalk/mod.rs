@@ -4,8 +4,11 @@
 //! - `fpwalk`: the walk itself, pure: frame records, frameless leaves and gaps, OSR
 //!   frames, resumption after a broken link;
 //! - `symbolize`: code address → FunctionID and frame kind, with the checks that keep
-//!   arbitrary stack words away from the runtime (Linux x86_64).
+//!   arbitrary stack words away from the runtime (Linux x86_64);
+//! - `ilmap`: code address → IL offset through each code version's IL → native map (both
+//!   samplers, on the sampler thread).
 
 pub(crate) mod fpwalk;
+pub(crate) mod ilmap;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub(crate) mod symbolize;

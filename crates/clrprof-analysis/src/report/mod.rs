@@ -49,6 +49,8 @@ pub use sampler::{Sampler, SamplerStats};
 pub use samples::{SampleView, Samples, SamplesSection};
 pub use trace_info::TraceInfo;
 
+use crate::lines::{LineSamples, MissingPdb};
+
 /// What to put in the report.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -61,6 +63,9 @@ pub struct Options {
     pub filter: Filter,
     /// Callers and callees of the functions matching this pattern (the butterfly).
     pub function: Option<String>,
+    /// Sample mode: map frames to source lines through the modules' PDBs, also looking in
+    /// these folders (`--pdb-dir`); None: no lines.
+    pub pdb_dirs: Option<Vec<std::path::PathBuf>>,
 }
 
 impl Default for Options {
@@ -70,6 +75,7 @@ impl Default for Options {
             view: View::Cpu,
             filter: Filter::default(),
             function: None,
+            pdb_dirs: Some(Vec::new()),
         }
     }
 }
@@ -148,6 +154,14 @@ pub struct Report {
     /// calls; sample mode: from the samples the view counts).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub butterfly: Option<Butterfly>,
+    /// Sample mode: CPU by source line (from the frames' IL offsets and the modules'
+    /// PDBs), most self CPU first; absent when the trace has no positions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lines: Option<Vec<LineSamples>>,
+    /// Modules of sampled frames without readable lines, and why (where a PDB was
+    /// looked for); absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing_pdbs: Vec<MissingPdb>,
 }
 
 /// Builds the report of a loaded trace.
@@ -228,15 +242,20 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
         view: opts.view,
         filter,
         function: opts.function.as_deref(),
+        pdb_dirs: opts.pdb_dirs.as_deref(),
     };
     let sampled_section =
         c.samples
             .finish(&trace.header.meta, &names, &thread_names, &windows, &want);
+    let mut lines = None;
+    let mut missing_pdbs = Vec::new();
     let (samples, sampled, app_functions) = match sampled_section {
         Some(s) => {
             if calls.is_none() {
                 butterfly = butterfly.or(s.butterfly);
             }
+            lines = s.lines;
+            missing_pdbs = s.missing_pdbs;
             (
                 Some(s.totals),
                 Some(Functions::Sampled(s.functions)),
@@ -287,6 +306,8 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
         write_failures: c.lost.write_failures,
         sampler: c.sampler.finish(),
         butterfly,
+        lines,
+        missing_pdbs,
     }
 }
 

@@ -4,6 +4,7 @@
 use clrprof_format::TraceMeta;
 
 use crate::butterfly::{self, Butterfly};
+use crate::lines::{self, LineSamples, Lines, MissingPdb};
 use crate::names::Names;
 use crate::runtime_frames::Windows;
 use crate::samples::{self, Filter, FunctionSamples, SampleTotals, StackSample, View};
@@ -21,6 +22,11 @@ pub struct SamplesSection {
     pub app_functions: Vec<FunctionSamples>,
     /// Callers and callees of the functions `--function` matched.
     pub butterfly: Option<Butterfly>,
+    /// Per source line, most first; None when no sample has positions (traces before
+    /// 2.1) or lines are not asked for.
+    pub lines: Option<Vec<LineSamples>>,
+    /// Modules of sampled frames whose lines could not be read, and why.
+    pub missing_pdbs: Vec<MissingPdb>,
 }
 
 /// What the section shows.
@@ -30,6 +36,8 @@ pub struct SampleView<'a> {
     pub filter: &'a Filter,
     /// `--function PATTERN`.
     pub function: Option<&'a str>,
+    /// Source lines from the modules' PDBs (None: not asked for).
+    pub pdb_dirs: Option<&'a [std::path::PathBuf]>,
 }
 
 static NO_FILTER: Filter = Filter {
@@ -44,6 +52,7 @@ impl Default for SampleView<'_> {
             view: View::Cpu,
             filter: &NO_FILTER,
             function: None,
+            pdb_dirs: Some(&[]),
         }
     }
 }
@@ -55,9 +64,7 @@ pub struct Samples {
 
 impl Samples {
     pub fn observe(&mut self, e: &TimedEvent<'_>) {
-        if let Some(s) = samples::stack_sample(e) {
-            self.samples.push(s);
-        }
+        samples::push_sample(&mut self.samples, e);
     }
 
     /// None when the trace has no samples.
@@ -92,10 +99,22 @@ impl Samples {
         samples::share_cpu(&mut self.samples, names);
         let (app_functions, outside) = crate::app_code::functions(&self.samples, names);
         totals.outside_app_cpu_ns = outside;
+        let mut functions = samples::functions(&self.samples, names, want.view, stubs_named);
+        let (lines, missing_pdbs) = match want.pdb_dirs {
+            Some(dirs) if self.samples.iter().any(|s| !s.positions.is_empty()) => {
+                let mut resolver = Lines::new(dirs.to_vec());
+                let rows = lines::by_line(&self.samples, names, want.view, &mut resolver);
+                lines::locate_functions(&mut functions, names, &mut resolver);
+                (Some(rows), resolver.missing().to_vec())
+            }
+            _ => (None, Vec::new()),
+        };
         Some(SamplesSection {
+            lines,
+            missing_pdbs,
             totals,
             app_functions,
-            functions: samples::functions(&self.samples, names, want.view, stubs_named),
+            functions,
             butterfly: want
                 .function
                 .map(|p| butterfly::of_samples(&self.samples, names, want.view, stubs_named, p)),

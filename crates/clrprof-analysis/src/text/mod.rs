@@ -12,6 +12,7 @@ mod exceptions;
 mod gcs;
 mod header;
 mod jit;
+mod lines;
 mod modules;
 mod samples;
 mod threads;
@@ -21,6 +22,7 @@ pub use escape::{escape_controls, escape_output, is_control};
 
 // The renderers reach the units as `super::units`.
 use crate::units;
+pub use lines::render_listings;
 
 use crate::report::{Functions, Report};
 
@@ -63,6 +65,9 @@ pub fn render(r: &Report, top: usize) -> String {
     };
     if let Some(st) = &r.samples {
         samples::render(&mut o, st, r.app_functions.as_deref(), sampled, top);
+        if let Some(l) = &r.lines {
+            lines::render(&mut o, st, l, &r.missing_pdbs, top);
+        }
     }
     if let Some(fs) = traced {
         calls::functions(&mut o, fs, r.trace_stats.as_ref(), top);

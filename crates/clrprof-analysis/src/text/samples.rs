@@ -202,6 +202,8 @@ mod tests {
                 total_samples: 3,
                 self_cpu_ns: 20_000_000,
                 total_cpu_ns: 20_000_000,
+                file: None,
+                line: None,
             },
             FunctionSamples {
                 name: "Main".into(),
@@ -209,6 +211,8 @@ mod tests {
                 total_samples: 4,
                 self_cpu_ns: 0,
                 total_cpu_ns: 30_000_000,
+                file: None,
+                line: None,
             },
         ]
     }

@@ -97,6 +97,7 @@ pub fn fixture() -> Profile {
             },
         ],
         threads: vec![],
+        sources: Vec::new(),
     };
     let main = vec![
         sample(&mut p, 0, &[MAIN, RUN, COMPUTE], MS),

@@ -277,6 +277,17 @@ pub fn every_kind() -> Vec<Event<'static>> {
         },
         // 2.0
         Event::TraceEnd { blocks: 300 },
+        // 2.1
+        Event::SamplePositions {
+            os_tid: 4242,
+            positions: Cow::Owned(vec![0x2a + 4, 2, 0, 3]),
+        },
+        Event::SourceLine {
+            function: 0x7f00_0000_f000,
+            position: 0x2a + 4,
+            file: s("/src/App/Program.cs"),
+            line: 42,
+        },
     ]
 }
 
@@ -585,6 +596,16 @@ pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
                     events: b2,
                 },
                 37 => Event::TraceEnd { blocks: a },
+                100 => Event::SamplePositions {
+                    os_tid: a,
+                    positions: list,
+                },
+                101 => Event::SourceLine {
+                    function: a,
+                    position: b2,
+                    file: s1,
+                    line: (c % (1 << 32)) as u32,
+                },
                 40 => Event::CallArgs {
                     function: a,
                     sp: b2,

@@ -1,0 +1,54 @@
+using System.Diagnostics;
+using System.Runtime.CompilerServices;
+
+namespace Scenarios;
+
+/// <summary>
+/// `lines [seconds=2]`: a busy loop on one known source line, for source-line mapping.
+/// <c>Lines.Busy</c> spins for the seconds given with all its work on the line marked
+/// `busy line` (a loop and its body on one line; the loop condition's clock read is a call
+/// of its own), then the async <c>Lines.BusyAsync</c> does the same after an await, on the
+/// line marked `async busy line`, in its state machine's <c>MoveNext</c>. Neither method is
+/// marked for optimization, so each runs in its Tier-0 code, its OSR version and its
+/// Tier-1 code in turn. The inner loop is long (about 2 ms) so that the clock read of the
+/// loop condition is rare: the suspend sampler stops a thread at its next safe point, and
+/// a call (the clock read) is one, so short inner loops would put a share of the samples
+/// on the condition's line. The test finds the marked lines in this file.
+/// </summary>
+public static class Lines
+{
+    private static ulong s_sink;
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static int Run(ScenarioArgs args)
+    {
+        int seconds = args.Int("seconds", 2);
+        ulong x = 0x9E3779B97F4A7C15;
+        x = Busy(x, Stopwatch.GetTimestamp() + (seconds * Stopwatch.Frequency));
+        x = BusyAsync(x, Stopwatch.GetTimestamp() + (seconds * Stopwatch.Frequency)).GetAwaiter().GetResult();
+        s_sink = x;
+        Results.Print(("lines_seconds", seconds), ("lines_sink", s_sink & 1));
+        return 0;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static ulong Busy(ulong x, long deadline)
+    {
+        while (Stopwatch.GetTimestamp() < deadline)
+        {
+            for (int i = 0; i < 2_000_000; i++) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; } // busy line
+        }
+        return x;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static async Task<ulong> BusyAsync(ulong x, long deadline)
+    {
+        await Task.Yield();
+        while (Stopwatch.GetTimestamp() < deadline)
+        {
+            for (int i = 0; i < 2_000_000; i++) { x ^= x << 11; x ^= x >> 9; x ^= x << 15; } // async busy line
+        }
+        return x;
+    }
+}

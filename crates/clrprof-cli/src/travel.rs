@@ -1,0 +1,113 @@
+//! Traces that travel: when a recording ends, `record` appends to each sample-mode trace
+//! the source lines of the positions its samples hold (`SourceLine` records, read from the
+//! modules' PDBs now, while they are at hand), in one block after the agent's last, so
+//! `report` shows the same lines on a machine without the PDBs (docs/source-lines.md).
+//! `record --no-lines` leaves the trace as the agent wrote it.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use clrprof_analysis::lines::{Lines, table};
+use clrprof_analysis::names::Names;
+use clrprof_analysis::samples::stack_samples;
+use clrprof_analysis::timeline::Trace;
+use clrprof_format::{Event, TraceReader, encode, write_block};
+
+/// Appends the trace's line table; returns how many lines it holds (0: nothing appended,
+/// as for traces of other modes or without positions).
+pub fn append_lines(path: &Path) -> Result<usize> {
+    // One descriptor for the read and the append, never through a symbolic link, and only
+    // to a regular file (the agent created it O_EXCL|O_NOFOLLOW; something else may have
+    // been put at the path since).
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .with_context(|| format!("cannot open {} to add its source lines", path.display()))?;
+    if !f.metadata()?.file_type().is_file() {
+        anyhow::bail!("{} is not a regular file", path.display());
+    }
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let mut reader = TraceReader::new(&bytes)
+        .with_context(|| format!("{} is not a readable clrprof trace", path.display()))?;
+    if reader.header().meta.mode != "sample" {
+        return Ok(0);
+    }
+    let (mut last_seq, mut last_ts, mut positions) = (None::<u64>, 0u64, false);
+    for e in reader.events() {
+        last_ts = last_ts.max(e.ts);
+        positions |= matches!(e.event, Event::SamplePositions { .. });
+        if matches!(e.event, Event::SourceLine { .. }) {
+            // Appended already.
+            return Ok(0);
+        }
+    }
+    if !positions {
+        return Ok(0);
+    }
+    for b in reader.blocks().flatten() {
+        last_seq = last_seq.max(b.header.seq);
+    }
+    let trace = Trace::load(&bytes)?;
+    let names = Names::collect(&trace.events);
+    let samples = stack_samples(&trace.events);
+    let rows = table(&samples, &names, &mut Lines::new(Vec::new()));
+    if rows.is_empty() {
+        return Ok(0);
+    }
+    let mut records = Vec::new();
+    for (function, position, line) in &rows {
+        encode(
+            &mut records,
+            0,
+            &Event::SourceLine {
+                function: *function,
+                position: *position,
+                file: line.file.as_ref().into(),
+                line: line.line,
+            },
+        );
+    }
+    let mut block = Vec::new();
+    write_block(
+        &mut block,
+        last_seq.map_or(0, |s| s + 1),
+        0,
+        last_ts,
+        rows.len() as u32,
+        &records,
+        true,
+    )?;
+    f.write_all(&block)
+        .with_context(|| format!("cannot add the source lines to {}", path.display()))?;
+    Ok(rows.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn never_through_a_symbolic_link() {
+        let dir = std::env::temp_dir().join(format!("clrprof-travel-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("victim");
+        std::fs::write(&target, b"not a trace").unwrap();
+        let link = dir.join("t.clrprof");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let e = append_lines(&link).unwrap_err();
+        assert!(format!("{e:#}").contains("cannot open"), "{e:#}");
+        assert_eq!(std::fs::read(&target).unwrap(), b"not a trace");
+        // A file that is no trace is refused, and left as it was.
+        assert!(append_lines(&target).is_err());
+        assert_eq!(std::fs::read(&target).unwrap(), b"not a trace");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
