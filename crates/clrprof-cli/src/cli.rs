@@ -256,7 +256,8 @@ pub struct RecordArgs {
     #[arg(long, value_enum, default_value_t = Mode::Sample)]
     pub mode: Mode,
     /// Event groups, comma separated: default, all, none, appdomains, assemblies, modules,
-    /// classes, jit, cache-searches, threads, exceptions, suspends, gc, alloc, transitions;
+    /// classes, jit, cache-searches, threads, exceptions, suspends, gc, alloc, transitions,
+    /// waits;
     /// `-group` removes one (e.g. `default,alloc,-classes`)
     #[arg(long)]
     pub events: Option<String>,
@@ -324,6 +325,11 @@ pub struct RecordArgs {
     /// runtime samples every 100 KiB on average, so smaller values act as 102400
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(limits::ALLOC_INTERVAL.0..=limits::ALLOC_INTERVAL.1))]
     pub alloc_interval: Option<u64>,
+    /// Where threads wait: lock contention with the waiting stack and the holder, the
+    /// thread pool's starvation, wait handles (.NET 9+) and GC suspensions (the event
+    /// groups `waits` and `suspends`; docs/waits.md); works with every mode
+    #[arg(long)]
+    pub waits: bool,
     /// Attach to this running process instead of starting a command
     #[arg(long, conflicts_with = "command")]
     pub pid: Option<u32>,
