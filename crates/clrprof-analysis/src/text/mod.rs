@@ -15,6 +15,7 @@ mod modules;
 mod samples;
 mod threads;
 mod units;
+mod waits;
 
 pub use escape::{escape_controls, escape_output, is_control};
 pub use units::{bytes, ns};
@@ -62,6 +63,7 @@ pub fn render(r: &Report, top: usize) -> String {
     if let Some(tree) = &r.call_tree {
         calls::tree(&mut o, tree, top);
     }
+    waits::render(&mut o, r, top);
     modules::render(&mut o, &r.modules, top);
     o
 }
