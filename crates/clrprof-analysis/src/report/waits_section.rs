@@ -256,6 +256,7 @@ pub fn section(
         }
     }
     let mut open: HashMap<(u64, u8), Open> = HashMap::new();
+    let mut nested: HashSet<u64> = HashSet::new();
     for e in events {
         match &e.event {
             Event::WaitStart {
@@ -266,6 +267,12 @@ pub fn section(
                 frames,
                 ..
             } => {
+                // A contended monitor may block in a wait the runtime reports as a
+                // wait-handle wait too (.NET 9 and 10): it is the lock's wait, counted once.
+                if *kind == WAIT_HANDLE && open.contains_key(&(e.os_tid, WAIT_LOCK)) {
+                    nested.insert(e.os_tid);
+                    continue;
+                }
                 open.insert(
                     (e.os_tid, *kind),
                     Open {
@@ -282,6 +289,9 @@ pub fn section(
             Event::WaitStop {
                 kind, duration_ns, ..
             } => {
+                if *kind == WAIT_HANDLE && nested.remove(&e.os_tid) {
+                    continue;
+                }
                 let Some(o) = open.remove(&(e.os_tid, *kind)) else {
                     continue;
                 };
@@ -558,4 +568,232 @@ pub fn section(
         functions: Vec::new(),
     });
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use super::*;
+    use crate::report::tests::{at, names};
+
+    fn sample(ns: u64, os_tid: u64, stack: &[u64], wait: Option<WaitKind>) -> StackSample {
+        StackSample {
+            ns,
+            os_tid,
+            cpu_ns: 0,
+            state: u8::from(wait.is_none()),
+            stack: stack.to_vec(),
+            wait,
+            activity: None,
+        }
+    }
+
+    #[test]
+    fn pairs_waits_names_owners_and_finds_starvation() {
+        const MS: u64 = 1_000_000;
+        let mut n = names(&[
+            (1, "App.TakeLedger"),
+            (2, "App.HoldLedger"),
+            (3, "App.Block"),
+            (
+                4,
+                "System.Threading.PortableThreadPool+WorkerThread.WorkerThreadStart",
+            ),
+        ]);
+        n.classes.insert(5, "App.Ledger".into());
+        let lock_start = |ns, tid, owner| {
+            at(
+                ns,
+                tid,
+                Event::WaitStart {
+                    thread: tid * 100,
+                    kind: WAIT_LOCK,
+                    source: 0,
+                    lock: 0x50,
+                    object: 0x7e00,
+                    owner,
+                    class: 5,
+                    frames: Cow::Owned(vec![1]),
+                },
+            )
+        };
+        let stop = |ns, tid, kind, duration_ns| {
+            at(
+                ns,
+                tid,
+                Event::WaitStop {
+                    thread: tid * 100,
+                    kind,
+                    duration_ns,
+                },
+            )
+        };
+        let events = vec![
+            at(
+                0,
+                1,
+                Event::WaitConfig {
+                    keywords: 0x400_0001_4000,
+                    wait_handles: true,
+                    error: Cow::Borrowed(""),
+                },
+            ),
+            lock_start(10 * MS, 10, 11),
+            // The monitor's own wait inside the lock's: not a second wait.
+            at(
+                10 * MS,
+                10,
+                Event::WaitStart {
+                    thread: 1000,
+                    kind: WAIT_HANDLE,
+                    source: 1,
+                    lock: 0,
+                    object: 0,
+                    owner: 0,
+                    class: 0,
+                    frames: Cow::Owned(vec![1]),
+                },
+            ),
+            stop(29 * MS, 10, WAIT_HANDLE, 0),
+            stop(30 * MS, 10, WAIT_LOCK, 20 * MS),
+            // The owner queues again at 25 ms: its later samples are not holding.
+            lock_start(25 * MS, 11, 10),
+            stop(40 * MS, 11, WAIT_LOCK, 15 * MS),
+            at(
+                900 * MS,
+                1,
+                Event::ThreadPoolWorker {
+                    started: true,
+                    active: 2,
+                    retired: 0,
+                },
+            ),
+            at(
+                1000 * MS,
+                1,
+                Event::ThreadPoolAdjust {
+                    threads: 3,
+                    reason: 8,
+                    throughput_milli: 0,
+                },
+            ),
+            at(
+                1200 * MS,
+                1,
+                Event::ThreadPoolAdjust {
+                    threads: 5,
+                    reason: 8,
+                    throughput_milli: 0,
+                },
+            ),
+            at(
+                1300 * MS,
+                1,
+                Event::ThreadPoolAdjust {
+                    threads: 4,
+                    reason: 8,
+                    throughput_milli: 0,
+                },
+            ),
+            at(
+                9000 * MS,
+                1,
+                Event::ThreadPoolAdjust {
+                    threads: 2,
+                    reason: 3,
+                    throughput_milli: 0,
+                },
+            ),
+        ];
+        let samples = vec![
+            sample(15 * MS, 11, &[2, 1], None),
+            sample(20 * MS, 11, &[2, 1], None),
+            sample(27 * MS, 11, &[1], None),
+            sample(1100 * MS, 12, &[3, 4], Some(WaitKind::Lock)),
+            sample(1110 * MS, 13, &[3, 4], Some(WaitKind::Lock)),
+            // Not a pool thread.
+            sample(1110 * MS, 14, &[3], Some(WaitKind::Lock)),
+        ];
+        let threads = ThreadNames::collect(&events);
+        let w = section(
+            &events,
+            &samples,
+            &[],
+            &n,
+            &threads,
+            &Filter::default(),
+            10 * MS,
+        )
+        .unwrap();
+        let c = &w.contention;
+        assert_eq!((c.count, c.wait_ns), (2, 35 * MS));
+        let l = &c.locks[0];
+        assert_eq!(l.type_name, "App.Ledger");
+        assert_eq!((l.count, l.max_wait_ns), (2, 20 * MS));
+        assert_eq!(l.waiters[0].function, "App.TakeLedger");
+        assert_eq!(l.owners.len(), 1, "{:?}", l.owners);
+        assert_eq!(
+            (l.owners[0].function.as_str(), l.owners[0].count),
+            ("App.HoldLedger", 2)
+        );
+        let handle = w.kinds.iter().find(|k| k.kind == "wait_handle").unwrap();
+        assert_eq!(handle.count, 0);
+        let tp = &w.threadpool;
+        assert_eq!(tp.starvation.len(), 1);
+        let e = &tp.starvation[0];
+        assert_eq!(
+            (e.at_ns, e.duration_ns, e.threads_before, e.threads_after),
+            (1000 * MS, 300 * MS, 2, 5)
+        );
+        assert_eq!(tp.blocking.len(), 1);
+        assert_eq!(
+            (tp.blocking[0].function.as_str(), tp.blocking[0].samples),
+            ("App.Block", 2)
+        );
+        assert!(w.notes.is_empty());
+        // A thread filter keeps only that thread's waits.
+        let only = Filter {
+            thread: Some("11".into()),
+            ..Filter::default()
+        };
+        let w = section(&events, &samples, &[], &n, &threads, &only, 10 * MS).unwrap();
+        assert_eq!((w.contention.count, w.contention.wait_ns), (1, 15 * MS));
+        // .NET 8: no wait-handle events, said so.
+        let mut events8 = events.clone();
+        events8[0] = at(
+            0,
+            1,
+            Event::WaitConfig {
+                keywords: 0x1_4000,
+                wait_handles: false,
+                error: Cow::Borrowed(""),
+            },
+        );
+        let w = section(
+            &events8,
+            &samples,
+            &[],
+            &n,
+            &threads,
+            &Filter::default(),
+            10 * MS,
+        )
+        .unwrap();
+        assert!(w.kinds.iter().all(|k| k.kind != "wait_handle"));
+        assert!(w.notes[0].contains("before .NET 9"), "{:?}", w.notes);
+        // Without `--waits`: no section.
+        assert!(
+            section(
+                &events[1..],
+                &samples,
+                &[],
+                &n,
+                &threads,
+                &Filter::default(),
+                1
+            )
+            .is_none()
+        );
+    }
 }
