@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use clrprof_export::{
     AllocationSample, Call, CallPath, Frame, FrameId, FrameKind, Interner, Module, ModuleId,
-    Profile, Sample, StackId, ThreadProfile,
+    Profile, Sample, StackId, ThreadProfile, WaitSample,
 };
 
 use crate::calltree;
@@ -127,6 +127,7 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
             calls: Vec::new(),
             call_paths: Vec::new(),
             allocations: Vec::new(),
+            waits: Vec::new(),
         });
     };
     // The report's CPU rules: GC-poll frames folded into the polling method, and no CPU
@@ -161,6 +162,19 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
                 live_objects: if alive { p.objects.round() as u64 } else { 0 },
                 followed: p.tracked,
                 freed_ns: p.freed_ns,
+            });
+        }
+    }
+    // `record --waits`: the runtime's waits with the waiting stacks.
+    for w in crate::report::wait_intervals(&trace.events) {
+        thread(&mut per, w.os_tid);
+        let stack = tables.stack(w.frames.iter().rev().copied(), |t, f| t.id(f, &names));
+        if let Some(t) = per.get_mut(&w.os_tid) {
+            t.waits.push(WaitSample {
+                time_ns: w.start_ns,
+                stack,
+                wait_ns: w.wait_ns,
+                lock: w.lock,
             });
         }
     }
@@ -229,6 +243,7 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
                     || !t.calls.is_empty()
                     || !t.call_paths.is_empty()
                     || !t.allocations.is_empty()
+                    || !t.waits.is_empty()
             })
             .collect(),
         ..tables.profile

@@ -214,6 +214,11 @@ pub enum Weight {
     AllocObjects,
     /// Estimated bytes of the sampled objects still alive at the end (`record --alloc`)
     LiveBytes,
+    /// Time waited, by the waits the runtime reported: contended locks and wait handles
+    /// (`record --waits`)
+    Wait,
+    /// Time waited for contended locks (`record --waits`)
+    Lock,
 }
 
 #[derive(clap::Args, Debug)]

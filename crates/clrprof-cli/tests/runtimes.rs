@@ -297,6 +297,29 @@ fn waits(rt: Runtime) {
             .any(|f| f["name"] == "Scenarios.Waits.Nap"),
         "{sleep:#}"
     );
+    // `convert --weight lock`: the waiting stacks weighted by the same lock waits.
+    let folded = trace.with_extension("folded");
+    let conv = clrprof()
+        .arg("convert")
+        .arg(&trace)
+        .args(["-f", "folded", "--weight", "lock", "-o"])
+        .arg(&folded)
+        .output()
+        .unwrap();
+    assert!(conv.status.success(), "{conv:?}");
+    let text = std::fs::read_to_string(&folded).unwrap();
+    let weight = |line: &str| line.rsplit(' ').next().unwrap().parse::<u64>().unwrap();
+    let total: u64 = text.lines().map(weight).sum();
+    assert_eq!(total, c["wait_ns"].as_u64().unwrap(), "{text}");
+    let ledger_lines: u64 = text
+        .lines()
+        .filter(|l| {
+            let stack = l.rsplit_once(' ').map_or("", |(s, _)| s);
+            stack.split(';').any(|f| f == "Scenarios.Waits.TakeLedger")
+        })
+        .map(weight)
+        .sum();
+    assert_eq!(ledger_lines, ledger["wait_ns"].as_u64().unwrap(), "{text}");
     let notes = r["waits_notes"].to_string();
     match rt {
         Runtime::Net8 => {

@@ -294,6 +294,22 @@ pub struct ThreadProfile {
     /// Sampled allocations (`record --alloc`), in time order: what the `Alloc*` and
     /// `LiveBytes` weights count.
     pub allocations: Vec<AllocationSample>,
+    /// Waits the runtime reported (`record --waits`), in time order: what the `Wait` and
+    /// `Lock` weights count.
+    pub waits: Vec<WaitSample>,
+}
+
+/// One wait the runtime reported, on the waiting thread, with its stack.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WaitSample {
+    /// When the wait began, in nanoseconds since the profile start.
+    pub time_ns: u64,
+    /// The waiting stack, or `None` when it is empty.
+    pub stack: Option<StackId>,
+    /// How long it waited, in nanoseconds.
+    pub wait_ns: u64,
+    /// A contended lock (the other waits are wait handles).
+    pub lock: bool,
 }
 
 /// One sampled allocation, with the estimated bytes and objects it stands for.
@@ -379,6 +395,10 @@ pub enum Weight {
     AllocObjects,
     /// Estimated bytes still alive at the end.
     LiveBytes,
+    /// Nanoseconds waited, by the waits the runtime reported (`record --waits`).
+    Wait,
+    /// Nanoseconds waited for contended locks (`record --waits`).
+    Lock,
 }
 
 impl Weight {
@@ -392,7 +412,14 @@ impl Weight {
             Weight::AllocBytes => "alloc_space",
             Weight::AllocObjects => "alloc_objects",
             Weight::LiveBytes => "inuse_space",
+            Weight::Wait => "wait",
+            Weight::Lock => "lock_wait",
         }
+    }
+
+    /// Counts the waits of `record --waits` rather than stack samples or calls.
+    pub fn is_wait(self) -> bool {
+        matches!(self, Weight::Wait | Weight::Lock)
     }
 
     /// Counts allocation samples rather than stack samples or calls.

@@ -172,6 +172,59 @@ fn add(map: &mut BTreeMap<String, (u64, u64)>, key: String, count: u64, ns: u64)
     e.1 += ns;
 }
 
+/// One wait the runtime reported, paired: its thread, when it began, how long it lasted,
+/// whether it was a contended lock, and the waiting stack (leaf first).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitInterval {
+    pub os_tid: u64,
+    pub start_ns: u64,
+    pub wait_ns: u64,
+    pub lock: bool,
+    pub frames: Vec<u64>,
+}
+
+/// Every wait of `--waits`, each `WaitStart` paired with its thread's next `WaitStop` of
+/// the same kind (a wait-handle wait inside a lock's is the lock's, left out), as the
+/// Waits section pairs them: what `convert --weight wait|lock` weighs stacks by.
+pub fn intervals(events: &[TimedEvent<'_>]) -> Vec<WaitInterval> {
+    let mut out = Vec::new();
+    let mut open: HashMap<(u64, u8), (u64, Vec<u64>)> = HashMap::new();
+    let mut nested: HashSet<u64> = HashSet::new();
+    for e in events {
+        match &e.event {
+            Event::WaitStart { kind, frames, .. } => {
+                if *kind == WAIT_HANDLE && open.contains_key(&(e.os_tid, WAIT_LOCK)) {
+                    nested.insert(e.os_tid);
+                    continue;
+                }
+                open.insert((e.os_tid, *kind), (e.ns, frames.to_vec()));
+            }
+            Event::WaitStop {
+                kind, duration_ns, ..
+            } => {
+                if *kind == WAIT_HANDLE && nested.remove(&e.os_tid) {
+                    continue;
+                }
+                if let Some((start_ns, frames)) = open.remove(&(e.os_tid, *kind)) {
+                    out.push(WaitInterval {
+                        os_tid: e.os_tid,
+                        start_ns,
+                        wait_ns: if *duration_ns > 0 {
+                            *duration_ns
+                        } else {
+                            e.ns.saturating_sub(start_ns)
+                        },
+                        lock: *kind == WAIT_LOCK,
+                        frames,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// The section, or `None` when the trace was not recorded with `--waits`.
 pub fn section(
     events: &[TimedEvent<'_>],

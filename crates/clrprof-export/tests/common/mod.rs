@@ -119,6 +119,7 @@ pub fn fixture() -> Profile {
             calls: vec![],
             call_paths: vec![],
             allocations: vec![],
+            waits: vec![],
         },
         ThreadProfile {
             name: "Worker".into(),
@@ -127,6 +128,7 @@ pub fn fixture() -> Profile {
             calls: vec![],
             call_paths: vec![],
             allocations: vec![],
+            waits: vec![],
         },
         ThreadProfile {
             name: ".NET TP Worker".into(),
@@ -142,6 +144,7 @@ pub fn fixture() -> Profile {
             ],
             call_paths: vec![],
             allocations: vec![],
+            waits: vec![],
         },
     ];
     p
