@@ -320,6 +320,24 @@ fn waits(rt: Runtime) {
         .map(weight)
         .sum();
     assert_eq!(ledger_lines, ledger["wait_ns"].as_u64().unwrap(), "{text}");
+    // Chrome's timeline: one async slice per contended acquisition.
+    let chrome = trace.with_extension("json");
+    let conv = clrprof()
+        .arg("convert")
+        .arg(&trace)
+        .args(["-f", "chrome", "-o"])
+        .arg(&chrome)
+        .output()
+        .unwrap();
+    assert!(conv.status.success(), "{conv:?}");
+    let doc: Value = serde_json::from_slice(&std::fs::read(&chrome).unwrap()).unwrap();
+    let slices = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "wait" && e["ph"] == "b" && e["name"] == "lock contention")
+        .count();
+    assert_eq!(slices as u64, c["count"].as_u64().unwrap());
     let notes = r["waits_notes"].to_string();
     match rt {
         Runtime::Net8 => {
