@@ -89,6 +89,10 @@ pub struct TopArgs {
     /// type and by the app's own methods, and the sampled objects still alive
     #[arg(long)]
     pub alloc: bool,
+    /// Also record where threads wait (as `record --waits`): the view adds the waits of
+    /// the window by lock type, with the app method that waited most
+    #[arg(long)]
+    pub waits: bool,
     /// Samples per second
     #[arg(long, default_value_t = 99, value_parser = range(limits::RATE_HZ))]
     pub rate: u32,
