@@ -338,6 +338,26 @@ fn waits(rt: Runtime) {
         .filter(|e| e["cat"] == "wait" && e["ph"] == "b" && e["name"] == "lock contention")
         .count();
     assert_eq!(slices as u64, c["count"].as_u64().unwrap());
+    // Firefox: one interval marker per wait, locks and wait handles.
+    let ff = trace.with_extension("ff.json");
+    let conv = clrprof()
+        .arg("convert")
+        .arg(&trace)
+        .args(["-f", "firefox", "-o"])
+        .arg(&ff)
+        .output()
+        .unwrap();
+    assert!(conv.status.success(), "{conv:?}");
+    let doc: Value = serde_json::from_slice(&std::fs::read(&ff).unwrap()).unwrap();
+    let markers = doc["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["markers"]["data"].as_array().unwrap())
+        .filter(|d| d["type"] == "ClrprofWait")
+        .count() as u64;
+    let handles = kind("wait_handle").map_or(0, |h| h["count"].as_u64().unwrap());
+    assert_eq!(markers, c["count"].as_u64().unwrap() + handles);
     let notes = r["waits_notes"].to_string();
     match rt {
         Runtime::Net8 => {
