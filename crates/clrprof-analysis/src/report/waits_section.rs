@@ -812,6 +812,13 @@ mod tests {
         };
         let w = section(&events, &samples, &[], &n, &threads, &only, 10 * MS).unwrap();
         assert_eq!((w.contention.count, w.contention.wait_ns), (1, 15 * MS));
+        // --from: the waits that began from then on.
+        let later = Filter {
+            from_ns: Some(20 * MS),
+            ..Filter::default()
+        };
+        let w = section(&events, &samples, &[], &n, &threads, &later, 10 * MS).unwrap();
+        assert_eq!((w.contention.count, w.contention.wait_ns), (1, 15 * MS));
         // .NET 8: no wait-handle events, said so.
         let mut events8 = events.clone();
         events8[0] = at(
