@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use clrprof_export::{
     AllocationSample, Call, CallPath, Frame, FrameId, FrameKind, Interner, Module, ModuleId,
-    Profile, Sample, StackId, ThreadProfile, WaitSample,
+    ProcessMarker, Profile, Sample, StackId, ThreadProfile, WaitSample,
 };
 
 use crate::calltree;
@@ -244,6 +244,15 @@ pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
                     || !t.call_paths.is_empty()
                     || !t.allocations.is_empty()
                     || !t.waits.is_empty()
+            })
+            .collect(),
+        // `record --waits`: the thread pool's starvation episodes.
+        markers: crate::report::starvation_episodes(&trace.events, &Default::default())
+            .into_iter()
+            .map(|(start_ns, end_ns, before, after)| ProcessMarker {
+                name: format!("thread-pool starvation: {before} → {after} workers"),
+                start_ns,
+                end_ns,
             })
             .collect(),
         ..tables.profile

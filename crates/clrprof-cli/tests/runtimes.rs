@@ -338,6 +338,13 @@ fn waits(rt: Runtime) {
         .filter(|e| e["cat"] == "wait" && e["ph"] == "b" && e["name"] == "lock contention")
         .count();
     assert_eq!(slices as u64, c["count"].as_u64().unwrap());
+    let starving = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "threadpool" && e["ph"] == "X")
+        .count();
+    assert_eq!(starving, episodes.len());
     // Firefox: one interval marker per wait, locks and wait handles.
     let ff = trace.with_extension("ff.json");
     let conv = clrprof()
@@ -357,7 +364,9 @@ fn waits(rt: Runtime) {
         .filter(|d| d["type"] == "ClrprofWait")
         .count() as u64;
     let handles = kind("wait_handle").map_or(0, |h| h["count"].as_u64().unwrap());
-    assert_eq!(markers, c["count"].as_u64().unwrap() + handles);
+    // (and one per starvation episode, on the first thread's track)
+    let episodes_n = episodes.len() as u64;
+    assert_eq!(markers, c["count"].as_u64().unwrap() + handles + episodes_n);
     let notes = r["waits_notes"].to_string();
     match rt {
         Runtime::Net8 => {

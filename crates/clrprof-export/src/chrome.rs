@@ -242,6 +242,19 @@ pub fn write(profile: &Profile, _opts: &Options, out: impl Write) -> Result<(), 
             }
         }
     }
+    for m in &profile.markers {
+        events.push(Event {
+            name: Cow::Borrowed(&m.name),
+            cat: Some("threadpool"),
+            ph: "X",
+            ts: us(m.start_ns),
+            dur: Some(us(m.end_ns.saturating_sub(m.start_ns))),
+            pid: PID,
+            tid: 0,
+            id: None,
+            args: None,
+        });
+    }
     let mut live = 0i64;
     for (at, delta, _) in stacks::live_heap_changes(profile) {
         live += delta;

@@ -430,6 +430,18 @@ pub fn write(profile: &Profile, _opts: &Options, out: impl Write) -> Result<(), 
             busiest = Some((thread, size));
         }
     }
+    if let Some((first, _)) = first {
+        // Process-wide intervals (thread-pool starvation) on the first thread's track.
+        for m in &profile.markers {
+            let marker = WaitMarker {
+                name: b.fx.intern_string(&m.name),
+                category: b.categories[0],
+                inner: b.fx.intern_string(""),
+            };
+            let timing = MarkerTiming::Interval(ts(m.start_ns), ts(m.end_ns));
+            b.fx.add_marker(first, timing, marker);
+        }
+    }
     if let Some((first, end)) = first {
         // The first thread holds every thread's allocations: it lasts until the last.
         let last = b.allocations(process, first);

@@ -42,6 +42,20 @@ pub struct Profile {
     pub modules: Vec<Module>,
     /// One entry per thread that has samples or calls.
     pub threads: Vec<ThreadProfile>,
+    /// Process-wide intervals a timeline marks: the thread pool's starvation episodes
+    /// (`record --waits`).
+    pub markers: Vec<ProcessMarker>,
+}
+
+/// A process-wide interval, e.g. a thread-pool starvation episode.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProcessMarker {
+    /// What it is, e.g. `thread-pool starvation: 2 → 28 workers`.
+    pub name: String,
+    /// Nanoseconds since the profile start.
+    pub start_ns: u64,
+    /// Nanoseconds since the profile start.
+    pub end_ns: u64,
 }
 
 /// One function (or pseudo-frame) as it appears in stacks.

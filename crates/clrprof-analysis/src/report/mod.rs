@@ -51,7 +51,7 @@ pub use samples::{SampleView, Samples, SamplesSection};
 pub use trace_info::TraceInfo;
 pub use waits_section::{
     Blocking, Contention, Episode, KindRow, LockRow, NamedWait, Owner, ThreadPool, WaitInterval,
-    Waiter, WaitsSection, intervals as wait_intervals,
+    Waiter, WaitsSection, intervals as wait_intervals, starvation_episodes,
 };
 
 /// What to put in the report.

@@ -225,6 +225,45 @@ pub fn intervals(events: &[TimedEvent<'_>]) -> Vec<WaitInterval> {
     out
 }
 
+/// The thread pool's starvation episodes: (first, last adjustment, workers before, most
+/// workers during), from runs of adjustments for starvation or cooperative blocking less
+/// than [`EPISODE_GAP_NS`] apart that `filter`'s time window keeps.
+pub fn starvation_episodes(
+    events: &[TimedEvent<'_>],
+    filter: &Filter,
+) -> Vec<(u64, u64, u64, u64)> {
+    let mut last_threads: Option<u64> = None;
+    let mut last_active: Option<u64> = None;
+    let mut episodes: Vec<(u64, u64, u64, u64)> = Vec::new();
+    for e in events {
+        match e.event {
+            Event::ThreadPoolWorker { active, .. } => last_active = Some(active),
+            Event::ThreadPoolAdjust {
+                threads, reason, ..
+            } => {
+                let starving = reason == REASON_STARVATION || reason == REASON_COOPERATIVE_BLOCKING;
+                if starving && filter.keeps_time(e.ns) {
+                    match episodes.last_mut() {
+                        Some(ep) if e.ns.saturating_sub(ep.1) <= EPISODE_GAP_NS => {
+                            ep.1 = e.ns;
+                            ep.3 = ep.3.max(threads);
+                        }
+                        _ => {
+                            let before = last_threads
+                                .or(last_active)
+                                .unwrap_or(threads.saturating_sub(1));
+                            episodes.push((e.ns, e.ns, before, threads));
+                        }
+                    }
+                }
+                last_threads = Some(threads);
+            }
+            _ => {}
+        }
+    }
+    episodes
+}
+
 /// The section, or `None` when the trace was not recorded with `--waits`.
 pub fn section(
     events: &[TimedEvent<'_>],
@@ -455,36 +494,11 @@ pub fn section(
     });
 
     // Thread-pool starvation.
-    let mut last_threads: Option<u64> = None;
-    let mut last_active: Option<u64> = None;
-    let mut episodes: Vec<(u64, u64, u64, u64)> = Vec::new();
-    for e in events {
-        match e.event {
-            Event::ThreadPoolWorker { active, .. } => last_active = Some(active),
-            Event::ThreadPoolAdjust {
-                threads, reason, ..
-            } => {
-                out.threadpool.adjustments += 1;
-                let starving = reason == REASON_STARVATION || reason == REASON_COOPERATIVE_BLOCKING;
-                if starving && filter.keeps_time(e.ns) {
-                    match episodes.last_mut() {
-                        Some(ep) if e.ns.saturating_sub(ep.1) <= EPISODE_GAP_NS => {
-                            ep.1 = e.ns;
-                            ep.3 = ep.3.max(threads);
-                        }
-                        _ => {
-                            let before = last_threads
-                                .or(last_active)
-                                .unwrap_or(threads.saturating_sub(1));
-                            episodes.push((e.ns, e.ns, before, threads));
-                        }
-                    }
-                }
-                last_threads = Some(threads);
-            }
-            _ => {}
-        }
-    }
+    let episodes = starvation_episodes(events, filter);
+    out.threadpool.adjustments = events
+        .iter()
+        .filter(|e| matches!(e.event, Event::ThreadPoolAdjust { .. }))
+        .count() as u64;
     let in_episode = |ns: u64| {
         episodes
             .iter()

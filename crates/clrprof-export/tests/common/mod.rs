@@ -97,6 +97,7 @@ pub fn fixture() -> Profile {
             },
         ],
         threads: vec![],
+        markers: vec![],
     };
     let main = vec![
         sample(&mut p, 0, &[MAIN, RUN, COMPUTE], MS),
