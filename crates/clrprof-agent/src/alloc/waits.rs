@@ -271,10 +271,14 @@ fn raised_preemptive(info: &ProfilerInfo, leaf: u64) -> bool {
     }
     let name = names::function_names(info, FunctionId(leaf as usize)).map(|n| n.name);
     // Unknown: treated as preemptive (the object is not read).
+    // An interop stub as the leaf: a P/Invoke or QCall on its way out, preemptive too.
     let pre = name.as_deref().is_none_or(|n| {
         n.starts_with("System.Diagnostics.Tracing.NativeRuntimeEventSource")
             || n.starts_with("System.Threading.Lock.")
             || n.starts_with("System.Threading.Lock+")
+            || n.starts_with("ILStubClass")
+            || n.contains("IL_STUB")
+            || n.contains("__PInvoke")
     });
     if let Some(n) = &name
         && slot.load(Ordering::Relaxed) == 0
