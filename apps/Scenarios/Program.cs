@@ -36,6 +36,7 @@ public static class Program
         ("alloc-shapes", "alloc-shapes [mb=400]", AllocShapes.Run),
         ("alloc-via", "alloc-via [mb=400]", AllocVia.Run),
         ("blocked", "blocked", Blocked.Run),
+        ("waits", "waits [rounds=5]", Waits.Run),
         ("emitted", "emitted [calls=1000]", EmittedScenario.Run),
         ("lines", "lines [seconds=2]", Lines.Run),
     ];

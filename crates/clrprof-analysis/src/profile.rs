@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use clrprof_export::{
     AllocationSample, Call, CallPath, Frame, FrameId, FrameKind, Interner, Module, ModuleId,
-    Profile, Sample, Source, StackId, ThreadProfile,
+    ProcessMarker, Profile, Sample, Source, StackId, ThreadProfile, WaitSample,
 };
 
 use crate::calltree;
@@ -160,6 +160,7 @@ pub fn build_with_lines(
             calls: Vec::new(),
             call_paths: Vec::new(),
             allocations: Vec::new(),
+            waits: Vec::new(),
         });
     };
     // The report's CPU rules: GC-poll frames folded into the polling method, no CPU for a
@@ -213,6 +214,19 @@ pub fn build_with_lines(
                 live_objects: if alive { p.objects.round() as u64 } else { 0 },
                 followed: p.tracked,
                 freed_ns: p.freed_ns,
+            });
+        }
+    }
+    // `record --waits`: the runtime's waits with the waiting stacks.
+    for w in crate::report::wait_intervals(&trace.events) {
+        thread(&mut per, w.os_tid);
+        let stack = tables.stack(w.frames.iter().rev().copied(), |t, f| t.id(f, &names));
+        if let Some(t) = per.get_mut(&w.os_tid) {
+            t.waits.push(WaitSample {
+                time_ns: w.start_ns,
+                stack,
+                wait_ns: w.wait_ns,
+                lock: w.lock,
             });
         }
     }
@@ -308,6 +322,16 @@ pub fn build_with_lines(
                     || !t.calls.is_empty()
                     || !t.call_paths.is_empty()
                     || !t.allocations.is_empty()
+                    || !t.waits.is_empty()
+            })
+            .collect(),
+        // `record --waits`: the thread pool's starvation episodes.
+        markers: crate::report::starvation_episodes(&trace.events, &Default::default())
+            .into_iter()
+            .map(|(start_ns, end_ns, before, after)| ProcessMarker {
+                name: format!("thread-pool starvation: {before} → {after} workers"),
+                start_ns,
+                end_ns,
             })
             .collect(),
         ..tables.profile

@@ -11,6 +11,7 @@
 //!   cargo run --release -p clrprof-bench -- heap        # heap snapshot of 10 M objects
 //!   cargo run --release -p clrprof-bench -- alloc       # `record --alloc` overhead (+ dotnet-trace)
 //!   cargo run --release -p clrprof-bench -- live        # `dump` wall time, `top`'s cost to the target
+//!   cargo run --release -p clrprof-bench -- waits       # `record --waits` on the Demo (+ dotnet-trace)
 
 mod alloc;
 mod soak;
@@ -26,6 +27,7 @@ mod heap;
 mod live;
 mod machine;
 mod rounds;
+mod waits;
 
 #[derive(Parser)]
 struct Args {
@@ -82,6 +84,13 @@ enum What {
         #[arg(long)]
         cpus: Option<String>,
     },
+    /// `record --waits` on the Demo app, against the same recording without it and
+    /// dotnet-trace with the same runtime keywords
+    Waits {
+        /// Run every configuration under `taskset -c CPUS`
+        #[arg(long)]
+        cpus: Option<String>,
+    },
     /// One heap snapshot of a large heap: pause, objects/s, bytes/object, report time and memory
     Heap {
         /// Objects in the heap
@@ -122,6 +131,7 @@ fn main() -> Result<()> {
             },
         ),
         What::Live { window } => live::run(&clrprof()?, args.runs, window),
+        What::Waits { cpus } => waits::run(&clrprof()?, args.runs, cpus.as_deref()),
     }
 }
 

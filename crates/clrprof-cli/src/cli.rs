@@ -89,6 +89,10 @@ pub struct TopArgs {
     /// type and by the app's own methods, and the sampled objects still alive
     #[arg(long)]
     pub alloc: bool,
+    /// Also record where threads wait (as `record --waits`): the view adds the waits of
+    /// the window by lock type, with the app method that waited most
+    #[arg(long)]
+    pub waits: bool,
     /// Samples per second
     #[arg(long, default_value_t = 99, value_parser = range(limits::RATE_HZ))]
     pub rate: u32,
@@ -214,6 +218,11 @@ pub enum Weight {
     AllocObjects,
     /// Estimated bytes of the sampled objects still alive at the end (`record --alloc`)
     LiveBytes,
+    /// Time waited, by the waits the runtime reported: contended locks and wait handles
+    /// (`record --waits`)
+    Wait,
+    /// Time waited for contended locks (`record --waits`)
+    Lock,
 }
 
 #[derive(clap::Args, Debug)]
@@ -263,7 +272,8 @@ pub struct RecordArgs {
     #[arg(long, value_enum, default_value_t = Mode::Sample)]
     pub mode: Mode,
     /// Event groups, comma separated: default, all, none, appdomains, assemblies, modules,
-    /// classes, jit, cache-searches, threads, exceptions, suspends, gc, alloc, transitions;
+    /// classes, jit, cache-searches, threads, exceptions, suspends, gc, alloc, transitions,
+    /// waits;
     /// `-group` removes one (e.g. `default,alloc,-classes`)
     #[arg(long)]
     pub events: Option<String>,
@@ -337,6 +347,11 @@ pub struct RecordArgs {
     /// runtime samples every 100 KiB on average, so smaller values act as 102400
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(limits::ALLOC_INTERVAL.0..=limits::ALLOC_INTERVAL.1))]
     pub alloc_interval: Option<u64>,
+    /// Where threads wait: lock contention with the waiting stack and the holder, the
+    /// thread pool's starvation, wait handles (.NET 9+) and GC suspensions (the event
+    /// groups `waits` and `suspends`; docs/waits.md); works with every mode
+    #[arg(long)]
+    pub waits: bool,
     /// Attach to this running process instead of starting a command
     #[arg(long, conflicts_with = "command")]
     pub pid: Option<u32>,

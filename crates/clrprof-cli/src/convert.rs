@@ -99,6 +99,24 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
                 .map_or(String::new(), |v| v.get_name().to_owned())
         );
     }
+    let wait_weight = matches!(args.weight, Some(cli::Weight::Wait | cli::Weight::Lock));
+    if wait_weight && matches!(fmt, Format::Firefox | Format::Chrome) {
+        bar.done();
+        anyhow::bail!(
+            "-f {} does not weigh stacks by waits: use -f svg, folded, speedscope or pprof with --weight wait or lock",
+            fmt.extension().trim_start_matches('.'),
+        );
+    }
+    if wait_weight && profile.threads.iter().all(|t| t.waits.is_empty()) {
+        bar.done();
+        anyhow::bail!(
+            "{} has no waits for --weight {}: record with `clrprof record --waits`",
+            args.file.display(),
+            args.weight
+                .and_then(|w| clap::ValueEnum::to_possible_value(&w))
+                .map_or(String::new(), |v| v.get_name().to_owned())
+        );
+    }
     if profile.threads.is_empty() {
         bar.done();
         anyhow::bail!(
@@ -118,6 +136,8 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
             Some(cli::Weight::AllocBytes) => Weight::AllocBytes,
             Some(cli::Weight::AllocObjects) => Weight::AllocObjects,
             Some(cli::Weight::LiveBytes) => Weight::LiveBytes,
+            Some(cli::Weight::Wait) => Weight::Wait,
+            Some(cli::Weight::Lock) => Weight::Lock,
             // A traced run has no CPU times: its flamegraphs count calls, as they did.
             None if trace.call_records > 0 => Weight::Samples,
             None => Weight::Cpu,

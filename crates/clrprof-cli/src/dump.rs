@@ -91,6 +91,7 @@ pub fn run(args: DumpArgs) -> Result<i32> {
         profiler: args.profiler.as_deref(),
         keep: None,
         alloc: false,
+        waits: false,
     };
     let mut live = Live::attach(pid, "dump", &opts)?;
     let mut events: Vec<TimedEvent<'static>> = Vec::new();

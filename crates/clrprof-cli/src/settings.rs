@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use anyhow::{Result, anyhow, bail};
-use clrprof_settings::{ArgLimits, EventGroups, Mode, Settings, var};
+use clrprof_settings::{ArgLimits, EventGroup, EventGroups, Mode, Settings, var};
 
 use crate::cli::RecordArgs;
 
@@ -68,6 +68,13 @@ pub fn from_args(args: &RecordArgs, output: &Path) -> Result<(Settings, Vec<&'st
         s.heap_at.sort_by(f64::total_cmp);
         s.heap = true;
         decided.extend([var::HEAP_AT, var::HEAP]);
+    }
+    if args.waits {
+        s.events.insert(EventGroup::Waits);
+        s.events.insert(EventGroup::Suspends);
+        if !decided.contains(&var::EVENTS) {
+            decided.push(var::EVENTS);
+        }
     }
     if args.alloc || args.alloc_interval.is_some() {
         s.alloc_interval = Some(args.alloc_interval.unwrap_or(DEFAULT_ALLOC_INTERVAL));
@@ -140,6 +147,28 @@ mod tests {
             Command::Record(r) => r,
             _ => unreachable!(),
         }
+    }
+
+    #[test]
+    fn waits_adds_its_groups_to_the_modes_or_the_given_ones() {
+        let out = Path::new("/tmp/t.clrprof");
+        let with = |flags: &[&str]| {
+            let mut line = flags.to_vec();
+            line.extend_from_slice(&["--", "dotnet", "app.dll"]);
+            from_args(&parse(&line), out).unwrap()
+        };
+        let (s, decided) = with(&[]);
+        assert!(!s.events.contains(EventGroup::Waits));
+        assert!(!decided.contains(&var::EVENTS));
+        let (s, decided) = with(&["--waits"]);
+        assert!(s.events.contains(EventGroup::Waits) && s.events.contains(EventGroup::Suspends));
+        assert!(
+            s.events.contains(EventGroup::Threads),
+            "the mode's groups stay"
+        );
+        assert!(decided.contains(&var::EVENTS));
+        let (s, _) = with(&["--events", "gc", "--waits"]);
+        assert_eq!(s.events.list(), "suspends,gc,waits");
     }
 
     #[test]

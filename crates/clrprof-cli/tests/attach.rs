@@ -271,6 +271,8 @@ fn every_option_reaches_the_attached_agent() {
         ("--heap", Some("0.5")),
         ("--alloc", None),
         ("--alloc-interval", Some("204800")),
+        // Adds the `waits` and `suspends` groups to the `--events` given.
+        ("--waits", None),
     ];
     // Options that are not agent settings, or that cannot attach (`--args` and `--counts`
     // are refused: reading arguments and counting calls need ELT hooks, which only a
@@ -334,6 +336,8 @@ fn every_option_reaches_the_attached_agent() {
             EventGroup::Exceptions,
             EventGroup::Gc,
             EventGroup::Jit,
+            EventGroup::Waits,
+            EventGroup::Suspends,
         ]),
         buffer_bytes: 64 * 1024,
         on_full: OnFull::Drop,
@@ -532,4 +536,43 @@ fn ps_lists_the_running_app_with_its_runtime_version() {
         "{line}"
     );
     t.quit();
+}
+
+/// `record --pid --waits`: the runtime opens the wait sessions after an attach too; the
+/// lock phase of `Scenarios waits rounds=60` (several seconds) is under way when the
+/// recording starts, and its contention is recorded with the waiter and the lock's type.
+#[test]
+fn attach_records_waits() {
+    let mut child = scenarios()
+        .command(&["waits", "rounds=60"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let trace = scratch("attach-waits").join("t.clrprof");
+    let out = clrprof()
+        .args(["record", "--waits", "--duration", "1.5", "--pid"])
+        .arg(child.id().to_string())
+        .arg("-o")
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(child.wait().unwrap().success());
+    let r = report_json(&trace);
+    assert_eq!(r["trace"]["attached"], true);
+    let ledger = r["contention"]["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["type"] == "Scenarios.Ledger")
+        .cloned()
+        .unwrap_or_else(|| panic!("{:#}", r["contention"]));
+    assert!(ledger["count"].as_u64().unwrap() >= 10, "{ledger:#}");
+    assert_eq!(
+        ledger["waiters"][0]["function"],
+        "Scenarios.Waits.TakeLedger"
+    );
 }

@@ -385,6 +385,51 @@ fn top_once_of_a_command_it_starts() {
     assert_eq!(once_rows(&stdout)[0], "Scenarios.Hot.HotA", "{stdout}");
 }
 
+/// `top --waits`: the lock the `waits` scenario's four threads take in turns is the
+/// table's first row, about three threads' worth of waiting a second (one holds it while
+/// the other three wait), with the method that took it.
+#[test]
+fn top_once_with_waits_shows_the_contended_lock() {
+    let _timing = timing_lock();
+    let dir = scratch("top-waits");
+    let app = scenarios();
+    let out = clrprof()
+        .current_dir(&dir)
+        .args([
+            "top",
+            "--once",
+            "--waits",
+            "--interval",
+            "3",
+            "--",
+            app.dotnet.to_str().unwrap(),
+        ])
+        .arg(&app.dll)
+        .args(["waits", "rounds=100"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = stdout
+        .split("WAITS the runtime reported")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let first = table.lines().nth(2).unwrap_or_default();
+    assert!(first.contains("Scenarios.Ledger"), "{stdout}");
+    assert!(first.ends_with("Scenarios.Waits.TakeLedger"), "{stdout}");
+    let per_s: f64 = first
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    // ms waited per second: up to 3000 (three waiters); well above one waiter's worth.
+    assert!(per_s > 1000.0 && per_s < 3300.0, "{stdout}");
+}
+
 /// A tmux server of this test's own (never the user's).
 struct Tmux {
     socket: String,

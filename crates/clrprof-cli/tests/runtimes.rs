@@ -38,6 +38,7 @@ on_every_runtime!(
     ps_shows_the_runtime_version,
     allocation_samples,
     names_from_module_images,
+    waits,
 );
 
 /// The app's own `RESULT runtime=…` names the runtime asked for, and so does the report.
@@ -222,6 +223,167 @@ fn allocation_samples(rt: Runtime) {
             "{f}: {got} of {est} vs {} of {total}",
             fact(site)
         );
+    }
+}
+
+/// `record --waits` (docs/waits.md) on `Scenarios waits`: the contention count is the
+/// app's `Monitor.LockContentionCount` delta (within 10 %), the lock wait its Stopwatch
+/// total (within 20 %), the lock is named by its object's type, the waiter is the method
+/// that took the lock and the owner the method that held it; the pool starves at least
+/// once with the blocking method named; the sleeping thread's method sleeps. .NET 8 has
+/// no wait-handle events and the report says so; 9 and 10 name `BlockPoolThread`'s
+/// `Task.Wait` among the wait-handle waits.
+fn waits(rt: Runtime) {
+    let app = app_on("Scenarios", rt);
+    let trace = scratch(&format!("rt-waits-{}", rt.tfm())).join("t.clrprof");
+    let out = record_app(&app, &trace, &["--waits"], &["waits"]);
+    let r = report_json(&trace);
+    assert_ran_on(rt, &out, &r);
+    let fact = |k: &str| results(&out)[k].parse::<f64>().unwrap();
+    let c = &r["contention"];
+    let ledger = c["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["type"] == "Scenarios.Ledger")
+        .unwrap_or_else(|| panic!("no Scenarios.Ledger lock: {c:#}"));
+    let (count, want) = (ledger["count"].as_f64().unwrap(), fact("contentions"));
+    assert!(want >= 4.0, "the scenario barely contended: {want}");
+    assert!(
+        (count - want).abs() <= want * 0.10,
+        "{count} vs {want}: {c:#}"
+    );
+    let (wait, want) = (ledger["wait_ns"].as_f64().unwrap(), fact("lock_wait_ns"));
+    assert!((wait - want).abs() <= want * 0.20, "{wait} vs {want}");
+    let first = |list: &Value| list[0]["function"].as_str().unwrap_or("").to_string();
+    assert_eq!(
+        first(&ledger["waiters"]),
+        "Scenarios.Waits.TakeLedger",
+        "{ledger:#}"
+    );
+    assert_eq!(
+        first(&ledger["owners"]),
+        "Scenarios.Waits.HoldLedger",
+        "{ledger:#}"
+    );
+    let tp = &r["threadpool"];
+    let episodes = tp["starvation"].as_array().unwrap();
+    assert!(!episodes.is_empty(), "{tp:#}");
+    assert!(
+        episodes
+            .iter()
+            .any(|e| e["threads_after"].as_u64() > e["threads_before"].as_u64()),
+        "{tp:#}"
+    );
+    assert_eq!(
+        first(&tp["blocking"]),
+        "Scenarios.Waits.BlockPoolThread",
+        "{tp:#}"
+    );
+    let kind = |k: &str| {
+        r["waits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["kind"] == k)
+            .cloned()
+    };
+    let sleep = kind("sleep").unwrap();
+    assert!(
+        sleep["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["name"] == "Scenarios.Waits.Nap"),
+        "{sleep:#}"
+    );
+    // `convert --weight lock`: the waiting stacks weighted by the same lock waits.
+    let folded = trace.with_extension("folded");
+    let conv = clrprof()
+        .arg("convert")
+        .arg(&trace)
+        .args(["-f", "folded", "--weight", "lock", "-o"])
+        .arg(&folded)
+        .output()
+        .unwrap();
+    assert!(conv.status.success(), "{conv:?}");
+    let text = std::fs::read_to_string(&folded).unwrap();
+    let weight = |line: &str| line.rsplit(' ').next().unwrap().parse::<u64>().unwrap();
+    let total: u64 = text.lines().map(weight).sum();
+    assert_eq!(total, c["wait_ns"].as_u64().unwrap(), "{text}");
+    let ledger_lines: u64 = text
+        .lines()
+        .filter(|l| {
+            let stack = l.rsplit_once(' ').map_or("", |(s, _)| s);
+            stack.split(';').any(|f| f == "Scenarios.Waits.TakeLedger")
+        })
+        .map(weight)
+        .sum();
+    assert_eq!(ledger_lines, ledger["wait_ns"].as_u64().unwrap(), "{text}");
+    // Chrome's timeline: one async slice per contended acquisition.
+    let chrome = trace.with_extension("json");
+    let conv = clrprof()
+        .arg("convert")
+        .arg(&trace)
+        .args(["-f", "chrome", "-o"])
+        .arg(&chrome)
+        .output()
+        .unwrap();
+    assert!(conv.status.success(), "{conv:?}");
+    let doc: Value = serde_json::from_slice(&std::fs::read(&chrome).unwrap()).unwrap();
+    let slices = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "wait" && e["ph"] == "b" && e["name"] == "lock contention")
+        .count();
+    assert_eq!(slices as u64, c["count"].as_u64().unwrap());
+    let starving = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "threadpool" && e["ph"] == "X")
+        .count();
+    assert_eq!(starving, episodes.len());
+    // Firefox: one interval marker per wait, locks and wait handles.
+    let ff = trace.with_extension("ff.json");
+    let conv = clrprof()
+        .arg("convert")
+        .arg(&trace)
+        .args(["-f", "firefox", "-o"])
+        .arg(&ff)
+        .output()
+        .unwrap();
+    assert!(conv.status.success(), "{conv:?}");
+    let doc: Value = serde_json::from_slice(&std::fs::read(&ff).unwrap()).unwrap();
+    let markers = doc["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["markers"]["data"].as_array().unwrap())
+        .filter(|d| d["type"] == "ClrprofWait")
+        .count() as u64;
+    let handles = kind("wait_handle").map_or(0, |h| h["count"].as_u64().unwrap());
+    // (and one per starvation episode, on the first thread's track)
+    let episodes_n = episodes.len() as u64;
+    assert_eq!(markers, c["count"].as_u64().unwrap() + handles + episodes_n);
+    let notes = r["waits_notes"].to_string();
+    match rt {
+        Runtime::Net8 => {
+            assert!(kind("wait_handle").is_none());
+            assert!(
+                notes.contains("no wait-handle events before .NET 9"),
+                "{notes}"
+            );
+        }
+        Runtime::Net9 | Runtime::Net10 => {
+            let h = kind("wait_handle").unwrap();
+            assert_eq!(
+                h["functions"][0]["name"], "Scenarios.Waits.BlockPoolThread",
+                "{h:#}"
+            );
+            assert!(!notes.contains("wait-handle"), "{notes}");
+        }
     }
 }
 

@@ -31,6 +31,9 @@ struct Event<'a> {
     dur: Option<f64>,
     pid: u32,
     tid: u64,
+    /// Async events (`b`/`e`): the pair's id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     args: Option<Value>,
 }
@@ -48,6 +51,7 @@ fn metadata(name: &'static str, tid: u64, args: Value) -> Event<'static> {
         dur: None,
         pid: PID,
         tid,
+        id: None,
         args: Some(args),
     }
 }
@@ -255,9 +259,51 @@ pub fn write_with(
                 dur: Some(us(c.end_ns - c.start_ns)),
                 pid: PID,
                 tid: t.os_tid,
+                id: None,
                 args: (!args.is_empty()).then_some(Value::Object(args)),
             })?;
         }
+    }
+    // `record --waits`: each wait the runtime reported, as an async slice on its thread
+    // (a row of its own: a wait need not nest in the sampled slices), named by what was
+    // waited for, with the innermost frame of the waiting stack.
+    let mut next_id = 0u64;
+    for t in &profile.threads {
+        for w in &t.waits {
+            next_id += 1;
+            let name = if w.lock { "lock contention" } else { "wait" };
+            let leaf = profile
+                .stack_frames(w.stack)
+                .last()
+                .map(|f| profile.frame(*f).name.clone())
+                .unwrap_or_default();
+            for (ph, ts) in [("b", w.time_ns), ("e", w.time_ns + w.wait_ns)] {
+                events.push(&Event {
+                    name: name.into(),
+                    cat: Some("wait"),
+                    ph,
+                    ts: us(ts),
+                    dur: None,
+                    pid: PID,
+                    tid: t.os_tid,
+                    id: Some(next_id),
+                    args: (ph == "b").then(|| json!({ "wait_ns": w.wait_ns, "in": leaf })),
+                })?;
+            }
+        }
+    }
+    for m in &profile.markers {
+        events.push(&Event {
+            name: Cow::Borrowed(&m.name),
+            cat: Some("threadpool"),
+            ph: "X",
+            ts: us(m.start_ns),
+            dur: Some(us(m.end_ns.saturating_sub(m.start_ns))),
+            pid: PID,
+            tid: 0,
+            id: None,
+            args: None,
+        })?;
     }
     let mut live = 0i64;
     for (at, delta, _) in stacks::live_heap_changes(profile) {
@@ -270,6 +316,7 @@ pub fn write_with(
             dur: None,
             pid: PID,
             tid: 0,
+            id: None,
             args: Some(json!({ "bytes": live.max(0) })),
         })?;
     }

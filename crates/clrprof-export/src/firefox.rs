@@ -80,6 +80,44 @@ impl StaticSchemaMarker for CallMarker {
     }
 }
 
+/// A wait the runtime reported (`record --waits`), shown in the marker chart.
+struct WaitMarker {
+    name: StringHandle,
+    category: CategoryHandle,
+    /// The innermost frame of the waiting stack.
+    inner: StringHandle,
+}
+
+impl StaticSchemaMarker for WaitMarker {
+    const UNIQUE_MARKER_TYPE_NAME: &'static str = "ClrprofWait";
+    const DESCRIPTION: Option<&'static str> =
+        Some("A wait the runtime reported: a contended lock or a wait handle");
+    const CHART_LABEL: Option<&'static str> = Some("{marker.name}");
+    const TABLE_LABEL: Option<&'static str> = Some("{marker.name} in {marker.data.inner}");
+    const FIELDS: &'static [StaticSchemaMarkerField] = &[StaticSchemaMarkerField {
+        key: "inner",
+        label: "Waiting in",
+        format: MarkerFieldFormat::String,
+        flags: MarkerFieldFlags::SEARCHABLE,
+    }];
+
+    fn name(&self, _profile: &mut fx::Profile) -> StringHandle {
+        self.name
+    }
+
+    fn category(&self, _profile: &mut fx::Profile) -> CategoryHandle {
+        self.category
+    }
+
+    fn string_field_value(&self, _field_index: u32) -> StringHandle {
+        self.inner
+    }
+
+    fn number_field_value(&self, _field_index: u32) -> f64 {
+        0.0
+    }
+}
+
 /// Categories and per-thread frame handles.
 struct Builder<'a> {
     model: &'a Profile,
@@ -218,6 +256,27 @@ impl<'a> Builder<'a> {
         }
         if !t.calls.is_empty() {
             end = end.max(self.calls(thread, t));
+        }
+        // `record --waits`: each wait as an interval marker with the waiting stack.
+        for w in &t.waits {
+            let stack = w.stack.map(|id| self.stack(thread, id, &mut stacks));
+            let inner = self
+                .model
+                .stack_frames(w.stack)
+                .last()
+                .map(|f| self.model.frame(*f).name.clone())
+                .unwrap_or_default();
+            let marker = WaitMarker {
+                name: self
+                    .fx
+                    .intern_string(if w.lock { "lock contention" } else { "wait" }),
+                category: self.categories[0],
+                inner: self.fx.intern_string(&inner),
+            };
+            let timing = MarkerTiming::Interval(ts(w.time_ns), ts(w.time_ns + w.wait_ns));
+            let m = self.fx.add_marker(thread, timing, marker);
+            self.fx.set_marker_stack(thread, m, stack);
+            end = end.max(w.time_ns + w.wait_ns);
         }
         self.fx.set_thread_end_time(thread, ts(end));
         (thread, end)
@@ -369,6 +428,18 @@ pub fn write(profile: &Profile, _opts: &Options, out: impl Write) -> Result<(), 
         let size = t.samples.len() + t.calls.len();
         if busiest.is_none_or(|(_, n)| size > n) {
             busiest = Some((thread, size));
+        }
+    }
+    if let Some((first, _)) = first {
+        // Process-wide intervals (thread-pool starvation) on the first thread's track.
+        for m in &profile.markers {
+            let marker = WaitMarker {
+                name: b.fx.intern_string(&m.name),
+                category: b.categories[0],
+                inner: b.fx.intern_string(""),
+            };
+            let timing = MarkerTiming::Interval(ts(m.start_ns), ts(m.end_ns));
+            b.fx.add_marker(first, timing, marker);
         }
     }
     if let Some((first, end)) = first {

@@ -74,7 +74,7 @@ pub fn write(profile: &Profile, opts: &Options, mut out: impl Write) -> Result<(
 /// trace counted by calls) or `ns`.
 pub(crate) fn count_name(profile: &Profile, weight: Weight) -> &'static str {
     match weight {
-        Weight::Wall | Weight::Cpu => "ns",
+        Weight::Wall | Weight::Cpu | Weight::Wait | Weight::Lock => "ns",
         Weight::Samples if profile.threads.iter().all(crate::stacks::counts_calls) => "calls",
         Weight::Samples => "samples",
         Weight::AllocBytes | Weight::LiveBytes => "bytes",

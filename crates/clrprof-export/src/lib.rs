@@ -63,7 +63,7 @@ pub mod svg;
 
 pub use model::{
     AllocationSample, Call, CallPath, Frame, FrameId, FrameKind, Interner, Module, ModuleId,
-    Profile, Sample, Source, Stack, StackId, ThreadProfile, Weight,
+    ProcessMarker, Profile, Sample, Source, Stack, StackId, ThreadProfile, WaitSample, Weight,
 };
 
 /// What went wrong while exporting.

@@ -45,6 +45,9 @@ pub struct Profile {
     /// Per frame (by [`FrameId`] index), where its code is in the source, when known (from
     /// the module's PDB); shorter than `frames` when the last ones are unknown.
     pub sources: Vec<Option<Source>>,
+    /// Process-wide intervals a timeline marks: the thread pool's starvation episodes
+    /// (`record --waits`).
+    pub markers: Vec<ProcessMarker>,
 }
 
 /// Where a frame's code is in the source.
@@ -57,6 +60,17 @@ pub struct Source {
     /// The line itself, for a frame that stands for one line of its method
     /// (`convert --lines`).
     pub line: Option<u32>,
+}
+
+/// A process-wide interval, e.g. a thread-pool starvation episode.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProcessMarker {
+    /// What it is, e.g. `thread-pool starvation: 2 → 28 workers`.
+    pub name: String,
+    /// Nanoseconds since the profile start.
+    pub start_ns: u64,
+    /// Nanoseconds since the profile start.
+    pub end_ns: u64,
 }
 
 /// One function (or pseudo-frame) as it appears in stacks.
@@ -314,6 +328,22 @@ pub struct ThreadProfile {
     /// Sampled allocations (`record --alloc`), in time order: what the `Alloc*` and
     /// `LiveBytes` weights count.
     pub allocations: Vec<AllocationSample>,
+    /// Waits the runtime reported (`record --waits`), in time order: what the `Wait` and
+    /// `Lock` weights count.
+    pub waits: Vec<WaitSample>,
+}
+
+/// One wait the runtime reported, on the waiting thread, with its stack.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WaitSample {
+    /// When the wait began, in nanoseconds since the profile start.
+    pub time_ns: u64,
+    /// The waiting stack, or `None` when it is empty.
+    pub stack: Option<StackId>,
+    /// How long it waited, in nanoseconds.
+    pub wait_ns: u64,
+    /// A contended lock (the other waits are wait handles).
+    pub lock: bool,
 }
 
 /// One sampled allocation, with the estimated bytes and objects it stands for.
@@ -399,6 +429,10 @@ pub enum Weight {
     AllocObjects,
     /// Estimated bytes still alive at the end.
     LiveBytes,
+    /// Nanoseconds waited, by the waits the runtime reported (`record --waits`).
+    Wait,
+    /// Nanoseconds waited for contended locks (`record --waits`).
+    Lock,
 }
 
 impl Weight {
@@ -412,7 +446,14 @@ impl Weight {
             Weight::AllocBytes => "alloc_space",
             Weight::AllocObjects => "alloc_objects",
             Weight::LiveBytes => "inuse_space",
+            Weight::Wait => "wait",
+            Weight::Lock => "lock_wait",
         }
+    }
+
+    /// Counts the waits of `record --waits` rather than stack samples or calls.
+    pub fn is_wait(self) -> bool {
+        matches!(self, Weight::Wait | Weight::Lock)
     }
 
     /// Counts allocation samples rather than stack samples or calls.

@@ -210,6 +210,22 @@ pub fn build(profile: &Profile, opts: &Options) -> Result<proto::Profile, Export
             value_type(&mut strings, "inuse_space", "bytes"),
         ]);
     }
+    // Waits (`record --waits`): nanoseconds waited, and of those for contended locks.
+    let waits = profile.threads.iter().any(|t| !t.waits.is_empty());
+    if waits {
+        if !allocs {
+            sample_type.extend([
+                value_type(&mut strings, "alloc_objects", "count"),
+                value_type(&mut strings, "alloc_space", "bytes"),
+                value_type(&mut strings, "inuse_objects", "count"),
+                value_type(&mut strings, "inuse_space", "bytes"),
+            ]);
+        }
+        sample_type.extend([
+            value_type(&mut strings, "wait", "nanoseconds"),
+            value_type(&mut strings, "lock_wait", "nanoseconds"),
+        ]);
+    }
     let period_type = Some(value_type(&mut strings, "wall", "nanoseconds"));
 
     let mut mapping: Vec<proto::Mapping> = Vec::new();
@@ -255,7 +271,7 @@ pub fn build(profile: &Profile, opts: &Options) -> Result<proto::Profile, Export
     }
 
     // Sum identical stacks per thread (or over all threads when merging).
-    let mut sums: BTreeMap<(Option<usize>, Vec<FrameId>), [u64; 7]> = BTreeMap::new();
+    let mut sums: BTreeMap<(Option<usize>, Vec<FrameId>), [u64; 9]> = BTreeMap::new();
     for w in weighted(profile) {
         let thread = (!opts.merge_threads).then_some(w.thread);
         let v = sums.entry((thread, w.stack)).or_default();
@@ -266,8 +282,16 @@ pub fn build(profile: &Profile, opts: &Options) -> Result<proto::Profile, Export
         v[4] += w.alloc_bytes;
         v[5] += w.live_objects;
         v[6] += w.live_bytes;
+        v[7] += w.wait_ns;
+        v[8] += w.lock_ns;
     }
-    let values = if allocs { 7 } else { 3 };
+    let values = if waits {
+        9
+    } else if allocs {
+        7
+    } else {
+        3
+    };
     let name_key = strings.get("thread name");
     let id_key = strings.get("thread id");
     let sample = sums

@@ -124,6 +124,22 @@ fn sampled<'a>(
             weights,
         };
     }
+    if weight.is_wait() {
+        for t in threads {
+            for w in t.waits.iter().filter(|w| w.lock || weight == Weight::Wait) {
+                samples.push(profile.stack_frames(w.stack).iter().map(|f| f.0).collect());
+                weights.push(w.wait_ns);
+            }
+        }
+        return SProfile::Sampled {
+            name,
+            unit: "nanoseconds",
+            start_value: 0,
+            end_value: weights.iter().sum(),
+            samples,
+            weights,
+        };
+    }
     for s in threads.flat_map(|t| &t.samples) {
         samples.push(profile.stack_frames(s.stack).iter().map(|f| f.0).collect());
         weights.push(match weight {
@@ -131,7 +147,11 @@ fn sampled<'a>(
             Weight::Wall => s.wall_ns,
             Weight::Cpu => s.cpu_ns,
             // Handled above.
-            Weight::AllocBytes | Weight::AllocObjects | Weight::LiveBytes => 0,
+            Weight::AllocBytes
+            | Weight::AllocObjects
+            | Weight::LiveBytes
+            | Weight::Wait
+            | Weight::Lock => 0,
         });
     }
     SProfile::Sampled {

@@ -180,6 +180,9 @@ pub(crate) struct Weighted {
     pub alloc_objects: u64,
     pub live_bytes: u64,
     pub live_objects: u64,
+    /// Nanoseconds waited (`record --waits`), and of those for contended locks.
+    pub wait_ns: u64,
+    pub lock_ns: u64,
 }
 
 impl Weighted {
@@ -191,6 +194,8 @@ impl Weighted {
             Weight::AllocBytes => self.alloc_bytes,
             Weight::AllocObjects => self.alloc_objects,
             Weight::LiveBytes => self.live_bytes,
+            Weight::Wait => self.wait_ns,
+            Weight::Lock => self.lock_ns,
         }
     }
 }
@@ -214,12 +219,12 @@ pub(crate) fn weighted(profile: &Profile) -> Vec<Weighted> {
         if !counts_calls(t) {
             for s in &t.samples {
                 if let Some(stack) = s.stack {
-                    sums.add(stack, [1, s.wall_ns, s.cpu_ns, 0, 0, 0, 0]);
+                    sums.add(stack, [1, s.wall_ns, s.cpu_ns, 0, 0, 0, 0, 0, 0]);
                 }
             }
         } else if !t.call_paths.is_empty() {
             for p in &t.call_paths {
-                sums.add(p.stack, [p.calls, p.self_ns, 0, 0, 0, 0, 0]);
+                sums.add(p.stack, [p.calls, p.self_ns, 0, 0, 0, 0, 0, 0, 0]);
             }
         } else {
             let spans = spans(&t.calls);
@@ -243,7 +248,13 @@ pub(crate) fn weighted(profile: &Profile) -> Vec<Weighted> {
         for a in &t.allocations {
             if let Some(stack) = a.stack {
                 let v = [a.bytes, a.objects, a.live_bytes, a.live_objects];
-                sums.add(stack, [0, 0, 0, v[0], v[1], v[2], v[3]]);
+                sums.add(stack, [0, 0, 0, v[0], v[1], v[2], v[3], 0, 0]);
+            }
+        }
+        for w in &t.waits {
+            if let Some(stack) = w.stack {
+                let lock = if w.lock { w.wait_ns } else { 0 };
+                sums.add(stack, [0, 0, 0, 0, 0, 0, 0, w.wait_ns, lock]);
             }
         }
         out.extend(sums.order.into_iter().map(
@@ -257,6 +268,8 @@ pub(crate) fn weighted(profile: &Profile) -> Vec<Weighted> {
                     alloc_objects,
                     live_bytes,
                     live_objects,
+                    wait_ns,
+                    lock_ns,
                 ],
             )| {
                 Weighted {
@@ -269,6 +282,8 @@ pub(crate) fn weighted(profile: &Profile) -> Vec<Weighted> {
                     alloc_objects,
                     live_bytes,
                     live_objects,
+                    wait_ns,
+                    lock_ns,
                 }
             },
         ));
@@ -280,13 +295,13 @@ pub(crate) fn weighted(profile: &Profile) -> Vec<Weighted> {
 #[derive(Default)]
 struct Summed {
     index: HashMap<StackId, usize>,
-    order: Vec<(StackId, [u64; 7])>,
+    order: Vec<(StackId, [u64; 9])>,
 }
 
 impl Summed {
-    fn add(&mut self, stack: StackId, values: [u64; 7]) {
+    fn add(&mut self, stack: StackId, values: [u64; 9]) {
         let i = *self.index.entry(stack).or_insert_with(|| {
-            self.order.push((stack, [0; 7]));
+            self.order.push((stack, [0; 9]));
             self.order.len() - 1
         });
         for (sum, v) in self.order[i].1.iter_mut().zip(values) {

@@ -27,6 +27,8 @@ pub fn write(profile: &Profile, opts: &Options, out: impl Write) -> Result<(), E
         Weight::AllocBytes => "bytes allocated, estimated",
         Weight::AllocObjects => "objects allocated, estimated",
         Weight::LiveBytes => "bytes alive at the end, estimated",
+        Weight::Wait => "time waiting (the runtime's wait events)",
+        Weight::Lock => "time waiting for contended locks",
     };
     let name = if profile.name.is_empty() {
         "clrprof"

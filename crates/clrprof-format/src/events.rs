@@ -339,12 +339,59 @@ events! {
     /// shows its lines without the PDBs. `position` is a `SamplePositions` item, `file`
     /// the document's path as the compiler wrote it.
     101 SourceLine { function: u64, position: u64, file: Cow<'a, str>, line: u32 }
+    /// `--waits` (2.1): what the agent asked the runtime for: the runtime provider's
+    /// `keywords` (Contention 0x4000, ThreadPool 0x10000, WaitHandle 0x40000000000 on .NET
+    /// 9 and later), whether wait-handle events can come (false on .NET 8, which has
+    /// none), and why there are no wait events at all (empty when the sessions started).
+    110 WaitConfig { keywords: u64, wait_handles: bool, error: Cow<'a, str> }
+    /// `--waits`: a thread begins to wait, on that thread, with its managed stack.
+    111 WaitStart {
+        /// Managed thread id of the waiting thread.
+        thread: u64,
+        /// [`WAIT_LOCK`] (ContentionStart) or [`WAIT_HANDLE`] (WaitHandleWaitStart).
+        kind: u8,
+        /// Lock: `ContentionFlags` (0 managed, 1 native); wait handle: `WaitSource`
+        /// (0 unknown, 1 `Monitor.Wait`).
+        source: u8,
+        /// Lock: the runtime's `LockID`; wait handle: 0.
+        lock: u64,
+        /// The associated object's address when the event was raised (0 = none).
+        object: u64,
+        /// Lock: `LockOwnerThreadID` as the runtime gives it (0 = not known).
+        owner: u64,
+        /// The associated object's class (0 = not named; `ClassName` names it).
+        class: u64,
+        /// Leaf first; 0 for an address the runtime could not name.
+        frames: Cow<'a, [u64]>,
+    }
+    /// `--waits`: the wait of the thread's last `WaitStart` of `kind` is over:
+    /// `duration_ns` as the runtime measured it (ContentionStop), 0 when it did not (a
+    /// wait handle: the time between the two records is the wait).
+    112 WaitStop { thread: u64, kind: u8, duration_ns: u64 }
+    /// `--waits`: the thread pool changed its worker-thread target
+    /// (ThreadPoolWorkerThreadAdjustmentAdjustment): the new count and the reason
+    /// (0 warmup, 1 initializing, 2 random move, 3 climbing move, 4 change point,
+    /// 5 stabilizing, 6 starvation, 7 thread timed out, 8 cooperative blocking);
+    /// `throughput_milli` is the average throughput in thousandths of items a second.
+    113 ThreadPoolAdjust { threads: u64, reason: u64, throughput_milli: u64 }
+    /// `--waits`: a thread-pool worker started (`started`) or stopped, with the pool's
+    /// active and retired worker counts the runtime gave then.
+    114 ThreadPoolWorker { started: bool, active: u64, retired: u64 }
+    /// `--waits`: the agent's figures at the end: wait events delivered, recorded
+    /// (with a stack), and lock objects whose class was not named (the event came
+    /// where the object may move: see docs/waits.md).
+    115 WaitStats { delivered: u64, recorded: u64, unnamed: u64 }
 }
 
 /// `AllocConfig.source`: the runtime's `AllocationSampled` event (.NET 10, Poisson).
 pub const ALLOC_SOURCE_SAMPLED: u8 = 1;
 /// `AllocConfig.source`: the runtime's `AllocationTick` event (one per ~100 KB).
 pub const ALLOC_SOURCE_TICK: u8 = 2;
+
+/// `WaitStart.kind`: monitor lock contention (ContentionStart).
+pub const WAIT_LOCK: u8 = 1;
+/// `WaitStart.kind`: a wait-handle wait (WaitHandleWaitStart, .NET 9 and later).
+pub const WAIT_HANDLE: u8 = 2;
 
 /// `Lost.reason`: a thread's buffer was full in drop mode (`--on-full drop`).
 pub const LOST_BUFFER_FULL: u8 = 1;

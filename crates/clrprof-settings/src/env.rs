@@ -595,7 +595,7 @@ mod tests {
             e.0,
             "invalid CLRPROF_EVENTS=\"threads,bogus\": expected default, all, none or groups among \
              appdomains, assemblies, modules, classes, jit, cache-searches, threads, exceptions, \
-             suspends, gc, alloc, transitions"
+             suspends, gc, alloc, transitions, waits"
         );
         assert_eq!(
             parse(&[("CLRPROF_EVENTS", ",")]).unwrap_err().0,

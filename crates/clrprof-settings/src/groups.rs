@@ -22,10 +22,11 @@ pub enum EventGroup {
     Gc,
     Alloc,
     Transitions,
+    Waits,
 }
 
 impl EventGroup {
-    pub const ALL: [EventGroup; 12] = [
+    pub const ALL: [EventGroup; 13] = [
         EventGroup::AppDomains,
         EventGroup::Assemblies,
         EventGroup::Modules,
@@ -38,10 +39,13 @@ impl EventGroup {
         EventGroup::Gc,
         EventGroup::Alloc,
         EventGroup::Transitions,
+        EventGroup::Waits,
     ];
 
     /// On unless asked otherwise (events mode). `alloc` (forces non-concurrent GC) and
-    /// `transitions` (a callback per P/Invoke) are opt-in because of their cost.
+    /// `transitions` (a callback per P/Invoke) are opt-in because of their cost; `waits`
+    /// (lock contention, thread-pool and wait-handle events through an EventPipe session,
+    /// docs/waits.md) is asked for with `record --waits`.
     pub const DEFAULT: [EventGroup; 10] = [
         EventGroup::AppDomains,
         EventGroup::Assemblies,
@@ -69,6 +73,7 @@ impl EventGroup {
             EventGroup::Gc => "gc",
             EventGroup::Alloc => "alloc",
             EventGroup::Transitions => "transitions",
+            EventGroup::Waits => "waits",
         }
     }
 

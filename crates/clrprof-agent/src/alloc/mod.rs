@@ -22,6 +22,7 @@ mod live;
 mod payload;
 mod stackbuf;
 mod stackcache;
+mod waits;
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
@@ -126,6 +127,7 @@ static STATE: OnceLock<State> = OnceLock::new();
 /// the GC callbacks). An error leaves the rest of the recording running; it is logged and
 /// recorded (`AllocUnavailable`), so that the report says why there are no samples.
 pub fn start(info: &ProfilerInfo, settings: &Settings) {
+    waits::start(info, settings);
     if let Err((hresult, reason)) = try_start(info, settings) {
         log!("{reason}; recording without allocation samples");
         emit(&Event::AllocUnavailable {
@@ -271,6 +273,9 @@ fn splitmix(mut z: u64) -> u64 {
 
 /// An EventPipe event, on the thread that wrote it: records the allocation samples.
 pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) {
+    if waits::on_event(info, ev, functions) {
+        return;
+    }
     let Some(st) = STATE.get() else {
         return;
     };
@@ -381,6 +386,35 @@ pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) 
 /// The frames of a sample: a fixed buffer on the allocating thread's stack.
 type Frames = FrameBuf<MAX_FRAMES>;
 
+/// The calling thread's own managed stack into `buf` (leaf first): from the stack cache
+/// when it knows it, else a DoStackSnapshot that the cache then keeps. True if it came
+/// from the cache. Then each frame's function is named once (`FunctionInfo`).
+fn own_stack(info: &ProfilerInfo, buf: &mut Frames, functions: &Seen) -> bool {
+    // (The register context's layout is x86-64's.)
+    let stack = if cfg!(target_arch = "x86_64") {
+        stackcache::OwnStack::new(std::ptr::addr_of!(*buf) as u64)
+    } else {
+        None
+    };
+    let hit = stack.as_ref().is_some_and(|s| stackcache::find(s, buf));
+    if !hit {
+        let mut walked = Walked::new();
+        let complete = snapshot(info, buf, stack.is_some().then_some(&mut walked));
+        if let Some(s) = &stack {
+            stackcache::keep(s, walked.as_slice(), complete && walked.exact, |a| {
+                info.get_function_from_ip(a as usize)
+                    .map_or(0, |f| f.0 as u64)
+            });
+        }
+    }
+    for f in buf.as_slice() {
+        if FUNCTIONS_NAMED.first(*f as usize, functions) {
+            names::emit_function_info(info, FunctionId(*f as usize));
+        }
+    }
+    hit
+}
+
 /// A walk's managed frames with their IP and SP, for the cache; `exact` while every
 /// frame's register context agreed with the IP the runtime reported.
 struct Walked {
@@ -468,6 +502,7 @@ pub fn gc_finished(info: &ProfilerInfo) {
 /// Stops the session, releases the handles and records the figures (before the writer
 /// stops). Samples still being delivered meanwhile see `stopped` and are dropped.
 pub fn stop(info: &ProfilerInfo) {
+    waits::stop(info);
     let Some(st) = STATE.get() else {
         return;
     };

@@ -33,6 +33,13 @@ pub fn for_settings(s: &Settings) -> (u32, u32) {
             }
             // Immutable flag: a callback on every managed/unmanaged boundary crossing.
             EventGroup::Transitions => low |= sys::COR_PRF_MONITOR_CODE_TRANSITIONS,
+            // --waits: the runtime's contention, thread-pool and wait-handle events come
+            // through an in-process EventPipe session, on the waiting thread, whose stack
+            // is a synchronous DoStackSnapshot (or the stack cache's).
+            EventGroup::Waits => {
+                high |= sys::COR_PRF_HIGH_MONITOR_EVENT_PIPE;
+                low |= sys::COR_PRF_ENABLE_STACK_SNAPSHOT;
+            }
         }
     }
     match s.mode {

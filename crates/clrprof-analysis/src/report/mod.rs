@@ -19,6 +19,7 @@ mod modules;
 mod sampler;
 mod samples;
 mod trace_info;
+mod waits_section;
 
 use std::collections::BTreeMap;
 
@@ -48,6 +49,10 @@ pub use modules::{Loaded, ModuleInfo};
 pub use sampler::{Sampler, SamplerStats};
 pub use samples::{SampleView, Samples, SamplesSection};
 pub use trace_info::TraceInfo;
+pub use waits_section::{
+    Blocking, Contention, Episode, KindRow, LockRow, NamedWait, Owner, ThreadPool, WaitInterval,
+    Waiter, WaitsSection, intervals as wait_intervals, starvation_episodes,
+};
 
 use crate::lines::{LineSamples, MissingPdb};
 
@@ -162,6 +167,19 @@ pub struct Report {
     /// looked for); absent when none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub missing_pdbs: Vec<MissingPdb>,
+    /// `record --waits`: lock contention by object type, with waiters and owners.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contention: Option<Contention>,
+    /// `record --waits`: thread-pool starvation episodes and what blocked the pool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threadpool: Option<ThreadPool>,
+    /// `record --waits`: time blocked by kind, with the app methods that waited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waits: Option<Vec<KindRow>>,
+    /// `record --waits`: what the trace cannot say about waits (e.g. no wait-handle
+    /// events on .NET 8).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub waits_notes: Vec<String>,
 }
 
 /// Builds the report of a loaded trace.
@@ -278,6 +296,16 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
     let exceptions = c.exceptions.finish(&names);
     let loaded = c.loaded.finish();
     let gcs = gc::collect(&trace.events);
+    let waits = waits_of(trace, &names, &thread_names, &windows, &gcs, filter);
+    let (contention, threadpool, wait_kinds, waits_notes) = match waits {
+        Some(w) => (
+            Some(w.contention),
+            Some(w.threadpool),
+            Some(w.kinds),
+            w.notes,
+        ),
+        None => (None, None, None, Vec::new()),
+    };
     Report {
         trace: TraceInfo::new(&trace.header, trace.duration_ns),
         warnings: trace.warnings.clone(),
@@ -308,7 +336,41 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
         butterfly,
         lines,
         missing_pdbs,
+        contention,
+        threadpool,
+        waits: wait_kinds,
+        waits_notes,
     }
+}
+
+/// The `--waits` section, when the trace was recorded with it.
+fn waits_of(
+    trace: &Trace<'_>,
+    names: &Names,
+    threads: &ThreadNames,
+    windows: &Windows,
+    gcs: &[gc::Gc],
+    filter: &Filter,
+) -> Option<WaitsSection> {
+    if !trace
+        .events
+        .iter()
+        .any(|e| matches!(e.event, clrprof_format::Event::WaitConfig { .. }))
+    {
+        return None;
+    }
+    let mut samples = crate::samples::stack_samples(&trace.events);
+    crate::samples::prepare(&mut samples, names, windows);
+    let interval_ns = 1_000_000_000 / u64::from(trace.header.meta.settings.rate_hz.max(1));
+    waits_section::section(
+        &trace.events,
+        &samples,
+        gcs,
+        names,
+        threads,
+        filter,
+        interval_ns,
+    )
 }
 
 /// What the collectors' tests share.

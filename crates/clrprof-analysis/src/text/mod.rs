@@ -16,6 +16,7 @@ mod lines;
 mod modules;
 mod samples;
 mod threads;
+mod waits;
 
 pub use crate::units::{bytes, ns};
 pub use escape::{escape_controls, escape_output, is_control};
@@ -75,6 +76,7 @@ pub fn render(r: &Report, top: usize) -> String {
     if let Some(tree) = &r.call_tree {
         calls::tree(&mut o, tree, top);
     }
+    waits::render(&mut o, r, top);
     modules::render(&mut o, &r.modules, top);
     o
 }

@@ -25,6 +25,8 @@ pub struct LiveOptions<'a> {
     pub keep: Option<&'a Path>,
     /// Allocation samples too (`top --alloc`), at the default interval.
     pub alloc: bool,
+    /// The runtime's wait events too (`top --waits`).
+    pub waits: bool,
 }
 
 pub struct Live {
@@ -53,6 +55,9 @@ fn settings(opts: &LiveOptions<'_>, output: PathBuf) -> Settings {
     }
     if opts.alloc {
         s.alloc_interval = Some(crate::settings::DEFAULT_ALLOC_INTERVAL);
+    }
+    if opts.waits {
+        s.events.insert(clrprof_settings::EventGroup::Waits);
     }
     s
 }

@@ -8,6 +8,7 @@
 
 mod allocs;
 mod view;
+mod waits;
 mod window;
 
 use std::time::{Duration, Instant};
@@ -36,6 +37,7 @@ pub fn run(args: TopArgs) -> Result<i32> {
         profiler: args.profiler.as_deref(),
         keep: args.output.as_deref(),
         alloc: args.alloc,
+        waits: args.waits,
     };
     let mut live = match args.pid {
         Some(pid) => Live::attach(pid, "top", &opts)?,

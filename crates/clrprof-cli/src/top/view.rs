@@ -71,6 +71,16 @@ pub fn draw(f: &mut Frame<'_>, snap: &Snapshot, st: &Status<'_>) {
         }
         None => table,
     };
+    let table = match &snap.waits {
+        Some(w) => {
+            let [functions, waits] =
+                Layout::vertical([Constraint::Percentage(65), Constraint::Percentage(35)])
+                    .areas(table);
+            draw_waits(f, w, waits);
+            functions
+        }
+        None => table,
+    };
     let rows = snap.rows.iter().map(|r| {
         Row::new(vec![
             Cell::from(format!("{:6.1}", r.self_pct)),
@@ -97,6 +107,38 @@ pub fn draw(f: &mut Frame<'_>, snap: &Snapshot, st: &Status<'_>) {
         ),
         keys,
     );
+}
+
+/// `--waits`' line: what the table shows, or why there is none.
+fn waits_summary(w: &super::waits::WaitView) -> String {
+    if let Some(why) = &w.unavailable {
+        return format!("WAITS: none, --waits could not start: {why}");
+    }
+    let dropped = if w.dropped > 0 {
+        format!(" ({} waits not kept: over the bound)", w.dropped)
+    } else {
+        String::new()
+    };
+    format!("WAITS the runtime reported in the window, by lock type{dropped}")
+}
+
+fn ms_per_s(ns_per_s: f64) -> String {
+    format!("{:.1} ms/s", ns_per_s / 1e6)
+}
+
+/// `--waits`: the wait table, one line per lock type or kind.
+fn draw_waits(f: &mut Frame<'_>, w: &super::waits::WaitView, area: ratatui::layout::Rect) {
+    let mut lines = vec![Line::from(waits_summary(w))];
+    for r in &w.rows {
+        lines.push(Line::from(format!(
+            "{:>8} {:>10}  {:<40} {}",
+            r.waits,
+            ms_per_s(r.ns_per_s),
+            r.what,
+            r.waiter
+        )));
+    }
+    f.render_widget(Paragraph::new(lines), area);
 }
 
 /// `--alloc`: a line of totals, then by type and by the app's methods side by side.
@@ -207,6 +249,26 @@ pub fn plain(snap: &Snapshot, st: &Status<'_>, rows: usize) -> String {
         let _ = writeln!(out, "\n{:>6}  THREAD", "%CPU");
         for t in &snap.threads {
             let _ = writeln!(out, "{:6.1}  {} ({})", t.cpu_pct, t.name, t.os_tid);
+        }
+    }
+    if let Some(w) = &snap.waits {
+        let _ = writeln!(out, "\n{}", waits_summary(w));
+        if w.unavailable.is_none() {
+            let _ = writeln!(
+                out,
+                "{:>8} {:>10}  {:<40} WAITED MOST IN",
+                "WAITS", "WAITED/S", "LOCK TYPE / KIND"
+            );
+            for r in w.rows.iter().take(rows) {
+                let _ = writeln!(
+                    out,
+                    "{:>8} {:>10}  {:<40} {}",
+                    r.waits,
+                    ms_per_s(r.ns_per_s),
+                    r.what,
+                    r.waiter
+                );
+            }
         }
     }
     if let Some(a) = &snap.alloc {

@@ -23,6 +23,7 @@ use clrprof_analysis::timeline::TimedEvent;
 use clrprof_format::Event;
 
 use super::allocs::{AllocView, AllocWindow};
+use super::waits::{WaitView, WaitWindow};
 use crate::cli::TopSort;
 
 /// One row of the table.
@@ -56,6 +57,8 @@ pub struct Snapshot {
     pub cpu_pct: f64,
     /// `top --alloc`: the allocation rates of the threads shown.
     pub alloc: Option<AllocView>,
+    /// `top --waits`: the waits the runtime reported, by lock type.
+    pub waits: Option<WaitView>,
 }
 
 pub struct Window {
@@ -76,6 +79,8 @@ pub struct Window {
     in_window: HashMap<u64, (usize, Option<String>)>,
     /// `top --alloc`'s allocation samples.
     allocs: AllocWindow,
+    /// `top --waits`' wait records.
+    waits: WaitWindow,
     pub total_samples: u64,
     /// Events the agent could not record (its `Lost` records).
     pub lost: u64,
@@ -95,6 +100,7 @@ impl Window {
             windows: Windows::default(),
             in_window: HashMap::new(),
             allocs: AllocWindow::default(),
+            waits: WaitWindow::default(),
             total_samples: 0,
             lost: 0,
             pid: None,
@@ -136,7 +142,7 @@ impl Window {
                 samples.push(s);
             } else if let Event::Lost { count, .. } = e.event {
                 self.lost += count;
-            } else if !self.allocs.observe(&e) {
+            } else if !self.allocs.observe(&e) && !self.waits.observe(&e, now) {
                 self.names.add(&e);
                 self.threads.add(&e);
                 self.windows.add(&e);
@@ -155,6 +161,7 @@ impl Window {
             self.batches.push_back((now, samples));
         }
         self.allocs.close(now, self.length);
+        self.waits.close(now, self.length);
         while let Some((t, _)) = self.batches.front() {
             if now.duration_since(*t) <= self.length {
                 break;
@@ -240,6 +247,7 @@ impl Window {
             rows,
             threads,
             alloc,
+            waits: self.waits.view(span, &self.names),
         }
     }
 }

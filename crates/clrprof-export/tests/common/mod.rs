@@ -98,6 +98,7 @@ pub fn fixture() -> Profile {
         ],
         threads: vec![],
         sources: Vec::new(),
+        markers: vec![],
     };
     let main = vec![
         sample(&mut p, 0, &[MAIN, RUN, COMPUTE], MS),
@@ -120,6 +121,7 @@ pub fn fixture() -> Profile {
             calls: vec![],
             call_paths: vec![],
             allocations: vec![],
+            waits: vec![],
         },
         ThreadProfile {
             name: "Worker".into(),
@@ -128,6 +130,7 @@ pub fn fixture() -> Profile {
             calls: vec![],
             call_paths: vec![],
             allocations: vec![],
+            waits: vec![],
         },
         ThreadProfile {
             name: ".NET TP Worker".into(),
@@ -143,6 +146,7 @@ pub fn fixture() -> Profile {
             ],
             call_paths: vec![],
             allocations: vec![],
+            waits: vec![],
         },
     ];
     p

@@ -288,6 +288,41 @@ pub fn every_kind() -> Vec<Event<'static>> {
             file: s("/src/App/Program.cs"),
             line: 42,
         },
+        Event::WaitConfig {
+            keywords: 0x400_0001_4000,
+            wait_handles: true,
+            error: Cow::Borrowed(""),
+        },
+        Event::WaitStart {
+            thread: 0x7f00_0000_3000,
+            kind: 1,
+            source: 0,
+            lock: 0x7f00_0000_5000,
+            object: 0x7e00_0000_0040,
+            owner: 4243,
+            class: 0x7f00_0000_1234,
+            frames: Cow::Owned(vec![0x7f00_0000_f000, 0x7f00_0000_f100]),
+        },
+        Event::WaitStop {
+            thread: 0x7f00_0000_3000,
+            kind: 1,
+            duration_ns: 20_123_456,
+        },
+        Event::ThreadPoolAdjust {
+            threads: 9,
+            reason: 6,
+            throughput_milli: 12_500,
+        },
+        Event::ThreadPoolWorker {
+            started: true,
+            active: 9,
+            retired: 0,
+        },
+        Event::WaitStats {
+            delivered: 7,
+            recorded: 3,
+            unnamed: 1,
+        },
     ]
 }
 
@@ -695,6 +730,41 @@ pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
                 84 => Event::AllocUnavailable {
                     hresult: a,
                     reason: s1,
+                },
+                110 => Event::WaitConfig {
+                    keywords: a,
+                    wait_handles: b,
+                    error: s1,
+                },
+                111 => Event::WaitStart {
+                    thread: a,
+                    kind: byte,
+                    source: byte ^ 1,
+                    lock: b2,
+                    object: c,
+                    owner: d,
+                    class: _e,
+                    frames: list,
+                },
+                112 => Event::WaitStop {
+                    thread: a,
+                    kind: byte,
+                    duration_ns: b2,
+                },
+                113 => Event::ThreadPoolAdjust {
+                    threads: a,
+                    reason: b2,
+                    throughput_milli: c,
+                },
+                114 => Event::ThreadPoolWorker {
+                    started: b,
+                    active: a,
+                    retired: b2,
+                },
+                115 => Event::WaitStats {
+                    delivered: a,
+                    recorded: b2,
+                    unnamed: c,
                 },
                 _ => unreachable!(),
             }
