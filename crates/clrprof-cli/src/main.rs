@@ -20,6 +20,7 @@ mod namespaces;
 mod output;
 mod progress;
 mod ps;
+mod push;
 mod record;
 mod report;
 mod settings;

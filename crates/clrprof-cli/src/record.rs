@@ -13,6 +13,10 @@ use crate::locate;
 
 pub fn run(args: RecordArgs) -> Result<i32> {
     let library = locate::profiler_library(args.profiler.as_deref())?;
+    // `--push`: a server that cannot be reached is refused before anything starts.
+    if let Some(e) = &args.push {
+        crate::push::probe(e)?;
+    }
     let cwd = std::env::current_dir()?;
     let output_template = match &args.output {
         Some(p) => absolute(&cwd, p),
@@ -46,7 +50,26 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     // signal (a script, `timeout`, a closed terminal), pass it on. Either way we stay
     // alive to report the trace.
     crate::signals::forward_to(child.id());
+    let pushing = match &args.push {
+        Some(endpoint) => Some(crate::push::Session::start(
+            crate::push::PushConfig {
+                endpoint: endpoint.clone(),
+                every_s: args.push_every,
+                app: args
+                    .app_name
+                    .clone()
+                    .unwrap_or_else(|| crate::push::PushConfig::default_app_name(&args.command)),
+                labels: args.labels.clone().unwrap_or_default(),
+            },
+            run.path().to_path_buf(),
+            settings.rate_hz,
+        )?),
+        None => None,
+    };
     let status = child.wait().context("waiting for the command")?;
+    if let Some(summary) = pushing.and_then(crate::push::Session::finish) {
+        summary.say();
+    }
     let code = exit_code(status);
     if let Some(sig) = killed_by(status).filter(|&s| s != libc::SIGINT) {
         eprintln!(
