@@ -339,8 +339,8 @@ pub struct RecordArgs {
     /// pid and runtime_version)
     #[arg(long, value_name = "KEY=VALUE,...", value_parser = crate::push::args::parse_labels, requires = "push")]
     pub labels: Option<crate::push::args::Labels>,
-    /// --push: push only, keep no trace file
-    #[arg(long, requires = "push")]
+    /// --push: push only, keep no trace file (it is unlinked as soon as it is open)
+    #[arg(long, requires = "push", conflicts_with = "output")]
     pub no_trace: bool,
     /// Attach to this running process instead of starting a command
     #[arg(long, conflicts_with = "command")]

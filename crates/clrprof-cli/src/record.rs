@@ -20,6 +20,11 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     let cwd = std::env::current_dir()?;
     let output_template = match &args.output {
         Some(p) => absolute(&cwd, p),
+        // Push only: a file the pusher unlinks as soon as it has it open.
+        None if args.no_trace => std::env::temp_dir().join(format!(
+            "clrprof-push-{}-{{pid}}.clrprof",
+            std::process::id()
+        )),
         None => cwd.join("clrprof-{pid}.clrprof"),
     };
     let (mut settings, mut decided) = crate::settings::from_args(&args, &output_template)?;
@@ -60,6 +65,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
                     .clone()
                     .unwrap_or_else(|| crate::push::PushConfig::default_app_name(&args.command)),
                 labels: args.labels.clone().unwrap_or_default(),
+                no_trace: args.no_trace,
             },
             run.path().to_path_buf(),
             settings.rate_hz,
@@ -71,6 +77,10 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         summary.say();
     }
     let code = exit_code(status);
+    // `--no-trace`: no file stays behind (one the pusher never opened is removed now).
+    if args.no_trace && crate::push::forget_traces(run.path()) > 0 {
+        return Ok(code);
+    }
     if let Some(sig) = killed_by(status).filter(|&s| s != libc::SIGINT) {
         eprintln!(
             "clrprof: `{program}` was killed by signal {sig} ({}); the trace holds what was written before",

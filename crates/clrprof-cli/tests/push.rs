@@ -125,10 +125,11 @@ fn record_pushing(
 ) -> std::process::Output {
     let app = scenarios();
     let mut cmd = clrprof();
-    cmd.arg("record")
-        .arg("-o")
-        .arg(dir.join("t.clrprof"))
-        .args(["--push", url, "--push-every", "1", "--rate", "199"])
+    cmd.arg("record");
+    if !flags.contains(&"--no-trace") {
+        cmd.arg("-o").arg(dir.join("t.clrprof"));
+    }
+    cmd.args(["--push", url, "--push-every", "1", "--rate", "199"])
         .args(flags)
         .arg("--")
         .arg(&app.dotnet)
@@ -259,6 +260,32 @@ fn a_failing_server_costs_uploads_not_the_recording() {
 }
 
 #[test]
+fn no_trace_pushes_and_leaves_no_file() {
+    let _serial = timing_lock();
+    let dir = scratch("push-no-trace");
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let (port, seen) = serve(200);
+    let out = record_pushing(
+        &dir,
+        &format!("http://127.0.0.1:{port}"),
+        &["--no-trace"],
+        &[("TMPDIR", tmp.to_str().unwrap())],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}\n{stderr}", out.status);
+    assert!(seen.lock().unwrap().len() >= 2, "{stderr}");
+    assert!(!stderr.contains("trace written"), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    assert!(!dir.join("t.clrprof").exists());
+}
+
+#[test]
 fn an_unreachable_server_is_refused_before_the_app_starts() {
     let dir = scratch("push-unreachable");
     // A port nobody listens on: bound, then closed.
@@ -310,11 +337,19 @@ fn bad_push_options_are_refused_with_the_fix() {
             "is not KEY=VALUE",
         ),
         (&["--push-every", "5"], "--push"),
+        (
+            &["--push", "http://h:4040", "--pid", "1"],
+            "--push with --pid is not supported yet",
+        ),
     ] {
         let out = clrprof()
             .arg("record")
             .args(flags)
-            .args(["--", "/bin/true"])
+            .args(if flags.contains(&"--pid") {
+                &[][..]
+            } else {
+                &["--", "/bin/true"][..]
+            })
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);

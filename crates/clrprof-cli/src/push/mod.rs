@@ -37,6 +37,8 @@ pub struct PushConfig {
     pub every_s: u64,
     pub app: String,
     pub labels: Labels,
+    /// `--no-trace`: unlink each trace once it is open.
+    pub no_trace: bool,
 }
 
 impl PushConfig {
@@ -251,6 +253,17 @@ fn named_traces(run_dir: &Path) -> Vec<(u32, PathBuf)> {
     v
 }
 
+/// `--no-trace`: removes the run's traces (those the pusher has open are gone already);
+/// returns how many the run named.
+pub fn forget_traces(run_dir: &Path) -> usize {
+    let named = named_traces(run_dir);
+    for (_, path) in &named {
+        let _ = std::fs::remove_file(path);
+        let _ = std::fs::remove_file(crate::output::lost_note_path(path));
+    }
+    named.len()
+}
+
 /// `8.0.11.0` from the trace's header, once it is written.
 fn runtime_version(path: &Path) -> Option<String> {
     use std::io::Read;
@@ -360,6 +373,10 @@ fn cut_loop(cfg: &PushConfig, run_dir: &Path, rate_hz: u32, stop: &AtomicBool) -
                 if s.runtime.is_none() {
                     s.runtime = runtime_version(&s.path);
                 }
+                if cfg.no_trace {
+                    // Its header was read: from now on only our descriptor holds it.
+                    let _ = std::fs::remove_file(&s.path);
+                }
                 let mut defaults = vec![("host", host.clone()), ("pid", s.pid.to_string())];
                 if let Some(r) = &s.runtime {
                     defaults.push(("runtime_version", r.clone()));
@@ -404,6 +421,7 @@ mod tests {
             every_s: 15,
             app: "shop".into(),
             labels: args::parse_labels("env=prod,host=web1").unwrap(),
+            no_trace: false,
         };
         let name = series_name(&cfg, &[("host", "box".into()), ("pid", "7".into())]);
         assert_eq!(name, "shop.cpu{pid=7,env=prod,host=web1}");
