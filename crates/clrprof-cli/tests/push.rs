@@ -260,6 +260,33 @@ fn a_failing_server_costs_uploads_not_the_recording() {
 }
 
 #[test]
+fn a_server_that_hangs_delays_the_end_boundedly() {
+    let _serial = timing_lock();
+    let dir = scratch("push-hang");
+    // Accepts connections and never answers.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in listener.incoming() {
+            held.push(c);
+        }
+    });
+    let started = std::time::Instant::now();
+    let out = record_pushing(&dir, &format!("http://127.0.0.1:{port}"), &[], &[]);
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}\n{stderr}", out.status);
+    assert!(dir.join("t.clrprof").exists(), "{stderr}");
+    assert!(
+        stderr.contains("pushed 0 of ") && stderr.contains("dropped: "),
+        "{stderr}"
+    );
+    // The app runs 4 s; the last uploads get 15 s more at most.
+    assert!(took.as_secs() < 60, "{took:?}\n{stderr}");
+}
+
+#[test]
 fn no_trace_pushes_and_leaves_no_file() {
     let _serial = timing_lock();
     let dir = scratch("push-no-trace");
