@@ -327,8 +327,8 @@ pub struct RecordArgs {
     /// Push a CPU profile to this Grafana Pyroscope server every --push-every seconds,
     /// e.g. `http://localhost:4040` (docs/exports.md); `CLRPROF_PUSH_TOKEN` is sent as a
     /// bearer token, `user:password@` in the URL as basic authentication
-    #[arg(long, value_name = "URL", value_parser = crate::push::args::parse_url)]
-    pub push: Option<crate::push::args::Endpoint>,
+    #[arg(long, value_name = "URL", value_parser = crate::push::args::parse_url_arg)]
+    pub push: Option<Box<crate::push::args::Endpoint>>,
     /// --push: seconds each profile covers, whole and at least 1
     #[arg(long, value_name = "SECONDS", default_value_t = 15, value_parser = crate::push::args::parse_every, requires = "push")]
     pub push_every: u64,

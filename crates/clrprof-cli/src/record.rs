@@ -58,7 +58,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     let pushing = match &args.push {
         Some(endpoint) => Some(crate::push::Session::start(
             crate::push::PushConfig {
-                endpoint: endpoint.clone(),
+                endpoint: (**endpoint).clone(),
                 every_s: args.push_every,
                 app: args
                     .app_name

@@ -97,6 +97,11 @@ pub fn parse_url(s: &str) -> Result<Endpoint, String> {
     })
 }
 
+/// [`parse_url`] for clap (boxed: the record options stay small).
+pub fn parse_url_arg(s: &str) -> Result<Box<Endpoint>, String> {
+    parse_url(s).map(Box::new)
+}
+
 /// `--push-every`: whole seconds, at least 1 (Pyroscope's time ranges are whole seconds).
 pub fn parse_every(s: &str) -> Result<u64, String> {
     match s.trim().parse::<u64>() {
