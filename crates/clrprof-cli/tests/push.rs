@@ -287,6 +287,67 @@ fn a_server_that_hangs_delays_the_end_boundedly() {
 }
 
 #[test]
+fn an_attached_recording_pushes_too() {
+    let _serial = timing_lock();
+    let dir = scratch("push-attach");
+    let (port, seen) = serve(200);
+    let app = scenarios();
+    let mut target = app
+        .command(&["serve"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(target.stdout.take().unwrap()).lines();
+    let ready = lines.next().unwrap().unwrap();
+    let pid: u32 = ready
+        .trim()
+        .strip_prefix("READY ")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let trace = dir.join("t.clrprof");
+    let out = clrprof()
+        .args(["record", "--pid", &pid.to_string(), "-o"])
+        .arg(&trace)
+        .args([
+            "--duration",
+            "3",
+            "--push",
+            &format!("http://127.0.0.1:{port}"),
+        ])
+        .args(["--push-every", "1"])
+        .output()
+        .unwrap();
+    let _ = writeln!(target.stdin.as_mut().unwrap(), "quit");
+    let _ = target.wait();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}\n{stderr}", out.status);
+    assert!(trace.exists(), "{stderr}");
+    let reqs = seen.lock().unwrap().clone();
+    assert!(reqs.len() >= 2, "{} requests:\n{stderr}", reqs.len());
+    assert!(
+        stderr.contains(&format!("pushed {} profiles", reqs.len())),
+        "{stderr}"
+    );
+    for (i, r) in reqs.iter().enumerate() {
+        let name = r.q("name");
+        // The default application name is the program's (`dotnet Scenarios.dll`).
+        assert!(name.starts_with("Scenarios.cpu{"), "{name}");
+        assert!(name.contains(&format!("pid={pid}")), "{name}");
+        if i > 0 {
+            assert_eq!(reqs[i - 1].q("until"), r.q("from"), "contiguous ranges");
+        }
+        let mut raw = Vec::new();
+        flate2::read::GzDecoder::new(&r.body[..])
+            .read_to_end(&mut raw)
+            .expect("gzip body");
+        proto::Profile::decode(&raw[..]).expect("pprof body");
+    }
+}
+
+#[test]
 fn no_trace_pushes_and_leaves_no_file() {
     let _serial = timing_lock();
     let dir = scratch("push-no-trace");
@@ -365,8 +426,8 @@ fn bad_push_options_are_refused_with_the_fix() {
         ),
         (&["--push-every", "5"], "--push"),
         (
-            &["--push", "http://h:4040", "--pid", "1"],
-            "--push with --pid is not supported yet",
+            &["--push", "http://h:4040", "--no-trace", "--pid", "1"],
+            "--no-trace with --pid is not supported yet",
         ),
     ] {
         let out = clrprof()

@@ -207,11 +207,25 @@ pub struct Session {
 impl Session {
     /// Starts following the traces the processes of `run_dir` name.
     pub fn start(cfg: PushConfig, run_dir: PathBuf, rate_hz: u32) -> Result<Session> {
+        Session::spawn(cfg, Traces::RunDir(run_dir), rate_hz)
+    }
+
+    /// Starts following the trace an attached agent writes for `pid`.
+    pub fn start_attached(
+        cfg: PushConfig,
+        pid: u32,
+        trace: PathBuf,
+        rate_hz: u32,
+    ) -> Result<Session> {
+        Session::spawn(cfg, Traces::One(pid, trace), rate_hz)
+    }
+
+    fn spawn(cfg: PushConfig, traces: Traces, rate_hz: u32) -> Result<Session> {
         let stop = Arc::new(AtomicBool::new(false));
         let s = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
             .name("clrprof-cut".into())
-            .spawn(move || cut_loop(&cfg, &run_dir, rate_hz, &s))?;
+            .spawn(move || cut_loop(&cfg, &traces, rate_hz, &s))?;
         Ok(Session { stop, thread })
     }
 
@@ -219,6 +233,73 @@ impl Session {
     pub fn finish(self) -> Option<Summary> {
         self.stop.store(true, Ordering::SeqCst);
         self.thread.join().ok()
+    }
+}
+
+/// Which traces to follow.
+enum Traces {
+    /// Those the processes of a `record -- command` run name.
+    RunDir(PathBuf),
+    /// The one trace of `record --pid`.
+    One(u32, PathBuf),
+}
+
+impl Traces {
+    fn named(&self) -> Vec<(u32, PathBuf)> {
+        match self {
+            Traces::RunDir(d) => named_traces(d),
+            Traces::One(pid, p) => vec![(*pid, p.clone())],
+        }
+    }
+}
+
+/// `record --pid --push`: pushes while the attached recording runs; the last cut and
+/// uploads happen when this is dropped (after the detach), and their figures are said.
+pub struct Attached(Option<Session>);
+
+impl Attached {
+    pub fn start(
+        args: &crate::cli::RecordArgs,
+        pid: u32,
+        trace: &Path,
+        rate_hz: u32,
+    ) -> Result<Attached> {
+        let Some(endpoint) = &args.push else {
+            return Ok(Attached(None));
+        };
+        let command: Vec<String> = std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|b| {
+                String::from_utf8_lossy(&b)
+                    .split('\0')
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let cfg = PushConfig {
+            endpoint: (**endpoint).clone(),
+            every_s: args.push_every,
+            app: args
+                .app_name
+                .clone()
+                .unwrap_or_else(|| PushConfig::default_app_name(&command)),
+            labels: args.labels.clone().unwrap_or_default(),
+            no_trace: false,
+        };
+        Ok(Attached(Some(Session::start_attached(
+            cfg,
+            pid,
+            trace.to_path_buf(),
+            rate_hz,
+        )?)))
+    }
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        if let Some(summary) = self.0.take().and_then(Session::finish) {
+            summary.say();
+        }
     }
 }
 
@@ -332,7 +413,7 @@ fn query(name: &str, from: u64, until: u64, rate_hz: u32) -> String {
     )
 }
 
-fn cut_loop(cfg: &PushConfig, run_dir: &Path, rate_hz: u32, stop: &AtomicBool) -> Summary {
+fn cut_loop(cfg: &PushConfig, traces: &Traces, rate_hz: u32, stop: &AtomicBool) -> Summary {
     let uploader = Uploader::start(&cfg.endpoint, authorization(&cfg.endpoint));
     let host = hostname();
     let interval_ns = 1_000_000_000 / u64::from(rate_hz.max(1));
@@ -344,7 +425,7 @@ fn cut_loop(cfg: &PushConfig, run_dir: &Path, rate_hz: u32, stop: &AtomicBool) -
         // Read before the last poll: once set, the processes have ended and their
         // traces are complete.
         let stopping = stop.load(Ordering::SeqCst);
-        for (pid, path) in named_traces(run_dir) {
+        for (pid, path) in traces.named() {
             if seen.contains(&path) {
                 continue;
             }
