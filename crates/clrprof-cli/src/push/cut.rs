@@ -29,6 +29,9 @@ pub struct Cut {
     pub dropped: u64,
     /// Events the agent could not record (its `Lost` records).
     pub lost: u64,
+    /// The earliest sample of the previous cut: runtime windows that ended before it are
+    /// forgotten (one cut of margin for blocks flushed late).
+    previous_start: Option<u64>,
 }
 
 impl Cut {
@@ -60,6 +63,12 @@ impl Cut {
     pub fn cut(&mut self, from_s: u64, until_s: u64, interval_ns: u64, name: &str) -> Vec<u8> {
         let mut samples = std::mem::take(&mut self.samples);
         prepare(&mut samples, &self.names, &self.windows);
+        if let Some(ns) = self.previous_start {
+            self.windows.forget_before(ns);
+        }
+        if let Some(first) = samples.iter().map(|s| s.ns).min() {
+            self.previous_start = Some(first);
+        }
         let mut profile = clrprof_analysis::profile::of_samples(
             &samples,
             &self.names,
