@@ -519,4 +519,15 @@ mod tests {
         );
         assert_eq!(app(&["./my app"]), "my_app");
     }
+
+    #[test]
+    fn basic_authentication_from_the_url() {
+        // The bearer token (CLRPROF_PUSH_TOKEN) is checked by tests/push.rs.
+        if std::env::var_os("CLRPROF_PUSH_TOKEN").is_some() {
+            return;
+        }
+        let e = args::parse_url("https://user:pa55@pyro.example").unwrap();
+        assert_eq!(authorization(&e).as_deref(), Some("Basic dXNlcjpwYTU1"));
+        assert_eq!(authorization(&args::parse_url("http://h").unwrap()), None);
+    }
 }
