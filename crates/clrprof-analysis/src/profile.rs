@@ -130,6 +130,46 @@ pub struct Built {
     pub calls_until_ns: Option<u64>,
 }
 
+/// A model of some samples alone, already through [`samples::prepare`] (the samples of
+/// one interval of a trace being written: `record --push`), with the report's CPU rule
+/// and names from the tables read so far. Sample times are left at 0.
+pub fn of_samples(
+    all: &[samples::StackSample],
+    names: &Names,
+    threads: &ThreadNames,
+    interval_ns: u64,
+) -> Profile {
+    let mut tables = Tables::default();
+    let mut per: BTreeMap<u64, ThreadProfile> = BTreeMap::new();
+    let mut all = all.to_vec();
+    samples::share_cpu(&mut all, names);
+    for s in &all {
+        let stack = tables.stack(s.stack.iter().rev().copied(), |t, f| t.id(f, names));
+        per.entry(s.os_tid)
+            .or_insert_with(|| ThreadProfile {
+                name: threads.name(s.os_tid),
+                os_tid: s.os_tid,
+                samples: Vec::new(),
+                calls: Vec::new(),
+                call_paths: Vec::new(),
+                allocations: Vec::new(),
+                waits: Vec::new(),
+            })
+            .samples
+            .push(Sample {
+                time_ns: 0,
+                stack,
+                wall_ns: interval_ns,
+                cpu_ns: s.cpu_ns,
+            });
+    }
+    Profile {
+        interval_ns,
+        threads: per.into_values().collect(),
+        ..tables.profile
+    }
+}
+
 /// Builds the exporters' model of `trace`, with the calls as `wanted`.
 pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
     build_with_lines(trace, wanted, None)

@@ -75,6 +75,16 @@ impl Windows {
         }
     }
 
+    /// Forgets the windows that ended before `ns`: a live reader whose next samples are
+    /// all later (`record --push`) keeps its memory flat over hours.
+    pub fn forget_before(&mut self, ns: u64) {
+        self.gcs.retain(|w| w.1 >= ns);
+        for v in self.jits.values_mut() {
+            v.retain(|w| w.1 >= ns);
+        }
+        self.jits.retain(|_, v| !v.is_empty());
+    }
+
     pub fn in_gc(&self, ns: u64) -> bool {
         within(&self.gcs, ns)
     }
@@ -165,5 +175,19 @@ mod tests {
         assert!(within(&w, 10) && within(&w, 20) && within(&w, 35));
         assert!(!within(&w, 25) && !within(&w, 41));
         assert!(!within(&[], 1));
+    }
+
+    #[test]
+    fn forgetting_keeps_the_windows_that_end_later() {
+        let mut w = Windows {
+            gcs: vec![(10, 20), (30, 40)],
+            ..Default::default()
+        };
+        w.jits.insert(7, vec![(1, 2)]);
+        w.jits.insert(8, vec![(1, 2), (35, 50)]);
+        w.forget_before(25);
+        assert_eq!(w.gcs, [(30, 40)]);
+        assert!(!w.jits.contains_key(&7));
+        assert!(w.in_jit(8, 40) && w.in_gc(31) && !w.in_gc(15));
     }
 }

@@ -439,6 +439,9 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
     }
     let started = Instant::now();
     let library = locate::profiler_library(args.profiler.as_deref())?;
+    if let Some(e) = &args.push {
+        crate::push::probe(e)?;
+    }
     if let Some(state @ ('T' | 't')) = process_state(pid) {
         bail!(
             "pid {pid} is stopped (state {state}: SIGSTOP, Ctrl-Z or a debugger) and cannot answer an attach; \
@@ -469,6 +472,8 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
     let library = start(&client, pid, &library, &settings)?;
     let control = control_socket(pid);
     let latency = started.elapsed();
+    // `--push`: its last cut and uploads when this function returns, after the detach.
+    let _pushing = crate::push::Attached::start(&args, pid, &output, settings.rate_hz)?;
     if !args.quiet {
         eprintln!(
             "clrprof: attached to pid {pid} in {:.1} ms; recording {} to {} ({})",

@@ -20,6 +20,7 @@ mod namespaces;
 mod output;
 mod progress;
 mod ps;
+mod push;
 mod record;
 mod report;
 mod settings;
@@ -35,6 +36,11 @@ fn main() {
     let args = cli::Cli::parse();
     let result = match args.command {
         cli::Command::Record(r) => match r.pid {
+            Some(pid) if r.no_trace => Err(anyhow::anyhow!(
+                "--no-trace with --pid is not supported yet (pid {pid} is left untouched): leave out --no-trace \
+                 (the trace is written beside the pushes), or start the program under the profiler: \
+                 clrprof record --push URL --no-trace -- <command>"
+            )),
             Some(pid) => attach::record(r, pid),
             None => record::run(r),
         },

@@ -13,9 +13,18 @@ use crate::locate;
 
 pub fn run(args: RecordArgs) -> Result<i32> {
     let library = locate::profiler_library(args.profiler.as_deref())?;
+    // `--push`: a server that cannot be reached is refused before anything starts.
+    if let Some(e) = &args.push {
+        crate::push::probe(e)?;
+    }
     let cwd = std::env::current_dir()?;
     let output_template = match &args.output {
         Some(p) => absolute(&cwd, p),
+        // Push only: a file the pusher unlinks as soon as it has it open.
+        None if args.no_trace => std::env::temp_dir().join(format!(
+            "clrprof-push-{}-{{pid}}.clrprof",
+            std::process::id()
+        )),
         None => cwd.join("clrprof-{pid}.clrprof"),
     };
     let (mut settings, mut decided) = crate::settings::from_args(&args, &output_template)?;
@@ -46,8 +55,32 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     // signal (a script, `timeout`, a closed terminal), pass it on. Either way we stay
     // alive to report the trace.
     crate::signals::forward_to(child.id());
+    let pushing = match &args.push {
+        Some(endpoint) => Some(crate::push::Session::start(
+            crate::push::PushConfig {
+                endpoint: (**endpoint).clone(),
+                every_s: args.push_every,
+                app: args
+                    .app_name
+                    .clone()
+                    .unwrap_or_else(|| crate::push::PushConfig::default_app_name(&args.command)),
+                labels: args.labels.clone().unwrap_or_default(),
+                no_trace: args.no_trace,
+            },
+            run.path().to_path_buf(),
+            settings.rate_hz,
+        )?),
+        None => None,
+    };
     let status = child.wait().context("waiting for the command")?;
+    if let Some(summary) = pushing.and_then(crate::push::Session::finish) {
+        summary.say();
+    }
     let code = exit_code(status);
+    // `--no-trace`: no file stays behind (one the pusher never opened is removed now).
+    if args.no_trace && crate::push::forget_traces(run.path()) > 0 {
+        return Ok(code);
+    }
     if let Some(sig) = killed_by(status).filter(|&s| s != libc::SIGINT) {
         eprintln!(
             "clrprof: `{program}` was killed by signal {sig} ({}); the trace holds what was written before",

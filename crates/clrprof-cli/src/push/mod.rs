@@ -1,0 +1,533 @@
+//! `record --push URL`: continuous profiling into Grafana Pyroscope (docs/exports.md).
+//! A thread of this process follows each trace the run's processes write (as `top`
+//! does), and every `--push-every` seconds cuts the samples read since the last cut into
+//! a pprof profile per process, which `upload` POSTs to `URL/ingest` on a thread of its
+//! own. Successive cuts cover contiguous whole-second ranges; a sample belongs to the
+//! cut in which it was read (at most one flush interval, 20 ms by default, after it was
+//! taken).
+
+pub mod args;
+mod cut;
+mod upload;
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{Result, bail};
+
+use crate::live::follow::Follow;
+use args::{Endpoint, Labels};
+use cut::Cut;
+use upload::{Upload, Uploader};
+
+/// How often the traces are read.
+const TICK: Duration = Duration::from_millis(100);
+/// How long the end of the recording waits for the last uploads.
+const FINISH_WITHIN: Duration = Duration::from_secs(15);
+
+/// What `--push` and its companions asked for.
+#[derive(Debug, Clone)]
+pub struct PushConfig {
+    pub endpoint: Endpoint,
+    pub every_s: u64,
+    pub app: String,
+    pub labels: Labels,
+    /// `--no-trace`: unlink each trace once it is open.
+    pub no_trace: bool,
+}
+
+impl PushConfig {
+    /// The application name by default: the program's name (`dotnet app.dll`: `app`).
+    pub fn default_app_name(command: &[String]) -> String {
+        let base = |s: &str| {
+            Path::new(s)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| s.to_string())
+        };
+        let name = match command {
+            [dotnet, dll, ..] if base(dotnet) == "dotnet" && dll.ends_with(".dll") => {
+                base(dll.trim_end_matches(".dll"))
+            }
+            [program, ..] => base(program),
+            [] => "dotnet".to_string(),
+        };
+        // Keep it a valid name whatever the program is called.
+        let clean: String = name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        if clean.is_empty() {
+            "dotnet".into()
+        } else {
+            clean
+        }
+    }
+}
+
+/// Refuses a server that cannot be reached now, before anything starts: one TCP connect
+/// (skipped when a proxy is set in the environment: the proxy connects).
+pub fn probe(e: &Endpoint) -> Result<()> {
+    use std::net::{TcpStream, ToSocketAddrs};
+    let proxied = [
+        "HTTPS_PROXY",
+        "https_proxy",
+        "HTTP_PROXY",
+        "http_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ]
+    .iter()
+    .any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()));
+    if proxied {
+        return Ok(());
+    }
+    let host = e.host.trim_start_matches('[').trim_end_matches(']');
+    let addrs = match (host, e.port).to_socket_addrs() {
+        Ok(a) => a.collect::<Vec<_>>(),
+        Err(err) => bail!(
+            "cannot resolve the host of the Pyroscope server {}: {err}; check the name in --push",
+            e.base
+        ),
+    };
+    let mut last = None;
+    for a in &addrs {
+        match TcpStream::connect_timeout(a, Duration::from_secs(5)) {
+            Ok(_) => return Ok(()),
+            Err(err) => last = Some(format!("{a}: {err}")),
+        }
+    }
+    bail!(
+        "cannot reach the Pyroscope server {} ({}): is it running and is the URL right? \
+         (`curl {}/ready` should answer) Nothing was started.",
+        e.base,
+        last.unwrap_or_else(|| "no address".into()),
+        e.base
+    )
+}
+
+/// The `Authorization` header: `CLRPROF_PUSH_TOKEN` as a bearer token, else the URL's
+/// `user:password` as basic authentication.
+fn authorization(e: &Endpoint) -> Option<String> {
+    use base64::Engine;
+    if let Some(t) = std::env::var("CLRPROF_PUSH_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty())
+    {
+        return Some(format!("Bearer {t}"));
+    }
+    let (u, p) = e.basic.as_ref()?;
+    Some(format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}"))
+    ))
+}
+
+/// What the pushing did, said at the end.
+pub struct Summary {
+    pub endpoint: String,
+    pub cuts: u64,
+    pub sent: u64,
+    pub failed: u64,
+    pub queue_full: u64,
+    pub samples_dropped: u64,
+    pub last_error: Option<String>,
+}
+
+impl Summary {
+    pub fn say(&self) {
+        let dropped = self.failed + self.queue_full;
+        if dropped == 0 && self.samples_dropped == 0 {
+            eprintln!(
+                "clrprof: pushed {} profile{} to {}",
+                self.sent,
+                if self.sent == 1 { "" } else { "s" },
+                self.endpoint
+            );
+            return;
+        }
+        let mut why = Vec::new();
+        if self.failed > 0 {
+            why.push(format!(
+                "{} failed after {} tries{}",
+                self.failed,
+                upload::ATTEMPTS,
+                self.last_error
+                    .as_ref()
+                    .map(|e| format!(" (last: {e})"))
+                    .unwrap_or_default()
+            ));
+        }
+        if self.queue_full > 0 {
+            why.push(format!(
+                "{} found the upload queue ({} profiles) full",
+                self.queue_full,
+                upload::QUEUE
+            ));
+        }
+        let mut line = format!(
+            "clrprof: {} pushed {} of {} profiles to {}",
+            crate::style::warning("warning:"),
+            self.sent,
+            self.cuts,
+            self.endpoint
+        );
+        if dropped > 0 {
+            let _ = write!(line, "; {dropped} dropped: {}", why.join(", "));
+        }
+        if self.samples_dropped > 0 {
+            let _ = write!(
+                line,
+                "; {} samples left out (more than {} in one interval)",
+                self.samples_dropped,
+                cut::MAX_SAMPLES
+            );
+        }
+        eprintln!("{line}");
+    }
+}
+
+/// The pushing thread of a recording.
+pub struct Session {
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<Summary>,
+}
+
+impl Session {
+    /// Starts following the traces the processes of `run_dir` name.
+    pub fn start(cfg: PushConfig, run_dir: PathBuf, rate_hz: u32) -> Result<Session> {
+        Session::spawn(cfg, Traces::RunDir(run_dir), rate_hz)
+    }
+
+    /// Starts following the trace an attached agent writes for `pid`.
+    pub fn start_attached(
+        cfg: PushConfig,
+        pid: u32,
+        trace: PathBuf,
+        rate_hz: u32,
+    ) -> Result<Session> {
+        Session::spawn(cfg, Traces::One(pid, trace), rate_hz)
+    }
+
+    fn spawn(cfg: PushConfig, traces: Traces, rate_hz: u32) -> Result<Session> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("clrprof-cut".into())
+            .spawn(move || cut_loop(&cfg, &traces, rate_hz, &s))?;
+        Ok(Session { stop, thread })
+    }
+
+    /// After the recording ended: the last cut, the last uploads (bounded), the figures.
+    pub fn finish(self) -> Option<Summary> {
+        self.stop.store(true, Ordering::SeqCst);
+        self.thread.join().ok()
+    }
+}
+
+/// Which traces to follow.
+enum Traces {
+    /// Those the processes of a `record -- command` run name.
+    RunDir(PathBuf),
+    /// The one trace of `record --pid`.
+    One(u32, PathBuf),
+}
+
+impl Traces {
+    fn named(&self) -> Vec<(u32, PathBuf)> {
+        match self {
+            Traces::RunDir(d) => named_traces(d),
+            Traces::One(pid, p) => vec![(*pid, p.clone())],
+        }
+    }
+}
+
+/// `record --pid --push`: pushes while the attached recording runs; the last cut and
+/// uploads happen when this is dropped (after the detach), and their figures are said.
+pub struct Attached(Option<Session>);
+
+impl Attached {
+    pub fn start(
+        args: &crate::cli::RecordArgs,
+        pid: u32,
+        trace: &Path,
+        rate_hz: u32,
+    ) -> Result<Attached> {
+        let Some(endpoint) = &args.push else {
+            return Ok(Attached(None));
+        };
+        let command: Vec<String> = std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|b| {
+                String::from_utf8_lossy(&b)
+                    .split('\0')
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let cfg = PushConfig {
+            endpoint: (**endpoint).clone(),
+            every_s: args.push_every,
+            app: args
+                .app_name
+                .clone()
+                .unwrap_or_else(|| PushConfig::default_app_name(&command)),
+            labels: args.labels.clone().unwrap_or_default(),
+            no_trace: false,
+        };
+        Ok(Attached(Some(Session::start_attached(
+            cfg,
+            pid,
+            trace.to_path_buf(),
+            rate_hz,
+        )?)))
+    }
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        if let Some(summary) = self.0.take().and_then(Session::finish) {
+            summary.say();
+        }
+    }
+}
+
+struct Source {
+    pid: u32,
+    path: PathBuf,
+    follow: Follow,
+    cut: Cut,
+    runtime: Option<String>,
+}
+
+fn unix_now_s() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// The traces the run's processes named so far (`<pid>.trace` notes in the run
+/// directory, see `output::RunDir`).
+fn named_traces(run_dir: &Path) -> Vec<(u32, PathBuf)> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(run_dir).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_suffix(".trace").and_then(|p| p.parse().ok()) else {
+            continue;
+        };
+        if let Ok(text) = std::fs::read_to_string(e.path()) {
+            v.push((pid, PathBuf::from(text.trim_end_matches('\n'))));
+        }
+    }
+    v
+}
+
+/// `--no-trace`: removes the run's traces (those the pusher has open are gone already);
+/// returns how many the run named.
+pub fn forget_traces(run_dir: &Path) -> usize {
+    let named = named_traces(run_dir);
+    for (_, path) in &named {
+        let _ = std::fs::remove_file(path);
+        let _ = std::fs::remove_file(crate::output::lost_note_path(path));
+    }
+    named.len()
+}
+
+/// `8.0.11.0` from the trace's header, once it is written.
+fn runtime_version(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut head = Vec::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(1 << 20)
+        .read_to_end(&mut head)
+        .ok()?;
+    let (h, _) = clrprof_format::Header::parse(&head).ok()?;
+    let v = h.meta.runtime_version?;
+    let v = v.split_whitespace().next()?.to_string();
+    Some(v)
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// Percent-encodes all but the unreserved characters.
+fn encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// `APP.cpu{k=v,…}`: the defaults, then `--labels` (which replace a default of the same key).
+fn series_name(cfg: &PushConfig, defaults: &[(&str, String)]) -> String {
+    let mut labels: Vec<(String, String)> = defaults
+        .iter()
+        .filter(|(k, _)| !cfg.labels.0.iter().any(|(uk, _)| uk == k))
+        .map(|(k, v)| (k.to_string(), label_value(v)))
+        .collect();
+    labels.extend(cfg.labels.0.iter().cloned());
+    let inner: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!("{}.cpu{{{}}}", cfg.app, inner.join(","))
+}
+
+/// A value from the machine (host name, runtime version) made safe for the name syntax.
+fn label_value(v: &str) -> String {
+    v.chars()
+        .map(|c| {
+            if "{},=\"&".contains(c) || c.is_whitespace() {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+fn query(name: &str, from: u64, until: u64, rate_hz: u32) -> String {
+    format!(
+        "name={}&from={from}&until={until}&format=pprof&sampleRate={rate_hz}&spyName=clrprof",
+        encode(name)
+    )
+}
+
+fn cut_loop(cfg: &PushConfig, traces: &Traces, rate_hz: u32, stop: &AtomicBool) -> Summary {
+    let uploader = Uploader::start(&cfg.endpoint, authorization(&cfg.endpoint));
+    let host = hostname();
+    let interval_ns = 1_000_000_000 / u64::from(rate_hz.max(1));
+    let mut sources: Vec<Source> = Vec::new();
+    let mut seen: HashSet<PathBuf> = HashSet::new();
+    let mut from = unix_now_s();
+    let mut cuts = 0u64;
+    loop {
+        // Read before the last poll: once set, the processes have ended and their
+        // traces are complete.
+        let stopping = stop.load(Ordering::SeqCst);
+        for (pid, path) in traces.named() {
+            if seen.contains(&path) {
+                continue;
+            }
+            if let Ok(follow) = Follow::open(&path) {
+                seen.insert(path.clone());
+                sources.push(Source {
+                    pid,
+                    path,
+                    follow,
+                    cut: Cut::default(),
+                    runtime: None,
+                });
+            }
+        }
+        for s in &mut sources {
+            // A read error leaves this poll's blocks for the next.
+            if let Ok(events) = s.follow.poll() {
+                s.cut.add(events);
+            }
+        }
+        let now = unix_now_s();
+        if stopping || now >= from + cfg.every_s {
+            // Never an empty range, even at a quick end.
+            let until = now.max(from + 1);
+            for s in &mut sources {
+                if s.runtime.is_none() {
+                    s.runtime = runtime_version(&s.path);
+                }
+                if cfg.no_trace {
+                    // Its header was read: from now on only our descriptor holds it.
+                    let _ = std::fs::remove_file(&s.path);
+                }
+                let mut defaults = vec![("host", host.clone()), ("pid", s.pid.to_string())];
+                if let Some(r) = &s.runtime {
+                    defaults.push(("runtime_version", r.clone()));
+                }
+                let name = series_name(cfg, &defaults);
+                let body = s.cut.cut(from, until, interval_ns, &cfg.app);
+                uploader.send(Upload {
+                    query: query(&name, from, until, rate_hz),
+                    body,
+                });
+                cuts += 1;
+            }
+            from = until;
+        }
+        if stopping {
+            break;
+        }
+        std::thread::sleep(TICK);
+    }
+    let samples_dropped = sources.iter().map(|s| s.cut.dropped).sum();
+    let counts = uploader.finish(FINISH_WITHIN);
+    let last_error = counts.last_error.lock().ok().and_then(|e| e.clone());
+    Summary {
+        endpoint: cfg.endpoint.base.clone(),
+        cuts,
+        sent: counts.sent.load(Ordering::SeqCst),
+        failed: counts.failed.load(Ordering::SeqCst),
+        queue_full: counts.queue_full.load(Ordering::SeqCst),
+        samples_dropped,
+        last_error,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_queries() {
+        let cfg = PushConfig {
+            endpoint: args::parse_url("http://h:1").unwrap(),
+            every_s: 15,
+            app: "shop".into(),
+            labels: args::parse_labels("env=prod,host=web1").unwrap(),
+            no_trace: false,
+        };
+        let name = series_name(&cfg, &[("host", "box".into()), ("pid", "7".into())]);
+        assert_eq!(name, "shop.cpu{pid=7,env=prod,host=web1}");
+        assert_eq!(
+            query(&name, 10, 25, 99),
+            "name=shop.cpu%7Bpid%3D7%2Cenv%3Dprod%2Chost%3Dweb1%7D&from=10&until=25&format=pprof&sampleRate=99&spyName=clrprof"
+        );
+        let app = |c: &[&str]| {
+            PushConfig::default_app_name(&c.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            app(&["/usr/bin/dotnet", "/srv/Shop.Api.dll", "x"]),
+            "Shop.Api"
+        );
+        assert_eq!(app(&["./my app"]), "my_app");
+    }
+
+    #[test]
+    fn basic_authentication_from_the_url() {
+        // The bearer token (CLRPROF_PUSH_TOKEN) is checked by tests/push.rs.
+        if std::env::var_os("CLRPROF_PUSH_TOKEN").is_some() {
+            return;
+        }
+        let e = args::parse_url("https://user:pa55@pyro.example").unwrap();
+        assert_eq!(authorization(&e).as_deref(), Some("Basic dXNlcjpwYTU1"));
+        assert_eq!(authorization(&args::parse_url("http://h").unwrap()), None);
+    }
+}

@@ -1,0 +1,447 @@
+//! `record --push`: profiles POSTed to a stand-in Pyroscope server on loopback while a
+//! real app runs under the profiler.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+
+use clrprof_export::pprof::proto;
+use common::*;
+use prost::Message;
+
+/// One request as the server saw it.
+#[derive(Debug, Clone)]
+struct Request {
+    method: String,
+    path: String,
+    query: Vec<(String, String)>,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Request {
+    fn q(&self, k: &str) -> &str {
+        self.query
+            .iter()
+            .find(|(qk, _)| qk == k)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or_else(|| panic!("no `{k}` in {:?}", self.query))
+    }
+}
+
+fn decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() + 1 {
+            out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap());
+            i += 3;
+        } else {
+            out.push(if b[i] == b'+' { b' ' } else { b[i] });
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+/// A server on a free loopback port that answers every request with `status` and
+/// records it.
+fn serve(status: u16) -> (u16, Arc<Mutex<Vec<Request>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { continue };
+            let s = Arc::clone(&s);
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(conn);
+                loop {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let mut parts = line.split_whitespace();
+                    let method = parts.next().unwrap_or_default().to_string();
+                    let target = parts.next().unwrap_or_default().to_string();
+                    let mut headers = Vec::new();
+                    loop {
+                        let mut h = String::new();
+                        r.read_line(&mut h).unwrap();
+                        let h = h.trim_end();
+                        if h.is_empty() {
+                            break;
+                        }
+                        let (k, v) = h.split_once(':').unwrap();
+                        headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+                    }
+                    let len: usize = headers
+                        .iter()
+                        .find(|(k, _)| k == "content-length")
+                        .map_or(0, |(_, v)| v.parse().unwrap());
+                    let mut body = vec![0; len];
+                    r.read_exact(&mut body).unwrap();
+                    let (path, q) = target.split_once('?').unwrap_or((&target, ""));
+                    let query = q
+                        .split('&')
+                        .filter(|p| !p.is_empty())
+                        .map(|p| {
+                            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+                            (decode(k), decode(v))
+                        })
+                        .collect();
+                    s.lock().unwrap().push(Request {
+                        method,
+                        path: path.to_string(),
+                        query,
+                        headers,
+                        body,
+                    });
+                    let reason = if status == 200 {
+                        "OK"
+                    } else {
+                        "Internal Server Error"
+                    };
+                    let _ = write!(
+                        r.get_mut(),
+                        "HTTP/1.1 {status} {reason}\r\nContent-Length: 0\r\n\r\n"
+                    );
+                }
+            });
+        }
+    });
+    (port, seen)
+}
+
+fn record_pushing(
+    dir: &std::path::Path,
+    url: &str,
+    flags: &[&str],
+    env: &[(&str, &str)],
+) -> std::process::Output {
+    let app = scenarios();
+    let mut cmd = clrprof();
+    cmd.arg("record");
+    if !flags.contains(&"--no-trace") {
+        cmd.arg("-o").arg(dir.join("t.clrprof"));
+    }
+    cmd.args(["--push", url, "--push-every", "1", "--rate", "199"])
+        .args(flags)
+        .arg("--")
+        .arg(&app.dotnet)
+        .arg(&app.dll)
+        .args(["hot", "4"])
+        .envs(env.iter().copied());
+    app.env(&mut cmd);
+    cmd.output().expect("run clrprof record --push")
+}
+
+#[test]
+fn pushes_contiguous_pprof_profiles_with_the_hot_method() {
+    let _serial = timing_lock();
+    let dir = scratch("push-ok");
+    let (port, seen) = serve(200);
+    let out = record_pushing(
+        &dir,
+        &format!("http://127.0.0.1:{port}"),
+        &["--app-name", "scenarios", "--labels", "env=test,team=perf"],
+        &[("CLRPROF_PUSH_TOKEN", "s3cret")],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}\n{stderr}", out.status);
+    assert!(
+        dir.join("t.clrprof").exists(),
+        "the trace is still written:\n{stderr}"
+    );
+    let reqs = seen.lock().unwrap().clone();
+    assert!(reqs.len() >= 2, "{} requests:\n{stderr}", reqs.len());
+    assert!(
+        stderr.contains(&format!(
+            "pushed {} profiles to http://127.0.0.1:{port}",
+            reqs.len()
+        )),
+        "{stderr}"
+    );
+    let mut hot = false;
+    let mut pid = None;
+    for (i, r) in reqs.iter().enumerate() {
+        assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/ingest"));
+        assert_eq!(r.q("format"), "pprof");
+        assert_eq!(r.q("spyName"), "clrprof");
+        assert_eq!(r.q("sampleRate"), "199");
+        let name = r.q("name");
+        assert!(
+            name.starts_with("scenarios.cpu{") && name.ends_with('}'),
+            "{name}"
+        );
+        let labels: Vec<(&str, &str)> = name["scenarios.cpu{".len()..name.len() - 1]
+            .split(',')
+            .map(|kv| kv.split_once('=').unwrap())
+            .collect();
+        let label = |k: &str| labels.iter().find(|(lk, _)| *lk == k).map(|(_, v)| *v);
+        assert_eq!(label("env"), Some("test"), "{name}");
+        assert_eq!(label("team"), Some("perf"), "{name}");
+        assert!(label("host").is_some_and(|h| !h.is_empty()), "{name}");
+        assert!(
+            label("runtime_version").is_some_and(|v| v.chars().next().unwrap().is_ascii_digit()),
+            "{name}"
+        );
+        let p = label("pid").unwrap();
+        assert_eq!(*pid.get_or_insert(p.to_string()), p, "one process, one pid");
+        let (from, until): (u64, u64) =
+            (r.q("from").parse().unwrap(), r.q("until").parse().unwrap());
+        assert!(from < until, "{from}..{until}");
+        if i > 0 {
+            assert_eq!(reqs[i - 1].q("until"), r.q("from"), "contiguous ranges");
+        }
+        assert!(
+            r.headers
+                .iter()
+                .any(|(k, v)| k == "authorization" && v == "Bearer s3cret")
+        );
+        // gzip'd pprof.
+        let mut raw = Vec::new();
+        flate2::read::GzDecoder::new(&r.body[..])
+            .read_to_end(&mut raw)
+            .expect("gzip body");
+        let p = proto::Profile::decode(&raw[..]).expect("pprof body");
+        let s = |i: i64| p.string_table[i as usize].as_str();
+        let types: Vec<(&str, &str)> = p
+            .sample_type
+            .iter()
+            .map(|t| (s(t.r#type), s(t.unit)))
+            .collect();
+        assert!(types.contains(&("cpu", "nanoseconds")), "{types:?}");
+        assert_eq!(p.time_nanos as u64, from * 1_000_000_000);
+        let cpu = types.iter().position(|t| t.0 == "cpu").unwrap();
+        let hot_fn: Vec<u64> = p
+            .function
+            .iter()
+            .filter(|f| s(f.name).starts_with("Scenarios.Hot.HotA"))
+            .map(|f| f.id)
+            .collect();
+        hot |= p.sample.iter().any(|smp| {
+            smp.value[cpu] > 0
+                && smp.location_id.iter().any(|l| {
+                    p.location.iter().any(|loc| {
+                        loc.id == *l && loc.line.iter().any(|ln| hot_fn.contains(&ln.function_id))
+                    })
+                })
+        });
+    }
+    assert!(hot, "no upload had CPU in Scenarios.Hot.HotA:\n{stderr}");
+}
+
+#[test]
+fn a_failing_server_costs_uploads_not_the_recording() {
+    let _serial = timing_lock();
+    let dir = scratch("push-500");
+    let (port, seen) = serve(500);
+    let started = std::time::Instant::now();
+    let out = record_pushing(&dir, &format!("http://127.0.0.1:{port}"), &[], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}\n{stderr}", out.status);
+    assert!(dir.join("t.clrprof").exists(), "{stderr}");
+    assert!(stderr.contains("an upload to"), "{stderr}");
+    let n = seen.lock().unwrap().len();
+    assert!(n >= 3, "each upload is retried: {n} requests");
+    assert!(
+        stderr.contains("pushed 0 of ")
+            && stderr.contains("dropped: ")
+            && stderr.contains("HTTP 500"),
+        "{stderr}"
+    );
+    // The end waits for the last uploads, boundedly.
+    assert!(started.elapsed().as_secs() < 60, "{:?}", started.elapsed());
+}
+
+#[test]
+fn a_server_that_hangs_delays_the_end_boundedly() {
+    let _serial = timing_lock();
+    let dir = scratch("push-hang");
+    // Accepts connections and never answers.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in listener.incoming() {
+            held.push(c);
+        }
+    });
+    let started = std::time::Instant::now();
+    let out = record_pushing(&dir, &format!("http://127.0.0.1:{port}"), &[], &[]);
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}\n{stderr}", out.status);
+    assert!(dir.join("t.clrprof").exists(), "{stderr}");
+    assert!(
+        stderr.contains("pushed 0 of ") && stderr.contains("dropped: "),
+        "{stderr}"
+    );
+    // The app runs 4 s; the last uploads get 15 s more at most.
+    assert!(took.as_secs() < 60, "{took:?}\n{stderr}");
+}
+
+#[test]
+fn an_attached_recording_pushes_too() {
+    let _serial = timing_lock();
+    let dir = scratch("push-attach");
+    let (port, seen) = serve(200);
+    let app = scenarios();
+    let mut target = app
+        .command(&["serve"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(target.stdout.take().unwrap()).lines();
+    let ready = lines.next().unwrap().unwrap();
+    let pid: u32 = ready
+        .trim()
+        .strip_prefix("READY ")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let trace = dir.join("t.clrprof");
+    let out = clrprof()
+        .args(["record", "--pid", &pid.to_string(), "-o"])
+        .arg(&trace)
+        .args([
+            "--duration",
+            "3",
+            "--push",
+            &format!("http://127.0.0.1:{port}"),
+        ])
+        .args(["--push-every", "1"])
+        .output()
+        .unwrap();
+    let _ = writeln!(target.stdin.as_mut().unwrap(), "quit");
+    let _ = target.wait();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}\n{stderr}", out.status);
+    assert!(trace.exists(), "{stderr}");
+    let reqs = seen.lock().unwrap().clone();
+    assert!(reqs.len() >= 2, "{} requests:\n{stderr}", reqs.len());
+    assert!(
+        stderr.contains(&format!("pushed {} profiles", reqs.len())),
+        "{stderr}"
+    );
+    for (i, r) in reqs.iter().enumerate() {
+        let name = r.q("name");
+        // The default application name is the program's (`dotnet Scenarios.dll`).
+        assert!(name.starts_with("Scenarios.cpu{"), "{name}");
+        assert!(name.contains(&format!("pid={pid}")), "{name}");
+        if i > 0 {
+            assert_eq!(reqs[i - 1].q("until"), r.q("from"), "contiguous ranges");
+        }
+        let mut raw = Vec::new();
+        flate2::read::GzDecoder::new(&r.body[..])
+            .read_to_end(&mut raw)
+            .expect("gzip body");
+        proto::Profile::decode(&raw[..]).expect("pprof body");
+    }
+}
+
+#[test]
+fn no_trace_pushes_and_leaves_no_file() {
+    let _serial = timing_lock();
+    let dir = scratch("push-no-trace");
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let (port, seen) = serve(200);
+    let out = record_pushing(
+        &dir,
+        &format!("http://127.0.0.1:{port}"),
+        &["--no-trace"],
+        &[("TMPDIR", tmp.to_str().unwrap())],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}\n{stderr}", out.status);
+    assert!(seen.lock().unwrap().len() >= 2, "{stderr}");
+    assert!(!stderr.contains("trace written"), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    assert!(!dir.join("t.clrprof").exists());
+}
+
+#[test]
+fn an_unreachable_server_is_refused_before_the_app_starts() {
+    let dir = scratch("push-unreachable");
+    // A port nobody listens on: bound, then closed.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    // The command would leave a mark if it ran.
+    let mark = dir.join("ran");
+    let started = std::time::Instant::now();
+    let out = clrprof()
+        .args([
+            "record",
+            "--push",
+            &format!("http://127.0.0.1:{port}"),
+            "--",
+        ])
+        .args(["sh", "-c", &format!("touch {}", mark.display())])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "cannot reach the Pyroscope server http://127.0.0.1:{port}"
+        )) && stderr.contains("Nothing was started"),
+        "{stderr}"
+    );
+    assert!(!mark.exists(), "the command must not start");
+    assert!(
+        took.as_secs() < 10,
+        "refused at once, not after a while: {took:?}"
+    );
+}
+
+#[test]
+fn bad_push_options_are_refused_with_the_fix() {
+    for (flags, says) in [
+        (&["--push", "localhost:4040"][..], "has no scheme"),
+        (&["--push", "http://h:70000"], "bad port `70000`"),
+        (
+            &["--push", "http://h:4040", "--push-every", "0"],
+            "--push-every 1 or more",
+        ),
+        (
+            &["--push", "http://h:4040", "--labels", "env"],
+            "is not KEY=VALUE",
+        ),
+        (&["--push-every", "5"], "--push"),
+        (
+            &["--push", "http://h:4040", "--no-trace", "--pid", "1"],
+            "--no-trace with --pid is not supported yet",
+        ),
+    ] {
+        let out = clrprof()
+            .arg("record")
+            .args(flags)
+            .args(if flags.contains(&"--pid") {
+                &[][..]
+            } else {
+                &["--", "/bin/true"][..]
+            })
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {stderr}");
+        assert!(stderr.contains(says), "{flags:?}: {stderr}");
+    }
+}
