@@ -358,17 +358,17 @@ fn detached_note(pid: u32) -> PathBuf {
 }
 
 /// Waits until the runtime has unloaded the library after a detach, or the agent said
-/// it finished and stays mapped, inert (then its note is removed).
+/// it finished and stays mapped, inert. The note stays: another `clrprof` may be waiting
+/// for the same detach (`detach` during `heap`); the next agent in the process removes it
+/// when it starts, and `libcopy` those of processes that are gone.
 pub fn wait_unloaded(pid: u32, library: &Path, timeout: Duration) -> bool {
     let end = Instant::now() + timeout;
     let note = detached_note(pid);
     while Instant::now() < end {
         if !alive(pid) || !library_mapped(pid, library) {
-            let _ = std::fs::remove_file(&note);
             return true;
         }
         if note.exists() {
-            let _ = std::fs::remove_file(&note);
             // The runtime finishes its side of the detach right after the agent's last
             // callback returns.
             std::thread::sleep(Duration::from_millis(20));

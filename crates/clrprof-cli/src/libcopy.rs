@@ -215,13 +215,23 @@ pub fn loadable_part(image: &[u8]) -> std::borrow::Cow<'_, [u8]> {
 
 /// Removes copies a `clrprof` killed between the copy and the attach's answer left: those
 /// of processes that no longer exist, and any older than [`STALE`] (an attach is answered,
-/// or given up, within seconds, and a loaded copy needs no name).
+/// or given up, within seconds, and a loaded copy needs no name); and the detached notes
+/// of processes that no longer exist.
 fn remove_stale(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
+        // The note an inert agent left at its detach (attach.rs, `detached_note`).
+        if let Some(pid) = name.strip_suffix(".detached")
+            && pid.parse::<u32>().is_ok()
+        {
+            if !Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = std::fs::remove_file(e.path());
+            }
+            continue;
+        }
         let Some(pid) = copy_pid(&name) else { continue };
         let old = e
             .metadata()

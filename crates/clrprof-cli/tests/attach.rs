@@ -286,6 +286,14 @@ fn every_option_reaches_the_attached_agent() {
         "--args",
         "--counts",
         "--help",
+        // The CLI's own: the line table appended after the recording, and the uploads.
+        "--no-lines",
+        "--pdb-dir",
+        "--push",
+        "--push-every",
+        "--app-name",
+        "--labels",
+        "--no-trace",
     ];
     let help = clrprof().args(["record", "--help"]).output().unwrap();
     let help = String::from_utf8_lossy(&help.stdout);
