@@ -771,13 +771,17 @@ fn a_clrprof_killed_during_the_attach_leaves_no_agent(rt: Runtime) {
 /// runtime's and malloc's own state, so the figure is taken over the cycles after them.
 fn idle_attach_cycles_cost_little_memory(rt: Runtime) {
     let dir = scratch(&format!("rt-attach-idle-{}", rt.tfm()));
-    let mut child = app_on("Scenarios", rt)
+    // The target's stderr (the agent's log, the runtime's last words) is kept, so that a
+    // target that dies says how.
+    let target_log = dir.join("target.err");
+    let child = app_on("Scenarios", rt)
         .command(&["sleeper", "seconds=600"])
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(&target_log).unwrap())
         .spawn()
         .unwrap();
-    let pid = child.id();
+    let child = std::cell::RefCell::new(child);
+    let pid = child.borrow().id();
     // Resident KiB outside the agent library's own mappings: where this glibc keeps each
     // attach's copy mapped (`agent_stays_mapped`), the copies' pages are the price of not
     // crashing, counted below; what this measures is what the agent leaves elsewhere.
@@ -804,11 +808,17 @@ fn idle_attach_cycles_cost_little_memory(rt: Runtime) {
     let trace = dir.join("t.clrprof");
     let cycle = |i: usize| {
         let out = attach_record(pid, &trace, &["--duration", "0.2", "-q", "--force"]);
-        assert!(
-            out.status.success(),
-            "cycle {i}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        if !out.status.success() {
+            let died = child.borrow_mut().try_wait().ok().flatten();
+            let log = std::fs::read_to_string(&target_log).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(12).collect();
+            panic!(
+                "cycle {i}: {}\ntarget: {}\nits last stderr lines:\n{}",
+                String::from_utf8_lossy(&out.stderr),
+                died.map_or("still running".to_string(), |s| format!("exited, {s}")),
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            );
+        }
     };
     std::thread::sleep(Duration::from_millis(500));
     // One run by hand (.NET 10, idle `sleeper`, debug build), RSS per cycle over nine
@@ -837,8 +847,8 @@ fn idle_attach_cycles_cost_little_memory(rt: Runtime) {
             "one inert copy of the library per attach"
         );
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    let _ = child.borrow_mut().kill();
+    let _ = child.borrow_mut().wait();
     let slope = |a: u64, b: u64| b.saturating_sub(a) / half as u64;
     let per_cycle = slope(before, middle).min(slope(middle, after));
     // Idle, the slope read 2-12 KiB (the 16 KiB target); beside a busy core it once read
