@@ -403,7 +403,13 @@ fn say_probes(pid: u32, quiet: bool) -> bool {
     true
 }
 
-pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
+/// What runs once the agent is recording, for as long as `record` waits (the `--push`
+/// uploads, which the caller starts: `push` follows traces through `live`, which
+/// attaches through this module); its value is dropped after the detach.
+pub type WhileAttached<'a> =
+    &'a dyn Fn(&RecordArgs, u32, &Path, u32) -> Result<Box<dyn std::any::Any>>;
+
+pub fn record(args: RecordArgs, pid: u32, while_attached: WhileAttached<'_>) -> Result<i32> {
     if !args.args.is_empty() {
         bail!(
             "--args cannot attach to a running process (pid {pid} is left untouched): reading arguments needs \
@@ -439,9 +445,6 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
     }
     let started = Instant::now();
     let library = locate::profiler_library(args.profiler.as_deref())?;
-    if let Some(e) = &args.push {
-        crate::push::probe(e)?;
-    }
     if let Some(state @ ('T' | 't')) = process_state(pid) {
         bail!(
             "pid {pid} is stopped (state {state}: SIGSTOP, Ctrl-Z or a debugger) and cannot answer an attach; \
@@ -473,7 +476,7 @@ pub fn record(args: RecordArgs, pid: u32) -> Result<i32> {
     let control = control_socket(pid);
     let latency = started.elapsed();
     // `--push`: its last cut and uploads when this function returns, after the detach.
-    let _pushing = crate::push::Attached::start(&args, pid, &output, settings.rate_hz)?;
+    let _pushing = while_attached(&args, pid, &output, settings.rate_hz)?;
     if !args.quiet {
         eprintln!(
             "clrprof: attached to pid {pid} in {:.1} ms; recording {} to {} ({})",

@@ -355,18 +355,18 @@ pub struct RecordArgs {
     /// Push a CPU profile to this Grafana Pyroscope server every --push-every seconds,
     /// e.g. `http://localhost:4040` (docs/exports.md); `CLRPROF_PUSH_TOKEN` is sent as a
     /// bearer token, `user:password@` in the URL as basic authentication
-    #[arg(long, value_name = "URL", value_parser = crate::push::args::parse_url_arg)]
-    pub push: Option<Box<crate::push::args::Endpoint>>,
+    #[arg(long, value_name = "URL", value_parser = crate::push_args::parse_url_arg)]
+    pub push: Option<Box<crate::push_args::Endpoint>>,
     /// --push: seconds each profile covers, whole and at least 1
-    #[arg(long, value_name = "SECONDS", default_value_t = 15, value_parser = crate::push::args::parse_every, requires = "push")]
+    #[arg(long, value_name = "SECONDS", default_value_t = 15, value_parser = crate::push_args::parse_every, requires = "push")]
     pub push_every: u64,
     /// --push: the application's name in Pyroscope [default: the program's name]
-    #[arg(long, value_name = "NAME", value_parser = crate::push::args::parse_app_name, requires = "push")]
+    #[arg(long, value_name = "NAME", value_parser = crate::push_args::parse_app_name, requires = "push")]
     pub app_name: Option<String>,
     /// --push: labels added to every profile, e.g. `env=prod,region=eu` (besides host,
     /// pid and runtime_version)
-    #[arg(long, value_name = "KEY=VALUE,...", value_parser = crate::push::args::parse_labels, requires = "push")]
-    pub labels: Option<crate::push::args::Labels>,
+    #[arg(long, value_name = "KEY=VALUE,...", value_parser = crate::push_args::parse_labels, requires = "push")]
+    pub labels: Option<crate::push_args::Labels>,
     /// --push: push only, keep no trace file (it is unlinked as soon as it is open)
     #[arg(long, requires = "push", conflicts_with = "output")]
     pub no_trace: bool,

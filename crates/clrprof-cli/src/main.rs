@@ -21,6 +21,7 @@ mod output;
 mod progress;
 mod ps;
 mod push;
+mod push_args;
 mod record;
 mod report;
 mod settings;
@@ -41,7 +42,17 @@ fn main() {
                  (the trace is written beside the pushes), or start the program under the profiler: \
                  clrprof record --push URL --no-trace -- <command>"
             )),
-            Some(pid) => attach::record(r, pid),
+            // An unreachable server is refused before the attach is sent.
+            Some(pid) => r
+                .push
+                .as_deref()
+                .map_or(Ok(()), push::probe)
+                .and_then(|()| {
+                    attach::record(r, pid, &|args, pid, trace, rate_hz| {
+                        push::Attached::start(args, pid, trace, rate_hz)
+                            .map(|p| Box::new(p) as Box<dyn std::any::Any>)
+                    })
+                }),
             None => record::run(r),
         },
         cli::Command::Report(r) => report::run(r),

@@ -6,7 +6,7 @@
 //! cut in which it was read (at most one flush interval, 20 ms by default, after it was
 //! taken).
 
-pub mod args;
+pub(crate) use crate::push_args as args;
 mod cut;
 mod upload;
 
