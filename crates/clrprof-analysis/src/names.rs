@@ -125,10 +125,13 @@ impl Names {
 
     /// A function's name as the sampled views show it: an async or iterator state
     /// machine's `MoveNext` is named after the method that started it
-    /// ([`state_machine_name`]); other names as [`function`](Self::function).
+    /// ([`state_machine_name`]), a lambda or local function after the method it is
+    /// written in ([`lambda_name`]); other names as [`function`](Self::function).
     pub fn display(&self, id: u64) -> String {
         let name = self.function(id);
-        state_machine_name(&name).unwrap_or(name)
+        state_machine_name(&name)
+            .or_else(|| lambda_name(&name))
+            .unwrap_or(name)
     }
 
     pub fn function(&self, id: u64) -> String {
@@ -197,6 +200,51 @@ pub fn state_machine_name(name: &str) -> Option<String> {
     (generic_ok && !method.is_empty()).then(|| format!("{outer}.{method} (MoveNext)"))
 }
 
+/// The name of a C# lambda or local function after the method it is written in. The
+/// compiler names a lambda `<Method>b__N_M` (`N_M`: the method's and the lambda's
+/// ordinals) on a cache class `<>c`, a closure class `<>c__DisplayClassN_M` nested in
+/// the method's type, or the type itself; a local function `<Method>g__Name|N_M`. So
+/// `Shop.Cart+<>c.<Checkout>b__3_0` is shown as `Shop.Cart.Checkout (lambda 3_0)` and
+/// `Shop.Cart.<Checkout>g__Total|3_1` as `Shop.Cart.Checkout.Total (local function)`.
+/// The ordinals keep two lambdas of one method apart. `None` for other names.
+pub fn lambda_name(name: &str) -> Option<String> {
+    // The method's own name is the part after the last `.` outside angle brackets.
+    let mut depth = 0i32;
+    let mut split = None;
+    for (i, c) in name.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth -= 1,
+            '.' if depth == 0 => split = Some(i),
+            _ => {}
+        }
+    }
+    let (ty, method) = name.split_at(split?);
+    let method = &method[1..];
+    let inner = method.strip_prefix('<')?;
+    let (host, rest) = inner.split_once('>')?;
+    if host.is_empty() || host.contains(['<', '>']) {
+        return None;
+    }
+    // The type the method is written in: without the compiler's `<>c…` class.
+    let outer = match ty.rsplit_once('+') {
+        Some((outer, nested)) if nested.starts_with("<>c") => outer,
+        _ => ty,
+    };
+    if let Some(ordinals) = rest.strip_prefix("b__") {
+        let ordinals: String = ordinals
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '_')
+            .collect();
+        (!ordinals.is_empty()).then(|| format!("{outer}.{host} (lambda {ordinals})"))
+    } else if let Some(local) = rest.strip_prefix("g__") {
+        let (local, _) = local.split_once('|')?;
+        (!local.is_empty()).then(|| format!("{outer}.{host}.{local} (local function)"))
+    } else {
+        None
+    }
+}
+
 /// Whether a native library is the runtime itself: the VM (with the GC) or the JIT.
 pub fn is_runtime_library(file_name: &str) -> bool {
     matches!(file_name, "libcoreclr.so" | "libclrjit.so")
@@ -234,6 +282,48 @@ mod tests {
             ns: 0,
             os_tid: 1,
             event,
+        }
+    }
+
+    #[test]
+    fn lambdas_and_local_functions_are_named_after_their_method() {
+        for (raw, shown) in [
+            (
+                "Shop.Cart+<>c.<Checkout>b__3_0",
+                "Shop.Cart.Checkout (lambda 3_0)",
+            ),
+            (
+                "Shop.Cart+<>c__DisplayClass3_0.<Checkout>b__1",
+                "Shop.Cart.Checkout (lambda 1)",
+            ),
+            (
+                "Shop.Cart.<Checkout>b__3_2",
+                "Shop.Cart.Checkout (lambda 3_2)",
+            ),
+            (
+                "Shop.Cart+<>c__4<System.Int32>.<Sum>b__4_0",
+                "Shop.Cart.Sum (lambda 4_0)",
+            ),
+            (
+                "Shop.Cart.<Checkout>g__Total|3_1",
+                "Shop.Cart.Checkout.Total (local function)",
+            ),
+            (
+                "Shop.Cart+<>c__DisplayClass3_0.<Checkout>g__Total|1",
+                "Shop.Cart.Checkout.Total (local function)",
+            ),
+        ] {
+            assert_eq!(lambda_name(raw).as_deref(), Some(shown), "{raw}");
+        }
+        for other in [
+            "Shop.Cart.Checkout",
+            "Shop.Cart+<Items>d__12.MoveNext",
+            "Shop.Cart.<Checkout>",
+            "Shop.Cart.<>b__0",
+            "System.Collections.Generic.List<System.Int32>.Add",
+            "<Module>.Init",
+        ] {
+            assert_eq!(lambda_name(other), None, "{other}");
         }
     }
 
