@@ -452,6 +452,100 @@ pub fn write(profile: &Profile, _opts: &Options, out: impl Write) -> Result<(), 
     if let Some((thread, _)) = busiest {
         b.fx.add_initial_selected_thread(thread);
     }
-    serde_json::to_writer(out, &b.fx)?;
+    if profile.sources.iter().any(Option::is_some) {
+        // fxprof-processed-profile writes no source positions (its funcTable's fileName
+        // and lineNumber columns are all null): fill them in, per thread, for the
+        // functions whose source the model knows.
+        let mut v = serde_json::to_value(&b.fx)?;
+        add_sources(profile, &mut v);
+        serde_json::to_writer(out, &v)?;
+    } else {
+        serde_json::to_writer(out, &b.fx)?;
+    }
     Ok(())
+}
+
+/// Fills each thread's `funcTable.fileName` (an index into the thread's `stringArray`)
+/// and `lineNumber` (the method's first line; a frame that stands for one line,
+/// `convert --lines`, also gets that line in `frameTable.line`) from the model's sources,
+/// matched by the function's name, which the frames' labels are.
+fn add_sources(profile: &Profile, v: &mut serde_json::Value) {
+    use serde_json::Value;
+    let mut by_name: HashMap<&str, &crate::model::Source> = HashMap::new();
+    for (i, f) in profile.frames.iter().enumerate() {
+        if let Some(Some(s)) = profile.sources.get(i) {
+            by_name.entry(f.name.as_str()).or_insert(s);
+        }
+    }
+    let Some(threads) = v.get_mut("threads").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for t in threads {
+        let Some(t) = t.as_object_mut() else { continue };
+        let Some(mut strings) = t.get("stringArray").and_then(Value::as_array).cloned() else {
+            continue;
+        };
+        let Some(names) = t
+            .get("funcTable")
+            .and_then(|f| f.get("name"))
+            .and_then(Value::as_array)
+            .cloned()
+        else {
+            continue;
+        };
+        let mut index: HashMap<String, usize> = strings
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| Some((s.as_str()?.to_string(), i)))
+            .collect();
+        let mut files = Vec::with_capacity(names.len());
+        let mut lines = Vec::with_capacity(names.len());
+        let mut func_line = Vec::with_capacity(names.len());
+        for n in &names {
+            let source = n
+                .as_u64()
+                .and_then(|i| strings.get(i as usize))
+                .and_then(Value::as_str)
+                .and_then(|name| by_name.get(name));
+            match source {
+                Some(s) => {
+                    let at = *index.entry(s.file.clone()).or_insert_with(|| {
+                        strings.push(Value::from(s.file.as_str()));
+                        strings.len() - 1
+                    });
+                    files.push(Value::from(at));
+                    lines.push(Value::from(s.start_line));
+                    func_line.push(s.line.map(Value::from).unwrap_or(Value::Null));
+                }
+                None => {
+                    files.push(Value::Null);
+                    lines.push(Value::Null);
+                    func_line.push(Value::Null);
+                }
+            }
+        }
+        t.insert("stringArray".into(), Value::Array(strings));
+        if let Some(f) = t.get_mut("funcTable").and_then(Value::as_object_mut) {
+            f.insert("fileName".into(), Value::Array(files));
+            f.insert("lineNumber".into(), Value::Array(lines));
+        }
+        // A frame's line is its function's line when the frame stands for one line.
+        if let Some(frames) = t.get_mut("frameTable").and_then(Value::as_object_mut) {
+            let line: Option<Vec<Value>> =
+                frames.get("func").and_then(Value::as_array).map(|funcs| {
+                    funcs
+                        .iter()
+                        .map(|f| {
+                            f.as_u64()
+                                .and_then(|i| func_line.get(i as usize))
+                                .cloned()
+                                .unwrap_or(Value::Null)
+                        })
+                        .collect()
+                });
+            if let Some(line) = line {
+                frames.insert("line".into(), Value::Array(line));
+            }
+        }
+    }
 }

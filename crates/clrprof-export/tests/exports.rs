@@ -868,4 +868,38 @@ fn source_lines_reach_pprof_and_speedscope() {
     assert_eq!(frame["file"], "/src/App/Program.cs");
     assert_eq!(frame["line"], 42);
     assert!(v["shared"]["frames"][1].get("line").is_none());
+
+    // Firefox: the function's file (an index into its thread's strings) and first line,
+    // the frame's line; other functions keep nulls.
+    let name = p.frames[0].name.clone();
+    let v = json(&p, Format::Firefox, weight(Weight::Cpu));
+    let mut found = 0;
+    for t in v["threads"].as_array().unwrap() {
+        let strings = t["stringArray"].as_array().unwrap();
+        let funcs = &t["funcTable"];
+        let n = funcs["length"].as_u64().unwrap() as usize;
+        assert_eq!(funcs["fileName"].as_array().unwrap().len(), n);
+        for i in 0..n {
+            let fname = strings[funcs["name"][i].as_u64().unwrap() as usize]
+                .as_str()
+                .unwrap();
+            if fname == name {
+                found += 1;
+                let file = funcs["fileName"][i].as_u64().unwrap() as usize;
+                assert_eq!(strings[file], "/src/App/Program.cs");
+                assert_eq!(funcs["lineNumber"][i], 40);
+                let frames = &t["frameTable"];
+                let at = frames["func"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .position(|f| f.as_u64() == Some(i as u64))
+                    .unwrap();
+                assert_eq!(frames["line"][at], 42);
+            } else {
+                assert!(funcs["fileName"][i].is_null(), "{fname}");
+            }
+        }
+    }
+    assert!(found > 0, "{name} in no thread's funcTable");
 }
