@@ -535,7 +535,21 @@ pub fn record(args: RecordArgs, pid: u32, while_attached: WhileAttached<'_>) -> 
         }
     }
     // A disk full at the end: the trace could not record its loss; the note beside it did.
-    crate::input::print_warnings(&output, &crate::output::lost_note_warnings_of(&output));
+    let lost = crate::output::lost_note_warnings_of(&output);
+    crate::input::print_warnings(&output, &lost);
+    // The sampled methods' source lines, read from their PDBs while the process that
+    // loaded them still runs, so the trace shows its lines elsewhere too (as `record --
+    // COMMAND` does). Not after a loss: a trace that did not end well is left alone.
+    if !args.no_lines
+        && lost.is_empty()
+        && let Err(e) = crate::travel::append_lines(&output)
+    {
+        eprintln!(
+            "clrprof: {} {}: source lines not added: {e:#}",
+            crate::style::warning("warning:"),
+            output.display()
+        );
+    }
     if !args.quiet {
         eprintln!(
             "clrprof: trace written to {}; see it with `clrprof report {}`",

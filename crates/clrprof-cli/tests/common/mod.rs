@@ -235,3 +235,29 @@ pub fn agent_gone(pid: u32) -> bool {
 pub fn says_detached(stderr: &str) -> bool {
     stderr.contains("library is unloaded") || stderr.contains("library stays mapped, inert")
 }
+
+/// Waits until the .NET process `pid` listens on its diagnostics socket (the runtime
+/// creates it early in startup), so that an attach can be sent. Panics after 60 s.
+pub fn wait_for_diagnostics(pid: u32) {
+    let prefix = format!("dotnet-diagnostic-{pid}-");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let found = std::fs::read_dir(std::env::temp_dir())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                name.starts_with(&prefix) && name.ends_with("-socket")
+            });
+        if found {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "pid {pid} opened no diagnostics socket in 60 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
