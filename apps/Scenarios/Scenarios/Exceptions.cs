@@ -4,7 +4,9 @@ namespace Scenarios;
 
 /// <summary>
 /// `exceptions [n=7]`: throws and catches exactly n InvalidOperationException ("boom #i");
-/// the app throws nothing else.
+/// the app throws nothing else. It prints the source lines its first exception's own stack
+/// trace names (<c>StackTrace(e, true)</c>, read from the PDB by the runtime): the throw in
+/// Throw and the call in Run, an oracle for the profiler's exception-stack lines.
 /// </summary>
 public static class Exceptions
 {
@@ -16,6 +18,8 @@ public static class Exceptions
         int n = args.Int("n", 7);
         int caught = 0;
         int messagesOk = 0;
+        int throwLine = 0;
+        int callLine = 0;
         for (int i = 0; i < n; i++)
         {
             try
@@ -25,6 +29,12 @@ public static class Exceptions
             catch (InvalidOperationException e)
             {
                 caught++;
+                if (i == 0)
+                {
+                    var trace = new System.Diagnostics.StackTrace(e, true);
+                    throwLine = trace.GetFrame(0)?.GetFileLineNumber() ?? 0;
+                    callLine = trace.GetFrame(1)?.GetFileLineNumber() ?? 0;
+                }
                 if (e.Message == $"boom #{i}")
                 {
                     messagesOk++;
@@ -35,6 +45,8 @@ public static class Exceptions
             ("exceptions", s_thrown),
             ("caught", caught),
             ("messages_ok", messagesOk),
+            ("throw_line", throwLine),
+            ("call_line", callLine),
             ("exception_type", typeof(InvalidOperationException).FullName!));
         return 0;
     }

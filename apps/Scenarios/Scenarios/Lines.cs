@@ -13,7 +13,8 @@ namespace Scenarios;
 /// Tier-1 code in turn. The inner loop is long (about 2 ms) so that the clock read of the
 /// loop condition is rare: the suspend sampler stops a thread at its next safe point, and
 /// a call (the clock read) is one, so short inner loops would put a share of the samples
-/// on the condition's line. The test finds the marked lines in this file.
+/// on the condition's line. The test finds the marked lines in this file. Busy first prints
+/// the line its caller's frame is on, as the runtime's own <c>StackTrace(true)</c> reads it.
 /// </summary>
 public static class Lines
 {
@@ -34,6 +35,10 @@ public static class Lines
     [MethodImpl(MethodImplOptions.NoInlining)]
     public static ulong Busy(ulong x, long deadline)
     {
+        // The line of the call in Run as the runtime's own stack trace names it (an oracle
+        // for the profiler's call-site lines), printed at once for a test that attaches.
+        Results.Print(("busy_call_line", new StackTrace(true).GetFrame(1)?.GetFileLineNumber() ?? -1));
+        Console.Out.Flush();
         while (Stopwatch.GetTimestamp() < deadline)
         {
             for (int i = 0; i < 2_000_000; i++) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; } // busy line

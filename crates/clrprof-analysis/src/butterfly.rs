@@ -10,6 +10,7 @@ use serde::Serialize;
 use clrprof_settings::pattern;
 
 use crate::calltree::TreeNode;
+use crate::lines::{Lines, SourceLine};
 use crate::names::Names;
 use crate::samples::{self, LabelId, Labels, StackSample, View};
 
@@ -67,6 +68,26 @@ pub struct Edge {
     pub name: String,
     #[serde(flatten)]
     pub figures: Figures,
+    /// Where the call is made (in the caller, for both directions), when the samples
+    /// hold positions and the PDB gives their lines: the line most of the edge's samples
+    /// were on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_site: Option<CallSite>,
+}
+
+/// A source line a call is made on.
+#[derive(Debug, Serialize, Clone, PartialEq, Eq)]
+pub struct CallSite {
+    /// The document's path as the compiler wrote it.
+    pub file: String,
+    pub line: u32,
+}
+
+impl std::fmt::Display for CallSite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = self.file.rsplit(['/', '\\']).next().unwrap_or(&self.file);
+        write!(f, "{name}:{}", self.line)
+    }
 }
 
 fn add(a: &mut Option<u64>, v: u64) {
@@ -76,7 +97,11 @@ fn add(a: &mut Option<u64>, v: u64) {
 fn sorted(map: BTreeMap<String, Figures>, key: impl Fn(&Figures) -> u64) -> Vec<Edge> {
     let mut v: Vec<Edge> = map
         .into_iter()
-        .map(|(name, figures)| Edge { name, figures })
+        .map(|(name, figures)| Edge {
+            name,
+            figures,
+            call_site: None,
+        })
         .collect();
     v.sort_by(|a, b| {
         key(&b.figures)
@@ -140,8 +165,21 @@ pub fn of_samples(
     view: View,
     stubs_named: bool,
     pattern: &str,
+    mut lines: Option<&mut Lines>,
 ) -> Butterfly {
     let mut labels = Labels::new(names, stubs_named);
+    // Per (function, direction, other), the samples per call-site line.
+    let mut sites: HashMap<(LabelId, u8, LabelId), HashMap<SourceLine, u64>> = HashMap::new();
+    let mut line_of = |s: &StackSample, i: usize| -> Option<SourceLine> {
+        let lines = lines.as_deref_mut()?;
+        let item = *s
+            .positions
+            .get(i)
+            .filter(|_| s.positions.len() == s.stack.len())?;
+        (item != 0)
+            .then(|| lines.line(names, s.stack[i], item))
+            .flatten()
+    };
     let mut acc: HashMap<LabelId, IdAcc> = HashMap::new();
     let mut matches: HashMap<LabelId, bool> = HashMap::new();
     let mut seen: HashSet<(LabelId, u8, LabelId)> = HashSet::new();
@@ -172,12 +210,28 @@ pub fn of_samples(
                 let e = a.callees.entry(frames[i - 1]).or_default();
                 add(&mut e.samples, 1);
                 add(&mut e.cpu_ns, s.cpu_ns);
+                // The call is made where the function itself is.
+                if let Some(l) = line_of(s, i) {
+                    *sites
+                        .entry((id, 2, frames[i - 1]))
+                        .or_default()
+                        .entry(l)
+                        .or_default() += 1;
+                }
             }
             let caller = frames.get(i + 1).copied().unwrap_or(ROOT_ID);
             if seen.insert((id, 1, caller)) {
                 let e = a.callers.entry(caller).or_default();
                 add(&mut e.samples, 1);
                 add(&mut e.cpu_ns, s.cpu_ns);
+                // The call is made where the caller is.
+                if let Some(l) = (caller != ROOT_ID).then(|| line_of(s, i + 1)).flatten() {
+                    *sites
+                        .entry((id, 1, caller))
+                        .or_default()
+                        .entry(l)
+                        .or_default() += 1;
+                }
             }
         }
     }
@@ -205,7 +259,31 @@ pub fn of_samples(
         View::Cpu => f.cpu_ns.unwrap_or(0),
         View::Wall => f.samples.unwrap_or(0),
     };
-    finish(pattern, "samples", acc, key)
+    // The most frequent line of each edge, by the edges' names.
+    let mut site_of: HashMap<(String, u8, String), CallSite> = HashMap::new();
+    for ((id, dir, other), per_line) in sites {
+        let best = per_line
+            .into_iter()
+            .max_by(|(la, na), (lb, nb)| na.cmp(nb).then_with(|| lb.cmp(la)));
+        if let Some((l, _)) = best {
+            site_of.insert(
+                (text(id), dir, text(other)),
+                CallSite {
+                    file: l.file.to_string(),
+                    line: l.line,
+                },
+            );
+        }
+    }
+    let mut b = finish(pattern, "samples", acc, key);
+    for f in &mut b.functions {
+        for (dir, edges) in [(1u8, &mut f.callers), (2u8, &mut f.callees)] {
+            for e in edges.iter_mut() {
+                e.call_site = site_of.remove(&(f.name.clone(), dir, e.name.clone()));
+            }
+        }
+    }
+    b
 }
 
 /// The butterfly of trace mode's merged call tree: exact calls between each pair.

@@ -50,6 +50,16 @@ pub struct Lines {
     missing: Vec<MissingPdb>,
 }
 
+/// The line of `function` at position `item` from the trace's own line table (the
+/// `SourceLine` records `record` appended), without reading any PDB.
+pub fn traced_line(names: &Names, function: u64, item: u64) -> Option<SourceLine> {
+    let (file, line) = names.source_lines.get(&(function, item))?;
+    Some(SourceLine {
+        file: file.clone(),
+        line: *line,
+    })
+}
+
 impl Lines {
     /// A resolver that also looks for PDBs in `dirs` (`--pdb-dir`).
     pub fn new(dirs: Vec<PathBuf>) -> Lines {
@@ -347,27 +357,63 @@ pub fn locate_functions(
 }
 
 /// The `SourceLine` records that make a trace's lines travel: for every distinct
-/// (function, position) its samples hold whose line the PDBs give, the record's fields.
+/// (function, position) its samples and exception stacks hold whose line the PDBs give,
+/// the record's fields.
 pub fn table(
     samples: &[crate::samples::StackSample],
+    events: &[crate::timeline::TimedEvent<'_>],
     names: &Names,
     lines: &mut Lines,
 ) -> Vec<(u64, u64, SourceLine)> {
     let mut seen: std::collections::HashSet<(u64, u64)> = std::collections::HashSet::new();
     let mut out = Vec::new();
+    let mut add = |f: u64, item: u64| {
+        if item != 0
+            && seen.insert((f, item))
+            && let Some(l) = lines.line(names, f, item)
+        {
+            out.push((f, item, l));
+        }
+    };
     for s in samples {
         if s.positions.len() != s.stack.len() {
             continue;
         }
         for (&f, &item) in s.stack.iter().zip(&s.positions) {
-            if item != 0
-                && seen.insert((f, item))
-                && let Some(l) = lines.line(names, f, item)
-            {
-                out.push((f, item, l));
-            }
+            add(f, item);
+        }
+    }
+    for (frames, positions) in exception_positions(events) {
+        for (&f, &item) in frames.iter().zip(positions) {
+            add(f, item);
         }
     }
     out.sort_by_key(|a| (a.0, a.1));
+    out
+}
+
+/// Each exception stack with its positions: an `ExceptionPositions` belongs to the
+/// `ExceptionStack` written just before it on the same thread.
+pub fn exception_positions<'e>(
+    events: &'e [crate::timeline::TimedEvent<'_>],
+) -> Vec<(&'e [u64], &'e [u64])> {
+    use clrprof_format::Event;
+    let mut last: HashMap<u64, &'e [u64]> = HashMap::new();
+    let mut out = Vec::new();
+    for e in events {
+        match &e.event {
+            Event::ExceptionStack { frames } => {
+                last.insert(e.os_tid, frames.as_ref());
+            }
+            Event::ExceptionPositions { positions } => {
+                if let Some(frames) = last.remove(&e.os_tid)
+                    && frames.len() == positions.len()
+                {
+                    out.push((frames, positions.as_ref()));
+                }
+            }
+            _ => {}
+        }
+    }
     out
 }

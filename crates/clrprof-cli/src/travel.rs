@@ -1,5 +1,5 @@
-//! Traces that travel: when a recording ends, `record` appends to each sample-mode trace
-//! the source lines of the positions its samples hold (`SourceLine` records, read from the
+//! Traces that travel: when a recording ends, `record` appends to each trace the source
+//! lines of the positions its samples and exception stacks hold (`SourceLine` records, read from the
 //! modules' PDBs now, while they are at hand), in one block after the agent's last, so
 //! `report` shows the same lines on a machine without the PDBs (docs/source-lines.md).
 //! `record --no-lines` leaves the trace as the agent wrote it.
@@ -36,13 +36,13 @@ pub fn append_lines(path: &Path) -> Result<usize> {
         .with_context(|| format!("cannot read {}", path.display()))?;
     let mut reader = TraceReader::new(&bytes)
         .with_context(|| format!("{} is not a readable clrprof trace", path.display()))?;
-    if reader.header().meta.mode != "sample" {
-        return Ok(0);
-    }
     let (mut last_seq, mut last_ts, mut positions) = (None::<u64>, 0u64, false);
     for e in reader.events() {
         last_ts = last_ts.max(e.ts);
-        positions |= matches!(e.event, Event::SamplePositions { .. });
+        positions |= matches!(
+            e.event,
+            Event::SamplePositions { .. } | Event::ExceptionPositions { .. }
+        );
         if matches!(e.event, Event::SourceLine { .. }) {
             // Appended already.
             return Ok(0);
@@ -57,7 +57,7 @@ pub fn append_lines(path: &Path) -> Result<usize> {
     let trace = Trace::load(&bytes)?;
     let names = Names::collect(&trace.events);
     let samples = stack_samples(&trace.events);
-    let rows = table(&samples, &names, &mut Lines::new(Vec::new()));
+    let rows = table(&samples, &trace.events, &names, &mut Lines::new(Vec::new()));
     if rows.is_empty() {
         return Ok(0);
     }

@@ -22,6 +22,29 @@ fn counts_exactly_the_exceptions_the_app_throws() {
     let msgs = &r["exception_messages"]["System.InvalidOperationException"];
     assert_eq!(msgs["boom #0"], 1, "{msgs:#}");
     assert_eq!(msgs["boom #6"], 1, "{msgs:#}");
+    // The throw stack's lines are the ones the exception's own stack trace names (the
+    // runtime reading the PDB in the app): the throw in Throw, the call in Run.
+    let (throw_line, call_line) = (&results(&out)["throw_line"], &results(&out)["call_line"]);
+    assert_ne!(throw_line, "0");
+    let stacks = r["exception_stacks"].as_array().unwrap();
+    let stack = stacks
+        .iter()
+        .find(|s| s["count"] == 7)
+        .unwrap_or_else(|| panic!("{stacks:#?}"));
+    let frames: Vec<&str> = stack["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        frames[..2],
+        [
+            format!("Scenarios.Exceptions.Throw (Exceptions.cs:{throw_line})"),
+            format!("Scenarios.Exceptions.Run (Exceptions.cs:{call_line})"),
+        ],
+        "{frames:#?}"
+    );
 }
 
 #[test]

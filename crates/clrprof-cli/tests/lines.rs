@@ -305,3 +305,72 @@ fn net10_signal_sampler_pdb_moved_and_found_with_pdb_dir() {
         found["missing_pdbs"]
     );
 }
+
+/// `record --pid`: an attached recording's trace gains its line table too (read from the
+/// PDBs while the target still runs), so it keeps its lines once the PDB is gone. .NET
+/// 10, signal sampler, attached to the `lines` scenario during its busy loop.
+#[test]
+fn net10_attached_recording_keeps_its_lines() {
+    let dir = scratch("lines-attach-app");
+    let app = copy_app(&app_on("Scenarios", Runtime::Net10), &dir.join("app"));
+    let _timing = timing_lock();
+    let mut target = app
+        .command(&["lines", "8"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = target.id();
+    // Busy says where its caller's frame is, by the runtime's own stack trace, as it
+    // starts: the oracle of the call-site line below.
+    // (The pipe stays open until the end: the app writes its results to it.)
+    let mut stdout =
+        std::io::BufRead::lines(std::io::BufReader::new(target.stdout.take().unwrap()));
+    let call_line = stdout
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| clrprof_testkit::parse_results(&l).remove("busy_call_line"))
+        .expect("busy_call_line");
+    wait_for_diagnostics(pid);
+    let trace = dir.join("attached.clrprof");
+    let out = clrprof()
+        .args(["record", "--pid", &pid.to_string(), "--duration", "2"])
+        .args(["--sampler", "signal", "--rate", "499", "-o"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = target.kill();
+    let _ = target.wait();
+    drop(stdout);
+    let r = report_json(&trace);
+    assert_on_marked_line(&r, "Scenarios.Lines.Busy", "busy line", "net10-attached");
+    // `report --function`: the call of Busy is made on the line of Run the runtime's own
+    // stack trace names. (That is the line before the call's own when the IL stack still
+    // holds a value of the earlier statement: the runtime maps code to IL only at
+    // stack-empty points; docs/source-lines.md.)
+    let b = report_json_with(&trace, &["--function", "Scenarios.Lines.Busy"]);
+    let busy = &b["butterfly"]["functions"][0];
+    let run = busy["callers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "Scenarios.Lines.Run")
+        .unwrap_or_else(|| panic!("{busy:#}"));
+    assert_eq!(run["call_site"]["line"].to_string(), call_line, "{run:#}");
+    assert!(
+        run["call_site"]["file"]
+            .as_str()
+            .is_some_and(|f| f.ends_with("Lines.cs")),
+        "{run:#}"
+    );
+    std::fs::remove_file(app.dir.join("Scenarios.pdb")).unwrap();
+    assert_eq!(
+        report_json(&trace)["lines"],
+        r["lines"],
+        "the attached trace's own lines, with the PDB gone"
+    );
+}

@@ -339,6 +339,10 @@ events! {
     /// shows its lines without the PDBs. `position` is a `SamplePositions` item, `file`
     /// the document's path as the compiler wrote it.
     101 SourceLine { function: u64, position: u64, file: Cow<'a, str>, line: u32 }
+    /// Where in each frame's method the thread's latest `ExceptionStack` was (format
+    /// 2.2): written right after it, on the same thread, one item per frame in its order,
+    /// as `SamplePositions` items (every frame maps its return address − 1).
+    102 ExceptionPositions { positions: Cow<'a, [u64]> }
     /// `--waits` (2.1): what the agent asked the runtime for: the runtime provider's
     /// `keywords` (Contention 0x4000, ThreadPool 0x10000, WaitHandle 0x40000000000 on .NET
     /// 9 and later), whether wait-handle events can come (false on .NET 8, which has

@@ -19,6 +19,7 @@ use crate::config::{Mode, Settings};
 use crate::names::{self, Seen};
 use crate::output::buffers::emit;
 use crate::session::Session;
+use crate::stackwalk::ilmap::IlMaps;
 
 /// State that exists once Initialize (or InitializeForAttach) succeeded.
 pub struct Active {
@@ -32,6 +33,9 @@ pub struct Active {
     modules_seen: Seen,
     assemblies_seen: Seen,
     attached: bool,
+    /// The IL maps of thrown-through methods, for the positions of exception stacks:
+    /// taken with `try_lock` only (a throw that finds it busy records no positions).
+    exception_ilmaps: std::sync::Mutex<IlMaps>,
 }
 
 /// Set by the first recording this copy of the library starts, never cleared: the library's
@@ -106,6 +110,9 @@ impl Profiler {
             modules_seen: Seen::new(),
             assemblies_seen: Seen::new(),
             attached,
+            exception_ilmaps: std::sync::Mutex::new(IlMaps::new(
+                std::env::var_os("CLRPROF_SAMPLER_NO_POSITIONS").is_none(),
+            )),
         });
         if let Some(a) = self.active()
             && a.settings.mode == Mode::Sample
@@ -118,13 +125,18 @@ impl Profiler {
 }
 
 impl Profiler {
-    /// Records the throwing thread's stack with a synchronous DoStackSnapshot.
+    /// Records the throwing thread's stack with a synchronous DoStackSnapshot, and where
+    /// in its method each frame was (`ExceptionPositions`): every frame's IP is a return
+    /// address here (the throwing method's is that of its call into the runtime's throw
+    /// helper), so each maps its address − 1, the call instruction.
     fn exception_stack(&self, a: &Active) {
         let mut frames: Vec<u64> = Vec::with_capacity(64);
+        let mut ips: Vec<u64> = Vec::with_capacity(64);
         let _ = a
             .info
-            .do_stack_snapshot(None, 0, None, &mut |f: FunctionId, _ip, _ctx| {
+            .do_stack_snapshot(None, 0, None, &mut |f: FunctionId, ip, _ctx| {
                 frames.push(f.0 as u64);
+                ips.push(ip as u64);
                 frames.len() < 512
             });
         for f in &frames {
@@ -132,9 +144,26 @@ impl Profiler {
                 self.name_function(a, FunctionId(*f as usize));
             }
         }
+        let positions: Option<Vec<u64>> = a.exception_ilmaps.try_lock().ok().map(|mut maps| {
+            frames
+                .iter()
+                .zip(&ips)
+                .map(|(&f, &ip)| {
+                    let p = (f != 0 && ip > 1)
+                        .then(|| maps.position(&a.info, f, ip - 1))
+                        .flatten();
+                    clrprof_format::position_item(p)
+                })
+                .collect()
+        });
         emit(&Event::ExceptionStack {
             frames: frames.into(),
         });
+        if let Some(positions) = positions.filter(|p| p.iter().any(|&p| p != 0)) {
+            emit(&Event::ExceptionPositions {
+                positions: positions.into(),
+            });
+        }
     }
 }
 

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use clrprof_format::Event;
 
+use crate::lines::Lines;
 use crate::names::Names;
 use crate::timeline::TimedEvent;
 
@@ -36,19 +37,46 @@ pub struct ExceptionsSection {
 pub struct Exceptions {
     by_type: BTreeMap<String, u64>,
     messages: BTreeMap<String, BTreeMap<String, u64>>,
-    /// (type, frame ids) → count: a million throws from one place are one entry.
-    stacks: HashMap<(String, Vec<u64>), u64>,
+    /// (type, frame ids, positions) → count: a million throws from one place are one
+    /// entry. Positions are empty until the stack's `ExceptionPositions` says them.
+    stacks: HashMap<StackKey, u64>,
     /// Per OS thread, the type of its last exception thrown: an `ExceptionStack` follows
     /// its `ExceptionThrown` on the same thread.
     last_thrown: HashMap<u64, String>,
+    /// Per OS thread, the key its last `ExceptionStack` was counted under: an
+    /// `ExceptionPositions` right after it moves that count to the key with positions.
+    last_stack: HashMap<u64, StackKey>,
 }
+
+type StackKey = (String, Vec<u64>, Vec<u64>);
 
 impl Exceptions {
     pub fn observe(&mut self, e: &TimedEvent<'_>) {
         match &e.event {
             Event::ExceptionStack { frames } => {
                 let ty = self.last_thrown.get(&e.os_tid).cloned().unwrap_or_default();
-                *self.stacks.entry((ty, frames.to_vec())).or_default() += 1;
+                let key = (ty, frames.to_vec(), Vec::new());
+                *self.stacks.entry(key.clone()).or_default() += 1;
+                self.last_stack.insert(e.os_tid, key);
+            }
+            Event::ExceptionPositions { positions } => {
+                let Some(key) = self.last_stack.remove(&e.os_tid) else {
+                    return;
+                };
+                if positions.len() != key.1.len() {
+                    return;
+                }
+                if let Some(n) = self.stacks.get_mut(&key) {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.stacks.remove(&key);
+                    }
+                }
+                let (ty, frames, _) = key;
+                *self
+                    .stacks
+                    .entry((ty, frames, positions.to_vec()))
+                    .or_default() += 1;
             }
             Event::ExceptionThrown {
                 type_name, message, ..
@@ -71,7 +99,9 @@ impl Exceptions {
         }
     }
 
-    pub fn finish(self, names: &Names) -> ExceptionsSection {
+    /// The section; a frame whose line is known (from the trace's own line table, or
+    /// through `lines` from the module's PDB) is shown as `Method (File.cs:42)`.
+    pub fn finish(self, names: &Names, mut lines: Option<&mut Lines>) -> ExceptionsSection {
         let mut messages = self.messages;
         for m in messages.values_mut() {
             if m.len() > MESSAGES_PER_TYPE {
@@ -81,13 +111,35 @@ impl Exceptions {
                 *m = v.into_iter().collect();
             }
         }
-        let mut stacks: Vec<ExceptionStack> = self
-            .stacks
+        // Stacks that differ only in positions the lines do not tell apart are one.
+        let mut merged: HashMap<(String, Vec<String>), u64> = HashMap::new();
+        for ((type_name, frames, positions), count) in self.stacks {
+            let shown = frames
+                .iter()
+                .enumerate()
+                .map(|(i, &f)| {
+                    let name = names.frame_name(f);
+                    let line = positions
+                        .get(i)
+                        .filter(|&&item| item != 0)
+                        .and_then(|&item| match lines.as_deref_mut() {
+                            Some(l) => l.line(names, f, item),
+                            None => crate::lines::traced_line(names, f, item),
+                        });
+                    match line {
+                        Some(l) => format!("{name} ({l})"),
+                        None => name,
+                    }
+                })
+                .collect();
+            *merged.entry((type_name, shown)).or_default() += count;
+        }
+        let mut stacks: Vec<ExceptionStack> = merged
             .into_iter()
             .map(|((type_name, frames), count)| ExceptionStack {
                 type_name,
                 count,
-                frames: frames.iter().map(|f| names.frame_name(*f)).collect(),
+                frames,
             })
             .collect();
         stacks.sort_by(|a, b| {
@@ -147,7 +199,7 @@ mod tests {
         ] {
             x.observe(&e);
         }
-        let s = x.finish(&names(&[(1, "A"), (2, "Main")]));
+        let s = x.finish(&names(&[(1, "A"), (2, "Main")]), None);
         assert_eq!(
             s.by_type.into_iter().collect::<Vec<_>>(),
             [("(unknown type)".to_string(), 1), ("E".to_string(), 2)]
@@ -174,7 +226,7 @@ mod tests {
                 x.observe(&thrown(1, "E", format!("m{i:02}")));
             }
         }
-        let s = x.finish(&Names::default());
+        let s = x.finish(&Names::default(), None);
         let kept: Vec<&str> = s.messages["E"].keys().map(String::as_str).collect();
         // Counts 3 (m02 m05 m08 m11), 2 (m01 m04 m07 m10), then 1 by name (m00 m03).
         assert_eq!(

@@ -54,7 +54,7 @@ pub use waits_section::{
     Waiter, WaitsSection, intervals as wait_intervals, starvation_episodes,
 };
 
-use crate::lines::{LineSamples, MissingPdb};
+use crate::lines::{LineSamples, Lines, MissingPdb};
 
 /// What to put in the report.
 #[derive(Debug, Clone)]
@@ -293,7 +293,8 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
         ),
         None => (sampled, None, None, None),
     };
-    let exceptions = c.exceptions.finish(&names);
+    let mut exception_lines = opts.pdb_dirs.as_deref().map(|d| Lines::new(d.to_vec()));
+    let exceptions = c.exceptions.finish(&names, exception_lines.as_mut());
     let loaded = c.loaded.finish();
     let gcs = gc::collect(&trace.events);
     let waits = waits_of(trace, &names, &thread_names, &windows, &gcs, filter);

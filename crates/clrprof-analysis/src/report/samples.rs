@@ -100,24 +100,38 @@ impl Samples {
         let (app_functions, outside) = crate::app_code::functions(&self.samples, names);
         totals.outside_app_cpu_ns = outside;
         let mut functions = samples::functions(&self.samples, names, want.view, stubs_named);
-        let (lines, missing_pdbs) = match want.pdb_dirs {
+        let mut resolver = match want.pdb_dirs {
             Some(dirs) if self.samples.iter().any(|s| !s.positions.is_empty()) => {
-                let mut resolver = Lines::new(dirs.to_vec());
-                let rows = lines::by_line(&self.samples, names, want.view, &mut resolver);
-                lines::locate_functions(&mut functions, names, &mut resolver);
-                (Some(rows), resolver.missing().to_vec())
+                Some(Lines::new(dirs.to_vec()))
             }
-            _ => (None, Vec::new()),
+            _ => None,
         };
+        let lines = resolver.as_mut().map(|resolver| {
+            let rows = lines::by_line(&self.samples, names, want.view, resolver);
+            lines::locate_functions(&mut functions, names, resolver);
+            rows
+        });
+        let butterfly = want.function.map(|p| {
+            butterfly::of_samples(
+                &self.samples,
+                names,
+                want.view,
+                stubs_named,
+                p,
+                resolver.as_mut(),
+            )
+        });
+        let missing_pdbs = resolver
+            .as_ref()
+            .map(|r| r.missing().to_vec())
+            .unwrap_or_default();
         Some(SamplesSection {
             lines,
             missing_pdbs,
             totals,
             app_functions,
             functions,
-            butterfly: want
-                .function
-                .map(|p| butterfly::of_samples(&self.samples, names, want.view, stubs_named, p)),
+            butterfly,
         })
     }
 }

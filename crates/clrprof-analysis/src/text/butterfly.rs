@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::units::{ns, truncate};
-use crate::butterfly::{Butterfly, Figures};
+use crate::butterfly::{Butterfly, Edge, Figures};
 
 fn figures(f: &Figures) -> String {
     match (f.calls, f.samples) {
@@ -34,7 +34,13 @@ pub fn render(o: &mut String, b: &Butterfly, top: usize) {
     for f in &b.functions {
         let _ = writeln!(o, "\ncallers:");
         for e in f.callers.iter().take(top) {
-            let _ = writeln!(o, "  {}  {}", figures(&e.figures), truncate(&e.name, 90));
+            let _ = writeln!(
+                o,
+                "  {}  {}{}",
+                figures(&e.figures),
+                truncate(&e.name, 90),
+                site(e)
+            );
         }
         more(o, f.callers.len(), top);
         let own = match (f.figures.self_ns, f.figures.self_samples) {
@@ -49,10 +55,24 @@ pub fn render(o: &mut String, b: &Butterfly, top: usize) {
         let _ = writeln!(o, "▶ {}\n  {own}", f.name);
         let _ = writeln!(o, "callees:");
         for e in f.callees.iter().take(top) {
-            let _ = writeln!(o, "  {}  {}", figures(&e.figures), truncate(&e.name, 90));
+            let _ = writeln!(
+                o,
+                "  {}  {}{}",
+                figures(&e.figures),
+                truncate(&e.name, 90),
+                site(e)
+            );
         }
         more(o, f.callees.len(), top);
     }
+}
+
+/// ` (at File.cs:42)`: where the call is made, when known.
+fn site(e: &Edge) -> String {
+    e.call_site
+        .as_ref()
+        .map(|c| format!("  (at {c})"))
+        .unwrap_or_default()
 }
 
 fn more(o: &mut String, n: usize, top: usize) {

@@ -323,6 +323,10 @@ pub fn every_kind() -> Vec<Event<'static>> {
             recorded: 3,
             unnamed: 1,
         },
+        // 2.2
+        Event::ExceptionPositions {
+            positions: Cow::Owned(vec![0x10 + 4, 0, 0x33 + 4]),
+        },
     ]
 }
 
@@ -641,6 +645,7 @@ pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
                     file: s1,
                     line: (c % (1 << 32)) as u32,
                 },
+                102 => Event::ExceptionPositions { positions: list },
                 40 => Event::CallArgs {
                     function: a,
                     sp: b2,
