@@ -243,6 +243,12 @@ pub fn write_with(
             if let Some(m) = profile.module_of(frame) {
                 args.insert("module".into(), m.name.as_str().into());
             }
+            // The method's source (from the PDB): its file, and the frame's line (with
+            // `--lines`) or else the method's first.
+            if let Some(src) = profile.source(c.frame) {
+                args.insert("file".into(), src.file.as_str().into());
+                args.insert("line".into(), src.line.unwrap_or(src.start_line).into());
+            }
             if let Some((samples, cpu_ns)) = c.sampled {
                 args.insert("samples".into(), samples.into());
                 args.insert("cpu_ns".into(), cpu_ns.into());

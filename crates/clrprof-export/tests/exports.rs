@@ -902,4 +902,18 @@ fn source_lines_reach_pprof_and_speedscope() {
         }
     }
     assert!(found > 0, "{name} in no thread's funcTable");
+
+    // Chrome: the slices of that frame name its file and line in their args.
+    let v = json(&p, Format::Chrome, weight(Weight::Cpu));
+    let slices: Vec<&serde_json::Value> = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["name"] == name.as_str())
+        .collect();
+    assert!(!slices.is_empty(), "no slice of {name}");
+    for e in slices {
+        assert_eq!(e["args"]["file"], "/src/App/Program.cs", "{e:#}");
+        assert_eq!(e["args"]["line"], 42, "{e:#}");
+    }
 }
