@@ -448,13 +448,43 @@ fn mutants_of_a_real_trace_never_crash_and_always_warn() {
         })
         .collect();
     assert!(reader.warnings().is_empty(), "{:?}", reader.warnings());
+    // The mutants, drawn in order from one seed, then checked by a few workers at once
+    // (each in a folder of its own): the checks are independent processes.
+    let mut rng = Rng(0x5eed_2027);
+    let mutants: Vec<(usize, String, Vec<u8>)> = (0..300)
+        .map(|i| {
+            let (what, bytes) = mutate(&file, body, &blocks, &mut rng);
+            (i, what, bytes)
+        })
+        .collect();
+    const WORKERS: usize = 3;
+    let t = trace.to_str().unwrap();
+    let (refused, warned) = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..WORKERS)
+            .map(|w| {
+                let dir = dir.join(format!("worker-{w}"));
+                let mine: Vec<&(usize, String, Vec<u8>)> =
+                    mutants.iter().skip(w).step_by(WORKERS).collect();
+                scope.spawn(move || check_mutants(&dir, t, &mine))
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .fold((0, 0), |(r, w), (r2, w2)| (r + r2, w + w2))
+    });
+    assert_eq!(refused + warned, 300);
+    eprintln!("300 mutants: {warned} read with warnings, {refused} refused (header)");
+}
+
+/// Checks `mutants` in `dir`: `report --json` never crashes, stays under 512 MiB and warns
+/// (or refuses the header), and one more command per mutant (each `convert` format and
+/// `diff` both ways, in turn) exits cleanly. Returns (refused, warned).
+fn check_mutants(dir: &Path, trace: &str, mutants: &[&(usize, String, Vec<u8>)]) -> (u32, u32) {
+    std::fs::create_dir_all(dir).unwrap();
     let mutant = dir.join("mutant.clrprof");
     let other = dir.join("out");
-    let (m, o, t) = (
-        mutant.to_str().unwrap(),
-        other.to_str().unwrap(),
-        trace.to_str().unwrap(),
-    );
+    let (m, o, t) = (mutant.to_str().unwrap(), other.to_str().unwrap(), trace);
     let commands: [Vec<&str>; 9] = [
         vec!["report", m],
         vec!["convert", "-f", "svg", "-o", o, m],
@@ -466,12 +496,10 @@ fn mutants_of_a_real_trace_never_crash_and_always_warn() {
         vec!["diff", t, m],
         vec!["diff", m, t],
     ];
-    let mut rng = Rng(0x5eed_2027);
     let (mut refused, mut warned) = (0, 0);
-    for i in 0..300 {
-        let (what, bytes) = mutate(&file, body, &blocks, &mut rng);
-        std::fs::write(&mutant, &bytes).unwrap();
-        let r = measure(&["report", "--json", m], &dir);
+    for (i, what, bytes) in mutants.iter().map(|m| (m.0, &m.1, &m.2)) {
+        std::fs::write(&mutant, bytes).unwrap();
+        let r = measure(&["report", "--json", m], dir);
         assert!(r.max_rss_mib < 512.0, "{what}: {:.0} MiB", r.max_rss_mib);
         // A signal or a panic (exit 101) is a crash.
         assert!(
@@ -497,7 +525,7 @@ fn mutants_of_a_real_trace_never_crash_and_always_warn() {
             code => panic!("{what}: exit {code}: {}", r.stderr),
         }
         let args = &commands[i % commands.len()];
-        let r = measure(args, &dir);
+        let r = measure(args, dir);
         assert!(
             r.max_rss_mib < 512.0,
             "{what}, {args:?}: {:.0} MiB",
@@ -510,5 +538,5 @@ fn mutants_of_a_real_trace_never_crash_and_always_warn() {
             r.stderr
         );
     }
-    eprintln!("300 mutants: {warned} read with warnings, {refused} refused (header)");
+    (refused, warned)
 }
