@@ -117,17 +117,15 @@ impl ProfilerCallback for Profiler {
         // sure the control thread (which asked for the detach and then returned) has
         // finished: after this join no code of ours runs on any thread.
         let socket = self.active().and_then(|a| a.session.stop_control());
-        // No callback runs any more: the rings of threads that outlive us can go.
-        crate::output::buffers::release_thread_refs();
-        crate::output::buffers::release_statics();
-        crate::names::release_at_detach();
-        sampling::release_at_detach();
+        // No callback runs any more and no thread of ours: what the session held goes,
+        // and the next attach (which loads this same copy) may start a session.
+        crate::session::state::end();
         // What our threads freed goes back to the kernel, not into the target's RSS.
         crate::os::pages::trim_heap();
         if crate::os::process::kept_loaded() == Ok(true) {
             log!(
-                "detached; the library stays mapped, inert (glibc {}: unloading it could corrupt \
-                 other libraries' thread-local storage)",
+                "detached; the library stays mapped, inert, for the next attach to this process \
+                 (glibc {})",
                 crate::os::process::glibc_version().unwrap_or_default()
             );
             // Last: the CLI that waits for it may attach again at once.
