@@ -58,8 +58,8 @@ impl ProfilerCallback for Profiler {
         }
         self.start_recording(info, settings, false, None)
             .map_err(|e| {
-                log!("{e}; the application runs unprofiled");
-                HResult(corprof_sys::CORPROF_E_PROFILER_CANCEL_ACTIVATION)
+                log!("{}; the application runs unprofiled", e.reason);
+                e.hresult(corprof_sys::CORPROF_E_PROFILER_CANCEL_ACTIVATION)
             })
     }
 
@@ -88,13 +88,17 @@ impl ProfilerCallback for Profiler {
         let control = req.control.clone();
         self.start_recording(info, req.settings, true, req.control)
             .map_err(|e| {
-                log!("{e}; attach refused, the application is untouched");
+                log!("{}; attach refused, the application is untouched", e.reason);
                 // The runtime passes only the HRESULT back: leave the reason where the
-                // CLI that asked looks for it.
-                if let Some(c) = &control {
-                    crate::control::write_error_note(c, &e);
+                // CLI that asked looks for it. Not when another session owns the process:
+                // the HRESULT says it all, and the note's path may be the running
+                // session's (two `clrprof` with one TMPDIR, started at the same moment).
+                if !e.busy
+                    && let Some(c) = &control
+                {
+                    crate::control::write_error_note(c, &e.reason);
                 }
-                HResult(corprof_sys::E_FAIL)
+                e.hresult(corprof_sys::E_FAIL)
             })
     }
 

@@ -34,6 +34,24 @@ pub struct Active {
     attached: bool,
 }
 
+/// Why a recording did not start: `busy` when another session owns the process (the
+/// answer is then CORPROF_E_PROFILER_ALREADY_ACTIVE), else the start failed.
+pub struct Refused {
+    pub busy: bool,
+    pub reason: String,
+}
+
+impl Refused {
+    /// The HRESULT for the runtime: `otherwise` unless another session owns the process.
+    fn hresult(&self, otherwise: i32) -> HResult {
+        HResult(if self.busy {
+            corprof_sys::CORPROF_E_PROFILER_ALREADY_ACTIVE
+        } else {
+            otherwise
+        })
+    }
+}
+
 #[derive(Default)]
 pub struct Profiler {
     active: OnceLock<Active>,
@@ -72,16 +90,19 @@ impl Profiler {
         settings: Settings,
         attached: bool,
         control: Option<std::path::PathBuf>,
-    ) -> std::result::Result<(), String> {
+    ) -> std::result::Result<(), Refused> {
         // One session at a time in this process: the library is loaded once and every
         // attach after the first names the same file, so a second profiler object (a
         // refused attach the runtime loaded anyway, two attaches at once) must find the
         // statics owned and leave them alone.
         if let Err(state) = crate::session::state::begin() {
-            return Err(format!(
-                "the profiler in this process is {state} (CORPROF_E_PROFILER_ALREADY_ACTIVE): \
-                 one recording at a time; this request touched nothing"
-            ));
+            return Err(Refused {
+                busy: true,
+                reason: format!(
+                    "the profiler in this process is {state} (CORPROF_E_PROFILER_ALREADY_ACTIVE): \
+                     one recording at a time; this request touched nothing"
+                ),
+            });
         }
         let session = match Session::start(&info, settings, attached, control) {
             Ok(s) => s,
@@ -89,7 +110,10 @@ impl Profiler {
                 // Nothing of the failed start runs (its threads were stopped) and the
                 // runtime delivers no callback after a failed initialisation.
                 crate::session::state::end();
-                return Err(e);
+                return Err(Refused {
+                    busy: false,
+                    reason: e,
+                });
             }
         };
         crate::session::state::started();
