@@ -45,9 +45,11 @@ pub unsafe extern "system" fn DllGetClassObject(
     riid: *const GUID,
     ppv: *mut *mut c_void,
 ) -> HRESULT {
-    // Before anything can make the runtime unload us (a failed Initialize, a detach):
-    // on glibc 2.34-2.36 an unload corrupts other libraries' TLS (os/process.rs).
-    let _ = std::panic::catch_unwind(os::process::keep_loaded_if_unload_unsafe);
+    // Before anything can make the runtime unload us (a failed Initialize, a detach): the
+    // library is loaded once per process and records each later session in place
+    // (os/process.rs, session/state.rs). Touches only the loader's flag; a profiler object
+    // made here touches nothing else until its initialisation wins the session state.
+    let _ = std::panic::catch_unwind(os::process::keep_loaded);
     // SAFETY: (A1) forwarded as received; dll_get_class_object checks every pointer.
     unsafe {
         corprof::dll_get_class_object::<callbacks::Profiler>(

@@ -15,6 +15,12 @@ static REFUSED: AtomicBool = AtomicBool::new(false);
 /// stderr into a build error, so there the log goes to its file or nowhere.
 static NEVER_STDERR: AtomicBool = AtomicBool::new(false);
 
+/// At a session's start: a log file refused by the last session is tried (and, if
+/// refused again, said) again. `NEVER_STDERR` stays: a process of the SDK remains one.
+pub fn reset_for_session() {
+    REFUSED.store(false, Ordering::Relaxed);
+}
+
 /// From now on, no line goes to stderr (not even when the log file cannot be opened).
 pub fn never_stderr() {
     NEVER_STDERR.store(true, Ordering::Relaxed);

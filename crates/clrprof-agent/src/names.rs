@@ -43,6 +43,8 @@ enum Mode {
 }
 
 fn mode() -> Mode {
+    // Process-wide on purpose: read from the process's environment, which no session
+    // changes.
     static MODE: OnceLock<Mode> = OnceLock::new();
     *MODE.get_or_init(|| match std::env::var("CLRPROF_NAMES").as_deref() {
         Err(_) | Ok("image") => Mode::Image,
@@ -82,6 +84,14 @@ fn note(line: String) {
     if notes.len() < MAX_NOTES {
         notes.push(line);
     }
+}
+
+/// At a session's start: its own counts and notes.
+pub fn reset_for_session() {
+    for c in [&FROM_IMAGE, &FROM_IMPORTER, &COMPARED, &DIFFERED] {
+        c.store(0, Ordering::Relaxed);
+    }
+    NOTES.lock().unwrap_or_else(|p| p.into_inner()).clear();
 }
 
 /// After a detach (`ProfilerDetachSucceeded`, when no code of ours runs any more and

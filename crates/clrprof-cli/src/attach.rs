@@ -350,9 +350,8 @@ pub fn alive(pid: u32) -> bool {
 }
 
 /// Where a detached agent that stays mapped says it has finished (the agent's
-/// `control::socket::detached_note_path`): on glibc 2.34-2.36 it keeps its library
-/// loaded, because unloading a library with thread-local storage there can corrupt other
-/// libraries' (docs/attach.md).
+/// `control::socket::detached_note_path`): the agent keeps its library loaded
+/// (`RTLD_NODELETE`) for the next attach to the process (docs/attach.md).
 fn detached_note(pid: u32) -> PathBuf {
     control_socket(pid).with_extension("detached")
 }
@@ -561,9 +560,9 @@ pub fn record(args: RecordArgs, pid: u32, while_attached: WhileAttached<'_>) -> 
 }
 
 /// Sends AttachProfiler with `settings` and waits until the agent answers on its control
-/// socket; a refusal comes back with the agent's reason. The runtime is given a fresh copy
-/// of `library` (`libcopy`), whose path this returns: the target's maps name it until
-/// the library is unloaded again.
+/// socket; a refusal comes back with the agent's reason. The runtime is given the
+/// process's resident copy of `library` (`libcopy`: made by the first attach), whose path
+/// this returns: the target's maps name it while the process lives.
 pub fn start(
     client: &DiagnosticsClient,
     pid: u32,
@@ -590,16 +589,25 @@ pub fn start(
         control: Some(control.clone()),
     });
     let clsid = Uuid::from_u128(clrprof_settings::CLSID);
-    let copy = crate::libcopy::LibraryCopy::create(
-        library,
-        control.parent().unwrap_or(Path::new("/tmp")),
-        uid.unwrap_or_else(crate::libcopy::own_uid),
-        pid,
-    )?;
-    // Unlinked when this returns: by then the runtime has mapped it or refused it.
-    let mapped = copy
-        .as_ref()
-        .map_or_else(|| library.to_path_buf(), |c| c.path().to_path_buf());
+    let target_uid = uid.unwrap_or_else(crate::libcopy::own_uid);
+    // The copy this process loaded at its first attach, named again: `dlopen` returns the
+    // loaded object, so no attach after the first loads a library (docs/attach.md).
+    let resident = crate::libcopy::resident(pid, target_uid, library);
+    let copy = match &resident {
+        Some(_) => None,
+        None => crate::libcopy::LibraryCopy::create(
+            library,
+            control.parent().unwrap_or(Path::new("/tmp")),
+            target_uid,
+            pid,
+        )?,
+    };
+    // Kept on disk when this returns if the target mapped it (its resident copy), else
+    // removed.
+    let mapped = resident.unwrap_or_else(|| {
+        copy.as_ref()
+            .map_or_else(|| library.to_path_buf(), |c| c.path().to_path_buf())
+    });
     match client.attach_profiler(Duration::from_secs(10), clsid, &mapped, &data) {
         Ok(_) => {}
         // A trace-mode recording's agent, which the runtime keeps after its IL probes.
@@ -723,8 +731,7 @@ pub fn detach_and_wait(pid: u32, library: &Path, quiet: bool) -> Result<()> {
     if wait_unloaded(pid, library, Duration::from_secs(15)) {
         if !quiet {
             let library_state = if alive(pid) && library_mapped(pid, library) {
-                "the profiler library stays mapped, inert (this glibc cannot unload it safely; \
-                 see docs/attach.md)"
+                "the profiler library stays mapped, inert, for the next attach (see docs/attach.md)"
             } else {
                 "the profiler library is unloaded"
             };

@@ -130,7 +130,7 @@ pub fn run(args: DumpArgs) -> Result<i32> {
     } else {
         crate::stdout::write_text(&text(&dump))?;
         eprintln!(
-            "clrprof: attached, captured and detached in {:.0} ms; the profiler library is unloaded",
+            "clrprof: attached, captured and detached in {:.0} ms; the profiler library stays mapped, inert, for the next attach",
             dump.elapsed_ms
         );
     }

@@ -1,20 +1,25 @@
-//! A fresh copy of the profiler library for each attach.
+//! The one copy of the profiler library each process loads: made by the first attach,
+//! named again by every later one.
 //!
-//! The runtime loads the library a profiler names with `dlopen`, and `dlopen` of a file
-//! that is already loaded returns the loaded copy, statics and thread-locals included. A
-//! detach unloads the library, so the next attach normally starts afresh; but a refused
-//! attach (`CORPROF_E_PROFILER_ALREADY_ACTIVE`: another `clrprof` got there first) leaks
-//! its reference inside the runtime, and the file then stays loaded after the first
-//! recording detaches. An attach of the same file would meet that recording's state, and
-//! the runtime's EventPipe thread once wrote through its stale buffer pointer into freed
-//! memory. So each attach hands the runtime a copy of its own: `dlopen` maps it afresh, a
-//! leaked reference keeps only a copy nobody loads again, and the agent refuses to record
-//! twice in one copy anyway (`callbacks::RECORDED_BEFORE`).
-//!
-//! The copy lives in the target user's control directory (0700, theirs), named
-//! `libclrprof_profiler.<pid>.<nonce>.so`, readable by the target; it is unlinked as soon as
-//! the runtime has loaded it (a mapped file needs no name) or refused it. Copies that a
-//! killed `clrprof` left behind are removed by the next attach to a process that is gone.
+//! The runtime loads the library a profiler names with `dlopen`. Each library loaded takes
+//! a thread-local storage module id, and unloading one is unsafe on glibc 2.34-2.36 (the
+//! freed id is reused and libcoreclr's thread-locals can come back zeroed), so the agent
+//! marks itself `RTLD_NODELETE` and stays mapped between sessions. A fresh file per attach
+//! therefore added a module id per attach, and past a thread's spare room in its TLS
+//! vector every thread grew it, which once aborted a target in glibc's `realloc`
+//! (docs/attach.md, step 7). So the first attach to a process copies the library into
+//! the target user's control directory (0700, theirs), named
+//! `libclrprof_profiler.<pid>.<nonce>.so`, readable by the target, and leaves it there
+//! while the process lives; every later attach finds it in the target's `/proc/PID/maps`
+//! ([`resident`]: the kernel's own record of what is mapped, checked against the file
+//! on disk: our naming, this pid, a regular file of the target's user in such a
+//! directory, the same device and inode) and names that path again, so `dlopen` returns
+//! the loaded object (by name, and by inode while the file exists). The agent starts
+//! each session afresh in it (`session::state` in the agent). A killed `clrprof`, a
+//! planted file or another `TMPDIR` change nothing: only what the target has mapped
+//! counts. A copy that is not mapped once the attach is answered is removed at once;
+//! copies of processes that are gone, and unmapped ones older than [`STALE`], by the
+//! next attach.
 
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
@@ -24,13 +29,14 @@ use anyhow::{Context, Result, bail};
 
 pub struct LibraryCopy {
     path: PathBuf,
+    pid: u32,
 }
 
 impl LibraryCopy {
-    /// Copies `library` into `dir` (created 0700 for `uid` when missing) for an attach to
-    /// `pid`. None when `dir` is on a `noexec` mount, where the runtime could not map a
-    /// copy: the attach then names the library itself, and the agent refuses to record
-    /// a second time in a copy that a refused attach kept loaded.
+    /// Copies `library` into `dir` (created 0700 for `uid` when missing) for the first
+    /// attach to `pid`. None when `dir` is on a `noexec` mount, where the runtime could not
+    /// map a copy: the attach then names the library itself (the same path each time, so
+    /// that too is loaded once).
     pub fn create(library: &Path, dir: &Path, uid: u32, pid: u32) -> Result<Option<LibraryCopy>> {
         ensure_dir(dir, uid)?;
         if on_noexec_mount(dir) {
@@ -68,7 +74,7 @@ impl LibraryCopy {
                     });
                 }
             };
-            let copy = LibraryCopy { path };
+            let copy = LibraryCopy { path, pid };
             dst.write_all(&image)
                 .and_then(|_| dst.flush())
                 .with_context(|| format!("cannot write {}", copy.path.display()))?;
@@ -91,9 +97,119 @@ impl LibraryCopy {
 }
 
 impl Drop for LibraryCopy {
+    /// The attach is answered: a copy the target mapped stays (the resident copy, named by
+    /// every later attach); any other goes.
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+        if !mapped_by(self.pid, &self.path) {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
+}
+
+/// Whether `pid` maps the file at `path` (by its name in `/proc/PID/maps`, not deleted).
+fn mapped_by(pid: u32, path: &Path) -> bool {
+    let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+        return false;
+    };
+    let want = path.as_os_str().to_string_lossy();
+    maps.lines()
+        .filter_map(map_entry)
+        .any(|e| e.path == want.as_ref())
+}
+
+/// One file-backed line of `/proc/PID/maps`.
+struct MapEntry<'a> {
+    major: u32,
+    minor: u32,
+    inode: u64,
+    path: &'a str,
+}
+
+fn map_entry(line: &str) -> Option<MapEntry<'_>> {
+    // address perms offset dev inode path (the path may hold spaces)
+    let mut rest = line;
+    let mut fields = [""; 5];
+    for f in &mut fields {
+        rest = rest.trim_start_matches(' ');
+        let end = rest.find(' ')?;
+        *f = &rest[..end];
+        rest = &rest[end..];
+    }
+    let path = rest.trim_start_matches(' ');
+    if !path.starts_with('/') || path.ends_with(" (deleted)") {
+        return None;
+    }
+    let (major, minor) = fields[3].split_once(':')?;
+    Some(MapEntry {
+        major: u32::from_str_radix(major, 16).ok()?,
+        minor: u32::from_str_radix(minor, 16).ok()?,
+        inode: fields[4].parse().ok()?,
+        path,
+    })
+}
+
+/// The copy of the library that `pid` has loaded already, to be named again: found in
+/// the process's maps, and only if the file there now is that mapping (same device and
+/// inode), a regular file (not a link) of `uid` that no one else may write, named
+/// `libclrprof_profiler.<pid>.<nonce>.so` for this pid, in a 0700 directory of `uid`, and
+/// holds what `library` would be copied as (a copy made by another build of clrprof is
+/// not named again: its agent may not read this one's settings). None: the next attach
+/// makes the first copy.
+pub fn resident(pid: u32, uid: u32, library: &Path) -> Option<PathBuf> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    let image = std::fs::read(library).ok()?;
+    let want = loadable_part(&image);
+    let mut seen = std::collections::HashSet::new();
+    maps.lines()
+        .filter_map(map_entry)
+        .filter(|e| seen.insert(e.path))
+        .find(|e| resident_ok(e, pid, uid, &want))
+        .map(|e| PathBuf::from(e.path))
+}
+
+fn resident_ok(e: &MapEntry<'_>, pid: u32, uid: u32, want: &[u8]) -> bool {
+    let path = Path::new(e.path);
+    let name_ok = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .is_some_and(|n| copy_pid(&n) == Some(pid));
+    if !name_ok {
+        return false;
+    }
+    let Some(dir) = path.parent() else {
+        return false;
+    };
+    let dir_ok = std::fs::symlink_metadata(dir)
+        .is_ok_and(|m| m.is_dir() && m.uid() == uid && m.mode() & 0o077 == 0);
+    let Ok(m) = std::fs::symlink_metadata(path) else {
+        return false;
+    };
+    let dev = m.dev();
+    let file_ok = m.is_file()
+        && m.uid() == uid
+        && m.mode() & 0o022 == 0
+        && m.ino() == e.inode
+        && libc::major(dev) == e.major
+        && libc::minor(dev) == e.minor;
+    // Read without following a link and without blocking (it is a regular file here).
+    file_ok
+        && dir_ok
+        && std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)
+            .ok()
+            .filter(|f| f.metadata().is_ok_and(|fm| fm.ino() == e.inode))
+            .and_then(|mut f| {
+                let mut buf = Vec::with_capacity(want.len());
+                std::io::Read::read_to_end(
+                    &mut std::io::Read::take(&mut f, want.len() as u64 + 1),
+                    &mut buf,
+                )
+                .ok()
+                .map(|_| buf)
+            })
+            .is_some_and(|b| b == want)
 }
 
 /// Creates the control directory as the agent expects it (0700, the target's user) when
@@ -213,10 +329,11 @@ pub fn loadable_part(image: &[u8]) -> std::borrow::Cow<'_, [u8]> {
     Cow::Owned(out)
 }
 
-/// Removes copies a `clrprof` killed between the copy and the attach's answer left: those
-/// of processes that no longer exist, and any older than [`STALE`] (an attach is answered,
-/// or given up, within seconds, and a loaded copy needs no name); and the detached notes
-/// of processes that no longer exist.
+/// Removes copies no process loads: those of processes that no longer exist (whose
+/// resident copy this was), and unmapped ones older than [`STALE`] (a `clrprof` killed
+/// between the copy and the attach's answer: an attach is answered, or given up, within
+/// seconds); and the detached notes of processes that no longer exist. A copy its live
+/// process maps stays: it is that process's resident copy.
 fn remove_stale(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -233,6 +350,10 @@ fn remove_stale(dir: &Path) {
             continue;
         }
         let Some(pid) = copy_pid(&name) else { continue };
+        // The resident copy of a live process: kept while the process lives.
+        if mapped_by(pid, &e.path()) {
+            continue;
+        }
         let old = e
             .metadata()
             .and_then(|m| m.modified())
@@ -245,7 +366,7 @@ fn remove_stale(dir: &Path) {
     }
 }
 
-/// Past this age a copy belongs to no attach still under way.
+/// Past this age an unmapped copy belongs to no attach still under way.
 const STALE: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// The pid in `libclrprof_profiler.<pid>.<nonce>.so`.
@@ -382,5 +503,101 @@ mod tests {
         assert!(!gone.exists());
         assert!(live.exists() && other.exists());
         let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[cfg(test)]
+mod resident_tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// Maps `path` into this process (as the runtime's `dlopen` would map the copy).
+    fn map(path: &Path) -> (*mut libc::c_void, usize) {
+        let f = std::fs::File::open(path).unwrap();
+        let len = f.metadata().unwrap().len() as usize;
+        // SAFETY: a fresh private read-only mapping of a file we own, unmapped by `unmap`.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE,
+                std::os::fd::AsRawFd::as_raw_fd(&f),
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        (p, len)
+    }
+
+    fn unmap((p, len): (*mut libc::c_void, usize)) {
+        // SAFETY: exactly the pointer and length one `map` returned, once.
+        unsafe { libc::munmap(p, len) };
+    }
+
+    #[test]
+    fn the_resident_copy_is_the_mapped_one_and_only_if_it_checks_out() {
+        let pid = std::process::id();
+        let dir = std::env::temp_dir().join(format!("clrprof-resident-{pid}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let ctl = dir.join("ctl");
+        std::fs::DirBuilder::new().mode(0o700).create(&ctl).unwrap();
+        if on_noexec_mount(&dir) {
+            return;
+        }
+        let lib = dir.join("libclrprof_profiler.so");
+        std::fs::write(&lib, vec![7u8; 8192]).unwrap();
+        let uid = own_uid();
+        let copy = ctl.join(format!("libclrprof_profiler.{pid}.00000000deadbeef.so"));
+        std::fs::write(&copy, vec![7u8; 8192]).unwrap();
+        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o644)).unwrap();
+        // A planted file with the right name that the process does not map: never named.
+        let planted = ctl.join(format!("libclrprof_profiler.{pid}.00000000cafebabe.so"));
+        std::fs::write(&planted, vec![7u8; 8192]).unwrap();
+        assert_eq!(resident(pid, uid, &lib), None, "nothing mapped yet");
+
+        let m = map(&copy);
+        assert_eq!(resident(pid, uid, &lib), Some(copy.clone()));
+        // Not a copy for this pid, another owner, or another build's library: not named.
+        assert_eq!(resident(pid + 1, uid, &lib), None);
+        assert_eq!(resident(pid, uid + 1, &lib), None);
+        std::fs::write(dir.join("other.so"), vec![8u8; 8192]).unwrap();
+        assert_eq!(resident(pid, uid, &dir.join("other.so")), None);
+        // Writable by others: not trusted.
+        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert_eq!(resident(pid, uid, &lib), None);
+        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o644)).unwrap();
+        // Replaced on disk (another inode under the mapped name): not the mapped object.
+        std::fs::remove_file(&copy).unwrap();
+        std::fs::write(&copy, vec![7u8; 8192]).unwrap();
+        assert_eq!(resident(pid, uid, &lib), None);
+        unmap(m);
+
+        // While mapped, a stale sweep keeps it; the unmapped planted file goes once old
+        // or its process is gone (here: alive, fresh, so it stays too).
+        let m = map(&copy);
+        remove_stale(&ctl);
+        assert!(copy.exists());
+        unmap(m);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn maps_lines_are_read_with_their_device_inode_and_path() {
+        let e = map_entry(
+            "7f00-7f10 r-xp 00000000 fd:01 1234567    /tmp/clrprof-1000/libclrprof_profiler.9.00000000deadbeef.so",
+        )
+        .unwrap();
+        assert_eq!((e.major, e.minor, e.inode), (0xfd, 1, 1234567));
+        assert_eq!(
+            e.path,
+            "/tmp/clrprof-1000/libclrprof_profiler.9.00000000deadbeef.so"
+        );
+        assert!(map_entry("7f00-7f10 r-xp 00000000 fd:01 12 /tmp/x.so (deleted)").is_none());
+        assert!(map_entry("7f00-7f10 rw-p 00000000 00:00 0 ").is_none());
+        assert!(map_entry("7f00-7f10 rw-p 00000000 00:00 0    [stack]").is_none());
+        let spaced = map_entry("7f00-7f10 r--p 00000000 08:02 5 /tmp/a b/c.so").unwrap();
+        assert_eq!(spaced.path, "/tmp/a b/c.so");
     }
 }

@@ -514,7 +514,7 @@ fn demo_with_events_cpu_and_allocation_samples() {
 }
 
 /// `record --pid --alloc`: the runtime allows the EventPipe session, the GC callbacks and
-/// the handles after an attach; the detach leaves the library unloaded and the app going.
+/// the handles after an attach; the detach leaves the agent inert and the app going.
 #[test]
 fn attach_samples_allocations_then_detaches() {
     use std::io::{BufRead, BufReader, Write};

@@ -161,6 +161,10 @@ fn attach_sample_detach_leaves_no_trace_of_the_profiler() {
     t.quit();
 }
 
+/// Ten sessions in one process: the library is loaded once (the first attach's copy, named
+/// again by every later one) and each session starts from fresh state: its samples, its
+/// threads' names, its functions' names, and nothing of an earlier session (whose data
+/// would stretch the trace's span over the earlier cycles).
 #[test]
 fn ten_attach_detach_cycles_on_one_process() {
     let dir = scratch("attach-cycles");
@@ -170,17 +174,38 @@ fn ten_attach_detach_cycles_on_one_process() {
         let out = attach_record(t.pid, &trace, &["--duration", "0.3", "-q"]);
         assert_ok(&out);
         assert!(agent_gone(t.pid), "cycle {i}: still active");
-        if agent_stays_mapped() {
-            assert_eq!(
-                agent_copies(t.pid),
-                i + 1,
-                "cycle {i}: one inert copy per attach"
-            );
-        }
+        assert_eq!(
+            agent_copies(t.pid),
+            1,
+            "cycle {i}: the process maps one copy of the library, the first attach's"
+        );
         let r = report_json(&trace);
         assert!(
             r["samples"]["total"].as_u64().unwrap_or(0) > 0,
             "cycle {i}: no samples"
+        );
+        let threads: Vec<&str> = r["samples"]["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        assert!(
+            threads.iter().any(|n| n.starts_with("serve-worker-")),
+            "cycle {i}: worker threads unnamed: {threads:?}"
+        );
+        assert!(
+            r["functions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["name"] == "Scenarios.Serve.ServeWork"),
+            "cycle {i}: ServeWork not named in this session's trace"
+        );
+        let span = r["trace"]["duration_ns"].as_u64().unwrap_or(u64::MAX);
+        assert!(
+            span < 5_000_000_000,
+            "cycle {i}: the trace spans {span} ns for a 0.3 s recording: data of an earlier session?"
         );
     }
     t.quit();
@@ -583,4 +608,76 @@ fn attach_records_waits() {
         ledger["waiters"][0]["function"],
         "Scenarios.Waits.TakeLedger"
     );
+}
+
+/// Sessions of different kinds one after another in one process (one loaded copy of the
+/// library): what one mode set up must not leak into the next. Events mode, then sample
+/// mode, then `--alloc --waits --heap`, then sample mode again, which must have neither
+/// allocation samples nor a heap snapshot nor samples from before its start. (Trace mode
+/// with `--args` cannot come first: an attach refuses `--args`, and trace mode after
+/// attach enables ReJIT, after which the runtime keeps the agent dormant for good.)
+#[test]
+fn sessions_of_different_modes_share_nothing() {
+    let dir = scratch("attach-modes");
+    let mut t = Target::start(&[]);
+    let pid = t.pid;
+    let run = |name: &str, extra: &[&str]| {
+        let trace = dir.join(format!("{name}.clrprof"));
+        let mut args = vec!["-q"];
+        args.extend_from_slice(extra);
+        let out = attach_record(pid, &trace, &args);
+        assert_ok(&out);
+        assert!(agent_gone(pid), "{name}: still active");
+        assert_eq!(agent_copies(pid), 1, "{name}: one copy of the library");
+        report_json(&trace)
+    };
+    let events = run(
+        "events",
+        &[
+            "--mode",
+            "events",
+            "--events",
+            "threads,gc,jit",
+            "--duration",
+            "0.5",
+        ],
+    );
+    assert_eq!(events["samples"]["total"].as_u64().unwrap_or(0), 0);
+    assert!(events["allocation_samples"].is_null());
+
+    let sample = run("sample", &["--duration", "0.5"]);
+    assert!(sample["samples"]["total"].as_u64().unwrap_or(0) > 0);
+    assert!(
+        sample["allocation_samples"].is_null(),
+        "{}",
+        sample["allocation_samples"]
+    );
+    assert!(sample["heap"].is_null(), "{}", sample["heap"]);
+
+    let alloc = run(
+        "alloc",
+        &["--alloc", "--waits", "--heap", "0.3", "--duration", "1"],
+    );
+    assert!(
+        alloc["allocation_samples"].is_object(),
+        "--alloc recorded no allocation configuration: {alloc:#}"
+    );
+    assert!(!alloc["heap"].is_null(), "--heap 0.3 took no snapshot");
+
+    let again = run("again", &["--duration", "0.5"]);
+    assert!(again["samples"]["total"].as_u64().unwrap_or(0) > 0);
+    assert!(
+        again["allocation_samples"].is_null(),
+        "the --alloc session's state leaked into the next: {}",
+        again["allocation_samples"]
+    );
+    assert!(
+        again["heap"].is_null(),
+        "a heap snapshot leaked: {}",
+        again["heap"]
+    );
+    let span = again["trace"]["duration_ns"].as_u64().unwrap_or(u64::MAX);
+    assert!(span < 5_000_000_000, "the last trace spans {span} ns");
+    t.ask("result", "RESULT");
+    t.quit();
 }

@@ -460,8 +460,8 @@ impl Target {
         }
     }
 
-    /// Whether the agent is in the target (its threads run, or its library is mapped
-    /// where this glibc lets it be unloaded).
+    /// Whether the agent is active in the target (its threads run, or more than its one
+    /// resident copy is mapped).
     fn profiler_mapped(&self) -> bool {
         !common::agent_gone(self.pid)
     }

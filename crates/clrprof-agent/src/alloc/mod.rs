@@ -25,7 +25,6 @@ mod stackcache;
 mod waits;
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use clrprof_format::Event;
@@ -121,7 +120,23 @@ struct State {
     classes: Seen,
 }
 
-static STATE: OnceLock<State> = OnceLock::new();
+/// The session's sampling state; freed between sessions (`session::state`).
+static STATE: crate::session::state::SessionCell<State> = crate::session::state::SessionCell::new();
+
+/// At a session's start: caches of the last session are forgotten (its names were
+/// written to its own trace, not to this one).
+pub fn reset_for_session() {
+    FUNCTIONS_NAMED.clear();
+    CLASSES_NAMED.clear();
+    waits::reset_for_session();
+    stackcache::reset_for_session();
+}
+
+/// Between sessions: the state of the last `--alloc` and `--waits` goes.
+pub fn release_at_detach() {
+    STATE.clear();
+    waits::release_at_detach();
+}
 
 /// Starts the EventPipe session (after the event mask asked for EventPipe delivery and
 /// the GC callbacks). An error leaves the rest of the recording running; it is logged and
@@ -190,7 +205,7 @@ fn try_start(info: &ProfilerInfo, settings: &Settings) -> Result<(), (u32, Strin
         tracked_max: if follow { TRACKED_MAX as u64 } else { 0 },
     });
     let walk = WalkMode::from_env();
-    let _ = STATE.set(State {
+    STATE.set(State {
         session,
         walk,
         hits: AtomicU64::new(0),
@@ -246,6 +261,12 @@ struct NamedCache([AtomicUsize; 4096]);
 impl NamedCache {
     const fn new() -> NamedCache {
         NamedCache([const { AtomicUsize::new(0) }; 4096])
+    }
+
+    fn clear(&self) {
+        for s in &self.0 {
+            s.store(0, Ordering::Relaxed);
+        }
     }
 
     /// True the first time `id` is seen (`seen` decides; the cache only remembers).

@@ -69,12 +69,27 @@ static NEXT_WAY: AtomicU64 = AtomicU64::new(0);
 /// entry busy with another writer.
 pub static NOT_KEPT: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
 
+/// At a session's start: no stack of the last session is trusted again, and the counts
+/// are this session's.
+pub fn reset_for_session() {
+    for e in &TABLE {
+        e.seq.store(0, Ordering::Relaxed);
+        e.key.store(0, Ordering::Relaxed);
+        e.n.store(0, Ordering::Relaxed);
+    }
+    for l in LEAVES.iter().chain(&NOT_KEPT) {
+        l.store(0, Ordering::Relaxed);
+    }
+    NEXT_WAY.store(0, Ordering::Relaxed);
+}
+
 fn not_kept(why: usize) {
     NOT_KEPT[why].fetch_add(1, Ordering::Relaxed);
 }
 
 thread_local! {
-    /// This thread's stack `[low, high)`: (0, 0) until asked, (1, 1) when not known.
+    /// This thread's stack (per thread for good: a thread's stack does not move, so a
+    /// later session may use what an earlier one asked) `[low, high)`: (0, 0) until asked, (1, 1) when not known.
     static RANGE: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
 }
 

@@ -25,7 +25,8 @@
 //! (`WaitStats.unnamed`).
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
+
+use crate::session::state::SessionCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use clrprof_format::{Event, WAIT_HANDLE, WAIT_LOCK};
@@ -58,10 +59,23 @@ struct State {
     classes: Seen,
 }
 
-static STATE: OnceLock<State> = OnceLock::new();
+static STATE: SessionCell<State> = SessionCell::new();
 
 /// Leaf functions already judged: `id << 1 | raised_in_preemptive_mode`, direct-mapped.
 static LEAF_KIND: [AtomicU64; 1024] = [const { AtomicU64::new(0) }; 1024];
+
+/// At a session's start: the leaf judgements of the last one are forgotten (a function
+/// id of an unloaded collectible assembly may be reused).
+pub fn reset_for_session() {
+    for k in &LEAF_KIND {
+        k.store(0, Ordering::Relaxed);
+    }
+}
+
+/// Between sessions: the last session's state goes.
+pub fn release_at_detach() {
+    STATE.clear();
+}
 
 /// Opens the sessions when the `waits` group is on. A failure is logged and recorded
 /// (`WaitConfig.error`), the rest of the recording goes on.
@@ -132,7 +146,7 @@ pub fn start(info: &ProfilerInfo, settings: &Settings) {
         wait_handles: keywords & KEYWORD_WAITHANDLE != 0,
         error: Cow::Owned(error),
     });
-    let _ = STATE.set(State {
+    STATE.set(State {
         sessions,
         stopped: AtomicBool::new(false),
         delivered: AtomicU64::new(0),

@@ -58,8 +58,8 @@ impl ProfilerCallback for Profiler {
         }
         self.start_recording(info, settings, false, None)
             .map_err(|e| {
-                log!("{e}; the application runs unprofiled");
-                HResult(corprof_sys::CORPROF_E_PROFILER_CANCEL_ACTIVATION)
+                log!("{}; the application runs unprofiled", e.reason);
+                e.hresult(corprof_sys::CORPROF_E_PROFILER_CANCEL_ACTIVATION)
             })
     }
 
@@ -88,13 +88,17 @@ impl ProfilerCallback for Profiler {
         let control = req.control.clone();
         self.start_recording(info, req.settings, true, req.control)
             .map_err(|e| {
-                log!("{e}; attach refused, the application is untouched");
+                log!("{}; attach refused, the application is untouched", e.reason);
                 // The runtime passes only the HRESULT back: leave the reason where the
-                // CLI that asked looks for it.
-                if let Some(c) = &control {
-                    crate::control::write_error_note(c, &e);
+                // CLI that asked looks for it. Not when another session owns the process:
+                // the HRESULT says it all, and the note's path may be the running
+                // session's (two `clrprof` with one TMPDIR, started at the same moment).
+                if !e.busy
+                    && let Some(c) = &control
+                {
+                    crate::control::write_error_note(c, &e.reason);
                 }
-                HResult(corprof_sys::E_FAIL)
+                e.hresult(corprof_sys::E_FAIL)
             })
     }
 
@@ -117,17 +121,15 @@ impl ProfilerCallback for Profiler {
         // sure the control thread (which asked for the detach and then returned) has
         // finished: after this join no code of ours runs on any thread.
         let socket = self.active().and_then(|a| a.session.stop_control());
-        // No callback runs any more: the rings of threads that outlive us can go.
-        crate::output::buffers::release_thread_refs();
-        crate::output::buffers::release_statics();
-        crate::names::release_at_detach();
-        sampling::release_at_detach();
+        // No callback runs any more and no thread of ours: what the session held goes,
+        // and the next attach (which loads this same copy) may start a session.
+        crate::session::state::end();
         // What our threads freed goes back to the kernel, not into the target's RSS.
         crate::os::pages::trim_heap();
         if crate::os::process::kept_loaded() == Ok(true) {
             log!(
-                "detached; the library stays mapped, inert (glibc {}: unloading it could corrupt \
-                 other libraries' thread-local storage)",
+                "detached; the library stays mapped, inert, for the next attach to this process \
+                 (glibc {})",
                 crate::os::process::glibc_version().unwrap_or_default()
             );
             // Last: the CLI that waits for it may attach again at once.

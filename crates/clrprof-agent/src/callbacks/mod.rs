@@ -38,16 +38,23 @@ pub struct Active {
     exception_ilmaps: std::sync::Mutex<IlMaps>,
 }
 
-/// Set by the first recording this copy of the library starts, never cleared: the library's
-/// statics (thread-local slot pointers, the writer, the allocation session's state) belong
-/// to that recording. The runtime unloads the library after a detach, which clears them
-/// all, except when another load of the same file is still held: a refused attach
-/// (CORPROF_E_PROFILER_ALREADY_ACTIVE) leaks its reference (dotnet/runtime's
-/// `ProfilingAPIUtility::LoadProfiler` returns without releasing the loaded profiler), so
-/// the file stays mapped and a later attach would find the old state, and the EventPipe
-/// thread's stale slot pointer would write into a freed ring. Such a load is refused
-/// instead; the CLI attaches a fresh copy of the library each time (docs/attach.md).
-static RECORDED_BEFORE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// Why a recording did not start: `busy` when another session owns the process (the
+/// answer is then CORPROF_E_PROFILER_ALREADY_ACTIVE), else the start failed.
+pub struct Refused {
+    pub busy: bool,
+    pub reason: String,
+}
+
+impl Refused {
+    /// The HRESULT for the runtime: `otherwise` unless another session owns the process.
+    fn hresult(&self, otherwise: i32) -> HResult {
+        HResult(if self.busy {
+            corprof_sys::CORPROF_E_PROFILER_ALREADY_ACTIVE
+        } else {
+            otherwise
+        })
+    }
+}
 
 #[derive(Default)]
 pub struct Profiler {
@@ -87,20 +94,33 @@ impl Profiler {
         settings: Settings,
         attached: bool,
         control: Option<std::path::PathBuf>,
-    ) -> std::result::Result<(), String> {
-        if RECORDED_BEFORE.swap(true, std::sync::atomic::Ordering::AcqRel) {
-            return Err(format!(
-                "this copy of the profiler library ({}) already recorded once in this process and \
-                 is still loaded: the runtime never unloads a library whose attach it refused \
-                 (CORPROF_E_PROFILER_ALREADY_ACTIVE), and a second recording here would reuse the \
-                 first one's state; `clrprof record --pid` attaches a fresh copy each time, so use \
-                 it or give each attach a library file of its own",
-                crate::os::process::own_library_path()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_else(|| "path unknown".into())
-            ));
+    ) -> std::result::Result<(), Refused> {
+        // One session at a time in this process: the library is loaded once and every
+        // attach after the first names the same file, so a second profiler object (a
+        // refused attach the runtime loaded anyway, two attaches at once) must find the
+        // statics owned and leave them alone.
+        if let Err(state) = crate::session::state::begin() {
+            return Err(Refused {
+                busy: true,
+                reason: format!(
+                    "the profiler in this process is {state} (CORPROF_E_PROFILER_ALREADY_ACTIVE): \
+                     one recording at a time; this request touched nothing"
+                ),
+            });
         }
-        let session = Session::start(&info, settings, attached, control)?;
+        let session = match Session::start(&info, settings, attached, control) {
+            Ok(s) => s,
+            Err(e) => {
+                // Nothing of the failed start runs (its threads were stopped) and the
+                // runtime delivers no callback after a failed initialisation.
+                crate::session::state::end();
+                return Err(Refused {
+                    busy: false,
+                    reason: e,
+                });
+            }
+        };
+        crate::session::state::started();
         let _ = self.active.set(Active {
             info,
             settings: session.settings().clone(),

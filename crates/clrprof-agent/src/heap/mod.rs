@@ -6,8 +6,14 @@ mod snapshot;
 mod statics;
 mod timer;
 
+pub(crate) use snapshot::reset_for_session;
 pub(crate) use snapshot::{
     gc_finished, gc_started, monitor_between_snapshots, note_handle_created, object_references,
     root_references, take,
 };
 pub(crate) use timer::HeapTimer;
+
+/// Between sessions: a walk left by a snapshot that never finished goes.
+pub fn release_at_detach() {
+    snapshot::reset_for_session();
+}

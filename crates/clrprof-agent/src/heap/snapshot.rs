@@ -37,6 +37,15 @@ static WALK: Mutex<Option<Walk>> = Mutex::new(None);
 /// One snapshot at a time (control socket and `--heap` timer may race).
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
+/// At a session's start: no snapshot under way, and the session's snapshots are numbered
+/// from 1.
+pub fn reset_for_session() {
+    STATE.store(IDLE, Ordering::Release);
+    SEQUENCE.store(0, Ordering::Relaxed);
+    GCS.store(0, Ordering::Relaxed);
+    *WALK.lock().unwrap_or_else(|p| p.into_inner()) = None;
+}
+
 /// Values per batch record at most (each value takes ≤ 10 bytes); less with small rings
 /// (a record may fill at most half a ring), see `batch_values`.
 const BATCH_VALUES: usize = 2048;
@@ -387,6 +396,7 @@ fn gc_monitor_wanted(settings: &crate::config::Settings) -> bool {
     settings.events.contains(crate::config::EventGroup::Alloc)
 }
 
+/// Process-wide on purpose (a fact of the process, not of a session: the GC exists).
 /// Set by the first `HandleCreated` callback: the GC heap exists, so the runtime has
 /// already chosen non-concurrent GC for a profiler that asked for `COR_PRF_MONITOR_GC` in
 /// `Initialize` (it reads the bit right after `Initialize` returns, before it creates the

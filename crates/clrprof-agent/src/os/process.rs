@@ -96,28 +96,12 @@ pub fn own_library_path() -> Option<std::path::PathBuf> {
     )))
 }
 
-/// Whether this copy of the library was made permanent ([`keep_loaded_if_unload_unsafe`]).
+/// Whether the library was made permanent ([`keep_loaded`]). Process-wide on purpose: the
+/// flag is the loader's, for the life of the process.
 static KEPT_LOADED: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
 const KEEP_UNDECIDED: u8 = 0;
-const KEEP_NOT_NEEDED: u8 = 1;
 const KEEP_PINNED: u8 = 2;
 const KEEP_FAILED: u8 = 3;
-
-/// The glibc releases whose `dlclose` of a library with thread-local storage can corrupt
-/// the TLS of *other* libraries: the closed library's TLS module id is reused by a later
-/// `dlopen`, and a thread whose DTV update skips the gap ends up with a fresh, zeroed block
-/// for a module that was never closed (the sourceware bug 29039 family). In a profiled
-/// .NET process that module is libcoreclr, the variable `t_CurrentThreadInfo`: a managed
-/// thread reads a null `Thread*` at its next GC poll and the process dies with SIGSEGV,
-/// seen on Debian's 2.36 after about a hundred attach/detach cycles on a loaded machine.
-/// The range is the one Datadog's .NET loader refuses to `dlclose` on
-/// (dd-trace-dotnet #7125).
-pub fn unload_corrupts_tls(version: &str) -> bool {
-    let mut parts = version.split(|c: char| !c.is_ascii_digit());
-    let major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-    let minor: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-    major == 2 && (34..=36).contains(&minor)
-}
 
 /// The C library's version (`gnu_get_libc_version`), e.g. `2.36`.
 pub fn glibc_version() -> Option<String> {
@@ -134,20 +118,23 @@ pub fn glibc_version() -> Option<String> {
     }
 }
 
-/// On a glibc whose `dlclose` corrupts other libraries' TLS ([`unload_corrupts_tls`]),
-/// marks this library `RTLD_NODELETE` (a `dlopen` of its own, already loaded path with
-/// `RTLD_NOLOAD`), so the runtime's unload after a detach or a failed initialisation
-/// leaves it mapped, inert: no thread of ours runs, nothing of ours is called, and its
-/// memory was given back at detach. Done once per copy, at the first entry point.
-pub fn keep_loaded_if_unload_unsafe() {
+/// Marks this library `RTLD_NODELETE` (a `dlopen` of its own, already loaded path with
+/// `RTLD_NOLOAD`), so the runtime's unload after a detach or a failed initialisation leaves
+/// it mapped, inert between sessions: no thread of ours runs, nothing of ours is called,
+/// and the session's memory was given back at detach. The next attach names the same
+/// file and `dlopen` returns this object, so the process loads the library (and takes a
+/// TLS module id) once. On every glibc, so every platform behaves the same; on 2.34-2.36
+/// an unload would also corrupt other libraries' TLS: a later `dlopen` reuses the closed
+/// library's TLS module id, and a thread whose DTV update skips the gap gets a fresh,
+/// zeroed block for libcoreclr's `t_CurrentThreadInfo` (the sourceware bug 29039 family;
+/// Datadog's .NET loader refuses to `dlclose` there too, dd-trace-dotnet #7125). Done
+/// once, at the first entry point.
+pub fn keep_loaded() {
     use std::sync::atomic::Ordering;
     if KEPT_LOADED.load(Ordering::Acquire) != KEEP_UNDECIDED {
         return;
     }
-    let unsafe_unload = glibc_version().is_some_and(|v| unload_corrupts_tls(&v));
-    let outcome = if !unsafe_unload {
-        KEEP_NOT_NEEDED
-    } else {
+    let outcome = {
         match own_library_path().and_then(|p| {
             use std::os::unix::ffi::OsStrExt;
             std::ffi::CString::new(p.as_os_str().as_bytes()).ok()
@@ -174,31 +161,12 @@ pub fn keep_loaded_if_unload_unsafe() {
     KEPT_LOADED.store(outcome, Ordering::Release);
 }
 
-/// Whether this copy stays mapped after a detach (see [`keep_loaded_if_unload_unsafe`]);
-/// `Err` when it should and could not be made to.
+/// Whether the library stays mapped after a detach (see [`keep_loaded`]); `Err` when it
+/// could not be made to.
 pub fn kept_loaded() -> Result<bool, String> {
     match KEPT_LOADED.load(std::sync::atomic::Ordering::Acquire) {
         KEEP_PINNED => Ok(true),
-        KEEP_FAILED => Err(format!(
-            "glibc {} can corrupt other libraries' thread-local storage when a library is \
-             unloaded, and this library could not be marked RTLD_NODELETE",
-            glibc_version().unwrap_or_default()
-        )),
+        KEEP_FAILED => Err("this library could not be marked RTLD_NODELETE".into()),
         _ => Ok(false),
-    }
-}
-
-#[cfg(test)]
-mod unload_tests {
-    use super::unload_corrupts_tls;
-
-    #[test]
-    fn only_the_affected_glibc_releases_keep_the_library() {
-        for v in ["2.34", "2.35", "2.36", "2.36.1"] {
-            assert!(unload_corrupts_tls(v), "{v}");
-        }
-        for v in ["2.31", "2.33", "2.37", "2.39", "2.40", "", "x"] {
-            assert!(!unload_corrupts_tls(v), "{v}");
-        }
     }
 }

@@ -62,12 +62,44 @@ pub struct Fallback {
 const FALLBACK_LIMIT: usize = 4 << 20;
 
 thread_local! {
-    static CURRENT: Cell<*const Slot> = const { Cell::new(ptr::null()) };
+    /// The thread's slot and the session it was made in (`session::state::generation`):
+    /// the library records many sessions in one process, and a runtime thread that
+    /// outlives a session keeps its pointer, whose slot that session's end freed. A
+    /// pointer of another generation counts as none ([`current`]).
+    static CURRENT: Cell<(*const Slot, u64)> = const { Cell::new((ptr::null(), 0)) };
+    /// Set by the thread's exit destructor: a thread does not come back, so this is per
+    /// thread for good, whatever the session.
     static EXITED: Cell<bool> = const { Cell::new(false) };
 }
 
+/// The calling thread's slot in this session, or null (none yet, or one of an earlier
+/// session: freed, never to be touched). One generation compare on the hot path.
+#[inline]
+fn current() -> *const Slot {
+    let (p, generation) = CURRENT.with(|c| c.get());
+    if generation == crate::session::state::generation() {
+        p
+    } else {
+        ptr::null()
+    }
+}
+
+/// At a session's start (`session::state::begin`, nothing of ours running elsewhere):
+/// the counters and lists of the previous session start again from empty.
+pub fn reset_for_session() {
+    LOST_GLOBAL.store(0, Ordering::Relaxed);
+    WAITS.store(0, Ordering::Relaxed);
+    WAITED_NS.store(0, Ordering::Relaxed);
+    drop(take_registrations());
+    thread_refs().clear();
+    let mut f = FALLBACK.lock().unwrap_or_else(|p| p.into_inner());
+    f.bytes.clear();
+    f.last_ts = 0;
+}
+
 /// Wakes the writer (its doorbell, handed in by `init`): a ring past half full, or a
-/// thread waiting for room in exact mode.
+/// thread waiting for room in exact mode. Process-wide on purpose: every session hands in
+/// the same function (`writer::wake`), which finds the session's writer itself.
 static WAKE: OnceLock<fn()> = OnceLock::new();
 
 fn wake_writer() {
@@ -139,7 +171,7 @@ pub fn shutdown() {
 
 extern "C" fn slot_destructor(value: *mut c_void) {
     let _ = std::panic::catch_unwind(|| {
-        CURRENT.with(|c| c.set(ptr::null()));
+        CURRENT.with(|c| c.set((ptr::null(), 0)));
         EXITED.with(|e| e.set(true));
         if value.is_null() {
             return;
@@ -225,13 +257,13 @@ fn register() -> *const Slot {
         Ok(mut p) => p.push(Registration { slot }),
         Err(poisoned) => poisoned.into_inner().push(Registration { slot }),
     }
-    CURRENT.with(|c| c.set(raw));
+    CURRENT.with(|c| c.set((raw, crate::session::state::generation())));
     raw
 }
 
 #[inline]
 fn current_slot() -> *const Slot {
-    let p = CURRENT.with(|c| c.get());
+    let p = current();
     if !p.is_null() { p } else { register() }
 }
 
@@ -285,8 +317,9 @@ fn with_own_ring(
     if slot.is_null() {
         return fallback();
     }
-    // SAFETY: (A3) a non-null CURRENT pointer is a live slot: the TLS pointer holds one Arc
-    // reference that only slot_destructor (which nulls CURRENT first) releases.
+    // SAFETY: (A3) a non-null CURRENT pointer of this session's generation is a live slot:
+    // the TLS pointer holds one Arc reference that only slot_destructor (which nulls
+    // CURRENT first) or the session's end (after which the generation differs) releases.
     let slot = unsafe { &*slot };
     let Some(mut limit) = slot.ring.enter() else {
         return fallback();
@@ -346,7 +379,7 @@ pub fn emit_elt_at(ts: u64, kind: clrprof_format::EltKind, function: u64, caller
         LOST_GLOBAL.fetch_add(1, Ordering::Relaxed);
         return;
     }
-    let mut slot = CURRENT.with(|c| c.get());
+    let mut slot = current();
     if slot.is_null() {
         slot = register();
         if slot.is_null() {
@@ -387,7 +420,7 @@ pub fn with_counts(f: impl FnOnce(&super::counts::CountTable)) {
     }
     let mut slot = super::tpmap::lookup();
     if slot.is_null() {
-        slot = CURRENT.with(|c| c.get());
+        slot = current();
         if slot.is_null() {
             slot = register();
             if slot.is_null() {

@@ -47,6 +47,34 @@ pub fn enable() {
     ENABLED.store(true, Ordering::Release);
 }
 
+/// At a session's start: its own collision count.
+pub fn reset_for_session() {
+    COLLISIONS.store(0, Ordering::Relaxed);
+}
+
+/// Between sessions (no thread of ours runs, no hook or callback is called): every entry
+/// of a thread that outlived the session is released and the map turned off, so a thread
+/// of the next session never finds a slot of the last one.
+pub fn release_at_detach() {
+    // Never on: no entry was made (and the table's pages stay untouched).
+    if !ENABLED.swap(false, Ordering::AcqRel) {
+        return;
+    }
+    for e in &TABLE {
+        if e.key.load(Ordering::Acquire) == 0 {
+            continue;
+        }
+        e.key.store(usize::MAX, Ordering::Release);
+        let raw = e.slot.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        e.key.store(0, Ordering::Release);
+        if !raw.is_null() {
+            // SAFETY: (A3) `raw` was stored by `insert` from Arc::into_raw and is released
+            // once (swapped out above); between sessions its thread reaches it no more.
+            drop(unsafe { Arc::from_raw(raw) });
+        }
+    }
+}
+
 /// Threads that found their entry taken and use the slow path.
 pub fn collisions() -> u64 {
     COLLISIONS.load(Ordering::Relaxed)

@@ -13,9 +13,9 @@
 
 use std::fs::File;
 use std::io;
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
@@ -24,13 +24,25 @@ use clrprof_format::{Event, Header};
 use super::buffers::{self, Registration};
 use crate::os::clock;
 
-static WRITER: OnceLock<Thread> = OnceLock::new();
+/// The session's writer thread, to wake; set by the writer itself, freed between sessions.
+static WRITER: crate::session::state::SessionCell<Thread> =
+    crate::session::state::SessionCell::new();
 
 /// Time between the first two clock-sync points, written before any other block: the
 /// TSC's rate from them is within a few parts per million (each point is read within
 /// ~50 ns), so a trace cut short before the next sync point (1 s) still has its times.
 const CALIBRATION: Duration = Duration::from_millis(10);
 static WAKE_PENDING: AtomicBool = AtomicBool::new(false);
+
+/// At a session's start: no wake-up is pending for a writer that does not exist yet.
+pub fn reset_for_session() {
+    WAKE_PENDING.store(false, Ordering::Release);
+}
+
+/// Between sessions: the last writer's handle goes.
+pub fn release_at_detach() {
+    WRITER.clear();
+}
 
 /// Asks the writer to drain now (called by a thread waiting for room).
 pub fn wake() {
@@ -85,7 +97,7 @@ impl Writer {
         let result = Arc::new(Mutex::new(None));
         let r = result.clone();
         let handle = crate::os::thread::spawn("clrprof-writer", move || {
-            let _ = WRITER.set(thread::current());
+            WRITER.set(thread::current());
             let stats = run(file, flush, compress, raw_units, &s);
             if let Ok(mut g) = r.lock() {
                 *g = Some(stats);

@@ -26,5 +26,12 @@ mod tick;
 pub(crate) use stats::SamplerStats;
 pub(crate) use suspend::wait_thread_destroyed;
 pub(crate) use threads::release_at_detach;
+
+/// At a session's start: the thread registry and the truncation marker are this
+/// session's (the catch-up of an attach and the thread callbacks fill the registry).
+pub fn reset_for_session() {
+    threads::release_at_detach();
+    stacks::reset_for_session();
+}
 pub(crate) use threads::{thread_assigned, thread_gone};
 pub(crate) use tick::Sampler;

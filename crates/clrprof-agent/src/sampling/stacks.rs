@@ -27,6 +27,11 @@ static MAX_DEPTH: AtomicUsize = AtomicUsize::new(512);
 /// Whether the truncation marker was named in this recording.
 static TRUNCATION_NAMED: AtomicBool = AtomicBool::new(false);
 
+/// At a session's start: the marker is named again in the session's own trace.
+pub(super) fn reset_for_session() {
+    TRUNCATION_NAMED.store(false, Ordering::Relaxed);
+}
+
 pub(super) fn max_depth() -> usize {
     MAX_DEPTH.load(Ordering::Relaxed)
 }

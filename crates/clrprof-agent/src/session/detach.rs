@@ -68,6 +68,7 @@ impl Controlled for Session {
         {
             return Err("a detach is already in progress".into());
         }
+        crate::session::state::detaching();
         self.stop("detach requested");
         // The control thread (this one) returns right after answering; the runtime's
         // ProfilerDetachSucceeded joins it before the library is unloaded.
@@ -79,6 +80,7 @@ impl Controlled for Session {
             // profiler go (even with every probe reverted): the recording is over and the
             // library stays, its threads stopped, until the process exits.
             Err(e) if e.0 == corprof_sys::CORPROF_E_IRREVERSIBLE_INSTRUMENTATION_PRESENT => {
+                crate::session::state::dormant();
                 log!(
                     "the runtime keeps the library loaded after ReJIT ({e}): dormant until the process exits"
                 );
@@ -94,6 +96,8 @@ impl Controlled for Session {
                 })
             }
             Err(e) => {
+                // The runtime keeps this profiler: no other session may start.
+                crate::session::state::dormant();
                 log!("RequestProfilerDetach failed: {e}");
                 Err(format!(
                     "RequestProfilerDetach failed: {e}; the trace is complete at {}",

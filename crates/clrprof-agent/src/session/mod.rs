@@ -30,6 +30,7 @@ pub(crate) mod mask;
 mod notes;
 mod sdk;
 mod start;
+pub(crate) mod state;
 mod summary;
 
 pub(crate) use notes::{note_declined, sdk_log_path};

@@ -31,3 +31,16 @@ pub(crate) mod x64;
 pub(crate) use filter::Filter;
 pub(crate) use hooks::EltKind;
 pub(crate) use install::install;
+
+/// At a session's start: no probed body of an earlier session is handed out again.
+/// (`args::STATE` and `install::MAPPER` are not reset: they exist only in a recording
+/// started with the process, whose ELT hooks the runtime never lets go, so no later
+/// session follows one in this process; an attach refuses `--args` and `--counts`.)
+pub fn reset_for_session() {
+    probes::release_at_detach();
+}
+
+/// Between sessions: the probed bodies go.
+pub fn release_at_detach() {
+    probes::release_at_detach();
+}

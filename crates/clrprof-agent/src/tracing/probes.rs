@@ -31,6 +31,13 @@ type Bodies = HashMap<(usize, u32), Vec<u8>>;
 /// The wrapped bodies, until the runtime asks for them (again at each ReJIT of one).
 static BODIES: OnceLock<Mutex<Bodies>> = OnceLock::new();
 
+/// Between sessions (and at a start): the bodies of an earlier session go.
+pub fn release_at_detach() {
+    if let Some(b) = BODIES.get() {
+        *b.lock().unwrap_or_else(|p| p.into_inner()) = HashMap::new();
+    }
+}
+
 /// What `install` did.
 #[derive(Debug, Default)]
 pub struct Installed {

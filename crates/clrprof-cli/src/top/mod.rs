@@ -69,7 +69,7 @@ pub fn run(args: TopArgs) -> Result<i32> {
     let ended = outcome?;
     match stopped? {
         Some(took) => eprintln!(
-            "clrprof: detached from pid {pid} in {:.0} ms; the profiler library is unloaded",
+            "clrprof: detached from pid {pid} in {:.0} ms; the profiler library stays mapped, inert, for the next attach",
             took.as_secs_f64() * 1e3
         ),
         None if ended => eprintln!("clrprof: pid {pid} exited"),

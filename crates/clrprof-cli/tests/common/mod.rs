@@ -183,19 +183,6 @@ pub fn number_before(line: &str, after: &str) -> u64 {
         .unwrap_or_else(|| panic!("a number before {after:?} in {line}"))
 }
 
-/// Whether this machine's glibc is one on which the agent keeps its library mapped after
-/// a detach (2.34-2.36: unloading a library with thread-local storage there can corrupt
-/// other libraries'; the agent's `os::process::unload_corrupts_tls`).
-pub fn agent_stays_mapped() -> bool {
-    // SAFETY: gnu_get_libc_version has no preconditions and returns a static string.
-    let v = unsafe { std::ffi::CStr::from_ptr(libc::gnu_get_libc_version()) };
-    let v = v.to_string_lossy();
-    let mut parts = v.split('.');
-    let major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-    let minor: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-    major == 2 && (34..=36).contains(&minor)
-}
-
 /// The threads of `pid` whose names start with `clrprof` (the agent's own).
 pub fn agent_threads(pid: u32) -> Vec<String> {
     let mut v = Vec::new();
@@ -224,14 +211,15 @@ pub fn agent_copies(pid: u32) -> usize {
     copies.len()
 }
 
-/// Whether the agent has left `pid`: none of its threads runs, and its library is
-/// unmapped, or (where [`agent_stays_mapped`]) mapped only, inert.
+/// Whether the agent has left `pid`: none of its threads runs, and at most its one
+/// resident copy is mapped, inert (the agent stays loaded between sessions, every attach
+/// after the first names the same copy: docs/attach.md).
 pub fn agent_gone(pid: u32) -> bool {
-    agent_threads(pid).is_empty() && (agent_stays_mapped() || agent_copies(pid) == 0)
+    agent_threads(pid).is_empty() && agent_copies(pid) <= 1
 }
 
-/// Whether a `record --pid` stderr says the detach finished (the library unloaded, or
-/// kept mapped and dormant where this glibc cannot unload it safely).
+/// Whether a `record --pid` stderr says the detach finished (the library kept mapped,
+/// inert, for the next attach; or unloaded, where the agent could not pin it).
 pub fn says_detached(stderr: &str) -> bool {
     stderr.contains("library is unloaded") || stderr.contains("library stays mapped, inert")
 }
