@@ -315,7 +315,8 @@ fn net10_attached_recording_keeps_its_lines() {
     let app = copy_app(&app_on("Scenarios", Runtime::Net10), &dir.join("app"));
     let _timing = timing_lock();
     let mut target = app
-        .command(&["lines", "8"])
+        // Long enough for a starved machine: the app is killed once recorded.
+        .command(&["lines", "60"])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -340,8 +341,9 @@ fn net10_attached_recording_keeps_its_lines() {
         .unwrap();
     assert!(
         out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        "{}; the app: {:?}",
+        String::from_utf8_lossy(&out.stderr),
+        target.try_wait()
     );
     let _ = target.kill();
     let _ = target.wait();
