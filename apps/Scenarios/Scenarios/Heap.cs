@@ -61,6 +61,10 @@ public static class HeapHolder
 /// string literal (in the non-GC heap) —
 /// prints its facts and <c>READY &lt;pid&gt;</c>, then on the stdin line <c>free</c> drops
 /// the second half of the list and of the locals and prints <c>FREED</c>, and ends at EOF.
+/// The line <c>ticker</c> starts a thread that wakes every millisecond and notes the longest
+/// gap between two wake-ups (a stop of the runtime stops it too); <c>gap</c> prints
+/// <c>GAP &lt;ms&gt;</c>, the longest since the previous <c>gap</c>. (Off by default: the
+/// ticker's objects would be in the known graph.)
 /// </summary>
 public static class Heap
 {
@@ -140,7 +144,18 @@ public static class Heap
         string? line;
         while ((line = Console.In.ReadLine()) != null)
         {
-            if (line == "free")
+            if (line == "ticker")
+            {
+                Ticker.Start();
+                Console.Out.WriteLine("TICKING");
+                Console.Out.Flush();
+            }
+            else if (line == "gap")
+            {
+                Console.Out.WriteLine($"GAP {Ticker.TakeLongestGapMs():F1}");
+                Console.Out.Flush();
+            }
+            else if (line == "free")
             {
                 Free(locals, n);
                 Results.Print(("heap_nodes_after", n / 2), ("heap_locals_after", m / 2));
@@ -172,5 +187,45 @@ public static class Heap
         {
             locals[i] = null!;
         }
+    }
+}
+
+/// <summary>The longest time between two wake-ups of a thread that sleeps 1 ms: how long the
+/// runtime (or the machine) stopped it.</summary>
+internal static class Ticker
+{
+    private static long s_longestTicks;
+
+    public static void Start()
+    {
+        var t = new Thread(() =>
+        {
+            long last = System.Diagnostics.Stopwatch.GetTimestamp();
+            while (true)
+            {
+                Thread.Sleep(1);
+                long now = System.Diagnostics.Stopwatch.GetTimestamp();
+                long gap = now - last;
+                last = now;
+                long seen = Interlocked.Read(ref s_longestTicks);
+                while (gap > seen)
+                {
+                    long was = Interlocked.CompareExchange(ref s_longestTicks, gap, seen);
+                    if (was == seen)
+                    {
+                        break;
+                    }
+                    seen = was;
+                }
+            }
+        })
+        { Name = "clrprof-heap-ticker", IsBackground = true };
+        t.Start();
+    }
+
+    public static double TakeLongestGapMs()
+    {
+        long ticks = Interlocked.Exchange(ref s_longestTicks, 0);
+        return ticks * 1000.0 / System.Diagnostics.Stopwatch.Frequency;
     }
 }

@@ -78,12 +78,23 @@ pub fn collect(trace: &Trace<'_>) -> (Vec<Invocation>, u64) {
             }
         }
     }
+    // The throws are not on the timeline: read them from the file, and apply each before
+    // the first timeline event of its time or later.
+    let mut thrown: Vec<(u64, u64, String)> = Vec::new();
+    trace.for_each_exception(|e| {
+        if let Event::ExceptionThrown { type_name, .. } = &e.event {
+            thrown.push((e.ns, e.os_tid, type_name.to_string()));
+        }
+    });
+    // Stable: throws of one thread keep their recorded order on equal timestamps.
+    thrown.sort_by_key(|t| t.0);
+    let mut thrown = thrown.into_iter().peekable();
     let no_names = Vec::new();
     for e in &trace.events {
+        while let Some((_, os_tid, ty)) = thrown.next_if(|t| t.0 <= e.ns) {
+            last_exception.insert(os_tid, ty);
+        }
         match &e.event {
-            Event::ExceptionThrown { type_name, .. } => {
-                last_exception.insert(e.os_tid, type_name.to_string());
-            }
             Event::CallArgs {
                 function,
                 sp,

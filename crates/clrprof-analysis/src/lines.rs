@@ -357,11 +357,11 @@ pub fn locate_functions(
 }
 
 /// The `SourceLine` records that make a trace's lines travel: for every distinct
-/// (function, position) its samples and exception stacks hold whose line the PDBs give,
-/// the record's fields.
+/// (function, position) its samples hold, and the `exception` pairs (from its exception
+/// stacks: [`ExceptionPositions`]), whose line the PDBs give, the record's fields.
 pub fn table(
     samples: &[crate::samples::StackSample],
-    events: &[crate::timeline::TimedEvent<'_>],
+    exception: &std::collections::BTreeSet<(u64, u64)>,
     names: &Names,
     lines: &mut Lines,
 ) -> Vec<(u64, u64, SourceLine)> {
@@ -383,37 +383,41 @@ pub fn table(
             add(f, item);
         }
     }
-    for (frames, positions) in exception_positions(events) {
-        for (&f, &item) in frames.iter().zip(positions) {
-            add(f, item);
-        }
+    for &(f, item) in exception {
+        add(f, item);
     }
     out.sort_by_key(|a| (a.0, a.1));
     out
 }
 
-/// Each exception stack with its positions: an `ExceptionPositions` belongs to the
-/// `ExceptionStack` written just before it on the same thread.
-pub fn exception_positions<'e>(
-    events: &'e [crate::timeline::TimedEvent<'_>],
-) -> Vec<(&'e [u64], &'e [u64])> {
-    use clrprof_format::Event;
-    let mut last: HashMap<u64, &'e [u64]> = HashMap::new();
-    let mut out = Vec::new();
-    for e in events {
+/// The distinct (function, position) pairs of a trace's exception stacks, gathered from
+/// its exception records (`Trace::for_each_exception`): an `ExceptionPositions` belongs
+/// to the `ExceptionStack` written just before it on the same thread.
+#[derive(Default)]
+pub struct ExceptionPositions {
+    last: HashMap<u64, Vec<u64>>,
+    pub pairs: std::collections::BTreeSet<(u64, u64)>,
+}
+
+impl ExceptionPositions {
+    pub fn observe(&mut self, e: &crate::timeline::TimedEvent<'_>) {
+        use clrprof_format::Event;
         match &e.event {
             Event::ExceptionStack { frames } => {
-                last.insert(e.os_tid, frames.as_ref());
+                self.last.insert(e.os_tid, frames.to_vec());
             }
             Event::ExceptionPositions { positions } => {
-                if let Some(frames) = last.remove(&e.os_tid)
+                if let Some(frames) = self.last.remove(&e.os_tid)
                     && frames.len() == positions.len()
                 {
-                    out.push((frames, positions.as_ref()));
+                    for (&f, &item) in frames.iter().zip(positions.iter()) {
+                        if item != 0 {
+                            self.pairs.insert((f, item));
+                        }
+                    }
                 }
             }
             _ => {}
         }
     }
-    out
 }

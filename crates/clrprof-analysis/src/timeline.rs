@@ -1,7 +1,11 @@
 //! One timeline: every record of every block, ordered by time, timestamps in ns since
 //! the trace began. Call records (trace mode's Enter/Leave/Tailcall, millions per
 //! second) are not held on it: [`Trace::for_each_call`] decodes them again from the file
-//! when they are needed, so that memory does not grow with the number of calls.
+//! when they are needed, so that memory does not grow with the number of calls. The
+//! exception records (throws, their stacks, and the unwind phases: several per throw, a
+//! million throws are tens of millions of records) are not held either:
+//! [`Trace::for_each_exception`] decodes them again, and the report counts them in the
+//! same pass as the calls.
 
 use clrprof_format::{
     ClockConverter, DecodedEvent, Event, ExceptionPhase, FormatError, Header, TraceReader,
@@ -26,6 +30,9 @@ pub struct Trace<'a> {
     pub duration_ns: u64,
     /// Call records (Enter, Leave, Tailcall) in the file; see [`Trace::for_each_call`].
     pub call_records: u64,
+    /// Exception records (thrown, stack, phase) in the file; see
+    /// [`Trace::for_each_exception`].
+    pub exception_records: u64,
     bytes: &'a [u8],
     clock: ClockConverter,
 }
@@ -40,6 +47,26 @@ fn is_call(e: &Event<'_>) -> bool {
     )
 }
 
+/// The records of exceptions, which the timeline does not hold.
+pub fn is_exception(e: &Event<'_>) -> bool {
+    matches!(
+        e,
+        Event::ExceptionThrown { .. }
+            | Event::ExceptionStack { .. }
+            | Event::ExceptionPositions { .. }
+            | Event::ExceptionPhase { .. }
+    )
+}
+
+/// What [`Trace::for_each_streamed`] hands over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Streamed {
+    /// Call records, with the exception catches (what the call-tree rebuild needs).
+    pub calls: bool,
+    /// Every exception record.
+    pub exceptions: bool,
+}
+
 impl<'a> Trace<'a> {
     /// Decodes `bytes`; fails only when the file is not a readable clrprof trace at all.
     pub fn load(bytes: &'a [u8]) -> Result<Trace<'a>, FormatError> {
@@ -49,6 +76,7 @@ impl<'a> Trace<'a> {
         let mut syncs: Vec<(u64, u64)> = Vec::new();
         let (mut first, mut last) = (u64::MAX, 0u64);
         let mut call_records = 0u64;
+        let mut exception_records = 0u64;
         // Trace mode's call units are only counted here (with their first and last
         // timestamps); `for_each_call` decodes them in a pass of their own.
         for d in reader.events_without_calls() {
@@ -56,6 +84,10 @@ impl<'a> Trace<'a> {
             last = last.max(d.ts);
             if is_call(&d.event) {
                 call_records += 1;
+                continue;
+            }
+            if is_exception(&d.event) {
+                exception_records += 1;
                 continue;
             }
             // Heap snapshot batches are read on their own (`heap::snapshot::load`).
@@ -98,6 +130,7 @@ impl<'a> Trace<'a> {
             warnings,
             duration_ns,
             call_records,
+            exception_records,
             bytes,
             clock,
         })
@@ -107,30 +140,66 @@ impl<'a> Trace<'a> {
     /// rebuild needs), decoded again from the file: each thread's in recorded order,
     /// threads interleaved as the file holds them. Problems in the file were reported by
     /// [`Trace::load`] already.
-    pub fn for_each_call(&self, mut f: impl FnMut(&TimedEvent<'a>)) {
-        if self.call_records == 0 {
+    pub fn for_each_call(&self, f: impl FnMut(&TimedEvent<'a>)) {
+        self.for_each_streamed(
+            Streamed {
+                calls: true,
+                exceptions: false,
+            },
+            f,
+        );
+    }
+
+    /// Calls `f` with every exception record (thrown, stack, positions, phase), decoded again from
+    /// the file: each thread's in recorded order, threads interleaved as the file holds
+    /// them.
+    pub fn for_each_exception(&self, f: impl FnMut(&TimedEvent<'a>)) {
+        self.for_each_streamed(
+            Streamed {
+                calls: false,
+                exceptions: true,
+            },
+            f,
+        );
+    }
+
+    /// The records the timeline does not hold, in one pass over the file: what `which`
+    /// asks for. A catch (`CatcherEnter`) is handed over once when both are asked for.
+    pub fn for_each_streamed(&self, which: Streamed, mut f: impl FnMut(&TimedEvent<'a>)) {
+        let calls = which.calls && self.call_records > 0;
+        let exceptions = which.exceptions && self.exception_records > 0;
+        if !calls && !exceptions {
             return;
         }
         let Ok(mut reader) = TraceReader::new(self.bytes) else {
             return;
         };
-        // `for_each`, not `for`: the reader hands a block's calls over in a tight loop.
-        reader.events().for_each(|d| {
-            let wanted = is_call(&d.event)
-                || matches!(
-                    d.event,
-                    Event::ExceptionPhase {
-                        phase: ExceptionPhase::CatcherEnter,
-                        ..
-                    }
-                );
-            if wanted {
+        let wanted = |e: &Event<'_>| {
+            (exceptions && is_exception(e))
+                || (calls
+                    && (is_call(e)
+                        || matches!(
+                            e,
+                            Event::ExceptionPhase {
+                                phase: ExceptionPhase::CatcherEnter,
+                                ..
+                            }
+                        )))
+        };
+        let mut each = |d: DecodedEvent<'a>| {
+            if wanted(&d.event) {
                 f(&TimedEvent {
                     ns: self.clock.to_ns(d.ts),
                     os_tid: d.os_tid,
                     event: d.event,
                 });
             }
-        });
+        };
+        // `for_each`, not `for`: the reader hands a block's calls over in a tight loop.
+        if calls {
+            reader.events().for_each(&mut each);
+        } else {
+            reader.events_without_calls().for_each(&mut each);
+        }
     }
 }

@@ -106,14 +106,19 @@ fn the_streamed_call_trees_equal_the_in_memory_build() {
     let bytes = file();
     let trace = Trace::load(&bytes).unwrap();
     assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
-    // The timeline holds no call records; the catches stay on it (they are events too).
+    // The timeline holds no call records, and no exception records (the catches): both
+    // are streamed from the file.
     assert!(trace.events.iter().all(|e| !matches!(
         e.event,
-        Event::Enter { .. } | Event::Leave { .. } | Event::Tailcall { .. }
+        Event::Enter { .. }
+            | Event::Leave { .. }
+            | Event::Tailcall { .. }
+            | Event::ExceptionPhase { .. }
     )));
     // Per thread: Main's two, 50 × (A's two + B's Enter) and 45 Leaves of B.
     assert_eq!(trace.call_records, 2 * (2 + 50 * 3 + 45));
-    assert_eq!(trace.events.len(), 3 + 2 * 5);
+    assert_eq!(trace.exception_records, 2 * 5);
+    assert_eq!(trace.events.len(), 3);
 
     // Everything in memory, the way the report built it before.
     let mut all = Vec::new();
@@ -136,6 +141,8 @@ fn the_streamed_call_trees_equal_the_in_memory_build() {
     assert_eq!(b["calls"], 100);
     // 45 calls of 3 ns each per thread, 5 cut at the catch (3 ns too).
     assert_eq!(b["inclusive_ns"], 2 * 50 * 3);
+    // The catches are counted from the same pass as the calls.
+    assert_eq!(report["events"]["exception_catches"], 10);
     let stats = &report["trace_stats"];
     assert_eq!(stats["unwound_frames"], 10);
     assert_eq!(stats["unmatched_leaves"], 0);

@@ -1,17 +1,68 @@
 //! `clrprof-bench heap`: a heap of a given number of objects (the `heap` scenario: a linked
-//! list of 2/3 of them under a static, the rest held by a local), one `clrprof heap
-//! --pid` snapshot, then `clrprof report` of it. Prints the target's pause, objects
-//! recorded per second of pause, bytes per object in the file, and the report's time and
-//! peak memory (GNU time's maximum resident set size).
+//! list of 2/3 of them under a static, the rest held by a local), snapshots of it by
+//! `clrprof heap --pid` and by `dotnet-gcdump collect` alternated round by round on the
+//! same process, then `clrprof report` of one of ours.
+//!
+//! The target's stop is measured the same way for both tools: the app runs a thread that
+//! wakes every millisecond and notes the longest gap between two wake-ups (the `ticker`
+//! and `gap` commands of the scenario), read before and after each snapshot. clrprof's own
+//! figure (the agent's forced GC + walk, `pause_ms`) is printed beside it. The report's
+//! peak memory is GNU time's maximum resident set (the mapped trace file included) and
+//! the peak `RssAnon` (heap only), sampled every 20 ms from `/proc/PID/status`.
 
-use std::io::BufRead;
-use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::{ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-pub fn run(objects: u64) -> Result<()> {
+/// The app's stdout lines and stdin.
+struct App {
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+    stdin: ChildStdin,
+}
+
+impl App {
+    /// Sends `command` and returns the first line that starts with `reply`.
+    fn ask(&mut self, command: &str, reply: &str) -> Result<String> {
+        writeln!(self.stdin, "{command}")?;
+        self.stdin.flush()?;
+        loop {
+            let l = self.lines.next().context("the app ended")??;
+            if let Some(rest) = l.strip_prefix(reply) {
+                return Ok(rest.trim().to_string());
+            }
+        }
+    }
+
+    /// The longest stop of the app's ticker since the previous call, in ms.
+    fn gap_ms(&mut self) -> Result<f64> {
+        Ok(self.ask("gap", "GAP ")?.parse()?)
+    }
+}
+
+/// One snapshot: the app's longest stop, the tool's own pause figure (clrprof), the tool's
+/// wall time and the file's size.
+struct Snapshot {
+    stop_ms: f64,
+    pause_ms: Option<f64>,
+    wall: Duration,
+    bytes: u64,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    if v.is_empty() {
+        f64::NAN
+    } else {
+        v[v.len() / 2]
+    }
+}
+
+pub fn run(objects: u64, runs: usize) -> Result<()> {
     let clrprof = crate::clrprof()?;
+    let gcdump = find_gcdump();
     let app = clrprof_testkit::app("Scenarios");
     let n = (objects * 2 / 3).max(3);
     let started = Instant::now();
@@ -27,40 +78,151 @@ pub fn run(objects: u64) -> Result<()> {
         }
     };
     let built = started.elapsed();
-    let trace = crate::scratch().join("heap.clrprof");
-    // The bench's own file from a previous run: `clrprof heap` never writes over one.
-    let _ = std::fs::remove_file(&trace);
-    let t = Instant::now();
-    let out = Command::new(&clrprof)
-        .args([
-            "heap",
-            "--pid",
-            &pid.to_string(),
-            "--json",
-            "--top",
-            "5",
-            "-o",
-        ])
-        .arg(&trace)
-        .output()?;
-    let snapshot_wall = t.elapsed();
-    drop(child.stdin.take());
-    let _ = child.wait();
-    if !out.status.success() {
-        bail!(
-            "clrprof heap failed: {}",
-            String::from_utf8_lossy(&out.stderr)
+    let mut app_io = App {
+        lines,
+        stdin: child.stdin.take().context("stdin")?,
+    };
+    app_io.ask("ticker", "TICKING")?;
+    let dir = crate::scratch();
+    let ours = |round: usize, app_io: &mut App| -> Result<(Snapshot, PathBuf, u64, u64, u64)> {
+        let trace = dir.join(format!("heap-{round}.clrprof"));
+        // The bench's own file from a previous run: `clrprof heap` never writes over one.
+        let _ = std::fs::remove_file(&trace);
+        app_io.gap_ms()?;
+        let t = Instant::now();
+        let out = Command::new(&clrprof)
+            .args([
+                "heap",
+                "--pid",
+                &pid.to_string(),
+                "--json",
+                "--top",
+                "5",
+                "-o",
+            ])
+            .arg(&trace)
+            .output()?;
+        let wall = t.elapsed();
+        let stop_ms = app_io.gap_ms()?;
+        if !out.status.success() {
+            bail!(
+                "clrprof heap failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+        let h = &v["heap"];
+        let figures = (
+            h["objects"].as_u64().unwrap_or(0),
+            h["references"].as_u64().unwrap_or(0),
+            h["lost"].as_u64().unwrap_or(0),
+        );
+        let bytes = std::fs::metadata(&trace)?.len();
+        Ok((
+            Snapshot {
+                stop_ms,
+                pause_ms: h["pause_ms"].as_f64(),
+                wall,
+                bytes,
+            },
+            trace,
+            figures.0,
+            figures.1,
+            figures.2,
+        ))
+    };
+    let theirs = |round: usize, gcdump: &Path, app_io: &mut App| -> Result<Snapshot> {
+        let file = dir.join(format!("heap-{round}.gcdump"));
+        let _ = std::fs::remove_file(&file);
+        app_io.gap_ms()?;
+        let t = Instant::now();
+        let out = Command::new(gcdump)
+            .args(["collect", "-p", &pid.to_string(), "-o"])
+            .arg(&file)
+            .output()?;
+        let wall = t.elapsed();
+        let stop_ms = app_io.gap_ms()?;
+        if !out.status.success() {
+            bail!(
+                "dotnet-gcdump failed: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let bytes = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+        let _ = std::fs::remove_file(&file);
+        Ok(Snapshot {
+            stop_ms,
+            pause_ms: None,
+            wall,
+            bytes,
+        })
+    };
+
+    println!(
+        "heap scenario, {n} list nodes and {} locals (the app built its heap in {:.1} s); {runs} rounds, \
+         clrprof heap and dotnet-gcdump alternated (each round the other first)",
+        n / 2,
+        built.as_secs_f64()
+    );
+    if gcdump.is_none() {
+        println!(
+            "(dotnet-gcdump not found: `dotnet tool install --tool-path target/tools dotnet-gcdump` adds it)"
         );
     }
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-    let h = &v["heap"];
-    let recorded = h["objects"].as_u64().unwrap_or(0);
-    let references = h["references"].as_u64().unwrap_or(0);
-    let pause_ms = h["pause_ms"].as_f64().unwrap_or(0.0);
-    let lost = h["lost"].as_u64().unwrap_or(0);
-    let bytes = std::fs::metadata(&trace)?.len();
+    println!("| round | tool | app stopped, ms | tool's pause, ms | tool's wall, s | file, MB |");
+    println!("|---|---|---:|---:|---:|---:|");
+    let (mut our_stops, mut their_stops, mut our_pauses) = (Vec::new(), Vec::new(), Vec::new());
+    let mut last = None;
+    let print = |round: usize, tool: &str, s: &Snapshot| {
+        println!(
+            "| {round} | {tool} | {:.0} | {} | {:.1} | {:.1} |",
+            s.stop_ms,
+            s.pause_ms.map_or("—".to_string(), |p| format!("{p:.0}")),
+            s.wall.as_secs_f64(),
+            s.bytes as f64 / 1e6
+        );
+    };
+    for round in 0..runs.max(1) {
+        for k in 0..2 {
+            let clrprof_turn = (round + k) % 2 == 0;
+            if clrprof_turn {
+                let (s, trace, objects, references, lost) = ours(round, &mut app_io)?;
+                print(round, "clrprof heap", &s);
+                our_stops.push(s.stop_ms);
+                our_pauses.push(s.pause_ms.unwrap_or(f64::NAN));
+                if let Some((old, ..)) = last.replace((trace, objects, references, lost, s.bytes)) {
+                    let _ = std::fs::remove_file(old);
+                }
+            } else if let Some(g) = &gcdump {
+                match theirs(round, g, &mut app_io) {
+                    Ok(s) => {
+                        print(round, "dotnet-gcdump", &s);
+                        their_stops.push(s.stop_ms);
+                    }
+                    Err(e) => println!("| {round} | dotnet-gcdump | failed: {e} | | | |"),
+                }
+            }
+        }
+    }
+    drop(app_io);
+    let _ = child.wait();
+    let (trace, recorded, references, lost, bytes) = last.context("no snapshot")?;
+    println!(
+        "app stopped, median: clrprof heap {:.0} ms (its own pause figure {:.0} ms), dotnet-gcdump {:.0} ms",
+        median(&mut our_stops),
+        median(&mut our_pauses),
+        median(&mut their_stops)
+    );
+    println!(
+        "snapshot of {recorded} objects, {references} references, {lost} lost; file {:.1} MB, \
+         {:.1} bytes per object",
+        bytes as f64 / 1e6,
+        bytes as f64 / recorded.max(1) as f64,
+    );
 
-    // The report on its own, under GNU time for the peak memory.
+    // The report on its own, under GNU time for the peak memory, twice: once sampled for
+    // its RssAnon.
     let t = Instant::now();
     let rep = Command::new("/usr/bin/time")
         .args(["-f", "%M %U %S"])
@@ -90,29 +252,62 @@ pub fn run(objects: u64) -> Result<()> {
         [kb, user, sys] => (kb, user + sys),
         _ => (0.0, 0.0),
     };
-
+    let anon_kb = peak_rss_anon_kb(&clrprof, &trace)?;
+    let per = |kb: f64| kb * 1024.0 / recorded.max(1) as f64;
     println!(
-        "heap snapshot of {recorded} objects, {references} references (app built its heap in {:.1} s)",
-        built.as_secs_f64()
+        "clrprof report: {report_s:.1} s ({cpu_s:.1} s of CPU); peak RSS {:.0} MB = {:.1} bytes per object \
+         (the mapped file included), peak RssAnon {:.0} MB = {:.1} bytes per object",
+        peak_kb / 1024.0,
+        per(peak_kb),
+        anon_kb / 1024.0,
+        per(anon_kb)
     );
-    println!("  target paused (forced GC + walk): {pause_ms:.0} ms; objects or roots lost: {lost}");
-    println!(
-        "  objects recorded per second of pause: {:.2} M",
-        recorded as f64 / (pause_ms / 1e3).max(1e-9) / 1e6
-    );
-    println!(
-        "  file: {:.1} MB, {:.1} bytes per object, {:.1} bytes per object + reference",
-        bytes as f64 / 1e6,
-        bytes as f64 / recorded.max(1) as f64,
-        bytes as f64 / (recorded + references).max(1) as f64
-    );
-    println!(
-        "  clrprof heap (attach, snapshot, detach, report): {:.1} s",
-        snapshot_wall.as_secs_f64()
-    );
-    println!(
-        "  clrprof report: {report_s:.1} s ({cpu_s:.1} s of CPU), peak memory {:.0} MB",
-        peak_kb / 1024.0
-    );
+    let _ = std::fs::remove_file(&trace);
     Ok(())
+}
+
+/// `clrprof report TRACE`'s peak RssAnon in KB, sampled every 20 ms.
+fn peak_rss_anon_kb(clrprof: &Path, trace: &Path) -> Result<f64> {
+    let mut child = Command::new(clrprof)
+        .arg("report")
+        .arg(trace)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak = 0.0f64;
+    loop {
+        if let Ok(s) = std::fs::read_to_string(&status)
+            && let Some(kb) = s
+                .lines()
+                .find_map(|l| l.strip_prefix("RssAnon:"))
+                .and_then(|v| v.split_whitespace().next())
+                .and_then(|v| v.parse::<f64>().ok())
+        {
+            peak = peak.max(kb);
+        }
+        if child.try_wait()?.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(peak)
+}
+
+/// dotnet-gcdump from `target/tools`, installed there from the NuGet feed if missing.
+fn find_gcdump() -> Option<PathBuf> {
+    let tools = clrprof_testkit::target_dir().join("tools");
+    let local = tools.join("dotnet-gcdump");
+    if local.is_file() {
+        return Some(local);
+    }
+    let st = Command::new(clrprof_testkit::dotnet())
+        .args(["tool", "install", "--tool-path"])
+        .arg(&tools)
+        .arg("dotnet-gcdump")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .ok()?;
+    (st.success() && local.is_file()).then_some(local)
 }

@@ -8,7 +8,7 @@
 //!   cargo run --release -p clrprof-bench -- args        # ns per call with arguments recorded
 //!   cargo run --release -p clrprof-bench -- attach      # attach and detach latency
 //!   cargo run --release -p clrprof-bench -- soak        # stress cases + 50 attach/detach cycles
-//!   cargo run --release -p clrprof-bench -- heap        # heap snapshot of 10 M objects
+//!   cargo run --release -p clrprof-bench -- heap        # heap snapshots of 10 M objects (+ dotnet-gcdump)
 //!   cargo run --release -p clrprof-bench -- alloc       # `record --alloc` overhead (+ dotnet-trace)
 //!   cargo run --release -p clrprof-bench -- live        # `dump` wall time, `top`'s cost to the target
 //!   cargo run --release -p clrprof-bench -- waits       # `record --waits` on the Demo (+ dotnet-trace)
@@ -91,7 +91,8 @@ enum What {
         #[arg(long)]
         cpus: Option<String>,
     },
-    /// One heap snapshot of a large heap: pause, objects/s, bytes/object, report time and memory
+    /// Snapshots of a large heap by clrprof and dotnet-gcdump, alternated: the app's stop,
+    /// bytes/object, then the report's time and memory
     Heap {
         /// Objects in the heap
         #[arg(long, default_value_t = 10_000_000)]
@@ -116,7 +117,7 @@ fn main() -> Result<()> {
         What::Args => args_bench(args.runs),
         What::Attach => attach(args.runs),
         What::Soak { cycles } => soak::run(&clrprof()?, cycles),
-        What::Heap { objects } => heap::run(objects),
+        What::Heap { objects } => heap::run(objects, args.runs),
         What::Alloc {
             workloads,
             only,

@@ -138,12 +138,14 @@ pub(crate) fn list(file: &Path, bytes: &[u8], warn: bool) -> Result<Vec<(u64, sn
     Ok(list)
 }
 
-/// Loads snapshot `which` (default: the last) of `file`, whose snapshots are `list`.
+/// Loads snapshot `which` (default: the last) of `file`, whose snapshots are `list`;
+/// `fields`: with the fields of the references (paths show them).
 pub(crate) fn load(
     file: &Path,
     bytes: &[u8],
     list: &[(u64, snapshot::Totals)],
     which: Option<u64>,
+    fields: bool,
 ) -> Result<snapshot::HeapSnapshot> {
     let Some(last) = list.last() else {
         bail!(
@@ -162,7 +164,7 @@ pub(crate) fn load(
                 .join(", ")
         );
     }
-    Ok(snapshot::load(bytes, n)?)
+    Ok(snapshot::load_with(bytes, n, fields)?)
 }
 
 /// The heap section of snapshot `view.snapshot` of `file`; `warn`: print the reader's
@@ -175,7 +177,13 @@ pub fn report_of(
     warn: bool,
 ) -> Result<HeapReport> {
     let snapshots = list(file, bytes, warn)?;
-    let s = load(file, bytes, &snapshots, view.snapshot)?;
+    let s = load(
+        file,
+        bytes,
+        &snapshots,
+        view.snapshot,
+        view.paths_to.is_some(),
+    )?;
     Ok(heap::build(
         &s,
         &HeapOptions {

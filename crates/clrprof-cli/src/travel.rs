@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use clrprof_analysis::lines::{Lines, table};
+use clrprof_analysis::lines::{ExceptionPositions, Lines, table};
 use clrprof_analysis::names::Names;
 use clrprof_analysis::samples::stack_samples;
 use clrprof_analysis::timeline::Trace;
@@ -57,7 +57,14 @@ pub fn append_lines(path: &Path) -> Result<usize> {
     let trace = Trace::load(&bytes)?;
     let names = Names::collect(&trace.events);
     let samples = stack_samples(&trace.events);
-    let rows = table(&samples, &trace.events, &names, &mut Lines::new(Vec::new()));
+    let mut exception = ExceptionPositions::default();
+    trace.for_each_exception(|e| exception.observe(e));
+    let rows = table(
+        &samples,
+        &exception.pairs,
+        &names,
+        &mut Lines::new(Vec::new()),
+    );
     if rows.is_empty() {
         return Ok(0);
     }

@@ -5,50 +5,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clrprof_format::*;
 use common::*;
-
-/// What one `clrprof` run took.
-struct Run {
-    status: i32,
-    wall: Duration,
-    max_rss_mib: f64,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs `clrprof ARGS…` and measures its wall time and peak RSS.
-#[allow(clippy::zombie_processes)] // reaped by `wait4`, which also gives its rusage
-fn measure(args: &[&str], dir: &Path) -> Run {
-    let (out, err) = (dir.join("stdout"), dir.join("stderr"));
-    let mut cmd = clrprof();
-    let start = Instant::now();
-    let child = cmd
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(std::fs::File::create(&err).unwrap())
-        .spawn()
-        .unwrap();
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value for wait4 to overwrite.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: wait4 on the child just spawned (not waited for elsewhere), with valid
-    // out-pointers to locals.
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    assert_eq!(pid, child.id() as i32);
-    let wall = start.elapsed();
-    Run {
-        status,
-        wall,
-        max_rss_mib: usage.ru_maxrss as f64 / 1024.0,
-        stdout: std::fs::read_to_string(&out).unwrap_or_default(),
-        stderr: std::fs::read_to_string(&err).unwrap_or_default(),
-    }
-}
 
 fn header_bytes(mode: &str) -> Vec<u8> {
     let mut file = Vec::new();

@@ -1,8 +1,9 @@
 //! Immediate dominators of a graph rooted at node 0, by the iterative algorithm of
 //! Cooper, Harvey and Kennedy ("A Simple, Fast Dominance Algorithm", 2001): number the
 //! nodes in reverse postorder, then refine `idom` with the two-finger intersection until
-//! nothing changes. On heap graphs it converges in two or three passes. Memory: a few
-//! `u32`s per node plus the predecessor lists.
+//! nothing changes. On heap graphs it converges in two or three passes. Memory: three
+//! `u32`s per node (order, rank, idom) and the DFS stack; the edges are read where they
+//! are, with no predecessor lists.
 
 /// A directed graph in compressed sparse rows: the successors of `n` are
 /// `targets[start[n]..start[n + 1]]`.
@@ -31,29 +32,28 @@ impl Graph {
         g.start.push(g.targets.len() as u32);
         g
     }
+}
 
-    /// The same graph with every edge reversed.
-    pub fn reversed(&self) -> Graph {
-        let n = self.nodes();
-        let mut count = vec![0u32; n + 1];
-        for &t in &self.targets {
-            count[t as usize + 1] += 1;
-        }
-        for i in 0..n {
-            count[i + 1] += count[i];
-        }
-        let mut fill = count.clone();
-        let mut targets = vec![0u32; self.targets.len()];
-        for from in 0..n as u32 {
-            for &to in self.successors(from) {
-                targets[fill[to as usize] as usize] = from;
-                fill[to as usize] += 1;
-            }
-        }
-        Graph {
-            start: count,
-            targets,
-        }
+/// A graph as the dominator computation reads it: node `n`'s out-edges are positions
+/// `edges(n)`, each leading to `successor(n, e)` or left out (`None`). A heap snapshot's
+/// graph is read in place through this, without a copy.
+pub trait Successors {
+    fn nodes(&self) -> usize;
+    fn edges(&self, n: u32) -> std::ops::Range<u32>;
+    fn successor(&self, n: u32, e: u32) -> Option<u32>;
+}
+
+impl Successors for Graph {
+    fn nodes(&self) -> usize {
+        Graph::nodes(self)
+    }
+
+    fn edges(&self, n: u32) -> std::ops::Range<u32> {
+        self.start[n as usize]..self.start[n as usize + 1]
+    }
+
+    fn successor(&self, _: u32, e: u32) -> Option<u32> {
+        Some(self.targets[e as usize])
     }
 }
 
@@ -68,46 +68,68 @@ pub struct Dominators {
     pub order: Vec<u32>,
 }
 
-/// Reverse postorder of the nodes reachable from 0 (iterative DFS).
-fn reverse_postorder(g: &Graph) -> Vec<u32> {
+/// Reverse postorder of the nodes reachable from 0 (iterative DFS), and a spare array of
+/// one `u32` per node (the DFS's edge cursors) for the caller to reuse.
+pub fn reverse_postorder(g: &impl Successors) -> (Vec<u32>, Vec<u32>) {
     let n = g.nodes();
-    let mut visited = vec![false; n];
-    let mut post = Vec::with_capacity(n);
+    // Per node, its next edge to look at; UNREACHABLE: not visited yet.
+    let mut cursor = vec![UNREACHABLE; n];
+    let mut post = Vec::new();
     if n == 0 {
-        return post;
+        return (post, cursor);
     }
-    // (node, index of the next successor to visit)
-    let mut stack: Vec<(u32, u32)> = vec![(0, g.start[0])];
-    visited[0] = true;
-    while let Some(top) = stack.last_mut() {
-        let (node, next) = *top;
-        if next < g.start[node as usize + 1] {
-            top.1 += 1;
-            let s = g.targets[next as usize];
-            if !visited[s as usize] {
-                visited[s as usize] = true;
-                stack.push((s, g.start[s as usize]));
+    let mut stack: Vec<u32> = vec![0];
+    cursor[0] = g.edges(0).start;
+    while let Some(&node) = stack.last() {
+        let end = g.edges(node).end;
+        let mut next = cursor[node as usize];
+        let mut pushed = false;
+        while next < end {
+            let e = next;
+            next += 1;
+            if let Some(s) = g.successor(node, e)
+                && cursor[s as usize] == UNREACHABLE
+            {
+                cursor[node as usize] = next;
+                cursor[s as usize] = g.edges(s).start;
+                stack.push(s);
+                pushed = true;
+                break;
             }
-        } else {
+        }
+        if !pushed {
+            cursor[node as usize] = end;
             post.push(node);
             stack.pop();
         }
     }
     post.reverse();
-    post
+    (post, cursor)
 }
 
-pub fn dominators(g: &Graph) -> Dominators {
+/// Immediate dominators. The iteration of Cooper, Harvey and Kennedy, pushed along the
+/// out-edges instead of pulled from the predecessors (no reversed graph in memory): each
+/// node, in reverse postorder, lowers the dominator of each of its successors to the
+/// nearest common ancestor of that dominator and itself, until nothing changes. This is
+/// the same monotone data-flow system (Dom(v) = {v} ∪ ⋂ Dom(pred)), iterated edge by
+/// edge, so it reaches the same greatest fixed point.
+pub fn dominators(g: &impl Successors) -> Dominators {
+    let (order, cursor) = reverse_postorder(g);
+    dominators_from(g, order, cursor)
+}
+
+/// [`dominators`] from a [`reverse_postorder`] already computed (its two arrays).
+pub fn dominators_from(g: &impl Successors, order: Vec<u32>, spare: Vec<u32>) -> Dominators {
     let n = g.nodes();
-    let order = reverse_postorder(g);
+    let mut idom = spare;
+    idom.clear();
+    idom.resize(n, UNREACHABLE);
+    if n == 0 {
+        return Dominators { idom, order };
+    }
     let mut rank = vec![u32::MAX; n];
     for (i, &v) in order.iter().enumerate() {
         rank[v as usize] = i as u32;
-    }
-    let preds = g.reversed();
-    let mut idom = vec![UNREACHABLE; n];
-    if n == 0 {
-        return Dominators { idom, order };
     }
     idom[0] = 0;
     let intersect = |idom: &[u32], mut a: u32, mut b: u32| {
@@ -124,34 +146,46 @@ pub fn dominators(g: &Graph) -> Dominators {
     let mut changed = true;
     while changed {
         changed = false;
-        for &v in order.iter().skip(1) {
-            let mut new = UNREACHABLE;
-            for &p in preds.successors(v) {
-                if idom[p as usize] == UNREACHABLE {
+        for &u in &order {
+            // Every reachable node has its DFS parent, which comes before it in reverse
+            // postorder, so it has a dominator when its turn comes.
+            if idom[u as usize] == UNREACHABLE {
+                continue;
+            }
+            for e in g.edges(u) {
+                let Some(v) = g.successor(u, e) else { continue };
+                if v == 0 {
                     continue;
                 }
-                new = if new == UNREACHABLE {
-                    p
+                let old = idom[v as usize];
+                let new = if old == UNREACHABLE {
+                    u
                 } else {
-                    intersect(&idom, p, new)
+                    intersect(&idom, u, old)
                 };
-            }
-            if new != UNREACHABLE && idom[v as usize] != new {
-                idom[v as usize] = new;
-                changed = true;
+                if new != old {
+                    idom[v as usize] = new;
+                    changed = true;
+                }
             }
         }
     }
     Dominators { idom, order }
 }
 
+/// Retained weight: each node's weight plus that of every node it dominates. `weight`
+/// becomes the retained weight, in place.
+pub fn retained_in_place(d: &Dominators, weight: &mut [u64]) {
+    for &v in d.order.iter().skip(1).rev() {
+        let parent = d.idom[v as usize] as usize;
+        weight[parent] += weight[v as usize];
+    }
+}
+
 /// Retained weight: each node's weight plus that of every node it dominates.
 pub fn retained(d: &Dominators, weight: &[u64]) -> Vec<u64> {
     let mut r: Vec<u64> = weight.to_vec();
-    for &v in d.order.iter().skip(1).rev() {
-        let parent = d.idom[v as usize] as usize;
-        r[parent] += r[v as usize];
-    }
+    retained_in_place(d, &mut r);
     r
 }
 
@@ -198,12 +232,68 @@ mod tests {
         assert_eq!(r, vec![15, 3, 2, 4, 8]);
     }
 
+    /// Immediate dominators by definition: d dominates v when v cannot be reached from 0
+    /// without d; the immediate one is the strict dominator dominated by all the others.
+    fn by_definition(g: &Graph) -> Vec<u32> {
+        let n = g.nodes();
+        let reach = |without: Option<u32>| {
+            let mut seen = vec![false; n];
+            let mut stack = vec![0u32];
+            seen[0] = true;
+            while let Some(v) = stack.pop() {
+                for &s in g.successors(v) {
+                    if Some(s) != without && !seen[s as usize] {
+                        seen[s as usize] = true;
+                        stack.push(s);
+                    }
+                }
+            }
+            seen
+        };
+        let all = reach(None);
+        let cut: Vec<Vec<bool>> = (0..n as u32).map(|d| reach(Some(d))).collect();
+        (0..n)
+            .map(|v| {
+                if !all[v] {
+                    return UNREACHABLE;
+                }
+                if v == 0 {
+                    return 0;
+                }
+                let strict: Vec<u32> = (0..n as u32)
+                    .filter(|&d| d as usize != v && (d == 0 || !cut[d as usize][v]))
+                    .collect();
+                *strict
+                    .iter()
+                    .find(|&&d| {
+                        strict
+                            .iter()
+                            .all(|&o| o == d || o == 0 || !cut[o as usize][d as usize])
+                    })
+                    .unwrap()
+            })
+            .collect()
+    }
+
     #[test]
-    fn reversed_swaps_edges() {
-        let g = Graph::from_lists(&[vec![1, 2], vec![2], vec![]]);
-        let r = g.reversed();
-        assert_eq!(r.successors(0), &[] as &[u32]);
-        assert_eq!(r.successors(1), &[0]);
-        assert_eq!(r.successors(2), &[0, 1]);
+    fn pushed_along_out_edges_they_match_the_definition_on_random_graphs() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for _ in 0..300 {
+            let n = 2 + next(14) as usize;
+            let edges = next(3 * n as u64);
+            let mut lists = vec![Vec::new(); n];
+            for _ in 0..edges {
+                let (a, b) = (next(n as u64) as usize, next(n as u64) as u32);
+                lists[a].push(b);
+            }
+            let g = Graph::from_lists(&lists);
+            assert_eq!(dominators(&g).idom, by_definition(&g), "{lists:?}");
+        }
     }
 }

@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::dominators::{self, Dominators, Graph};
+use super::dominators::{self, Graph, Successors};
 use super::snapshot::{
     HeapSnapshot, ROOT_FINALIZER, ROOT_HANDLE, ROOT_PINNING, ROOT_REFCOUNTED, ROOT_STACK, ROOT_WEAK,
 };
@@ -25,8 +25,9 @@ pub struct Group {
 pub struct Model<'s> {
     pub snapshot: &'s HeapSnapshot,
     pub groups: Vec<Group>,
-    pub graph: Graph,
-    pub dom: Dominators,
+    /// Children of each node in the dominator tree (the immediate dominators are not
+    /// kept beside it: 4 bytes a node).
+    pub children: Graph,
     /// Retained bytes per node.
     pub retained: Vec<u64>,
     /// Node of object 0.
@@ -34,6 +35,64 @@ pub struct Model<'s> {
     /// Edges left out of the graph: from the runtime's static storage arrays to the
     /// objects their statics hold (the static field is the root instead).
     skipped: HashSet<(u32, u32)>,
+}
+
+/// The rooted graph, read in place from the snapshot: node 0 → each group node → the
+/// group's objects (none for a weak group) → their references, less the skipped edges.
+struct View<'a> {
+    s: &'a HeapSnapshot,
+    groups: &'a [Group],
+    first_object: u32,
+    skipped: &'a HashSet<(u32, u32)>,
+    /// One bit per object: it has a skipped edge (the set is only looked in for those).
+    skipping: Vec<u64>,
+}
+
+impl<'a> View<'a> {
+    fn new(s: &'a HeapSnapshot, groups: &'a [Group], skipped: &'a HashSet<(u32, u32)>) -> Self {
+        let mut skipping = vec![0u64; s.len().div_ceil(64)];
+        for &(from, _) in skipped {
+            skipping[from as usize / 64] |= 1 << (from % 64);
+        }
+        View {
+            s,
+            groups,
+            first_object: 1 + groups.len() as u32,
+            skipped,
+            skipping,
+        }
+    }
+}
+
+impl Successors for View<'_> {
+    fn nodes(&self) -> usize {
+        self.first_object as usize + self.s.len()
+    }
+
+    fn edges(&self, n: u32) -> std::ops::Range<u32> {
+        if n == 0 {
+            0..self.groups.len() as u32
+        } else if n < self.first_object {
+            let g = &self.groups[n as usize - 1];
+            0..if g.weak { 0 } else { g.objects.len() as u32 }
+        } else {
+            let o = (n - self.first_object) as usize;
+            self.s.edge_start[o]..self.s.edge_start[o + 1]
+        }
+    }
+
+    fn successor(&self, n: u32, e: u32) -> Option<u32> {
+        if n == 0 {
+            Some(1 + e)
+        } else if n < self.first_object {
+            Some(self.first_object + self.groups[n as usize - 1].objects[e as usize])
+        } else {
+            let o = n - self.first_object;
+            let t = self.s.targets[e as usize];
+            let skips = self.skipping[o as usize / 64] & (1 << (o % 64)) != 0;
+            (!skips || !self.skipped.contains(&(o, t))).then_some(self.first_object + t)
+        }
+    }
 }
 
 fn handle_name(flags: u32) -> &'static str {
@@ -154,38 +213,53 @@ impl<'s> Model<'s> {
     pub fn build(s: &'s HeapSnapshot) -> Model<'s> {
         let mut groups = groups(s);
         let skipped = static_storage_edges(s, &groups);
-        let (graph, first_object) = build_graph(s, &groups, &skipped);
         // Objects no root reaches (dependent handles, roots the API does not report)
         // hang under one more group.
-        let order = dominators::dominators(&graph);
+        let (order, spare) = dominators::reverse_postorder(&View::new(s, &groups, &skipped));
+        let first_object = 1 + groups.len();
         let unreached: Vec<u32> = (0..s.len() as u32)
-            .filter(|&o| order.idom[(first_object + o) as usize] == dominators::UNREACHABLE)
+            .filter(|&o| spare[first_object + o as usize] == dominators::UNREACHABLE)
             .collect();
-        let (graph, first_object, dom) = if unreached.is_empty() {
-            (graph, first_object, order)
+        let (order, spare) = if unreached.is_empty() {
+            (order, spare)
         } else {
+            drop((order, spare));
             groups.push(Group {
                 kind: "unrooted".into(),
                 name: "no reported root".into(),
                 objects: unreached,
                 weak: false,
             });
-            let (g, f) = build_graph(s, &groups, &skipped);
-            let d = dominators::dominators(&g);
-            (g, f, d)
+            dominators::reverse_postorder(&View::new(s, &groups, &skipped))
         };
-        let mut weight = vec![0u64; graph.nodes()];
-        weight[first_object as usize..].copy_from_slice(&s.size);
-        let retained = dominators::retained(&dom, &weight);
+        let view = View::new(s, &groups, &skipped);
+        let first_object = view.first_object;
+        let nodes = view.nodes();
+        let dom = dominators::dominators_from(&view, order, spare);
+        drop(view);
+        let mut retained = vec![0u64; nodes];
+        for (r, size) in retained[first_object as usize..].iter_mut().zip(s.sizes()) {
+            *r = size;
+        }
+        dominators::retained_in_place(&dom, &mut retained);
+        let dominators::Dominators { idom, order } = dom;
+        drop(order);
+        let children = children_of(&idom);
+        drop(idom);
         Model {
             snapshot: s,
             groups,
-            graph,
-            dom,
+            children,
             retained,
             first_object,
             skipped,
         }
+    }
+
+    /// The immediate dominator of `node` (None: the virtual root, or not reachable),
+    /// looked up in the dominator tree: linear, for tests and single nodes.
+    pub fn idom_of(&self, node: u32) -> Option<u32> {
+        (0..self.children.nodes() as u32).find(|&d| self.children.successors(d).contains(&node))
     }
 
     pub fn node_of(&self, object: u32) -> u32 {
@@ -205,34 +279,6 @@ impl<'s> Model<'s> {
         !self.skipped.is_empty() && self.skipped.contains(&(from, to))
     }
 
-    /// Children of each node in the dominator tree.
-    pub fn dominator_children(&self) -> Graph {
-        let n = self.graph.nodes();
-        let mut lists: Vec<u32> = vec![0; n + 1];
-        for v in 1..n {
-            let d = self.dom.idom[v];
-            if d != dominators::UNREACHABLE {
-                lists[d as usize + 1] += 1;
-            }
-        }
-        for i in 0..n {
-            lists[i + 1] += lists[i];
-        }
-        let mut fill = lists.clone();
-        let mut targets = vec![0u32; lists[n] as usize];
-        for v in 1..n {
-            let d = self.dom.idom[v];
-            if d != dominators::UNREACHABLE {
-                targets[fill[d as usize] as usize] = v as u32;
-                fill[d as usize] += 1;
-            }
-        }
-        Graph {
-            start: lists,
-            targets,
-        }
-    }
-
     /// Retained bytes per class index: objects of the class and everything only they
     /// keep alive (an object under another of its own class is counted once, at the top).
     pub fn retained_by_class(&self) -> Vec<u64> {
@@ -243,7 +289,7 @@ impl<'s> Model<'s> {
             .max(s.class.iter().map(|&c| c as usize + 1).max().unwrap_or(0));
         let mut out = vec![0u64; classes];
         let mut active = vec![0u32; classes];
-        let children = self.dominator_children();
+        let children = &self.children;
         // (node, leaving)
         let mut stack: Vec<(u32, bool)> = vec![(0, false)];
         while let Some((v, leaving)) = stack.pop() {
@@ -269,35 +315,31 @@ impl<'s> Model<'s> {
     }
 }
 
-fn build_graph(s: &HeapSnapshot, groups: &[Group], skipped: &HashSet<(u32, u32)>) -> (Graph, u32) {
-    let first_object = 1 + groups.len() as u32;
-    let mut g = Graph {
-        start: Vec::with_capacity(first_object as usize + s.len() + 1),
-        targets: Vec::with_capacity(groups.len() + s.targets.len() + s.roots.len()),
-    };
-    g.start.push(0);
-    for i in 0..groups.len() as u32 {
-        g.targets.push(1 + i);
-    }
-    for grp in groups {
-        g.start.push(g.targets.len() as u32);
-        if !grp.weak {
-            g.targets
-                .extend(grp.objects.iter().map(|&o| first_object + o));
+/// Children of each node in the dominator tree, in node order.
+fn children_of(idom: &[u32]) -> Graph {
+    let n = idom.len();
+    // Per node its number of children, then the end of its run, then its start.
+    let mut start: Vec<u32> = vec![0; n + 1];
+    for &d in idom.iter().skip(1) {
+        if d != dominators::UNREACHABLE {
+            start[d as usize] += 1;
         }
     }
-    for o in 0..s.len() as u32 {
-        g.start.push(g.targets.len() as u32);
-        for e in s.edges(o) {
-            let t = s.targets[e];
-            if !skipped.is_empty() && skipped.contains(&(o, t)) {
-                continue;
-            }
-            g.targets.push(first_object + t);
+    let mut total = 0u32;
+    for c in &mut start[..n] {
+        total += *c;
+        *c = total;
+    }
+    start[n] = total;
+    let mut targets = vec![0u32; total as usize];
+    for v in (1..n).rev() {
+        let d = idom[v];
+        if d != dominators::UNREACHABLE {
+            start[d as usize] -= 1;
+            targets[start[d as usize] as usize] = v as u32;
         }
     }
-    g.start.push(g.targets.len() as u32);
-    (g, first_object)
+    Graph { start, targets }
 }
 
 #[cfg(test)]
@@ -310,7 +352,6 @@ mod tests {
     fn snapshot() -> HeapSnapshot {
         let edges: [&[u32]; 7] = [&[1], &[2], &[3], &[], &[5], &[], &[]];
         let mut s = HeapSnapshot {
-            ids: (0..7).map(|i| 1000 + i * 100).collect(),
             class: vec![0, 1, 1, 1, 2, 3, 3],
             size: vec![100, 32, 32, 32, 40, 24, 24],
             generation: vec![2; 7],
@@ -377,7 +418,6 @@ mod tests {
     fn with_non_gc() -> HeapSnapshot {
         let edges: [&[u32]; 5] = [&[2], &[], &[], &[4], &[]];
         let mut s = HeapSnapshot {
-            ids: (0..5).map(|i| 1000 + i * 100).collect(),
             class: vec![0, 0, 1, 2, 3],
             size: vec![32, 24, 40, 48, 24],
             generation: vec![0, 2, NON_GC, NON_GC, NON_GC],
@@ -431,11 +471,11 @@ mod tests {
             32
         );
         assert_eq!(m.retained_of_group(group("static", "App.Config.Name")), 0);
-        assert_eq!(m.dom.idom[m.node_of(2) as usize], 0, "the virtual root");
+        assert_eq!(m.idom_of(m.node_of(2)), Some(0), "the virtual root");
         // Every non-GC object hangs from the group itself: the RuntimeType and the object
         // it references are siblings there.
         assert_eq!(m.retained_of_group(nongc), 72);
-        assert_eq!(m.dom.idom[m.node_of(4) as usize], 1 + nongc as u32);
+        assert_eq!(m.idom_of(m.node_of(4)), Some(1 + nongc as u32));
         assert_eq!(m.retained_by_class(), vec![56, 40, 48, 24]);
     }
 }

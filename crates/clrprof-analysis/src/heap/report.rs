@@ -106,7 +106,7 @@ pub struct Generations {
 impl Generations {
     fn of(s: &HeapSnapshot) -> Generations {
         let mut g = Generations::default();
-        for (size, generation) in s.size.iter().zip(&s.generation) {
+        for (size, generation) in s.sizes().zip(&s.generation) {
             *match *generation {
                 0 => &mut g.gen0,
                 1 => &mut g.gen1,
@@ -170,7 +170,7 @@ pub fn types(m: &Model<'_>) -> Vec<TypeRow> {
     for o in 0..s.len() {
         let r = &mut rows[s.class[o] as usize];
         r.count += 1;
-        r.shallow_bytes += s.size[o];
+        r.shallow_bytes += s.size(o as u32);
     }
     // Generic instantiations loaded twice share a name: merge rows by name.
     let mut by_name: HashMap<String, TypeRow> = HashMap::new();
@@ -216,7 +216,7 @@ pub fn build(s: &HeapSnapshot, opts: &HeapOptions) -> HeapReport {
             .then(a.kind.cmp(&b.kind))
             .then(a.name.cmp(&b.name))
     });
-    let children = m.dominator_children();
+    let children = &m.children;
     let row = |node: u32, kids: Vec<DominatorRow>| DominatorRow {
         name: m
             .object_of(node)
@@ -249,7 +249,7 @@ pub fn build(s: &HeapSnapshot, opts: &HeapOptions) -> HeapReport {
     HeapReport {
         snapshot: s.snapshot,
         objects: s.len() as u64,
-        bytes: s.size.iter().sum(),
+        bytes: s.sizes().sum(),
         references: s.targets.len() as u64,
         lost: s.totals.lost,
         pause_ms: s.totals.pause_ns as f64 / 1e6,
@@ -382,7 +382,6 @@ mod tests {
     fn the_report_counts_non_gc_objects_and_marks_statics_holding_one() {
         // A GC object (gen 0) → a string literal; a static holds the literal.
         let s = HeapSnapshot {
-            ids: vec![1000, 2000],
             class: vec![0, 1],
             size: vec![32, 40],
             generation: vec![0, NON_GC],

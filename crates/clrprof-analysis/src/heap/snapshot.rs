@@ -1,6 +1,8 @@
 //! One heap snapshot read from a trace: objects in flat arrays (index = position), their
 //! references as a compressed sparse row, roots, class and field names, statics. The
-//! reader streams over the file once; memory is a few words per object and reference.
+//! reader streams over the file once; memory is a few words per object and reference:
+//! objects keep the order they were recorded in, and the ids (addresses) they were
+//! recorded with are only held while references are turned into indexes.
 
 use std::collections::HashMap;
 
@@ -22,6 +24,9 @@ pub const ROOT_REFCOUNTED: u32 = 0x8;
 pub const NON_GC: u8 = 5;
 /// Generation value of an object whose generation the agent could not read.
 pub const NO_GENERATION: u8 = 7;
+/// A size that does not fit a `u32`: the object's size is in `large_sizes`.
+pub const LARGE: u32 = u32::MAX;
+
 /// Class index of a continuation entry: more references of the object with that id.
 pub const CONTINUATION: u64 = u32::MAX as u64;
 
@@ -61,15 +66,18 @@ pub struct Totals {
 #[derive(Debug, Default)]
 pub struct HeapSnapshot {
     pub snapshot: u64,
-    /// Object ids (addresses at the time of the snapshot), sorted.
-    pub ids: Vec<u64>,
+    /// Per object (in recorded order): its class index, size and generation.
     pub class: Vec<u32>,
-    pub size: Vec<u64>,
+    /// Sizes in bytes; [`LARGE`] stands for a size in `large_sizes` (see [`Self::size`]).
+    pub size: Vec<u32>,
+    /// (object, size) of the objects of 4 GiB or more, by object.
+    pub large_sizes: Vec<(u32, u64)>,
     pub generation: Vec<u8>,
     /// References of object `i`: `targets[edge_start[i]..edge_start[i + 1]]`.
     pub edge_start: Vec<u32>,
     pub targets: Vec<u32>,
-    /// Byte offset of the field holding each reference (0 = unknown or array element).
+    /// Byte offset of the field holding each reference (0 = unknown or array element);
+    /// empty when loaded without them ([`load_with`]).
     pub fields: Vec<u32>,
     pub class_names: Vec<String>,
     /// (class index, offset) → field name.
@@ -91,15 +99,31 @@ pub struct HeapSnapshot {
 
 impl HeapSnapshot {
     pub fn len(&self) -> usize {
-        self.ids.len()
+        self.class.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+        self.class.is_empty()
     }
 
     pub fn edges(&self, object: u32) -> std::ops::Range<usize> {
         self.edge_start[object as usize] as usize..self.edge_start[object as usize + 1] as usize
+    }
+
+    /// The size of an object in bytes.
+    pub fn size(&self, object: u32) -> u64 {
+        match self.size[object as usize] {
+            LARGE => self
+                .large_sizes
+                .binary_search_by_key(&object, |l| l.0)
+                .map_or(u64::from(LARGE), |i| self.large_sizes[i].1),
+            s => u64::from(s),
+        }
+    }
+
+    /// Every object's size in bytes, in object order.
+    pub fn sizes(&self) -> impl Iterator<Item = u64> + '_ {
+        (0..self.len() as u32).map(|o| self.size(o))
     }
 
     pub fn is_non_gc(&self, object: u32) -> bool {
@@ -115,7 +139,7 @@ impl HeapSnapshot {
 
     /// Name of the field through which edge `edge` leaves `object`.
     pub fn field_name(&self, object: u32, edge: usize) -> String {
-        let offset = self.fields[edge];
+        let offset = self.fields.get(edge).copied().unwrap_or(0);
         let class = self.class[object as usize];
         if offset == 0 {
             let name = self.class_names.get(class as usize).map(String::as_str);
@@ -129,11 +153,6 @@ impl HeapSnapshot {
             .get(&(class, offset))
             .cloned()
             .unwrap_or_else(|| format!("+{offset}"))
-    }
-
-    /// Index of the object with id `id`.
-    pub fn index_of(&self, id: u64) -> Option<u32> {
-        self.ids.binary_search(&id).ok().map(|i| i as u32)
     }
 }
 
@@ -186,12 +205,17 @@ fn unzigzag(v: u64) -> i64 {
 struct Raw {
     ids: Vec<u64>,
     class: Vec<u32>,
-    size: Vec<u64>,
+    size: Vec<u32>,
+    /// (raw index, size) of the objects of [`LARGE`] size or more.
+    large: Vec<(u32, u64)>,
     generation: Vec<u8>,
     edge_start: Vec<u32>,
     target_ids: Vec<u64>,
     fields: Vec<u32>,
-    /// References from continuation entries: (object id, target id, field).
+    /// Whether the fields of the references are kept (only paths name them).
+    keep_fields: bool,
+    /// References from continuation entries that do not follow their object (another
+    /// thread's batch came between): (object id, target id, field).
     more: Vec<(u64, u64, u32)>,
     roots: Vec<(u64, u8, u32, u64)>,
     statics: Vec<(String, String, u64, u64, String)>,
@@ -219,21 +243,32 @@ impl Raw {
             let id = previous.wrapping_add(unzigzag(delta) as u64);
             previous = id;
             if class == CONTINUATION {
+                // More references of the object read last: they extend its run.
+                let follows = self.ids.last() == Some(&id);
                 for _ in 0..n {
                     let (Some(t), Some(field)) = (next(&mut i), next(&mut i)) else {
                         return false;
                     };
-                    self.more.push((
-                        id,
-                        id.wrapping_add(unzigzag(t) as u64),
-                        u32::try_from(field).unwrap_or(0),
-                    ));
+                    let target = id.wrapping_add(unzigzag(t) as u64);
+                    let field = u32::try_from(field).unwrap_or(0);
+                    if follows {
+                        self.target_ids.push(target);
+                        if self.keep_fields {
+                            self.fields.push(field);
+                        }
+                    } else {
+                        self.more.push((id, target, field));
+                    }
                 }
                 continue;
             }
             self.ids.push(id);
             self.class.push(class as u32);
-            self.size.push(size_gen >> 3);
+            let size = size_gen >> 3;
+            if size >= u64::from(LARGE) {
+                self.large.push((self.size.len() as u32, size));
+            }
+            self.size.push(u32::try_from(size).unwrap_or(LARGE));
             self.generation.push((size_gen & 7) as u8);
             self.edge_start.push(self.target_ids.len() as u32);
             for _ in 0..n {
@@ -241,17 +276,28 @@ impl Raw {
                     return false;
                 };
                 self.target_ids.push(id.wrapping_add(unzigzag(t) as u64));
-                self.fields.push(u32::try_from(field).unwrap_or(0));
+                if self.keep_fields {
+                    self.fields.push(u32::try_from(field).unwrap_or(0));
+                }
             }
         }
         true
     }
 }
 
-/// Reads snapshot number `snapshot` (see [`list`]).
+/// Reads snapshot number `snapshot` (see [`list`]), with the field of every reference.
 pub fn load(bytes: &[u8], snapshot: u64) -> Result<HeapSnapshot, FormatError> {
+    load_with(bytes, snapshot, true)
+}
+
+/// [`load`]; `fields`: keep the field each reference is held by (4 bytes a reference,
+/// which only paths show: without them [`HeapSnapshot::field_name`] says `?`).
+pub fn load_with(bytes: &[u8], snapshot: u64, fields: bool) -> Result<HeapSnapshot, FormatError> {
     let mut reader = TraceReader::new(bytes)?;
-    let mut raw = Raw::default();
+    let mut raw = Raw {
+        keep_fields: fields,
+        ..Raw::default()
+    };
     let mut s = HeapSnapshot {
         snapshot,
         ..HeapSnapshot::default()
@@ -352,49 +398,84 @@ pub fn load(bytes: &[u8], snapshot: u64) -> Result<HeapSnapshot, FormatError> {
     Ok(s)
 }
 
-/// Sorts the objects by id and turns reference ids into indexes.
+/// Drops objects recorded twice, turns reference ids into indexes, resolves roots and
+/// statics. Objects keep their recorded order; when the ids are not in order, a
+/// permutation sorted by id finds them.
 fn finish(mut raw: Raw, s: &mut HeapSnapshot) {
-    raw.more.sort_by_key(|m| m.0);
-    let n = raw.ids.len();
-    let mut order: Vec<u32> = (0..n as u32).collect();
-    // Duplicate ids (a batch recorded twice) keep one copy, a non-GC one if there is one.
-    order.sort_unstable_by_key(|&i| (raw.ids[i as usize], raw.generation[i as usize] != NON_GC, i));
-    order.dedup_by_key(|i| raw.ids[*i as usize]);
-    s.ids = order.iter().map(|&i| raw.ids[i as usize]).collect();
-    s.class = order.iter().map(|&i| raw.class[i as usize]).collect();
-    s.size = order.iter().map(|&i| raw.size[i as usize]).collect();
-    s.generation = order.iter().map(|&i| raw.generation[i as usize]).collect();
-    let end_of = |i: usize| {
-        raw.edge_start
-            .get(i + 1)
-            .map(|&e| e as usize)
-            .unwrap_or(raw.target_ids.len())
-    };
-    s.edge_start = Vec::with_capacity(s.ids.len() + 1);
-    for &o in &order {
-        s.edge_start.push(s.targets.len() as u32);
-        let o = o as usize;
-        let own =
-            (raw.edge_start[o] as usize..end_of(o)).map(|e| (raw.target_ids[e], raw.fields[e]));
-        let id = raw.ids[o];
-        let first = raw.more.partition_point(|m| m.0 < id);
-        let more = raw.more[first..]
-            .iter()
-            .take_while(|m| m.0 == id)
-            .map(|m| (m.1, m.2));
-        for (target, field) in own.chain(more) {
-            match s.ids.binary_search(&target) {
-                Ok(t) => {
-                    s.targets.push(t as u32);
-                    s.fields.push(field);
-                }
-                Err(_) => s.dangling += 1,
-            }
+    raw.edge_start.push(raw.target_ids.len() as u32);
+    let sorted = raw.ids.windows(2).all(|w| w[0] < w[1]);
+    // Object indexes by id (empty: the ids are in order). Duplicate ids (a batch
+    // recorded twice) keep one copy, a non-GC one if there is one.
+    let mut by_id: Vec<u32> = Vec::new();
+    if !sorted || !raw.more.is_empty() {
+        by_id = (0..raw.ids.len() as u32).collect();
+        by_id.sort_unstable_by_key(|&i| {
+            (raw.ids[i as usize], raw.generation[i as usize] != NON_GC, i)
+        });
+        let before = by_id.len();
+        by_id.dedup_by_key(|i| raw.ids[*i as usize]);
+        if by_id.len() != before || !raw.more.is_empty() {
+            regroup(&mut raw, &mut by_id);
+        }
+        if sorted {
+            by_id = Vec::new();
         }
     }
-    s.edge_start.push(s.targets.len() as u32);
-    for (id, kind, flags, rid) in raw.roots {
-        if let Some(object) = s.index_of(id) {
+    let n = raw.ids.len();
+    let find = |id: u64| {
+        if by_id.is_empty() {
+            raw.ids.binary_search(&id).ok().map(|i| i as u32)
+        } else {
+            by_id
+                .binary_search_by_key(&id, |&i| raw.ids[i as usize])
+                .ok()
+                .map(|k| by_id[k])
+        }
+    };
+    // References: resolved in place (DANGLING: to no recorded object), then packed.
+    const DANGLING: u64 = u32::MAX as u64;
+    for t in raw.target_ids.iter_mut() {
+        *t = find(*t).map_or(DANGLING, u64::from);
+    }
+    let dangling = raw.target_ids.iter().filter(|&&t| t == DANGLING).count();
+    s.dangling += dangling as u64;
+    if dangling > 0 {
+        let mut kept = 0usize;
+        let mut edge = 0usize;
+        for o in 0..n {
+            let end = raw.edge_start[o + 1] as usize;
+            raw.edge_start[o] = kept as u32;
+            while edge < end {
+                if raw.target_ids[edge] != DANGLING {
+                    raw.target_ids[kept] = raw.target_ids[edge];
+                    if raw.keep_fields {
+                        raw.fields[kept] = raw.fields[edge];
+                    }
+                    kept += 1;
+                }
+                edge += 1;
+            }
+        }
+        raw.edge_start[n] = kept as u32;
+        raw.target_ids.truncate(kept);
+        raw.fields.truncate(kept);
+    }
+    // To u32 indexes, taken from the end a million at a time and the u64s given back as
+    // they go: 8 bytes a reference at the peak, not 12.
+    let mut wide = std::mem::take(&mut raw.target_ids);
+    let mut targets: Vec<u32> = Vec::with_capacity(wide.len());
+    while !wide.is_empty() {
+        let from = wide.len().saturating_sub(1 << 20);
+        targets.extend(wide[from..].iter().rev().map(|&t| t as u32));
+        wide.truncate(from);
+        wide.shrink_to_fit();
+    }
+    targets.reverse();
+    s.targets = targets;
+    s.fields = std::mem::take(&mut raw.fields);
+    s.edge_start = std::mem::take(&mut raw.edge_start);
+    for (id, kind, flags, rid) in std::mem::take(&mut raw.roots) {
+        if let Some(object) = find(id) {
             s.roots.push(Root {
                 object,
                 kind,
@@ -403,12 +484,8 @@ fn finish(mut raw: Raw, s: &mut HeapSnapshot) {
             });
         }
     }
-    for (class, field, thread, object, value) in raw.statics {
-        let object = if object == 0 {
-            None
-        } else {
-            s.index_of(object)
-        };
+    for (class, field, thread, object, value) in std::mem::take(&mut raw.statics) {
+        let object = if object == 0 { None } else { find(object) };
         s.statics.push(Static {
             class,
             field,
@@ -417,6 +494,63 @@ fn finish(mut raw: Raw, s: &mut HeapSnapshot) {
             value,
         });
     }
+    drop(by_id);
+    s.class = std::mem::take(&mut raw.class);
+    s.size = std::mem::take(&mut raw.size);
+    s.large_sizes = std::mem::take(&mut raw.large);
+    s.generation = std::mem::take(&mut raw.generation);
+}
+
+/// The uncommon case: objects recorded twice, or references of an object recorded apart
+/// from it. Rebuilds the objects (the kept copies, in recorded order) and their reference
+/// runs (own, then the apart ones); `by_id` is renumbered to match.
+fn regroup(raw: &mut Raw, by_id: &mut [u32]) {
+    let n = raw.ids.len();
+    let mut keep = vec![false; n];
+    for &i in by_id.iter() {
+        keep[i as usize] = true;
+    }
+    let mut more = std::mem::take(&mut raw.more);
+    more.sort_by_key(|m| m.0);
+    let mut r = Raw {
+        keep_fields: raw.keep_fields,
+        ..Raw::default()
+    };
+    let mut new_index = vec![u32::MAX; n];
+    for o in (0..n).filter(|&o| keep[o]) {
+        new_index[o] = r.ids.len() as u32;
+        let id = raw.ids[o];
+        r.ids.push(id);
+        r.class.push(raw.class[o]);
+        r.size.push(raw.size[o]);
+        r.generation.push(raw.generation[o]);
+        r.edge_start.push(r.target_ids.len() as u32);
+        let own = raw.edge_start[o] as usize..raw.edge_start[o + 1] as usize;
+        r.target_ids.extend_from_slice(&raw.target_ids[own.clone()]);
+        if raw.keep_fields {
+            r.fields.extend_from_slice(&raw.fields[own]);
+        }
+        let first = more.partition_point(|m| m.0 < id);
+        for m in more[first..].iter().take_while(|m| m.0 == id) {
+            r.target_ids.push(m.1);
+            if raw.keep_fields {
+                r.fields.push(m.2);
+            }
+        }
+    }
+    r.edge_start.push(r.target_ids.len() as u32);
+    r.large = raw
+        .large
+        .iter()
+        .filter(|l| keep[l.0 as usize])
+        .map(|&(o, size)| (new_index[o as usize], size))
+        .collect();
+    for i in by_id.iter_mut() {
+        *i = new_index[*i as usize];
+    }
+    r.roots = std::mem::take(&mut raw.roots);
+    r.statics = std::mem::take(&mut raw.statics);
+    *raw = r;
 }
 
 #[cfg(test)]
@@ -429,7 +563,10 @@ mod tests {
 
     #[test]
     fn batches_decode_deltas_and_references() {
-        let mut raw = Raw::default();
+        let mut raw = Raw {
+            keep_fields: true,
+            ..Raw::default()
+        };
         // Object 1000 (class 0, 24 bytes, gen 2) → 1024 at offset 8; object 1024 (class 1,
         // 32 bytes, gen 0) → 1000, field unknown.
         let batch = [
@@ -471,7 +608,10 @@ mod tests {
     fn references_into_the_non_gc_heap_resolve_when_it_is_recorded() {
         // Object 1000 (gen 0) → 5000, a non-GC string, recorded in a later batch; → 9000,
         // not recorded at all.
-        let mut raw = Raw::default();
+        let mut raw = Raw {
+            keep_fields: true,
+            ..Raw::default()
+        };
         assert!(raw.objects(&[zz(1000), 0, 24 << 3, 2, zz(4000), 8, zz(8000), 16]));
         assert!(raw.objects(&[zz(5000), 1, 40 << 3 | NON_GC as u64, 0]));
         let mut s = HeapSnapshot::default();
@@ -480,5 +620,55 @@ mod tests {
         assert!(s.is_non_gc(1) && !s.is_non_gc(0));
         assert_eq!(s.targets, vec![1]);
         assert_eq!(s.dangling, 1, "only the reference to 9000");
+    }
+
+    #[test]
+    fn a_continuation_right_after_its_object_extends_its_run() {
+        // Object 1000 → 1024; its continuation (→ 1000 itself) follows at once; then
+        // 1024; then 1000 recorded again (a batch read twice): one copy is kept.
+        let mut raw = Raw {
+            keep_fields: true,
+            ..Raw::default()
+        };
+        assert!(raw.objects(&[zz(1000), 0, 24 << 3 | 2, 1, zz(24), 8]));
+        assert!(raw.objects(&[zz(1000), CONTINUATION, 0, 1, zz(0), 0]));
+        assert!(raw.more.is_empty(), "no run kept apart");
+        assert!(raw.objects(&[zz(1024), 1, 32 << 3, 0]));
+        let mut s = HeapSnapshot::default();
+        finish(raw, &mut s);
+        assert_eq!(s.len(), 2);
+        assert_eq!(s.targets, vec![1, 0]);
+        assert_eq!(s.edge_start, vec![0, 2, 2]);
+        let mut raw = Raw {
+            keep_fields: true,
+            ..Raw::default()
+        };
+        assert!(raw.objects(&[zz(1024), 1, 32 << 3, 1, zz(-24), 0]));
+        assert!(raw.objects(&[zz(1000), 0, 24 << 3 | 2, 1, zz(24), 8]));
+        assert!(raw.objects(&[zz(1024), 1, 32 << 3, 1, zz(-24), 0]));
+        raw.roots.push((1000, ROOT_HANDLE, 0, 7));
+        let mut s = HeapSnapshot::default();
+        finish(raw, &mut s);
+        assert_eq!(
+            s.class,
+            vec![1, 0],
+            "recorded order, the second 1024 dropped"
+        );
+        assert_eq!(s.targets, vec![1, 0]);
+        assert_eq!(s.edge_start, vec![0, 1, 2]);
+        assert_eq!(s.roots[0].object, 1);
+    }
+
+    #[test]
+    fn sizes_of_four_gib_and_more_are_kept_whole() {
+        let big = 5u64 << 30;
+        let mut raw = Raw::default();
+        assert!(raw.objects(&[zz(1000), 0, 24 << 3, 0, zz(24), 0, (big << 3) | 3, 0]));
+        let mut s = HeapSnapshot::default();
+        finish(raw, &mut s);
+        assert_eq!(s.sizes().collect::<Vec<_>>(), vec![24, big]);
+        assert_eq!(s.size, vec![24, LARGE]);
+        assert!(s.fields.is_empty(), "loaded without the fields");
+        assert_eq!(s.field_name(0, 0), "?");
     }
 }

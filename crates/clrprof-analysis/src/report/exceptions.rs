@@ -14,6 +14,11 @@ use crate::timeline::TimedEvent;
 /// Messages kept per exception type: the most frequent.
 const MESSAGES_PER_TYPE: usize = 10;
 
+/// Distinct messages counted per exception type: a type's first this many; the throws
+/// with a message met after them are counted together (`messages_other`), so that a
+/// million distinct messages ("item 123456 not found") do not each take memory.
+pub const MESSAGES_TRACKED: usize = 1000;
+
 #[derive(Debug, Serialize)]
 pub struct ExceptionStack {
     pub type_name: String,
@@ -29,6 +34,9 @@ pub struct ExceptionsSection {
     pub by_type: BTreeMap<String, u64>,
     /// Per exception type, its most frequent messages.
     pub messages: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Per exception type, the throws whose message was not counted one by one (it came
+    /// after [`MESSAGES_TRACKED`] distinct others); types without such throws are absent.
+    pub messages_other: BTreeMap<String, u64>,
     /// Distinct throw stacks, most thrown from first.
     pub stacks: Vec<ExceptionStack>,
 }
@@ -37,6 +45,7 @@ pub struct ExceptionsSection {
 pub struct Exceptions {
     by_type: BTreeMap<String, u64>,
     messages: BTreeMap<String, BTreeMap<String, u64>>,
+    messages_other: BTreeMap<String, u64>,
     /// (type, frame ids, positions) → count: a million throws from one place are one
     /// entry. Positions are empty until the stack's `ExceptionPositions` says them.
     stacks: HashMap<StackKey, u64>,
@@ -88,12 +97,14 @@ impl Exceptions {
                     type_name.to_string()
                 };
                 *self.by_type.entry(ty.clone()).or_default() += 1;
-                *self
-                    .messages
-                    .entry(ty)
-                    .or_default()
-                    .entry(message.to_string())
-                    .or_default() += 1;
+                let messages = self.messages.entry(ty.clone()).or_default();
+                if let Some(n) = messages.get_mut(message.as_ref()) {
+                    *n += 1;
+                } else if messages.len() < MESSAGES_TRACKED {
+                    messages.insert(message.to_string(), 1);
+                } else {
+                    *self.messages_other.entry(ty).or_default() += 1;
+                }
             }
             _ => {}
         }
@@ -151,6 +162,7 @@ impl Exceptions {
         ExceptionsSection {
             by_type: self.by_type,
             messages,
+            messages_other: self.messages_other,
             stacks,
         }
     }
@@ -236,5 +248,27 @@ mod tests {
             ]
         );
         assert_eq!(s.by_type["E"], 24);
+    }
+
+    #[test]
+    fn messages_past_the_tracked_ones_are_counted_together() {
+        let mut x = Exceptions::default();
+        for i in 0..MESSAGES_TRACKED + 500 {
+            x.observe(&thrown(1, "E", format!("item {i} not found")));
+        }
+        // A message counted before the bound keeps being counted after it.
+        for _ in 0..3 {
+            x.observe(&thrown(1, "E", "item 7 not found".into()));
+        }
+        x.observe(&thrown(1, "F", "other type".into()));
+        let s = x.finish(&Names::default(), None);
+        assert_eq!(s.by_type["E"], MESSAGES_TRACKED as u64 + 503);
+        assert_eq!(s.messages["E"]["item 7 not found"], 4);
+        assert_eq!(s.messages["E"].len(), MESSAGES_PER_TYPE);
+        assert_eq!(
+            s.messages_other.into_iter().collect::<Vec<_>>(),
+            [("E".to_string(), 500)]
+        );
+        assert_eq!(s.messages["F"]["other type"], 1);
     }
 }

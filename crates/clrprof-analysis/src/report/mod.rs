@@ -32,7 +32,7 @@ use crate::names::Names;
 use crate::runtime_frames::Windows;
 use crate::samples::{Filter, FunctionSamples, SampleTotals, View};
 use crate::threads::{ThreadLifetimes, ThreadNames};
-use crate::timeline::{TimedEvent, Trace};
+use crate::timeline::{Streamed, TimedEvent, Trace, is_exception};
 
 pub use crate::threads::ThreadInfo;
 pub use alloc_samples::{
@@ -41,7 +41,7 @@ pub use alloc_samples::{
 pub use allocations::{Allocation, Allocations};
 pub use calls::{Calls, CallsSection};
 pub use counts::EventCounts;
-pub use exceptions::{ExceptionStack, Exceptions, ExceptionsSection};
+pub use exceptions::{ExceptionStack, Exceptions, ExceptionsSection, MESSAGES_TRACKED};
 pub use gc_summary::GcSummary;
 pub use jit::{Jit, JitEntry, JitSummary};
 pub use lost::{Lost, WriteFailure, errno_text, lost_reason};
@@ -106,6 +106,10 @@ pub struct Report {
     pub exceptions: BTreeMap<String, u64>,
     /// Per exception type, its most frequent messages.
     pub exception_messages: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Per exception type, the throws whose message was not counted one by one (the
+    /// type had 1,000 distinct messages before it); absent when none.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub exception_messages_other: BTreeMap<String, u64>,
     pub threads: Vec<ThreadInfo>,
     pub gcs: Vec<Gc>,
     pub gc_summary: GcSummary,
@@ -232,13 +236,35 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
     }
     let filter = &opts.filter;
     let mut butterfly = None;
-    let calls = (trace.call_records > 0).then(|| {
-        let mut calls = Calls::default();
-        trace.for_each_call(|e| {
-            if filter.keeps_time(e.ns) && filter.keeps_thread(e.os_tid, &thread_names) {
-                calls.observe(e);
-            }
-        });
+    // One more pass over the file for what the timeline does not hold: the calls and
+    // the exceptions.
+    let mut calls = (trace.call_records > 0).then(Calls::default);
+    let which = Streamed {
+        calls: calls.is_some(),
+        exceptions: true,
+    };
+    trace.for_each_streamed(which, |e| {
+        if is_exception(&e.event) {
+            c.counts.observe(&e.event);
+            c.exceptions.observe(e);
+        }
+        let for_calls = !is_exception(&e.event)
+            || matches!(
+                e.event,
+                clrprof_format::Event::ExceptionPhase {
+                    phase: clrprof_format::ExceptionPhase::CatcherEnter,
+                    ..
+                }
+            );
+        if let Some(calls) = &mut calls
+            && for_calls
+            && filter.keeps_time(e.ns)
+            && filter.keeps_thread(e.os_tid, &thread_names)
+        {
+            calls.observe(e);
+        }
+    });
+    let calls = calls.map(|calls| {
         // The butterfly needs the whole tree; the report's trees are cut after.
         let depth = if opts.function.is_some() {
             calltree::MAX_PATH_DEPTH
@@ -314,6 +340,7 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
         events: c.counts,
         exceptions: exceptions.by_type,
         exception_messages: exceptions.messages,
+        exception_messages_other: exceptions.messages_other,
         threads: c.threads.finish(),
         gc_summary: GcSummary::of(&gcs),
         gcs,

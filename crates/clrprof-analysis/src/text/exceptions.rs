@@ -12,6 +12,7 @@ pub fn render(
     o: &mut String,
     by_type: &BTreeMap<String, u64>,
     messages: &BTreeMap<String, BTreeMap<String, u64>>,
+    other: &BTreeMap<String, u64>,
     top: usize,
 ) {
     if by_type.is_empty() {
@@ -28,6 +29,13 @@ pub fn render(
             for (msg, k) in m.into_iter().take(MESSAGES).filter(|(m, _)| !m.is_empty()) {
                 let _ = writeln!(o, "            {k:>6} × \"{}\"", truncate(msg, 80));
             }
+        }
+        if let Some(k) = other.get(ty) {
+            let _ = writeln!(
+                o,
+                "            {k:>6} × (messages past the first {} distinct, not counted one by one)",
+                crate::report::MESSAGES_TRACKED
+            );
         }
     }
 }
@@ -52,9 +60,15 @@ mod tests {
             ("A".to_string(), BTreeMap::from([("x".repeat(90), 2)])),
         ]);
         let mut o = String::new();
-        render(&mut o, &BTreeMap::new(), &messages, 10);
+        render(&mut o, &BTreeMap::new(), &messages, &BTreeMap::new(), 10);
         assert_eq!(o, "");
-        render(&mut o, &by_type, &messages, 10);
+        render(
+            &mut o,
+            &by_type,
+            &messages,
+            &BTreeMap::from([("A".to_string(), 7)]),
+            10,
+        );
         // B's top three messages are "", "two", "one"; the empty one is not shown.
         let expected = format!(
             "\nExceptions (by type)\n\
@@ -62,12 +76,13 @@ mod tests {
              \x20                2 × \"two\"\n\
              \x20                1 × \"one\"\n\
              \x20        2  A\n\
-             \x20                2 × \"{}…\"\n",
+             \x20                2 × \"{}…\"\n\
+             \x20                7 × (messages past the first 1000 distinct, not counted one by one)\n",
             "x".repeat(79)
         );
         assert_eq!(o, expected);
         let mut o = String::new();
-        render(&mut o, &by_type, &BTreeMap::new(), 1);
+        render(&mut o, &by_type, &BTreeMap::new(), &BTreeMap::new(), 1);
         assert_eq!(o, "\nExceptions (by type)\n         5  B\n");
     }
 }

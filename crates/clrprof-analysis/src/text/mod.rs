@@ -51,7 +51,13 @@ pub fn render(r: &Report, top: usize) -> String {
     header::sampler(&mut o, r.sampler.as_ref());
     header::warnings(&mut o, &r.warnings);
     events::render(&mut o, &r.events);
-    exceptions::render(&mut o, &r.exceptions, &r.exception_messages, top);
+    exceptions::render(
+        &mut o,
+        &r.exceptions,
+        &r.exception_messages,
+        &r.exception_messages_other,
+        top,
+    );
     let pauses_recorded = r.events.runtime_suspensions > 0;
     gcs::render(&mut o, &r.gcs, &r.gc_summary, pauses_recorded, top);
     threads::render(&mut o, &r.threads, top);

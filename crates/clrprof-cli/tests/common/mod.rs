@@ -249,3 +249,42 @@ pub fn wait_for_diagnostics(pid: u32) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// What one `clrprof` run took.
+pub struct Run {
+    pub status: i32,
+    pub wall: std::time::Duration,
+    pub max_rss_mib: f64,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `clrprof ARGS…` and measures its wall time and peak RSS.
+#[allow(clippy::zombie_processes)] // reaped by `wait4`, which also gives its rusage
+pub fn measure(args: &[&str], dir: &Path) -> Run {
+    let (out, err) = (dir.join("stdout"), dir.join("stderr"));
+    let mut cmd = clrprof();
+    let start = std::time::Instant::now();
+    let child = cmd
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to overwrite.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 on the child just spawned (not waited for elsewhere), with valid
+    // out-pointers to locals.
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32);
+    let wall = start.elapsed();
+    Run {
+        status,
+        wall,
+        max_rss_mib: usage.ru_maxrss as f64 / 1024.0,
+        stdout: std::fs::read_to_string(&out).unwrap_or_default(),
+        stderr: std::fs::read_to_string(&err).unwrap_or_default(),
+    }
+}
