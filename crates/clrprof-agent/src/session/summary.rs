@@ -76,6 +76,21 @@ pub(super) fn log_writer(why: &str, output: &Path, stats: &writer::Stats, args: 
             args.slotted,
             args.slot_mismatches
         );
+        if !args.asking.is_empty() {
+            const SHOWN: usize = 40;
+            let more = args.asking.len().saturating_sub(SHOWN);
+            log!(
+                "args: {} function entries/returns ask the runtime on every call (values it \
+                 copies, or slots it contradicted): {}{}",
+                args.asking.len(),
+                args.asking[..args.asking.len().min(SHOWN)].join(", "),
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
+            );
+        }
     }
     if crate::output::tpmap::collisions() > 0 {
         log!(
