@@ -531,3 +531,69 @@ fn an_emitted_method_is_named_through_the_importer_and_counted() {
         1000
     );
 }
+
+/// `report` and `convert` decode a trace's calls on a thread of their own while the
+/// calling thread builds the call trees (`CLRPROF_DECODE_THREADS`, 2 by default on more
+/// than one CPU): the output of a multi-block, two-thread trace is the same byte for byte
+/// with one decode thread and with two.
+#[test]
+fn reports_are_the_same_with_one_and_two_decode_threads() {
+    let dir = scratch("trace-decode-threads");
+    let trace = dir.join("t.clrprof");
+    let out = record(
+        &trace,
+        &[
+            "--mode",
+            "trace",
+            "--include",
+            "Scenarios.*",
+            "--buffer-kb",
+            "64",
+        ],
+        &["fib", "24", "threads=2"],
+    );
+    assert!(out.status.success());
+    // What a command prints, or the file it writes (`convert`).
+    let run = |threads: &str, args: &[&str]| {
+        let file = dir.join(format!("out-{threads}"));
+        let mut cmd = clrprof();
+        cmd.args(args);
+        if args[0] == "convert" {
+            cmd.arg("-o").arg(&file);
+        }
+        let o = cmd
+            .arg(&trace)
+            .env("CLRPROF_DECODE_THREADS", threads)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        if args[0] == "convert" {
+            std::fs::read(&file).unwrap()
+        } else {
+            o.stdout
+        }
+    };
+    let r = report_json(&trace);
+    // Two threads of 150,049 calls each, in many blocks (the calls are handed over in
+    // batches of 16,384 events).
+    assert_eq!(
+        calls(&functions(&r), "Scenarios.FibScenario.FibUncounted"),
+        2 * 150_049
+    );
+    for args in [
+        &["report"][..],
+        &["report", "--json"],
+        &["report", "--function", "Scenarios.FibScenario.FibUncounted"],
+        &["convert", "-f", "folded"],
+        &["convert", "-f", "chrome"],
+    ] {
+        let one = run("1", args);
+        let two = run("2", args);
+        assert!(!one.is_empty(), "{args:?} printed nothing");
+        assert!(one == two, "{args:?} differs with two decode threads");
+    }
+}
