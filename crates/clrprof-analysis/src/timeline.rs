@@ -178,24 +178,11 @@ impl<'a> Trace<'a> {
 /// How many threads decode a trace's calls: `CLRPROF_DECODE_THREADS` (1 or 2), else two
 /// when the machine has more than one CPU.
 pub fn decode_threads() -> usize {
-    match decode_threads_setting() {
-        Ok(Some(n)) => n,
-        // Refused by the CLI before anything is read ([`decode_threads_setting`]).
-        Ok(None) | Err(_) => std::thread::available_parallelism().map_or(1, |n| n.get().min(2)),
-    }
-}
-
-/// `CLRPROF_DECODE_THREADS` as set: `None` when unset, an error naming the value when it
-/// is not 1 or 2.
-pub fn decode_threads_setting() -> Result<Option<usize>, String> {
-    let Some(v) = std::env::var_os("CLRPROF_DECODE_THREADS") else {
-        return Ok(None);
-    };
-    match v.to_str().map(str::trim) {
-        Some("1") => Ok(Some(1)),
-        Some("2") => Ok(Some(2)),
-        _ => Err(format!(
-            "invalid CLRPROF_DECODE_THREADS={v:?}: expected 1 or 2 (threads decoding a trace's calls)"
-        )),
+    match std::env::var("CLRPROF_DECODE_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+    {
+        Some(n) => n.clamp(1, 2),
+        None => std::thread::available_parallelism().map_or(1, |n| n.get().min(2)),
     }
 }

@@ -35,10 +35,6 @@ use clap::Parser;
 
 fn main() {
     let args = cli::Cli::parse();
-    if let Err(e) = clrprof_analysis::timeline::decode_threads_setting() {
-        eprintln!("clrprof: {} {e}", style::error("error:"));
-        std::process::exit(2);
-    }
     let result = match args.command {
         cli::Command::Record(r) => match r.pid {
             Some(pid) if r.no_trace => Err(anyhow::anyhow!(
