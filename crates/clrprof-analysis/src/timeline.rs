@@ -107,50 +107,10 @@ impl<'a> Trace<'a> {
     /// rebuild needs), decoded again from the file: each thread's in recorded order,
     /// threads interleaved as the file holds them. Problems in the file were reported by
     /// [`Trace::load`] already.
-    ///
-    /// With two decode threads ([`decode_threads`]), one thread decodes the blocks into
-    /// batches while the calling thread hands them to `f`, in the same order: the same
-    /// events reach `f` in the same order either way, so every output is the same.
     pub fn for_each_call(&self, mut f: impl FnMut(&TimedEvent<'a>)) {
         if self.call_records == 0 {
             return;
         }
-        if decode_threads() < 2 {
-            return self.decode_calls(|e| f(&e));
-        }
-        const BATCH: usize = 1 << 14;
-        // At most a few batches in flight: memory stays bounded whatever the trace.
-        let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Vec<TimedEvent<'a>>>(4);
-        let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Vec<TimedEvent<'a>>>();
-        std::thread::scope(|scope| {
-            scope.spawn(move || {
-                let mut batch = Vec::with_capacity(BATCH);
-                self.decode_calls(|e| {
-                    batch.push(e);
-                    if batch.len() == BATCH {
-                        let next = empty_rx
-                            .try_recv()
-                            .unwrap_or_else(|_| Vec::with_capacity(BATCH));
-                        // A consumer that is gone (it panicked) takes nothing more.
-                        let _ = full_tx.send(std::mem::replace(&mut batch, next));
-                    }
-                });
-                if !batch.is_empty() {
-                    let _ = full_tx.send(batch);
-                }
-            });
-            for mut batch in full_rx {
-                for e in &batch {
-                    f(e);
-                }
-                batch.clear();
-                let _ = empty_tx.send(batch);
-            }
-        });
-    }
-
-    /// The events [`for_each_call`](Self::for_each_call) hands over, decoded on this thread.
-    fn decode_calls(&self, mut f: impl FnMut(TimedEvent<'a>)) {
         let Ok(mut reader) = TraceReader::new(self.bytes) else {
             return;
         };
@@ -165,24 +125,12 @@ impl<'a> Trace<'a> {
                     }
                 );
             if wanted {
-                f(TimedEvent {
+                f(&TimedEvent {
                     ns: self.clock.to_ns(d.ts),
                     os_tid: d.os_tid,
                     event: d.event,
                 });
             }
         });
-    }
-}
-
-/// How many threads decode a trace's calls: `CLRPROF_DECODE_THREADS` (1 or 2), else two
-/// when the machine has more than one CPU.
-pub fn decode_threads() -> usize {
-    match std::env::var("CLRPROF_DECODE_THREADS")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-    {
-        Some(n) => n.clamp(1, 2),
-        None => std::thread::available_parallelism().map_or(1, |n| n.get().min(2)),
     }
 }

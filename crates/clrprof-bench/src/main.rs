@@ -55,9 +55,6 @@ enum What {
     },
     /// ELT tracing on a call-dense workload (recursive Fib)
     Trace,
-    /// Only the end of `trace`: records the two-thread Fib trace once, then times
-    /// `report` and `convert -f folded` of it with one and two decode threads
-    Read,
     /// `--args` (ELT slow path): ns per call with arguments and return value recorded,
     /// for `int Fib(int)` and for a method taking a string and a struct
     Args,
@@ -116,7 +113,6 @@ fn main() -> Result<()> {
         What::Events => events(args.runs),
         What::Sample { only, compare_with } => sample(args.runs, &only, compare_with.as_deref()),
         What::Trace => trace(args.runs),
-        What::Read => read_only(args.runs),
         What::Args => args_bench(args.runs),
         What::Attach => attach(args.runs),
         What::Soak { cycles } => soak::run(&clrprof()?, cycles),
@@ -555,25 +551,6 @@ fn fib_table(
     out
 }
 
-/// `read`: the two-thread trace of `trace`, recorded once, then [`read_speed`].
-fn read_only(runs: usize) -> Result<()> {
-    let clrprof = clrprof()?;
-    let app = clrprof_testkit::app("Scenarios");
-    let out = scratch().join("trace.clrprof");
-    let o = recorded(
-        &clrprof,
-        &["--mode", "trace", "--include", "Scenarios.*"],
-        &out,
-        &app,
-        &["fib", "32", "threads=2"],
-    )
-    .output()?;
-    if !o.status.success() {
-        bail!("recording failed: {}", String::from_utf8_lossy(&o.stderr));
-    }
-    read_speed(&clrprof, &out, runs)
-}
-
 /// `report` and `convert -f folded` of the two-thread trace: seconds and events per
 /// second (median of `runs`), the events being the Enter and Leave of every call.
 fn read_speed(clrprof: &Path, trace: &Path, runs: usize) -> Result<()> {
@@ -617,25 +594,16 @@ fn read_speed(clrprof: &Path, trace: &Path, runs: usize) -> Result<()> {
             }),
         ),
     ];
-    // One and two decode threads (`CLRPROF_DECODE_THREADS`), alternated run by run.
     for (name, make) in &cmds {
-        let mut secs = [Vec::new(), Vec::new()];
+        let mut secs = Vec::new();
         for _ in 0..runs.max(1) {
-            for (i, threads) in ["1", "2"].iter().enumerate() {
-                let mut cmd = make();
-                cmd.env("CLRPROF_DECODE_THREADS", threads);
-                secs[i].push(rounds::measure(cmd, None)?.wall.as_secs_f64());
-            }
+            secs.push(rounds::measure(make(), None)?.wall.as_secs_f64());
         }
-        for (i, secs) in secs.iter().enumerate() {
-            let (m, lo, hi) = rounds::spread(secs);
-            println!(
-                "{name:<28} {} decode thread{} {m:>6.2} s (p25–p75 {lo:.2}–{hi:.2}): {:.1} M events/s",
-                i + 1,
-                if i == 0 { " " } else { "s" },
-                events / m / 1e6
-            );
-        }
+        let (m, lo, hi) = rounds::spread(&secs);
+        println!(
+            "{name:<28} {m:>6.2} s (p25–p75 {lo:.2}–{hi:.2}): {:.1} M events/s",
+            events / m / 1e6
+        );
     }
     drop(cmds);
     let _ = std::fs::remove_file(folded);
