@@ -1001,7 +1001,10 @@ fn args_from_registers(rt: Runtime) {
         .lines()
         .find(|l| l.contains("ask the runtime on every call"))
         .unwrap_or_else(|| panic!("no line naming what asks the runtime:\n{stderr}"));
-    assert!(asking.contains("Scenarios.Abi.MakeS16 (return)"), "{asking}");
+    assert!(
+        asking.contains("Scenarios.Abi.MakeS16 (return)"),
+        "{asking}"
+    );
     for learned in [
         "Scenarios.Abi.Describe (entry)",
         "Scenarios.Abi.ScaleMix (entry)",
@@ -1034,11 +1037,7 @@ fn args_from_registers(rt: Runtime) {
     let field = |v: &Value, f: &str| v["fields"][f].as_f64().unwrap_or(f64::NAN);
     for r in 0..rounds {
         let describe = &calls["Scenarios.Abi.Describe"][r];
-        assert_eq!(
-            arg(describe, "name"),
-            format!("order-{r}"),
-            "{describe:#}"
-        );
+        assert_eq!(arg(describe, "name"), format!("order-{r}"), "{describe:#}");
         let v = arg(describe, "v");
         assert_eq!(field(&v, "I"), (7 + r) as f64, "{describe:#}");
         assert_eq!(field(&v, "D"), 0.25 * (r + 1) as f64, "{describe:#}");

@@ -1448,7 +1448,10 @@ fn predict_registers(args: &mut [Param], ret: Option<&Param>, has_this: bool) {
             }
             Kind::Inline(d) => match &d.shape {
                 Shape::Enum { .. } => r.integer(),
-                Shape::Primitive { prim, .. } if matches!(prim, Prim::R4 | Prim::R8) => r.float(),
+                Shape::Primitive {
+                    prim: Prim::R4 | Prim::R8,
+                    ..
+                } => r.float(),
                 Shape::Primitive { .. } => r.integer(),
                 Shape::Struct { .. } => match struct_classes(d) {
                     Some((classes, covered)) => {
