@@ -5,7 +5,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use common::*;
 use serde_json::{Value, json};
