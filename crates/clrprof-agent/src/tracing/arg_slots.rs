@@ -201,11 +201,20 @@ impl StubFrame {
         out
     }
 
-    /// The slot of a struct the runtime copied to `start` from the registers predicted
-    /// for it (`regs`, saved-block offsets), if the copy's bytes (those `covered`) equal
-    /// the registers' now.
-    pub fn struct_slot(&self, start: usize, regs: &[u16], covered: u16, copy: u8) -> Option<Slot> {
+    /// The slot of a struct the runtime copied to `start` (`length` bytes) from the
+    /// registers predicted for it (`regs`, saved-block offsets), if the copy's bytes (those
+    /// `covered`) equal the registers' now.
+    pub fn struct_slot(
+        &self,
+        (start, length): (usize, u32),
+        regs: &[u16],
+        covered: u16,
+        copy: u8,
+    ) -> Option<Slot> {
+        // The range must hold every byte compared.
+        let extent = 16 - covered.leading_zeros();
         if !LAYOUT_KNOWN
+            || length < extent
             || regs.is_empty()
             || regs.len() > 2
             || regs.iter().any(|r| !REGISTERS.contains(&usize::from(*r)))
@@ -221,8 +230,7 @@ impl StubFrame {
         for (i, b) in theirs.iter_mut().enumerate().take(regs.len() * 8) {
             if covered & (1 << i) != 0 {
                 // SAFETY: (A1) `start` is the range the runtime gave for this argument in
-                // this hook call; a struct in registers is at least as large as the
-                // bytes its fields cover.
+                // this hook call, `length` bytes long (checked to hold byte `i`).
                 *b = unsafe { std::ptr::read((start + i) as *const u8) };
             }
         }
@@ -412,7 +420,7 @@ mod tests {
         // The runtime's copy of ID(7, 0.25); its padding bytes differ.
         let copy: [u64; 2] = [0x0000_0000_0000_0007, 0.25f64.to_bits()];
         let covered = field_bytes(&[f(0, 4, false), f(8, 8, true)]);
-        let slot = frame.struct_slot(copy.as_ptr() as usize, &[128, 56], covered, 0);
+        let slot = frame.struct_slot((copy.as_ptr() as usize, 16), &[128, 56], covered, 0);
         assert_eq!(
             slot,
             Some(Slot::Struct {
@@ -424,12 +432,17 @@ mod tests {
         assert_eq!(frame.gather([128, 56], 2)[1], 0.25f64.to_bits());
         // The registers predicted the other way round: refused.
         assert_eq!(
-            frame.struct_slot(copy.as_ptr() as usize, &[56, 128], covered, 0),
+            frame.struct_slot((copy.as_ptr() as usize, 16), &[56, 128], covered, 0),
+            None
+        );
+        // A range shorter than the bytes compared: refused.
+        assert_eq!(
+            frame.struct_slot((copy.as_ptr() as usize, 8), &[128, 56], covered, 0),
             None
         );
         // Offsets outside the saved registers: refused.
         assert_eq!(
-            frame.struct_slot(copy.as_ptr() as usize, &[176, 56], covered, 0),
+            frame.struct_slot((copy.as_ptr() as usize, 16), &[176, 56], covered, 0),
             None
         );
     }

@@ -516,7 +516,8 @@ fn on_enter(id: usize, elt: usize) {
                             // A struct the runtime copied from registers: from the ones
                             // the SysV convention predicts, if the bytes agree.
                             let (regs, covered) = plan.args.get(i)?.regs.as_ref()?;
-                            let slot = frame.struct_slot(r.start, regs, *covered, copies)?;
+                            let slot =
+                                frame.struct_slot((r.start, r.length), regs, *covered, copies)?;
                             copies += 1;
                             Some(slot)
                         })
