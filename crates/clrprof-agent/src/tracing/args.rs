@@ -924,7 +924,7 @@ fn write_string(s: &State, w: &mut ValueWriter<'_>, obj: usize) {
     let base = obj + buf_off as usize;
     // SAFETY: (A7) the string holds `len` UTF-16 units at `base`; we read `n <= len`.
     let units = unsafe { std::slice::from_raw_parts(base as *const u16, n) };
-    w.string_utf16(len as u64, units.iter().copied());
+    w.string_utf16_units(len as u64, units);
 }
 
 /// Whether `obj` can be an ObjectID at all: objects are pointer-aligned, and the GC heap
