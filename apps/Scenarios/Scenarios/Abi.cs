@@ -69,6 +69,10 @@ public static class Abi
             $"{Text(f4.X)},{Text(f4.Y)},{Text(f4.Z)},{Text(f4.W)}",
             BitConverter.SingleToUInt32Bits(f4.X) ^ ((ulong)BitConverter.SingleToUInt32Bits(f4.W) << 32));
 
+        // A string, then a struct split across an integer and a float register.
+        int described = Describe("order-" + r, new ID(7 + r, 0.25 * (r + 1)));
+        Add("abi_describe", described, (ulong)described);
+
         long manyInts = ManyInts(1 + r, 2, 3, 4, 5, 6, 7, 8, 9, 10 + r);
         Add("abi_many_ints", manyInts, (ulong)manyInts);
         double manyDoubles = ManyDoubles(0.1 + r, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0 + r);
@@ -143,6 +147,9 @@ public static class Abi
     [MethodImpl(MethodImplOptions.NoInlining)]
     public static long ManyInts(int a, int b, int c, int d, int e, int f, int g, int h, int i, int j) =>
         a + (2L * b) + (3L * c) + (4L * d) + (5L * e) + (6L * f) + (7L * g) + (8L * h) + (9L * i) + (10L * j);
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static int Describe(string name, ID v) => (name.Length * 1000) + v.I + (int)(v.D * 100);
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     public static double ManyDoubles(

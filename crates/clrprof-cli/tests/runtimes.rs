@@ -38,6 +38,7 @@ on_every_runtime!(
     allocation_samples,
     names_from_module_images,
     waits,
+    args_from_registers,
 );
 
 /// The app's own `RESULT runtime=…` names the runtime asked for, and so does the report.
@@ -973,4 +974,119 @@ fn names_from_module_images(rt: Runtime) {
         has_function(&r, "Scenarios.ArgTargets.AddInt"),
         "AddInt named"
     );
+}
+
+/// `--args` reads structs passed in registers and floating-point results from the saved
+/// registers once the runtime's first answers agree with the SysV classification
+/// (docs/tracing.md): four rounds of the `abi` set, each value exact, and none of these
+/// functions left asking the runtime on every call.
+fn args_from_registers(rt: Runtime) {
+    let rounds = 4;
+    let app = app_on("Scenarios", rt);
+    let dir = scratch(&format!("rt-args-regs-{}", rt.tfm()));
+    let trace = dir.join("t.clrprof");
+    let rounds_arg = format!("rounds={rounds}");
+    let out = record_app(
+        &app,
+        &trace,
+        &["--mode", "trace", "--args", "Scenarios.Abi.*"],
+        &["abi", &rounds_arg],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(", 0 contradicted by the runtime"),
+        "{stderr}"
+    );
+    // A two-eightbyte struct result is copied by the runtime into a buffer of its own
+    // (not learned), so the closing log names what still asks.
+    let asking = stderr
+        .lines()
+        .find(|l| l.contains("ask the runtime on every call"))
+        .unwrap_or_else(|| panic!("no line naming what asks the runtime:\n{stderr}"));
+    assert!(
+        asking.contains("Scenarios.Abi.MakeS16 (return)"),
+        "{asking}"
+    );
+    for learned in [
+        "Scenarios.Abi.Describe (entry)",
+        "Scenarios.Abi.ScaleMix (entry)",
+        "Scenarios.Abi.AddSF4 (entry)",
+        "Scenarios.Abi.SwapS16 (entry)",
+        "Scenarios.Abi.SumS16 (entry)",
+        "Scenarios.Abi.ManyMixed (entry)",
+        "Scenarios.Abi.MixDouble (return)",
+        "Scenarios.Abi.MixFloat (return)",
+        "Scenarios.Abi.ManyDoubles (return)",
+    ] {
+        assert!(!asking.contains(learned), "{learned} still asks: {asking}");
+    }
+    let app_says = results(&out);
+    let key = |k: &str, r: usize| {
+        if r == 0 {
+            k.to_string()
+        } else {
+            format!("{k}_r{r}")
+        }
+    };
+    let calls = invocations(&trace, "Scenarios.Abi.*");
+    let arg = |inv: &Value, name: &str| -> Value {
+        inv["args"]
+            .as_array()
+            .and_then(|a| a.iter().find(|a| a["name"] == name))
+            .map(|a| a["value"].clone())
+            .unwrap_or_else(|| panic!("no argument {name} in {inv:#}"))
+    };
+    let field = |v: &Value, f: &str| v["fields"][f].as_f64().unwrap_or(f64::NAN);
+    for r in 0..rounds {
+        let describe = &calls["Scenarios.Abi.Describe"][r];
+        assert_eq!(arg(describe, "name"), format!("order-{r}"), "{describe:#}");
+        let v = arg(describe, "v");
+        assert_eq!(field(&v, "I"), (7 + r) as f64, "{describe:#}");
+        assert_eq!(field(&v, "D"), 0.25 * (r + 1) as f64, "{describe:#}");
+        assert_eq!(
+            describe["return"]["value"].as_f64().map(|x| x.to_string()),
+            Some(app_says[&key("abi_describe", r)].clone()),
+            "{describe:#}"
+        );
+        let mix = &calls["Scenarios.Abi.ScaleMix"][r];
+        let m = arg(mix, "m");
+        assert_eq!(field(&m, "D"), 1.25 + r as f64, "{mix:#}");
+        assert_eq!(field(&m, "L"), (40 + r) as f64, "{mix:#}");
+        assert_eq!(arg(mix, "factor").as_f64(), Some(3.0), "{mix:#}");
+        let sf4 = &calls["Scenarios.Abi.AddSF4"][r];
+        let (a, b) = (arg(sf4, "a"), arg(sf4, "b"));
+        assert_eq!(
+            [
+                field(&a, "X"),
+                field(&a, "Y"),
+                field(&a, "Z"),
+                field(&a, "W")
+            ],
+            [1.0 + r as f64, 2.0, 3.0, 4.0],
+            "{sf4:#}"
+        );
+        assert_eq!(
+            [
+                field(&b, "X"),
+                field(&b, "Y"),
+                field(&b, "Z"),
+                field(&b, "W")
+            ],
+            [0.5, 0.25, 0.125, 0.0625],
+            "{sf4:#}"
+        );
+        let many = &calls["Scenarios.Abi.ManyMixed"][r];
+        let k = arg(many, "k");
+        assert_eq!([field(&k, "A"), field(&k, "B")], [6.0, 7.0], "{many:#}");
+        for (function, result) in [
+            ("MixDouble", "abi_double"),
+            ("MixFloat", "abi_float"),
+            ("ManyDoubles", "abi_many_doubles"),
+        ] {
+            let inv = &calls[&format!("Scenarios.Abi.{function}")][r];
+            let want: f64 = app_says[&key(result, r)].parse().unwrap();
+            assert_eq!(inv["return"]["value"].as_f64(), Some(want), "{inv:#}");
+        }
+    }
 }

@@ -416,3 +416,41 @@ fn osr_methods_appear_once_in_signal_stacks() {
         assert!(!folded.contains(dup), "`{dup}` in:\n{folded}");
     }
 }
+
+/// At 999 Hz on an app keeping both cores busy, the agent's exit log says the rate it
+/// achieved and why each missed tick was missed: the previous tick's work ran past the
+/// deadlines, or the sampler thread was not scheduled in time. The two counts add up to
+/// the ticks missed, and the report's achieved rate is the log's within a tenth.
+#[test]
+fn missed_ticks_are_counted_by_reason_on_a_busy_app() {
+    let _serial = timing_lock();
+    let dir = scratch("sample-missed-reasons");
+    let trace = dir.join("t.clrprof");
+    let out = record_sampled(&trace, "signal", &["--rate", "999"], &["crunch", "6000"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let sampler = stderr
+        .lines()
+        .find(|l| l.contains("sampler (signal):"))
+        .unwrap();
+    let timing = stderr
+        .lines()
+        .find(|l| l.contains("sampler timing:"))
+        .unwrap_or_else(|| panic!("no sampler timing line:\n{stderr}"));
+    let missed = number_before(sampler, " ticks missed");
+    let busy = number_before(timing, " missed because ticks' own work");
+    let sched = number_before(timing, " because the sampler thread was not scheduled");
+    assert_eq!(busy + sched, missed, "{sampler}\n{timing}");
+    let ticks = number_before(sampler, " ticks,");
+    assert!(
+        timing.contains(&format!("({ticks} ticks taken of ")),
+        "{timing}"
+    );
+    let achieved: f64 = timing
+        .split(" Hz achieved")
+        .next()
+        .and_then(|s| s.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no achieved rate in {timing}"));
+    assert!(achieved > 0.0 && achieved <= 1000.0, "{timing}");
+    assert!(timing.contains("999.0 Hz asked"), "{timing}");
+}

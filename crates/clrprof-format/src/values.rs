@@ -213,6 +213,28 @@ impl<'b> ValueWriter<'b> {
         }
         self.done();
     }
+    /// [`string_utf16`](Self::string_utf16) of units held in memory: ASCII text (most
+    /// strings an app passes) is copied a unit per byte in one pass, the same bytes.
+    pub fn string_utf16_units(&mut self, full_len: u64, units: &[u16]) {
+        if !units.iter().all(|u| *u < 0x80) {
+            return self.string_utf16(full_len, units.iter().copied());
+        }
+        self.byte(STR);
+        self.uleb(full_len);
+        self.uleb(units.len() as u64);
+        if !self.room(units.len()) {
+            self.cut = true;
+            return;
+        }
+        for (b, u) in self.buf[self.pos..self.pos + units.len()]
+            .iter_mut()
+            .zip(units)
+        {
+            *b = *u as u8;
+        }
+        self.pos += units.len();
+        self.done();
+    }
     pub fn string(&mut self, s: &str) {
         self.byte(STR);
         self.uleb(s.chars().map(|c| c.len_utf16() as u64).sum());
@@ -639,6 +661,34 @@ pub fn decode_names(bytes: &[u8]) -> Result<Vec<(String, String)>, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn strings_from_units_encode_as_from_an_iterator() {
+        let texts: [&[u16]; 4] = [
+            &[],
+            &[
+                b'o' as u16,
+                b'r' as u16,
+                b'd' as u16,
+                b'-' as u16,
+                b'1' as u16,
+            ],
+            &[0x48, 0xe9, 0x20ac, 0xd83d, 0xde00],
+            &[0xd800, 0x41],
+        ];
+        for units in texts {
+            for cap in [4usize, 64] {
+                let (mut a, mut b) = (vec![0u8; cap], vec![0u8; cap]);
+                let mut wa = super::ValueWriter::new(&mut a);
+                wa.string_utf16_units(units.len() as u64 + 3, units);
+                let mut wb = super::ValueWriter::new(&mut b);
+                wb.string_utf16(units.len() as u64 + 3, units.iter().copied());
+                let (ra, ca) = wa.finish();
+                let (rb, cb) = wb.finish();
+                assert_eq!((ra, ca), (rb, cb), "{units:?} in {cap} bytes");
+            }
+        }
+    }
+
     use super::*;
 
     #[test]

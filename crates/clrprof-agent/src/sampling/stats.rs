@@ -30,4 +30,67 @@ pub struct SamplerStats {
     pub suspended_ns: AtomicU64,
     /// Time the sampler spent per tick (suspend, walk, resume, record), summed.
     pub busy_ns: AtomicU64,
+    /// The sampler's run: its interval and how long it ran (for the achieved rate).
+    pub interval_ns: AtomicU64,
+    pub run_ns: AtomicU64,
+    /// Missed ticks by reason ([`Lateness`]): the previous tick's own work ran past
+    /// their deadlines, or the sampler thread woke late though it was free.
+    pub missed_busy: AtomicU64,
+    pub missed_sched: AtomicU64,
+    /// Ticks taken more than one interval late (caught up at once), by the same reasons.
+    pub late_busy: AtomicU64,
+    pub late_sched: AtomicU64,
+    /// The longest tick's work, and the longest delay between a free sampler's deadline
+    /// and its wake-up.
+    pub max_tick_ns: AtomicU64,
+    pub max_wake_delay_ns: AtomicU64,
+}
+
+/// Why a tick came late: how much of the delay between its deadline and the sampler's
+/// wake-up the previous tick's work took (`busy_ns`: it ended after the deadline), and how
+/// much passed with the sampler free but not running (`sched_ns`: not scheduled in time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lateness {
+    pub busy_ns: u64,
+    pub sched_ns: u64,
+}
+
+impl Lateness {
+    /// `deadline` of the tick, `prev_end` when the previous tick's work ended, `woke` when
+    /// the sampler woke for this tick.
+    pub fn of(deadline: u64, prev_end: u64, woke: u64) -> Lateness {
+        let busy_ns = prev_end.min(woke).saturating_sub(deadline);
+        let sched_ns = woke.saturating_sub(deadline.max(prev_end));
+        Lateness { busy_ns, sched_ns }
+    }
+
+    /// Whether the work of ticks, rather than scheduling, made most of the delay.
+    pub fn mostly_busy(&self) -> bool {
+        self.busy_ns >= self.sched_ns
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_late_tick_is_split_between_overrun_work_and_scheduling() {
+        // On time: nothing.
+        assert_eq!(
+            Lateness::of(1000, 900, 1000),
+            Lateness {
+                busy_ns: 0,
+                sched_ns: 0
+            }
+        );
+        // The previous tick's work ended 300 after the deadline, the sampler ran 50 later.
+        let l = Lateness::of(1000, 1300, 1350);
+        assert_eq!((l.busy_ns, l.sched_ns), (300, 50));
+        assert!(l.mostly_busy());
+        // Free before the deadline, woken 2000 late: scheduling.
+        let l = Lateness::of(1000, 800, 3000);
+        assert_eq!((l.busy_ns, l.sched_ns), (0, 2000));
+        assert!(!l.mostly_busy());
+    }
 }

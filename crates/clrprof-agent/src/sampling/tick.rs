@@ -11,7 +11,7 @@ use clrprof_format::Event;
 use corprof::{FunctionId, ProfilerInfo};
 
 use super::stacks::{self, Walked, max_depth};
-use super::stats::SamplerStats;
+use super::stats::{Lateness, SamplerStats};
 use super::suspend;
 use crate::config::SamplerKind;
 use crate::names::Seen;
@@ -108,6 +108,9 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
     let start = clock::monotonic_ns();
     let end = duration.map(|d| start + d.as_nanos() as u64);
     let mut next = start + interval_ns;
+    stats.interval_ns.store(interval_ns, Ordering::Relaxed);
+    // When the previous tick's work ended: what made a late tick late.
+    let mut prev_end = start;
     let mut frames: Vec<u64> = Vec::with_capacity(64 * (max_depth() + 1));
     // Per frame: the code address whose IL offset the sample records (0: none).
     let mut at: Vec<u64> = Vec::with_capacity(frames.capacity());
@@ -128,10 +131,28 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
         // Keep the schedule: a late tick is taken at once (the next deadline stays on the
         // grid), so short delays do not lower the rate; only when far behind (a stalled
         // machine) are whole ticks skipped, and counted.
+        let late = Lateness::of(next, prev_end, now);
+        if late.busy_ns + late.sched_ns > interval_ns {
+            let by = if late.mostly_busy() {
+                &stats.late_busy
+            } else {
+                &stats.late_sched
+            };
+            by.fetch_add(1, Ordering::Relaxed);
+        }
+        stats
+            .max_wake_delay_ns
+            .fetch_max(late.sched_ns, Ordering::Relaxed);
         next += interval_ns;
         if now > next + MAX_CATCH_UP * interval_ns {
             let behind = (now - next) / interval_ns;
             stats.missed_ticks.fetch_add(behind, Ordering::Relaxed);
+            let by = if late.mostly_busy() {
+                &stats.missed_busy
+            } else {
+                &stats.missed_sched
+            };
+            by.fetch_add(behind, Ordering::Relaxed);
             next += behind * interval_ns;
         }
         stats.ticks.fetch_add(1, Ordering::Relaxed);
@@ -184,10 +205,13 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
         if cpu.len() > 4096 {
             cpu.clear();
         }
-        stats.busy_ns.fetch_add(
-            clock::monotonic_ns().saturating_sub(tick_start),
-            Ordering::Relaxed,
-        );
+        prev_end = clock::monotonic_ns();
+        let took = prev_end.saturating_sub(tick_start);
+        stats.busy_ns.fetch_add(took, Ordering::Relaxed);
+        stats.max_tick_ns.fetch_max(took, Ordering::Relaxed);
+        stats
+            .run_ns
+            .store(prev_end.saturating_sub(start), Ordering::Relaxed);
     }
     // The last tick's last batch of signal captures.
     frames.clear();

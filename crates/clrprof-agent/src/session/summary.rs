@@ -31,6 +31,27 @@ pub(super) fn log_sampler(st: &SamplerStats) {
         get(&st.suspended_ns) as f64 / ticks as f64 / 1e3,
         get(&st.busy_ns) as f64 / ticks as f64 / 1e3
     );
+    let (interval, run) = (get(&st.interval_ns), get(&st.run_ns));
+    if interval > 0 && run > 0 {
+        let expected = run / interval;
+        log!(
+            "sampler timing: {:.1} Hz asked, {:.1} Hz achieved over {:.2} s ({} ticks taken of {} due); \
+             {} missed because ticks' own work ran past the next deadlines (longest tick {:.2} ms), \
+             {} because the sampler thread was not scheduled in time (longest wake-up delay {:.2} ms); \
+             taken over an interval late and caught up at once: {} after long ticks, {} after late wake-ups",
+            1e9 / interval as f64,
+            get(&st.ticks) as f64 * 1e9 / run as f64,
+            run as f64 / 1e9,
+            get(&st.ticks),
+            expected,
+            get(&st.missed_busy),
+            get(&st.max_tick_ns) as f64 / 1e6,
+            get(&st.missed_sched),
+            get(&st.max_wake_delay_ns) as f64 / 1e6,
+            get(&st.late_busy),
+            get(&st.late_sched),
+        );
+    }
 }
 
 /// What the writer wrote, once it has stopped; `why` the recording ended, `args` whether
@@ -76,6 +97,21 @@ pub(super) fn log_writer(why: &str, output: &Path, stats: &writer::Stats, args: 
             args.slotted,
             args.slot_mismatches
         );
+        if !args.asking.is_empty() {
+            const SHOWN: usize = 40;
+            let more = args.asking.len().saturating_sub(SHOWN);
+            log!(
+                "args: {} function entries/returns ask the runtime on every call (values it \
+                 copies, or slots it contradicted): {}{}",
+                args.asking.len(),
+                args.asking[..args.asking.len().min(SHOWN)].join(", "),
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
+            );
+        }
     }
     if crate::output::tpmap::collisions() > 0 {
         log!(

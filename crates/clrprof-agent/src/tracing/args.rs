@@ -33,7 +33,7 @@ use corprof::{ClassId, FunctionId, MetaDataImport, MetadataRead, ModuleId, Profi
 use corprof_sys::{COR_PRF_ELT_INFO, FunctionIDOrClientID};
 
 use super::EltKind;
-use super::arg_slots::{self, Slot, StubFrame};
+use super::arg_slots::{self, Registers, Returned, Slot, StubFrame};
 use crate::config::ArgLimits;
 use crate::os::clock;
 use crate::output::buffers;
@@ -42,6 +42,8 @@ use crate::output::buffers;
 pub struct ArgsFn {
     index: u64,
     function: FunctionId,
+    /// Its name, for the closing log line.
+    name: String,
     plan: OnceLock<Option<FnPlan>>,
     /// Where the arguments lie, once the runtime's answers agreed ([`arg_slots`]).
     enter_slots: SlotCache<Box<[Slot]>>,
@@ -68,6 +70,12 @@ impl<T: PartialEq> SlotCache<T> {
     }
 
     /// The learned slots, once enough of the runtime's answers agreed with them.
+    /// Whether every call asks the runtime: the first answers could not be expressed as
+    /// slots, or a later one contradicted them.
+    fn asking(&self) -> bool {
+        matches!(self.learned.get(), Some(None)) || self.agreed.load(Ordering::Relaxed) == BROKEN
+    }
+
     fn trusted(&self) -> Option<&T> {
         let agreed = self.agreed.load(Ordering::Relaxed);
         if (arg_slots::CHECKS..BROKEN).contains(&agreed) {
@@ -109,6 +117,9 @@ struct Param {
     name: String,
     ty: String,
     kind: Kind,
+    /// For a struct passed in registers: the saved registers the SysV convention
+    /// predicts for its eightbytes, and the bytes its fields cover ([`arg_slots`]).
+    regs: Option<(Vec<u16>, u16)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -206,6 +217,9 @@ enum Kind {
     /// An object reference (class, string, array, object, boxed): described by the
     /// object's own class.
     Ref,
+    /// A reference declared `string` (a sealed class): read as a string without asking
+    /// the runtime for the object's class.
+    Str,
     /// A value type stored inline (struct, enum).
     Inline(Arc<ClassDesc>),
     /// A managed pointer to a value of the inner kind.
@@ -280,6 +294,8 @@ struct State {
     loaded: Mutex<LoadedClasses>,
     /// FunctionID → index, for the exception callbacks.
     by_function: Mutex<HashMap<usize, u64>>,
+    /// Every `--args` function (leaked, never freed), for the closing log line.
+    functions: Mutex<Vec<&'static ArgsFn>>,
     corelib: OnceLock<Option<(ModuleId, MetaDataImport)>>,
     /// Value lists cut at the per-call bound. (No per-call counter: a shared atomic on
     /// every call would cost every traced thread; the trace itself has the count.)
@@ -301,6 +317,7 @@ pub fn init(info: &ProfilerInfo, limits: ArgLimits) {
         classes: RwLock::new(HashMap::new()),
         loaded: Mutex::new(HashMap::new()),
         by_function: Mutex::new(HashMap::new()),
+        functions: Mutex::new(Vec::new()),
         corelib: OnceLock::new(),
         cut: AtomicU64::new(0),
         slotted: AtomicU64::new(0),
@@ -317,27 +334,45 @@ pub struct ArgStats {
     pub slotted: u64,
     /// Learned slots the runtime later contradicted (those functions ask again).
     pub slot_mismatches: u64,
+    /// Functions whose entries (or returns) ask the runtime on every call: named, with
+    /// `(entry)` / `(return)`.
+    pub asking: Vec<String>,
 }
 
 pub fn stats() -> ArgStats {
-    STATE.get().map_or(ArgStats::default(), |s| ArgStats {
-        cut: s.cut.load(Ordering::Relaxed),
-        slotted: s.slotted.load(Ordering::Relaxed),
-        slot_mismatches: s.slot_mismatches.load(Ordering::Relaxed),
+    STATE.get().map_or(ArgStats::default(), |s| {
+        let functions = s.functions.lock().unwrap_or_else(|p| p.into_inner());
+        let mut asking = Vec::new();
+        for f in functions.iter() {
+            if f.enter_slots.asking() {
+                asking.push(format!("{} (entry)", f.name));
+            }
+            if f.ret_slot.asking() {
+                asking.push(format!("{} (return)", f.name));
+            }
+        }
+        ArgStats {
+            cut: s.cut.load(Ordering::Relaxed),
+            slotted: s.slotted.load(Ordering::Relaxed),
+            slot_mismatches: s.slot_mismatches.load(Ordering::Relaxed),
+            asking,
+        }
     })
 }
 
 /// The client ID of an `--args` function: the address of its (leaked, one per function)
 /// [`ArgsFn`]. `None` if the address could be mistaken for an index.
-pub fn client_id(index: u64, function: FunctionId) -> Option<u64> {
+pub fn client_id(index: u64, function: FunctionId, name: &str) -> Option<u64> {
     let f = Box::new(ArgsFn {
         index,
         function,
+        name: name.to_string(),
         plan: OnceLock::new(),
         enter_slots: SlotCache::new(),
         ret_slot: SlotCache::new(),
     });
-    let p = Box::into_raw(f) as u64;
+    let f: &'static ArgsFn = Box::leak(f);
+    let p = f as *const ArgsFn as u64;
     if p <= u64::from(crate::output::ring::MAX_INDEX) {
         // Never happens with a normal heap; the function is then traced without values.
         return None;
@@ -345,6 +380,9 @@ pub fn client_id(index: u64, function: FunctionId) -> Option<u64> {
     if let Some(s) = STATE.get() {
         let mut m = s.by_function.lock().unwrap_or_else(|p| p.into_inner());
         m.insert(function.0, index);
+        drop(m);
+        let mut all = s.functions.lock().unwrap_or_else(|p| p.into_inner());
+        all.push(f);
     }
     Some(p)
 }
@@ -448,8 +486,18 @@ fn on_enter(id: usize, elt: usize) {
         return;
     };
     if let (Ok(frame), Some(slots)) = (frame, f.enter_slots.trusted()) {
+        // Structs passed in registers are copied together first, as the runtime would.
+        let mut copies = [[0u64; 2]; arg_slots::MAX_STRUCTS];
+        for slot in slots.iter() {
+            if let Slot::Struct { regs, count, copy } = *slot {
+                copies[usize::from(copy)] = frame.gather(regs, count);
+            }
+        }
         return write_args(s, f, plan, ts, sp, |i| {
-            slots.get(i).map(|slot| frame.address(*slot))
+            slots.get(i).map(|slot| match *slot {
+                Slot::Struct { copy, .. } => copies[usize::from(copy)].as_ptr() as usize,
+                other => frame.address(other).unwrap_or(0),
+            })
         });
     }
     // Up to 16 ranges without allocating; more (rare) through the allocating call.
@@ -459,9 +507,21 @@ fn on_enter(id: usize, elt: usize) {
         // Owned ranges (more than fit inline) are rare enough to keep asking.
         let slots: Option<Box<[Slot]>> = matches!(ranges, std::borrow::Cow::Borrowed(_))
             .then(|| {
+                let mut copies = 0u8;
                 ranges
                     .iter()
-                    .map(|r| frame.argument_slot(r.start))
+                    .enumerate()
+                    .map(|(i, r)| {
+                        frame.argument_slot(r.start).or_else(|| {
+                            // A struct the runtime copied from registers: from the ones
+                            // the SysV convention predicts, if the bytes agree.
+                            let (regs, covered) = plan.args.get(i)?.regs.as_ref()?;
+                            let slot =
+                                frame.struct_slot((r.start, r.length), regs, *covered, copies)?;
+                            copies += 1;
+                            Some(slot)
+                        })
+                    })
                     .collect()
             })
             .flatten();
@@ -600,7 +660,7 @@ fn return_value(
     kind: &Kind,
 ) -> Result<usize, corprof::HResult> {
     if let (Ok(frame), Some(slot)) = (frame, f.ret_slot.trusted()) {
-        return Ok(frame.address(*slot));
+        return Ok(frame.address(*slot).unwrap_or(0));
     }
     let start = s
         .info
@@ -608,11 +668,14 @@ fn return_value(
         .retval
         .start;
     if let Ok(frame) = frame {
-        // Only integers and references are in `rax` as the stub saved them; the runtime
-        // copies a float or double result there from xmm0 during the call.
-        let as_saved = matches!(kind, Kind::Ref)
-            || matches!(kind, Kind::Prim(p) if !matches!(p, Prim::R4 | Prim::R8));
-        f.ret_slot.observe(frame.return_slot(start, !as_saved), s);
+        // Integers and references are in `rax` as the stub saved them; the runtime
+        // copies a float or double result there from xmm0 (`flt0`) during the call.
+        let how = match kind {
+            Kind::Prim(Prim::R4 | Prim::R8) => Returned::Float,
+            Kind::Ref | Kind::Str | Kind::Prim(_) => Returned::Integer,
+            _ => Returned::Other,
+        };
+        f.ret_slot.observe(frame.return_slot(start, how), s);
     }
     Ok(start)
 }
@@ -714,6 +777,8 @@ fn write_value(s: &State, w: &mut ValueWriter<'_>, kind: &Kind, addr: usize, lev
         Kind::Prim(p) => write_prim(w, *p, addr),
         // SAFETY: (A7) a reference-typed slot holds an ObjectID (or null).
         Kind::Ref => write_object(s, w, unsafe { read::<usize>(addr) }, level),
+        // SAFETY: (A7) a `string`-typed slot holds a System.String's ObjectID (or null).
+        Kind::Str => write_declared_string(s, w, unsafe { read::<usize>(addr) }),
         Kind::Inline(d) => write_inline(s, w, d, addr, level),
         Kind::ByRef(inner) => {
             // SAFETY: (A7) a BYREF slot holds a managed pointer (or null).
@@ -794,18 +859,7 @@ fn write_object(s: &State, w: &mut ValueWriter<'_>, obj: usize, level: u32) {
     };
     let d = class_desc(s, class);
     match &d.shape {
-        Shape::String => {
-            let Some((len_off, buf_off)) = s.string_layout else {
-                return w.unreadable("no string layout");
-            };
-            // SAFETY: (A7) `obj` is a live System.String; the offsets are the runtime's.
-            let len = unsafe { read::<i32>(obj + len_off as usize) }.max(0) as usize;
-            let n = len.min(s.limits.max_len as usize);
-            let base = obj + buf_off as usize;
-            // SAFETY: (A7) the string holds `len` UTF-16 units at `base`; we read `n <= len`.
-            let units = unsafe { std::slice::from_raw_parts(base as *const u16, n) };
-            w.string_utf16(len as u64, units.iter().copied());
-        }
+        Shape::String => write_string(s, w, obj),
         Shape::Array {
             element,
             kind,
@@ -845,6 +899,32 @@ fn write_object(s: &State, w: &mut ValueWriter<'_>, obj: usize, level: u32) {
             let _ = why;
         }
     }
+}
+
+/// A value whose declared type is `string`: a `System.String` or null, so its class need
+/// not be asked.
+fn write_declared_string(s: &State, w: &mut ValueWriter<'_>, obj: usize) {
+    if obj == 0 {
+        return w.null();
+    }
+    if !plausible_object(obj) {
+        return w.address("not an object", obj as u64);
+    }
+    write_string(s, w, obj)
+}
+
+/// The text of the live `System.String` `obj`.
+fn write_string(s: &State, w: &mut ValueWriter<'_>, obj: usize) {
+    let Some((len_off, buf_off)) = s.string_layout else {
+        return w.unreadable("no string layout");
+    };
+    // SAFETY: (A7) `obj` is a live System.String; the offsets are the runtime's.
+    let len = unsafe { read::<i32>(obj + len_off as usize) }.max(0) as usize;
+    let n = len.min(s.limits.max_len as usize);
+    let base = obj + buf_off as usize;
+    // SAFETY: (A7) the string holds `len` UTF-16 units at `base`; we read `n <= len`.
+    let units = unsafe { std::slice::from_raw_parts(base as *const u16, n) };
+    w.string_utf16_units(len as u64, units);
 }
 
 /// Whether `obj` can be an ObjectID at all: objects are pointer-aligned, and the GC heap
@@ -1051,6 +1131,7 @@ fn cut_by_depth(d: &ClassDesc, level: u32) -> bool {
 fn kind_for_desc(d: Arc<ClassDesc>) -> Kind {
     match &d.shape {
         Shape::Primitive { prim, .. } => Kind::Prim(*prim),
+        Shape::String => Kind::Str,
         Shape::Unknown(why) => Kind::Unknown(why),
         _ if is_inline(&d) => Kind::Inline(d),
         _ => Kind::Ref,
@@ -1132,8 +1213,8 @@ struct Cx<'a> {
 impl Cx<'_> {
     fn kind(&self, t: &Type) -> Kind {
         match t {
-            Type::String
-            | Type::Object
+            Type::String => Kind::Str,
+            Type::Object
             | Type::Class(_)
             | Type::SzArray(_)
             | Type::Array { .. }
@@ -1306,6 +1387,7 @@ fn build_plan(s: &State, function: FunctionId) -> Option<FnPlan> {
             name: "this".into(),
             ty,
             kind,
+            regs: None,
         });
     }
     for (i, t) in msig.params.iter().enumerate() {
@@ -1319,14 +1401,116 @@ fn build_plan(s: &State, function: FunctionId) -> Option<FnPlan> {
             name,
             ty: t.format(&resolve),
             kind: cx.kind(t),
+            regs: None,
         });
     }
     let ret = (msig.ret != Type::Void).then(|| Param {
         name: "return".into(),
         ty: msig.ret.format(&resolve),
         kind: cx.kind(&msig.ret),
+        regs: None,
     });
+    // Shared generic code takes a hidden argument whose register is not predicted.
+    if class_args.is_empty() && fi.type_args.is_empty() {
+        predict_registers(
+            &mut args,
+            ret.as_ref(),
+            msig.has_this && !msig.explicit_this,
+        );
+    }
     Some(FnPlan { args, ret })
+}
+
+/// The SysV registers of each struct argument passed in registers ([`Param::regs`]),
+/// handing out registers in argument order: `this`, the return buffer of a struct
+/// returned through memory, then the parameters. Stops at the first value whose
+/// registers it cannot tell; the runtime's answers check every prediction.
+fn predict_registers(args: &mut [Param], ret: Option<&Param>, has_this: bool) {
+    let mut r = Registers::default();
+    let ret_buffer = match ret.map(|p| &p.kind) {
+        Some(Kind::Inline(d)) if matches!(d.shape, Shape::Struct { .. }) => {
+            match struct_classes(d) {
+                Some(_) => false,
+                None if d.size > 16 => true,
+                None => return,
+            }
+        }
+        Some(Kind::TypedByRef | Kind::Unknown(_)) => return,
+        _ => false,
+    };
+    for (i, p) in args.iter_mut().enumerate() {
+        if i == usize::from(has_this) && ret_buffer {
+            r.integer();
+        }
+        match &p.kind {
+            Kind::Prim(Prim::R4 | Prim::R8) => r.float(),
+            Kind::Prim(_) | Kind::Ref | Kind::Str | Kind::ByRef(_) | Kind::Ptr | Kind::FnPtr => {
+                r.integer()
+            }
+            Kind::Inline(d) => match &d.shape {
+                Shape::Enum { .. } => r.integer(),
+                Shape::Primitive {
+                    prim: Prim::R4 | Prim::R8,
+                    ..
+                } => r.float(),
+                Shape::Primitive { .. } => r.integer(),
+                Shape::Struct { .. } => match struct_classes(d) {
+                    Some((classes, covered)) => {
+                        p.regs = r.structure(&classes).map(|regs| (regs, covered));
+                    }
+                    // Larger than 16 bytes: on the stack, no register.
+                    None if d.size > 16 => {}
+                    None => return,
+                },
+                _ => return,
+            },
+            Kind::TypedByRef | Kind::Unknown(_) => return,
+        }
+    }
+}
+
+/// The SysV classes of a struct's eightbytes and the bytes its fields cover, when it is
+/// passed in registers.
+fn struct_classes(d: &ClassDesc) -> Option<(Vec<arg_slots::Class>, u16)> {
+    let mut fields = Vec::new();
+    flat_fields(d, 0, &mut fields, 0)?;
+    let classes = arg_slots::classify(d.size, &fields)?;
+    Some((classes, arg_slots::field_bytes(&fields)))
+}
+
+/// A struct's fields with nested structs flattened, offsets from the outer value.
+fn flat_fields(
+    d: &ClassDesc,
+    base: u32,
+    out: &mut Vec<arg_slots::Field>,
+    level: u32,
+) -> Option<()> {
+    fn prim(out: &mut Vec<arg_slots::Field>, offset: u32, p: Prim) {
+        out.push(arg_slots::Field {
+            offset,
+            size: p.size() as u32,
+            float: matches!(p, Prim::R4 | Prim::R8),
+        });
+    }
+    match &d.shape {
+        Shape::Enum { underlying, .. } => prim(out, base, *underlying),
+        Shape::Primitive { prim: p, .. } => prim(out, base, *p),
+        Shape::Struct { fields, .. } if level < 8 => {
+            for f in fields {
+                let at = base.checked_add(f.offset)?;
+                match &f.kind {
+                    Kind::Prim(p) => prim(out, at, *p),
+                    Kind::Ref | Kind::Str | Kind::ByRef(_) | Kind::Ptr | Kind::FnPtr => {
+                        prim(out, at, Prim::I)
+                    }
+                    Kind::Inline(inner) => flat_fields(inner, at, out, level + 1)?,
+                    Kind::TypedByRef | Kind::Unknown(_) => return None,
+                }
+            }
+        }
+        _ => return None,
+    }
+    Some(())
 }
 
 #[cfg(test)]

@@ -167,8 +167,8 @@ unsafe extern "system" fn map_function(
         } else {
             0
         };
-        let client = if with_args && idx != 0 {
-            super::args::client_id(idx, FunctionId(function)).unwrap_or(idx)
+        let client = if let (true, Some(n)) = (with_args && idx != 0, &names) {
+            super::args::client_id(idx, FunctionId(function), &n.name).unwrap_or(idx)
         } else {
             idx
         };

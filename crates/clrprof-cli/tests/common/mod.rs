@@ -154,6 +154,31 @@ pub fn convert_with(trace: &Path, args: &[&str]) -> String {
     stderr
 }
 
+/// `report --calls PATTERN --json`: the invocations, grouped by function, in call order.
+pub fn invocations(
+    trace: &Path,
+    pattern: &str,
+) -> std::collections::BTreeMap<String, Vec<serde_json::Value>> {
+    let out = clrprof()
+        .args(["report", "--calls", pattern, "--json"])
+        .arg(trace)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "report --calls failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let all: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("JSON");
+    let mut by: std::collections::BTreeMap<String, Vec<serde_json::Value>> =
+        std::collections::BTreeMap::new();
+    for i in all {
+        let name = i["function"].as_str().unwrap().to_string();
+        by.entry(name).or_default().push(i);
+    }
+    by
+}
+
 pub fn results(out: &Output) -> std::collections::BTreeMap<String, String> {
     clrprof_testkit::parse_results(&String::from_utf8_lossy(&out.stdout))
 }
