@@ -39,6 +39,7 @@ public static class Program
         ("waits", "waits [rounds=5]", Waits.Run),
         ("emitted", "emitted [calls=1000]", EmittedScenario.Run),
         ("lines", "lines [seconds=2]", Lines.Run),
+        ("jit-storm", "jit-storm [n=2000]", JitStorm.Run),
     ];
 
     [MethodImpl(MethodImplOptions.NoInlining)]

@@ -411,3 +411,56 @@ fn osr_methods_appear_once_in_signal_stacks() {
         assert!(!folded.contains(dup), "`{dup}` in:\n{folded}");
     }
 }
+
+/// The runtime's background JIT thread (the tiered-compilation worker) has no managed
+/// frame; its CPU is CPU all the same: the function table, the thread table and the
+/// flamegraph name it `[runtime: JIT]` and give it about what the kernel says it used.
+#[test]
+fn the_background_jit_threads_cpu_is_runtime_jit() {
+    let _serial = timing_lock();
+    let dir = scratch("sample-jit-storm");
+    let trace = dir.join("t.clrprof");
+    let out = record_sampled(&trace, "signal", &[], &["jit-storm"]);
+    let app = results(&out);
+    let worker_ms: f64 = app["jit_worker_cpu_ms"].parse().unwrap();
+    let worker_tid: u64 = app["jit_worker_tid"].parse().unwrap();
+    assert!(
+        worker_ms >= 200.0,
+        "the scenario kept the JIT worker busy for only {worker_ms} ms: {app:?}"
+    );
+    let r = report_json(&trace);
+    let jit = function(&r, "[runtime: JIT]").unwrap_or_else(|| {
+        panic!(
+            "no [runtime: JIT] row: {:#}",
+            r["functions"].as_array().unwrap()[..8.min(r["functions"].as_array().unwrap().len())]
+                .iter()
+                .map(|f| f["name"].clone())
+                .collect::<Vec<_>>()
+                .into_iter()
+                .collect::<Value>()
+        )
+    });
+    let jit_ms = jit["self_cpu_ns"].as_f64().unwrap() / 1e6;
+    // The kernel counts in 10 ms ticks, and the last sample may precede the app's reading.
+    assert!(
+        jit_ms >= 0.6 * worker_ms && jit_ms <= 1.3 * worker_ms + 50.0,
+        "[runtime: JIT] has {jit_ms:.1} ms of CPU, the worker used {worker_ms} ms"
+    );
+    let th = r["samples"]["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["os_tid"] == worker_tid)
+        .unwrap_or_else(|| panic!("worker {worker_tid} not sampled"));
+    assert_eq!(th["name"], ".NET Tiered Compilation Worker");
+    // The flamegraph's input says the same.
+    convert(&trace, "folded");
+    let folded = std::fs::read_to_string(dir.join("t.folded")).unwrap();
+    assert!(
+        folded
+            .lines()
+            .any(|l| l.starts_with(".NET Tiered Compilation Worker")
+                && l.contains(";[runtime: JIT] ")),
+        "{folded}"
+    );
+}
