@@ -426,6 +426,10 @@ pub struct ReportArgs {
     /// embedded PDB and the one beside the module, before the path the compiler wrote)
     #[arg(long = "pdb-dir", value_name = "DIR")]
     pub pdb_dirs: Vec<PathBuf>,
+    /// Every section in full: each GC even when its pause was not recorded, threads
+    /// without a name or lifetime (the text report shortens them by default)
+    #[arg(long)]
+    pub all: bool,
     #[command(flatten)]
     pub heap: HeapView,
 }

@@ -431,6 +431,10 @@ fn record_heap_takes_snapshots_at_the_given_times() {
     assert!(h["objects"].as_u64().unwrap() > 100);
     let first = report_heap(&trace, &["--snapshot", "1"]);
     assert_eq!(first["snapshot"], 1);
+    // What the recording measured leads the text report: the heap, before the events.
+    let text = report_text(&trace);
+    let heap_at = text.find("\nheap snapshot 2:").expect(&text);
+    assert!(heap_at < text.find("\nEvents").expect(&text), "{text}");
     // One file with two snapshots: diff compares the first with the last.
     let out = clrprof().arg("diff").arg(&trace).output().unwrap();
     assert!(
