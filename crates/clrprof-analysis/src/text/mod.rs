@@ -85,7 +85,11 @@ pub fn render_with(r: &Report, top: usize, layout: Layout<'_>) -> String {
         }
     }
     if let Some(fs) = traced {
-        calls::functions(&mut o, fs, r.trace_stats.as_ref(), top);
+        if r.trace.settings.counts {
+            calls::counts(&mut o, fs, r.trace_stats.as_ref(), top);
+        } else {
+            calls::functions(&mut o, fs, r.trace_stats.as_ref(), top);
+        }
     }
     if let Some(tree) = &r.call_tree {
         calls::tree(&mut o, tree, top);
