@@ -40,6 +40,7 @@ public static class Program
         ("emitted", "emitted [calls=1000]", EmittedScenario.Run),
         ("lines", "lines [seconds=2]", Lines.Run),
         ("jit-storm", "jit-storm [n=2000]", JitStorm.Run),
+        ("pool-hot", "pool-hot [seconds=2] [workers=4]", PoolHot.Run),
     ];
 
     [MethodImpl(MethodImplOptions.NoInlining)]

@@ -246,9 +246,13 @@ pub struct ConvertArgs {
     /// times, counts calls unless `wall` asks for their self time]
     #[arg(long, value_enum)]
     pub weight: Option<Weight>,
-    /// One flamegraph for all threads instead of one tree per thread
-    #[arg(long)]
+    /// One flamegraph for all threads instead of one tree per thread name
+    #[arg(long, conflicts_with = "per_thread")]
     pub merge_threads: bool,
+    /// Folded and SVG: one tree per thread (`name (tid)`); by default threads of one
+    /// name (a thread pool's workers) share one tree
+    #[arg(long)]
+    pub per_thread: bool,
     /// Icicle graph (leaves at the top)
     #[arg(long)]
     pub reverse: bool,

@@ -464,3 +464,37 @@ fn the_background_jit_threads_cpu_is_runtime_jit() {
         "{folded}"
     );
 }
+
+/// A thread-pool server's hot path is one tree in the flamegraph's input by default (its
+/// workers share a name), and one per worker with `--per-thread`.
+#[test]
+fn folded_merges_a_thread_pools_workers_unless_per_thread() {
+    let _serial = timing_lock();
+    let dir = scratch("sample-pool-hot");
+    let trace = dir.join("t.clrprof");
+    let out = record(&trace, &[], &["pool-hot", "2", "workers=4"]);
+    let app = results(&out);
+    assert_eq!(app["pool_threads"], "4", "{app:?}");
+    let roots = |args: &[&str]| -> std::collections::BTreeSet<String> {
+        let out = dir.join("t.folded");
+        let _ = std::fs::remove_file(&out);
+        convert_with(&trace, &[&["-f", "folded"][..], args].concat());
+        std::fs::read_to_string(&out)
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("Scenarios.PoolHot.Handle"))
+            .map(|l| l.split(';').next().unwrap().to_string())
+            .collect()
+    };
+    let merged = roots(&[]);
+    assert_eq!(
+        merged.iter().collect::<Vec<_>>(),
+        [".NET TP Worker"],
+        "one tree for the pool's workers"
+    );
+    let apart = roots(&["--per-thread"]);
+    assert!(
+        apart.len() >= 3 && apart.iter().all(|r| r.starts_with(".NET TP Worker (")),
+        "{apart:?}"
+    );
+}
