@@ -41,6 +41,7 @@ public static class Program
         ("lines", "lines [seconds=2]", Lines.Run),
         ("jit-storm", "jit-storm [n=2000]", JitStorm.Run),
         ("pool-hot", "pool-hot [seconds=2] [workers=4]", PoolHot.Run),
+        ("dynamic", "dynamic [seconds=2]", Dynamic.Run),
     ];
 
     [MethodImpl(MethodImplOptions.NoInlining)]

@@ -498,3 +498,30 @@ fn folded_merges_a_thread_pools_workers_unless_per_thread() {
         "{apart:?}"
     );
 }
+
+/// Code without metadata is named, not `[native]`: a `DynamicMethod` and a compiled
+/// expression (LCG) as `[dynamic] NAME`, the P/Invoke marshalling IL stub as
+/// `[stub] IL_STUB_PInvoke`, in the function table and the exports.
+#[test]
+fn dynamic_methods_and_il_stubs_are_named() {
+    let _serial = timing_lock();
+    let dir = scratch("sample-dynamic");
+    let trace = dir.join("t.clrprof");
+    let out = record_sampled(&trace, "signal", &[], &["dynamic", "2"]);
+    let app = results(&out);
+    let lambda = format!("[dynamic] {}", app["dynamic_lambda_name"]);
+    let r = report_json(&trace);
+    let spin = function(&r, "[dynamic] DynSpin").expect("the DynamicMethod is named");
+    // It spins for half the run: most of the main thread's CPU.
+    assert!(spin["self_cpu_ns"].as_f64().unwrap() > 100e6, "{spin}");
+    let stub = function(&r, "[stub] IL_STUB_PInvoke").expect("the IL stub is named");
+    assert!(stub["total_cpu_ns"].as_f64().unwrap() > 0.0, "{stub}");
+    convert(&trace, "folded");
+    let folded = std::fs::read_to_string(dir.join("t.folded")).unwrap();
+    let want = format!("Scenarios.Dynamic.Run;{lambda};[dynamic] DynSpin ");
+    assert!(folded.contains(&want), "no `{want}` in:\n{folded}");
+    assert!(
+        folded.contains("Scenarios.Dynamic.Marshalled;[stub] IL_STUB_PInvoke"),
+        "{folded}"
+    );
+}
