@@ -278,6 +278,39 @@ fn heap_snapshot_of_a_known_graph_then_diff_after_freeing_half() {
     fields.sort();
     assert_eq!(fields, vec!["BaseLeaf", "OwnLeaf"]);
 
+    // A reference in a struct embedded in a class is named through the struct's field
+    // (`S.Ref`), one in a boxed struct by its own field (the box's offsets count the
+    // method-table pointer the struct's own layout has not).
+    let leaves = report_heap(&s1, &["--paths-to", "Scenarios.HeapStructLeaf"]);
+    let mut through: Vec<(String, String, String)> = leaves["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            assert_eq!(count(p), 1, "{p}");
+            let e = &p["edges"][0];
+            (
+                p["root"]["name"].as_str().unwrap().to_string(),
+                e["type"].as_str().unwrap().to_string(),
+                e["field"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    through.sort();
+    let want = |root: &str, ty: &str, field: &str| (root.into(), ty.into(), field.into());
+    assert_eq!(
+        through,
+        vec![
+            want("Scenarios.HeapHolder.Boxed", "Scenarios.HeapPair", "Ref"),
+            want(
+                "Scenarios.HeapHolder.Embedded",
+                "Scenarios.HeapStructHolder",
+                "S.Ref"
+            ),
+        ],
+        "{leaves:#}"
+    );
+
     t.send("free");
     t.wait_for("FREED");
     let after = heap_json(t.pid, &s2, &[]);
