@@ -58,6 +58,12 @@ public sealed class HeapStructHolder
     public HeapPair S;
 }
 
+/// <summary>Held by two statics at once: retained by neither, reached by both.</summary>
+public sealed class HeapShared
+{
+    public long[] Payload = new long[10_000];
+}
+
 /// <summary>The statics the heap scenario's graph hangs from.</summary>
 public static class HeapHolder
 {
@@ -73,6 +79,9 @@ public static class HeapHolder
     public static HeapStructHolder? Embedded;
     /// <summary>A <see cref="HeapStructLeaf"/> through a boxed struct.</summary>
     public static object? Boxed;
+    /// <summary>One <see cref="HeapShared"/> (80 000 bytes of payload) under both.</summary>
+    public static HeapShared? SharedA;
+    public static HeapShared? SharedB;
     [ThreadStatic]
     public static HeapCycle? Cycle;
 }
@@ -84,7 +93,7 @@ public static class HeapHolder
 /// array, an array pinned by a handle, an object with an inherited field, a built string, a
 /// string literal (in the non-GC heap), a leaf held through a struct embedded in a class
 /// (<c>HeapHolder.Embedded</c>: <c>S.Ref</c>) and one through a boxed struct
-/// (<c>HeapHolder.Boxed</c>: <c>Ref</c>) —
+/// (<c>HeapHolder.Boxed</c>: <c>Ref</c>), a <see cref="HeapShared"/> under two statics —
 /// prints its facts and <c>READY &lt;pid&gt;</c>, then on the stdin line <c>free</c> drops
 /// the second half of the list and of the locals and prints <c>FREED</c>, and ends at EOF.
 /// </summary>
@@ -134,6 +143,7 @@ public static class Heap
         HeapHolder.Ratio = 0.25;
         HeapHolder.Embedded = new HeapStructHolder { Id = 1, S = new HeapPair { Count = 1, Ref = new HeapStructLeaf { Tag = 3 } } };
         HeapHolder.Boxed = new HeapPair { Count = 2, Ref = new HeapStructLeaf { Tag = 4 } };
+        HeapHolder.SharedA = HeapHolder.SharedB = new HeapShared();
         return GCHandle.Alloc(new byte[1000], GCHandleType.Pinned);
     }
 

@@ -278,6 +278,31 @@ fn heap_snapshot_of_a_known_graph_then_diff_after_freeing_half() {
     fields.sort();
     assert_eq!(fields, vec!["BaseLeaf", "OwnLeaf"]);
 
+    // Two statics hold one HeapShared: neither retains it alone, both reach its 80 000
+    // bytes; the roots by reachable bytes show both, and the report says roots share.
+    let h = report_heap(&s1, &[]);
+    let by_reach = |name: &str| {
+        h["roots_by_reachable"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("{name} not among the roots by reachable bytes: {h:#}"))
+            .clone()
+    };
+    for name in [
+        "Scenarios.HeapHolder.SharedA",
+        "Scenarios.HeapHolder.SharedB",
+    ] {
+        let r = by_reach(name);
+        let (reach, retained) = (
+            r["reachable_bytes"].as_u64().unwrap(),
+            r["retained_bytes"].as_u64().unwrap(),
+        );
+        assert!(reach >= 80_000 && retained < 1_000, "{name}: {r}");
+    }
+    assert!(h["roots_sharing"].as_u64().unwrap() >= 2, "{h:#}");
+
     // A reference in a struct embedded in a class is named through the struct's field
     // (`S.Ref`), one in a boxed struct by its own field (the box's offsets count the
     // method-table pointer the struct's own layout has not).
