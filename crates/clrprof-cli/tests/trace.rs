@@ -571,3 +571,42 @@ fn a_broad_trace_says_its_rate_and_busiest_method_while_it_runs() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("tracing records"), "{stderr}");
 }
+
+/// `--max-size` stops recording, not the app: the trace ends near the bound, the app
+/// finishes its work, and the report says how many events were left out and why.
+#[test]
+fn max_size_stops_the_recording_and_the_app_runs_on() {
+    let dir = scratch("trace-max-size");
+    let trace = dir.join("t.clrprof");
+    let out = record(
+        &trace,
+        &[
+            "--mode",
+            "trace",
+            "--include",
+            "Scenarios.*",
+            "--max-size",
+            "8M",
+        ],
+        &["fib", "32"],
+    );
+    assert_eq!(results(&out)["fib_calls"], "7049155", "the app ran on");
+    let len = std::fs::metadata(&trace).unwrap().len();
+    // The bound is checked before each block; a block is at most a thread's ring (4 MiB).
+    assert!(len < (8 + 5) << 20, "{len} bytes");
+    let r = report_json(&trace);
+    let capped = r["lost_by_reason"]["max_size"].as_u64().unwrap_or(0);
+    assert!(capped > 1_000_000, "{:#}", r["lost_by_reason"]);
+    let text = report_text(&trace);
+    assert!(
+        text.contains(
+            "because the trace reached --max-size and recording stopped (the app ran on)"
+        ),
+        "{text}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the trace reached --max-size: "),
+        "{stderr}"
+    );
+}
