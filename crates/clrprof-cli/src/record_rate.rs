@@ -40,10 +40,8 @@ impl Watch {
         let handle = std::thread::Builder::new()
             .name("trace-rate".into())
             .spawn(move || {
-                if let Some(r) = measure(&run_dir, &s) {
-                    if let Some(line) = r.notice() {
-                        eprintln!("{line}");
-                    }
+                if let Some(line) = measure(&run_dir, &s).and_then(|r| r.notice()) {
+                    eprintln!("{line}");
                 }
             })
             .ok();
