@@ -38,6 +38,32 @@ public sealed class HeapDerived : HeapBase
     public HeapLeaf? OwnLeaf;
 }
 
+/// <summary>Held only through a reference field of a struct.</summary>
+public sealed class HeapStructLeaf
+{
+    public int Tag;
+}
+
+/// <summary>A struct with a reference after a non-reference field.</summary>
+public struct HeapPair
+{
+    public long Count;
+    public HeapStructLeaf? Ref;
+}
+
+/// <summary>A class with a <see cref="HeapPair"/> embedded after a field of its own.</summary>
+public sealed class HeapStructHolder
+{
+    public int Id;
+    public HeapPair S;
+}
+
+/// <summary>Held by two statics at once: retained by neither, reached by both.</summary>
+public sealed class HeapShared
+{
+    public long[] Payload = new long[10_000];
+}
+
 /// <summary>The statics the heap scenario's graph hangs from.</summary>
 public static class HeapHolder
 {
@@ -49,6 +75,13 @@ public static class HeapHolder
     public static string? Literal;
     public static int Count;
     public static double Ratio;
+    /// <summary>A <see cref="HeapStructLeaf"/> through a struct embedded in a class.</summary>
+    public static HeapStructHolder? Embedded;
+    /// <summary>A <see cref="HeapStructLeaf"/> through a boxed struct.</summary>
+    public static object? Boxed;
+    /// <summary>One <see cref="HeapShared"/> (80 000 bytes of payload) under both.</summary>
+    public static HeapShared? SharedA;
+    public static HeapShared? SharedB;
     [ThreadStatic]
     public static HeapCycle? Cycle;
 }
@@ -58,7 +91,9 @@ public static class HeapHolder
 /// <c>HeapHolder.List</c>, n/2 <see cref="HeapLocal"/>s held only by a local, a two-object
 /// <see cref="HeapCycle"/> under a [ThreadStatic] of the thread clrprof-heap-ts, a LOH
 /// array, an array pinned by a handle, an object with an inherited field, a built string, a
-/// string literal (in the non-GC heap) —
+/// string literal (in the non-GC heap), a leaf held through a struct embedded in a class
+/// (<c>HeapHolder.Embedded</c>: <c>S.Ref</c>) and one through a boxed struct
+/// (<c>HeapHolder.Boxed</c>: <c>Ref</c>), a <see cref="HeapShared"/> under two statics —
 /// prints its facts and <c>READY &lt;pid&gt;</c>, then on the stdin line <c>free</c> drops
 /// the second half of the list and of the locals and prints <c>FREED</c>, and ends at EOF.
 /// The line <c>ticker</c> starts a thread that wakes every millisecond and notes the longest
@@ -110,6 +145,9 @@ public static class Heap
         HeapHolder.Literal = "clrprof-frozen-literal";
         HeapHolder.Count = n;
         HeapHolder.Ratio = 0.25;
+        HeapHolder.Embedded = new HeapStructHolder { Id = 1, S = new HeapPair { Count = 1, Ref = new HeapStructLeaf { Tag = 3 } } };
+        HeapHolder.Boxed = new HeapPair { Count = 2, Ref = new HeapStructLeaf { Tag = 4 } };
+        HeapHolder.SharedA = HeapHolder.SharedB = new HeapShared();
         return GCHandle.Alloc(new byte[1000], GCHandleType.Pinned);
     }
 

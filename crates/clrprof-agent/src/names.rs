@@ -308,6 +308,37 @@ fn function_names_from(
     function: FunctionId,
     source: Mode,
 ) -> Option<FunctionNames> {
+    metadata_names(info, function, source).or_else(|| dynamic_names(info, function))
+}
+
+/// A dynamic method's names: it has no metadata, only the name its creator gave it,
+/// `[dynamic] lambda_method3` for LCG (`DynamicMethod`, `Expression.Compile()`) and
+/// `[stub] IL_STUB_PInvoke` for the runtime's IL stubs (marshalling, delegates).
+fn dynamic_names(info: &ProfilerInfo, function: FunctionId) -> Option<FunctionNames> {
+    let (module, name) = info.get_dynamic_function_info(function).ok()?;
+    Some(FunctionNames {
+        module,
+        class: ClassId(0),
+        token: 0,
+        name: dynamic_label(&name),
+        signature: String::new(),
+    })
+}
+
+/// The frame name of a dynamic method called `name`.
+fn dynamic_label(name: &str) -> String {
+    if name.starts_with("IL_STUB") {
+        format!("[stub] {name}")
+    } else {
+        format!("[dynamic] {name}")
+    }
+}
+
+fn metadata_names(
+    info: &ProfilerInfo,
+    function: FunctionId,
+    source: Mode,
+) -> Option<FunctionNames> {
     let fi = info.get_function_info2(function, 0).ok()?;
     let md = metadata(info, fi.module, source)?;
     let md = md.read();
@@ -428,6 +459,12 @@ mod tests {
             "System.Collections.Generic.List"
         );
         assert_eq!(strip_arity_nested("A.Outer`1+Inner`2"), "A.Outer+Inner");
+    }
+
+    #[test]
+    fn dynamic_methods_are_named_by_kind() {
+        assert_eq!(dynamic_label("lambda_method3"), "[dynamic] lambda_method3");
+        assert_eq!(dynamic_label("IL_STUB_PInvoke"), "[stub] IL_STUB_PInvoke");
     }
 
     #[test]

@@ -117,6 +117,12 @@ impl AllocPoint {
         ))
     }
 
+    /// Whether it stands for objects of the large object heap (85 000 bytes or more),
+    /// which start in gen2.
+    pub fn is_large(&self) -> bool {
+        self.objects > 0.0 && self.bytes / self.objects >= 85_000.0
+    }
+
     /// Followed and not collected by the end.
     pub fn alive_at_end(&self) -> bool {
         self.tracked && self.freed_ns.is_none()
@@ -142,6 +148,45 @@ pub struct AllocSamples {
     pub live_over_time: Vec<(u64, f64)>,
     /// `AllocUnavailable`: why `--alloc` could not start.
     pub unavailable: Option<String>,
+    /// Every GC's start and the oldest generation it collected (0-2; the LOH's and POH's
+    /// with generation 2), in time order: which GCs looked at a sampled object.
+    pub gcs: Vec<(u64, u8)>,
+}
+
+/// What the GCs knew of an object still followed at the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Examined {
+    /// No GC of its generation ran since it was allocated: alive or not, no one knows.
+    Not,
+    /// Alive at the last GC that looked at it, which collected up to this generation.
+    AsOf(u8),
+}
+
+/// Which GC last examined an object allocated at `ns` that no GC collected. It starts in
+/// gen0 (gen2 for `large`, the LOH), each GC collecting its generation examines it and,
+/// below gen2, promotes it. `gcs` as [`AllocSamples::gcs`].
+pub fn examined(gcs: &[(u64, u8)], ns: u64, large: bool) -> Examined {
+    let mut generation = if large { 2 } else { 0 };
+    let mut last = Examined::Not;
+    let from = gcs.partition_point(|(t, _)| *t < ns);
+    for &(_, collected) in &gcs[from..] {
+        if collected >= generation {
+            last = Examined::AsOf(collected);
+            generation = (generation + 1).min(2);
+        }
+    }
+    last
+}
+
+/// The oldest generation a `GcStarted`'s bits collected (LOH and POH are gen2's).
+fn collected_generation(bits: u8) -> u8 {
+    if bits & 0b1_1100 != 0 {
+        2
+    } else if bits & 0b10 != 0 {
+        1
+    } else {
+        0
+    }
 }
 
 /// Collects the allocation samples of a timeline (in time order).
@@ -186,6 +231,9 @@ pub fn collect(events: &[TimedEvent<'_>]) -> AllocSamples {
                     _ => out.live_over_time.push((e.ns, live.max(0.0))),
                 }
             }
+            Event::GcStarted { generations, .. } => {
+                out.gcs.push((e.ns, collected_generation(*generations)));
+            }
             Event::AllocUnavailable { reason, .. } => {
                 out.unavailable = Some(reason.to_string());
             }
@@ -210,6 +258,25 @@ pub fn collect(events: &[TimedEvent<'_>]) -> AllocSamples {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_object_is_live_as_of_the_last_gc_that_looked_at_it() {
+        // GCs at 10 (gen0), 20 (gen0), 30 (gen1), 40 (gen0).
+        let gcs = [(10, 0), (20, 0), (30, 1), (40, 0)];
+        // Allocated after every GC: nobody looked.
+        assert_eq!(examined(&gcs, 45, false), Examined::Not);
+        // Allocated at 35: the gen0 GC at 40 saw it alive.
+        assert_eq!(examined(&gcs, 35, false), Examined::AsOf(0));
+        // Allocated at 5: promoted at 10 to gen1, which the gen0 GC at 20 does not look
+        // at; the gen1 GC at 30 does (and promotes it to gen2, which 40 does not collect).
+        assert_eq!(examined(&gcs, 5, false), Examined::AsOf(1));
+        // A large object starts in gen2: only a gen2 GC looks at it.
+        assert_eq!(examined(&gcs, 5, true), Examined::Not);
+        assert_eq!(examined(&[(10, 2)], 5, true), Examined::AsOf(2));
+        assert_eq!(collected_generation(0b1), 0);
+        assert_eq!(collected_generation(0b11), 1);
+        assert_eq!(collected_generation(0b1_0111), 2);
+    }
+
     use super::*;
 
     fn sampled() -> Config {

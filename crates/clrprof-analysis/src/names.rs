@@ -52,6 +52,10 @@ pub struct Names {
     /// Source lines the trace carries (`SourceLine`, appended by `clrprof record`): per
     /// (function, `SamplePositions` item), the file and line.
     pub source_lines: HashMap<(u64, u64), (std::sync::Arc<str>, u32)>,
+    /// OS thread names by OS thread id, from the sampler's `thread_os_name` records: what
+    /// the runtime's own threads are called (they never get a `ThreadName`), full length
+    /// where [`full_thread_name`] knows the 15-byte form.
+    pub thread_os_names: HashMap<u64, String>,
 }
 
 impl Names {
@@ -110,6 +114,14 @@ impl Names {
             }
             Event::ClassLoaded { id, name, .. } | Event::ClassName { class: id, name } => {
                 n.classes.insert(*id, name.to_string());
+            }
+            Event::Meta { key, json } if key == "thread_os_name" => {
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(json)
+                    && let (Some(tid), Some(name)) = (v["os_tid"].as_u64(), v["name"].as_str())
+                {
+                    n.thread_os_names
+                        .insert(tid, full_thread_name(name).to_string());
+                }
             }
             Event::Meta { key, json } if key == "class_name" => {
                 // Format 1.1's form of `ClassName`.
@@ -243,6 +255,31 @@ pub fn lambda_name(name: &str) -> Option<String> {
     } else {
         None
     }
+}
+
+/// The runtime's thread names as the kernel keeps them (15 bytes) and in full.
+const RUNTIME_THREADS: &[(&str, &str)] = &[
+    (".NET Tiered Com", ".NET Tiered Compilation Worker"),
+    (".NET TP Worker", ".NET TP Worker"),
+    (".NET Long Runni", ".NET Long Running Task"),
+    (".NET SynchManag", ".NET SynchManager"),
+    (".NET SigHandler", ".NET SigHandler"),
+    (".NET EventPipe", ".NET EventPipe"),
+    (".NET Server GC", ".NET Server GC"),
+    (".NET Background", ".NET Background GC"),
+    (".NET BGC", ".NET BGC"),
+    (".NET Finalizer", ".NET Finalizer"),
+    (".NET Counter Po", ".NET Counter Poller"),
+    (".NET Timer", ".NET Timer"),
+];
+
+/// An OS thread name in full when it is one of the runtime's, cut to 15 bytes by the
+/// kernel; other names as they are.
+pub fn full_thread_name(name: &str) -> &str {
+    RUNTIME_THREADS
+        .iter()
+        .find(|(short, _)| *short == name)
+        .map_or(name, |(_, full)| full)
 }
 
 /// Whether a native library is the runtime itself: the VM (with the GC) or the JIT.

@@ -11,7 +11,7 @@ use clrprof_export::{
 
 use crate::calltree;
 use crate::names::{ModuleFile, Names};
-use crate::runtime_frames::Windows;
+use crate::runtime_frames::{Activity, ThreadRole, Windows};
 use crate::samples;
 use crate::threads::ThreadNames;
 use crate::timeline::Trace;
@@ -32,6 +32,8 @@ struct Tables {
     /// `--lines`: frames by (id, source line).
     by_line: HashMap<(u64, u32), FrameId>,
     by_module: HashMap<ModuleFile, ModuleId>,
+    /// Frames that name what a thread without managed frames is (`[runtime: JIT]`).
+    by_role: HashMap<String, FrameId>,
 }
 
 impl Tables {
@@ -67,6 +69,32 @@ impl Tables {
         };
         let i = self.interner.frame(&mut self.profile, frame);
         self.by_line.insert((id, line), i);
+        i
+    }
+
+    /// The one frame of a sample of a thread without managed frames that used CPU: what
+    /// the thread is (`[runtime: JIT]`, `[native: libfoo.so]`), as the report names it.
+    fn role(&mut self, role: ThreadRole, leaf: u64, names: &Names) -> FrameId {
+        let name = role.label(names, leaf);
+        if let Some(&i) = self.by_role.get(&name) {
+            return i;
+        }
+        let (module, kind) = match role {
+            ThreadRole::Native => (
+                names.frame_module(leaf).map(|m| self.module(m)),
+                FrameKind::Native,
+            ),
+            _ => (None, FrameKind::Runtime),
+        };
+        let i = self.interner.frame(
+            &mut self.profile,
+            Frame {
+                name: name.clone(),
+                module,
+                kind,
+            },
+        );
+        self.by_role.insert(name, i);
         i
     }
 
@@ -213,7 +241,14 @@ pub fn build_with_lines(
     for s in all {
         thread(&mut per, s.os_tid);
         // The sample's frames are leaf first.
+        let role = match (s.activity, s.stack.first()) {
+            (Some(Activity::Thread(role)), Some(&leaf)) => Some(tables.role(role, leaf, &names)),
+            _ => None,
+        };
         let stack = match resolver.as_mut() {
+            _ if role.is_some() => {
+                role.map(|frame| tables.interner.stack(&mut tables.profile, None, frame))
+            }
             Some(lines) if s.positions.len() == s.stack.len() => {
                 let at: Vec<(u64, Option<u32>)> = s
                     .stack

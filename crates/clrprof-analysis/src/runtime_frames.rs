@@ -21,6 +21,8 @@ pub enum Activity {
     Gc,
     Jit,
     Wait(WaitKind),
+    /// A thread on CPU without a managed frame: the whole sample is what the thread is.
+    Thread(ThreadRole),
 }
 
 impl Activity {
@@ -29,6 +31,80 @@ impl Activity {
             Activity::Gc => "GC",
             Activity::Jit => "JIT",
             Activity::Wait(k) => k.as_str(),
+            Activity::Thread(r) => r.as_str(),
+        }
+    }
+}
+
+/// What a thread without managed frames is, for its CPU: named from the thread's name
+/// and the libraries its stack runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ThreadRole {
+    /// The tiered-compilation (background JIT) worker, or a stack in libclrjit.
+    Jit,
+    /// A GC thread (server or background GC), or the runtime during a GC.
+    Gc,
+    /// The finalizer thread.
+    Finalizer,
+    /// Other native code: named after its leaf's library.
+    Native,
+}
+
+impl ThreadRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThreadRole::Jit => "JIT",
+            ThreadRole::Gc => "GC",
+            ThreadRole::Finalizer => "finalizer",
+            ThreadRole::Native => "native",
+        }
+    }
+
+    /// The role of a thread running `stack` (no managed frame) at `ns`: by the thread's
+    /// OS name first, then by the libraries in the stack.
+    pub fn of(
+        thread_name: Option<&str>,
+        stack: &[u64],
+        ns: u64,
+        names: &Names,
+        windows: &Windows,
+    ) -> ThreadRole {
+        let named = thread_name.unwrap_or("");
+        if named.starts_with(".NET Tiered Com") {
+            return ThreadRole::Jit;
+        }
+        if named.starts_with(".NET Finalizer") {
+            return ThreadRole::Finalizer;
+        }
+        if named.starts_with(".NET Server GC")
+            || named.starts_with(".NET BGC")
+            || named.starts_with(".NET Background GC")
+        {
+            return ThreadRole::Gc;
+        }
+        let in_module = |lib: &str| {
+            stack
+                .iter()
+                .any(|f| names.frame_module(*f).is_some_and(|m| m.name == lib))
+        };
+        if in_module("libclrjit.so") {
+            ThreadRole::Jit
+        } else if in_module("libcoreclr.so") && windows.in_gc(ns) {
+            ThreadRole::Gc
+        } else {
+            ThreadRole::Native
+        }
+    }
+
+    /// The frame name a sample of such a thread gets: `[runtime: JIT]`, or
+    /// `[native: libfoo.so]` after the leaf's library.
+    pub fn label(self, names: &Names, leaf: u64) -> String {
+        match self {
+            ThreadRole::Native => match names.frame_module(leaf) {
+                Some(m) => format!("[native: {}]", m.name),
+                None => crate::names::NATIVE.to_string(),
+            },
+            r => format!("[runtime: {}]", r.as_str()),
         }
     }
 }
@@ -136,6 +212,9 @@ pub fn frame_label(
     stubs_named: bool,
 ) -> String {
     let f = stack[i];
+    if let Some(Activity::Thread(role)) = activity {
+        return role.label(names, f);
+    }
     let name = names.frame_name(f);
     let called_from_managed = stack
         .get(i + 1)

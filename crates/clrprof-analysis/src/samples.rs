@@ -12,7 +12,7 @@ use clrprof_format::Event;
 use clrprof_export::FrameKind;
 
 use crate::names::Names;
-use crate::runtime_frames::{self, Activity, Windows};
+use crate::runtime_frames::{self, Activity, ThreadRole, Windows};
 use crate::threads::ThreadNames;
 use crate::timeline::TimedEvent;
 use crate::waits::{self, WaitKind};
@@ -261,6 +261,29 @@ pub fn prepare(samples: &mut [StackSample], names: &Names, windows: &Windows) ->
             }
             folded += 1;
         }
+        // A thread that used CPU without a managed frame (the runtime's JIT worker, its
+        // GC and finalizer threads, native code) was doing what the thread does, not
+        // waiting: its sample becomes one frame named after what the thread is
+        // (`[runtime: JIT]`), and the CPU view counts it. (A busy machine often gives
+        // such a thread less than half of an interval, so "used some" rather than
+        // "running" decides.)
+        if s.cpu_ns > 0
+            && !s.stack.is_empty()
+            && s.stack.iter().all(|f| clrprof_format::is_native_frame(*f))
+        {
+            let role = ThreadRole::of(
+                names.thread_os_names.get(&s.os_tid).map(String::as_str),
+                &s.stack,
+                s.ns,
+                names,
+                windows,
+            );
+            s.stack.truncate(1);
+            s.positions.truncate(1);
+            s.wait = None;
+            s.activity = Some(Activity::Thread(role));
+            continue;
+        }
         s.wait = waits::classify(&s.stack, names);
         if s.wait.is_none() && s.state != 1 && windows.in_gc(s.ns) {
             s.wait = Some(WaitKind::Gc);
@@ -310,7 +333,10 @@ pub fn totals(
         });
         let k = seen.entry(s.os_tid).or_default();
         k.managed |= s.stack.iter().any(|f| !clrprof_format::is_native_frame(*f));
-        k.jit |= s.activity == Some(Activity::Jit);
+        k.jit |= matches!(
+            s.activity,
+            Some(Activity::Jit | Activity::Thread(ThreadRole::Jit))
+        );
         e.samples += 1;
         e.cpu_ns += s.cpu_ns;
         k.running |= s.counts_cpu(names);
@@ -601,6 +627,52 @@ mod tests {
         assert_eq!((m.self_samples, m.total_samples), (0, 3));
         assert_eq!(v[0].name, "A");
         assert_eq!(v.len(), 3, "one row per name");
+    }
+
+    #[test]
+    fn a_thread_without_managed_frames_that_used_cpu_is_named_by_what_it_is() {
+        let libc = NATIVE_MODULE_FRAME | 1;
+        let jit = NATIVE_MODULE_FRAME | 2;
+        let mut n = names();
+        for (id, path) in [(libc, "/lib/libc.so.6"), (jit, "/rt/libclrjit.so")] {
+            n.native_modules.insert(
+                id,
+                crate::names::ModuleFile {
+                    name: path.rsplit('/').next().unwrap().into(),
+                    path: Some(path.into()),
+                },
+            );
+        }
+        // The tiered-compilation worker, named by the OS (15 bytes), in libc.
+        n.thread_os_names
+            .insert(7, crate::names::full_thread_name(".NET Tiered Com").into());
+        let mut worker = s(&[libc, libc], 5);
+        worker.os_tid = 7;
+        // Partly running: the thread used CPU, under half the interval.
+        worker.state = 0;
+        let mut v = vec![
+            worker,
+            // An unnamed thread in the JIT library.
+            s(&[jit, libc], 3),
+            // Other native code.
+            s(&[libc], 2),
+            // Did not run: a wait, as before.
+            s(&[libc], 0),
+        ];
+        prepare(&mut v, &n, &Windows::default());
+        let labels: Vec<String> = v
+            .iter()
+            .map(|s| runtime_frames::frame_label(&n, &s.stack, 0, s.activity, true))
+            .collect();
+        assert_eq!(
+            labels[..3],
+            ["[runtime: JIT]", "[runtime: JIT]", "[native: libc.so.6]"]
+        );
+        assert_eq!(v[0].stack, [libc], "one frame: what the thread is");
+        assert_eq!(v[3].wait, Some(WaitKind::Native));
+        let f = functions(&v, &n, View::Cpu, true);
+        let rows: Vec<_> = f.iter().map(|f| (f.name.as_str(), f.self_cpu_ns)).collect();
+        assert_eq!(rows, [("[runtime: JIT]", 8), ("[native: libc.so.6]", 2)]);
     }
 
     #[test]

@@ -16,6 +16,8 @@ use crate::timeline::TimedEvent;
 #[derive(Debug, Default)]
 pub struct ThreadNames {
     by_os: HashMap<u64, String>,
+    /// OS names (`thread_os_name` records) of threads without a managed name.
+    os_names: HashMap<u64, String>,
     /// Name and OS id of the live thread holding each ThreadID.
     by_managed: HashMap<u64, String>,
     os_of: HashMap<u64, u64>,
@@ -54,6 +56,14 @@ impl ThreadNames {
                     t.by_os.insert(*os, name.to_string());
                 }
             }
+            Event::Meta { key, json } if key == "thread_os_name" => {
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(json)
+                    && let (Some(tid), Some(name)) = (v["os_tid"].as_u64(), v["name"].as_str())
+                {
+                    t.os_names
+                        .insert(tid, crate::names::full_thread_name(name).to_string());
+                }
+            }
             Event::Sample { os_tid, thread, .. } if *os_tid != 0 => {
                 t.os_of.entry(*thread).or_insert(*os_tid);
                 if let Some(n) = t.by_managed.get(thread).cloned() {
@@ -66,14 +76,16 @@ impl ThreadNames {
 
     /// The thread's name, or `thread <tid>`.
     pub fn name(&self, os_tid: u64) -> String {
-        self.by_os
-            .get(&os_tid)
-            .cloned()
-            .unwrap_or_else(|| format!("thread {os_tid}"))
+        self.named(os_tid)
+            .map_or_else(|| format!("thread {os_tid}"), str::to_string)
     }
 
+    /// The managed name, else the OS name the sampler read (the runtime's own threads).
     pub fn named(&self, os_tid: u64) -> Option<&str> {
-        self.by_os.get(&os_tid).map(String::as_str)
+        self.by_os
+            .get(&os_tid)
+            .or_else(|| self.os_names.get(&os_tid))
+            .map(String::as_str)
     }
 }
 
@@ -99,6 +111,8 @@ pub struct ThreadLifetimes {
     threads: Vec<ThreadInfo>,
     /// ThreadID → index in `threads` of its open lifetime.
     open: HashMap<u64, usize>,
+    /// OS names the sampler read (`thread_os_name`), for threads never named otherwise.
+    os_names: HashMap<u64, String>,
 }
 
 impl ThreadLifetimes {
@@ -130,11 +144,26 @@ impl ThreadLifetimes {
                 let i = self.open_entry(*thread);
                 self.threads[i].name = Some(name.to_string());
             }
+            Event::Meta { key, json } if key == "thread_os_name" => {
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(json)
+                    && let (Some(tid), Some(name)) = (v["os_tid"].as_u64(), v["name"].as_str())
+                {
+                    self.os_names
+                        .insert(tid, crate::names::full_thread_name(name).to_string());
+                }
+            }
             _ => {}
         }
     }
 
-    pub fn finish(self) -> Vec<ThreadInfo> {
+    pub fn finish(mut self) -> Vec<ThreadInfo> {
+        for t in &mut self.threads {
+            if t.name.is_none()
+                && let Some(n) = t.os_tid.and_then(|tid| self.os_names.get(&tid))
+            {
+                t.name = Some(n.clone());
+            }
+        }
         self.threads
     }
 

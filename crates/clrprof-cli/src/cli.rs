@@ -246,9 +246,13 @@ pub struct ConvertArgs {
     /// times, counts calls unless `wall` asks for their self time]
     #[arg(long, value_enum)]
     pub weight: Option<Weight>,
-    /// One flamegraph for all threads instead of one tree per thread
-    #[arg(long)]
+    /// One flamegraph for all threads instead of one tree per thread name
+    #[arg(long, conflicts_with = "per_thread")]
     pub merge_threads: bool,
+    /// Folded and SVG: one tree per thread (`name (tid)`); by default threads of one
+    /// name (a thread pool's workers) share one tree
+    #[arg(long)]
+    pub per_thread: bool,
     /// Icicle graph (leaves at the top)
     #[arg(long)]
     pub reverse: bool,
@@ -347,6 +351,11 @@ pub struct RecordArgs {
     /// runtime samples every 100 KiB on average, so smaller values act as 102400
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(limits::ALLOC_INTERVAL.0..=limits::ALLOC_INTERVAL.1))]
     pub alloc_interval: Option<u64>,
+    /// Stop recording once the trace holds this much (`500M`, `2G`, `65536K` or bytes;
+    /// at least 1M): the app runs on, the trace ends with what was written, and the
+    /// report says how much was not
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub max_size: Option<u64>,
     /// Where threads wait: lock contention with the waiting stack and the holder, the
     /// thread pool's starvation, wait handles (.NET 9+) and GC suspensions (the event
     /// groups `waits` and `suspends`; docs/waits.md); works with every mode
@@ -426,6 +435,10 @@ pub struct ReportArgs {
     /// embedded PDB and the one beside the module, before the path the compiler wrote)
     #[arg(long = "pdb-dir", value_name = "DIR")]
     pub pdb_dirs: Vec<PathBuf>,
+    /// Every section in full: each GC even when its pause was not recorded, threads
+    /// without a name or lifetime (the text report shortens them by default)
+    #[arg(long)]
+    pub all: bool,
     #[command(flatten)]
     pub heap: HeapView,
 }
@@ -444,6 +457,31 @@ pub fn parse_duration(s: &str) -> Result<f64, String> {
         Ok(d) if d > 0.0 && d <= MAX_DURATION_S => Ok(d),
         _ => Err(format!(
             "expected a number of seconds, more than 0 and at most {MAX_DURATION_S} (a year)"
+        )),
+    }
+}
+
+/// `--max-size`: bytes, or a number with `K`, `M` or `G` (binary units), in the range the
+/// agent accepts.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, scale) = match t.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&t[..i], 1u64 << 10),
+        Some((i, 'M' | 'm')) => (&t[..i], 1 << 20),
+        Some((i, 'G' | 'g')) => (&t[..i], 1 << 30),
+        _ => (t, 1),
+    };
+    let (lo, hi) = clrprof_settings::limits::MAX_SIZE;
+    match num
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+    {
+        Some(b) if (lo..=hi).contains(&b) => Ok(b),
+        _ => Err(format!(
+            "expected a size from 1M to {}G: bytes, or a whole number with K, M or G",
+            hi >> 30
         )),
     }
 }
@@ -467,6 +505,17 @@ pub fn parse_offset(s: &str) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_take_binary_units_within_the_agents_range() {
+        assert_eq!(parse_size("8M"), Ok(8 << 20));
+        assert_eq!(parse_size("2g"), Ok(2 << 30));
+        assert_eq!(parse_size("65536K"), Ok(64 << 20));
+        assert_eq!(parse_size("1048576"), Ok(1 << 20));
+        for bad in ["", "M", "1.5G", "512K", "-1M", "99999999999G"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn offsets() {

@@ -143,6 +143,7 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
             None => Weight::Cpu,
         },
         merge_threads: args.merge_threads,
+        per_thread: args.per_thread,
         reverse: args.reverse,
     };
     let (invocations, _) = if fmt == Format::Chrome {

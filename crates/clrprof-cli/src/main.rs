@@ -23,6 +23,7 @@ mod ps;
 mod push;
 mod push_args;
 mod record;
+mod record_rate;
 mod report;
 mod settings;
 mod signals;

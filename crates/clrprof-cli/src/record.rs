@@ -72,7 +72,13 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         )?),
         None => None,
     };
+    // A broad trace: said after its first second, while it runs.
+    let rate = (settings.mode == clrprof_settings::Mode::Trace && !settings.counts)
+        .then(|| crate::record_rate::Watch::start(run.path().to_path_buf()));
     let status = child.wait().context("waiting for the command")?;
+    if let Some(w) = rate {
+        w.finish();
+    }
     if let Some(summary) = pushing.and_then(crate::push::Session::finish) {
         summary.say();
     }

@@ -96,11 +96,16 @@ pub fn run(args: ReportArgs) -> Result<i32> {
         s.push('\n');
         s
     } else {
-        let mut s = text::render(&report, args.top);
-        if let Some(h) = &heap {
-            s.push('\n');
-            s.push_str(&clrprof_analysis::heap::text::render(h));
-        }
+        // A snapshot's heap is what the recording measured: it leads.
+        let heap_text = heap.as_ref().map(clrprof_analysis::heap::text::render);
+        let mut s = text::render_with(
+            &report,
+            args.top,
+            text::Layout {
+                all: args.all,
+                heap: heap_text.as_deref(),
+            },
+        );
         let (invocations, _) = invocations::collect(&trace);
         if !invocations.is_empty() {
             s.push_str(&format!(

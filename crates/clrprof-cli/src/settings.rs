@@ -76,6 +76,10 @@ pub fn from_args(args: &RecordArgs, output: &Path) -> Result<(Settings, Vec<&'st
             decided.push(var::EVENTS);
         }
     }
+    if let Some(b) = args.max_size {
+        s.max_size = Some(b);
+        decided.push(var::MAX_SIZE);
+    }
     if args.alloc || args.alloc_interval.is_some() {
         s.alloc_interval = Some(args.alloc_interval.unwrap_or(DEFAULT_ALLOC_INTERVAL));
         decided.push(var::ALLOC_INTERVAL);

@@ -328,6 +328,19 @@ fn the_live_heap_holds_what_the_app_kept() {
         "{drop} vs {dropped}"
     );
     assert_eq!(live["untracked"], 0);
+    // The app kept its arrays through two full GCs: they are live as of a gen2 GC, and
+    // next to nothing is left that no GC has looked at.
+    let examined = &live["examined_bytes"];
+    let gen2 = examined[2].as_f64().unwrap();
+    assert!(
+        (gen2 - kept).abs() / kept < 0.15,
+        "live as of gen2 GCs {gen2} vs kept {kept}: {live:#}"
+    );
+    let unexamined = live["unexamined_bytes"].as_f64().unwrap();
+    assert!(
+        unexamined < 0.05 * kept,
+        "not yet examined {unexamined}: {live:#}"
+    );
     assert!(!live["over_time"].as_array().unwrap().is_empty());
     // The text shows the growth: the peak after a GC is about what the app kept.
     let text = report_text(&trace);

@@ -296,6 +296,7 @@ fn every_option_reaches_the_attached_agent() {
         ("--heap", Some("0.5")),
         ("--alloc", None),
         ("--alloc-interval", Some("204800")),
+        ("--max-size", Some("64M")),
         // Adds the `waits` and `suspends` groups to the `--events` given.
         ("--waits", None),
     ];
@@ -390,6 +391,7 @@ fn every_option_reaches_the_attached_agent() {
         heap_at: vec![0.5],
         heap: true,
         alloc_interval: Some(204_800),
+        max_size: Some(64 << 20),
         owner_pid: Some(owner),
         // Not in the header: the trace's own path, the log target, the owner's start.
         ..Settings::unrecorded()
@@ -423,6 +425,7 @@ fn every_option_reaches_the_attached_agent() {
             "heap_at",
             "include",
             "max_depth",
+            "max_size",
             "mode",
             "on_full",
             "owner_pid",

@@ -197,3 +197,46 @@ fn counts_cannot_attach_and_say_why() {
         "{err}"
     );
 }
+
+/// The text report of a `--counts` trace shows what counting knows: calls per function
+/// and per caller→callee edge, most first, and no time columns (nothing was timed).
+#[test]
+fn the_counts_table_is_by_calls_without_time() {
+    let dir = scratch("counts-text");
+    let trace = dir.join("t.clrprof");
+    let out = record(
+        &trace,
+        &["--mode", "trace", "--include", "Scenarios.*", "--counts"],
+        &["fib", "25"],
+    );
+    let fib_calls = &results(&out)["fib_calls"];
+    let text = report_text(&trace);
+    let table: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Calls (counted, --counts): "))
+        .collect();
+    assert!(!table.is_empty(), "{text}");
+    assert!(!text.contains("self time"), "{text}");
+    assert_eq!(table[1].trim(), "calls  function (by calls)", "{text}");
+    assert_eq!(
+        table[2].split_whitespace().collect::<Vec<_>>(),
+        [fib_calls.as_str(), "Scenarios.FibScenario.Fib"],
+        "{text}"
+    );
+    // Fib calls itself all but once: the first edge.
+    let edges = table
+        .iter()
+        .position(|l| l.trim() == "calls  caller -> callee (by calls)")
+        .expect(&text);
+    let fib_self: u64 = fib_calls.parse::<u64>().unwrap() - 1;
+    assert_eq!(
+        table[edges + 1].split_whitespace().collect::<Vec<_>>(),
+        [
+            fib_self.to_string().as_str(),
+            "Scenarios.FibScenario.Fib",
+            "->",
+            "Scenarios.FibScenario.Fib"
+        ],
+        "{text}"
+    );
+}

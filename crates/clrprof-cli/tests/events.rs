@@ -83,13 +83,29 @@ fn sees_each_induced_gen2_collection() {
 }
 
 /// Sample mode records GCs but not the suspensions around them: the text report must
-/// not show a pause of 0 ns for each.
+/// not show a pause of 0 ns for each. It leads with what sample mode measured, the CPU;
+/// the GCs come after, their rows only with `--all`.
 #[test]
 fn gc_pauses_that_were_not_recorded_are_not_shown_as_zero() {
     let dir = scratch("gc-no-pauses");
     let trace = dir.join("t.clrprof");
     record(&trace, &["--mode", "sample"], &["gc", "3"]);
-    let text = report_text(&trace);
+    let short = report_text(&trace);
+    let at = |t: &str, what: &str| t.find(what).unwrap_or_else(|| panic!("{what}: {t}"));
+    assert!(
+        at(&short, "\nSamples: ") < at(&short, "\nEvents"),
+        "{short}"
+    );
+    assert!(
+        at(&short, "CPU by function") < at(&short, "\nGarbage collections"),
+        "{short}"
+    );
+    assert!(short.contains("pauses not recorded"), "{short}");
+    assert!(
+        !short.contains(" reason ") && short.contains("`report --all`"),
+        "no per-GC rows without their pauses: {short}"
+    );
+    let text = report_text_with(&trace, &["--all"]);
     assert!(text.contains("pauses not recorded"), "{text}");
     let rows: Vec<&str> = text
         .lines()

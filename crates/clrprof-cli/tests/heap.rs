@@ -278,6 +278,64 @@ fn heap_snapshot_of_a_known_graph_then_diff_after_freeing_half() {
     fields.sort();
     assert_eq!(fields, vec!["BaseLeaf", "OwnLeaf"]);
 
+    // Two statics hold one HeapShared: neither retains it alone, both reach its 80 000
+    // bytes; the roots by reachable bytes show both, and the report says roots share.
+    let h = report_heap(&s1, &[]);
+    let by_reach = |name: &str| {
+        h["roots_by_reachable"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("{name} not among the roots by reachable bytes: {h:#}"))
+            .clone()
+    };
+    for name in [
+        "Scenarios.HeapHolder.SharedA",
+        "Scenarios.HeapHolder.SharedB",
+    ] {
+        let r = by_reach(name);
+        let (reach, retained) = (
+            r["reachable_bytes"].as_u64().unwrap(),
+            r["retained_bytes"].as_u64().unwrap(),
+        );
+        assert!(reach >= 80_000 && retained < 1_000, "{name}: {r}");
+    }
+    assert!(h["roots_sharing"].as_u64().unwrap() >= 2, "{h:#}");
+
+    // A reference in a struct embedded in a class is named through the struct's field
+    // (`S.Ref`), one in a boxed struct by its own field (the box's offsets count the
+    // method-table pointer the struct's own layout has not).
+    let leaves = report_heap(&s1, &["--paths-to", "Scenarios.HeapStructLeaf"]);
+    let mut through: Vec<(String, String, String)> = leaves["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            assert_eq!(count(p), 1, "{p}");
+            let e = &p["edges"][0];
+            (
+                p["root"]["name"].as_str().unwrap().to_string(),
+                e["type"].as_str().unwrap().to_string(),
+                e["field"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    through.sort();
+    let want = |root: &str, ty: &str, field: &str| (root.into(), ty.into(), field.into());
+    assert_eq!(
+        through,
+        vec![
+            want("Scenarios.HeapHolder.Boxed", "Scenarios.HeapPair", "Ref"),
+            want(
+                "Scenarios.HeapHolder.Embedded",
+                "Scenarios.HeapStructHolder",
+                "S.Ref"
+            ),
+        ],
+        "{leaves:#}"
+    );
+
     t.send("free");
     t.wait_for("FREED");
     let after = heap_json(t.pid, &s2, &[]);
@@ -431,6 +489,10 @@ fn record_heap_takes_snapshots_at_the_given_times() {
     assert!(h["objects"].as_u64().unwrap() > 100);
     let first = report_heap(&trace, &["--snapshot", "1"]);
     assert_eq!(first["snapshot"], 1);
+    // What the recording measured leads the text report: the heap, before the events.
+    let text = report_text(&trace);
+    let heap_at = text.find("\nheap snapshot 2:").expect(&text);
+    assert!(heap_at < text.find("\nEvents").expect(&text), "{text}");
     // One file with two snapshots: diff compares the first with the last.
     let out = clrprof().arg("diff").arg(&trace).output().unwrap();
     assert!(

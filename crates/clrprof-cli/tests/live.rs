@@ -294,7 +294,7 @@ fn top_alloc_shows_the_allocation_rate_by_type_and_by_the_app_method() {
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("{line}"));
     assert!(
-        line.contains("sampled objects alive at the last GC ~"),
+        line.contains("sampled objects no GC has collected ~"),
         "{line}"
     );
     let first_after = |header: &str| {

@@ -454,3 +454,117 @@ fn missed_ticks_are_counted_by_reason_on_a_busy_app() {
     assert!(achieved > 0.0 && achieved <= 1000.0, "{timing}");
     assert!(timing.contains("999.0 Hz asked"), "{timing}");
 }
+
+/// The runtime's background JIT thread (the tiered-compilation worker) has no managed
+/// frame; its CPU is CPU all the same: the function table, the thread table and the
+/// flamegraph name it `[runtime: JIT]` and give it about what the kernel says it used.
+#[test]
+fn the_background_jit_threads_cpu_is_runtime_jit() {
+    let _serial = timing_lock();
+    let dir = scratch("sample-jit-storm");
+    let trace = dir.join("t.clrprof");
+    let out = record_sampled(&trace, "signal", &[], &["jit-storm"]);
+    let app = results(&out);
+    let worker_ms: f64 = app["jit_worker_cpu_ms"].parse().unwrap();
+    let worker_tid: u64 = app["jit_worker_tid"].parse().unwrap();
+    assert!(
+        worker_ms >= 200.0,
+        "the scenario kept the JIT worker busy for only {worker_ms} ms: {app:?}"
+    );
+    let r = report_json(&trace);
+    let jit = function(&r, "[runtime: JIT]").unwrap_or_else(|| {
+        panic!(
+            "no [runtime: JIT] row: {:#}",
+            r["functions"].as_array().unwrap()[..8.min(r["functions"].as_array().unwrap().len())]
+                .iter()
+                .map(|f| f["name"].clone())
+                .collect::<Vec<_>>()
+                .into_iter()
+                .collect::<Value>()
+        )
+    });
+    let jit_ms = jit["self_cpu_ns"].as_f64().unwrap() / 1e6;
+    // The kernel counts in 10 ms ticks, and the last sample may precede the app's reading.
+    assert!(
+        jit_ms >= 0.6 * worker_ms && jit_ms <= 1.3 * worker_ms + 50.0,
+        "[runtime: JIT] has {jit_ms:.1} ms of CPU, the worker used {worker_ms} ms"
+    );
+    let th = r["samples"]["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["os_tid"] == worker_tid)
+        .unwrap_or_else(|| panic!("worker {worker_tid} not sampled"));
+    assert_eq!(th["name"], ".NET Tiered Compilation Worker");
+    // The flamegraph's input says the same.
+    convert(&trace, "folded");
+    let folded = std::fs::read_to_string(dir.join("t.folded")).unwrap();
+    assert!(
+        folded
+            .lines()
+            .any(|l| l.starts_with(".NET Tiered Compilation Worker")
+                && l.contains(";[runtime: JIT] ")),
+        "{folded}"
+    );
+}
+
+/// A thread-pool server's hot path is one tree in the flamegraph's input by default (its
+/// workers share a name), and one per worker with `--per-thread`.
+#[test]
+fn folded_merges_a_thread_pools_workers_unless_per_thread() {
+    let _serial = timing_lock();
+    let dir = scratch("sample-pool-hot");
+    let trace = dir.join("t.clrprof");
+    let out = record(&trace, &[], &["pool-hot", "2", "workers=4"]);
+    let app = results(&out);
+    assert_eq!(app["pool_threads"], "4", "{app:?}");
+    let roots = |args: &[&str]| -> std::collections::BTreeSet<String> {
+        let out = dir.join("t.folded");
+        let _ = std::fs::remove_file(&out);
+        convert_with(&trace, &[&["-f", "folded"][..], args].concat());
+        std::fs::read_to_string(&out)
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("Scenarios.PoolHot.Handle"))
+            .map(|l| l.split(';').next().unwrap().to_string())
+            .collect()
+    };
+    let merged = roots(&[]);
+    assert_eq!(
+        merged.iter().collect::<Vec<_>>(),
+        [".NET TP Worker"],
+        "one tree for the pool's workers"
+    );
+    let apart = roots(&["--per-thread"]);
+    assert!(
+        apart.len() >= 3 && apart.iter().all(|r| r.starts_with(".NET TP Worker (")),
+        "{apart:?}"
+    );
+}
+
+/// Code without metadata is named, not `[native]`: a `DynamicMethod` and a compiled
+/// expression (LCG) as `[dynamic] NAME`, the P/Invoke marshalling IL stub as
+/// `[stub] IL_STUB_PInvoke`, in the function table and the exports.
+#[test]
+fn dynamic_methods_and_il_stubs_are_named() {
+    let _serial = timing_lock();
+    let dir = scratch("sample-dynamic");
+    let trace = dir.join("t.clrprof");
+    let out = record_sampled(&trace, "signal", &[], &["dynamic", "2"]);
+    let app = results(&out);
+    let lambda = format!("[dynamic] {}", app["dynamic_lambda_name"]);
+    let r = report_json(&trace);
+    let spin = function(&r, "[dynamic] DynSpin").expect("the DynamicMethod is named");
+    // It spins for half the run: most of the main thread's CPU.
+    assert!(spin["self_cpu_ns"].as_f64().unwrap() > 100e6, "{spin}");
+    let stub = function(&r, "[stub] IL_STUB_PInvoke").expect("the IL stub is named");
+    assert!(stub["total_cpu_ns"].as_f64().unwrap() > 0.0, "{stub}");
+    convert(&trace, "folded");
+    let folded = std::fs::read_to_string(dir.join("t.folded")).unwrap();
+    let want = format!("Scenarios.Dynamic.Run;{lambda};[dynamic] DynSpin ");
+    assert!(folded.contains(&want), "no `{want}` in:\n{folded}");
+    assert!(
+        folded.contains("Scenarios.Dynamic.Marshalled;[stub] IL_STUB_PInvoke"),
+        "{folded}"
+    );
+}

@@ -531,3 +531,82 @@ fn an_emitted_method_is_named_through_the_importer_and_counted() {
         1000
     );
 }
+
+/// A trace that grows fast is said to while it runs: after its first second, the call
+/// rate, the MB/s written, the method making most calls, and what to do about it. A
+/// quiet trace says nothing.
+#[test]
+fn a_broad_trace_says_its_rate_and_busiest_method_while_it_runs() {
+    let _serial = timing_lock();
+    let dir = scratch("trace-rate");
+    let trace = dir.join("t.clrprof");
+    let out = record(
+        &trace,
+        &["--mode", "trace", "--include", "Scenarios.*"],
+        &["fib", "34"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    // The trace is large; only what was said matters.
+    let _ = std::fs::remove_file(&trace);
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("clrprof: tracing records "))
+        .unwrap_or_else(|| panic!("no rate notice:\n{stderr}"));
+    assert!(
+        line.contains(" calls/s (") && line.contains("/s written) after its first second"),
+        "{line}"
+    );
+    assert!(
+        line.contains("most calls: Scenarios.FibScenario.Fib (")
+            && line.contains("--exclude 'Scenarios.FibScenario.Fib'")
+            && line.contains("--counts"),
+        "{line}"
+    );
+    let quiet = dir.join("quiet.clrprof");
+    let out = record(
+        &quiet,
+        &["--mode", "trace", "--include", "Scenarios.*"],
+        &["calls"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("tracing records"), "{stderr}");
+}
+
+/// `--max-size` stops recording, not the app: the trace ends near the bound, the app
+/// finishes its work, and the report says how many events were left out and why.
+#[test]
+fn max_size_stops_the_recording_and_the_app_runs_on() {
+    let dir = scratch("trace-max-size");
+    let trace = dir.join("t.clrprof");
+    let out = record(
+        &trace,
+        &[
+            "--mode",
+            "trace",
+            "--include",
+            "Scenarios.*",
+            "--max-size",
+            "8M",
+        ],
+        &["fib", "32"],
+    );
+    assert_eq!(results(&out)["fib_calls"], "7049155", "the app ran on");
+    let len = std::fs::metadata(&trace).unwrap().len();
+    // The bound is checked before each block; a block is at most a thread's ring (4 MiB).
+    assert!(len < (8 + 5) << 20, "{len} bytes");
+    let r = report_json(&trace);
+    let capped = r["lost_by_reason"]["max_size"].as_u64().unwrap_or(0);
+    assert!(capped > 1_000_000, "{:#}", r["lost_by_reason"]);
+    let text = report_text(&trace);
+    assert!(
+        text.contains(
+            "because the trace reached --max-size and recording stopped (the app ran on)"
+        ),
+        "{text}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the trace reached --max-size: "),
+        "{stderr}"
+    );
+}

@@ -22,15 +22,22 @@ pub fn sanitize(name: &str) -> String {
 
 /// The folded lines of `profile`, sorted, without line ends. `N` counts
 /// `opts.weight`: samples, or nanoseconds of wall or CPU time. Each line starts with the
-/// thread (see [`ThreadProfile::label`](crate::ThreadProfile::label)) unless
-/// `opts.merge_threads`. Empty stacks and stacks whose count is 0 are left out.
+/// thread's name, threads of one name merged (with `opts.per_thread`, each thread apart:
+/// [`ThreadProfile::label`](crate::ThreadProfile::label)), unless `opts.merge_threads`.
+/// Empty stacks and stacks whose count is 0 are left out.
 pub fn lines(profile: &Profile, opts: &Options) -> Result<Vec<String>, ExportError> {
     validate(profile)?;
     let names: Vec<String> = profile.frames.iter().map(|f| sanitize(&f.name)).collect();
     let labels: Vec<String> = profile
         .threads
         .iter()
-        .map(|t| sanitize(&t.label()))
+        .map(|t| {
+            sanitize(&if opts.per_thread {
+                t.label()
+            } else {
+                t.group_label()
+            })
+        })
         .collect();
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
     let mut key = String::new();

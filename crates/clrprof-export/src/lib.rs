@@ -44,7 +44,7 @@
 //! let mut out = Vec::new();
 //! let opts = Options { weight: Weight::Cpu, ..Default::default() };
 //! export(&profile, Format::Folded, &opts, &mut out).unwrap();
-//! assert_eq!(String::from_utf8(out).unwrap(), "Main (42);App.Program.Main;App.Program.Work 1900000\n");
+//! assert_eq!(String::from_utf8(out).unwrap(), "Main;App.Program.Main;App.Program.Work 1900000\n");
 //! ```
 
 #![forbid(unsafe_code)]
@@ -117,6 +117,10 @@ pub struct Options {
     /// One tree for all threads instead of one per thread (folded, SVG, speedscope's
     /// sampled profiles, pprof).
     pub merge_threads: bool,
+    /// Folded and SVG: one tree per thread, labelled `name (tid)`. Without it (and
+    /// without `merge_threads`) threads of one name share a tree labelled by the name,
+    /// so a thread pool's workers show their hot path once.
+    pub per_thread: bool,
     /// SVG only: reversed stacks drawn as an icicle (leaf functions in the top row).
     pub reverse: bool,
 }

@@ -472,6 +472,16 @@ impl std::fmt::Display for Weight {
 }
 
 impl ThreadProfile {
+    /// The label threads of one name share (folded and SVG merge them): the name, or
+    /// `thread <tid>` for an unnamed thread.
+    pub fn group_label(&self) -> String {
+        if self.name.is_empty() {
+            format!("thread {}", self.os_tid)
+        } else {
+            self.name.clone()
+        }
+    }
+
     /// A label that tells threads apart even when they share a name: `name (tid)`, or
     /// `thread <tid>` for a nameless thread.
     pub fn label(&self) -> String {

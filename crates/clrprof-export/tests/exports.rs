@@ -114,7 +114,52 @@ fn folded_lines_are_sorted_and_parse_as_inferno_input() {
             "{line}"
         );
     }
-    assert!(out.contains("Worker (101);Demo.Worker.Run;Demo.Weird:Name With breaks 1000000\n"));
+    assert!(out.contains("Worker;Demo.Worker.Run;Demo.Weird:Name With breaks 1000000\n"));
+}
+
+/// A thread pool's workers share a name: by default their stacks are one tree, so the
+/// hot path shows once; `per_thread` keeps each worker apart.
+#[test]
+fn folded_merges_threads_of_one_name_unless_per_thread() {
+    let mut p = fixture();
+    let mut twin = p.threads[1].clone();
+    twin.os_tid = 201;
+    p.threads.push(twin);
+    let merged = text(&p, Format::Folded, weight(Weight::Samples));
+    let per_thread = text(
+        &p,
+        Format::Folded,
+        Options {
+            per_thread: true,
+            ..weight(Weight::Samples)
+        },
+    );
+    let worker = |out: &str| -> Vec<String> {
+        out.lines()
+            .filter(|l| l.starts_with("Worker"))
+            .map(String::from)
+            .collect()
+    };
+    let (m, t) = (worker(&merged), worker(&per_thread));
+    assert!(m.iter().all(|l| l.starts_with("Worker;")), "{merged}");
+    assert_eq!(t.len(), 2 * m.len(), "{per_thread}");
+    assert!(
+        t.iter().any(|l| l.starts_with("Worker (101);")),
+        "{per_thread}"
+    );
+    assert!(
+        t.iter().any(|l| l.starts_with("Worker (201);")),
+        "{per_thread}"
+    );
+    // Merged counts are the sum of the two workers'.
+    let total = |lines: &[String]| -> u64 {
+        lines
+            .iter()
+            .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+            .sum()
+    };
+    assert_eq!(total(&m), total(&t));
+    assert!(m.iter().any(|l| l.ends_with(" 2")), "{merged}");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -154,7 +199,7 @@ fn svg_is_well_formed_and_names_every_frame() {
         };
         let svg = well_formed_svg(&run(&fixture(), Format::Svg, opts));
         for name in [
-            "Main Thread (100)",
+            "Main Thread",
             "Demo.Program.Main",
             "Demo.Worker.Compute",
             "System.Collections.Generic.List&lt;int&gt;.Add",
@@ -253,7 +298,7 @@ fn speedscope_is_valid_for_every_option() {
                 let opts = Options {
                     weight: w,
                     merge_threads,
-                    reverse: false,
+                    ..Default::default()
                 };
                 check_speedscope(&json(profile, Format::Speedscope, opts));
             }
@@ -576,7 +621,12 @@ fn same_input_gives_the_same_bytes() {
         Options {
             weight: Weight::Wall,
             merge_threads: true,
+            per_thread: false,
             reverse: true,
+        },
+        Options {
+            per_thread: true,
+            ..Default::default()
         },
         Options {
             weight: Weight::Cpu,

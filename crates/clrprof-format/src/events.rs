@@ -404,6 +404,8 @@ pub const LOST_WRITE_FAILED: u8 = 2;
 /// `Lost.reason`: events arrived while the recording was stopping, or were larger than
 /// a buffer.
 pub const LOST_STOPPING: u8 = 3;
+/// `Lost.reason`: the trace reached `--max-size`; recording stopped, the app ran on.
+pub const LOST_MAX_SIZE: u8 = 4;
 
 /// The self-description written into the header: every kind this version writes, with
 /// its fields in wire order.

@@ -64,7 +64,7 @@ pub use encode::{
 };
 pub use error::FormatError;
 pub use events::{
-    ALLOC_SOURCE_SAMPLED, ALLOC_SOURCE_TICK, Event, LOST_BUFFER_FULL, LOST_STOPPING,
+    ALLOC_SOURCE_SAMPLED, ALLOC_SOURCE_TICK, Event, LOST_BUFFER_FULL, LOST_MAX_SIZE, LOST_STOPPING,
     LOST_WRITE_FAILED, WAIT_HANDLE, WAIT_LOCK, event_kind_table, kind_name,
 };
 pub use fields::{MAX_LIST_ITEMS, MAX_STRING_BYTES};

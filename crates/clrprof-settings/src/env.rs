@@ -40,6 +40,7 @@ pub mod var {
     pub const ARG_ITEMS: &str = "CLRPROF_ARG_ITEMS";
     pub const ARG_BYTES: &str = "CLRPROF_ARG_BYTES";
     pub const ALLOC_INTERVAL: &str = "CLRPROF_ALLOC_INTERVAL";
+    pub const MAX_SIZE: &str = "CLRPROF_MAX_SIZE";
 }
 
 /// The accepted ranges of the numeric settings, inclusive (the CLI checks its options
@@ -54,6 +55,7 @@ pub mod limits {
     pub const ARG_ITEMS: (u64, u64) = (0, 1024);
     pub const ARG_BYTES: (u64, u64) = (64, 8192);
     pub const ALLOC_INTERVAL: (u64, u64) = (1024, 1 << 30);
+    pub const MAX_SIZE: (u64, u64) = (1 << 20, 1 << 50);
 }
 
 /// The longest `CLRPROF_DURATION_S` accepted: a year (`Duration::from_secs_f64` panics
@@ -179,6 +181,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
     (
         var::ALLOC_INTERVAL,
         "sample allocations with stacks, about one per this many bytes, 1024..=1073741824 (unset = off; the runtime samples at least every 100 KiB, docs/allocations.md)",
+    ),
+    (
+        var::MAX_SIZE,
+        "stop recording (the app runs on) once the trace holds this many bytes of blocks, 1048576..=1125899906842624 (unset = no bound)",
     ),
 ];
 
@@ -380,6 +386,10 @@ impl Settings {
             None => None,
             Some(v) => Some(number(var::ALLOC_INTERVAL, &v, limits::ALLOC_INTERVAL)?),
         };
+        let max_size = match get(var::MAX_SIZE) {
+            None => None,
+            Some(v) => Some(number(var::MAX_SIZE, &v, limits::MAX_SIZE)?),
+        };
         Ok(Settings {
             mode,
             output,
@@ -409,6 +419,7 @@ impl Settings {
             heap_at,
             heap,
             alloc_interval,
+            max_size,
         })
     }
 
@@ -467,6 +478,7 @@ impl Settings {
                 var::ALLOC_INTERVAL,
                 self.alloc_interval.map(|i| i.to_string()),
             ),
+            (var::MAX_SIZE, self.max_size.map(|i| i.to_string())),
             (
                 var::HEAP_AT,
                 (!self.heap_at.is_empty()).then(|| {
@@ -704,6 +716,7 @@ mod tests {
             heap_at: vec![0.5, 2.0],
             heap: true,
             alloc_interval: Some(65536),
+            max_size: Some(64 << 20),
         }
     }
 
@@ -763,6 +776,7 @@ mod tests {
                 && e.heap_at != d.heap_at
                 && e.heap != d.heap
                 && e.alloc_interval != d.alloc_interval
+                && e.max_size != d.max_size
         );
         assert_eq!(round_trip(&e).unwrap(), e);
         for s in [SamplerKind::Signal, SamplerKind::Suspend] {
@@ -811,6 +825,7 @@ mod tests {
             lim in (in_range(limits::ARG_MAX_LEN), in_range(limits::ARG_DEPTH), in_range(limits::ARG_ITEMS), in_range(limits::ARG_BYTES)),
             mut heap_at in proptest::collection::vec(0.0..1e6f64, 0..4),
             alloc_interval in proptest::option::of(in_range(limits::ALLOC_INTERVAL)),
+            max_size in proptest::option::of(in_range(limits::MAX_SIZE)),
         ) -> Settings {
             heap_at.sort_by(f64::total_cmp);
             let mut groups = EventGroups::default();
@@ -855,6 +870,7 @@ mod tests {
                 heap: flags[5] || !heap_at.is_empty(),
                 heap_at,
                 alloc_interval,
+                max_size,
             }
         }
     }

@@ -128,6 +128,9 @@ pub struct Settings {
     /// `--alloc`: sample allocations with their stacks, about one per this many bytes
     /// (docs/allocations.md); `None` = off.
     pub alloc_interval: Option<u64>,
+    /// Stop recording once the trace file holds this many bytes of blocks (the app runs
+    /// on; what is not written is counted, docs/tracing.md); `None` = no bound.
+    pub max_size: Option<u64>,
 }
 
 impl Settings {
@@ -170,6 +173,7 @@ impl Settings {
             heap_at: Vec::new(),
             heap: false,
             alloc_interval: None,
+            max_size: None,
         }
     }
 
@@ -227,6 +231,7 @@ mod tests {
                 "heap_at",
                 "include",
                 "max_depth",
+                "max_size",
                 "mode",
                 "on_full",
                 "owner_pid",

@@ -823,6 +823,44 @@ impl ProfilerInfo {
         Ok(FunctionId(id))
     }
 
+    /// `GetFunctionFromIP3`: the function containing `ip`, dynamic methods (LCG, IL stubs)
+    /// included, which `GetFunctionFromIP` refuses; may take the runtime's code-version
+    /// lock. Not async-signal-safe. **Info8 · async · after attach**
+    pub fn get_function_from_ip3(&self, ip: usize) -> Result<FunctionId> {
+        let (mut id, mut rejit) = (0, 0);
+        check(vcall!(
+            self,
+            ICorProfilerInfo8::GetFunctionFromIP3(ip as sys::LPCBYTE, &mut id, &mut rejit)
+        ))?;
+        Ok(FunctionId(id))
+    }
+
+    /// `GetDynamicFunctionInfo`: a dynamic method's module and name (`lambda_method3`,
+    /// `IL_STUB_PInvoke`); its signature is not read. **Info8 · async · after attach**
+    pub fn get_dynamic_function_info(&self, function: FunctionId) -> Result<(ModuleId, String)> {
+        let mut module = 0;
+        let name = read_string(|buf, cap, needed| {
+            vcall_or_hr(self.iface::<sys::ICorProfilerInfo8>(), |p| {
+                let (mut sig, mut sig_len) = (ptr::null(), 0);
+                // SAFETY: see `vcall!` (R3, R5): `buf` holds `cap` units; the signature
+                // pointer and length are live locals, not read after the call.
+                unsafe {
+                    ((*(*p).vtbl).GetDynamicFunctionInfo)(
+                        p,
+                        function.0,
+                        &mut module,
+                        &mut sig,
+                        &mut sig_len,
+                        cap,
+                        needed,
+                        buf,
+                    )
+                }
+            })
+        })?;
+        Ok((ModuleId(module), name))
+    }
+
     /// `GetNativeCodeStartAddresses`: where each native code version of a function
     /// starts (every tier, OSR versions included). **Info9 · sync · after attach**
     pub fn get_native_code_start_addresses(

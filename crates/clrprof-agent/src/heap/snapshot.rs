@@ -593,31 +593,85 @@ fn describe_classes(info: &ProfilerInfo, walk: &Walk) {
         if *array {
             continue;
         }
-        let mut c = class;
-        for _ in 0..64 {
-            if c.0 == 0 {
-                break;
-            }
-            let Ok(ci) = info.get_class_id_info2(c) else {
-                break;
-            };
-            if let (Ok(md), Ok((fields, _))) = (
-                info.get_module_metadata(ci.module, corprof_sys::ofRead),
-                info.get_class_layout(c),
-            ) {
-                for (token, offset) in fields {
-                    if let Ok(p) = md.get_field_props(token) {
-                        emit(&Event::HeapField {
-                            snapshot: walk.snapshot,
-                            index: index as u64,
-                            offset: u64::from(offset),
-                            name: Cow::Owned(p.name),
-                        });
-                    }
-                }
-            }
-            c = ci.parent;
+        // A boxed struct: the runtime gives a value type's field offsets from its data,
+        // which in the box follows the method-table pointer.
+        let base = if is_value_type(info, class) {
+            std::mem::size_of::<usize>() as u64
+        } else {
+            0
+        };
+        describe_fields(info, walk.snapshot, index as u64, class, base, "", 0);
+    }
+}
+
+/// Structs nested in structs named at most this deep.
+const MAX_EMBEDDING: u32 = 4;
+
+/// Whether `class` is a value type (its parent is `System.ValueType` or `System.Enum`).
+fn is_value_type(info: &ProfilerInfo, class: ClassId) -> bool {
+    info.get_class_id_info2(class).is_ok_and(|ci| {
+        ci.parent.0 != 0
+            && matches!(
+                crate::names::class_name(info, ci.parent).as_str(),
+                "System.ValueType" | "System.Enum"
+            )
+    })
+}
+
+/// The fields of `class` and its parents at `base` + their offsets, named `prefix.Name`;
+/// a field of a struct type of the same module also names its own fields, inside it
+/// (`S.Ref`), first, so that a reference at the struct's start is named by the innermost
+/// field that holds it.
+fn describe_fields(
+    info: &ProfilerInfo,
+    snapshot: u64,
+    index: u64,
+    class: ClassId,
+    base: u64,
+    prefix: &str,
+    depth: u32,
+) {
+    let mut c = class;
+    for _ in 0..64 {
+        if c.0 == 0 {
+            break;
         }
+        let Ok(ci) = info.get_class_id_info2(c) else {
+            break;
+        };
+        if let (Ok(md), Ok((fields, _))) = (
+            info.get_module_metadata(ci.module, corprof_sys::ofRead),
+            info.get_class_layout(c),
+        ) {
+            for (token, offset) in fields {
+                let Ok(p) = md.get_field_props(token) else {
+                    continue;
+                };
+                let at = base + u64::from(offset);
+                let name = if prefix.is_empty() {
+                    p.name
+                } else {
+                    format!("{prefix}.{}", p.name)
+                };
+                if depth < MAX_EMBEDDING
+                    && let Ok(corprof::sig::Type::ValueType(t)) = corprof::sig::parse_field(&p.sig)
+                    && t >> 24 == 0x02
+                    && let Ok(inner) = info.get_class_from_token(ci.module, t)
+                    && inner != c
+                {
+                    // A value type's layout has no method-table pointer: its fields sit
+                    // at the struct's own offset plus theirs.
+                    describe_fields(info, snapshot, index, inner, at, &name, depth + 1);
+                }
+                emit(&Event::HeapField {
+                    snapshot,
+                    index,
+                    offset: at,
+                    name: Cow::Owned(name),
+                });
+            }
+        }
+        c = ci.parent;
     }
 }
 

@@ -32,6 +32,8 @@ static WRITER: crate::session::state::SessionCell<Thread> =
 /// TSC's rate from them is within a few parts per million (each point is read within
 /// ~50 ns), so a trace cut short before the next sync point (1 s) still has its times.
 const CALIBRATION: Duration = Duration::from_millis(10);
+/// Bytes of one trace-mode unit (an event, or a part of a larger record).
+const UNIT_BYTES: usize = clrprof_format::units::UNIT;
 static WAKE_PENDING: AtomicBool = AtomicBool::new(false);
 
 /// At a session's start: no wake-up is pending for a writer that does not exist yet.
@@ -64,6 +66,8 @@ pub struct Stats {
     pub write_lost: u64,
     /// The first write error's errno (28: ENOSPC).
     pub write_errno: Option<i32>,
+    /// `--max-size`: events left out once the trace reached it (part of `lost`).
+    pub capped: u64,
 }
 
 struct Shared {
@@ -86,6 +90,7 @@ impl Writer {
         flush: Duration,
         compress: bool,
         raw_units: bool,
+        max_bytes: Option<u64>,
     ) -> io::Result<Writer> {
         clrprof_format::write_file_header(&mut file, header)?;
         let shared = Arc::new(Shared {
@@ -98,7 +103,7 @@ impl Writer {
         let r = result.clone();
         let handle = crate::os::thread::spawn("clrprof-writer", move || {
             WRITER.set(thread::current());
-            let stats = run(file, flush, compress, raw_units, &s);
+            let stats = run(file, flush, compress, raw_units, max_bytes, &s);
             if let Ok(mut g) = r.lock() {
                 *g = Some(stats);
             }
@@ -169,10 +174,24 @@ struct Drain {
     /// The next block's number.
     seq: u64,
     stats: Stats,
+    /// `--max-size`: threads' blocks stop being written once this many bytes of events
+    /// were (the writer's own records, and the end, still are).
+    max_bytes: u64,
+    /// Events left out since.
+    capped: u64,
 }
 
-fn run(mut file: File, flush: Duration, compress: bool, raw_units: bool, shared: &Shared) -> Stats {
+fn run(
+    mut file: File,
+    flush: Duration,
+    compress: bool,
+    raw_units: bool,
+    max_bytes: Option<u64>,
+    shared: &Shared,
+) -> Stats {
     let mut d = Drain {
+        max_bytes: max_bytes.unwrap_or(u64::MAX),
+        capped: 0,
         raw_units,
         lz4: Vec::new(),
         regs: Vec::new(),
@@ -233,6 +252,14 @@ fn run(mut file: File, flush: Duration, compress: bool, raw_units: bool, shared:
             } else {
                 clrprof_format::LOST_STOPPING
             },
+        });
+    }
+    if d.capped > 0 {
+        d.stats.lost += d.capped;
+        d.stats.capped = d.capped;
+        d.record(&Event::Lost {
+            count: d.capped,
+            reason: clrprof_format::LOST_MAX_SIZE,
         });
     }
     if d.stats.write_errors > 0 {
@@ -376,7 +403,9 @@ impl Drain {
                 .slot
                 .ring
                 .drain(&mut self.scratch, &mut stream.running_ts);
-            if count > 0 {
+            if count > 0 && self.over_max_size(u64::from(count)) {
+                // Drained and left out: the ring goes on taking events.
+            } else if count > 0 {
                 let block = std::mem::take(&mut self.scratch);
                 self.write(file, os_tid, base, count, &block, compress);
                 self.scratch = block;
@@ -395,7 +424,7 @@ impl Drain {
         let slot = self.regs[i].reg.slot.clone();
         let (a, b) = slot.ring.readable();
         for part in [a, b] {
-            if part.is_empty() {
+            if part.is_empty() || self.over_max_size((part.len() / UNIT_BYTES) as u64) {
                 continue;
             }
             let seq = self.next_seq();
@@ -434,6 +463,16 @@ impl Drain {
             }
             Err(e) => self.write_failed(&e, u64::from(count)),
         }
+    }
+
+    /// `--max-size`: whether the threads' blocks are past the bound, counting `events`
+    /// as left out when they are.
+    fn over_max_size(&mut self, events: u64) -> bool {
+        if self.stats.bytes < self.max_bytes {
+            return false;
+        }
+        self.capped += events.max(1);
+        true
     }
 
     /// The number of the block about to be written (used even if the write fails, so the

@@ -82,3 +82,27 @@ pub(super) fn copy_into(out: &mut Vec<(u64, u32)>) {
 pub(super) fn thread_alive(os_tid: u32) -> bool {
     std::path::Path::new(&format!("/proc/self/task/{os_tid}")).exists()
 }
+
+/// The first time the sampler sees a thread: its OS name (`/proc/self/task/TID/comm`,
+/// 15 bytes), as a `thread_os_name` Meta record, so that the runtime's own threads, which
+/// never get a `ThreadName` (".NET Tiered Compilation Worker", ".NET Finalizer", the GC's
+/// threads), are named in the report and their CPU put under what they are. Read on the
+/// sampler thread, never the target's; the process's first thread (named after the
+/// executable) is left out.
+pub(super) fn emit_os_name(os_tid: u64) {
+    if os_tid == 0 || os_tid == u64::from(std::process::id()) {
+        return;
+    }
+    let Ok(comm) = std::fs::read_to_string(format!("/proc/self/task/{os_tid}/comm")) else {
+        return;
+    };
+    let name = comm.trim_end();
+    if name.is_empty() {
+        return;
+    }
+    let json = serde_json::json!({ "os_tid": os_tid, "name": name }).to_string();
+    crate::output::buffers::emit(&clrprof_format::Event::Meta {
+        key: "thread_os_name".into(),
+        json: json.into(),
+    });
+}

@@ -276,6 +276,7 @@ fn record(
                     os_tid: w.os_tid,
                     last_cpu_ns: cpu_now,
                 });
+                super::threads::emit_os_name(w.os_tid);
                 0
             }
         };

@@ -83,6 +83,7 @@ pub fn start_with(
         settings.compress,
         // Trace mode writes ring units as they are: see output/writer.rs.
         settings.mode == crate::config::Mode::Trace,
+        settings.max_size,
     )
     .map_err(|e| format!("cannot write trace file {}: {e}", settings.output.display()))?;
     // While the disk has room: the room for saying what a full disk cost at the end.

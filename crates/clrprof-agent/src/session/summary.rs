@@ -68,6 +68,12 @@ pub(super) fn log_writer(why: &str, output: &Path, stats: &writer::Stats, args: 
             String::new()
         }
     );
+    if stats.capped > 0 {
+        log!(
+            "the trace reached --max-size: {} events after it were not recorded (the app ran on)",
+            stats.capped
+        );
+    }
     if let Some(errno) = stats.write_errno {
         log!(
             "{} block(s) holding {} events could not be written to {}: {} ({}); the trace \

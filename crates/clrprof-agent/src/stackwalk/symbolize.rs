@@ -212,7 +212,7 @@ impl Symbolizer {
         if let Some(&s) = self.cache.get(&ip) {
             return s;
         }
-        let s = lookup(info, self.pid, ip);
+        let s = lookup(info, self.pid, ip, self.exec.file_at(ip).is_none());
         if s.function != 0 && !self.exec.contains(ip, ip + 1) {
             // Managed code the map does not know yet: a new code heap. Re-read soon.
             self.stale = true;
@@ -248,7 +248,12 @@ impl Symbolizer {
         }
         let call = self.call_before(ret);
         let s = if call {
-            lookup(info, self.pid, ret_minus_1)
+            lookup(
+                info,
+                self.pid,
+                ret_minus_1,
+                self.exec.file_at(ret).is_none(),
+            )
         } else {
             Sym::default()
         };
@@ -326,8 +331,18 @@ impl Symbolizer {
 
 /// The function at `addr` and the start of its code version that holds `addr`. Runs once
 /// per distinct address (cached): GetFunctionFromIP, then the function's code versions.
-fn lookup(info: &ProfilerInfo, pid: u32, addr: u64) -> Sym {
-    let Ok(function) = info.get_function_from_ip(addr as usize) else {
+/// GetFunctionFromIP refuses dynamic methods (LCG: `DynamicMethod`, compiled expressions;
+/// IL stubs), so for code in anonymous memory (`anonymous`: where the JIT puts them, and
+/// no library is) GetFunctionFromIP3, which names them too, is asked next.
+fn lookup(info: &ProfilerInfo, pid: u32, addr: u64, anonymous: bool) -> Sym {
+    let found = info.get_function_from_ip(addr as usize).or_else(|e| {
+        if anonymous {
+            info.get_function_from_ip3(addr as usize)
+        } else {
+            Err(e)
+        }
+    });
+    let Ok(function) = found else {
         return Sym::default();
     };
     let a = addr as usize;

@@ -36,7 +36,13 @@ pub struct RootRow {
     pub name: String,
     pub objects: u64,
     pub retained_bytes: u64,
+    /// Bytes of every object the root reaches, shared with other roots or not (`None`
+    /// when the heap was too large to count them, see [`REACHABLE_BUDGET`]).
+    pub reachable_bytes: Option<u64>,
 }
+
+/// Most nodes visited in all to count what each root reaches.
+pub const REACHABLE_BUDGET: u64 = 200_000_000;
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct DominatorRow {
@@ -148,6 +154,11 @@ pub struct HeapReport {
     pub generations: Generations,
     pub types: Vec<TypeRow>,
     pub roots: Vec<RootRow>,
+    /// The same roots by reachable bytes, most first: the holders of objects several
+    /// roots share, which no root retains alone.
+    pub roots_by_reachable: Vec<RootRow>,
+    /// Roots that reach more than they retain: they share objects with other roots.
+    pub roots_sharing: u64,
     pub dominators: Vec<DominatorRow>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub paths: Option<Vec<PathRow>>,
@@ -199,6 +210,7 @@ pub fn build(s: &HeapSnapshot, opts: &HeapOptions) -> HeapReport {
     let m = Model::build(s);
     let top = opts.top.max(1);
     let types = types(&m);
+    let reachable = m.reachable_of_groups(REACHABLE_BUDGET);
     let mut roots: Vec<RootRow> = m
         .groups
         .iter()
@@ -208,8 +220,25 @@ pub fn build(s: &HeapSnapshot, opts: &HeapOptions) -> HeapReport {
             name: g.name.clone(),
             objects: g.objects.len() as u64,
             retained_bytes: m.retained_of_group(i),
+            reachable_bytes: reachable.as_ref().map(|r| r[i]),
         })
         .collect();
+    let roots_sharing = roots
+        .iter()
+        .filter(|r| r.reachable_bytes.is_some_and(|b| b > r.retained_bytes))
+        .count() as u64;
+    let mut roots_by_reachable: Vec<RootRow> = if reachable.is_some() {
+        roots.clone()
+    } else {
+        Vec::new()
+    };
+    roots_by_reachable.sort_by(|a, b| {
+        b.reachable_bytes
+            .cmp(&a.reachable_bytes)
+            .then(a.kind.cmp(&b.kind))
+            .then(a.name.cmp(&b.name))
+    });
+    roots_by_reachable.truncate(top);
     roots.sort_by(|a, b| {
         b.retained_bytes
             .cmp(&a.retained_bytes)
@@ -261,6 +290,8 @@ pub fn build(s: &HeapSnapshot, opts: &HeapOptions) -> HeapReport {
         generations,
         types: types.into_iter().take(top).collect(),
         roots: roots.into_iter().take(top).collect(),
+        roots_by_reachable,
+        roots_sharing,
         dominators,
         paths,
         statics,

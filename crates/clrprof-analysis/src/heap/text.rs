@@ -85,6 +85,29 @@ pub fn render(r: &HeapReport) -> String {
             g.retained_bytes, g.kind, g.name, g.objects
         );
     }
+    if !r.roots_by_reachable.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nroots (by reachable bytes: what each reaches, shared with other roots or not):"
+        );
+        for g in &r.roots_by_reachable {
+            let _ = writeln!(
+                o,
+                "  {:>14}  {:<13} {} (retains {})",
+                g.reachable_bytes.unwrap_or(0),
+                g.kind,
+                g.name,
+                g.retained_bytes
+            );
+        }
+        if r.roots_sharing > 0 {
+            let _ = writeln!(
+                o,
+                "  {} roots share objects with others: what several roots reach is retained by none of them",
+                r.roots_sharing
+            );
+        }
+    }
     let _ = writeln!(o, "\ntop retainers (dominator tree):");
     for d in &r.dominators {
         let _ = writeln!(o, "  {:>14}  {}", d.retained_bytes, d.name);

@@ -141,6 +141,9 @@ mod tests {
                 over_time: vec![],
                 tracked_max: 0,
                 untracked: 0,
+                examined_bytes: [0; 3],
+                unexamined_bytes: 0,
+                unexamined_objects: 0,
             },
         }
     }

@@ -48,6 +48,13 @@ pub struct LiveHeap {
     pub tracked_max: u64,
     /// Samples not followed because `tracked_max` were (their objects are missing here).
     pub untracked: u64,
+    /// Of `bytes`: what a GC saw alive, per the generation that GC collected up to
+    /// (`[gen0, gen1, gen2]`): live as of the last GC that looked at it.
+    pub examined_bytes: [u64; 3],
+    /// Of `bytes`: allocated since the last GC of its generation, which no GC has looked
+    /// at yet (alive or not, no one knows).
+    pub unexamined_bytes: u64,
+    pub unexamined_objects: u64,
 }
 
 #[derive(Debug, Serialize, PartialEq)]
@@ -212,6 +219,18 @@ pub fn section(a: &AllocSamples, names: &Names) -> Option<AllocationSamples> {
     let alive = || points.iter().filter(|p| p.alive_at_end());
     let stats = a.stats.unwrap_or_default();
     let (app_functions, outside_app) = by_app_function(points.iter(), names);
+    let mut examined = [0.0f64; 3];
+    let mut unexamined = (0.0f64, 0.0f64);
+    for p in alive() {
+        match crate::allocs::examined(&a.gcs, p.ns, p.is_large()) {
+            crate::allocs::Examined::AsOf(g) => examined[usize::from(g.min(2))] += p.bytes,
+            crate::allocs::Examined::Not => {
+                unexamined.0 += p.bytes;
+                unexamined.1 += p.objects;
+            }
+        }
+    }
+    let examined_bytes = examined.map(|b| b.round() as u64);
     Some(AllocationSamples {
         source: config.source_name().into(),
         samples: points.len() as u64,
@@ -238,6 +257,9 @@ pub fn section(a: &AllocSamples, names: &Names) -> Option<AllocationSamples> {
                 .collect(),
             tracked_max: config.tracked_max,
             untracked: stats.untracked,
+            examined_bytes,
+            unexamined_bytes: unexamined.0.round() as u64,
+            unexamined_objects: unexamined.1.round() as u64,
         },
     })
 }

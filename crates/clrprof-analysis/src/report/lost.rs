@@ -22,6 +22,7 @@ pub fn lost_reason(code: u8) -> &'static str {
         clrprof_format::LOST_BUFFER_FULL => "buffer_full",
         clrprof_format::LOST_WRITE_FAILED => "write_failed",
         clrprof_format::LOST_STOPPING => "stopping",
+        clrprof_format::LOST_MAX_SIZE => "max_size",
         _ => "unknown",
     }
 }

@@ -73,7 +73,7 @@ pub fn render(o: &mut String, a: Option<&AllocationSamples>, top: usize) {
     }
     let _ = writeln!(
         o,
-        "  live at the last GC: ~{} in ~{} objects ({} followed samples{})",
+        "  not collected by the end: ~{} in ~{} objects ({} followed samples{})",
         bytes(l.bytes),
         l.objects,
         l.samples,
@@ -86,6 +86,26 @@ pub fn render(o: &mut String, a: Option<&AllocationSamples>, top: usize) {
             String::new()
         }
     );
+    // What the GCs know of it: live as of the last GC that looked at each object, and
+    // what no GC has looked at yet (a young heap between GCs is mostly that).
+    let seen: u64 = l.examined_bytes.iter().sum();
+    if seen + l.unexamined_bytes > 0 {
+        let [g0, g1, g2] = l.examined_bytes;
+        let _ = writeln!(
+            o,
+            "    ~{} live as of the last GC that examined it (~{} as of gen0 GCs, ~{} gen1, ~{} gen2)",
+            bytes(seen),
+            bytes(g0),
+            bytes(g1),
+            bytes(g2)
+        );
+        let _ = writeln!(
+            o,
+            "    ~{} in ~{} objects allocated since the last GC of their generation, not yet examined",
+            bytes(l.unexamined_bytes),
+            l.unexamined_objects
+        );
+    }
     if let Some(line) = over_time(&l.over_time) {
         let _ = writeln!(o, "{line}");
     }
@@ -236,6 +256,9 @@ mod tests {
                 over_time: vec![(1.0, 102_400)],
                 tracked_max,
                 untracked,
+                examined_bytes: [0, 0, 61_440],
+                unexamined_bytes: 40_960,
+                unexamined_objects: 40,
             },
         }
     }
@@ -258,7 +281,9 @@ mod tests {
             "     100.0 KiB  50.0%  in the runtime's and the framework's own code only (no app frame)",
             "  by function (self / total bytes, total objects):",
             "     200.0 KiB     200.0 KiB         200 obj  App.Make",
-            "  live at the last GC: ~100.0 KiB in ~100 objects (1 followed samples; 3 samples not followed, over the bound of 4096)",
+            "  not collected by the end: ~100.0 KiB in ~100 objects (1 followed samples; 3 samples not followed, over the bound of 4096)",
+            "    ~60.0 KiB live as of the last GC that examined it (~0 B as of gen0 GCs, ~0 B gen1, ~60.0 KiB gen2)",
+            "    ~40.0 KiB in ~40 objects allocated since the last GC of their generation, not yet examined",
             "     100.0 KiB         100 obj  System.Byte[]",
             "",
         ]

@@ -37,6 +37,67 @@ pub fn functions(
     }
 }
 
+/// `--counts`: what counting knows, calls per function and per caller→callee edge, most
+/// calls first (no time: nothing was timed).
+pub fn counts(o: &mut String, functions: &[FunctionStats], stats: Option<&TraceStats>, top: usize) {
+    if let Some(ts) = stats {
+        let _ = writeln!(
+            o,
+            "\nCalls (counted, --counts): {}{}{}",
+            ts.calls,
+            if ts.counts_missed > 0 {
+                format!(
+                    "; {} not counted (a thread's table was full)",
+                    ts.counts_missed
+                )
+            } else {
+                String::new()
+            },
+            if ts.counts_deep > 0 {
+                format!(
+                    "; {} below the shadow stack (their caller may be a deeper frame)",
+                    ts.counts_deep
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+    let mut by_calls: Vec<&FunctionStats> = functions.iter().collect();
+    by_calls.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.name.cmp(&b.name)));
+    let _ = writeln!(o, "  {:>10}  function (by calls)", "calls");
+    for f in by_calls.iter().take(top) {
+        let _ = writeln!(o, "  {:>10}  {}", f.calls, truncate(&f.name, 100));
+    }
+    if by_calls.len() > top {
+        let _ = writeln!(o, "  … {} more", by_calls.len() - top);
+    }
+    let mut edges: Vec<(&str, &str, u64)> = functions
+        .iter()
+        .flat_map(|f| {
+            f.callees
+                .iter()
+                .map(move |(callee, n)| (f.name.as_str(), callee.as_str(), *n))
+        })
+        .collect();
+    if edges.is_empty() {
+        return;
+    }
+    edges.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| (a.0, a.1).cmp(&(b.0, b.1))));
+    let _ = writeln!(o, "  {:>10}  caller -> callee (by calls)", "calls");
+    for (caller, callee, n) in edges.iter().take(top) {
+        let _ = writeln!(
+            o,
+            "  {n:>10}  {} -> {}",
+            truncate(caller, 60),
+            truncate(callee, 60)
+        );
+    }
+    if edges.len() > top {
+        let _ = writeln!(o, "  … {} more", edges.len() - top);
+    }
+}
+
 /// The merged call tree, `top` children per node at most.
 pub fn tree(o: &mut String, tree: &TreeNode, top: usize) {
     let _ = writeln!(o, "\nCall tree (all threads; inclusive, calls)");
@@ -124,6 +185,51 @@ mod tests {
              \x20 Main 100 ns  ×1\n\
              \x20   A 60 ns  ×1\n\
              \x20   … 1 more\n"
+        );
+    }
+}
+
+#[cfg(test)]
+mod counts_tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn f(name: &str, calls: u64, callees: &[(&str, u64)]) -> FunctionStats {
+        FunctionStats {
+            name: name.into(),
+            signature: String::new(),
+            calls,
+            inclusive_ns: 0,
+            self_ns: 0,
+            callers: BTreeMap::new(),
+            callees: callees.iter().map(|(n, c)| (n.to_string(), *c)).collect(),
+        }
+    }
+
+    #[test]
+    fn counts_are_by_calls_without_time_columns() {
+        let fs = [
+            f("App.Main", 1, &[("App.Fib", 1), ("App.Log", 2)]),
+            f("App.Fib", 177, &[("App.Fib", 176)]),
+            f("App.Log", 2, &[]),
+        ];
+        let stats = TraceStats {
+            calls: 180,
+            ..Default::default()
+        };
+        let mut o = String::new();
+        counts(&mut o, &fs, Some(&stats), 2);
+        assert_eq!(
+            o,
+            "\nCalls (counted, --counts): 180\n\
+             \x20      calls  function (by calls)\n\
+             \x20        177  App.Fib\n\
+             \x20          2  App.Log\n\
+             \x20 … 1 more\n\
+             \x20      calls  caller -> callee (by calls)\n\
+             \x20        176  App.Fib -> App.Fib\n\
+             \x20          2  App.Main -> App.Log\n\
+             \x20 … 1 more\n"
         );
     }
 }

@@ -7,7 +7,15 @@ use crate::gc::Gc;
 use crate::report::GcSummary;
 
 /// `pauses_recorded`: whether the trace has the runtime suspensions that give the pauses.
-pub fn render(o: &mut String, gcs: &[Gc], s: &GcSummary, pauses_recorded: bool, top: usize) {
+/// Without them the rows say little the totals do not, so only `all` lists them.
+pub fn render(
+    o: &mut String,
+    gcs: &[Gc],
+    s: &GcSummary,
+    pauses_recorded: bool,
+    top: usize,
+    all: bool,
+) {
     if gcs.is_empty() {
         return;
     }
@@ -26,6 +34,10 @@ pub fn render(o: &mut String, gcs: &[Gc], s: &GcSummary, pauses_recorded: bool, 
         "  {} GCs (gen0 {}, gen1 {}, gen2 {}; {} induced); {pauses}",
         s.count, s.by_generation[0], s.by_generation[1], s.by_generation[2], s.induced
     );
+    if !pauses_recorded && !all {
+        let _ = writeln!(o, "  (each GC's heap sizes: `report --all`)");
+        return;
+    }
     let _ = writeln!(
         o,
         "  {:>4} {:>4} {:>8} {:>10} {:>10} {:>10} {:>10}",
@@ -84,7 +96,7 @@ mod tests {
         let gcs = gcs();
         let s = GcSummary::of(&gcs);
         let mut o = String::new();
-        render(&mut o, &gcs, &s, true, 1);
+        render(&mut o, &gcs, &s, true, 1, false);
         assert_eq!(
             o,
             "\nGarbage collections\n\
@@ -99,9 +111,19 @@ mod tests {
     fn no_pauses_without_suspensions() {
         let gcs = gcs();
         let mut o = String::new();
-        render(&mut o, &[], &GcSummary::default(), true, 10);
+        render(&mut o, &[], &GcSummary::default(), true, 10, false);
         assert_eq!(o, "");
-        render(&mut o, &gcs, &GcSummary::of(&gcs), false, 10);
+        render(&mut o, &gcs, &GcSummary::of(&gcs), false, 10, false);
+        assert_eq!(
+            o.lines().collect::<Vec<_>>()[2..],
+            [
+                "  2 GCs (gen0 1, gen1 0, gen2 1; 1 induced); pauses not recorded (add the \
+                 `suspends` event group)",
+                "  (each GC's heap sizes: `report --all`)"
+            ]
+        );
+        o.clear();
+        render(&mut o, &gcs, &GcSummary::of(&gcs), false, 10, true);
         let lines: Vec<&str> = o.lines().collect();
         assert_eq!(
             lines[2],

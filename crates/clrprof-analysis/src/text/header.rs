@@ -48,6 +48,8 @@ pub fn lost(
                     None => "the trace file refused writes".to_string(),
                 },
                 "stopping" => "they arrived while the recording was stopping".to_string(),
+                "max_size" => "the trace reached --max-size and recording stopped (the app ran on)"
+                    .to_string(),
                 _ => "reason not recorded".to_string(),
             };
             format!("{n} because {text}")

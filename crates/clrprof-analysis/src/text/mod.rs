@@ -43,28 +43,36 @@ pub fn render_butterfly(r: &Report, top: usize) -> String {
     o
 }
 
+/// What the text report holds beyond the defaults.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Layout<'a> {
+    /// Every section in full (`report --all`): each GC even when its pause was not
+    /// recorded, threads the trace knows nothing of but their id.
+    pub all: bool,
+    /// A heap snapshot's own report, already rendered: what a snapshot measured, so it
+    /// leads.
+    pub heap: Option<&'a str>,
+}
+
 /// Renders the report as text; `top` bounds every list.
 pub fn render(r: &Report, top: usize) -> String {
+    render_with(r, top, Layout::default())
+}
+
+/// Renders the report as text: the header, then what the recording's mode measured (a
+/// heap snapshot; the CPU tables of sample mode; the calls of trace mode; `--alloc`'s
+/// allocations; `--waits`' waits), then the exceptions, then the rest (event counts, GCs,
+/// threads, JIT, the allocation events, modules), shortened unless `layout.all`.
+pub fn render_with(r: &Report, top: usize, layout: Layout<'_>) -> String {
     let mut o = String::new();
     header::trace(&mut o, &r.trace);
     header::lost(&mut o, r.lost_events, &r.lost_by_reason, &r.write_failures);
     header::sampler(&mut o, r.sampler.as_ref());
     header::warnings(&mut o, &r.warnings);
-    events::render(&mut o, &r.events);
-    exceptions::render(
-        &mut o,
-        &r.exceptions,
-        &r.exception_messages,
-        &r.exception_messages_other,
-        top,
-    );
-    let pauses_recorded = r.events.runtime_suspensions > 0;
-    gcs::render(&mut o, &r.gcs, &r.gc_summary, pauses_recorded, top);
-    threads::render(&mut o, &r.threads, top);
-    jit::render(&mut o, &r.jit, top);
-    allocations::render(&mut o, &r.allocations, top);
-    alloc_samples::render(&mut o, r.allocation_samples.as_ref(), top);
-    alloc_samples::render_unavailable(&mut o, r.allocation_samples_unavailable.as_deref());
+    if let Some(h) = layout.heap {
+        o.push('\n');
+        o.push_str(h);
+    }
     let (sampled, traced) = match &r.functions {
         Some(Functions::Sampled(f)) => (Some(&f[..]), None),
         Some(Functions::Traced(f)) => (None, Some(&f[..])),
@@ -77,12 +85,38 @@ pub fn render(r: &Report, top: usize) -> String {
         }
     }
     if let Some(fs) = traced {
-        calls::functions(&mut o, fs, r.trace_stats.as_ref(), top);
+        if r.trace.settings.counts {
+            calls::counts(&mut o, fs, r.trace_stats.as_ref(), top);
+        } else {
+            calls::functions(&mut o, fs, r.trace_stats.as_ref(), top);
+        }
     }
     if let Some(tree) = &r.call_tree {
         calls::tree(&mut o, tree, top);
     }
+    alloc_samples::render(&mut o, r.allocation_samples.as_ref(), top);
+    alloc_samples::render_unavailable(&mut o, r.allocation_samples_unavailable.as_deref());
     waits::render(&mut o, r, top);
+    exceptions::render(
+        &mut o,
+        &r.exceptions,
+        &r.exception_messages,
+        &r.exception_messages_other,
+        top,
+    );
+    events::render(&mut o, &r.events);
+    let pauses_recorded = r.events.runtime_suspensions > 0;
+    gcs::render(
+        &mut o,
+        &r.gcs,
+        &r.gc_summary,
+        pauses_recorded,
+        top,
+        layout.all,
+    );
+    threads::render(&mut o, &r.threads, top, layout.all);
+    jit::render(&mut o, &r.jit, top);
+    allocations::render(&mut o, &r.allocations, top);
     modules::render(&mut o, &r.modules, top);
     o
 }

@@ -22,6 +22,8 @@ pub struct Follow {
     pending: Vec<u8>,
     /// Bytes of blocks that were not readable (counted, never fatal).
     pub skipped_bytes: u64,
+    /// Bytes of the file read so far.
+    pub read_bytes: u64,
 }
 
 impl Follow {
@@ -32,15 +34,24 @@ impl Follow {
             header: None,
             pending: Vec::new(),
             skipped_bytes: 0,
+            read_bytes: 0,
         })
     }
 
     /// The events of the blocks completed since the last poll, in file order; `ns` holds
     /// the raw timestamp (ticks), which the live views do not need converted.
     pub fn poll(&mut self) -> Result<Vec<TimedEvent<'static>>> {
-        self.file
+        self.poll_at_most(u64::MAX)
+    }
+
+    /// [`poll`](Self::poll), reading at most `max` more bytes of the file (a reader that
+    /// only samples a fast-growing trace keeps its memory and time bounded).
+    pub fn poll_at_most(&mut self, max: u64) -> Result<Vec<TimedEvent<'static>>> {
+        let read = (&mut self.file)
+            .take(max)
             .read_to_end(&mut self.pending)
             .context("reading the trace")?;
+        self.read_bytes += read as u64;
         if self.header.is_none() {
             // The agent creates the file and then writes the header: wait for all of it.
             match Header::parse(&self.pending) {

@@ -320,7 +320,7 @@ fn unix_now_s() -> u64 {
 
 /// The traces the run's processes named so far (`<pid>.trace` notes in the run
 /// directory, see `output::RunDir`).
-fn named_traces(run_dir: &Path) -> Vec<(u32, PathBuf)> {
+pub(crate) fn named_traces(run_dir: &Path) -> Vec<(u32, PathBuf)> {
     let mut v = Vec::new();
     for e in std::fs::read_dir(run_dir).into_iter().flatten().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();

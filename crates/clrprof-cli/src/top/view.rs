@@ -197,7 +197,7 @@ fn alloc_summary(a: &AllocView) -> String {
         a.objects_per_s,
         a.samples,
         match a.live_bytes {
-            Some(b) => format!(" · sampled objects alive at the last GC ~{}", size(b)),
+            Some(b) => format!(" · sampled objects no GC has collected ~{}", size(b)),
             None => " · live objects not followed on this runtime".to_string(),
         }
     )

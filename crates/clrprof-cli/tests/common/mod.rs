@@ -92,6 +92,22 @@ pub fn report_text(trace: &Path) -> String {
     String::from_utf8(out.stdout).expect("the report is UTF-8")
 }
 
+/// `clrprof report ARGS… TRACE` (text), which must succeed.
+pub fn report_text_with(trace: &Path, args: &[&str]) -> String {
+    let out = clrprof()
+        .arg("report")
+        .args(args)
+        .arg(trace)
+        .output()
+        .expect("run clrprof report");
+    assert!(
+        out.status.success(),
+        "clrprof report {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("the report is UTF-8")
+}
+
 pub fn report_json(trace: &Path) -> serde_json::Value {
     report_json_with(trace, &[])
 }

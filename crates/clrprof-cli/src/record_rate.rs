@@ -1,0 +1,214 @@
+//! `record --mode trace`: a broad `--include` can hook getters and lambdas called hundreds
+//! of millions of times, and the trace then grows by hundreds of MB a second while the
+//! app crawls. After the trace's first second this says how fast calls are recorded and
+//! the file grows, and names the methods that make most of the calls, with what to do
+//! (`--exclude` them, or count calls with `--counts`). It reads the first trace the run
+//! names with the live follower, for about a second, then stops.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use clrprof_format::Event;
+
+use crate::live::follow::Follow;
+
+/// How long the trace is read before the rate is told.
+const WINDOW: Duration = Duration::from_secs(1);
+/// Calls a second from which the notice is printed.
+const NOTICE_CALLS_PER_S: f64 = 1_000_000.0;
+/// Bytes a second from which the notice is printed.
+const NOTICE_BYTES_PER_S: f64 = 50.0 * 1024.0 * 1024.0;
+/// Methods named.
+const NAMED: usize = 3;
+/// Bytes of the trace read per poll: a sample of a fast-growing file, not all of it.
+const READ_PER_POLL: u64 = 4 << 20;
+
+/// The watching thread; [`Watch::finish`] stops it.
+pub struct Watch {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Watch {
+    pub fn start(run_dir: PathBuf) -> Watch {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("trace-rate".into())
+            .spawn(move || {
+                if let Some(line) = measure(&run_dir, &s).and_then(|r| r.notice()) {
+                    eprintln!("{line}");
+                }
+            })
+            .ok();
+        Watch { stop, handle }
+    }
+
+    /// Stops the thread without waiting for it (it may be decoding a block: it ends at
+    /// its next check, or with the process).
+    pub fn finish(mut self) {
+        self.stop.store(true, Ordering::Release);
+        drop(self.handle.take());
+    }
+}
+
+/// What the first second of a trace showed.
+#[derive(Debug, Default, PartialEq)]
+pub struct Rate {
+    pub calls_per_s: f64,
+    pub bytes_per_s: f64,
+    /// The methods that made most calls, with their share of the calls.
+    pub top: Vec<(String, f64)>,
+}
+
+impl Rate {
+    /// The line to print, when the trace grows fast enough to hurt.
+    pub fn notice(&self) -> Option<String> {
+        if self.calls_per_s < NOTICE_CALLS_PER_S && self.bytes_per_s < NOTICE_BYTES_PER_S {
+            return None;
+        }
+        let top: Vec<String> = self
+            .top
+            .iter()
+            .map(|(name, share)| format!("{name} ({:.0} %)", share * 100.0))
+            .collect();
+        let exclude = self
+            .top
+            .first()
+            .map(|(name, _)| format!("`--exclude '{name}'`, "))
+            .unwrap_or_default();
+        Some(format!(
+            "clrprof: tracing records {} calls/s ({}/s written) after its first second; most calls: {}. \
+             To trace less, add {exclude}narrow --include, or count calls without timing them with --counts",
+            human(self.calls_per_s),
+            clrprof_analysis::text::bytes(self.bytes_per_s as u64),
+            if top.is_empty() {
+                "(not named yet)".to_string()
+            } else {
+                top.join(", ")
+            }
+        ))
+    }
+}
+
+/// `20.4 M`, `310 k`, `12`.
+fn human(n: f64) -> String {
+    if n >= 1e6 {
+        format!("{:.1} M", n / 1e6)
+    } else if n >= 1e3 {
+        format!("{:.0} k", n / 1e3)
+    } else {
+        format!("{n:.0}")
+    }
+}
+
+/// Reads the run's first trace for [`WINDOW`] once it has its first calls.
+fn measure(run_dir: &Path, stop: &AtomicBool) -> Option<Rate> {
+    let path = loop {
+        if stop.load(Ordering::Acquire) {
+            return None;
+        }
+        if let Some((_, p)) = crate::push::named_traces(run_dir).into_iter().next() {
+            break p;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut follow = Follow::open(&path).ok()?;
+    let mut calls: HashMap<u64, u64> = HashMap::new();
+    let mut names: HashMap<u64, String> = HashMap::new();
+    let mut enters = 0u64;
+    let mut started: Option<(Instant, u64)> = None;
+    loop {
+        if stop.load(Ordering::Acquire) {
+            return None;
+        }
+        let events = follow.poll_at_most(READ_PER_POLL).ok()?;
+        for e in &events {
+            match &e.event {
+                Event::Enter { function, .. } => {
+                    enters += 1;
+                    *calls.entry(*function).or_default() += 1;
+                }
+                Event::FunctionInfo { function, name, .. } => {
+                    names.insert(*function, name.to_string());
+                }
+                _ => {}
+            }
+        }
+        // The window opens at the first calls (startup, before them, is not the rate).
+        if started.is_none() && enters > 0 {
+            started = Some((Instant::now(), std::fs::metadata(&path).ok()?.len()));
+        }
+        if let Some((t0, len0)) = started
+            && t0.elapsed() >= WINDOW
+        {
+            let elapsed = t0.elapsed().as_secs_f64();
+            let len = std::fs::metadata(&path).ok()?.len();
+            let bytes_per_s = len.saturating_sub(len0) as f64 / elapsed;
+            // The calls in the bytes read, scaled to the bytes written.
+            let per_byte = enters as f64 / follow.read_bytes.max(1) as f64;
+            return Some(rate(bytes_per_s, per_byte, &calls, &names, enters));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn rate(
+    bytes_per_s: f64,
+    calls_per_byte: f64,
+    calls: &HashMap<u64, u64>,
+    names: &HashMap<u64, String>,
+    enters: u64,
+) -> Rate {
+    let mut by: Vec<(u64, u64)> = calls.iter().map(|(f, n)| (*f, *n)).collect();
+    by.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    Rate {
+        calls_per_s: bytes_per_s * calls_per_byte,
+        bytes_per_s,
+        top: by
+            .into_iter()
+            .take(NAMED)
+            // A method with under 1 % of the calls is not what to exclude.
+            .filter(|(_, n)| *n * 100 >= enters)
+            .map(|(f, n)| {
+                (
+                    names
+                        .get(&f)
+                        .cloned()
+                        .unwrap_or_else(|| format!("function #{f}")),
+                    n as f64 / enters.max(1) as f64,
+                )
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fast_trace_names_its_busiest_methods_and_says_what_to_do() {
+        let calls = HashMap::from([(1, 600), (2, 300), (3, 90), (4, 10), (5, 5)]);
+        let names = HashMap::from([(1, "Shop.Item.get_Price".to_string())]);
+        let r = rate(100.0 * 1024.0 * 1024.0, 0.05, &calls, &names, 1005);
+        assert_eq!(r.top.len(), 3);
+        let line = r.notice().expect("fast enough to say so");
+        assert!(line.contains("5.2 M calls/s"), "{line}");
+        assert!(
+            line.contains("100 MiB/s written") || line.contains("100.0 MiB/s"),
+            "{line}"
+        );
+        assert!(
+            line.contains("Shop.Item.get_Price (60 %), function #2 (30 %), function #3 (9 %). "),
+            "{line}"
+        );
+        assert!(line.contains("--exclude 'Shop.Item.get_Price'") && line.contains("--counts"));
+        let slow = rate(1000.0, 0.05, &calls, &names, 1005);
+        assert_eq!(slow.notice(), None);
+    }
+}
