@@ -181,9 +181,10 @@ pub fn resident(pid: u32, uid: u32, library: &Path) -> Option<PathBuf> {
         .filter(|e| !e.deleted)
         .find(|e| resident_ok(e, pid, uid, &want))
         .or_else(|| {
+            // Removed before the maps were read, or between that and the checks above.
             entries
                 .iter()
-                .filter(|e| e.deleted)
+                .filter(|e| e.deleted || std::fs::symlink_metadata(e.path).is_err())
                 .find(|e| removed_resident_ok(e, pid, uid, &want))
         })
         .map(|e| PathBuf::from(e.path))
