@@ -69,15 +69,18 @@ pub extern "system" fn DllCanUnloadNow() -> HRESULT {
     corprof_sys::S_FALSE
 }
 
-/// What `tests/elt_fastpath.rs` and `tests/count_hooks.rs` drive from outside the crate: they call the ELT hooks the
+/// What `tests/elt_fastpath.rs`, `tests/count_hooks.rs` and `tests/sessions.rs` drive from outside the crate: they call the ELT hooks the
 /// way the JIT does, in a process of its own, and reads the ring they wrote. Integration
 /// tests see only public items, so these few are re-exported here under the names the
 /// test uses; nothing else of the agent is public, and nothing here is an API.
 #[doc(hidden)]
 pub mod for_tests {
     pub mod buffers {
-        pub use crate::output::buffers::{init, set_accepting};
+        pub use crate::output::buffers::{emit, init, set_accepting, take_registrations};
         pub use crate::output::slot::Slot;
+    }
+    pub mod session_state {
+        pub use crate::session::state::{begin, end, generation};
     }
     pub mod clock {
         pub use crate::os::clock::init;

@@ -17,7 +17,8 @@
 //! the loaded object (by name, and by inode while the file exists). The agent starts
 //! each session afresh in it (`session::state` in the agent). A killed `clrprof`, a
 //! planted file or another `TMPDIR` change nothing: only what the target has mapped
-//! counts. A copy that is not mapped once the attach is answered is removed at once;
+//! counts; and a copy whose file was removed is still named (`dlopen` matches the name
+//! first). A copy that is not mapped once the attach is answered is removed at once;
 //! copies of processes that are gone, and unmapped ones older than [`STALE`], by the
 //! next attach.
 
@@ -114,15 +115,19 @@ fn mapped_by(pid: u32, path: &Path) -> bool {
     let want = path.as_os_str().to_string_lossy();
     maps.lines()
         .filter_map(map_entry)
-        .any(|e| e.path == want.as_ref())
+        .any(|e| !e.deleted && e.path == want.as_ref())
 }
 
 /// One file-backed line of `/proc/PID/maps`.
 struct MapEntry<'a> {
+    /// `start-end`, the name of the mapping in `/proc/PID/map_files`.
+    range: &'a str,
     major: u32,
     minor: u32,
     inode: u64,
     path: &'a str,
+    /// The file was removed since it was mapped (`… (deleted)`; `path` without that).
+    deleted: bool,
 }
 
 fn map_entry(line: &str) -> Option<MapEntry<'_>> {
@@ -136,11 +141,17 @@ fn map_entry(line: &str) -> Option<MapEntry<'_>> {
         rest = &rest[end..];
     }
     let path = rest.trim_start_matches(' ');
-    if !path.starts_with('/') || path.ends_with(" (deleted)") {
+    if !path.starts_with('/') {
         return None;
     }
+    let (path, deleted) = match path.strip_suffix(" (deleted)") {
+        Some(p) => (p, true),
+        None => (path, false),
+    };
     let (major, minor) = fields[3].split_once(':')?;
     Some(MapEntry {
+        range: fields[0],
+        deleted,
         major: u32::from_str_radix(major, 16).ok()?,
         minor: u32::from_str_radix(minor, 16).ok()?,
         inode: fields[4].parse().ok()?,
@@ -160,27 +171,72 @@ pub fn resident(pid: u32, uid: u32, library: &Path) -> Option<PathBuf> {
     let image = std::fs::read(library).ok()?;
     let want = loadable_part(&image);
     let mut seen = std::collections::HashSet::new();
-    maps.lines()
+    let entries: Vec<MapEntry<'_>> = maps
+        .lines()
         .filter_map(map_entry)
-        .filter(|e| seen.insert(e.path))
+        .filter(|e| seen.insert((e.path, e.deleted)))
+        .collect();
+    entries
+        .iter()
+        .filter(|e| !e.deleted)
         .find(|e| resident_ok(e, pid, uid, &want))
+        .or_else(|| {
+            // Removed before the maps were read, or between that and the checks above.
+            entries
+                .iter()
+                .filter(|e| e.deleted || std::fs::symlink_metadata(e.path).is_err())
+                .find(|e| removed_resident_ok(e, pid, uid, &want))
+        })
         .map(|e| PathBuf::from(e.path))
 }
 
-fn resident_ok(e: &MapEntry<'_>, pid: u32, uid: u32, want: &[u8]) -> bool {
+/// Our copy for this pid in a 0700 directory of `uid`, whose name `pid` maps.
+fn named_for(e: &MapEntry<'_>, pid: u32, uid: u32) -> bool {
     let path = Path::new(e.path);
     let name_ok = path
         .file_name()
         .map(|n| n.to_string_lossy())
         .is_some_and(|n| copy_pid(&n) == Some(pid));
-    if !name_ok {
+    name_ok
+        && path.parent().is_some_and(|dir| {
+            std::fs::symlink_metadata(dir)
+                .is_ok_and(|m| m.is_dir() && m.uid() == uid && m.mode() & 0o077 == 0)
+        })
+}
+
+/// A resident copy whose file someone removed (a cleaner of old files in /tmp, an older
+/// `clrprof` that removed copies by age): `dlopen` matches a loaded object by the name it
+/// was loaded under before it opens any file, so the same name still returns it, and the
+/// process keeps one copy. Its bytes are read through `/proc/PID/map_files` where this
+/// user may (root): another build's copy is not named again. Where that is refused, the
+/// name alone says it is ours (it is in the target user's own 0700 directory, and only
+/// their own process could have loaded something else under it).
+fn removed_resident_ok(e: &MapEntry<'_>, pid: u32, uid: u32, want: &[u8]) -> bool {
+    if !named_for(e, pid, uid) {
         return false;
     }
-    let Some(dir) = path.parent() else {
+    match std::fs::File::open(format!("/proc/{pid}/map_files/{}", e.range)) {
+        Ok(f) => same_bytes(f, want),
+        Err(_) => true,
+    }
+}
+
+/// Whether `f` holds exactly `want` (read at most one byte more).
+fn same_bytes(mut f: std::fs::File, want: &[u8]) -> bool {
+    let mut buf = Vec::with_capacity(want.len());
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(&mut f, want.len() as u64 + 1),
+        &mut buf,
+    )
+    .is_ok()
+        && buf == want
+}
+
+fn resident_ok(e: &MapEntry<'_>, pid: u32, uid: u32, want: &[u8]) -> bool {
+    if !named_for(e, pid, uid) {
         return false;
-    };
-    let dir_ok = std::fs::symlink_metadata(dir)
-        .is_ok_and(|m| m.is_dir() && m.uid() == uid && m.mode() & 0o077 == 0);
+    }
+    let path = Path::new(e.path);
     let Ok(m) = std::fs::symlink_metadata(path) else {
         return false;
     };
@@ -193,23 +249,13 @@ fn resident_ok(e: &MapEntry<'_>, pid: u32, uid: u32, want: &[u8]) -> bool {
         && libc::minor(dev) == e.minor;
     // Read without following a link and without blocking (it is a regular file here).
     file_ok
-        && dir_ok
         && std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
             .open(path)
             .ok()
             .filter(|f| f.metadata().is_ok_and(|fm| fm.ino() == e.inode))
-            .and_then(|mut f| {
-                let mut buf = Vec::with_capacity(want.len());
-                std::io::Read::read_to_end(
-                    &mut std::io::Read::take(&mut f, want.len() as u64 + 1),
-                    &mut buf,
-                )
-                .ok()
-                .map(|_| buf)
-            })
-            .is_some_and(|b| b == want)
+            .is_some_and(|f| same_bytes(f, want))
 }
 
 /// Creates the control directory as the agent expects it (0700, the target's user) when
@@ -568,11 +614,21 @@ mod resident_tests {
         std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o666)).unwrap();
         assert_eq!(resident(pid, uid, &lib), None);
         std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o644)).unwrap();
-        // Replaced on disk (another inode under the mapped name): not the mapped object.
+        // Removed from disk (a cleaner of /tmp): still named, by the name the process
+        // loaded it under (`dlopen` matches that before it opens a file).
         std::fs::remove_file(&copy).unwrap();
-        std::fs::write(&copy, vec![7u8; 8192]).unwrap();
-        assert_eq!(resident(pid, uid, &lib), None);
+        assert_eq!(resident(pid, uid, &lib), Some(copy.clone()));
+        assert_eq!(
+            resident(pid, uid, &dir.join("other.so")),
+            None,
+            "another build's bytes, read through map_files"
+        );
+        // Replaced on disk (another inode under the mapped name): the file is not the
+        // mapped object; the removed mapping is still named.
+        std::fs::write(&copy, vec![9u8; 8192]).unwrap();
+        assert_eq!(resident(pid, uid, &lib), Some(copy.clone()));
         unmap(m);
+        assert_eq!(resident(pid, uid, &lib), None, "no longer mapped");
 
         // While mapped, a stale sweep keeps it; the unmapped planted file goes once old
         // or its process is gone (here: alive, fresh, so it stays too).
@@ -594,7 +650,8 @@ mod resident_tests {
             e.path,
             "/tmp/clrprof-1000/libclrprof_profiler.9.00000000deadbeef.so"
         );
-        assert!(map_entry("7f00-7f10 r-xp 00000000 fd:01 12 /tmp/x.so (deleted)").is_none());
+        let gone = map_entry("7f00-7f10 r-xp 00000000 fd:01 12 /tmp/x.so (deleted)").unwrap();
+        assert!(gone.deleted && gone.path == "/tmp/x.so" && gone.range == "7f00-7f10");
         assert!(map_entry("7f00-7f10 rw-p 00000000 00:00 0 ").is_none());
         assert!(map_entry("7f00-7f10 rw-p 00000000 00:00 0    [stack]").is_none());
         let spaced = map_entry("7f00-7f10 r--p 00000000 08:02 5 /tmp/a b/c.so").unwrap();

@@ -785,6 +785,31 @@ fn root_attaches_to_another_users_process() {
             .unwrap_or(0)
             > 0
     );
+    // Root's second attach names the copy the first left, which is the target user's.
+    let again = dir.join("again.clrprof");
+    let out = clrprof()
+        .args([
+            "record",
+            "--pid",
+            &t.pid.to_string(),
+            "--duration",
+            "1",
+            "-o",
+        ])
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(common::agent_copies(t.pid), 1, "one copy of the library");
+    let copies = common::agent_copy_paths(t.pid);
+    let owner = std::fs::symlink_metadata(&copies[0]).unwrap().uid();
+    assert_eq!(owner, 65534, "{copies:?} belongs to the target's user");
+    assert!(
+        report_json(&again)["samples"]["total"]
+            .as_u64()
+            .unwrap_or(0)
+            > 0
+    );
     t.quit();
 }
 

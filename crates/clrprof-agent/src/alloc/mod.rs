@@ -121,7 +121,8 @@ struct State {
 }
 
 /// The session's sampling state; freed between sessions (`session::state`).
-static STATE: crate::session::state::SessionCell<State> = crate::session::state::SessionCell::new();
+static STATE: crate::output::session_cell::SessionCell<State> =
+    crate::output::session_cell::SessionCell::new();
 
 /// At a session's start: caches of the last session are forgotten (its names were
 /// written to its own trace, not to this one).

@@ -26,7 +26,7 @@
 
 use std::borrow::Cow;
 
-use crate::session::state::SessionCell;
+use crate::output::session_cell::SessionCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use clrprof_format::{Event, WAIT_HANDLE, WAIT_LOCK};

@@ -77,7 +77,7 @@ thread_local! {
 #[inline]
 fn current() -> *const Slot {
     let (p, generation) = CURRENT.with(|c| c.get());
-    if generation == crate::session::state::generation() {
+    if generation == super::session_cell::generation() {
         p
     } else {
         ptr::null()
@@ -257,7 +257,7 @@ fn register() -> *const Slot {
         Ok(mut p) => p.push(Registration { slot }),
         Err(poisoned) => poisoned.into_inner().push(Registration { slot }),
     }
-    CURRENT.with(|c| c.set((raw, crate::session::state::generation())));
+    CURRENT.with(|c| c.set((raw, super::session_cell::generation())));
     raw
 }
 

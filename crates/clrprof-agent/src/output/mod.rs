@@ -10,6 +10,7 @@ pub(crate) mod buffers;
 pub(crate) mod counts;
 pub(crate) mod outfile;
 pub(crate) mod ring;
+pub(crate) mod session_cell;
 pub(crate) mod slot;
 pub(crate) mod tpmap;
 pub(crate) mod writer;

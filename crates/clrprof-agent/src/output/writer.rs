@@ -25,8 +25,7 @@ use super::buffers::{self, Registration};
 use crate::os::clock;
 
 /// The session's writer thread, to wake; set by the writer itself, freed between sessions.
-static WRITER: crate::session::state::SessionCell<Thread> =
-    crate::session::state::SessionCell::new();
+static WRITER: super::session_cell::SessionCell<Thread> = super::session_cell::SessionCell::new();
 
 /// Time between the first two clock-sync points, written before any other block: the
 /// TSC's rate from them is within a few parts per million (each point is read within

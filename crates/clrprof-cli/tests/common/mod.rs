@@ -239,6 +239,20 @@ pub fn agent_threads(pid: u32) -> Vec<String> {
     v
 }
 
+/// The files of the agent library copies `pid` maps (those still on disk).
+pub fn agent_copy_paths(pid: u32) -> Vec<PathBuf> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    let mut copies: Vec<PathBuf> = maps
+        .lines()
+        .filter_map(|l| l.find('/').map(|i| &l[i..]))
+        .filter(|p| p.contains("libclrprof_profiler") && !p.ends_with(" (deleted)"))
+        .map(PathBuf::from)
+        .collect();
+    copies.sort();
+    copies.dedup();
+    copies
+}
+
 /// The distinct copies of the agent library `pid` maps.
 pub fn agent_copies(pid: u32) -> usize {
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
