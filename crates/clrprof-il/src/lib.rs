@@ -16,6 +16,7 @@
 
 mod body;
 mod error;
+pub mod coverage;
 pub mod opcode;
 pub mod sig;
 pub mod stack;
