@@ -92,6 +92,16 @@ fn branch_sites(body: &Body) -> Result<Vec<(Label, u32, u32)>, IlError> {
     Ok(sites)
 }
 
+/// The branch sites [`instrument`] counts in `il` (a whole method body, trailing bytes
+/// ignored), in the same order: what a method that never ran would have had.
+pub fn branch_sites_in(il: &[u8]) -> Result<Vec<BranchSite>, IlError> {
+    let (body, _) = Body::parse_with_len(il)?;
+    Ok(branch_sites(&body)?
+        .into_iter()
+        .map(|(_, il_offset, paths)| BranchSite { il_offset, paths })
+        .collect())
+}
+
 /// Instruments `il` (a whole method body as `GetILFunctionBody` gives it): a counter for
 /// each of `points` (IL offsets of the method's visible sequence points; each must be an
 /// instruction's start) and, with `branches`, for each branch edge. `alloc(n)` is asked
@@ -136,7 +146,9 @@ pub fn instrument(
             .code
             .get(at + 1)
             .map(|i| i.label)
-            .ok_or(IlError::invalid("a conditional branch at the end of the code"))?;
+            .ok_or(IlError::invalid(
+                "a conditional branch at the end of the code",
+            ))?;
         let targets: Vec<Label> = match &body.code[at].operand {
             Operand::Target(l) => vec![*l],
             Operand::Switch(ls) => ls.clone(),
@@ -180,16 +192,7 @@ mod tests {
     use crate::ClauseKind;
 
     /// ldarg.0; brfalse.s +2 (to ldc.i4.2); ldc.i4.1; ret; ldc.i4.2; ret
-    const IF_ELSE: &[u8] = &[
-        (7 << 2) | 2,
-        0x02,
-        0x2C,
-        0x02,
-        0x17,
-        0x2A,
-        0x18,
-        0x2A,
-    ];
+    const IF_ELSE: &[u8] = &[(7 << 2) | 2, 0x02, 0x2C, 0x02, 0x17, 0x2A, 0x18, 0x2A];
 
     fn ops(b: &Body) -> Vec<&'static str> {
         b.code.iter().map(|i| i.op.name()).collect()
@@ -252,7 +255,11 @@ mod tests {
 
     #[test]
     fn no_room_changes_nothing() {
-        assert!(instrument(IF_ELSE, &[0], false, |_| None).unwrap().is_none());
+        assert!(
+            instrument(IF_ELSE, &[0], false, |_| None)
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]

@@ -15,8 +15,8 @@
 #![warn(missing_debug_implementations)]
 
 mod body;
-mod error;
 pub mod coverage;
+mod error;
 pub mod opcode;
 pub mod sig;
 pub mod stack;

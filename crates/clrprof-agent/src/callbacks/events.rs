@@ -16,6 +16,14 @@ use crate::{inspect, names, sampling, session};
 
 impl ProfilerCallback for Profiler {
     fn initialize(&self, info: ProfilerInfo) -> Result<()> {
+        match clrprof_settings::coverage::CoverageSettings::from_env(|k| std::env::var(k).ok()) {
+            Ok(Some(c)) => return self.start_coverage(info, c),
+            Ok(None) => {}
+            Err(e) => {
+                log!("{e}; the profiler is not loaded and the application runs unmeasured");
+                return Err(HResult(corprof_sys::CORPROF_E_PROFILER_CANCEL_ACTIVATION));
+            }
+        }
         let settings = match crate::config::check_utf8(std::env::vars_os()).and_then(|()| {
             crate::config::Settings::from_env(|k| std::env::var(k).ok(), std::process::id())
         }) {
@@ -141,6 +149,10 @@ impl ProfilerCallback for Profiler {
     }
 
     fn shutdown(&self) -> Result<()> {
+        if let Some(c) = self.coverage() {
+            c.shutdown();
+            return Ok(());
+        }
         self.stop("runtime shutdown");
         Ok(())
     }
@@ -183,6 +195,12 @@ impl ProfilerCallback for Profiler {
     }
 
     fn module_load_finished(&self, id: ModuleId, status: HResult) -> Result<()> {
+        if let Some(c) = self.coverage() {
+            if status.0 >= 0 {
+                c.module_loaded(id);
+            }
+            return Ok(());
+        }
         let Some(a) = self.active() else {
             return Ok(());
         };
@@ -251,6 +269,10 @@ impl ProfilerCallback for Profiler {
     }
 
     fn jit_compilation_started(&self, function: FunctionId, is_safe_to_block: bool) -> Result<()> {
+        if let Some(c) = self.coverage() {
+            c.jit_started(function);
+            return Ok(());
+        }
         let Some(a) = self.active() else {
             return Ok(());
         };
@@ -272,6 +294,29 @@ impl ProfilerCallback for Profiler {
             function: function.0 as u64,
             hr: hr(status),
         });
+        Ok(())
+    }
+
+    fn jit_cached_function_search_started(
+        &self,
+        function: FunctionId,
+        use_cached_function: &mut bool,
+    ) -> Result<()> {
+        if let Some(c) = self.coverage() {
+            c.cached_search(function, use_cached_function);
+        }
+        Ok(())
+    }
+
+    fn jit_inlining(
+        &self,
+        _caller: FunctionId,
+        callee: FunctionId,
+        should_inline: &mut bool,
+    ) -> Result<()> {
+        if let Some(c) = self.coverage() {
+            c.inlining(callee, should_inline);
+        }
         Ok(())
     }
 

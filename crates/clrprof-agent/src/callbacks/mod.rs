@@ -48,6 +48,8 @@ static RECORDED_BEFORE: std::sync::atomic::AtomicBool = std::sync::atomic::Atomi
 #[derive(Default)]
 pub struct Profiler {
     active: OnceLock<Active>,
+    /// A `clrprof coverage` run (no recording: `active` stays empty).
+    coverage: OnceLock<Arc<crate::coverage::Coverage>>,
 }
 
 impl Profiler {
@@ -67,6 +69,34 @@ impl Profiler {
             return None;
         }
         Some(names::class_name(&a.info, class))
+    }
+
+    fn coverage(&self) -> Option<&crate::coverage::Coverage> {
+        self.coverage.get().map(|c| &**c)
+    }
+
+    /// Initialize of a `clrprof coverage` run: the SDK's own processes decline, any other
+    /// process gets its counters and map in the run directory.
+    fn start_coverage(
+        &self,
+        info: ProfilerInfo,
+        settings: clrprof_settings::coverage::CoverageSettings,
+    ) -> corprof::Result<()> {
+        let cancel = HResult(corprof_sys::CORPROF_E_PROFILER_CANCEL_ACTIVATION);
+        let argv = crate::session::command_line();
+        if crate::session::sdk_process(&argv).is_some() {
+            return Err(cancel);
+        }
+        match crate::coverage::Coverage::start(info, settings, &argv.join(" ")) {
+            Ok(c) => {
+                let _ = self.coverage.set(c);
+                Ok(())
+            }
+            Err(e) => {
+                log!("{e}; coverage is not measured in this process");
+                Err(cancel)
+            }
+        }
     }
 
     fn stop(&self, why: &str) {

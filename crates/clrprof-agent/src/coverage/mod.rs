@@ -1,0 +1,293 @@
+//! `clrprof coverage` (docs/coverage.md): each method of a measured assembly gets, when the
+//! JIT first asks for it, a body with an inline counter increment at each visible
+//! sequence point of its PDB and on each branch edge (`clrprof_il::coverage`).
+//!
+//! The counters are 8-byte cells of a file in the run directory mapped shared
+//! (`coverage-<pid>.counters`, sparse, [`MAX_COUNTERS`] cells): an increment is a store
+//! into the page cache, so the CLI reads every count even when this process is killed.
+//! What each cell means goes to `coverage-<pid>.map` (one line per module and per method,
+//! each written with one `write` before the method's new body is handed to the runtime,
+//! so no counted cell lacks its line). `end` is its last line after a normal shutdown.
+//!
+//! ReadyToRun: precompiled code of a measured assembly is refused in
+//! JITCachedFunctionSearchStarted, so its methods are JIT-compiled (and instrumented)
+//! like the others; the framework keeps its precompiled code. Inlining of a measured
+//! method is refused (JITInlining): an inlined copy would be compiled from the original IL
+//! and count nothing.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use clrprof_metadata::pdb::find::{PdbSource, find_pdb};
+use clrprof_metadata::pdb::{PdbError, PortablePdb};
+use clrprof_settings::coverage::{CoverageSettings, MAX_COUNTERS};
+use corprof::{FunctionId, ModuleId, ProfilerInfo};
+use corprof_sys as sys;
+
+/// A measured module.
+struct Module {
+    index: u32,
+    pdb: PortablePdb,
+    /// Methods whose body was already replaced (generic instantiations and tier-1
+    /// recompilations JIT a method again, from the replaced body).
+    done: Mutex<HashSet<u32>>,
+}
+
+/// The coverage run of this process.
+pub struct Coverage {
+    info: ProfilerInfo,
+    settings: CoverageSettings,
+    /// Address of the first counter.
+    base: u64,
+    next: AtomicU32,
+    map: Mutex<File>,
+    modules: Mutex<HashMap<usize, Arc<Module>>>,
+    /// Modules seen and not measured (keys of `modules` never hold these).
+    ignored: Mutex<HashSet<usize>>,
+    module_count: AtomicU32,
+    /// Methods left uninstrumented because the counters ran out.
+    dropped: AtomicU64,
+}
+
+/// The event mask of a coverage run.
+pub const MASK: u32 = sys::COR_PRF_MONITOR_JIT_COMPILATION
+    | sys::COR_PRF_MONITOR_MODULE_LOADS
+    | sys::COR_PRF_MONITOR_CACHE_SEARCHES;
+
+fn clean(s: &str) -> String {
+    s.replace(['\t', '\n'], " ")
+}
+
+/// Whether a module path is the runtime's own (shared framework), measured only when an
+/// include pattern names it.
+fn in_runtime_dir(path: &str) -> bool {
+    path.contains("/shared/Microsoft.")
+}
+
+impl Coverage {
+    /// Creates the counters and the map in the run directory and sets the event mask.
+    pub fn start(
+        info: ProfilerInfo,
+        settings: CoverageSettings,
+        command: &str,
+    ) -> Result<Arc<Coverage>, String> {
+        let pid = crate::os::process::pid();
+        let create = |name: String, append: bool| -> Result<File, String> {
+            let p = settings.dir.join(name);
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(!append)
+                .append(append)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(&p)
+                .map_err(|e| format!("cannot create {}: {e}", p.display()))
+        };
+        let counters = create(format!("coverage-{pid}.counters"), false)?;
+        let len = MAX_COUNTERS as u64 * clrprof_il::coverage::COUNTER_BYTES;
+        counters
+            .set_len(len)
+            .map_err(|e| format!("cannot size the coverage counters to {len} bytes: {e}"))?;
+        let base = crate::os::pages::map_shared(&counters, len as usize)
+            .ok_or("cannot map the coverage counters (mmap MAP_SHARED failed)")?;
+        let mut map = create(format!("coverage-{pid}.map"), true)?;
+        map.write_all(format!("clrprof-coverage\t1\t{pid}\t{}\n", clean(command)).as_bytes())
+            .map_err(|e| format!("cannot write the coverage map: {e}"))?;
+        info.set_event_mask(MASK)
+            .map_err(|e| format!("SetEventMask({MASK:#x}) failed: {e}"))?;
+        Ok(Arc::new(Coverage {
+            info,
+            settings,
+            base: base.as_ptr() as u64,
+            next: AtomicU32::new(0),
+            map: Mutex::new(map),
+            modules: Mutex::new(HashMap::new()),
+            ignored: Mutex::new(HashSet::new()),
+            module_count: AtomicU32::new(0),
+            dropped: AtomicU64::new(0),
+        }))
+    }
+
+    fn line(&self, s: String) {
+        if let Ok(mut f) = self.map.lock() {
+            let _ = f.write_all(s.as_bytes());
+        }
+    }
+
+    /// ModuleLoadFinished: decides whether the module is measured and reads its PDB.
+    pub fn module_loaded(&self, module: ModuleId) {
+        let Ok(mi) = self.info.get_module_info2(module) else {
+            return;
+        };
+        let path = mi.name;
+        let dynamic = mi.flags & sys::COR_PRF_MODULE_DYNAMIC != 0;
+        let name = Path::new(&path)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let ignore = || {
+            if let Ok(mut i) = self.ignored.lock() {
+                i.insert(module.0);
+            }
+        };
+        if dynamic
+            || !path.starts_with('/')
+            || (self.settings.include.is_empty() && in_runtime_dir(&path))
+            || !self.settings.selects(&name)
+        {
+            return ignore();
+        }
+        match find_pdb(Path::new(&path), &[]) {
+            Ok(found) => {
+                let index = self.module_count.fetch_add(1, Ordering::Relaxed);
+                let source = match &found.source {
+                    PdbSource::Embedded => "embedded".to_string(),
+                    PdbSource::File(p) => p.display().to_string(),
+                };
+                self.line(format!(
+                    "module\t{index}\t{}\t{}\n",
+                    clean(&path),
+                    clean(&source)
+                ));
+                if let Ok(mut m) = self.modules.lock() {
+                    m.insert(
+                        module.0,
+                        Arc::new(Module {
+                            index,
+                            pdb: found.pdb,
+                            done: Mutex::new(HashSet::new()),
+                        }),
+                    );
+                }
+            }
+            Err(e) => {
+                let why = match &e {
+                    PdbError::NotFound { .. } | PdbError::NoDebugDirectory { .. } => {
+                        format!("no PDB: {e}")
+                    }
+                    PdbError::Mismatch { .. } => format!("PDB refused: {e}"),
+                    _ => format!("PDB unreadable: {e}"),
+                };
+                self.line(format!("unmeasured\t{}\t{}\n", clean(&path), clean(&why)));
+                ignore();
+            }
+        }
+    }
+
+    fn measured(&self, function: FunctionId) -> Option<(ModuleId, u32, Arc<Module>)> {
+        let f = self.info.get_function_info2(function, 0).ok()?;
+        if self.ignored.lock().ok()?.contains(&f.module.0) {
+            return None;
+        }
+        let m = self.modules.lock().ok()?.get(&f.module.0)?.clone();
+        Some((f.module, f.token, m))
+    }
+
+    /// JITCachedFunctionSearchStarted: precompiled (ReadyToRun) code of a measured
+    /// method is refused, so the JIT compiles it from the instrumented body.
+    pub fn cached_search(&self, function: FunctionId, use_cached: &mut bool) {
+        if self.measured(function).is_some() {
+            *use_cached = false;
+        }
+    }
+
+    /// JITInlining: a measured method is not inlined (the copy would count nothing).
+    pub fn inlining(&self, callee: FunctionId, should_inline: &mut bool) {
+        if self.measured(callee).is_some() {
+            *should_inline = false;
+        }
+    }
+
+    /// JITCompilationStarted: replaces the method's body by the instrumented one, once.
+    pub fn jit_started(&self, function: FunctionId) {
+        let Some((module, token, m)) = self.measured(function) else {
+            return;
+        };
+        match m.done.lock() {
+            Ok(mut d) => {
+                if !d.insert(token) {
+                    return;
+                }
+            }
+            Err(_) => return,
+        }
+        let points: Vec<u32> = match m.pdb.sequence_points(token) {
+            Ok(l) => l
+                .points
+                .iter()
+                .filter(|p| !p.is_hidden())
+                .map(|p| p.il_offset)
+                .collect(),
+            Err(e) => {
+                return self.line(format!(
+                    "failed\t{}\t{token:#010x}\t{}\n",
+                    m.index,
+                    clean(&e.to_string())
+                ));
+            }
+        };
+        if points.is_empty() {
+            return;
+        }
+        let fail = |why: String| {
+            self.line(format!(
+                "failed\t{}\t{token:#010x}\t{}\n",
+                m.index,
+                clean(&why)
+            ))
+        };
+        let il = match self.info.get_il_function_body(module, token) {
+            Ok(il) => il,
+            Err(e) => return fail(format!("GetILFunctionBody: {e}")),
+        };
+        let mut first = 0;
+        let alloc = |n: u32| {
+            let start = self
+                .next
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
+                    c.checked_add(n).filter(|&e| e <= MAX_COUNTERS)
+                })
+                .ok()?;
+            first = start;
+            Some(self.base + start as u64 * clrprof_il::coverage::COUNTER_BYTES)
+        };
+        let done =
+            match clrprof_il::coverage::instrument(&il, &points, self.settings.branches, alloc) {
+                Ok(Some(d)) => d,
+                Ok(None) => {
+                    self.dropped.fetch_add(1, Ordering::Relaxed);
+                    return self.line(format!("full\t{}\t{token:#010x}\n", m.index));
+                }
+                Err(e) => return fail(format!("IL: {e}")),
+            };
+        let sites: Vec<String> = done
+            .branches
+            .iter()
+            .map(|b| format!("{}:{}", b.il_offset, b.paths))
+            .collect();
+        self.line(format!(
+            "method\t{}\t{token:#010x}\t{first}\t{}\t{}\n",
+            m.index,
+            points.len(),
+            sites.join(",")
+        ));
+        if let Err(e) = self.info.set_il_function_body(module, token, &done.bytes) {
+            fail(format!("SetILFunctionBody: {e}"));
+        }
+    }
+
+    /// Shutdown: the map's last line says the process ended normally.
+    pub fn shutdown(&self) {
+        self.line(format!(
+            "end\t{}\t{}\n",
+            self.next.load(Ordering::Relaxed),
+            self.dropped.load(Ordering::Relaxed)
+        ));
+    }
+}
