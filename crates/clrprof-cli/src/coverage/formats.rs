@@ -395,3 +395,192 @@ pub fn text(report: &Report) -> String {
     }
     o
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::super::model::{Assembly, Branch, Class, Line, Method, Process, Report};
+    use super::*;
+
+    fn line(hits: u64, branches: &[(u32, u32, u64)]) -> Line {
+        Line {
+            hits,
+            branches: branches
+                .iter()
+                .map(|&(offset, path, hits)| Branch { offset, path, hits })
+                .collect(),
+        }
+    }
+
+    /// Shop: `Cart.Add` ran (line 10 covered, its `if` at 11 taken one way, line 12
+    /// not), `Cart.Clear` never ran; one assembly not measured.
+    fn report() -> Report {
+        let file = "/src/shop/Cart.cs".to_string();
+        let add = Method {
+            name: "Add".into(),
+            signature: "(int)".into(),
+            token: 0x0600_0001,
+            hits: 3,
+            lines: BTreeMap::from([(
+                file.clone(),
+                BTreeMap::from([
+                    (10, line(3, &[])),
+                    (11, line(3, &[(4, 0, 3), (4, 1, 0)])),
+                    (12, line(0, &[])),
+                ]),
+            )]),
+        };
+        let clear = Method {
+            name: "Clear".into(),
+            signature: "()".into(),
+            token: 0x0600_0002,
+            hits: 0,
+            lines: BTreeMap::from([(file.clone(), BTreeMap::from([(20, line(0, &[]))]))]),
+        };
+        Report {
+            assemblies: vec![Assembly {
+                name: "Shop".into(),
+                path: "/app/Shop.dll".into(),
+                classes: vec![Class {
+                    name: "Shop.Cart".into(),
+                    file,
+                    methods: vec![add, clear],
+                }],
+            }],
+            unmeasured: vec![("/app/Lib.dll".into(), "no PDB: none found".into())],
+            failed: vec![],
+            dropped: 0,
+            processes: vec![Process {
+                pid: 7,
+                command: "dotnet Shop.dll".into(),
+                ended: true,
+            }],
+        }
+    }
+
+    #[test]
+    fn cobertura_golden() {
+        let want = r#"<?xml version="1.0" encoding="utf-8"?>
+<coverage line-rate="0.5" branch-rate="0.5" version="1.9" timestamp="1700000000" lines-covered="2" lines-valid="4" branches-covered="1" branches-valid="2">
+  <sources>
+    <source>/src/shop/</source>
+  </sources>
+  <packages>
+    <package name="Shop" line-rate="0.5" branch-rate="0.5" complexity="3">
+      <classes>
+        <class name="Shop.Cart" filename="Cart.cs" line-rate="0.5" branch-rate="0.5" complexity="2">
+          <methods>
+            <method name="Add" signature="(int)" line-rate="0.6667" branch-rate="0.5" complexity="2">
+              <lines>
+                <line number="10" hits="3" branch="False" />
+                <line number="11" hits="3" branch="True" condition-coverage="50% (1/2)">
+                  <conditions>
+                    <condition number="4" type="jump" coverage="50%" />
+                  </conditions>
+                </line>
+                <line number="12" hits="0" branch="False" />
+              </lines>
+            </method>
+            <method name="Clear" signature="()" line-rate="0" branch-rate="1" complexity="1">
+              <lines>
+                <line number="20" hits="0" branch="False" />
+              </lines>
+            </method>
+          </methods>
+          <lines>
+            <line number="10" hits="3" branch="False" />
+            <line number="11" hits="3" branch="True" condition-coverage="50% (1/2)">
+              <conditions>
+                <condition number="4" type="jump" coverage="50%" />
+              </conditions>
+            </line>
+            <line number="12" hits="0" branch="False" />
+            <line number="20" hits="0" branch="False" />
+          </lines>
+        </class>
+      </classes>
+    </package>
+  </packages>
+</coverage>
+"#;
+        assert_eq!(cobertura(&report(), 1_700_000_000), want);
+    }
+
+    #[test]
+    fn lcov_golden() {
+        let want = "SF:/src/shop/Cart.cs
+FN:10,Shop.Cart::Add(int)
+FNDA:3,Shop.Cart::Add(int)
+FN:20,Shop.Cart::Clear()
+FNDA:0,Shop.Cart::Clear()
+FNF:2
+FNH:1
+DA:10,3
+DA:11,3
+DA:12,0
+DA:20,0
+BRDA:11,4,0,3
+BRDA:11,4,1,0
+LF:4
+LH:2
+BRF:2
+BRH:1
+end_of_record
+";
+        assert_eq!(lcov(&report()), want);
+    }
+
+    #[test]
+    fn text_golden() {
+        let t = text(&report());
+        let rows: Vec<Vec<&str>> = t.lines().map(|l| l.split_whitespace().collect()).collect();
+        assert_eq!(rows[1], ["Shop", "50.0%", "2/4", "50.0%", "1/2"]);
+        assert_eq!(
+            rows[2],
+            ["/src/shop/Cart.cs", "50.0%", "2/4", "50.0%", "1/2"]
+        );
+        assert_eq!(rows[3], ["total", "50.0%", "2/4", "50.0%", "1/2"]);
+        assert_eq!(
+            t.lines().nth(4),
+            Some("not measured: /app/Lib.dll: no PDB: none found")
+        );
+    }
+
+    #[test]
+    fn json_golden() {
+        let v: serde_json::Value = serde_json::from_str(&json(&report())).unwrap();
+        assert_eq!(v["lines_valid"], 4);
+        assert_eq!(v["lines_covered"], 2);
+        assert_eq!(v["branches_valid"], 2);
+        assert_eq!(v["ended_normally"], true);
+        let f = &v["assemblies"][0]["files"][0];
+        assert_eq!(f["path"], "/src/shop/Cart.cs");
+        assert_eq!(f["lines"][1]["line"], 11);
+        assert_eq!(f["lines"][1]["branches"][1]["hits"], 0);
+        let m = &v["assemblies"][0]["methods"][1];
+        assert_eq!(
+            (
+                m["class"].as_str(),
+                m["name"].as_str(),
+                m["line"].as_u64(),
+                m["hits"].as_u64()
+            ),
+            (Some("Shop.Cart"), Some("Clear"), Some(20), Some(0))
+        );
+        assert_eq!(v["unmeasured"][0]["path"], "/app/Lib.dll");
+    }
+
+    #[test]
+    fn xml_escaped_and_rates() {
+        assert_eq!(xml("List<T>&\"'"), "List&lt;T&gt;&amp;&quot;&apos;");
+        assert_eq!(r(1.0), "1");
+        assert_eq!(r(0.0), "0");
+        assert_eq!(r(2.0 / 3.0), "0.6667");
+        assert_eq!(
+            common_root(["/a/b/c.cs", "/a/b/d/e.cs"].into_iter()),
+            "/a/b/"
+        );
+        assert_eq!(common_root(["/x.cs"].into_iter()), "");
+    }
+}
