@@ -87,7 +87,7 @@ impl Profiler {
         if crate::session::sdk_process(&argv).is_some() {
             return Err(cancel);
         }
-        match crate::coverage::Coverage::start(info, settings, &argv.join(" ")) {
+        match crate::coverage::Coverage::start(info, settings, &argv) {
             Ok(c) => {
                 let _ = self.coverage.set(c);
                 Ok(())

@@ -52,6 +52,29 @@ pub struct Coverage {
     module_count: AtomicU32,
     /// Methods left uninstrumented because the counters ran out.
     dropped: AtomicU64,
+    /// In a `dotnet test` host: the test assembly's name (from `--depsfile X.deps.json`),
+    /// not measured unless an include pattern names it (as coverlet does).
+    test_assembly: Option<String>,
+}
+
+/// The test assembly a vstest host runs: `testhost.dll … --depsfile <dir>/X.deps.json`.
+pub fn test_assembly(argv: &[String]) -> Option<String> {
+    if !argv.iter().any(|a| a.ends_with("testhost.dll")) {
+        return None;
+    }
+    let i = argv.iter().position(|a| a == "--depsfile")?;
+    let deps = argv.get(i + 1)?;
+    let name = Path::new(deps).file_name()?.to_str()?;
+    Some(name.strip_suffix(".deps.json")?.to_string())
+}
+
+/// Whether any source document the PDB names is a file here: an assembly built
+/// elsewhere (a package) has none, and is not measured by default (coverlet's default too).
+fn has_local_source(pdb: &PortablePdb) -> bool {
+    (1..=pdb.document_count()).any(|d| {
+        pdb.document(d)
+            .is_ok_and(|doc| Path::new(&doc.name).is_file())
+    })
 }
 
 /// The event mask of a coverage run.
@@ -74,8 +97,9 @@ impl Coverage {
     pub fn start(
         info: ProfilerInfo,
         settings: CoverageSettings,
-        command: &str,
+        argv: &[String],
     ) -> Result<Arc<Coverage>, String> {
+        let command = argv.join(" ");
         let pid = crate::os::process::pid();
         let create = |name: String, append: bool| -> Result<File, String> {
             let p = settings.dir.join(name);
@@ -97,7 +121,7 @@ impl Coverage {
         let base = crate::os::pages::map_shared(&counters, len as usize)
             .ok_or("cannot map the coverage counters (mmap MAP_SHARED failed)")?;
         let mut map = create(format!("coverage-{pid}.map"), true)?;
-        map.write_all(format!("clrprof-coverage\t1\t{pid}\t{}\n", clean(command)).as_bytes())
+        map.write_all(format!("clrprof-coverage\t1\t{pid}\t{}\n", clean(&command)).as_bytes())
             .map_err(|e| format!("cannot write the coverage map: {e}"))?;
         info.set_event_mask(MASK)
             .map_err(|e| format!("SetEventMask({MASK:#x}) failed: {e}"))?;
@@ -111,6 +135,7 @@ impl Coverage {
             ignored: Mutex::new(HashSet::new()),
             module_count: AtomicU32::new(0),
             dropped: AtomicU64::new(0),
+            test_assembly: test_assembly(argv),
         }))
     }
 
@@ -143,7 +168,19 @@ impl Coverage {
         {
             return ignore();
         }
+        let by_default = self.settings.include.is_empty();
+        let not_measured = |why: String| {
+            self.line(format!("unmeasured\t{}\t{}\n", clean(&path), clean(&why)));
+            ignore();
+        };
+        if by_default && self.test_assembly.as_deref() == Some(name.as_str()) {
+            return not_measured("the test assembly (--include it to measure it)".to_string());
+        }
         match find_pdb(Path::new(&path), &[]) {
+            Ok(found) if by_default && !has_local_source(&found.pdb) => not_measured(
+                "no source file its PDB names is on this machine (built elsewhere; --include it to measure it)"
+                    .to_string(),
+            ),
             Ok(found) => {
                 let index = self.module_count.fetch_add(1, Ordering::Relaxed);
                 let source = match &found.source {
@@ -174,8 +211,7 @@ impl Coverage {
                     PdbError::Mismatch { .. } => format!("PDB refused: {e}"),
                     _ => format!("PDB unreadable: {e}"),
                 };
-                self.line(format!("unmeasured\t{}\t{}\n", clean(&path), clean(&why)));
-                ignore();
+                not_measured(why);
             }
         }
     }
@@ -289,5 +325,31 @@ impl Coverage {
             self.next.load(Ordering::Relaxed),
             self.dropped.load(Ordering::Relaxed)
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_test_assembly_of_a_vstest_host() {
+        let argv: Vec<String> = [
+            "/usr/share/dotnet/dotnet",
+            "exec",
+            "--runtimeconfig",
+            "/t/bin/Shop.Tests.runtimeconfig.json",
+            "--depsfile",
+            "/t/bin/Shop.Tests.deps.json",
+            "/nuget/microsoft.testplatform.testhost/18.0.1/build/netcoreapp3.1/x64/testhost.dll",
+            "--port",
+            "4242",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(super::test_assembly(&argv).as_deref(), Some("Shop.Tests"));
+        assert_eq!(super::test_assembly(&argv[..4]), None);
+        assert_eq!(
+            super::test_assembly(&["dotnet".into(), "app.dll".into()]),
+            None
+        );
     }
 }

@@ -95,8 +95,21 @@ pub fn run(args: CoverageArgs) -> Result<i32> {
             }
         }
     }
-    for (p, why) in &report.unmeasured {
+    // A refused PDB is always said; the rest (packages without PDB or sources, the test
+    // assembly) one by one only when few, else counted: the report lists each.
+    let (refused, others): (Vec<_>, Vec<_>) = report
+        .unmeasured
+        .iter()
+        .partition(|(_, why)| why.starts_with("PDB refused"));
+    let shown = if others.len() <= 3 { others.len() } else { 0 };
+    for (p, why) in refused.iter().chain(&others[..shown]) {
         eprintln!("clrprof: not measured: {p}: {why}");
+    }
+    if others.len() > shown {
+        eprintln!(
+            "clrprof: {} assemblies not measured (no PDB, no source file here, or the test assembly); the report lists each with the reason",
+            others.len()
+        );
     }
     for (p, tok, why) in &report.failed {
         eprintln!("clrprof: method {tok:#010x} of {p} not measured: {why}");

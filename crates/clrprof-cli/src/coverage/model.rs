@@ -378,15 +378,23 @@ fn assembly(path: &Path, acc: &Acc) -> Result<Assembly> {
                 f.entry(n).or_default().hits += hits;
             }
         }
+        let awaits = method_il(&image, props.code_rva)
+            .map(|il| compiler_made(il, &md, &ml))
+            .unwrap_or_default();
         for (site, hits) in &sites {
-            // The branch belongs to the sequence point it lies in; one in hidden code
-            // (compiler-generated) is not reported.
-            let Some(p) = ml.point_at(site.il_offset) else {
-                continue;
-            };
-            if p.is_hidden() {
+            // The branch belongs to the line of the visible sequence point it lies in or
+            // follows (a `switch` on strings or a pattern keeps its tests in hidden code
+            // after the statement's point). Not reported: a branch before any visible
+            // point (a state machine's dispatch on its state), an `await`'s test of
+            // `IsCompleted`, and a test in hidden code of a `finally` (`foreach` and
+            // `using` disposing only what is not null): compiler-made, and coverlet
+            // leaves them out too.
+            if awaits.contains(&site.il_offset) {
                 continue;
             }
+            let Some(p) = ml.line_at(site.il_offset) else {
+                continue;
+            };
             let f = lines.entry(doc_name(p.document)).or_default();
             let l = f.entry(p.start_line).or_default();
             for (path, h) in hits.iter().enumerate() {
@@ -434,4 +442,67 @@ fn method_il(image: &[u8], rva: u32) -> Option<&[u8]> {
     };
     let at = pe::file_offset(&read, rva).ok()?;
     image.get(at..)
+}
+
+/// The conditional branches of a body the compiler made for itself: those that test an
+/// awaiter's `IsCompleted` (the call right before them is to a method of that name: an
+/// `await`'s fast path), and those in hidden code of a `finally` handler (the null test
+/// before `Dispose` of `foreach` and `using`).
+fn compiler_made(
+    il: &[u8],
+    md: &RawMetadata,
+    lines: &clrprof_metadata::pdb::MethodLines,
+) -> std::collections::HashSet<u32> {
+    use clrprof_il::opcode::Flow;
+    use clrprof_il::{Body, ClauseKind, Label, OpCode, Operand};
+    let mut out = std::collections::HashSet::new();
+    let Ok((body, _)) = Body::parse_with_len(il) else {
+        return out;
+    };
+    let Ok(offsets) = body.offsets() else {
+        return out;
+    };
+    let at = |l: Label| -> u32 {
+        if l == Label::END {
+            *offsets.last().unwrap_or(&0)
+        } else {
+            body.index_of(l).map(|i| offsets[i]).unwrap_or(0)
+        }
+    };
+    let finally: Vec<(u32, u32)> = body
+        .clauses
+        .iter()
+        .filter(|c| c.kind == ClauseKind::Finally)
+        .map(|c| (at(c.handler_start), at(c.handler_end)))
+        .collect();
+    for (i, ins) in body.code.iter().enumerate() {
+        let o = offsets[i];
+        if ins.op.info().map(|i| i.flow) == Some(Flow::CondBranch)
+            && finally.iter().any(|&(s, e)| s <= o && o < e)
+            && lines.point_at(o).is_none_or(|p| p.is_hidden())
+        {
+            out.insert(o);
+        }
+    }
+    for (i, pair) in body.code.windows(2).enumerate() {
+        let (call, branch) = (&pair[0], &pair[1]);
+        if branch.op.info().map(|i| i.flow) != Some(Flow::CondBranch) {
+            continue;
+        }
+        let (OpCode::CALL | OpCode::CALLVIRT, Operand::Token(t)) = (call.op, &call.operand) else {
+            continue;
+        };
+        let name = match t >> 24 {
+            0x06 => md.get_method_props(*t).map(|p| p.name).unwrap_or_default(),
+            0x0A => md
+                .get_member_ref_props(*t)
+                .map(|p| p.name)
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
+        if name == "get_IsCompleted" {
+            out.insert(offsets[i + 1]);
+        }
+    }
+    out
 }
