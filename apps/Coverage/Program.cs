@@ -4,6 +4,10 @@ public static class Program
 {
     public static async Task<int> Main(string[] args)
     {
+        if (args.Length > 0 && args[0] == "serve") // hit br 1/4
+        {
+            return Serve.Run(); // miss
+        }
         var sink = new List<string>(); // hit
         Branches.IfElse(3, sink); // hit
         sink.Add(Branches.Switch(2)); // hit

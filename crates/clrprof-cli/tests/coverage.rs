@@ -435,3 +435,86 @@ fn agrees_with_coverlet_on_an_xunit_project() {
     let found: Vec<(&str, u64)> = differences.iter().map(|d| (d.0.as_str(), d.1)).collect();
     assert_eq!(found, known, "branch differences: {differences:?}");
 }
+
+#[test]
+fn attached_coverage_reports_the_lines_run_while_attached() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let app = clrprof_testkit::app("Coverage");
+    let dir = scratch("coverage-attach");
+    let mut target = app
+        .command(&["serve"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(target.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let pid: u32 = line.trim().strip_prefix("READY ").unwrap().parse().unwrap();
+    let report_path = dir.join("attached.json");
+    let mut cov = clrprof()
+        .arg("coverage")
+        .arg("--pid")
+        .arg(pid.to_string())
+        .args(["--duration", "8", "-o"])
+        .arg(&report_path)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(cov.stderr.take().unwrap());
+    let mut said = String::new();
+    loop {
+        let mut l = String::new();
+        assert!(err.read_line(&mut l).unwrap() > 0, "clrprof ended: {said}");
+        said.push_str(&l);
+        if l.contains("measuring pid") {
+            break;
+        }
+    }
+    let mut stdin = target.stdin.take().unwrap();
+    writeln!(stdin, "work").unwrap();
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "DONE three1");
+    let status = cov.wait().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    assert!(status.success(), "{said}{rest}");
+    // The app goes on, unharmed, and computes the same after the measurement.
+    writeln!(stdin, "work").unwrap();
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "DONE three1");
+    writeln!(stdin, "quit").unwrap();
+    assert!(target.wait().unwrap().success());
+
+    let report = common::json_file(&report_path);
+    assert_eq!(report["ended_normally"], true, "{rest}");
+    let hit: Vec<u64> = measured(&report, "apps/Coverage/Program.cs")
+        .into_iter()
+        .filter(|(_, (h, _))| *h)
+        .map(|(l, _)| l)
+        .collect();
+    let source =
+        std::fs::read_to_string(clrprof_testkit::workspace_root().join("apps/Coverage/Program.cs"))
+            .unwrap();
+    let lines = source.lines().collect::<Vec<_>>();
+    let line_of = |needle: &str| lines.iter().position(|l| l.contains(needle)).unwrap() as u64 + 1;
+    // Exactly what `work` ran while attached: Switch(3) and Loops(2); not what ran before
+    // the attach (Main), nor the rest.
+    let want: Vec<u64> = [
+        "return \"three\"",
+        "int total = 0;",
+        "for (int i = 0; i < n; i++) // hit br 2/2",
+        "total += i;",
+        "while (total > 100)",
+        "return total;",
+    ]
+    .iter()
+    .map(|n| line_of(n))
+    .collect::<std::collections::BTreeSet<_>>()
+    .into_iter()
+    .collect();
+    assert_eq!(hit, want, "{report:#}");
+}

@@ -86,6 +86,76 @@ impl CoverageSettings {
     }
 }
 
+/// The first line of the client data `clrprof coverage --pid` sends with AttachProfiler.
+pub const ATTACH_MAGIC: &str = "clrprof-coverage-attach 1";
+
+/// The client data of a coverage attach: the magic line, then `VAR=value` lines; with
+/// `duration_s`, a `DURATION=<seconds>` line (the agent stops measuring after it).
+pub fn encode_attach(settings: &CoverageSettings, duration_s: Option<f64>) -> Vec<u8> {
+    let mut s = format!("{ATTACH_MAGIC}\n");
+    for (k, v) in settings.to_env() {
+        s.push_str(&format!("{k}={v}\n"));
+    }
+    if let Some(d) = duration_s {
+        s.push_str(&format!("DURATION={d}\n"));
+    }
+    s.into_bytes()
+}
+
+/// [`encode_attach`]'s settings and duration back; `Ok(None)` when the data is not a
+/// coverage attach.
+pub fn decode_attach(data: &[u8]) -> Result<Option<(CoverageSettings, Option<f64>)>, String> {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return Ok(None);
+    };
+    let Some(rest) = text.strip_prefix(ATTACH_MAGIC) else {
+        return Ok(None);
+    };
+    let pairs: Vec<(&str, &str)> = rest.lines().filter_map(|l| l.split_once('=')).collect();
+    let get = |k: &str| {
+        pairs
+            .iter()
+            .find(|(n, _)| *n == k)
+            .map(|(_, v)| v.to_string())
+    };
+    let duration = match get("DURATION") {
+        Some(d) => Some(
+            d.parse::<f64>()
+                .ok()
+                .filter(|d| d.is_finite() && *d > 0.0)
+                .ok_or_else(|| format!("coverage attach: DURATION={d} is not a positive number"))?,
+        ),
+        None => None,
+    };
+    match CoverageSettings::from_env(get)? {
+        Some(s) => Ok(Some((s, duration))),
+        None => Err(format!("coverage attach without {DIR}")),
+    }
+}
+
+#[cfg(test)]
+mod attach_tests {
+    use super::*;
+
+    #[test]
+    fn attach_data_round_trip() {
+        let s = CoverageSettings {
+            dir: "/tmp/r".into(),
+            include: vec!["Shop".into()],
+            exclude: vec![],
+            branches: false,
+        };
+        let data = encode_attach(&s, Some(2.5));
+        assert_eq!(decode_attach(&data).unwrap(), Some((s.clone(), Some(2.5))));
+        assert_eq!(
+            decode_attach(&encode_attach(&s, None)).unwrap(),
+            Some((s, None))
+        );
+        assert_eq!(decode_attach(b"{\"settings\":1}").unwrap(), None);
+        assert!(decode_attach(format!("{ATTACH_MAGIC}\n").as_bytes()).is_err());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,7 +17,7 @@ use crate::{inspect, names, sampling, session};
 impl ProfilerCallback for Profiler {
     fn initialize(&self, info: ProfilerInfo) -> Result<()> {
         match clrprof_settings::coverage::CoverageSettings::from_env(|k| std::env::var(k).ok()) {
-            Ok(Some(c)) => return self.start_coverage(info, c),
+            Ok(Some(c)) => return self.start_coverage(info, c, None),
             Ok(None) => {}
             Err(e) => {
                 log!("{e}; the profiler is not loaded and the application runs unmeasured");
@@ -72,6 +72,14 @@ impl ProfilerCallback for Profiler {
     }
 
     fn initialize_for_attach(&self, info: ProfilerInfo, client_data: &[u8]) -> Result<()> {
+        match clrprof_settings::coverage::decode_attach(client_data) {
+            Ok(Some((c, duration))) => return self.start_coverage(info, c, Some(duration)),
+            Ok(None) => {}
+            Err(e) => {
+                log!("{e}; attach refused, the application is untouched");
+                return Err(HResult(corprof_sys::E_INVALIDARG));
+            }
+        }
         let req = match crate::control::attach::parse(client_data, std::process::id()) {
             Ok(r) => r,
             Err(e) => {
@@ -107,6 +115,14 @@ impl ProfilerCallback for Profiler {
     }
 
     fn profiler_attach_complete(&self) -> Result<()> {
+        if let Some(c) = self.coverage() {
+            let duration = *self
+                .attach_duration
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            c.attach_complete(duration);
+            return Ok(());
+        }
         let Some(a) = self.active() else {
             return Ok(());
         };
@@ -249,7 +265,11 @@ impl ProfilerCallback for Profiler {
         method: u32,
         control: corprof::FunctionControl<'_>,
     ) -> Result<()> {
-        match crate::tracing::probes::rejit_body(module, method) {
+        let body = match self.coverage() {
+            Some(c) => c.rejit_body(module, method),
+            None => crate::tracing::probes::rejit_body(module, method),
+        };
+        match body {
             Some(body) => control.set_il_function_body(&body).inspect_err(|e| {
                 log!("SetILFunctionBody({method:#010x}) failed: {e}; that method keeps its code")
             }),

@@ -50,6 +50,8 @@ pub struct Profiler {
     active: OnceLock<Active>,
     /// A `clrprof coverage` run (no recording: `active` stays empty).
     coverage: OnceLock<Arc<crate::coverage::Coverage>>,
+    /// A coverage attach's `--duration`, for ProfilerAttachComplete.
+    attach_duration: std::sync::Mutex<Option<f64>>,
 }
 
 impl Profiler {
@@ -71,8 +73,8 @@ impl Profiler {
         Some(names::class_name(&a.info, class))
     }
 
-    fn coverage(&self) -> Option<&crate::coverage::Coverage> {
-        self.coverage.get().map(|c| &**c)
+    fn coverage(&self) -> Option<&Arc<crate::coverage::Coverage>> {
+        self.coverage.get()
     }
 
     /// Initialize of a `clrprof coverage` run: the SDK's own processes decline, any other
@@ -81,13 +83,28 @@ impl Profiler {
         &self,
         info: ProfilerInfo,
         settings: clrprof_settings::coverage::CoverageSettings,
+        attach: Option<Option<f64>>,
     ) -> corprof::Result<()> {
-        let cancel = HResult(corprof_sys::CORPROF_E_PROFILER_CANCEL_ACTIVATION);
+        let cancel = HResult(if attach.is_some() {
+            corprof_sys::E_FAIL
+        } else {
+            corprof_sys::CORPROF_E_PROFILER_CANCEL_ACTIVATION
+        });
         let argv = crate::session::command_line();
-        if crate::session::sdk_process(&argv).is_some() {
+        if attach.is_none() && crate::session::sdk_process(&argv).is_some() {
             return Err(cancel);
         }
-        match crate::coverage::Coverage::start(info, settings, &argv) {
+        if RECORDED_BEFORE.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            log!(
+                "this copy of the profiler library already ran once in this process; coverage refused"
+            );
+            return Err(cancel);
+        }
+        *self
+            .attach_duration
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = attach.flatten();
+        match crate::coverage::Coverage::start(info, settings, &argv, attach.is_some()) {
             Ok(c) => {
                 let _ = self.coverage.set(c);
                 Ok(())

@@ -55,6 +55,12 @@ pub struct Coverage {
     /// In a `dotnet test` host: the test assembly's name (from `--depsfile X.deps.json`),
     /// not measured unless an include pattern names it (as coverlet does).
     test_assembly: Option<String>,
+    /// Loaded by attach: bodies go through ReJIT (`rejit_body`), not JITCompilationStarted.
+    attached: bool,
+    /// After attach: the instrumented bodies by (ModuleID, MethodDef), handed over at each
+    /// GetReJITParameters, and the methods whose ReJIT was requested (reverted at the end).
+    rejit: Mutex<HashMap<(usize, u32), Vec<u8>>>,
+    requested: Mutex<Vec<(ModuleId, u32)>>,
 }
 
 /// The test assembly a vstest host runs: `testhost.dll … --depsfile <dir>/X.deps.json`.
@@ -82,6 +88,10 @@ pub const MASK: u32 = sys::COR_PRF_MONITOR_JIT_COMPILATION
     | sys::COR_PRF_MONITOR_MODULE_LOADS
     | sys::COR_PRF_MONITOR_CACHE_SEARCHES;
 
+/// After attach: module loads, and ReJIT (the runtime refuses JIT-time body changes to an
+/// attached profiler).
+pub const MASK_ATTACHED: u32 = sys::COR_PRF_MONITOR_MODULE_LOADS | sys::COR_PRF_ENABLE_REJIT;
+
 fn clean(s: &str) -> String {
     s.replace(['\t', '\n'], " ")
 }
@@ -98,6 +108,7 @@ impl Coverage {
         info: ProfilerInfo,
         settings: CoverageSettings,
         argv: &[String],
+        attached: bool,
     ) -> Result<Arc<Coverage>, String> {
         let command = argv.join(" ");
         let pid = crate::os::process::pid();
@@ -123,8 +134,9 @@ impl Coverage {
         let mut map = create(format!("coverage-{pid}.map"), true)?;
         map.write_all(format!("clrprof-coverage\t1\t{pid}\t{}\n", clean(&command)).as_bytes())
             .map_err(|e| format!("cannot write the coverage map: {e}"))?;
-        info.set_event_mask(MASK)
-            .map_err(|e| format!("SetEventMask({MASK:#x}) failed: {e}"))?;
+        let mask = if attached { MASK_ATTACHED } else { MASK };
+        info.set_event_mask(mask)
+            .map_err(|e| format!("SetEventMask({mask:#x}) failed: {e}"))?;
         Ok(Arc::new(Coverage {
             info,
             settings,
@@ -136,6 +148,9 @@ impl Coverage {
             module_count: AtomicU32::new(0),
             dropped: AtomicU64::new(0),
             test_assembly: test_assembly(argv),
+            attached,
+            rejit: Mutex::new(HashMap::new()),
+            requested: Mutex::new(Vec::new()),
         }))
     }
 
@@ -240,36 +255,32 @@ impl Coverage {
         }
     }
 
-    /// JITCompilationStarted: replaces the method's body by the instrumented one, once.
+    /// JITCompilationStarted (startup): replaces the method's body by the instrumented
+    /// one, once.
     pub fn jit_started(&self, function: FunctionId) {
+        if self.attached {
+            return;
+        }
         let Some((module, token, m)) = self.measured(function) else {
             return;
         };
-        match m.done.lock() {
-            Ok(mut d) => {
-                if !d.insert(token) {
-                    return;
-                }
-            }
-            Err(_) => return,
+        if let Some(body) = self.instrumented(module, token, &m)
+            && let Err(e) = self.info.set_il_function_body(module, token, &body)
+        {
+            self.line(format!(
+                "failed\t{}\t{token:#010x}\t{}\n",
+                m.index,
+                clean(&format!("SetILFunctionBody: {e}"))
+            ));
         }
-        let points: Vec<u32> = match m.pdb.sequence_points(token) {
-            Ok(l) => l
-                .points
-                .iter()
-                .filter(|p| !p.is_hidden())
-                .map(|p| p.il_offset)
-                .collect(),
-            Err(e) => {
-                return self.line(format!(
-                    "failed\t{}\t{token:#010x}\t{}\n",
-                    m.index,
-                    clean(&e.to_string())
-                ));
-            }
-        };
-        if points.is_empty() {
-            return;
+    }
+
+    /// The method's instrumented body (its line written to the map first), once per
+    /// method; `None` when it has no visible sequence point, was done already, or failed
+    /// (the map says why).
+    fn instrumented(&self, module: ModuleId, token: u32, m: &Module) -> Option<Vec<u8>> {
+        if !m.done.lock().ok()?.insert(token) {
+            return None;
         }
         let fail = |why: String| {
             self.line(format!(
@@ -278,9 +289,27 @@ impl Coverage {
                 clean(&why)
             ))
         };
+        let points: Vec<u32> = match m.pdb.sequence_points(token) {
+            Ok(l) => l
+                .points
+                .iter()
+                .filter(|p| !p.is_hidden())
+                .map(|p| p.il_offset)
+                .collect(),
+            Err(e) => {
+                fail(e.to_string());
+                return None;
+            }
+        };
+        if points.is_empty() {
+            return None;
+        }
         let il = match self.info.get_il_function_body(module, token) {
             Ok(il) => il,
-            Err(e) => return fail(format!("GetILFunctionBody: {e}")),
+            Err(e) => {
+                fail(format!("GetILFunctionBody: {e}"));
+                return None;
+            }
         };
         let mut first = 0;
         let alloc = |n: u32| {
@@ -298,9 +327,13 @@ impl Coverage {
                 Ok(Some(d)) => d,
                 Ok(None) => {
                     self.dropped.fetch_add(1, Ordering::Relaxed);
-                    return self.line(format!("full\t{}\t{token:#010x}\n", m.index));
+                    self.line(format!("full\t{}\t{token:#010x}\n", m.index));
+                    return None;
                 }
-                Err(e) => return fail(format!("IL: {e}")),
+                Err(e) => {
+                    fail(format!("IL: {e}"));
+                    return None;
+                }
             };
         let sites: Vec<String> = done
             .branches
@@ -313,9 +346,86 @@ impl Coverage {
             points.len(),
             sites.join(",")
         ));
-        if let Err(e) = self.info.set_il_function_body(module, token, &done.bytes) {
-            fail(format!("SetILFunctionBody: {e}"));
+        Some(done.bytes)
+    }
+
+    /// ProfilerAttachComplete: every loaded module is looked at, each method with visible
+    /// sequence points of the measured ones gets its instrumented body through ReJIT
+    /// (its inlining blocked), and a thread stops measuring after `duration_s` or when
+    /// the CLI's run directory is gone (the CLI ended), whichever comes first.
+    pub fn attach_complete(self: &Arc<Self>, duration_s: Option<f64>) {
+        for module in self.info.enum_modules().unwrap_or_default() {
+            self.module_loaded(module);
         }
+        let modules: Vec<(usize, Arc<Module>)> = match self.modules.lock() {
+            Ok(m) => m.iter().map(|(k, v)| (*k, v.clone())).collect(),
+            Err(_) => return,
+        };
+        let mut requests = Vec::new();
+        for (id, m) in modules {
+            let module = ModuleId(id);
+            for row in 1..=m.pdb.method_count() {
+                let token = 0x0600_0000 | row;
+                if let Some(body) = self.instrumented(module, token, &m) {
+                    if let Ok(mut r) = self.rejit.lock() {
+                        r.insert((id, token), body);
+                    }
+                    requests.push((module, token));
+                }
+            }
+        }
+        if !requests.is_empty()
+            && let Err(e) = self
+                .info
+                .request_rejit_with_inliners(sys::COR_PRF_REJIT_BLOCK_INLINING, &requests)
+        {
+            self.line(format!("error\tRequestReJITWithInliners: {e}\n"));
+            return;
+        }
+        self.line(format!("ready\t{}\n", requests.len()));
+        if let Ok(mut r) = self.requested.lock() {
+            *r = requests;
+        }
+        let me = self.clone();
+        let until = duration_s.map(|d| crate::os::clock::monotonic_ns() + (d * 1e9) as u64);
+        let watch = crate::os::thread::spawn("clrprof-cov", move || {
+            loop {
+                crate::os::clock::sleep_until_ns(crate::os::clock::monotonic_ns() + 100_000_000);
+                let over = until.is_some_and(|u| crate::os::clock::monotonic_ns() >= u);
+                if over || !me.settings.dir.exists() {
+                    break;
+                }
+            }
+            me.stop_attached();
+        });
+        if let Ok(t) = watch {
+            t.detach();
+        }
+    }
+
+    /// The end of an attached measurement: the methods get their original code back
+    /// (`RequestRevert`), the map says it ended. The library stays loaded, dormant: the
+    /// runtime keeps a profiler that used ReJIT (docs/coverage.md).
+    fn stop_attached(&self) {
+        let requested = self
+            .requested
+            .lock()
+            .map(|mut r| std::mem::take(&mut *r))
+            .unwrap_or_default();
+        if !requested.is_empty()
+            && let Err(e) = self.info.request_revert(&requested)
+        {
+            self.line(format!("error\tRequestRevert: {e}\n"));
+        }
+        if let Ok(mut r) = self.rejit.lock() {
+            r.clear();
+        }
+        self.shutdown();
+    }
+
+    /// GetReJITParameters: the instrumented body of this method, if made after attach.
+    pub fn rejit_body(&self, module: ModuleId, method: u32) -> Option<Vec<u8>> {
+        self.rejit.lock().ok()?.get(&(module.0, method)).cloned()
     }
 
     /// Shutdown: the map's last line says the process ended normally.

@@ -3,6 +3,7 @@
 //! process's counters and map from the run directory (`model`) and writes the report
 //! (`formats`). The assemblies' files are only read, never written.
 
+mod attach;
 mod formats;
 mod model;
 
@@ -37,8 +38,15 @@ pub struct CoverageArgs {
     /// The profiler library [default: CLRPROF_PROFILER_PATH, else beside clrprof]
     #[arg(long)]
     pub profiler: Option<PathBuf>,
+    /// Measure a running process instead: the lines it executes from the attach on
+    /// (through ReJIT), until --duration is over or Ctrl-C
+    #[arg(long, conflicts_with = "command")]
+    pub pid: Option<u32>,
+    /// With --pid: how long to measure, in seconds
+    #[arg(long, requires = "pid", value_parser = crate::cli::parse_duration, value_name = "SECONDS")]
+    pub duration: Option<f64>,
     /// The command to run, e.g. `dotnet test` or `dotnet app.dll`
-    #[arg(last = true, required = true)]
+    #[arg(last = true, required_unless_present = "pid")]
     pub command: Vec<String>,
 }
 
@@ -55,23 +63,23 @@ pub fn run(args: CoverageArgs) -> Result<i32> {
         exclude: args.exclude.clone(),
         branches: !args.no_branches,
     };
-    let (program, rest) = args.command.split_first().context("no command given")?;
-    let mut cmd = Command::new(program);
-    cmd.args(rest)
-        .envs(clrprof_settings::startup_env(&library))
-        .envs(settings.to_env())
-        // `dotnet test` / `dotnet run`: no build node or compiler server may outlive the
-        // command with the profiler loaded (the SDK's processes decline anyway).
-        .env("MSBUILDDISABLENODEREUSE", "1")
-        .env("DOTNET_CLI_USE_MSBUILD_SERVER", "0")
-        .env("UseSharedCompilation", "false");
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("cannot start `{program}`"))?;
-    crate::signals::forward_to(child.id());
-    let status = child.wait().context("waiting for the command")?;
-    let code = exit_code(status);
-    let report = model::read_run(run.path())?;
+    let (code, program) = match args.pid {
+        Some(pid) => {
+            attach::measure(pid, &library, run.path(), &settings, args.duration)?;
+            (0, format!("pid {pid}"))
+        }
+        None => (
+            run_command(&args.command, &library, &settings)?,
+            args.command[0].clone(),
+        ),
+    };
+    let mut report = model::read_run(run.path())?;
+    if let Some(pid) = args.pid {
+        // Still running: measured until now, not ended abnormally.
+        for p in &mut report.processes {
+            p.ended |= p.pid == pid;
+        }
+    }
     if report.processes.is_empty() {
         bail!(
             "no .NET process ran under coverage: `{program}` started none that loaded the profiler \
@@ -141,6 +149,30 @@ pub fn run(args: CoverageArgs) -> Result<i32> {
         );
     }
     Ok(code)
+}
+
+/// Starts the command with the agent in coverage mode and waits for it: its exit code.
+fn run_command(
+    command: &[String],
+    library: &std::path::Path,
+    settings: &CoverageSettings,
+) -> Result<i32> {
+    let (program, rest) = command.split_first().context("no command given")?;
+    let mut cmd = Command::new(program);
+    cmd.args(rest)
+        .envs(clrprof_settings::startup_env(library))
+        .envs(settings.to_env())
+        // `dotnet test` / `dotnet run`: no build node or compiler server may outlive the
+        // command with the profiler loaded (the SDK's processes decline anyway).
+        .env("MSBUILDDISABLENODEREUSE", "1")
+        .env("DOTNET_CLI_USE_MSBUILD_SERVER", "0")
+        .env("UseSharedCompilation", "false");
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot start `{program}`"))?;
+    crate::signals::forward_to(child.id());
+    let status = child.wait().context("waiting for the command")?;
+    Ok(exit_code(status))
 }
 
 fn exit_code(status: std::process::ExitStatus) -> i32 {
