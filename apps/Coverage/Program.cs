@@ -4,9 +4,9 @@ public static class Program
 {
     public static async Task<int> Main(string[] args)
     {
-        if (args.Length > 0 && args[0] == "serve") // hit br 1/4
+        if (args.Length > 0 && args[0] != "crash") // hit br 1/4
         {
-            return Serve.Run(); // miss
+            return Serve.Run(args); // miss
         }
         var sink = new List<string>(); // hit
         Branches.IfElse(3, sink); // hit

@@ -2,10 +2,15 @@ namespace Coverage;
 
 /// `serve`: the target of `clrprof coverage --pid`. Prints `READY <pid>`; each stdin line
 /// `work` runs `Branches.Switch` and `Branches.Loops` and prints `DONE`; EOF or `quit` ends.
+/// `hot N`: `Hot.Run` (the bench's hot loop).
 public static class Serve
 {
-    public static int Run()
+    public static int Run(string[] args)
     {
+        if (args[0] == "hot")
+        {
+            return Hot.Run(long.Parse(args[1]));
+        }
         Console.WriteLine($"READY {Environment.ProcessId}");
         Console.Out.Flush();
         string? line;
