@@ -518,3 +518,60 @@ fn attached_coverage_reports_the_lines_run_while_attached() {
     .collect();
     assert_eq!(hit, want, "{report:#}");
 }
+
+#[test]
+fn readytorun_code_is_measured_like_jitted_code() {
+    // The same app published ReadyToRun (its methods precompiled): the agent refuses the
+    // precompiled code of measured methods (JITCachedFunctionSearchStarted), so the lines
+    // are exactly those of the JIT-compiled build.
+    let app = clrprof_testkit::app("Coverage");
+    let dir = scratch("coverage-r2r");
+    let root = clrprof_testkit::workspace_root();
+    let out = std::process::Command::new(&app.dotnet)
+        .arg("publish")
+        .arg(root.join("apps/Coverage/Coverage.csproj"))
+        .args([
+            "-c",
+            "Release",
+            "-r",
+            "linux-x64",
+            "--self-contained",
+            "false",
+        ])
+        .args(["-p:PublishReadyToRun=true", "-nodeReuse:false"])
+        .args(["-p:UseSharedCompilation=false", "-o"])
+        .arg(dir.join("out"))
+        .arg("--artifacts-path")
+        .arg(dir.join("artifacts"))
+        .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "ReadyToRun publish (needs the microsoft.netcore.app.crossgen2 package from the NuGet source):\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let dll = dir.join("out/Coverage.dll");
+    let image = std::fs::read(&dll).unwrap();
+    assert!(
+        image.windows(4).any(|w| w == b"RTR\0"),
+        "no ReadyToRun header in {}",
+        dll.display()
+    );
+    let r2r = clrprof_testkit::BuiltApp {
+        dll,
+        dir: dir.join("out"),
+        ..app.clone()
+    };
+    let (out, report) = coverage_app(&r2r, &dir, &[], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let source = clrprof_testkit::workspace_root().join("apps/Coverage/Program.cs");
+    assert_eq!(
+        measured(&report, "apps/Coverage/Program.cs"),
+        expected(&source)
+    );
+}
