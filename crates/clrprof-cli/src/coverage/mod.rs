@@ -43,7 +43,7 @@ pub struct CoverageArgs {
     #[arg(long, conflicts_with = "command")]
     pub pid: Option<u32>,
     /// With --pid: how long to measure, in seconds
-    #[arg(long, requires = "pid", value_parser = crate::cli::parse_duration, value_name = "SECONDS")]
+    #[arg(long, requires = "pid", value_parser = parse_duration, value_name = "SECONDS")]
     pub duration: Option<f64>,
     /// The command to run, e.g. `dotnet test` or `dotnet app.dll`
     #[arg(last = true, required_unless_present = "pid")]
@@ -149,6 +149,18 @@ pub fn run(args: CoverageArgs) -> Result<i32> {
         );
     }
     Ok(code)
+}
+
+/// `--duration`: seconds, more than 0 and at most a year (as `record --duration`; its own
+/// copy, `cli` naming this module's arguments).
+fn parse_duration(s: &str) -> Result<f64, String> {
+    let max = clrprof_settings::MAX_DURATION_S;
+    match s.trim().parse::<f64>() {
+        Ok(d) if d > 0.0 && d <= max => Ok(d),
+        _ => Err(format!(
+            "expected a number of seconds, more than 0 and at most {max} (a year)"
+        )),
+    }
 }
 
 /// Starts the command with the agent in coverage mode and waits for it: its exit code.
