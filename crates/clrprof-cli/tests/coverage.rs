@@ -575,3 +575,119 @@ fn readytorun_code_is_measured_like_jitted_code() {
         expected(&source)
     );
 }
+
+#[test]
+fn a_killed_process_loses_nothing_it_counted() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let app = clrprof_testkit::app("Coverage");
+    let dir = scratch("coverage-sigkill");
+    let report_path = dir.join("killed.json");
+    let mut cmd = clrprof();
+    cmd.arg("coverage")
+        .args(["-f", "json", "-o"])
+        .arg(&report_path)
+        .arg("--")
+        .arg(&app.dotnet)
+        .arg(&app.dll)
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    app.env(&mut cmd);
+    let mut cov = cmd.spawn().unwrap();
+    let mut out = BufReader::new(cov.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let pid: u32 = line.trim().strip_prefix("READY ").unwrap().parse().unwrap();
+    let mut stdin = cov.stdin.take().unwrap();
+    writeln!(stdin, "work").unwrap();
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "DONE three1");
+    // SIGKILL: no shutdown callback, no flush; the counters are already in the file.
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let done = cov.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(128 + 9), "{stderr}");
+    assert!(stderr.contains("ended abnormally"), "{stderr}");
+    let report = common::json_file(&report_path);
+    assert_eq!(report["ended_normally"], false);
+    let got = measured(&report, "apps/Coverage/Program.cs");
+    let source =
+        std::fs::read_to_string(clrprof_testkit::workspace_root().join("apps/Coverage/Program.cs"))
+            .unwrap();
+    let line_of = |needle: &str| {
+        source
+            .lines()
+            .position(|l| l.contains(needle))
+            .map(|i| i as u64 + 1)
+            .unwrap()
+    };
+    assert!(got[&line_of("return \"three\"")].0, "{got:?}");
+    assert!(got[&line_of("total += i;")].0, "{got:?}");
+    assert!(!got[&line_of("return \"two\"")].0, "{got:?}");
+}
+
+#[test]
+fn the_processes_of_one_command_are_merged() {
+    // Two .NET processes in one command: the default run and a `serve` run with one
+    // `work`; each counts its own lines, the report has their union.
+    let app = clrprof_testkit::app("Coverage");
+    let dir = scratch("coverage-merge");
+    let report_path = dir.join("merged.json");
+    let script = format!(
+        "'{d}' '{dll}' > /dev/null && printf 'work\\nquit\\n' | '{d}' '{dll}' serve > /dev/null",
+        d = app.dotnet.display(),
+        dll = app.dll.display()
+    );
+    let mut cmd = clrprof();
+    cmd.arg("coverage")
+        .args(["-f", "json", "-o"])
+        .arg(&report_path)
+        .args(["--", "sh", "-c", &script]);
+    app.env(&mut cmd);
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let report = common::json_file(&report_path);
+    assert_eq!(
+        report["processes"].as_array().unwrap().len(),
+        2,
+        "{report:#}"
+    );
+    assert_eq!(report["ended_normally"], true);
+    let got = measured(&report, "apps/Coverage/Program.cs");
+    let source =
+        std::fs::read_to_string(clrprof_testkit::workspace_root().join("apps/Coverage/Program.cs"))
+            .unwrap();
+    let line_of = |needle: &str| {
+        source
+            .lines()
+            .position(|l| l.contains(needle))
+            .map(|i| i as u64 + 1)
+            .unwrap()
+    };
+    // Only the serve run returns "three", only the default run adds "big".
+    assert!(got[&line_of("return \"three\"")].0, "{got:?}");
+    assert!(got[&line_of("sink.Add(\"big\")")].0, "{got:?}");
+    assert!(got[&line_of("return Serve.Run(args)")].0, "{got:?}");
+    // Both ran Loops: its lines count both runs.
+    let file = report["assemblies"][0]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"].as_str().unwrap().ends_with("Program.cs"))
+        .unwrap();
+    let total = file["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["line"].as_u64() == Some(line_of("int total = 0;")))
+        .unwrap();
+    assert_eq!(total["hits"], 2);
+}
