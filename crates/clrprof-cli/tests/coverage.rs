@@ -691,3 +691,94 @@ fn the_processes_of_one_command_are_merged() {
         .unwrap();
     assert_eq!(total["hits"], 2);
 }
+
+#[test]
+fn reportgenerator_reads_our_cobertura() {
+    // ReportGenerator (the .NET tool, installed from the NuGet source into the target dir
+    // once) reads our Cobertura and counts what we count.
+    let app = clrprof_testkit::app("Coverage");
+    let dir = scratch("coverage-reportgenerator");
+    let tools = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("tools");
+    let rg = tools.join("reportgenerator");
+    if !rg.exists() {
+        let out = std::process::Command::new(&app.dotnet)
+            .args(["tool", "install", "dotnet-reportgenerator-globaltool"])
+            .args(["--version", "5.5.12", "--tool-path"])
+            .arg(&tools)
+            .env("DOTNET_CLI_TELEMETRY_OPTOUT", "1")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "installing ReportGenerator (dotnet-reportgenerator-globaltool 5.5.12 from the NuGet source): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let xml = dir.join("coverage.xml");
+    let mut cmd = clrprof();
+    cmd.arg("coverage")
+        .arg("-o")
+        .arg(&xml)
+        .arg("--")
+        .arg(&app.dotnet)
+        .arg(&app.dll);
+    app.env(&mut cmd);
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&xml).unwrap();
+    let attr = |name: &str| -> u64 {
+        let at = text.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+        text[at..at + text[at..].find('"').unwrap()]
+            .parse()
+            .unwrap()
+    };
+    let html = dir.join("html");
+    let out = std::process::Command::new(&rg)
+        .arg(format!("-reports:{}", xml.display()))
+        .arg(format!("-targetdir:{}", html.display()))
+        .arg("-reporttypes:Html;TextSummary")
+        .env(
+            "DOTNET_ROOT",
+            app.dotnet_root.clone().unwrap_or_else(|| {
+                std::fs::canonicalize(&app.dotnet)
+                    .unwrap()
+                    .parent()
+                    .unwrap()
+                    .to_path_buf()
+            }),
+        )
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary = std::fs::read_to_string(html.join("Summary.txt")).unwrap();
+    let field = |name: &str| -> u64 {
+        let line = summary
+            .lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} in {summary}"));
+        line.rsplit(':').next().unwrap().trim().parse().unwrap()
+    };
+    assert_eq!(field("Covered lines:"), attr("lines-covered"), "{summary}");
+    assert_eq!(field("Coverable lines:"), attr("lines-valid"), "{summary}");
+    assert_eq!(
+        field("Covered branches:"),
+        attr("branches-covered"),
+        "{summary}"
+    );
+    assert_eq!(
+        field("Total branches:"),
+        attr("branches-valid"),
+        "{summary}"
+    );
+    assert!(html.join("index.html").is_file());
+}
