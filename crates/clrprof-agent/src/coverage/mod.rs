@@ -9,6 +9,9 @@
 //! each written with one `write` before the method's new body is handed to the runtime,
 //! so no counted cell lacks its line). `end` is its last line after a normal shutdown.
 //!
+//! After attach (`clrprof coverage --pid`) the bodies go in through ReJIT instead
+//! (`attach_complete`, `rejit_body`) and are reverted when the CLI's run directory is gone.
+//!
 //! ReadyToRun: precompiled code of a measured assembly is refused in
 //! JITCachedFunctionSearchStarted, so its methods are JIT-compiled (and instrumented)
 //! like the others; the framework keeps its precompiled code. Inlining of a measured
@@ -162,11 +165,18 @@ impl Coverage {
 
     /// ModuleLoadFinished: decides whether the module is measured and reads its PDB.
     pub fn module_loaded(&self, module: ModuleId) {
+        // After attach a module can be both enumerated and reported loaded: once is enough.
+        let seen = self.ignored.lock().is_ok_and(|i| i.contains(&module.0))
+            || self.modules.lock().is_ok_and(|m| m.contains_key(&module.0));
+        if seen {
+            return;
+        }
         let Ok(mi) = self.info.get_module_info2(module) else {
             return;
         };
         let path = mi.name;
-        let dynamic = mi.flags & sys::COR_PRF_MODULE_DYNAMIC != 0;
+        let dynamic =
+            mi.flags & (sys::COR_PRF_MODULE_DYNAMIC | sys::COR_PRF_MODULE_COLLECTIBLE) != 0;
         let name = Path::new(&path)
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
