@@ -18,6 +18,7 @@ pub(crate) mod alloc;
 pub(crate) mod callbacks;
 pub(crate) mod config;
 pub(crate) mod control;
+pub(crate) mod coverage;
 pub(crate) mod heap;
 pub(crate) mod inspect;
 pub(crate) mod names;

@@ -24,7 +24,9 @@ use clrprof_testkit::module_graph::{
 const LAYERS: &[&[&str]] = &[
     &["callbacks"],
     &["session"],
-    &["control", "sampling", "tracing", "heap", "alloc"],
+    &[
+        "control", "sampling", "tracing", "heap", "alloc", "coverage",
+    ],
     &["names", "inspect", "log", "stackwalk"],
     &["config", "output"],
     &["os"],
@@ -37,6 +39,7 @@ const EXPECTED: &[&str] = &[
     "callbacks",
     "config",
     "control",
+    "coverage",
     "heap",
     "inspect",
     "log",

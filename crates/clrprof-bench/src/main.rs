@@ -12,8 +12,10 @@
 //!   cargo run --release -p clrprof-bench -- alloc       # `record --alloc` overhead (+ dotnet-trace)
 //!   cargo run --release -p clrprof-bench -- live        # `dump` wall time, `top`'s cost to the target
 //!   cargo run --release -p clrprof-bench -- waits       # `record --waits` on the Demo (+ dotnet-trace)
+//!   cargo run --release -p clrprof-bench -- coverage    # an xunit suite under clrprof coverage vs coverlet; ns per counted hit
 
 mod alloc;
+mod coverage;
 mod soak;
 
 use std::path::{Path, PathBuf};
@@ -91,6 +93,9 @@ enum What {
         #[arg(long)]
         cpus: Option<String>,
     },
+    /// `clrprof coverage` of an xunit suite against coverlet (interleaved rounds), and
+    /// the ns per counted hit on a hot loop
+    Coverage,
     /// Snapshots of a large heap by clrprof and dotnet-gcdump, alternated: the app's stop,
     /// bytes/object, then the report's time and memory
     Heap {
@@ -118,6 +123,7 @@ fn main() -> Result<()> {
         What::Attach => attach(args.runs),
         What::Soak { cycles } => soak::run(&clrprof()?, cycles),
         What::Heap { objects } => heap::run(objects, args.runs),
+        What::Coverage => coverage::run(&clrprof()?, args.runs),
         What::Alloc {
             workloads,
             only,

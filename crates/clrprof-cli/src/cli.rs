@@ -33,6 +33,8 @@ pub enum Command {
     Top(TopArgs),
     /// Print the current managed stack of every thread of a running process
     Dump(DumpArgs),
+    /// Measure code coverage of a command (e.g. `dotnet test`) by in-memory IL rewriting
+    Coverage(crate::coverage::CoverageArgs),
     /// Print a shell completion script: `clrprof completions bash > /etc/bash_completion.d/clrprof`
     Completions {
         /// The shell

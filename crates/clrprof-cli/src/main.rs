@@ -9,6 +9,7 @@ mod chrome_args;
 mod cli;
 mod completions;
 mod convert;
+mod coverage;
 mod diff;
 mod dump;
 mod heap;
@@ -66,6 +67,7 @@ fn main() {
         cli::Command::Man => completions::man(),
         cli::Command::Top(t) => top::run(t),
         cli::Command::Dump(d) => dump::run(d),
+        cli::Command::Coverage(c) => coverage::run(c),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -15,6 +15,7 @@
 #![warn(missing_debug_implementations)]
 
 mod body;
+pub mod coverage;
 mod error;
 pub mod opcode;
 pub mod sig;

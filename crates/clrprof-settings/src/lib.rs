@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 pub mod attach;
+pub mod coverage;
 mod env;
 mod groups;
 mod kinds;

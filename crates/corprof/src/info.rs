@@ -732,6 +732,39 @@ impl ProfilerInfo {
         Ok(unsafe { core::slice::from_raw_parts(body, size as usize) }.to_vec())
     }
 
+    /// `GetILFunctionBodyAllocator` + `IMethodMalloc::Alloc` + `SetILFunctionBody`: the
+    /// method's new body (header, code, exception sections), used from its next JIT
+    /// compilation on (e.g. inside `jit_compilation_started`). The body is copied into
+    /// memory the module's allocator gives (the runtime keeps it for the module's
+    /// lifetime; it is never freed). **Info1 · sync · startup only**
+    pub fn set_il_function_body(&self, module: ModuleId, method: u32, body: &[u8]) -> Result<()> {
+        let len = u32::try_from(body.len()).map_err(|_| HResult::E_INVALIDARG)?;
+        let mut malloc: *mut sys::IMethodMalloc = ptr::null_mut();
+        check(vcall!(
+            self,
+            ICorProfilerInfo::GetILFunctionBodyAllocator(module.0, &mut malloc)
+        ))?;
+        if malloc.is_null() {
+            return Err(HResult::E_POINTER);
+        }
+        // SAFETY: `malloc` is the live allocator the runtime just handed us with one
+        // reference (R3); `Alloc` takes a size and returns a block of at least that many
+        // bytes or null.
+        let block = unsafe { ((*(*malloc).vtbl).Alloc)(malloc, len) } as *mut u8;
+        // SAFETY: we own the one reference the runtime gave (R3); released once.
+        unsafe { ((*(*malloc).vtbl).base.Release)(malloc.cast()) };
+        if block.is_null() {
+            return Err(HResult::E_OUTOFMEMORY);
+        }
+        // SAFETY: `block` is `len` fresh bytes the allocator gave us, aliased by nothing
+        // yet (R5); `body` is a live slice of `len` bytes.
+        unsafe { ptr::copy_nonoverlapping(body.as_ptr(), block, body.len()) };
+        check(vcall!(
+            self,
+            ICorProfilerInfo::SetILFunctionBody(module.0, method, block)
+        ))
+    }
+
     /// `RequestReJITWithInliners`: ReJIT these methods (and, with
     /// `COR_PRF_REJIT_BLOCK_INLINING`, the methods they were inlined into, and keep them
     /// from being inlined again); the runtime asks for each body through

@@ -16,6 +16,14 @@ use crate::{inspect, names, sampling, session};
 
 impl ProfilerCallback for Profiler {
     fn initialize(&self, info: ProfilerInfo) -> Result<()> {
+        match clrprof_settings::coverage::CoverageSettings::from_env(|k| std::env::var(k).ok()) {
+            Ok(Some(c)) => return self.start_coverage(info, c, None),
+            Ok(None) => {}
+            Err(e) => {
+                log!("{e}; the profiler is not loaded and the application runs unmeasured");
+                return Err(HResult(corprof_sys::CORPROF_E_PROFILER_CANCEL_ACTIVATION));
+            }
+        }
         let settings = match crate::config::check_utf8(std::env::vars_os()).and_then(|()| {
             crate::config::Settings::from_env(|k| std::env::var(k).ok(), std::process::id())
         }) {
@@ -64,6 +72,14 @@ impl ProfilerCallback for Profiler {
     }
 
     fn initialize_for_attach(&self, info: ProfilerInfo, client_data: &[u8]) -> Result<()> {
+        match clrprof_settings::coverage::decode_attach(client_data) {
+            Ok(Some((c, duration))) => return self.start_coverage(info, c, Some(duration)),
+            Ok(None) => {}
+            Err(e) => {
+                log!("{e}; attach refused, the application is untouched");
+                return Err(HResult(corprof_sys::E_INVALIDARG));
+            }
+        }
         let req = match crate::control::attach::parse(client_data, std::process::id()) {
             Ok(r) => r,
             Err(e) => {
@@ -103,6 +119,14 @@ impl ProfilerCallback for Profiler {
     }
 
     fn profiler_attach_complete(&self) -> Result<()> {
+        if let Some(c) = self.coverage() {
+            let duration = *self
+                .attach_duration
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            c.attach_complete(duration);
+            return Ok(());
+        }
         let Some(a) = self.active() else {
             return Ok(());
         };
@@ -143,6 +167,10 @@ impl ProfilerCallback for Profiler {
     }
 
     fn shutdown(&self) -> Result<()> {
+        if let Some(c) = self.coverage() {
+            c.shutdown();
+            return Ok(());
+        }
         self.stop("runtime shutdown");
         Ok(())
     }
@@ -185,6 +213,12 @@ impl ProfilerCallback for Profiler {
     }
 
     fn module_load_finished(&self, id: ModuleId, status: HResult) -> Result<()> {
+        if let Some(c) = self.coverage() {
+            if status.0 >= 0 {
+                c.module_loaded(id);
+            }
+            return Ok(());
+        }
         let Some(a) = self.active() else {
             return Ok(());
         };
@@ -233,7 +267,11 @@ impl ProfilerCallback for Profiler {
         method: u32,
         control: corprof::FunctionControl<'_>,
     ) -> Result<()> {
-        match crate::tracing::probes::rejit_body(module, method) {
+        let body = match self.coverage() {
+            Some(c) => c.rejit_body(module, method),
+            None => crate::tracing::probes::rejit_body(module, method),
+        };
+        match body {
             Some(body) => control.set_il_function_body(&body).inspect_err(|e| {
                 log!("SetILFunctionBody({method:#010x}) failed: {e}; that method keeps its code")
             }),
@@ -253,6 +291,10 @@ impl ProfilerCallback for Profiler {
     }
 
     fn jit_compilation_started(&self, function: FunctionId, is_safe_to_block: bool) -> Result<()> {
+        if let Some(c) = self.coverage() {
+            c.jit_started(function);
+            return Ok(());
+        }
         let Some(a) = self.active() else {
             return Ok(());
         };
@@ -274,6 +316,29 @@ impl ProfilerCallback for Profiler {
             function: function.0 as u64,
             hr: hr(status),
         });
+        Ok(())
+    }
+
+    fn jit_cached_function_search_started(
+        &self,
+        function: FunctionId,
+        use_cached_function: &mut bool,
+    ) -> Result<()> {
+        if let Some(c) = self.coverage() {
+            c.cached_search(function, use_cached_function);
+        }
+        Ok(())
+    }
+
+    fn jit_inlining(
+        &self,
+        _caller: FunctionId,
+        callee: FunctionId,
+        should_inline: &mut bool,
+    ) -> Result<()> {
+        if let Some(c) = self.coverage() {
+            c.inlining(callee, should_inline);
+        }
         Ok(())
     }
 

@@ -59,6 +59,10 @@ impl Refused {
 #[derive(Default)]
 pub struct Profiler {
     active: OnceLock<Active>,
+    /// A `clrprof coverage` run (no recording: `active` stays empty).
+    coverage: OnceLock<Arc<crate::coverage::Coverage>>,
+    /// A coverage attach's `--duration`, for ProfilerAttachComplete.
+    attach_duration: std::sync::Mutex<Option<f64>>,
 }
 
 impl Profiler {
@@ -78,6 +82,54 @@ impl Profiler {
             return None;
         }
         Some(names::class_name(&a.info, class))
+    }
+
+    fn coverage(&self) -> Option<&Arc<crate::coverage::Coverage>> {
+        self.coverage.get()
+    }
+
+    /// Initialize of a `clrprof coverage` run: the SDK's own processes decline, any other
+    /// process gets its counters and map in the run directory.
+    fn start_coverage(
+        &self,
+        info: ProfilerInfo,
+        settings: clrprof_settings::coverage::CoverageSettings,
+        attach: Option<Option<f64>>,
+    ) -> corprof::Result<()> {
+        let cancel = HResult(if attach.is_some() {
+            corprof_sys::E_FAIL
+        } else {
+            corprof_sys::CORPROF_E_PROFILER_CANCEL_ACTIVATION
+        });
+        let argv = crate::session::command_line();
+        if attach.is_none() && crate::session::sdk_process(&argv).is_some() {
+            return Err(cancel);
+        }
+        // One session at a time in this process (`session::state`): coverage, once
+        // started, owns the library until the process exits (its bodies keep their
+        // counters), so the state is never given back after a start.
+        if let Err(state) = crate::session::state::begin() {
+            log!(
+                "the profiler in this process is {state} (CORPROF_E_PROFILER_ALREADY_ACTIVE); coverage refused"
+            );
+            return Err(cancel);
+        }
+        *self
+            .attach_duration
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = attach.flatten();
+        match crate::coverage::Coverage::start(info, settings, &argv, attach.is_some()) {
+            Ok(c) => {
+                let _ = self.coverage.set(c);
+                crate::session::state::started();
+                Ok(())
+            }
+            Err(e) => {
+                crate::session::state::end();
+                log!("{e}; coverage is not measured in this process");
+                Err(cancel)
+            }
+        }
     }
 
     fn stop(&self, why: &str) {

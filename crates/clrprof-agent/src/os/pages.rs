@@ -29,6 +29,34 @@ pub fn map(len: usize) -> Option<NonNull<u8>> {
     }
 }
 
+/// `len` bytes of `file` mapped shared (`MAP_SHARED`), or `None`: what is stored there is
+/// in the file at once, for whoever reads it, even if this process is killed the next
+/// instant. `clrprof coverage`'s counters. Never unmapped: the instrumented code that
+/// writes there lives as long as the process.
+pub fn map_shared(file: &std::fs::File, len: usize) -> Option<NonNull<u8>> {
+    use std::os::fd::AsRawFd;
+    if len == 0 {
+        return None;
+    }
+    // SAFETY: (A12) a shared mapping of a file this process created and opened read-write,
+    // of a length the caller set with `set_len`; no address hint, so no memory is replaced.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        None
+    } else {
+        NonNull::new(p as *mut u8)
+    }
+}
+
 /// Returns memory from [`map`].
 ///
 /// # Safety

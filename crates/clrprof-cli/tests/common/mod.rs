@@ -343,3 +343,31 @@ pub fn measure(args: &[&str], dir: &Path) -> Run {
         stderr: std::fs::read_to_string(&err).unwrap_or_default(),
     }
 }
+
+/// Runs `clrprof coverage -f json -o <dir>/coverage.json <flags> -- dotnet <app> <args>`;
+/// returns the output and the report (`Value::Null` when none was written).
+pub fn coverage_app(
+    app: &BuiltApp,
+    dir: &Path,
+    flags: &[&str],
+    app_args: &[&str],
+) -> (Output, serde_json::Value) {
+    let report = dir.join("coverage.json");
+    let _ = std::fs::remove_file(&report);
+    let mut cmd = clrprof();
+    cmd.arg("coverage")
+        .arg("-f")
+        .arg("json")
+        .arg("-o")
+        .arg(&report)
+        .args(flags)
+        .arg("--");
+    cmd.arg(&app.dotnet).arg(&app.dll).args(app_args);
+    app.env(&mut cmd);
+    let out = cmd.output().expect("run clrprof coverage");
+    let json = std::fs::read(&report)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (out, json)
+}
