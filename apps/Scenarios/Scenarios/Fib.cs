@@ -7,7 +7,8 @@ namespace Scenarios;
 /// `fib [n=25] [threads=1]`: naive recursive <c>Scenarios.FibScenario.Fib</c>, counting its
 /// own calls (2·F(n+1) − 1: 242785 for n = 25). With threads=N, N threads each run the
 /// same recursion in <c>FibUncounted</c> (a shared counter would race) at the same time;
-/// `fib_us` is then the time until the last one finished.
+/// `fib_us` is then the time until the last one finished. With seconds=S (one thread), it
+/// computes Fib(n) again and again for S seconds.
 /// </summary>
 public static class FibScenario
 {
@@ -24,6 +25,13 @@ public static class FibScenario
         }
         var watch = System.Diagnostics.Stopwatch.StartNew();
         int fib = Fib(n);
+        // seconds=S: Fib(n) again and again until S seconds have passed (a call rate
+        // sustained for a known time, whatever the machine's speed).
+        int seconds = args.NamedInt("seconds", 0);
+        while (watch.Elapsed.TotalSeconds < seconds)
+        {
+            fib = Fib(n);
+        }
         double us = watch.Elapsed.TotalMicroseconds;
         Results.Print(("fib_calls", s_calls), ("fib", fib), ("n", n), ("fib_us", (long)us));
         return 0;

@@ -2,8 +2,8 @@
 //! of millions of times, and the trace then grows by hundreds of MB a second while the
 //! app crawls. After the trace's first second this says how fast calls are recorded and
 //! the file grows, and names the methods that make most of the calls, with what to do
-//! (`--exclude` them, or count calls with `--counts`). It reads the first trace the run
-//! names with the live follower, for about a second, then stops.
+//! (`--exclude` them, or count calls with `--counts`). A second after the run's first
+//! trace appears, it decodes the start of it, and stops.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -14,8 +14,6 @@ use std::time::{Duration, Instant};
 
 use clrprof_format::Event;
 
-use crate::live::follow::Follow;
-
 /// How long the trace is read before the rate is told.
 const WINDOW: Duration = Duration::from_secs(1);
 /// Calls a second from which the notice is printed.
@@ -24,8 +22,8 @@ const NOTICE_CALLS_PER_S: f64 = 1_000_000.0;
 const NOTICE_BYTES_PER_S: f64 = 50.0 * 1024.0 * 1024.0;
 /// Methods named.
 const NAMED: usize = 3;
-/// Bytes of the trace read per poll: a sample of a fast-growing file, not all of it.
-const READ_PER_POLL: u64 = 4 << 20;
+/// Bytes of the trace read, from its start: a sample of a fast-growing file, not all of it.
+const READ_PREFIX: u64 = 8 << 20;
 
 /// The watching thread; [`Watch::finish`] stops it.
 pub struct Watch {
@@ -106,8 +104,13 @@ fn human(n: f64) -> String {
     }
 }
 
-/// Reads the run's first trace for [`WINDOW`] once it has its first calls.
+/// Waits [`WINDOW`] from the creation of the run's first trace, then decodes the first
+/// [`READ_PREFIX`] bytes of it (from its start, so that every thread's compact call chain
+/// is whole): the calls in them over the time they span (the trace's own clock, not the
+/// writer's pace, which may lag far behind) give the rate at which the app makes calls,
+/// and the calls per byte how fast the trace grows at that rate.
 fn measure(run_dir: &Path, stop: &AtomicBool) -> Option<Rate> {
+    use std::io::Read;
     let path = loop {
         if stop.load(Ordering::Acquire) {
             return None;
@@ -117,44 +120,48 @@ fn measure(run_dir: &Path, stop: &AtomicBool) -> Option<Rate> {
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    let mut follow = Follow::open(&path).ok()?;
-    let mut calls: HashMap<u64, u64> = HashMap::new();
-    let mut names: HashMap<u64, String> = HashMap::new();
-    let mut enters = 0u64;
-    let mut started: Option<(Instant, u64)> = None;
-    loop {
+    let t0 = Instant::now();
+    while t0.elapsed() < WINDOW {
         if stop.load(Ordering::Acquire) {
             return None;
         }
-        let events = follow.poll_at_most(READ_PER_POLL).ok()?;
-        for e in &events {
-            match &e.event {
-                Event::Enter { function, .. } => {
-                    enters += 1;
-                    *calls.entry(*function).or_default() += 1;
-                }
-                Event::FunctionInfo { function, name, .. } => {
-                    names.insert(*function, name.to_string());
-                }
-                _ => {}
-            }
-        }
-        // The window opens at the first calls (startup, before them, is not the rate).
-        if started.is_none() && enters > 0 {
-            started = Some((Instant::now(), std::fs::metadata(&path).ok()?.len()));
-        }
-        if let Some((t0, len0)) = started
-            && t0.elapsed() >= WINDOW
-        {
-            let elapsed = t0.elapsed().as_secs_f64();
-            let len = std::fs::metadata(&path).ok()?.len();
-            let bytes_per_s = len.saturating_sub(len0) as f64 / elapsed;
-            // The calls in the bytes read, scaled to the bytes written.
-            let per_byte = enters as f64 / follow.read_bytes.max(1) as f64;
-            return Some(rate(bytes_per_s, per_byte, &calls, &names, enters));
-        }
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(50));
     }
+    let mut bytes = Vec::new();
+    std::fs::File::open(&path)
+        .ok()?
+        .take(READ_PREFIX)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    let trace = clrprof_analysis::timeline::Trace::load(&bytes).ok()?;
+    let mut names: HashMap<u64, String> = HashMap::new();
+    for e in &trace.events {
+        if let Event::FunctionInfo { function, name, .. } = &e.event {
+            names.insert(*function, name.to_string());
+        }
+    }
+    let mut calls: HashMap<u64, u64> = HashMap::new();
+    let (mut enters, mut first, mut last) = (0u64, u64::MAX, 0u64);
+    trace.for_each_call(|e| {
+        if let Event::Enter { function, .. } = e.event {
+            enters += 1;
+            *calls.entry(function).or_default() += 1;
+            first = first.min(e.ns);
+            last = last.max(e.ns);
+        }
+    });
+    if enters < 2 || last <= first {
+        return None;
+    }
+    let calls_per_s = enters as f64 / ((last - first) as f64 / 1e9);
+    let per_byte = enters as f64 / bytes.len().max(1) as f64;
+    Some(rate(
+        calls_per_s / per_byte,
+        per_byte,
+        &calls,
+        &names,
+        enters,
+    ))
 }
 
 fn rate(

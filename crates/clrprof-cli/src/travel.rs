@@ -37,7 +37,8 @@ pub fn append_lines(path: &Path) -> Result<usize> {
     let mut reader = TraceReader::new(&bytes)
         .with_context(|| format!("{} is not a readable clrprof trace", path.display()))?;
     let (mut last_seq, mut last_ts, mut positions) = (None::<u64>, 0u64, false);
-    for e in reader.events() {
+    // Call records hold no positions: a trace-mode file's millions of them are skipped.
+    for e in reader.events_without_calls() {
         last_ts = last_ts.max(e.ts);
         positions |= matches!(
             e.event,
@@ -48,6 +49,7 @@ pub fn append_lines(path: &Path) -> Result<usize> {
             return Ok(0);
         }
     }
+    last_ts = last_ts.max(reader.stats().calls_last_ts);
     if !positions {
         return Ok(0);
     }
