@@ -42,17 +42,8 @@ fn bad_configuration_declines_and_the_app_runs_unprofiled() {
 /// the app's first line (`READY <pid>`).
 fn record_waiting_app(trace: &std::path::Path) -> (std::process::Child, String) {
     let app = scenarios();
-    let mut cmd = clrprof();
-    // A shell without job control starts background commands with SIGINT ignored, and an
-    // ignored signal stays ignored across exec: the Ctrl-C test needs the default.
-    // SAFETY: between fork and exec only `signal`, which is async-signal-safe.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-            Ok(())
-        });
-    }
-    let mut child = cmd
+    // (`clrprof()` gives it the default SIGINT, which the Ctrl-C test needs.)
+    let mut child = clrprof()
         .args(["record", "--mode", "events", "-q", "-o"])
         .arg(trace)
         .arg("--")

@@ -17,9 +17,19 @@ pub fn timing_lock() -> std::sync::MutexGuard<'static, ()> {
 
 /// `clrprof`, with the profiler library built and passed explicitly (`cargo test` does
 /// not link the cdylib by itself).
+/// `clrprof`, with the default SIGINT: a shell without job control starts background
+/// commands with SIGINT ignored, which survives exec, and the tests that send Ctrl-C
+/// to clrprof (or, through it, to the app) need the disposition a terminal gives.
 pub fn clrprof() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_clrprof"));
     cmd.env("CLRPROF_PROFILER_PATH", clrprof_testkit::profiler_library());
+    // SAFETY: between fork and exec only `signal`, which is async-signal-safe.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
     cmd
 }
 
