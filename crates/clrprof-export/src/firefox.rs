@@ -482,17 +482,16 @@ fn add_sources(profile: &Profile, v: &mut serde_json::Value) {
     };
     for t in threads {
         let Some(t) = t.as_object_mut() else { continue };
-        let Some(mut strings) = t.get("stringArray").and_then(Value::as_array).cloned() else {
+        // The thread's strings are taken out (not copied) and put back with the files.
+        let Some(Value::Array(mut strings)) = t.remove("stringArray") else {
             continue;
         };
-        let Some(names) = t
+        let names: Vec<Option<u64>> = t
             .get("funcTable")
             .and_then(|f| f.get("name"))
             .and_then(Value::as_array)
-            .cloned()
-        else {
-            continue;
-        };
+            .map(|n| n.iter().map(Value::as_u64).collect())
+            .unwrap_or_default();
         let mut index: HashMap<String, usize> = strings
             .iter()
             .enumerate()
@@ -503,7 +502,6 @@ fn add_sources(profile: &Profile, v: &mut serde_json::Value) {
         let mut func_line = Vec::with_capacity(names.len());
         for n in &names {
             let source = n
-                .as_u64()
                 .and_then(|i| strings.get(i as usize))
                 .and_then(Value::as_str)
                 .and_then(|name| by_name.get(name));
