@@ -453,6 +453,37 @@ fn missed_ticks_are_counted_by_reason_on_a_busy_app() {
         .unwrap_or_else(|| panic!("no achieved rate in {timing}"));
     assert!(achieved > 0.0 && achieved <= 1000.0, "{timing}");
     assert!(timing.contains("999.0 Hz asked"), "{timing}");
+
+    // The trace carries the same figures (format 2.3): the report says why, not the log.
+    let j = report_json(&trace);
+    let t = &j["sampler"]["timing"];
+    assert_eq!(t["missed_own_work"], busy, "{t:#}\n{timing}");
+    assert_eq!(t["missed_not_scheduled"], sched, "{t:#}\n{timing}");
+    let kept = t["achieved_hz"].as_f64().unwrap();
+    assert!((kept - achieved).abs() <= 0.1 * achieved, "{t:#}\n{timing}");
+    assert!(
+        (t["asked_hz"].as_f64().unwrap() - 999.0).abs() < 0.5,
+        "{t:#}"
+    );
+    let text = report_text(&trace);
+    let ratio = t["achieved_ratio"].as_f64().unwrap();
+    if ratio < 0.99 || missed > 0 {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("  rate:"))
+            .unwrap_or_else(|| panic!("the report does not say why ticks were missed:\n{text}"));
+        // Each reason that missed a tick is named with its count.
+        if busy > 0 {
+            let said = format!("{busy} ticks missed because the ticks' own work");
+            assert!(line.contains(&said), "{line}");
+        }
+        if sched > 0 {
+            let said = format!("{sched} because the sampler thread was not scheduled");
+            assert!(line.contains(&said), "{line}");
+        }
+    } else {
+        assert!(!text.contains("  rate:"), "{text}");
+    }
 }
 
 /// The runtime's background JIT thread (the tiered-compilation worker) has no managed

@@ -203,6 +203,28 @@ events! {
     /// other (format 2). `blocks` is the number of blocks it wrote or tried to before this
     /// one's. A trace whose header says `end_record` and that has none was cut short.
     37 TraceEnd { blocks: u64 }
+    /// The sampler's timing, written right after its `SamplerStats` (2.3): the rate it
+    /// kept and, for the ticks it missed or took late, why.
+    38 SamplerTiming {
+        /// The interval asked for, and how long the sampler ran.
+        interval_ns: u64,
+        run_ns: u64,
+        /// Missed ticks by reason: the previous ticks' own work ran past their deadlines
+        /// (`busy`), or the sampler thread, free, was not scheduled in time (`sched`).
+        missed_busy: u64,
+        missed_sched: u64,
+        /// Ticks taken more than one interval late (caught up at once), by the same reasons.
+        late_busy: u64,
+        late_sched: u64,
+        /// The longest tick's work, and the longest delay between a free sampler's deadline
+        /// and its wake-up.
+        max_tick_ns: u64,
+        max_wake_delay_ns: u64,
+        /// All ticks' work, and the part of it spent stopping the threads and copying their
+        /// stacks (signal mode: waiting for each thread's handler to run).
+        busy_ns: u64,
+        capture_ns: u64,
+    }
     /// `--args`: the arguments of a call, recorded right after its Enter (same thread,
     /// same timestamp). `values` is a [`values`](crate::values) list (`this` first).
     40 CallArgs {

@@ -246,6 +246,18 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
         truncated: get(&stats.truncated),
         max_depth: max_depth() as u64,
     });
+    crate::output::buffers::emit(&Event::SamplerTiming {
+        interval_ns: get(&stats.interval_ns),
+        run_ns: get(&stats.run_ns),
+        missed_busy: get(&stats.missed_busy),
+        missed_sched: get(&stats.missed_sched),
+        late_busy: get(&stats.late_busy),
+        late_sched: get(&stats.late_sched),
+        max_tick_ns: get(&stats.max_tick_ns),
+        max_wake_delay_ns: get(&stats.max_wake_delay_ns),
+        busy_ns: get(&stats.busy_ns),
+        capture_ns: get(&stats.suspended_ns),
+    });
 }
 
 /// Records one sample per walked stack, with the CPU time its thread used since its

@@ -46,7 +46,7 @@ pub use gc_summary::GcSummary;
 pub use jit::{Jit, JitEntry, JitSummary};
 pub use lost::{Lost, WriteFailure, errno_text, lost_reason};
 pub use modules::{Loaded, ModuleInfo};
-pub use sampler::{Sampler, SamplerStats};
+pub use sampler::{Sampler, SamplerStats, SamplerTiming};
 pub use samples::{SampleView, Samples, SamplesSection};
 pub use trace_info::TraceInfo;
 pub use waits_section::{

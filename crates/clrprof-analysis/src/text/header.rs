@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use super::escape::escape_controls;
 use super::units::ns;
-use crate::report::{SamplerStats, TraceInfo, WriteFailure};
+use crate::report::{SamplerStats, SamplerTiming, TraceInfo, WriteFailure};
 
 /// The process, the recording mode, the runtime and the duration.
 pub fn trace(o: &mut String, t: &TraceInfo) {
@@ -75,6 +75,52 @@ pub fn sampler(o: &mut String, s: Option<&SamplerStats>) {
             s.ticks, s.missed_ticks, s.signal_timeouts, s.truncated_stacks, s.max_depth
         );
     }
+    if let Some(t) = s.and_then(|s| s.timing.as_ref()) {
+        rate(o, t);
+    }
+}
+
+/// The rate the sampler kept, when it kept less than 99 % of it: what took the rest.
+fn rate(o: &mut String, t: &SamplerTiming) {
+    let missed = t.missed_own_work + t.missed_not_scheduled;
+    if t.achieved_ratio >= 0.99 && missed == 0 {
+        return;
+    }
+    let _ = write!(
+        o,
+        "  rate:     {:.0} Hz asked, {:.0} Hz achieved ({:.1} % of {} ticks due)",
+        t.asked_hz,
+        t.achieved_hz,
+        t.achieved_ratio * 100.0,
+        t.due_ticks
+    );
+    if missed == 0 {
+        let _ = writeln!(o);
+        return;
+    }
+    let mut why = Vec::new();
+    if t.missed_own_work > 0 {
+        why.push(format!(
+            "{} ticks missed because the ticks' own work ran past the next deadlines: a tick \
+             took {} on average against an interval of {} (longest {}), {} of it stopping the \
+             threads and copying their stacks (in signal mode, waiting for each thread's \
+             handler to run, which needs a free core)",
+            t.missed_own_work,
+            ns(t.tick_ns),
+            ns((1e9 / t.asked_hz) as u64),
+            ns(t.longest_tick_ns),
+            ns(t.capture_ns),
+        ));
+    }
+    if t.missed_not_scheduled > 0 {
+        why.push(format!(
+            "{} because the sampler thread was not scheduled in time (longest wake-up delay \
+             {}: the cores were busy)",
+            t.missed_not_scheduled,
+            ns(t.longest_wake_delay_ns),
+        ));
+    }
+    let _ = writeln!(o, "; {}", why.join("; "));
 }
 
 /// Problems met while reading the file.
@@ -152,6 +198,45 @@ mod tests {
             o,
             "  sampler:  100 ticks, 2 missed (the sampler fell behind), 0 threads did not answer \
              in time, 0 stacks truncated at 64 frames (--max-depth)\n"
+        );
+    }
+
+    #[test]
+    fn the_rate_says_why_ticks_were_missed() {
+        let mut t = SamplerTiming {
+            asked_hz: 999.0,
+            achieved_hz: 990.0,
+            due_ticks: 9990,
+            achieved_ratio: 0.991,
+            ..Default::default()
+        };
+        let mut o = String::new();
+        rate(&mut o, &t);
+        assert_eq!(o, "", "99 % kept, none missed: nothing to say");
+        t.achieved_hz = 750.0;
+        t.achieved_ratio = 0.75;
+        t.missed_own_work = 2000;
+        t.missed_not_scheduled = 497;
+        t.longest_tick_ns = 12_500_000;
+        t.longest_wake_delay_ns = 31_000_000;
+        t.tick_ns = 1_200_000;
+        t.capture_ns = 900_000;
+        rate(&mut o, &t);
+        assert!(
+            o.starts_with(
+                "  rate:     999 Hz asked, 750 Hz achieved (75.0 % of 9990 ticks due); 2000 \
+                 ticks missed because the ticks' own work ran past the next deadlines: a tick \
+                 took 1200.0 µs on average against an interval of 1001.0 µs (longest 12.5 ms), \
+                 900.0 µs of it stopping"
+            ),
+            "{o}"
+        );
+        assert!(
+            o.ends_with(
+                "; 497 because the sampler thread was not scheduled in time (longest wake-up \
+                 delay 31.0 ms: the cores were busy)\n"
+            ),
+            "{o}"
         );
     }
 

@@ -327,6 +327,19 @@ pub fn every_kind() -> Vec<Event<'static>> {
         Event::ExceptionPositions {
             positions: Cow::Owned(vec![0x10 + 4, 0, 0x33 + 4]),
         },
+        // 2.3
+        Event::SamplerTiming {
+            interval_ns: 1_001_001,
+            run_ns: 5_000_000_000,
+            missed_busy: 7,
+            missed_sched: 2,
+            late_busy: 11,
+            late_sched: 5,
+            max_tick_ns: 3_400_000,
+            max_wake_delay_ns: 8_100_000,
+            busy_ns: 1_200_000_000,
+            capture_ns: 900_000_000,
+        },
     ]
 }
 
@@ -646,6 +659,18 @@ pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
                     line: (c % (1 << 32)) as u32,
                 },
                 102 => Event::ExceptionPositions { positions: list },
+                38 => Event::SamplerTiming {
+                    interval_ns: a,
+                    run_ns: b2,
+                    missed_busy: c,
+                    missed_sched: d,
+                    late_busy: a ^ c,
+                    late_sched: b2 ^ d,
+                    max_tick_ns: u64::from(byte),
+                    max_wake_delay_ns: a.rotate_left(7),
+                    busy_ns: c.rotate_left(3),
+                    capture_ns: d.rotate_left(5),
+                },
                 40 => Event::CallArgs {
                     function: a,
                     sp: b2,
