@@ -456,6 +456,8 @@ fn missed_ticks_are_counted_by_reason_on_a_busy_app() {
 
     // The trace carries the same figures (format 2.3): the report says why, not the log.
     let j = report_json(&trace);
+    let rejected = number_before(sampler, " rejected walks");
+    assert_eq!(j["sampler"]["rejected_walks"], rejected, "{sampler}");
     let t = &j["sampler"]["timing"];
     assert_eq!(t["missed_own_work"], busy, "{t:#}\n{timing}");
     assert_eq!(t["missed_not_scheduled"], sched, "{t:#}\n{timing}");

@@ -224,6 +224,10 @@ events! {
         /// stacks (signal mode: waiting for each thread's handler to run).
         busy_ns: u64,
         capture_ns: u64,
+        /// Signal mode: walks that met a frame record whose return address no call
+        /// instruction precedes (a stale or foreign record); that frame is not taken for
+        /// managed code.
+        rejected_walks: u64,
     }
     /// `--args`: the arguments of a call, recorded right after its Enter (same thread,
     /// same timestamp). `values` is a [`values`](crate::values) list (`this` first).

@@ -248,6 +248,9 @@ impl SignalCapture {
                 want
             };
             copy_bytes.insert(os_tid, next_want);
+            if addrs.iter().skip(1).any(|&a| symbols.rejected_return(a)) {
+                stats.rejected_walks.fetch_add(1, Ordering::Relaxed);
+            }
             let begin = frames.len();
             let mut inner = symbolize::Sym::default();
             for (k, &a) in addrs.iter().enumerate() {

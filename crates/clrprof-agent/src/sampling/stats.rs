@@ -44,6 +44,9 @@ pub struct SamplerStats {
     /// and its wake-up.
     pub max_tick_ns: AtomicU64,
     pub max_wake_delay_ns: AtomicU64,
+    /// Signal mode: walks that met a frame record whose return address no call
+    /// instruction precedes (that frame was not taken for managed code).
+    pub rejected_walks: AtomicU64,
 }
 
 /// Why a tick came late: how much of the delay between its deadline and the sampler's

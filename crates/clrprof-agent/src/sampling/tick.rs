@@ -257,6 +257,7 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
         max_wake_delay_ns: get(&stats.max_wake_delay_ns),
         busy_ns: get(&stats.busy_ns),
         capture_ns: get(&stats.suspended_ns),
+        rejected_walks: get(&stats.rejected_walks),
     });
 }
 

@@ -12,7 +12,7 @@ pub(super) fn log_sampler(st: &SamplerStats) {
     let ticks = get(&st.ticks).max(1);
     log!(
         "sampler ({}): {} ticks, {} samples, {} ticks missed, {} suspend failures, {} empty walks, \
-         {} signal timeouts, {} truncated stacks, {} idle reuses, {} OSR frames walked, {} OSR frames merged; per tick {:.0} µs capturing, {:.0} µs busy",
+         {} rejected walks, {} signal timeouts, {} truncated stacks, {} idle reuses, {} OSR frames walked, {} OSR frames merged; per tick {:.0} µs capturing, {:.0} µs busy",
         if st.signal.load(std::sync::atomic::Ordering::Relaxed) {
             "signal"
         } else {
@@ -23,6 +23,7 @@ pub(super) fn log_sampler(st: &SamplerStats) {
         get(&st.missed_ticks),
         get(&st.suspend_failures),
         get(&st.walk_failures),
+        get(&st.rejected_walks),
         get(&st.signal_timeouts),
         get(&st.truncated),
         get(&st.reused),

@@ -261,6 +261,13 @@ impl Symbolizer {
         Some((s, call))
     }
 
+    /// Whether `ret_minus_1`, met as a caller, lies in executable memory that no call
+    /// instruction precedes: not a return address, so not taken for a managed frame (a
+    /// stale or foreign frame record). Only for addresses [`caller`](Self::caller) was asked.
+    pub fn rejected_return(&self, ret_minus_1: u64) -> bool {
+        matches!(self.returns.get(&ret_minus_1), Some((_, false)))
+    }
+
     /// The frame id for code at `addr` that is not managed: its module's, when `addr` is
     /// in a file-backed executable mapping, else 0 (`[native]`). Only for addresses the
     /// walk already accepted (the IP, or return addresses of frame records).

@@ -14,6 +14,9 @@ pub struct SamplerStats {
     /// Stacks deeper than `max_depth` (cut; their root-most frame is `[truncated: …]`).
     pub truncated_stacks: u64,
     pub max_depth: u64,
+    /// Signal mode (format 2.3 on): walks that met a frame record whose return address no
+    /// call instruction precedes; that frame was not taken for managed code.
+    pub rejected_walks: u64,
     /// Traces of format 2.3 on: the rate kept and why ticks were missed or late.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timing: Option<SamplerTiming>,
@@ -55,6 +58,7 @@ struct TimingSum {
     max_wake_delay_ns: u64,
     busy_ns: u64,
     capture_ns: u64,
+    rejected_walks: u64,
     /// Whether any record was seen.
     seen: bool,
     /// Ticks due over all runs (each run's length over its interval).
@@ -96,6 +100,7 @@ impl Sampler {
             max_wake_delay_ns,
             busy_ns,
             capture_ns,
+            rejected_walks,
         } = event
         {
             let t = &mut self.1;
@@ -111,6 +116,7 @@ impl Sampler {
             t.max_wake_delay_ns = t.max_wake_delay_ns.max(*max_wake_delay_ns);
             t.busy_ns = t.busy_ns.saturating_add(*busy_ns);
             t.capture_ns = t.capture_ns.saturating_add(*capture_ns);
+            t.rejected_walks = t.rejected_walks.saturating_add(*rejected_walks);
         }
     }
 
@@ -122,6 +128,7 @@ impl Sampler {
             && t.run_ns > 0
         {
             let taken = s.ticks.max(1);
+            s.rejected_walks = t.rejected_walks;
             s.timing = Some(SamplerTiming {
                 asked_hz: 1e9 / t.interval_ns as f64,
                 achieved_hz: s.ticks as f64 * 1e9 / t.run_ns as f64,
@@ -197,6 +204,7 @@ mod tests {
             max_wake_delay_ns: 9_000_000,
             busy_ns: 450_000_000,
             capture_ns: 300_000_000,
+            rejected_walks: 4,
         });
         let st = s.finish().unwrap();
         let t = st.timing.unwrap();
@@ -209,5 +217,6 @@ mod tests {
             (t.longest_tick_ns, t.longest_wake_delay_ns),
             (4_000_000, 9_000_000)
         );
+        assert_eq!(st.rejected_walks, 4);
     }
 }

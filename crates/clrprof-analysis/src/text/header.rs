@@ -66,14 +66,26 @@ pub fn lost(
 /// The sampler's shortcomings; nothing when it had none.
 pub fn sampler(o: &mut String, s: Option<&SamplerStats>) {
     if let Some(s) = s
-        && (s.truncated_stacks > 0 || s.missed_ticks > 0 || s.signal_timeouts > 0)
+        && (s.truncated_stacks > 0
+            || s.missed_ticks > 0
+            || s.signal_timeouts > 0
+            || s.rejected_walks > 0)
     {
-        let _ = writeln!(
+        let _ = write!(
             o,
             "  sampler:  {} ticks, {} missed (the sampler fell behind), {} threads did not answer in time, \
              {} stacks truncated at {} frames (--max-depth)",
             s.ticks, s.missed_ticks, s.signal_timeouts, s.truncated_stacks, s.max_depth
         );
+        if s.rejected_walks > 0 {
+            let _ = write!(
+                o,
+                ", {} walks met a frame record whose return address follows no call (that \
+                 frame is shown as native code, not as a method)",
+                s.rejected_walks
+            );
+        }
+        let _ = writeln!(o);
     }
     if let Some(t) = s.and_then(|s| s.timing.as_ref()) {
         rate(o, t);

@@ -339,6 +339,7 @@ pub fn every_kind() -> Vec<Event<'static>> {
             max_wake_delay_ns: 8_100_000,
             busy_ns: 1_200_000_000,
             capture_ns: 900_000_000,
+            rejected_walks: 3,
         },
     ]
 }
@@ -670,6 +671,7 @@ pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
                     max_wake_delay_ns: a.rotate_left(7),
                     busy_ns: c.rotate_left(3),
                     capture_ns: d.rotate_left(5),
+                    rejected_walks: b2.rotate_left(9),
                 },
                 40 => Event::CallArgs {
                     function: a,
