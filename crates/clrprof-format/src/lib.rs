@@ -74,7 +74,7 @@ pub use header::{
     MAX_HEADER_JSON_LEN, TraceMeta, write_file_header,
 };
 pub use phases::{EltKind, ExceptionPhase, SuspendPhase};
-pub use reader::{Block, Blocks, Events, ReadStats, TraceReader, read_all};
+pub use reader::{Block, Blocks, Events, IncrementalReader, ReadStats, TraceReader, read_all};
 pub use records::{Record, RecordError, Records};
 pub use warning::{DamageCause, Warning};
 
