@@ -291,3 +291,28 @@ pub fn text(d: &Dump) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `clrprof dump` of a recorded trace: each sampled thread's last stack, named, with
+    /// the wait it is in (no /proc readings: every thread counts as waiting).
+    #[test]
+    fn dump_rendering_of_a_recorded_trace() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../clrprof-analysis/tests/fixtures/sample-hot.bin");
+        let mut follow = crate::live::follow::Follow::open(&path).unwrap();
+        let events = follow.poll().unwrap();
+        // A pid with no /proc entry: no command line is read.
+        let d = build(
+            u32::MAX,
+            &events,
+            &StateTally::default(),
+            Duration::from_millis(250),
+        );
+        insta::with_settings!({ prepend_module_to_snapshot => false }, {
+            insta::assert_snapshot!("dump", text(&d));
+        });
+    }
+}
