@@ -126,4 +126,47 @@ mod tests {
         assert_eq!(follow.skipped_bytes, 0);
         let _ = std::fs::remove_dir_all(&dir);
     }
+
+    /// A trace-mode file (the 2.2 golden file ends with two compact blocks of one thread,
+    /// the second continuing the first's call chain) written in two parts, cut between
+    /// those blocks: the calls read in the second poll are those of a whole-file read
+    /// (a reader built per poll restarted the chain and got them wrong).
+    #[test]
+    fn a_call_chain_carries_from_one_poll_to_the_next() {
+        let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../clrprof-format/tests/fixtures/golden-v2.2.bin");
+        let bytes = std::fs::read(&golden).unwrap();
+        let (_, whole, _) = clrprof_format::read_all(&bytes).unwrap();
+        let last_block = clrprof_format::TraceReader::new(&bytes)
+            .unwrap()
+            .blocks()
+            .map(|b| b.unwrap().offset as usize)
+            .last()
+            .unwrap();
+        let dir = std::env::temp_dir().join(format!("clrprof-follow-chain-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.clrprof");
+        let mut f = File::create(&path).unwrap();
+        f.write_all(&bytes[..last_block]).unwrap();
+        let mut follow = Follow::open(&path).unwrap();
+        let mut got = follow.poll().unwrap();
+        f.write_all(&bytes[last_block..]).unwrap();
+        let second = follow.poll().unwrap();
+        assert!(
+            second
+                .iter()
+                .any(|e| matches!(e.event, Event::Leave { .. })),
+            "{second:?}"
+        );
+        got.extend(second);
+        let got: Vec<(u64, u64, Event<'static>)> =
+            got.into_iter().map(|e| (e.os_tid, e.ns, e.event)).collect();
+        let want: Vec<(u64, u64, Event<'static>)> = whole
+            .into_iter()
+            .map(|e| (e.os_tid, e.ts, e.event.into_owned()))
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(follow.skipped_bytes, 0);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
