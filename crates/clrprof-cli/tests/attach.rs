@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use common::serve::Serve;
 use common::*;
 
 fn attach_record(pid: u32, trace: &Path, extra: &[&str]) -> std::process::Output {

@@ -13,6 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use clrprof_testkit::{Runtime, app_on};
+use common::serve::Serve;
 use common::*;
 
 /// The first node named `name`, depth first.

@@ -11,6 +11,7 @@ use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use clrprof_testkit::{Runtime, app_on};
+use common::serve::Serve;
 use common::*;
 use serde_json::Value;
 

@@ -8,8 +8,7 @@ use std::process::{Command, Output};
 
 use clrprof_testkit::BuiltApp;
 
-mod serve;
-pub use serve::Serve;
+pub mod serve;
 
 /// Held by tests whose assertions depend on timing (rates, CPU shares), so they do not
 /// compete with each other for this machine's two cores.
