@@ -16,7 +16,7 @@ use crate::warning::{Warning, Warnings};
 mod events;
 mod incremental;
 pub use events::Events;
-pub use incremental::IncrementalReader;
+pub use incremental::{IncrementalReader, SEEN_WINDOW};
 
 /// Reads a trace held in memory (e.g. a memory-mapped file).
 pub struct TraceReader<'a> {

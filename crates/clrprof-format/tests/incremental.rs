@@ -197,3 +197,39 @@ fn a_header_still_being_written_waits_and_a_foreign_file_is_refused() {
         Err(FormatError::HeaderTruncated { .. } | FormatError::HeaderJsonTruncated { .. })
     ));
 }
+
+#[test]
+fn a_long_follow_remembers_a_bounded_number_of_blocks() {
+    let mut file = Vec::new();
+    write_file_header(&mut file, &fixed_header()).unwrap();
+    let mut inc = IncrementalReader::new();
+    inc.feed(&file);
+    let blocks = 3 * SEEN_WINDOW;
+    let mut records = Vec::new();
+    encode(&mut records, 1, &Event::ThreadCreated { thread: 1 });
+    let mut events = 0usize;
+    let mut chunk = Vec::new();
+    for seq in 0..blocks {
+        write_block(&mut chunk, seq, 7, seq, 1, &records, false).unwrap();
+        if chunk.len() > 1 << 20 || seq + 1 == blocks {
+            inc.feed(&chunk);
+            chunk.clear();
+            events += inc.poll_with(|_| {}).unwrap() as usize;
+            assert!(inc.remembered_blocks() as u64 <= 2 * SEEN_WINDOW);
+        }
+    }
+    assert_eq!(events as u64, blocks);
+    assert!(inc.warnings().is_empty(), "{:?}", inc.warnings());
+    // A copy of a recent block is still a duplicate.
+    let mut again = Vec::new();
+    write_block(&mut again, blocks - 1, 7, 0, 1, &records, false).unwrap();
+    inc.feed(&again);
+    assert_eq!(inc.poll_with(|_| {}).unwrap(), 0);
+    assert!(
+        inc.warnings()
+            .iter()
+            .any(|w| matches!(w, Warning::DuplicateBlock { seq, .. } if *seq == blocks - 1)),
+        "{:?}",
+        inc.warnings()
+    );
+}

@@ -19,11 +19,18 @@ use crate::reader::ReadStats;
 use crate::scan::Scanner;
 use crate::warning::{Warning, Warnings};
 
+/// How many block numbers below the next expected one are remembered: a copy of a block
+/// further back than that (which a writer appending in order never makes) would be read
+/// as a late block rather than refused as a duplicate.
+pub const SEEN_WINDOW: u64 = 1 << 16;
+
 /// A trace read as it grows; sans-IO: [`feed`](Self::feed) it what was appended to the
 /// file, then [`poll`](Self::poll) for the events of the blocks it completed.
 ///
 /// Memory: the header and the bytes of the one block being written; per thread its
-/// chain, and a number per block read (to tell a duplicate block).
+/// chain; the numbers of the last [`SEEN_WINDOW`] blocks or so (to tell a duplicate block
+/// from a late one); at most a thousand warnings. A follower that runs for days stays
+/// bounded.
 #[derive(Debug, Default)]
 pub struct IncrementalReader {
     /// The header's bytes (once complete), then the bytes fed and not yet read.
@@ -69,6 +76,11 @@ impl IncrementalReader {
     /// [`finish`](Self::finish).
     pub fn warnings(&self) -> &[Warning] {
         self.warnings.list()
+    }
+
+    /// How many block numbers are remembered (at most about twice [`SEEN_WINDOW`]).
+    pub fn remembered_blocks(&self) -> usize {
+        self.seen_seqs.len()
     }
 
     /// Counters over everything read so far (`file_bytes`: the bytes fed).
@@ -169,6 +181,10 @@ impl IncrementalReader {
         self.chains = std::mem::take(&mut reader.chains);
         self.next_seq = reader.next_seq;
         self.seen_seqs = std::mem::take(&mut reader.seen_seqs);
+        if self.seen_seqs.len() as u64 > 2 * SEEN_WINDOW {
+            let floor = self.next_seq.saturating_sub(SEEN_WINDOW);
+            self.seen_seqs.retain(|&s| s >= floor);
+        }
         self.end = reader.end;
         self.passes += 1;
         let (read, stats) = (reader.stopped_at.max(body), reader.stats);
