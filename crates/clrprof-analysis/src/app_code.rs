@@ -114,7 +114,7 @@ mod tests {
             ns: 0,
             os_tid: 1,
             cpu_ns: cpu,
-            state: 1,
+            state: crate::waits::RunState::Running,
             stack: stack.to_vec(),
             wait: None,
             activity: None,

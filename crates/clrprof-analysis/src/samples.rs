@@ -15,7 +15,7 @@ use crate::names::Names;
 use crate::runtime_frames::{self, Activity, ThreadRole, Windows};
 use crate::threads::ThreadNames;
 use crate::timeline::TimedEvent;
-use crate::waits::{self, WaitKind};
+use crate::waits::{self, RunState, ThreadState, WaitKind};
 
 /// One sample: its stack as frame ids, leaf first (names come from [`Names`]).
 #[derive(Debug, Clone)]
@@ -23,8 +23,8 @@ pub struct StackSample {
     pub ns: u64,
     pub os_tid: u64,
     pub cpu_ns: u64,
-    /// 1 when the thread was running (used at least half the interval on a CPU).
-    pub state: u8,
+    /// Whether the thread was running (used at least half the interval on a CPU).
+    pub state: RunState,
     /// Frame ids, leaf first: function ids, and native ids (see
     /// [`clrprof_format::is_native_frame`]), consecutive runs of one module merged.
     pub stack: Vec<u64>,
@@ -138,9 +138,9 @@ pub struct ThreadSamples {
     /// `running` when most samples were on CPU, else the wait most samples were in
     /// (`lock`, `sleep`, `I/O`, `join`, `GC`, `idle`, `native`) or `partly running` (off
     /// CPU in managed code: the thread ran less than half the interval).
-    pub state: String,
-    /// Samples off CPU by what they waited in.
-    pub waits: BTreeMap<String, u64>,
+    pub state: ThreadState,
+    /// Samples off CPU by what they waited in (never `running`).
+    pub waits: BTreeMap<ThreadState, u64>,
     /// What an unnamed thread is, when its samples say: `main` (the process's first
     /// thread), `runtime: JIT` (no managed frame in any sample, JIT work in some: the
     /// tiered compilation worker), `runtime` (no managed frame in any sample: the
@@ -219,7 +219,7 @@ pub fn stack_sample(e: &TimedEvent<'_>) -> Option<StackSample> {
         ns: e.ns,
         os_tid: *os_tid,
         cpu_ns: *cpu_ns,
-        state: *state,
+        state: RunState::from_record(*state),
         stack,
         wait: None,
         activity: None,
@@ -285,7 +285,7 @@ pub fn prepare(samples: &mut [StackSample], names: &Names, windows: &Windows) ->
             continue;
         }
         s.wait = waits::classify(&s.stack, names);
-        if s.wait.is_none() && s.state != 1 && windows.in_gc(s.ns) {
+        if s.wait.is_none() && s.state != RunState::Running && windows.in_gc(s.ns) {
             s.wait = Some(WaitKind::Gc);
         }
         s.activity = runtime_frames::activity(&s.stack, s.os_tid, s.ns, s.wait, names, windows);
@@ -327,7 +327,8 @@ pub fn totals(
             on_cpu: 0,
             cpu_ns: 0,
             cpu_percent: 0.0,
-            state: String::new(),
+            // Set once all its samples are counted.
+            state: ThreadState::PartlyRunning,
             waits: BTreeMap::new(),
             role: None,
         });
@@ -340,13 +341,12 @@ pub fn totals(
         e.samples += 1;
         e.cpu_ns += s.cpu_ns;
         k.running |= s.counts_cpu(names);
-        if s.state == 1 {
+        if s.state == RunState::Running {
             t.on_cpu += 1;
             e.on_cpu += 1;
         } else {
             // Off CPU in managed code: it ran, but less than half the interval.
-            let w = s.wait.map_or("partly running", WaitKind::as_str);
-            *e.waits.entry(w.to_string()).or_default() += 1;
+            *e.waits.entry(ThreadState::off_cpu(s.wait)).or_default() += 1;
         }
     }
     t.attributed_cpu_ns = per
@@ -380,12 +380,12 @@ pub fn totals(
             th.cpu_percent = (100.0 * th.cpu_ns as f64 / sampled_ns).min(100.0);
         }
         th.state = if th.on_cpu * 2 >= th.samples {
-            "running".to_string()
+            ThreadState::Running
         } else {
             th.waits
                 .iter()
-                .max_by_key(|(k, n)| (**n, std::cmp::Reverse((*k).clone())))
-                .map_or_else(|| "partly running".to_string(), |(k, _)| k.clone())
+                .max_by_key(|(k, n)| (**n, std::cmp::Reverse(**k)))
+                .map_or(ThreadState::PartlyRunning, |(k, _)| *k)
         };
     }
     t.threads = per.into_values().collect();
@@ -597,7 +597,7 @@ mod tests {
             ns: 0,
             os_tid: 1,
             cpu_ns: cpu,
-            state: u8::from(cpu > 0),
+            state: RunState::from_record(u8::from(cpu > 0)),
             stack: stack.to_vec(),
             wait: None,
             activity: None,
@@ -649,7 +649,7 @@ mod tests {
         let mut worker = s(&[libc, libc], 5);
         worker.os_tid = 7;
         // Partly running: the thread used CPU, under half the interval.
-        worker.state = 0;
+        worker.state = RunState::OffCpu;
         let mut v = vec![
             worker,
             // An unnamed thread in the JIT library.
@@ -722,8 +722,11 @@ mod tests {
         // The thread ran: all of its CPU goes to stacks.
         assert_eq!((t.on_cpu, t.attributed_cpu_ns, t.cpu_ns), (3, 29, 29));
         let th = &t.threads[0];
-        assert_eq!(th.waits.get("lock"), Some(&1));
-        assert_eq!(th.state, "running");
+        assert_eq!(
+            th.waits.get(&ThreadState::Waiting(WaitKind::Lock)),
+            Some(&1)
+        );
+        assert_eq!(th.state, ThreadState::Running);
         assert_eq!(th.role.as_deref(), Some("main"));
         // The one CPU rule (`report` and `top`): the 9 ns the thread used before it
         // blocked are not the wait's, nor lost; the thread's 29 ns are shared by the two

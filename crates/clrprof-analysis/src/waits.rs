@@ -41,6 +41,78 @@ impl WaitKind {
     }
 }
 
+/// Whether a thread ran at a sample, from the `Sample` record's state byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RunState {
+    /// It used at least half the interval on a CPU (state byte 1).
+    Running,
+    /// It used less (any other byte).
+    OffCpu,
+}
+
+impl RunState {
+    /// The state of a `Sample` record's `state` byte.
+    pub fn from_record(state: u8) -> RunState {
+        if state == 1 {
+            RunState::Running
+        } else {
+            RunState::OffCpu
+        }
+    }
+}
+
+/// What a sampled thread mostly did (the profile's per-thread `state`), or what its
+/// samples off CPU were in (the keys of its `waits`). Serialized, displayed and ordered
+/// by its name: `running`, `partly running` (off CPU in managed code: it ran less than
+/// half the interval), or the wait's name (`lock`, `sleep`, `I/O`, `join`, `GC`, `idle`,
+/// `native`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ThreadState {
+    Running,
+    PartlyRunning,
+    Waiting(WaitKind),
+}
+
+impl ThreadState {
+    /// The state of an off-CPU sample in `wait`.
+    pub fn off_cpu(wait: Option<WaitKind>) -> ThreadState {
+        wait.map_or(ThreadState::PartlyRunning, ThreadState::Waiting)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThreadState::Running => "running",
+            ThreadState::PartlyRunning => "partly running",
+            ThreadState::Waiting(w) => w.as_str(),
+        }
+    }
+}
+
+impl Ord for ThreadState {
+    /// By name, as the report lists them.
+    fn cmp(&self, other: &ThreadState) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl PartialOrd for ThreadState {
+    fn partial_cmp(&self, other: &ThreadState) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl std::fmt::Display for ThreadState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for ThreadState {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
 /// Name prefixes of the managed methods that block, by kind; the first match from the
 /// leaf wins (so `Thread.Join` is a join, though it waits on a handle underneath).
 const WAITS: &[(&str, WaitKind)] = &[
@@ -142,6 +214,33 @@ pub fn kind_of(name: &str) -> Option<WaitKind> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The report's JSON names thread states and waits as it did when they were strings,
+    /// and lists a thread's waits in the same (name) order.
+    #[test]
+    fn thread_states_keep_their_names_and_order() {
+        use std::collections::BTreeMap;
+        let waits: BTreeMap<ThreadState, u64> = [
+            (ThreadState::PartlyRunning, 1),
+            (ThreadState::Waiting(WaitKind::Sleep), 2),
+            (ThreadState::Waiting(WaitKind::Io), 3),
+            (ThreadState::Waiting(WaitKind::Gc), 4),
+            (ThreadState::Waiting(WaitKind::Idle), 5),
+        ]
+        .into();
+        assert_eq!(
+            serde_json::to_string(&waits).unwrap(),
+            r#"{"GC":4,"I/O":3,"idle":5,"partly running":1,"sleep":2}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&ThreadState::Running).unwrap(),
+            r#""running""#
+        );
+        assert_eq!(ThreadState::Waiting(WaitKind::Lock).to_string(), "lock");
+        assert_eq!(RunState::from_record(1), RunState::Running);
+        assert_eq!(RunState::from_record(0), RunState::OffCpu);
+        assert_eq!(RunState::from_record(2), RunState::OffCpu);
+    }
     use crate::names::FunctionName;
     use clrprof_format::NATIVE_MODULE_FRAME;
 

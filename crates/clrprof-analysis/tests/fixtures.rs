@@ -208,8 +208,60 @@ fixture_tests! {
     sample_hot: "sample-hot.bin", exports = true;
     trace_calls: "trace-calls.bin", exports = true;
     attach_sample: "attach-sample.bin", exports = true;
+    trace_args: "trace-args.bin", exports = true;
+    trace_counts: "trace-counts.bin", exports = false;
+    heap_snapshot: "heap-snapshot.bin", exports = false;
     golden_v1_0: "golden-v1.0.bin", exports = false;
     golden_v1_1_lz4: "golden-v1.1-lz4.bin", exports = false;
+    golden_v1_3: "golden-v1.3.bin", exports = true;
+}
+
+/// `report --function PATTERN`: the butterfly (callers and callees) of the matching
+/// functions, of exact calls (trace mode) and of samples.
+#[test]
+fn report_function() {
+    for (name, file, pattern) in [
+        ("trace_calls", "trace-calls.bin", "Scenarios.Calls.IsEven"),
+        ("sample_hot", "sample-hot.bin", "Scenarios.Hot.*"),
+    ] {
+        let data = bytes(file);
+        let trace = Trace::load(&data).unwrap();
+        let report = build_with(
+            &trace,
+            Options {
+                depth: 12,
+                function: Some(pattern.to_string()),
+                ..Default::default()
+            },
+        );
+        assert!(report.butterfly.is_some(), "{name}");
+        insta::with_settings!({ snapshot_suffix => name, prepend_module_to_snapshot => false }, {
+            insta::assert_snapshot!("report_function", text::render_butterfly(&report, 15));
+        });
+    }
+}
+
+/// `clrprof heap FILE` (and `report`'s heap section) of a recorded snapshot: the text and
+/// the JSON, and `--paths-to` / `--statics`.
+#[test]
+fn heap_snapshot_report() {
+    use clrprof_analysis::heap::{self, HeapOptions, snapshot};
+    let data = bytes("heap-snapshot.bin");
+    let list = snapshot::list(&data).unwrap();
+    assert_eq!(list.len(), 1);
+    let s = snapshot::load_with(&data, list[0].0, true).unwrap();
+    let r = heap::build(
+        &s,
+        &HeapOptions {
+            top: 15,
+            paths_to: Some("System.String".into()),
+            statics: Some("Scenarios.*".into()),
+        },
+    );
+    insta::with_settings!({ prepend_module_to_snapshot => false }, {
+        insta::assert_snapshot!("heap_text", heap::text::render(&r));
+        insta::assert_snapshot!("heap_json", snapshot_json(&serde_json::to_value(&r).unwrap()));
+    });
 }
 
 /// `record --alloc`: the allocation flamegraphs (folded, merged threads) of each weight.

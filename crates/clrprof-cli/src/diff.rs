@@ -38,7 +38,7 @@ fn alloc_diff(fa: &Path, bytes_a: &[u8], fb: &Path, args: &DiffArgs) -> Result<i
             fa.display()
         );
     };
-    let mut d = clrprof_analysis::report::alloc_diff::diff(&a, &b);
+    let mut d = clrprof_analysis::diff::alloc::diff(&a, &b);
     if args.json {
         d.types.truncate(args.top);
         d.app_functions.truncate(args.top);
@@ -99,13 +99,13 @@ pub fn diff(args: DiffArgs) -> Result<i32> {
         }
     };
     let types_of = |s: &snapshot::HeapSnapshot| heap::report::types(&heap::model::Model::build(s));
-    let d = heap::diff(&types_of(&a), &types_of(&b));
+    let d = clrprof_analysis::diff::heap::diff(&types_of(&a), &types_of(&b));
     if args.json {
         let mut d = d;
         d.types.truncate(args.top);
         println!("{}", serde_json::to_string_pretty(&d)?);
     } else {
-        crate::stdout::write_text(&heap::text::render_diff(&d, args.top))?;
+        crate::stdout::write_text(&clrprof_analysis::text::render_heap_diff(&d, args.top))?;
     }
     Ok(0)
 }

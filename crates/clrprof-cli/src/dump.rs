@@ -46,13 +46,30 @@ pub struct ThreadStack {
     pub name: Option<String>,
     /// `running` when the kernel saw it running in at least half of its readings, else
     /// `waiting`.
-    pub state: &'static str,
+    pub state: DumpState,
     /// The share of the kernel's readings that saw it running (0..1).
     pub running_share: f64,
     /// The blocking call it sits in, when its stack shows one.
     pub waiting_in: Option<WaitingIn>,
     /// Leaf first.
     pub frames: Vec<Frame>,
+}
+
+/// What the kernel mostly saw a thread do during the capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DumpState {
+    Running,
+    Waiting,
+}
+
+impl DumpState {
+    fn as_str(self) -> &'static str {
+        match self {
+            DumpState::Running => "running",
+            DumpState::Waiting => "waiting",
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -195,9 +212,9 @@ pub fn build(pid: u32, events: &[TimedEvent<'_>], tally: &StateTally, elapsed: D
                     .map(String::from)
                     .or_else(|| tally.get(s.os_tid).map(|t| t.0.comm.clone())),
                 state: if running_share >= 0.5 {
-                    "running"
+                    DumpState::Running
                 } else {
-                    "waiting"
+                    DumpState::Waiting
                 },
                 running_share,
                 waiting_in: waiting,
@@ -245,7 +262,7 @@ pub fn text(d: &Dump) -> String {
                 .as_deref()
                 .map(|n| format!("\"{n}\""))
                 .unwrap_or_else(|| "(unnamed)".into()),
-            t.state
+            t.state.as_str()
         );
         // A thread that both ran and waited during the capture (work, then a short
         // sleep) says how much it ran; its stack is from one instant of it.
@@ -257,7 +274,7 @@ pub fn text(d: &Dump) -> String {
             );
         }
         if let Some(w) = &t.waiting_in {
-            let last = if t.state == "running" {
+            let last = if t.state == DumpState::Running {
                 "last seen "
             } else {
                 ""
@@ -290,4 +307,32 @@ pub fn text(d: &Dump) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `clrprof dump` of a recorded trace: each sampled thread's last stack, named, with
+    /// the wait it is in (no /proc readings: every thread counts as waiting).
+    #[test]
+    fn dump_rendering_of_a_recorded_trace() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../clrprof-analysis/tests/fixtures/sample-hot.bin");
+        let mut follow = crate::live::follow::Follow::open(&path).unwrap();
+        let events = follow.poll().unwrap();
+        // A pid with no /proc entry: no command line is read.
+        let d = build(
+            u32::MAX,
+            &events,
+            &StateTally::default(),
+            Duration::from_millis(250),
+        );
+        insta::with_settings!({ prepend_module_to_snapshot => false }, {
+            insta::assert_snapshot!("dump", text(&d));
+        });
+        // `dump --json` names the state as it did when it was a string.
+        let v = serde_json::to_value(&d).unwrap();
+        assert_eq!(v["threads"][0]["state"], "waiting");
+    }
 }

@@ -2,8 +2,9 @@
 //! of millions of times, and the trace then grows by hundreds of MB a second while the
 //! app crawls. After the trace's first second this says how fast calls are recorded and
 //! the file grows, and names the methods that make most of the calls, with what to do
-//! (`--exclude` them, or count calls with `--counts`). A second after the run's first
-//! trace appears, it decodes the start of it, and stops.
+//! (`--exclude` them, or count calls with `--counts`). It follows the run's first trace
+//! from its start for a second (or its first 8 MiB), counting calls as their blocks
+//! complete, and stops.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -12,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use clrprof_format::Event;
+use clrprof_format::{ClockConverter, DecodedEvent, Event};
 
 /// How long the trace is read before the rate is told.
 const WINDOW: Duration = Duration::from_secs(1);
@@ -104,13 +105,12 @@ fn human(n: f64) -> String {
     }
 }
 
-/// Waits [`WINDOW`] from the creation of the run's first trace, then decodes the first
-/// [`READ_PREFIX`] bytes of it (from its start, so that every thread's compact call chain
-/// is whole): the calls in them over the time they span (the trace's own clock, not the
-/// writer's pace, which may lag far behind) give the rate at which the app makes calls,
-/// and the calls per byte how fast the trace grows at that rate.
+/// Follows the run's first trace for [`WINDOW`] from its creation, decoding at most its
+/// first [`READ_PREFIX`] bytes as they are written (from its start, each thread's compact
+/// call chain carried from block to block): the calls in them over the time they span (the
+/// trace's own clock, not the writer's pace, which may lag far behind) give the rate at
+/// which the app makes calls, and the calls per byte how fast the trace grows at that rate.
 fn measure(run_dir: &Path, stop: &AtomicBool) -> Option<Rate> {
-    use std::io::Read;
     let path = loop {
         if stop.load(Ordering::Acquire) {
             return None;
@@ -121,40 +121,39 @@ fn measure(run_dir: &Path, stop: &AtomicBool) -> Option<Rate> {
         std::thread::sleep(Duration::from_millis(50));
     };
     let t0 = Instant::now();
-    while t0.elapsed() < WINDOW {
+    let mut follow = crate::live::follow::Follow::open(&path).ok()?;
+    let mut tally = Tally::default();
+    loop {
         if stop.load(Ordering::Acquire) {
             return None;
         }
+        let left = READ_PREFIX.saturating_sub(follow.read_bytes);
+        if left > 0 {
+            follow.poll_at_most(left, |e| tally.add(e)).ok()?;
+        }
+        if t0.elapsed() >= WINDOW {
+            break;
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let mut bytes = Vec::new();
-    std::fs::File::open(&path)
-        .ok()?
-        .take(READ_PREFIX)
-        .read_to_end(&mut bytes)
-        .ok()?;
-    let trace = clrprof_analysis::timeline::Trace::load(&bytes).ok()?;
-    let mut names: HashMap<u64, String> = HashMap::new();
-    for e in &trace.events {
-        if let Event::FunctionInfo { function, name, .. } = &e.event {
-            names.insert(*function, name.to_string());
-        }
-    }
-    let mut calls: HashMap<u64, u64> = HashMap::new();
-    let (mut enters, mut first, mut last) = (0u64, u64::MAX, 0u64);
-    trace.for_each_call(|e| {
-        if let Event::Enter { function, .. } = e.event {
-            enters += 1;
-            *calls.entry(function).or_default() += 1;
-            first = first.min(e.ns);
-            last = last.max(e.ns);
-        }
-    });
+    let Tally {
+        names,
+        calls,
+        enters,
+        first,
+        last,
+        syncs,
+    } = tally;
     if enters < 2 || last <= first {
         return None;
     }
-    let calls_per_s = enters as f64 / ((last - first) as f64 / 1e9);
-    let per_byte = enters as f64 / bytes.len().max(1) as f64;
+    let clock = ClockConverter::from_clock_info(&follow.header()?.meta.clock, &syncs);
+    let span_ns = (last - first) as f64 * clock.ns_per_tick();
+    if span_ns <= 0.0 {
+        return None;
+    }
+    let calls_per_s = enters as f64 / (span_ns / 1e9);
+    let per_byte = enters as f64 / follow.read_bytes.max(1) as f64;
     Some(rate(
         calls_per_s / per_byte,
         per_byte,
@@ -162,6 +161,46 @@ fn measure(run_dir: &Path, stop: &AtomicBool) -> Option<Rate> {
         &names,
         enters,
     ))
+}
+
+/// What the followed events showed: the methods' names, the calls per method, the calls
+/// and the first and last of their timestamps (ticks), and the first and last clock sync
+/// points (to turn ticks into time).
+#[derive(Default)]
+struct Tally {
+    names: HashMap<u64, String>,
+    calls: HashMap<u64, u64>,
+    enters: u64,
+    first: u64,
+    last: u64,
+    syncs: Vec<(u64, u64)>,
+}
+
+impl Tally {
+    fn add(&mut self, e: DecodedEvent<'_>) {
+        match e.event {
+            Event::Enter { function, .. } => {
+                if self.enters == 0 {
+                    self.first = e.ts;
+                }
+                self.enters += 1;
+                *self.calls.entry(function).or_default() += 1;
+                self.first = self.first.min(e.ts);
+                self.last = self.last.max(e.ts);
+            }
+            Event::FunctionInfo { function, name, .. } => {
+                self.names.insert(function, name.into_owned());
+            }
+            Event::ClockSync { mono_ns, .. } => {
+                let sync = (e.ts, mono_ns);
+                match self.syncs.len() {
+                    0 | 1 => self.syncs.push(sync),
+                    _ => self.syncs[1] = sync,
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 fn rate(

@@ -2,92 +2,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use common::serve::Serve;
 use common::*;
-
-/// A running `Scenarios serve`: its pid, stdin for commands, and its output lines.
-struct Target {
-    child: Child,
-    pid: u32,
-    stdin: ChildStdin,
-    lines: mpsc::Receiver<String>,
-}
-
-impl Target {
-    fn start(env: &[(&str, &str)]) -> Target {
-        let app = scenarios();
-        let mut cmd = app.command(&["serve"]);
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        let out = child.stdout.take().unwrap();
-        std::thread::spawn(move || {
-            for l in BufReader::new(out).lines().map_while(Result::ok) {
-                let _ = tx.send(l);
-            }
-        });
-        let ready = rx
-            .recv_timeout(Duration::from_secs(30))
-            .expect("READY line");
-        let pid = ready
-            .trim()
-            .strip_prefix("READY ")
-            .expect("READY")
-            .parse()
-            .unwrap();
-        Target {
-            child,
-            pid,
-            stdin,
-            lines: rx,
-        }
-    }
-
-    /// Sends a command and waits for a line starting with `expect`.
-    fn ask(&mut self, cmd: &str, expect: &str) -> String {
-        writeln!(self.stdin, "{cmd}").unwrap();
-        loop {
-            let l = self
-                .lines
-                .recv_timeout(Duration::from_secs(30))
-                .expect("answer");
-            if l.starts_with(expect) {
-                return l;
-            }
-        }
-    }
-
-    fn thread_names(&self) -> Vec<String> {
-        let mut v = Vec::new();
-        if let Ok(d) = std::fs::read_dir(format!("/proc/{}/task", self.pid)) {
-            for e in d.flatten() {
-                if let Ok(c) = std::fs::read_to_string(e.path().join("comm")) {
-                    v.push(c.trim().to_string());
-                }
-            }
-        }
-        v
-    }
-
-    fn quit(mut self) {
-        let _ = writeln!(self.stdin, "quit");
-        let status = self.child.wait().unwrap();
-        assert!(status.success(), "target exited with {status}");
-    }
-}
 
 fn attach_record(pid: u32, trace: &Path, extra: &[&str]) -> std::process::Output {
     clrprof()
@@ -111,7 +32,7 @@ fn assert_ok(out: &std::process::Output) {
 fn attach_sample_detach_leaves_no_trace_of_the_profiler() {
     let dir = scratch("attach-basic");
     let trace = dir.join("t.clrprof");
-    let mut t = Target::start(&[]);
+    let mut t = Serve::start(&scenarios(), &[]);
     let before: u64 = t
         .ask("result", "RESULT")
         .split('=')
@@ -169,7 +90,7 @@ fn attach_sample_detach_leaves_no_trace_of_the_profiler() {
 #[test]
 fn ten_attach_detach_cycles_on_one_process() {
     let dir = scratch("attach-cycles");
-    let t = Target::start(&[]);
+    let t = Serve::start(&scenarios(), &[]);
     for i in 0..10 {
         if i == 5 {
             // A cleaner of old files in /tmp removes the copy: the process still has it
@@ -229,7 +150,7 @@ fn ten_attach_detach_cycles_on_one_process() {
 fn modules_loaded_before_and_during_the_attach_appear_once() {
     let dir = scratch("attach-modules");
     let trace = dir.join("t.clrprof");
-    let mut t = Target::start(&[]);
+    let mut t = Serve::start(&scenarios(), &[]);
     let pid = t.pid;
     let tr = trace.clone();
     let rec = std::thread::spawn(move || attach_record(pid, &tr, &["--duration", "3"]));
@@ -355,7 +276,7 @@ fn every_option_reaches_the_attached_agent() {
 
     let dir = scratch("attach-every-option");
     let trace = dir.join("t.clrprof");
-    let t = Target::start(&[]);
+    let t = Serve::start(&scenarios(), &[]);
     let mut cmd = clrprof();
     cmd.args(["record", "-q", "--pid", &t.pid.to_string(), "-o"])
         .arg(&trace);
@@ -473,7 +394,7 @@ fn attach_errors_say_what_to_do() {
     let _ = sleeper.kill();
     let _ = sleeper.wait();
     // Trace mode cannot attach.
-    let t = Target::start(&[]);
+    let t = Serve::start(&scenarios(), &[]);
     fails_with(&attach_record(t.pid, &trace, &["--mode", "trace"]), "ELT");
     // Already attached: a second attach while the first records.
     let pid = t.pid;
@@ -487,14 +408,14 @@ fn attach_errors_say_what_to_do() {
     assert_ok(&first.join().unwrap());
     t.quit();
     // Diagnostics turned off in the target.
-    let off = Target::start(&[("DOTNET_EnableDiagnostics", "0")]);
+    let off = Serve::start(&scenarios(), &[("DOTNET_EnableDiagnostics", "0")]);
     fails_with(
         &attach_record(off.pid, &trace, &["--duration", "1"]),
         "DOTNET_EnableDiagnostics",
     );
     off.quit();
     // Detach when nothing is attached.
-    let t = Target::start(&[]);
+    let t = Serve::start(&scenarios(), &[]);
     let out = clrprof()
         .args(["detach", "--pid", &t.pid.to_string()])
         .output()
@@ -507,7 +428,7 @@ fn attach_errors_say_what_to_do() {
 fn target_exiting_during_the_recording_leaves_a_readable_trace() {
     let dir = scratch("attach-exit");
     let trace = dir.join("t.clrprof");
-    let mut t = Target::start(&[]);
+    let mut t = Serve::start(&scenarios(), &[]);
     let pid = t.pid;
     let tr = trace.clone();
     let rec = std::thread::spawn(move || attach_record(pid, &tr, &["--duration", "20"]));
@@ -545,7 +466,7 @@ fn another_users_process_is_refused_with_a_permission_message() {
         "setpriv (util-linux) is needed"
     );
     let dir = scratch("attach-perm");
-    let t = Target::start(&[]);
+    let t = Serve::start(&scenarios(), &[]);
     let out = Command::new("setpriv")
         .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"])
         .arg(env!("CARGO_BIN_EXE_clrprof"))
@@ -573,7 +494,7 @@ fn another_users_process_is_refused_with_a_permission_message() {
 
 #[test]
 fn ps_lists_the_running_app_with_its_runtime_version() {
-    let t = Target::start(&[]);
+    let t = Serve::start(&scenarios(), &[]);
     let out = clrprof().arg("ps").output().unwrap();
     assert!(out.status.success());
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -636,7 +557,7 @@ fn attach_records_waits() {
 #[test]
 fn sessions_of_different_modes_share_nothing() {
     let dir = scratch("attach-modes");
-    let mut t = Target::start(&[]);
+    let mut t = Serve::start(&scenarios(), &[]);
     let pid = t.pid;
     let run = |name: &str, extra: &[&str]| {
         let trace = dir.join(format!("{name}.clrprof"));

@@ -8,107 +8,13 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use clrprof_testkit::{Runtime, app_on};
+use common::serve::Serve;
 use common::*;
-
-/// `Scenarios serve`, its stdout lines and its stderr lines (where the agent logs).
-struct Serve {
-    child: Child,
-    pid: u32,
-    stdin: ChildStdin,
-    out: mpsc::Receiver<String>,
-    err: mpsc::Receiver<String>,
-}
-
-fn lines(r: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for l in BufReader::new(r).lines().map_while(Result::ok) {
-            let _ = tx.send(l);
-        }
-    });
-    rx
-}
-
-impl Serve {
-    fn start(rt: Runtime) -> Serve {
-        let mut child = app_on("Scenarios", rt)
-            .command(&["serve"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let out = lines(child.stdout.take().unwrap());
-        let err = lines(child.stderr.take().unwrap());
-        let ready = out.recv_timeout(Duration::from_secs(60)).expect("READY");
-        let pid = ready
-            .trim()
-            .strip_prefix("READY ")
-            .unwrap()
-            .parse()
-            .unwrap();
-        Serve {
-            child,
-            pid,
-            stdin,
-            out,
-            err,
-        }
-    }
-
-    /// Sends a command and returns the RESULT values of its answer.
-    fn ask(&mut self, cmd: &str, result: &str) -> BTreeMap<String, String> {
-        writeln!(self.stdin, "{cmd}").unwrap();
-        loop {
-            let l = self
-                .out
-                .recv_timeout(Duration::from_secs(120))
-                .expect("result line");
-            if l.starts_with(result) {
-                return clrprof_testkit::parse_results(&l);
-            }
-        }
-    }
-
-    fn burst(&mut self, n: u32) -> BTreeMap<String, String> {
-        self.ask(&format!("burst {n}"), "RESULT burst=")
-    }
-
-    /// `spin n`: nanoseconds for n calls of SpinCall.
-    fn spin(&mut self, n: u32) -> f64 {
-        self.ask(&format!("spin {n}"), "RESULT spin=")["spin_ns"]
-            .parse()
-            .unwrap()
-    }
-
-    /// Waits for an agent log line containing `needle` on the app's stderr.
-    fn log_line(&self, needle: &str, timeout: Duration) -> String {
-        let end = Instant::now() + timeout;
-        let mut seen = Vec::new();
-        while Instant::now() < end {
-            if let Ok(l) = self.err.recv_timeout(Duration::from_millis(200)) {
-                if l.contains(needle) {
-                    return l;
-                }
-                seen.push(l);
-            }
-        }
-        panic!("no {needle:?} in the app's stderr: {seen:#?}");
-    }
-
-    fn quit(mut self) {
-        let _ = writeln!(self.stdin, "quit");
-        let status = self.child.wait().unwrap();
-        assert!(status.success(), "serve exited with {status}");
-    }
-}
 
 /// The first node named `name`, depth first.
 fn find<'a>(node: &'a serde_json::Value, name: &str) -> Option<&'a serde_json::Value> {
@@ -141,7 +47,7 @@ const SPIN: u32 = 200_000;
 fn a_burst_while_probes_are_live_is_counted_exactly(rt: Runtime) {
     let dir = scratch(&format!("probes-burst-{}", rt.major()));
     let trace = dir.join("t.clrprof");
-    let mut app = Serve::start(rt);
+    let mut app = Serve::start(&app_on("Scenarios", rt), &[]);
     // Before: the app's own results without probes, and the time of unprobed calls.
     let before = app.burst(1000);
     app.spin(SPIN);
@@ -337,7 +243,7 @@ fn probes_count_what_startup_elt_tracing_counts() {
 
     // Attach: the probes.
     let probes = dir.join("probes.clrprof");
-    let mut app = Serve::start(Runtime::Net10);
+    let mut app = Serve::start(&app_on("Scenarios", Runtime::Net10), &[]);
     let mut rec = clrprof()
         .args(["record", "-q", "--pid", &app.pid.to_string(), "-o"])
         .arg(&probes)

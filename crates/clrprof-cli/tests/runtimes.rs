@@ -6,13 +6,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Output, Stdio};
-use std::sync::mpsc;
+use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use clrprof_testkit::{Runtime, app_on};
+use common::serve::Serve;
 use common::*;
 use serde_json::Value;
 
@@ -473,75 +472,9 @@ fn trace_counts_tail_calls(rt: Runtime) {
     assert_eq!(stats["open_at_end"], 0, "{stats:#}");
 }
 
-/// A running `Scenarios serve` on the given runtime.
-struct Serve {
-    child: Child,
-    pid: u32,
-    stdin: ChildStdin,
-    lines: mpsc::Receiver<String>,
-}
-
-impl Serve {
-    fn start(rt: Runtime) -> Serve {
-        let mut child = app_on("Scenarios", rt)
-            .command(&["serve"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for l in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = tx.send(l);
-            }
-        });
-        let ready = lines.recv_timeout(Duration::from_secs(30)).expect("READY");
-        let pid = ready
-            .trim()
-            .strip_prefix("READY ")
-            .expect("READY")
-            .parse()
-            .unwrap();
-        Serve {
-            child,
-            pid,
-            stdin,
-            lines,
-        }
-    }
-
-    /// Asks for the app's running result: it answers only while it works.
-    fn ask_result(&mut self) {
-        writeln!(self.stdin, "result").unwrap();
-        loop {
-            let l = self
-                .lines
-                .recv_timeout(Duration::from_secs(30))
-                .expect("an answer to `result`");
-            if l.starts_with("RESULT") {
-                return;
-            }
-        }
-    }
-
-    /// Quits and returns the `RESULT runtime=` the app printed on its way out.
-    fn quit(mut self) -> String {
-        let _ = writeln!(self.stdin, "quit");
-        let status = self.child.wait().unwrap();
-        assert!(status.success(), "target exited with {status}");
-        self.lines
-            .try_iter()
-            .find_map(|l| l.strip_prefix("RESULT runtime=").map(str::to_owned))
-            .unwrap_or_default()
-    }
-}
-
 fn attach_detach_unloads(rt: Runtime) {
     let trace = scratch(&format!("rt-attach-{}", rt.tfm())).join("t.clrprof");
-    let t = Serve::start(rt);
+    let t = Serve::start(&app_on("Scenarios", rt), &[]);
     let out = clrprof()
         .args([
             "record",
@@ -572,7 +505,7 @@ fn attach_detach_unloads(rt: Runtime) {
         has_function(&r, "Scenarios.Serve.ServeWork"),
         "ServeWork never sampled"
     );
-    let ran_on = t.quit();
+    let ran_on = ran_on(t.quit());
     assert!(ran_on.starts_with(&format!("{}.", rt.major())), "{ran_on}");
 }
 
@@ -600,7 +533,7 @@ fn a_refused_attach_leaves_the_target_attachable(rt: Runtime) {
     let dir = scratch(&format!("rt-attach-refused-{}", rt.tfm()));
     let other_tmp = dir.join("other-tmp");
     std::fs::create_dir_all(&other_tmp).unwrap();
-    let mut t = Serve::start(rt);
+    let mut t = Serve::start(&app_on("Scenarios", rt), &[]);
     let pid = t.pid;
     let first_trace = dir.join("first.clrprof");
     let first = clrprof()
@@ -663,7 +596,7 @@ fn a_refused_attach_leaves_the_target_attachable(rt: Runtime) {
         samples(&third_trace) > 0,
         "the attach after a refused one recorded nothing"
     );
-    t.ask_result();
+    t.ask("result", "RESULT");
 
     // Two at the same moment, each blind to the other.
     let racers: Vec<_> = (0..2)
@@ -711,8 +644,8 @@ fn a_refused_attach_leaves_the_target_attachable(rt: Runtime) {
         1,
         "the refused and racing attaches named the resident copy"
     );
-    t.ask_result();
-    let ran_on = t.quit();
+    t.ask("result", "RESULT");
+    let ran_on = ran_on(t.quit());
     assert!(ran_on.starts_with(&format!("{}.", rt.major())), "{ran_on}");
 }
 
@@ -722,7 +655,7 @@ fn a_refused_attach_leaves_the_target_attachable(rt: Runtime) {
 /// (4 of 10 on .NET 10), since an owner it could not find was not watched at all.
 fn a_clrprof_killed_during_the_attach_leaves_no_agent(rt: Runtime) {
     let dir = scratch(&format!("rt-attach-killed-{}", rt.tfm()));
-    let mut t = Serve::start(rt);
+    let mut t = Serve::start(&app_on("Scenarios", rt), &[]);
     let pid = t.pid.to_string();
     let cases: [(&str, i32, u64); 9] = [
         ("record", libc::SIGKILL, 5),
@@ -766,8 +699,8 @@ fn a_clrprof_killed_during_the_attach_leaves_no_agent(rt: Runtime) {
     // Still attachable, still working.
     let last = dir.join("last.clrprof");
     assert_success(&attach_record(t.pid, &last, &["--duration", "1", "-q"]));
-    t.ask_result();
-    let ran_on = t.quit();
+    t.ask("result", "RESULT");
+    let ran_on = ran_on(t.quit());
     assert!(ran_on.starts_with(&format!("{}.", rt.major())), "{ran_on}");
 }
 
@@ -917,7 +850,7 @@ fn has_function(r: &Value, name: &str) -> bool {
 }
 
 fn ps_shows_the_runtime_version(rt: Runtime) {
-    let t = Serve::start(rt);
+    let t = Serve::start(&app_on("Scenarios", rt), &[]);
     let out = clrprof().arg("ps").output().unwrap();
     assert!(out.status.success());
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -926,7 +859,7 @@ fn ps_shows_the_runtime_version(rt: Runtime) {
         .find(|l| l.split_whitespace().next() == Some(&t.pid.to_string()))
         .unwrap_or_else(|| panic!("pid {} not in:\n{stdout}", t.pid))
         .to_owned();
-    let ran_on = t.quit();
+    let ran_on = ran_on(t.quit());
     assert!(
         line.contains(&format!(" {ran_on}")) && line.contains("Scenarios.dll"),
         "`ps` line {line:?}, the app ran on {ran_on}"
@@ -1089,4 +1022,12 @@ fn args_from_registers(rt: Runtime) {
             assert_eq!(inv["return"]["value"].as_f64(), Some(want), "{inv:#}");
         }
     }
+}
+
+/// The `RESULT runtime=` `serve` printed on its way out.
+fn ran_on(lines: Vec<String>) -> String {
+    lines
+        .iter()
+        .find_map(|l| l.strip_prefix("RESULT runtime=").map(str::to_owned))
+        .unwrap_or_default()
 }

@@ -5,7 +5,9 @@
 //! the profiled process with the allocation-free encoders ([`encode`], [`encode_elt`],
 //! [`encode_sample_into`]) and [`write_block`]; the CLI reads it with [`TraceReader`],
 //! which works on bytes (sans-IO), never panics, and reads past damage with
-//! [`Warning`]s. The byte layout is documented in `docs/trace-format.md`.
+//! [`Warning`]s, and follows a file still being written with [`IncrementalReader`], which
+//! is fed the bytes as they come and yields the same events. The byte layout is
+//! documented in `docs/trace-format.md`.
 //!
 //! ```
 //! use clrprof_format::*;
@@ -74,7 +76,9 @@ pub use header::{
     MAX_HEADER_JSON_LEN, TraceMeta, write_file_header,
 };
 pub use phases::{EltKind, ExceptionPhase, SuspendPhase};
-pub use reader::{Block, Blocks, Events, ReadStats, TraceReader, read_all};
+pub use reader::{
+    Block, Blocks, Events, IncrementalReader, ReadStats, SEEN_WINDOW, TraceReader, read_all,
+};
 pub use records::{Record, RecordError, Records};
 pub use warning::{DamageCause, Warning};
 

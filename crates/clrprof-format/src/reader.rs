@@ -14,7 +14,9 @@ use crate::scan::{Scanner, Step};
 use crate::warning::{Warning, Warnings};
 
 mod events;
+mod incremental;
 pub use events::Events;
+pub use incremental::{IncrementalReader, SEEN_WINDOW};
 
 /// Reads a trace held in memory (e.g. a memory-mapped file).
 pub struct TraceReader<'a> {
@@ -33,6 +35,21 @@ pub struct TraceReader<'a> {
     /// duplicate from a late block).
     next_seq: u64,
     seen_seqs: HashSet<u64>,
+    /// What the end-of-file check has seen so far.
+    pub(crate) end: EndCheck,
+    /// Where the last pass's scan stopped (the end of the bytes, or in a partial pass the
+    /// start of the block they end inside).
+    pub(crate) stopped_at: usize,
+}
+
+/// For the end-of-file check: a `TraceEnd` was read; the last timestamp read; the first
+/// and the latest clock sync point (ticks, mono ns).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct EndCheck {
+    pub end_seen: bool,
+    pub last_ts: Option<u64>,
+    pub first_sync: Option<(u64, u64)>,
+    pub last_sync: Option<(u64, u64)>,
 }
 
 /// An intact block.
@@ -87,6 +104,21 @@ impl<'a> TraceReader<'a> {
     /// Parses the header. Fails only when `bytes` is not a readable trace at all.
     pub fn new(bytes: &'a [u8]) -> Result<TraceReader<'a>, FormatError> {
         let (header, body_offset, header_crc_ok) = Header::parse_checked(bytes)?;
+        Ok(TraceReader::with_header(
+            bytes,
+            header,
+            body_offset,
+            header_crc_ok,
+        ))
+    }
+
+    /// A reader of `bytes` whose header [`Header::parse_checked`] has read already.
+    pub(crate) fn with_header(
+        bytes: &'a [u8],
+        header: Header,
+        body_offset: usize,
+        header_crc_ok: bool,
+    ) -> TraceReader<'a> {
         let foreign_kinds = header
             .meta
             .event_kinds
@@ -105,9 +137,11 @@ impl<'a> TraceReader<'a> {
             header_crc_ok,
             next_seq: 0,
             seen_seqs: HashSet::new(),
+            end: EndCheck::default(),
+            stopped_at: body_offset,
         };
         reader.reset();
-        Ok(reader)
+        reader
     }
 
     pub fn header(&self) -> &Header {
@@ -165,6 +199,8 @@ impl<'a> TraceReader<'a> {
         self.chains.clear();
         self.next_seq = 0;
         self.seen_seqs.clear();
+        self.end = EndCheck::default();
+        self.stopped_at = self.body_offset;
         let known = if self.header.major == FORMAT_MAJOR {
             FORMAT_MINOR
         } else {

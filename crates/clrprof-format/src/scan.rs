@@ -42,6 +42,9 @@ pub(crate) struct Scanner<'a> {
     /// `ranges`, built once, in time independent of their length.
     hashed: u64,
     ranges: Option<CrcRanges>,
+    /// The bytes are what has been written of a file so far: a block the bytes end inside
+    /// is not damage but the next read's (see [`partial`](Self::partial)).
+    partial: bool,
 }
 
 /// Payloads shorter than this are always hashed directly.
@@ -63,7 +66,28 @@ impl<'a> Scanner<'a> {
             searched: None,
             hashed: 0,
             ranges: None,
+            partial: false,
         }
+    }
+
+    /// Reads what has been written of a growing file: where the bytes end inside a block
+    /// (or inside a block header), the scan ends there instead of reporting a truncated
+    /// block, and [`position`](Self::position) is where the next read starts. Damage
+    /// skipped before such a block is reported as usual, up to its start.
+    pub fn partial(mut self) -> Scanner<'a> {
+        self.partial = true;
+        self
+    }
+
+    /// Whether this scan reads a growing file's bytes (see [`partial`](Self::partial)).
+    pub fn is_partial(&self) -> bool {
+        self.partial
+    }
+
+    /// The offset the scan has reached: after an `End` of a [`partial`](Self::partial)
+    /// scan, the start of the block the bytes end inside (or their end).
+    pub fn position(&self) -> usize {
+        self.pos
     }
 
     pub fn next_step(&mut self) -> Step<'a> {
@@ -74,6 +98,11 @@ impl<'a> Scanner<'a> {
             return Step::End;
         }
         let (magic, header_len) = (self.magic, self.header_len);
+        if rest.len() < header_len && self.partial {
+            // The rest of this header (or whatever these bytes are) is still to come.
+            self.done = true;
+            return Step::End;
+        }
         if rest.len() < header_len {
             self.done = true;
             self.pos = bytes.len();
@@ -118,6 +147,10 @@ impl<'a> Scanner<'a> {
                 return self.resync_to(Some(next), DamageCause::PastEnd { len });
             }
             self.done = true;
+            if self.partial {
+                // The rest of this block is still to come.
+                return Step::End;
+            }
             self.pos = bytes.len();
             return Step::Damage {
                 warning: Warning::TruncatedBlock {
@@ -196,6 +229,9 @@ impl<'a> Scanner<'a> {
     /// Skips to `next` (the next intact block, if any) or to the end.
     fn resync_to(&mut self, next: Option<usize>, cause: DamageCause) -> Step<'a> {
         let pos = self.pos;
+        // A growing file whose bytes end inside what may be a block: the next read
+        // starts there.
+        let next = next.or_else(|| self.partial_start(pos + 1));
         let (warning, next) = match next {
             Some(next) => (
                 Warning::Resynchronized {
@@ -226,6 +262,28 @@ impl<'a> Scanner<'a> {
             bytes_skipped: (next - pos) as u64,
             block_skipped: false,
         }
+    }
+
+    /// In a [`partial`](Self::partial) scan, where the next read starts after damage with
+    /// no intact block after it: the first offset at or after `from` where a block the
+    /// bytes end inside may start (a prefix of a block header, or a plausible header whose
+    /// payload goes past the end), else the end of the bytes.
+    fn partial_start(&self, from: usize) -> Option<usize> {
+        if !self.partial {
+            return None;
+        }
+        let (bytes, header_len, magic) = (self.bytes, self.header_len, self.magic);
+        let start = (from..bytes.len()).find(|&i| {
+            let rest = &bytes[i..];
+            if rest.len() < header_len {
+                let n = rest.len().min(magic.len());
+                return rest[..n] == magic[..n];
+            }
+            self.parse(rest).is_some_and(|h| {
+                h.is_plausible() && i + header_len + h.payload_len as usize > bytes.len()
+            })
+        });
+        Some(start.unwrap_or(bytes.len()))
     }
 
     /// Offset of the first intact block (magic, plausible lengths, CRC) at or after `from`.

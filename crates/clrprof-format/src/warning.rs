@@ -159,6 +159,41 @@ pub enum Warning {
     TooManyWarnings { suppressed: u64 },
 }
 
+impl Warning {
+    /// Moves the file offsets this warning names by `delta` (offsets within a block's
+    /// payload stay).
+    fn shift(&mut self, delta: u64) {
+        match self {
+            Warning::BlocksMissing { offset, .. }
+            | Warning::DuplicateBlock { offset, .. }
+            | Warning::TruncatedBlock { offset, .. }
+            | Warning::CrcMismatch { offset, .. }
+            | Warning::Unrecoverable { offset, .. }
+            | Warning::UndecodableBlock { offset, .. }
+            | Warning::RecordCountMismatch { offset, .. } => *offset += delta,
+            Warning::Resynchronized {
+                offset, resumed_at, ..
+            } => {
+                *offset += delta;
+                *resumed_at += delta;
+            }
+            Warning::RecordTruncated { block_offset, .. }
+            | Warning::BadTimestamp { block_offset, .. } => *block_offset += delta,
+            Warning::MalformedRecords {
+                first_block_offset, ..
+            }
+            | Warning::InvalidUtf8 {
+                first_block_offset, ..
+            } => *first_block_offset += delta,
+            Warning::NewerMinorVersion { .. }
+            | Warning::HeaderCrcMismatch
+            | Warning::CutShort { .. }
+            | Warning::UnknownKind { .. }
+            | Warning::TooManyWarnings { .. } => {}
+        }
+    }
+}
+
 /// What was wrong where the reader lost the block structure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
 pub enum DamageCause {
@@ -216,6 +251,19 @@ impl Warnings {
                 self.suppressed = Some(self.list.len());
                 self.list.push(Warning::TooManyWarnings { suppressed: 1 });
             }
+        }
+    }
+
+    /// How many warnings are listed (an index for [`shift_from`](Self::shift_from)).
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Moves the byte offsets of the warnings listed from index `from` on by `delta`: a
+    /// pass over a window of a file reports offsets within the window.
+    pub fn shift_from(&mut self, from: usize, delta: u64) {
+        for w in self.list.iter_mut().skip(from) {
+            w.shift(delta);
         }
     }
 

@@ -3,13 +3,11 @@
 //! ([`dominators`], Cooper–Harvey–Kennedy) and retained sizes, [`report::build`] makes
 //! the heap report, [`diff::diff`] compares two, [`text`] prints them.
 
-pub mod diff;
 pub mod dominators;
 pub mod model;
 pub mod report;
 pub mod snapshot;
 pub mod text;
 
-pub use diff::{HeapDiff, diff};
 pub use report::{HeapOptions, HeapReport, build};
 pub use snapshot::{HeapSnapshot, load};

@@ -1,8 +1,7 @@
-//! The heap report and diff as text.
+//! The heap report as text (a diff of two: `text::render_heap_diff`).
 
 use std::fmt::Write;
 
-use super::diff::HeapDiff;
 use super::report::HeapReport;
 
 fn mb(bytes: u64) -> String {
@@ -153,28 +152,6 @@ pub fn render(r: &HeapReport) -> String {
             };
             let _ = writeln!(o, "  {}.{}{thread} = {what}", s.class, s.field);
         }
-    }
-    o
-}
-
-pub fn render_diff(d: &HeapDiff, top: usize) -> String {
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "heap diff: {:+} objects, {:+} bytes",
-        d.objects_delta, d.bytes_delta
-    );
-    let _ = writeln!(
-        o,
-        "  {:>10} {:>10} {:>10} {:>14} {:>14}  type",
-        "before", "after", "Δcount", "Δbytes", "Δretained"
-    );
-    for t in d.types.iter().take(top) {
-        let _ = writeln!(
-            o,
-            "  {:>10} {:>10} {:>+10} {:>+14} {:>+14}  {}",
-            t.count_before, t.count_after, t.count_delta, t.bytes_delta, t.retained_delta, t.name
-        );
     }
     o
 }

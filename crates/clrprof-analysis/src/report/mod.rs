@@ -6,7 +6,6 @@
 //! records to [`Calls`], then assembles what their `finish` gives. [`crate::text`]
 //! renders the sections.
 
-pub mod alloc_diff;
 mod alloc_samples;
 mod allocations;
 mod calls;

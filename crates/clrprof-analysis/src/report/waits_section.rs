@@ -506,7 +506,7 @@ pub fn section(
     };
     let mut blocking: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     for s in samples {
-        if s.state == 1
+        if s.state == crate::waits::RunState::Running
             || !matches!(
                 s.wait,
                 Some(WaitKind::Lock | WaitKind::Sleep | WaitKind::Join)
@@ -589,7 +589,10 @@ pub fn section(
         let mut m = BTreeMap::new();
         let mut count = 0;
         for s in samples {
-            if s.state == 1 || s.wait != Some(kind) || !keep(s.ns, s.os_tid) {
+            if s.state == crate::waits::RunState::Running
+                || s.wait != Some(kind)
+                || !keep(s.ns, s.os_tid)
+            {
                 continue;
             }
             count += 1;
@@ -649,7 +652,7 @@ mod tests {
             ns,
             os_tid,
             cpu_ns: 0,
-            state: u8::from(wait.is_none()),
+            state: crate::waits::RunState::from_record(u8::from(wait.is_none())),
             stack: stack.to_vec(),
             positions: Vec::new(),
             wait,

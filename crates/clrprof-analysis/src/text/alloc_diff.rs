@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::units::bytes;
-use crate::report::alloc_diff::AllocDiff;
+use crate::diff::alloc::AllocDiff;
 
 fn signed(v: i64) -> String {
     let s = bytes(v.unsigned_abs());

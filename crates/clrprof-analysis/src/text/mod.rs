@@ -11,6 +11,7 @@ mod events;
 mod exceptions;
 mod gcs;
 mod header;
+mod heap_diff;
 mod jit;
 mod lines;
 mod modules;
@@ -28,8 +29,13 @@ pub use lines::render_listings;
 use crate::report::{Functions, Report};
 
 /// The text of `clrprof diff` for allocations; `top` bounds each list.
-pub fn render_alloc_diff(d: &crate::report::alloc_diff::AllocDiff, top: usize) -> String {
+pub fn render_alloc_diff(d: &crate::diff::alloc::AllocDiff, top: usize) -> String {
     alloc_diff::render(d, top)
+}
+
+/// The text of `clrprof diff` for heap snapshots: the `top` types that changed most.
+pub fn render_heap_diff(d: &crate::diff::heap::HeapDiff, top: usize) -> String {
+    heap_diff::render(d, top)
 }
 
 /// The butterfly of `report --function` alone, after the trace's first lines.

@@ -52,7 +52,7 @@ pub fn render(
     );
     for t in st.threads.iter().take(top.max(THREADS_AT_LEAST)) {
         let waits: Vec<String> = {
-            let mut w: Vec<(&String, &u64)> = t.waits.iter().collect();
+            let mut w: Vec<_> = t.waits.iter().collect();
             w.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
             w.iter().map(|(k, n)| format!("{k} {n}")).collect()
         };
@@ -186,8 +186,12 @@ mod tests {
                 on_cpu: 3,
                 cpu_ns: 30_000_000,
                 cpu_percent: 75.0,
-                state: "running".into(),
-                waits: [("lock".to_string(), 1)].into(),
+                state: crate::waits::ThreadState::Running,
+                waits: [(
+                    crate::waits::ThreadState::Waiting(crate::waits::WaitKind::Lock),
+                    1,
+                )]
+                .into(),
                 role: None,
             }],
             ..Default::default()

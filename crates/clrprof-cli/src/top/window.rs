@@ -275,6 +275,39 @@ mod tests {
     use super::*;
     use std::borrow::Cow;
 
+    /// `top --once` of a recorded trace (`sample-hot.bin`, 1 s of `hot 1`: `HotA` and
+    /// `HotB` at 75/25), read by the live follower and shown over a 2 s window.
+    #[test]
+    fn once_rendering_of_a_recorded_trace() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../clrprof-analysis/tests/fixtures/sample-hot.bin");
+        let mut follow = crate::live::follow::Follow::open(&path).unwrap();
+        let now = Instant::now();
+        let mut w = Window::new(Duration::from_secs(2));
+        w.started = now - Duration::from_secs(1);
+        w.add(follow.poll().unwrap(), now);
+        for (name, filter, sort) in [
+            ("all", None, TopSort::Own),
+            ("total", None, TopSort::Total),
+            ("thread", Some("hot-a"), TopSort::Own),
+        ] {
+            let snap = w.snapshot(now, filter, sort);
+            let status = crate::top::view::Status {
+                pid: 4242,
+                command: "dotnet Scenarios.dll hot 1",
+                sort,
+                filter,
+                paused: false,
+                total_samples: w.total_samples,
+                lost: w.lost,
+                unreadable_bytes: follow.skipped_bytes,
+            };
+            insta::with_settings!({ snapshot_suffix => name, prepend_module_to_snapshot => false }, {
+                insta::assert_snapshot!("top_once", crate::top::view::plain(&snap, &status, 15));
+            });
+        }
+    }
+
     fn ev(event: Event<'static>) -> TimedEvent<'static> {
         TimedEvent {
             ns: 0,

@@ -8,6 +8,8 @@ use std::process::{Command, Output};
 
 use clrprof_testkit::BuiltApp;
 
+pub mod serve;
+
 /// Held by tests whose assertions depend on timing (rates, CPU shares), so they do not
 /// compete with each other for this machine's two cores.
 pub fn timing_lock() -> std::sync::MutexGuard<'static, ()> {

@@ -17,12 +17,6 @@ pub struct Events<'r, 'a> {
     /// Enter/Leave/Tailcall units of unit and compact blocks are counted (with their
     /// first and last timestamps, in [`ReadStats`](crate::ReadStats)) instead of returned.
     skip_calls: bool,
-    /// For the end-of-file check: a `TraceEnd` was read; the last timestamp read; the
-    /// first and the latest clock sync point (ticks, mono ns).
-    end_seen: bool,
-    last_ts: Option<u64>,
-    first_sync: Option<(u64, u64)>,
-    last_sync: Option<(u64, u64)>,
     finished: bool,
 }
 
@@ -53,42 +47,42 @@ impl<'r, 'a> Events<'r, 'a> {
             block: None,
             buf: Vec::new(),
             skip_calls: false,
-            end_seen: false,
-            last_ts: None,
-            first_sync: None,
-            last_sync: None,
             finished: false,
         }
     }
 
     /// Notes what the end-of-file check needs from an event about to be returned.
     fn observe(&mut self, e: &DecodedEvent<'_>) {
-        self.last_ts = Some(self.last_ts.map_or(e.ts, |t| t.max(e.ts)));
+        let end = &mut self.reader.end;
+        end.last_ts = Some(end.last_ts.map_or(e.ts, |t| t.max(e.ts)));
         match e.event {
-            Event::TraceEnd { .. } => self.end_seen = true,
+            Event::TraceEnd { .. } => end.end_seen = true,
             Event::ClockSync { mono_ns, .. } => {
-                self.first_sync.get_or_insert((e.ts, mono_ns));
-                self.last_sync = Some((e.ts, mono_ns));
+                end.first_sync.get_or_insert((e.ts, mono_ns));
+                end.last_sync = Some((e.ts, mono_ns));
             }
             _ => {}
         }
     }
 
     /// At the end of the file: a trace whose writer ends it with a `TraceEnd` record and
-    /// that has none was cut short; says so, with the time of its last event.
+    /// that has none was cut short; says so, with the time of its last event. A growing
+    /// file's bytes (a partial scan) are not its end: this notes where the scan stopped.
     fn finish(&mut self) {
-        if std::mem::replace(&mut self.finished, true)
-            || self.end_seen
-            || !self.reader.header().meta.end_record
-        {
+        if std::mem::replace(&mut self.finished, true) {
+            return;
+        }
+        self.reader.stopped_at = self.scanner.position();
+        let end = self.reader.end;
+        if self.scanner.is_partial() || end.end_seen || !self.reader.header().meta.end_record {
             return;
         }
         let stats = self.reader.stats;
-        let mut last = self.last_ts;
+        let mut last = end.last_ts;
         if stats.skipped_calls > 0 {
             last = Some(last.map_or(stats.calls_last_ts, |t| t.max(stats.calls_last_ts)));
         }
-        let syncs: Vec<(u64, u64)> = self.first_sync.into_iter().chain(self.last_sync).collect();
+        let syncs: Vec<(u64, u64)> = end.first_sync.into_iter().chain(end.last_sync).collect();
         let clock =
             crate::ClockConverter::from_clock_info(&self.reader.header().meta.clock, &syncs);
         let last_ns = last.map(|t| if syncs.is_empty() { 0 } else { clock.to_ns(t) });
@@ -306,7 +300,8 @@ impl<'a> Iterator for Events<'_, 'a> {
                             sp,
                         })) => {
                             n += 1;
-                            self.last_ts = Some(self.last_ts.map_or(ts, |t| t.max(ts)));
+                            let end = &mut self.reader.end;
+                            end.last_ts = Some(end.last_ts.map_or(ts, |t| t.max(ts)));
                             acc = f(
                                 acc,
                                 DecodedEvent {

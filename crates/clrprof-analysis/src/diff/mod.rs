@@ -1,5 +1,9 @@
-//! What the two diffs share (`heap::diff` of heap snapshots, `report::alloc_diff` of
-//! allocation samples; both behind `clrprof diff`): the signed change of a count.
+//! `clrprof diff`: two heap snapshots by type ([`heap`]), or two traces' allocation
+//! samples ([`alloc`]), each change a signed [`delta`]. Their text is in
+//! [`text`](crate::text).
+
+pub mod alloc;
+pub mod heap;
 
 /// `after - before` as a signed change, saturating at `i64`'s range.
 pub fn delta(before: u64, after: u64) -> i64 {

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::AllocationSamples;
-use crate::diff::delta;
+use super::delta;
+use crate::report::AllocationSamples;
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct AllocDelta {

@@ -4,8 +4,8 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::report::TypeRow;
-use crate::diff::delta;
+use super::delta;
+use crate::heap::report::TypeRow;
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct TypeDelta {
