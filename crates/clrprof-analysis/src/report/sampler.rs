@@ -16,7 +16,8 @@ pub struct SamplerStats {
     pub max_depth: u64,
     /// Signal mode (format 2.3 on): walks that met a frame record whose return address no
     /// call instruction precedes; that frame was not taken for managed code.
-    pub rejected_walks: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rejected_walks: Option<u64>,
     /// Traces of format 2.3 on: the rate kept and why ticks were missed or late.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timing: Option<SamplerTiming>,
@@ -128,7 +129,7 @@ impl Sampler {
             && t.run_ns > 0
         {
             let taken = s.ticks.max(1);
-            s.rejected_walks = t.rejected_walks;
+            s.rejected_walks = Some(t.rejected_walks);
             s.timing = Some(SamplerTiming {
                 asked_hz: 1e9 / t.interval_ns as f64,
                 achieved_hz: s.ticks as f64 * 1e9 / t.run_ns as f64,
@@ -217,6 +218,6 @@ mod tests {
             (t.longest_tick_ns, t.longest_wake_delay_ns),
             (4_000_000, 9_000_000)
         );
-        assert_eq!(st.rejected_walks, 4);
+        assert_eq!(st.rejected_walks, Some(4));
     }
 }

@@ -69,7 +69,7 @@ pub fn sampler(o: &mut String, s: Option<&SamplerStats>) {
         && (s.truncated_stacks > 0
             || s.missed_ticks > 0
             || s.signal_timeouts > 0
-            || s.rejected_walks > 0)
+            || s.rejected_walks.unwrap_or(0) > 0)
     {
         let _ = write!(
             o,
@@ -77,12 +77,14 @@ pub fn sampler(o: &mut String, s: Option<&SamplerStats>) {
              {} stacks truncated at {} frames (--max-depth)",
             s.ticks, s.missed_ticks, s.signal_timeouts, s.truncated_stacks, s.max_depth
         );
-        if s.rejected_walks > 0 {
+        if let Some(n) = s.rejected_walks
+            && n > 0
+        {
             let _ = write!(
                 o,
                 ", {} walks met a frame record whose return address follows no call (that \
                  frame is shown as native code, not as a method)",
-                s.rejected_walks
+                n
             );
         }
         let _ = writeln!(o);
