@@ -105,12 +105,17 @@ fn on_enter(id: usize, elt: usize) {
                 copies[usize::from(copy)] = frame.gather(regs, count);
             }
         }
-        return write_args(s, f, plan, ts, sp, |i| {
+        let start = |i: usize| {
             slots.get(i).map(|slot| match *slot {
                 Slot::Struct { copy, .. } => copies[usize::from(copy)].as_ptr() as usize,
                 other => frame.address(other).unwrap_or(0),
             })
-        });
+        };
+        // SAFETY: (A7) inside the hook; each address is a slot of the stub's frame on this
+        // stack where the runtime's answers for this function agreed its argument lies
+        // (`arg_slots::CHECKS` of them, every slot compared), or our copy of the registers
+        // those answers placed a struct in (16 bytes, the struct at most that).
+        return unsafe { write_args(s, f, plan, ts, sp, start) };
     }
     // Up to 16 ranges without allocating; more (rare) through the allocating call.
     let mut inline = [corprof::ArgumentRange::default(); 16];
@@ -140,7 +145,9 @@ fn on_enter(id: usize, elt: usize) {
         f.enter_slots.observe(slots, s);
     }
     match &asked {
-        Ok(ranges) => write_args(s, f, plan, ts, sp, |i| ranges.get(i).map(|r| r.start)),
+        // SAFETY: (A7) inside the hook; the ranges are the runtime's answer for this call
+        // (GetFunctionEnter3Info), one per argument in signature order.
+        Ok(ranges) => unsafe { write_args(s, f, plan, ts, sp, |i| ranges.get(i).map(|r| r.start)) },
         Err(e) => write_bounded(
             s,
             |w| {
@@ -158,7 +165,11 @@ fn on_enter(id: usize, elt: usize) {
 }
 
 /// Records a call's arguments; `start(i)` is the address of argument `i`.
-fn write_args(
+///
+/// # Safety
+/// Called inside the hook; `start(i)`, when not `None` or 0, is where argument `i` lies
+/// for this call, readable as its planned kind ([`write_value`]'s contract).
+unsafe fn write_args(
     s: &State,
     f: &ArgsFn,
     plan: &FnPlan,
@@ -172,7 +183,8 @@ fn write_args(
             for (i, p) in plan.args.iter().enumerate() {
                 w.param(i as u32);
                 match start(i) {
-                    Some(addr) if addr != 0 => write_value(s, w, &p.kind, addr, 0),
+                    // SAFETY: (A7) argument `i` lies at `addr` (contract).
+                    Some(addr) if addr != 0 => unsafe { write_value(s, w, &p.kind, addr, 0) },
                     _ => w.unreadable("no argument range"),
                 }
             }
@@ -245,7 +257,12 @@ fn on_leave(id: usize, elt: usize, kind: EltKind) {
                 if let (Some(ret), Some(r)) = (&plan.ret, &retval) {
                     w.param(plan.args.len() as u32);
                     match r {
-                        Ok(start) if *start != 0 => write_value(s, w, &ret.kind, *start, 0),
+                        // SAFETY: (A7) inside the hook; the return value lies there: the
+                        // runtime's range for this call (GetFunctionLeave3Info) or the slot
+                        // of the stub's frame its answers agreed on (`return_value`).
+                        Ok(start) if *start != 0 => unsafe {
+                            write_value(s, w, &ret.kind, *start, 0)
+                        },
                         Ok(_) => w.unreadable("no return value range"),
                         Err(e) => w.unreadable(&format!("GetFunctionLeave3Info: {e}")),
                     }
