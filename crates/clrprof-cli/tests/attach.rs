@@ -286,7 +286,7 @@ fn modules_loaded_before_and_during_the_attach_appear_once() {
 #[test]
 fn every_option_reaches_the_attached_agent() {
     use clrprof_settings::{
-        ArgLimits, EventGroup, EventGroups, Mode, OnFull, SamplerKind, Settings,
+        ArgLimits, EventGroup, EventGroups, Mode, OnFull, Patterns, SamplerKind, Settings,
     };
     let (other_sampler, other) = match SamplerKind::DEFAULT {
         SamplerKind::Signal => ("suspend", SamplerKind::Suspend),
@@ -393,8 +393,8 @@ fn every_option_reaches_the_attached_agent() {
         sampler: other,
         max_depth: 64,
         duration_s: Some(2.5),
-        include: Some("Scenarios.*".into()),
-        exclude: Some("System.*".into()),
+        include: Patterns::parse("Scenarios.*"),
+        exclude: Patterns::parse("System.*"),
         allow_inlining: true,
         arg_limits: ArgLimits {
             max_len: 10,
