@@ -375,7 +375,7 @@ fn every_option_reaches_the_attached_agent() {
     let bytes = std::fs::read(&trace).unwrap();
     let (header, _) = clrprof_format::Header::parse(&bytes).unwrap();
     assert!(header.meta.attached);
-    assert_eq!(header.meta.mode, "events");
+    assert_eq!(header.meta.settings.mode, Mode::Events);
     let got = header.meta.settings;
     let expected = Settings {
         mode: Mode::Events,
