@@ -122,7 +122,7 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
         anyhow::bail!(
             "{} has no samples or calls to convert (it was recorded in `{}` mode; use --mode sample or --mode trace)",
             args.file.display(),
-            trace.header.meta.mode
+            trace.header.meta.settings.mode.as_str()
         );
     }
     bar.step(format!("writing {}", out_path.display()));

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use anyhow::{Result, anyhow, bail};
-use clrprof_settings::{ArgLimits, EventGroup, EventGroups, Mode, Settings, var};
+use clrprof_settings::{ArgLimits, EventGroup, EventGroups, Mode, Patterns, Settings, var};
 
 use crate::cli::RecordArgs;
 
@@ -48,12 +48,12 @@ pub fn from_args(args: &RecordArgs, output: &Path) -> Result<(Settings, Vec<&'st
         s.duration_s = Some(d);
         decided.push(var::DURATION_S);
     }
-    if let Some(p) = patterns(&args.include) {
-        s.include = Some(p);
+    if !args.include.is_empty() {
+        s.include = Patterns::of(&args.include);
         decided.push(var::INCLUDE);
     }
-    if let Some(p) = patterns(&args.exclude) {
-        s.exclude = Some(p);
+    if !args.exclude.is_empty() {
+        s.exclude = Patterns::of(&args.exclude);
         decided.push(var::EXCLUDE);
     }
     if args.allow_inlining {
@@ -100,7 +100,7 @@ pub fn from_args(args: &RecordArgs, output: &Path) -> Result<(Settings, Vec<&'st
         if mode != Mode::Trace {
             bail!("--args needs --mode trace: arguments are read by the ELT enter/leave hooks");
         }
-        s.args = patterns(&args.args).filter(|p| !p.trim().is_empty());
+        s.args = Patterns::of(&args.args);
         decided.push(var::ARGS);
     }
     // The limits are read with `--args` only; attaching passes them too (they are part of
@@ -118,12 +118,6 @@ pub fn from_args(args: &RecordArgs, output: &Path) -> Result<(Settings, Vec<&'st
     // the agent's own message, before anything starts.
     s.check().map_err(|e| anyhow!("{e}"))?;
     Ok((s, decided))
-}
-
-/// The repeatable pattern options as the agent reads them: `;`-separated.
-fn patterns(v: &[String]) -> Option<String> {
-    let joined = v.join(";");
-    (!joined.is_empty()).then_some(joined)
 }
 
 /// The `CLRPROF_*` variables to set for a command started under the profiler: every
@@ -150,6 +144,24 @@ mod tests {
         match Cli::try_parse_from(argv).unwrap().command {
             Command::Record(r) => r,
             _ => unreachable!(),
+        }
+    }
+
+    /// The settings table names, for each variable an option decides, an option
+    /// `record` really has.
+    #[test]
+    fn the_settings_table_names_records_options() {
+        use clap::CommandFactory;
+        let cli = Cli::command();
+        let record = cli.find_subcommand("record").unwrap();
+        let longs: Vec<String> = record
+            .get_arguments()
+            .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+            .collect();
+        for v in clrprof_settings::TABLE {
+            if let Some(flag) = v.flag {
+                assert!(longs.iter().any(|l| l == flag), "{}: no {flag}", v.name);
+            }
         }
     }
 
@@ -251,8 +263,8 @@ mod tests {
                 sampler: SamplerKind::Suspend,
                 max_depth: 64,
                 duration_s: Some(2.5),
-                include: Some("A.*;B.*".into()),
-                exclude: Some("C.*".into()),
+                include: Patterns::of(["A.*", "B.*"]),
+                exclude: Patterns::of(["C.*"]),
                 allow_inlining: true,
                 arg_limits: ArgLimits {
                     max_len: 10,

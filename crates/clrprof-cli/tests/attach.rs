@@ -207,7 +207,7 @@ fn modules_loaded_before_and_during_the_attach_appear_once() {
 #[test]
 fn every_option_reaches_the_attached_agent() {
     use clrprof_settings::{
-        ArgLimits, EventGroup, EventGroups, Mode, OnFull, SamplerKind, Settings,
+        ArgLimits, EventGroup, EventGroups, Mode, OnFull, Patterns, SamplerKind, Settings,
     };
     let (other_sampler, other) = match SamplerKind::DEFAULT {
         SamplerKind::Signal => ("suspend", SamplerKind::Suspend),
@@ -296,7 +296,7 @@ fn every_option_reaches_the_attached_agent() {
     let bytes = std::fs::read(&trace).unwrap();
     let (header, _) = clrprof_format::Header::parse(&bytes).unwrap();
     assert!(header.meta.attached);
-    assert_eq!(header.meta.mode, "events");
+    assert_eq!(header.meta.settings.mode, Mode::Events);
     let got = header.meta.settings;
     let expected = Settings {
         mode: Mode::Events,
@@ -314,8 +314,8 @@ fn every_option_reaches_the_attached_agent() {
         sampler: other,
         max_depth: 64,
         duration_s: Some(2.5),
-        include: Some("Scenarios.*".into()),
-        exclude: Some("System.*".into()),
+        include: Patterns::parse("Scenarios.*"),
+        exclude: Patterns::parse("System.*"),
         allow_inlining: true,
         arg_limits: ArgLimits {
             max_len: 10,

@@ -14,7 +14,10 @@ fn header_bytes(mode: &str) -> Vec<u8> {
     let mut file = Vec::new();
     let meta = TraceMeta {
         pid: 1,
-        mode: mode.into(),
+        settings: clrprof_settings::Settings {
+            mode: serde_json::from_value(serde_json::Value::String(mode.into())).unwrap(),
+            ..clrprof_settings::Settings::unrecorded()
+        },
         event_kinds: event_kind_table(),
         ..TraceMeta::default()
     };

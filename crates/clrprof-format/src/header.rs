@@ -44,13 +44,16 @@ pub struct Header {
 
 /// What was recorded, where and how. Every field has a default so readers cope with
 /// documents from older or newer writers (unknown fields are ignored).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+///
+/// The mode is `settings.mode`. The document also has it as a top-level `mode` string
+/// (`"events"`, `"trace"` or `"sample"`), where it always was and where the first headers,
+/// whose `settings` hold no mode, have it alone: written from `settings.mode`, and read
+/// into it when `settings` leaves the mode out.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(try_from = "MetaDocument")]
 pub struct TraceMeta {
     pub pid: u32,
     pub command_line: Vec<String>,
-    /// `"events"`, `"trace"` or `"sample"`.
-    pub mode: String,
     pub agent_version: String,
     pub runtime_version: Option<String>,
     /// Wall-clock time at which recording started.
@@ -60,10 +63,6 @@ pub struct TraceMeta {
     pub attached: bool,
     /// The agent's settings. A member an older writer left out reads as
     /// [`Settings::unrecorded`] has it; `null` or no `settings` at all, as all left out.
-    #[serde(
-        default = "Settings::unrecorded",
-        deserialize_with = "settings_or_unrecorded"
-    )]
     pub settings: Settings,
     /// Every event kind the writer knew: lets a reader name and skip kinds it does not know.
     pub event_kinds: Vec<EventKindDesc>,
@@ -78,7 +77,6 @@ impl Default for TraceMeta {
         TraceMeta {
             pid: 0,
             command_line: Vec::new(),
-            mode: String::new(),
             agent_version: String::new(),
             runtime_version: None,
             start_unix_ns: 0,
@@ -91,8 +89,70 @@ impl Default for TraceMeta {
     }
 }
 
-fn settings_or_unrecorded<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Settings, D::Error> {
-    Ok(Option::<Settings>::deserialize(d)?.unwrap_or_else(Settings::unrecorded))
+/// The header document as written: [`TraceMeta`]'s fields, the top-level `mode` beside
+/// them, in this order.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct MetaDocument {
+    pid: u32,
+    command_line: Vec<String>,
+    mode: String,
+    agent_version: String,
+    runtime_version: Option<String>,
+    start_unix_ns: u64,
+    clock: ClockInfo,
+    attached: bool,
+    /// Kept as it came: whether it names the mode decides where the mode is read from.
+    settings: Option<serde_json::Value>,
+    event_kinds: Vec<EventKindDesc>,
+    end_record: bool,
+}
+
+impl TryFrom<MetaDocument> for TraceMeta {
+    type Error = serde_json::Error;
+
+    fn try_from(d: MetaDocument) -> Result<TraceMeta, serde_json::Error> {
+        // A member an older writer left out reads as `Settings::unrecorded` has it.
+        let names_mode = d.settings.as_ref().is_some_and(|s| s.get("mode").is_some());
+        let mut settings = match d.settings {
+            None | Some(serde_json::Value::Null) => Settings::unrecorded(),
+            Some(v) => serde_json::from_value(v)?,
+        };
+        if !names_mode && let Ok(mode) = serde_json::from_value(serde_json::Value::String(d.mode)) {
+            settings.mode = mode;
+        }
+        Ok(TraceMeta {
+            pid: d.pid,
+            command_line: d.command_line,
+            agent_version: d.agent_version,
+            runtime_version: d.runtime_version,
+            start_unix_ns: d.start_unix_ns,
+            clock: d.clock,
+            attached: d.attached,
+            settings,
+            event_kinds: d.event_kinds,
+            end_record: d.end_record,
+        })
+    }
+}
+
+impl Serialize for TraceMeta {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut m = s.serialize_struct("TraceMeta", 11)?;
+        m.serialize_field("pid", &self.pid)?;
+        m.serialize_field("command_line", &self.command_line)?;
+        m.serialize_field("mode", self.settings.mode.as_str())?;
+        m.serialize_field("agent_version", &self.agent_version)?;
+        m.serialize_field("runtime_version", &self.runtime_version)?;
+        m.serialize_field("start_unix_ns", &self.start_unix_ns)?;
+        m.serialize_field("clock", &self.clock)?;
+        m.serialize_field("attached", &self.attached)?;
+        m.serialize_field("settings", &self.settings)?;
+        m.serialize_field("event_kinds", &self.event_kinds)?;
+        m.serialize_field("end_record", &self.end_record)?;
+        m.end()
+    }
 }
 
 /// What record timestamps count.
@@ -261,7 +321,6 @@ mod tests {
     fn round_trips() {
         let h = Header::new(TraceMeta {
             pid: 42,
-            mode: "events".into(),
             clock: ClockInfo {
                 kind: ClockKind::Tsc,
                 ticks_per_second: Some(3e9),
@@ -315,6 +374,40 @@ mod tests {
         );
         let s = parse(r#"{"settings":{"rate_hz":250,"mode":"sample","something_new":1}}"#).unwrap();
         assert_eq!((s.rate_hz, s.mode), (250, clrprof_settings::Mode::Sample));
+        // The first headers name the mode at the top only; the settings' own wins.
+        let meta = |json: &str| {
+            let mut bytes = FILE_MAGIC.to_vec();
+            bytes.extend_from_slice(&1u16.to_le_bytes());
+            bytes.extend_from_slice(&0u16.to_le_bytes());
+            bytes.extend_from_slice(&(json.len() as u32).to_le_bytes());
+            bytes.extend_from_slice(json.as_bytes());
+            Header::parse(&bytes).map(|(h, _)| h.meta).unwrap()
+        };
+        use clrprof_settings::Mode;
+        assert_eq!(meta(r#"{"mode":"trace"}"#).settings.mode, Mode::Trace);
+        assert_eq!(
+            meta(r#"{"mode":"trace","settings":{"flush_ms":5}}"#)
+                .settings
+                .mode,
+            Mode::Trace
+        );
+        assert_eq!(
+            meta(r#"{"mode":"trace","settings":{"mode":"sample"}}"#)
+                .settings
+                .mode,
+            Mode::Sample
+        );
+        assert_eq!(meta(r#"{"mode":"?"}"#).settings.mode, Mode::Events);
+        // And it is written at the top, from the settings.
+        let m = TraceMeta {
+            settings: Settings::for_mode(Mode::Sample),
+            ..TraceMeta::default()
+        };
+        let json = serde_json::to_string(&m).unwrap();
+        assert!(
+            json.starts_with(r#"{"pid":0,"command_line":[],"mode":"sample","#),
+            "{json}"
+        );
         assert!(matches!(
             parse(r#"{"settings":{"rate_hz":"fast"}}"#),
             Err(FormatError::HeaderJsonInvalid { .. })

@@ -5,43 +5,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::{ArgLimits, EventGroups, LogTarget, Mode, OnFull, SamplerKind, Settings, TraceProbe};
-
-/// The variable names.
-pub mod var {
-    pub const OUTPUT: &str = "CLRPROF_OUTPUT";
-    pub const MODE: &str = "CLRPROF_MODE";
-    pub const EVENTS: &str = "CLRPROF_EVENTS";
-    pub const BUFFER_KB: &str = "CLRPROF_BUFFER_KB";
-    pub const ON_FULL: &str = "CLRPROF_ON_FULL";
-    pub const FLUSH_MS: &str = "CLRPROF_FLUSH_MS";
-    pub const COMPRESS: &str = "CLRPROF_COMPRESS";
-    pub const LOG: &str = "CLRPROF_LOG";
-    pub const RATE_HZ: &str = "CLRPROF_RATE_HZ";
-    pub const SAMPLER: &str = "CLRPROF_SAMPLER";
-    pub const DURATION_S: &str = "CLRPROF_DURATION_S";
-    pub const MAX_DEPTH: &str = "CLRPROF_MAX_DEPTH";
-    pub const SIBLINGS: &str = "CLRPROF_SIBLINGS";
-    pub const OWNER_PID: &str = "CLRPROF_OWNER_PID";
-    pub const OWNER_START: &str = "CLRPROF_OWNER_START";
-    pub const RUN: &str = "CLRPROF_RUN";
-    pub const PROFILE_SDK: &str = "CLRPROF_PROFILE_SDK";
-    pub const TRACE_PROBE: &str = "CLRPROF_TRACE_PROBE";
-    pub const INCLUDE: &str = "CLRPROF_INCLUDE";
-    pub const EXCLUDE: &str = "CLRPROF_EXCLUDE";
-    pub const INLINING: &str = "CLRPROF_INLINING";
-    pub const COUNTS: &str = "CLRPROF_COUNTS";
-    pub const HEAP: &str = "CLRPROF_HEAP";
-    pub const HEAP_AT: &str = "CLRPROF_HEAP_AT";
-    pub const EXCEPTION_STACKS: &str = "CLRPROF_EXCEPTION_STACKS";
-    pub const ARGS: &str = "CLRPROF_ARGS";
-    pub const ARG_MAX_LEN: &str = "CLRPROF_ARG_MAX_LEN";
-    pub const ARG_DEPTH: &str = "CLRPROF_ARG_DEPTH";
-    pub const ARG_ITEMS: &str = "CLRPROF_ARG_ITEMS";
-    pub const ARG_BYTES: &str = "CLRPROF_ARG_BYTES";
-    pub const ALLOC_INTERVAL: &str = "CLRPROF_ALLOC_INTERVAL";
-    pub const MAX_SIZE: &str = "CLRPROF_MAX_SIZE";
-}
+use crate::pattern::Patterns;
+use crate::{EventGroups, LogTarget, Mode, OnFull, SamplerKind, Settings, TraceProbe};
 
 /// The accepted ranges of the numeric settings, inclusive (the CLI checks its options
 /// against the same).
@@ -62,131 +27,302 @@ pub mod limits {
 /// on values past `u64::MAX` seconds, and no recording means to run longer).
 pub const MAX_DURATION_S: f64 = 31_536_000.0;
 
-/// The environment variables the agent reads, with their meaning (for docs and errors).
-pub const VARIABLES: &[(&str, &str)] = &[
-    (
-        var::OUTPUT,
+/// One `CLRPROF_*` variable: its name, the `clrprof record` option that sets it (if one
+/// does), its meaning, and the two directions between its text and the [`Settings`].
+pub struct Variable {
+    pub name: &'static str,
+    /// The `clrprof record` option (its long form) that decides this variable.
+    pub flag: Option<&'static str>,
+    /// What it means, its accepted values and its default (for docs and errors).
+    pub doc: &'static str,
+    /// Reads a set (non-empty) value into settings that hold the mode's defaults and
+    /// the mode already; `Err` says what is accepted.
+    read: fn(&mut Settings, &str) -> Result<(), String>,
+    /// The value that reads back to these settings; `None`: left unset.
+    write: fn(&Settings) -> Option<String>,
+}
+
+/// The table of variables: each line declares one, and the `var` names, [`VARIABLES`],
+/// [`Settings::from_env`], [`Settings::to_env`] and the refusal messages all come from
+/// it. (The defaults are [`Settings::for_mode`]'s, which depend on the mode.)
+macro_rules! variables {
+    ($( $id:ident = $name:literal, flag $flag:expr, $doc:expr,
+        read $read:expr, write $write:expr; )*) => {
+        /// The variable names.
+        pub mod var {
+            $( pub const $id: &str = $name; )*
+        }
+
+        /// Every variable the agent reads, in the order the table declares them.
+        pub const TABLE: &[Variable] = &[
+            $( Variable { name: $name, flag: $flag, doc: $doc, read: $read, write: $write }, )*
+        ];
+
+        /// The environment variables the agent reads, with their meaning (for docs and
+        /// errors).
+        pub const VARIABLES: &[(&str, &str)] = &[ $( ($name, $doc), )* ];
+    };
+}
+
+variables! {
+    OUTPUT = "CLRPROF_OUTPUT", flag Some("--output"),
         "trace file path; `{pid}` is replaced by the process id (default clrprof-{pid}.clrprof)",
-    ),
-    (var::MODE, "events | sample | trace (default events)"),
-    (
-        var::EVENTS,
+        read |s, v| {
+            s.output = PathBuf::from(v);
+            Ok(())
+        },
+        write |s| Some(s.output.to_string_lossy().into_owned());
+    MODE = "CLRPROF_MODE", flag Some("--mode"),
+        "events | sample | trace (default events)",
+        read |s, v| {
+            s.mode = match v {
+                "events" => Mode::Events,
+                "sample" => Mode::Sample,
+                "trace" => Mode::Trace,
+                _ => return Err("events, sample or trace".into()),
+            };
+            Ok(())
+        },
+        write |s| Some(s.mode.as_str().into());
+    EVENTS = "CLRPROF_EVENTS", flag Some("--events"),
         "comma list of event groups; `default`, `all`, a group name, or `-group` to remove one",
-    ),
-    (
-        var::BUFFER_KB,
+        read |s, v| {
+            s.events = EventGroups::parse(v, s.mode)?;
+            Ok(())
+        },
+        write |s| Some(s.events.list());
+    BUFFER_KB = "CLRPROF_BUFFER_KB", flag Some("--buffer-kb"),
         "per-thread buffer size in KiB, 4..=65536 (default 256; 4096 in trace mode)",
-    ),
-    (
-        var::ON_FULL,
+        read |s, v| {
+            s.buffer_bytes = number(v, limits::BUFFER_KB)? as usize * 1024;
+            Ok(())
+        },
+        write |s| Some((s.buffer_bytes / 1024).to_string());
+    ON_FULL = "CLRPROF_ON_FULL", flag Some("--on-full"),
         "wait | drop: what a thread does when its buffer is full (default wait)",
-    ),
-    (
-        var::FLUSH_MS,
+        read |s, v| {
+            s.on_full = match v {
+                "wait" => OnFull::Wait,
+                "drop" => OnFull::Drop,
+                _ => return Err("wait or drop".into()),
+            };
+            Ok(())
+        },
+        write |s| Some(s.on_full.as_str().into());
+    FLUSH_MS = "CLRPROF_FLUSH_MS", flag None,
         "writer period in milliseconds, 1..=10000 (default 20)",
-    ),
-    (var::COMPRESS, "0 | 1: lz4-compress blocks (default 0)"),
-    (
-        var::LOG,
+        read |s, v| {
+            s.flush_ms = number(v, limits::FLUSH_MS)?;
+            Ok(())
+        },
+        write |s| Some(s.flush_ms.to_string());
+    COMPRESS = "CLRPROF_COMPRESS", flag None,
+        "0 | 1: lz4-compress blocks (default 0)",
+        read |s, v| {
+            s.compress = flag(v)?;
+            Ok(())
+        },
+        write |s| Some(bit(s.compress));
+    LOG = "CLRPROF_LOG", flag None,
         "stderr | off | a file path for the agent's own log (default stderr)",
-    ),
-    (
-        var::RATE_HZ,
+        read |s, v| {
+            s.log = match v {
+                "stderr" => LogTarget::Stderr,
+                "off" => LogTarget::Off,
+                path => LogTarget::File(PathBuf::from(path)),
+            };
+            Ok(())
+        },
+        write |s| Some(match &s.log {
+            LogTarget::Stderr => "stderr".into(),
+            LogTarget::Off => "off".into(),
+            LogTarget::File(p) => p.to_string_lossy().into_owned(),
+        });
+    RATE_HZ = "CLRPROF_RATE_HZ", flag Some("--rate"),
         "sample mode: samples per second, 1..=1000 (default 99)",
-    ),
-    (
-        var::SAMPLER,
+        read |s, v| {
+            s.rate_hz = number(v, limits::RATE_HZ)? as u32;
+            Ok(())
+        },
+        write |s| Some(s.rate_hz.to_string());
+    SAMPLER = "CLRPROF_SAMPLER", flag Some("--sampler"),
         "sample mode: signal (SIGPROF + frame-pointer walk; default on Linux x86_64) | suspend (SuspendRuntime + DoStackSnapshot)",
-    ),
-    (
-        var::DURATION_S,
+        read |s, v| {
+            s.sampler = match v {
+                "suspend" => SamplerKind::Suspend,
+                "signal" => SamplerKind::Signal,
+                _ => return Err("signal or suspend".into()),
+            };
+            Ok(())
+        },
+        write |s| Some(s.sampler.as_str().into());
+    DURATION_S = "CLRPROF_DURATION_S", flag Some("--duration"),
         "stop after this many seconds, more than 0 and at most 31536000: sample mode stops sampling, an attached profiler detaches (default: until exit)",
-    ),
-    (
-        var::MAX_DEPTH,
+        read |s, v| match v.trim().parse::<f64>() {
+            Ok(d) if d > 0.0 && d <= MAX_DURATION_S => {
+                s.duration_s = Some(d);
+                Ok(())
+            }
+            _ => Err("a number of seconds, more than 0 and at most 31536000 (a year)".into()),
+        },
+        // f64's Display is the shortest text that parses back to the same number.
+        write |s| s.duration_s.map(|d| d.to_string());
+    MAX_DEPTH = "CLRPROF_MAX_DEPTH", flag Some("--max-depth"),
         "sample mode: frames kept per stack, 16..=16384 (default 512); deeper stacks lose their root-most frames and end in a `[truncated: …]` frame",
-    ),
-    (
-        var::SIBLINGS,
+        read |s, v| {
+            s.max_depth = number(v, limits::MAX_DEPTH)? as usize;
+            Ok(())
+        },
+        write |s| Some(s.max_depth.to_string());
+    SIBLINGS = "CLRPROF_SIBLINGS", flag None,
         "0 | 1: when CLRPROF_OUTPUT exists, write <stem>.<pid>.<ext> beside it (set by `clrprof record` so each process of the launched tree writes its own trace)",
-    ),
-    (
-        var::OWNER_PID,
+        read |s, v| {
+            s.siblings = flag(v)?;
+            Ok(())
+        },
+        write |s| Some(bit(s.siblings));
+    OWNER_PID = "CLRPROF_OWNER_PID", flag None,
         "attach: pid of the clrprof that attached; the profiler detaches itself when that process is gone",
-    ),
-    (
-        var::OWNER_START,
+        read |s, v| {
+            s.owner_pid = Some(number(v, (1, u64::from(u32::MAX)))? as u32);
+            Ok(())
+        },
+        write |s| s.owner_pid.map(|p| p.to_string());
+    OWNER_START = "CLRPROF_OWNER_START", flag None,
         "attach: start time of CLRPROF_OWNER_PID (field 22 of its /proc/PID/stat), so a pid reused or seen from another pid namespace is not taken for it",
-    ),
-    (
-        var::RUN,
+        read |s, v| {
+            s.owner_start = Some(number(v, (0, u64::MAX))?);
+            Ok(())
+        },
+        write |s| s.owner_start.map(|t| t.to_string());
+    RUN = "CLRPROF_RUN", flag None,
         "set by `clrprof record`: its private run directory, where each process that records notes its trace's name and, at the end, what it lost and why",
-    ),
-    (
-        var::PROFILE_SDK,
+        read |s, v| {
+            s.run = Some(PathBuf::from(v));
+            Ok(())
+        },
+        write |s| s.run.as_ref().map(|r| r.to_string_lossy().into_owned());
+    PROFILE_SDK = "CLRPROF_PROFILE_SDK", flag None,
         "0 | 1: also profile the .NET SDK's own processes (dotnet build/run, MSBuild, VBCSCompiler, csc); default 0: they decline",
-    ),
-    (
-        var::TRACE_PROBE,
+        read |s, v| {
+            s.profile_sdk = flag(v)?;
+            Ok(())
+        },
+        write |s| Some(bit(s.profile_sdk));
+    TRACE_PROBE = "CLRPROF_TRACE_PROBE", flag None,
         "trace mode, for benchmarks: noop | clock: hooks that only return, or only read the TSC; nothing is recorded",
-    ),
-    (
-        var::INCLUDE,
+        read |s, v| {
+            s.trace_probe = Some(match v {
+                "noop" => TraceProbe::Noop,
+                "clock" => TraceProbe::Clock,
+                _ => return Err("noop or clock".into()),
+            });
+            Ok(())
+        },
+        write |s| s.trace_probe.map(|p| p.as_str().to_string());
+    INCLUDE = "CLRPROF_INCLUDE", flag Some("--include"),
         "trace mode: `;`-separated name patterns (`*`, `?`) of functions to hook (default all)",
-    ),
-    (
-        var::EXCLUDE,
+        read |s, v| {
+            s.include = Patterns::parse(v);
+            Ok(())
+        },
+        write |s| s.include.joined();
+    EXCLUDE = "CLRPROF_EXCLUDE", flag Some("--exclude"),
         "trace mode: `;`-separated name patterns of functions never to hook",
-    ),
-    (
-        var::INLINING,
+        read |s, v| {
+            s.exclude = Patterns::parse(v);
+            Ok(())
+        },
+        write |s| s.exclude.joined();
+    INLINING = "CLRPROF_INLINING", flag Some("--allow-inlining"),
         "trace mode: 1 lets the JIT inline (inlined calls are then not seen; default 0)",
-    ),
-    (
-        var::COUNTS,
-        "trace mode: 1 counts calls per caller→callee edge in per-thread tables instead of recording each call (no timestamps; default 0)",
-    ),
-    (
-        var::HEAP,
+        read |s, v| {
+            s.allow_inlining = flag(v)?;
+            Ok(())
+        },
+        write |s| Some(bit(s.allow_inlining));
+    COUNTS = "CLRPROF_COUNTS", flag Some("--counts"),
+        "trace or sample mode: 1 counts calls per caller→callee edge in per-thread tables instead of recording each call (no timestamps; default 0)",
+        read |s, v| {
+            s.counts = flag(v)?;
+            Ok(())
+        },
+        write |s| Some(bit(s.counts));
+    HEAP = "CLRPROF_HEAP", flag None,
         "0 | 1: allow heap snapshots on request (turns background GC off while loaded; default 0, 1 with CLRPROF_HEAP_AT)",
-    ),
-    (
-        var::HEAP_AT,
+        read |s, v| {
+            s.heap = flag(v)?;
+            Ok(())
+        },
+        write |s| Some(bit(s.heap));
+    HEAP_AT = "CLRPROF_HEAP_AT", flag Some("--heap"),
         "`,`-separated seconds after startup at which to take a heap snapshot (docs/heap.md)",
-    ),
-    (
-        var::EXCEPTION_STACKS,
+        read |s, v| {
+            s.heap_at = heap_times(v)
+                .ok_or("`,`-separated non-negative numbers of seconds, e.g. 2,5.5")?;
+            Ok(())
+        },
+        write |s| (!s.heap_at.is_empty()).then(|| {
+            let times: Vec<String> = s.heap_at.iter().map(f64::to_string).collect();
+            times.join(",")
+        });
+    EXCEPTION_STACKS = "CLRPROF_EXCEPTION_STACKS", flag None,
         "0 | 1: record each thrown exception's stack (default 1)",
-    ),
-    (
-        var::ARGS,
+        read |s, v| {
+            s.exception_stacks = flag(v)?;
+            Ok(())
+        },
+        write |s| Some(bit(s.exception_stacks));
+    ARGS = "CLRPROF_ARGS", flag Some("--args"),
         "trace mode: `;`-separated name patterns of functions whose arguments and return values are recorded (ELT slow path)",
-    ),
-    (
-        var::ARG_MAX_LEN,
+        read |s, v| {
+            s.args = Patterns::parse(v);
+            Ok(())
+        },
+        write |s| s.args.joined();
+    ARG_MAX_LEN = "CLRPROF_ARG_MAX_LEN", flag Some("--arg-max-len"),
         "--args: characters of a string kept, 0..=65536 (default 256)",
-    ),
-    (
-        var::ARG_DEPTH,
+        read |s, v| {
+            s.arg_limits.max_len = number(v, limits::ARG_MAX_LEN)? as u32;
+            Ok(())
+        },
+        write |s| Some(s.arg_limits.max_len.to_string());
+    ARG_DEPTH = "CLRPROF_ARG_DEPTH", flag Some("--arg-depth"),
         "--args: levels of object fields read, 0..=4 (default 1)",
-    ),
-    (
-        var::ARG_ITEMS,
+        read |s, v| {
+            s.arg_limits.depth = number(v, limits::ARG_DEPTH)? as u32;
+            Ok(())
+        },
+        write |s| Some(s.arg_limits.depth.to_string());
+    ARG_ITEMS = "CLRPROF_ARG_ITEMS", flag Some("--arg-items"),
         "--args: array elements read, 0..=1024 (default 8)",
-    ),
-    (
-        var::ARG_BYTES,
+        read |s, v| {
+            s.arg_limits.items = number(v, limits::ARG_ITEMS)? as u32;
+            Ok(())
+        },
+        write |s| Some(s.arg_limits.items.to_string());
+    ARG_BYTES = "CLRPROF_ARG_BYTES", flag None,
         "--args: bytes of values recorded per call, 64..=8192 (default 2048; the rest is cut and counted)",
-    ),
-    (
-        var::ALLOC_INTERVAL,
+        read |s, v| {
+            s.arg_limits.bytes = number(v, limits::ARG_BYTES)? as u32;
+            Ok(())
+        },
+        write |s| Some(s.arg_limits.bytes.to_string());
+    ALLOC_INTERVAL = "CLRPROF_ALLOC_INTERVAL", flag Some("--alloc-interval"),
         "sample allocations with stacks, about one per this many bytes, 1024..=1073741824 (unset = off; the runtime samples at least every 100 KiB, docs/allocations.md)",
-    ),
-    (
-        var::MAX_SIZE,
+        read |s, v| {
+            s.alloc_interval = Some(number(v, limits::ALLOC_INTERVAL)?);
+            Ok(())
+        },
+        write |s| s.alloc_interval.map(|i| i.to_string());
+    MAX_SIZE = "CLRPROF_MAX_SIZE", flag Some("--max-size"),
         "stop recording (the app runs on) once the trace holds this many bytes of blocks, 1048576..=1125899906842624 (unset = no bound)",
-    ),
-];
+        read |s, v| {
+            s.max_size = Some(number(v, limits::MAX_SIZE)?);
+            Ok(())
+        },
+        write |s| s.max_size.map(|i| i.to_string());
+}
 
 /// A configuration error: names the variable, the bad value and what is accepted.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -221,23 +357,18 @@ fn bad(var: &str, value: &str, expected: &str) -> SettingsError {
     SettingsError(format!("invalid {var}={value:?}: expected {expected}"))
 }
 
-fn number(var: &str, value: &str, (lo, hi): (u64, u64)) -> Result<u64, SettingsError> {
+fn number(value: &str, (lo, hi): (u64, u64)) -> Result<u64, String> {
     match value.trim().parse::<u64>() {
         Ok(n) if (lo..=hi).contains(&n) => Ok(n),
-        _ => Err(bad(
-            var,
-            value,
-            &format!("a whole number from {lo} to {hi}"),
-        )),
+        _ => Err(format!("a whole number from {lo} to {hi}")),
     }
 }
 
-fn flag(var: &str, value: Option<&str>, default: bool) -> Result<bool, SettingsError> {
+fn flag(value: &str) -> Result<bool, String> {
     match value {
-        None => Ok(default),
-        Some("0") => Ok(false),
-        Some("1") => Ok(true),
-        Some(v) => Err(bad(var, v, "0 or 1")),
+        "0" => Ok(false),
+        "1" => Ok(true),
+        _ => Err("0 or 1".into()),
     }
 }
 
@@ -262,165 +393,59 @@ fn heap_times(v: &str) -> Option<Vec<f64>> {
 impl Settings {
     /// Reads settings through `lookup` (the environment at startup, the attach client
     /// data's variables on attach); an empty value counts as unset. `pid` fills `{pid}`
-    /// in the output path.
+    /// in the output path. Settings that contradict each other are refused here, each
+    /// message naming the variables.
     pub fn from_env(
         lookup: impl Fn(&str) -> Option<String>,
         pid: u32,
     ) -> Result<Settings, SettingsError> {
         let get = |k: &str| lookup(k).filter(|v| !v.is_empty());
-        let mode = match get(var::MODE).as_deref() {
-            None | Some("events") => Mode::Events,
-            Some("sample") => Mode::Sample,
-            Some("trace") => Mode::Trace,
-            Some(v) => return Err(bad(var::MODE, v, "events, sample or trace")),
-        };
-        let d = Settings::for_mode(mode);
-        let output = get(var::OUTPUT).unwrap_or_else(|| d.output.to_string_lossy().into_owned());
-        let output = PathBuf::from(output.replace("{pid}", &pid.to_string()));
-        let events = match get(var::EVENTS) {
-            None => d.events,
-            Some(v) => EventGroups::parse(&v, mode).map_err(|e| bad(var::EVENTS, &v, &e))?,
-        };
-        let buffer_bytes = match get(var::BUFFER_KB) {
-            None => d.buffer_bytes,
-            Some(v) => number(var::BUFFER_KB, &v, limits::BUFFER_KB)? as usize * 1024,
-        };
-        let on_full = match get(var::ON_FULL).as_deref() {
-            None | Some("wait") => OnFull::Wait,
-            Some("drop") => OnFull::Drop,
-            Some(v) => return Err(bad(var::ON_FULL, v, "wait or drop")),
-        };
-        let flush_ms = match get(var::FLUSH_MS) {
-            None => d.flush_ms,
-            Some(v) => number(var::FLUSH_MS, &v, limits::FLUSH_MS)?,
-        };
-        let compress = flag(var::COMPRESS, get(var::COMPRESS).as_deref(), d.compress)?;
-        let log = match get(var::LOG).as_deref() {
-            None | Some("stderr") => LogTarget::Stderr,
-            Some("off") => LogTarget::Off,
-            Some(path) => LogTarget::File(PathBuf::from(path)),
-        };
-        let rate_hz = match get(var::RATE_HZ) {
-            None => d.rate_hz,
-            Some(v) => number(var::RATE_HZ, &v, limits::RATE_HZ)? as u32,
-        };
-        let duration_s = match get(var::DURATION_S) {
-            None => None,
-            Some(v) => match v.trim().parse::<f64>() {
-                Ok(s) if s > 0.0 && s <= MAX_DURATION_S => Some(s),
-                _ => {
-                    return Err(bad(
-                        var::DURATION_S,
-                        &v,
-                        "a number of seconds, more than 0 and at most 31536000 (a year)",
-                    ));
-                }
-            },
-        };
-        let sampler = match get(var::SAMPLER).as_deref() {
-            None => d.sampler,
-            Some("suspend") => SamplerKind::Suspend,
-            Some("signal") => SamplerKind::Signal,
-            Some(v) => return Err(bad(var::SAMPLER, v, "signal or suspend")),
-        };
-        let allow_inlining = flag(var::INLINING, get(var::INLINING).as_deref(), false)?;
-        let counts = flag(var::COUNTS, get(var::COUNTS).as_deref(), false)?;
-        let exception_stacks = flag(
-            var::EXCEPTION_STACKS,
-            get(var::EXCEPTION_STACKS).as_deref(),
-            true,
-        )?;
-        let trace_probe = match get(var::TRACE_PROBE).as_deref() {
-            None => None,
-            Some("noop") => Some(TraceProbe::Noop),
-            Some("clock") => Some(TraceProbe::Clock),
-            Some(v) => return Err(bad(var::TRACE_PROBE, v, "noop or clock")),
-        };
-        let siblings = flag(var::SIBLINGS, get(var::SIBLINGS).as_deref(), false)?;
-        let owner_pid = match get(var::OWNER_PID) {
-            None => None,
-            Some(v) => Some(number(var::OWNER_PID, &v, (1, u64::from(u32::MAX)))? as u32),
-        };
-        let owner_start = match get(var::OWNER_START) {
-            None => None,
-            Some(v) => Some(number(var::OWNER_START, &v, (0, u64::MAX))?),
-        };
-        let run = get(var::RUN).filter(|v| !v.is_empty()).map(PathBuf::from);
-        let profile_sdk = flag(var::PROFILE_SDK, get(var::PROFILE_SDK).as_deref(), false)?;
-        let max_depth = match get(var::MAX_DEPTH) {
-            None => d.max_depth,
-            Some(v) => number(var::MAX_DEPTH, &v, limits::MAX_DEPTH)? as usize,
-        };
-        let limit = |name: &str, default: u32, range: (u64, u64)| -> Result<u32, SettingsError> {
-            match get(name) {
-                None => Ok(default),
-                Some(v) => Ok(number(name, &v, range)? as u32),
+        let read = |v: &Variable, s: &mut Settings| -> Result<(), SettingsError> {
+            match get(v.name) {
+                Some(value) => (v.read)(s, &value).map_err(|e| bad(v.name, &value, &e)),
+                None => Ok(()),
             }
         };
-        let a = ArgLimits::DEFAULT;
-        let arg_limits = ArgLimits {
-            max_len: limit(var::ARG_MAX_LEN, a.max_len, limits::ARG_MAX_LEN)?,
-            depth: limit(var::ARG_DEPTH, a.depth, limits::ARG_DEPTH)?,
-            items: limit(var::ARG_ITEMS, a.items, limits::ARG_ITEMS)?,
-            bytes: limit(var::ARG_BYTES, a.bytes, limits::ARG_BYTES)?,
-        };
-        let args = get(var::ARGS).filter(|a| !a.trim().is_empty());
-        if args.is_some() && mode != Mode::Trace {
-            return Err(SettingsError(
-                "CLRPROF_ARGS needs CLRPROF_MODE=trace (arguments are read by the ELT hooks)"
-                    .into(),
-            ));
+        // The mode first: the other defaults, and how the event list reads, depend on it.
+        let mut s = Settings::default();
+        let mode_var = TABLE.iter().find(|v| v.name == var::MODE);
+        if let Some(v) = mode_var {
+            read(v, &mut s)?;
         }
-        let heap_at = match get(var::HEAP_AT) {
-            None => Vec::new(),
-            Some(v) => heap_times(&v).ok_or_else(|| {
-                bad(
-                    var::HEAP_AT,
-                    &v,
-                    "`,`-separated non-negative numbers of seconds, e.g. 2,5.5",
-                )
-            })?,
-        };
-        let heap = flag(var::HEAP, get(var::HEAP).as_deref(), false)? || !heap_at.is_empty();
-        let alloc_interval = match get(var::ALLOC_INTERVAL) {
-            None => None,
-            Some(v) => Some(number(var::ALLOC_INTERVAL, &v, limits::ALLOC_INTERVAL)?),
-        };
-        let max_size = match get(var::MAX_SIZE) {
-            None => None,
-            Some(v) => Some(number(var::MAX_SIZE, &v, limits::MAX_SIZE)?),
-        };
-        Ok(Settings {
-            mode,
-            output,
-            events,
-            buffer_bytes,
-            on_full,
-            flush_ms,
-            compress,
-            log,
-            rate_hz,
-            duration_s,
-            sampler,
-            include: get(var::INCLUDE),
-            exclude: get(var::EXCLUDE),
-            allow_inlining,
-            counts,
-            exception_stacks,
-            trace_probe,
-            siblings,
-            owner_pid,
-            owner_start,
-            run,
-            profile_sdk,
-            max_depth,
-            args,
-            arg_limits,
-            heap_at,
-            heap,
-            alloc_interval,
-            max_size,
-        })
+        let mut s = Settings::for_mode(s.mode);
+        for v in TABLE {
+            read(v, &mut s)?;
+        }
+        s.output = PathBuf::from(
+            s.output
+                .to_string_lossy()
+                .replace("{pid}", &pid.to_string()),
+        );
+        // Timed snapshots imply snapshots.
+        s.heap |= !s.heap_at.is_empty();
+        s.refuse_conflicts()?;
+        Ok(s)
+    }
+
+    /// Settings that cannot be honoured together, refused before anything starts.
+    fn refuse_conflicts(&self) -> Result<(), SettingsError> {
+        let refuse = |m: &str| Err(SettingsError(m.into()));
+        if !self.args.is_empty() && self.mode != Mode::Trace {
+            return refuse(
+                "CLRPROF_ARGS needs CLRPROF_MODE=trace (arguments are read by the ELT hooks)",
+            );
+        }
+        if self.counts && !self.args.is_empty() {
+            return refuse(
+                "CLRPROF_COUNTS and CLRPROF_ARGS cannot be combined: counting records no values",
+            );
+        }
+        if self.counts && self.mode == Mode::Events {
+            return refuse(
+                "CLRPROF_COUNTS needs CLRPROF_MODE=trace or sample (calls are counted by the ELT hooks)",
+            );
+        }
+        Ok(())
     }
 
     /// The variables that make [`Settings::from_env`] read back these settings: every
@@ -428,67 +453,10 @@ impl Settings {
     /// are not UTF-8 cannot be passed (`CLRPROF_*` values must be UTF-8); callers refuse
     /// them first.
     pub fn to_env(&self) -> Vec<(&'static str, String)> {
-        let mut env = vec![
-            (var::OUTPUT, self.output.to_string_lossy().into_owned()),
-            (var::MODE, self.mode.as_str().into()),
-            (var::EVENTS, self.events.list()),
-            (var::BUFFER_KB, (self.buffer_bytes / 1024).to_string()),
-            (var::ON_FULL, self.on_full.as_str().into()),
-            (var::FLUSH_MS, self.flush_ms.to_string()),
-            (var::COMPRESS, bit(self.compress)),
-            (
-                var::LOG,
-                match &self.log {
-                    LogTarget::Stderr => "stderr".into(),
-                    LogTarget::Off => "off".into(),
-                    LogTarget::File(p) => p.to_string_lossy().into_owned(),
-                },
-            ),
-            (var::RATE_HZ, self.rate_hz.to_string()),
-            (var::SAMPLER, self.sampler.as_str().into()),
-            (var::MAX_DEPTH, self.max_depth.to_string()),
-            (var::SIBLINGS, bit(self.siblings)),
-            (var::PROFILE_SDK, bit(self.profile_sdk)),
-            (var::INLINING, bit(self.allow_inlining)),
-            (var::COUNTS, bit(self.counts)),
-            (var::EXCEPTION_STACKS, bit(self.exception_stacks)),
-            (var::HEAP, bit(self.heap)),
-            (var::ARG_MAX_LEN, self.arg_limits.max_len.to_string()),
-            (var::ARG_DEPTH, self.arg_limits.depth.to_string()),
-            (var::ARG_ITEMS, self.arg_limits.items.to_string()),
-            (var::ARG_BYTES, self.arg_limits.bytes.to_string()),
-        ];
-        // f64's Display is the shortest text that parses back to the same number.
-        let optional = [
-            (var::DURATION_S, self.duration_s.map(|d| d.to_string())),
-            (var::OWNER_PID, self.owner_pid.map(|p| p.to_string())),
-            (var::OWNER_START, self.owner_start.map(|s| s.to_string())),
-            (
-                var::RUN,
-                self.run.as_ref().map(|r| r.to_string_lossy().into_owned()),
-            ),
-            (
-                var::TRACE_PROBE,
-                self.trace_probe.map(|p| p.as_str().to_string()),
-            ),
-            (var::INCLUDE, self.include.clone()),
-            (var::EXCLUDE, self.exclude.clone()),
-            (var::ARGS, self.args.clone()),
-            (
-                var::ALLOC_INTERVAL,
-                self.alloc_interval.map(|i| i.to_string()),
-            ),
-            (var::MAX_SIZE, self.max_size.map(|i| i.to_string())),
-            (
-                var::HEAP_AT,
-                (!self.heap_at.is_empty()).then(|| {
-                    let times: Vec<String> = self.heap_at.iter().map(f64::to_string).collect();
-                    times.join(",")
-                }),
-            ),
-        ];
-        env.extend(optional.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))));
-        env
+        TABLE
+            .iter()
+            .filter_map(|v| (v.write)(self).map(|value| (v.name, value)))
+            .collect()
     }
 
     /// Whether these settings are ones the agent accepts (their variables read back
@@ -506,7 +474,7 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::EventGroup;
+    use crate::{ArgLimits, EventGroup};
     use proptest::prelude::*;
     use std::cell::RefCell;
     use std::collections::{BTreeSet, HashMap};
@@ -660,7 +628,7 @@ mod tests {
         let e = parse(&[("CLRPROF_ARGS", "A.*")]).unwrap_err();
         assert!(e.0.contains("CLRPROF_MODE=trace"), "{e}");
         let s = parse(&[("CLRPROF_MODE", "trace"), ("CLRPROF_ARGS", "A.*;B.*")]).unwrap();
-        assert_eq!(s.args.as_deref(), Some("A.*;B.*"));
+        assert_eq!(s.args, Patterns::of(["A.*", "B.*"]));
         assert_eq!(s.arg_limits, ArgLimits::default());
         let s = parse(&[
             ("CLRPROF_MODE", "trace"),
@@ -694,10 +662,10 @@ mod tests {
             rate_hz: 250,
             duration_s: Some(1.25),
             sampler: SamplerKind::Suspend,
-            include: Some("A.*".into()),
-            exclude: Some("B.*".into()),
+            include: Patterns::of(["A.*", "A2.*"]),
+            exclude: Patterns::of(["B.*"]),
             allow_inlining: true,
-            counts: true,
+            counts: false,
             exception_stacks: false,
             trace_probe: Some(TraceProbe::Clock),
             siblings: true,
@@ -706,7 +674,7 @@ mod tests {
             run: Some("/tmp/clrprof-run-1".into()),
             profile_sdk: true,
             max_depth: 64,
-            args: Some("C.*".into()),
+            args: Patterns::of(["C.*"]),
             arg_limits: ArgLimits {
                 max_len: 9,
                 depth: 3,
@@ -759,7 +727,7 @@ mod tests {
                 && e.include != d.include
                 && e.exclude != d.exclude
                 && e.allow_inlining != d.allow_inlining
-                && e.counts != d.counts
+                && e.counts == d.counts
                 && e.exception_stacks != d.exception_stacks
                 && e.trace_probe != d.trace_probe
                 && e.siblings != d.siblings
@@ -794,12 +762,92 @@ mod tests {
         assert!(wrong.check().unwrap_err().0.contains("CLRPROF_BUFFER_KB"));
     }
 
+    /// Each variable alone (over trace mode's defaults) reads back as it was written.
+    #[test]
+    fn every_variable_round_trips_alone() {
+        let mut written = everything().to_env();
+        written.push((var::COUNTS, "1".into()));
+        for (k, v) in written {
+            let env = [(var::MODE, "trace".to_string()), (k, v.clone())];
+            let s = Settings::from_env(
+                |n| env.iter().find(|(e, _)| *e == n).map(|(_, v)| v.clone()),
+                42,
+            )
+            .unwrap_or_else(|e| panic!("{k}={v}: {e}"));
+            assert!(
+                s.to_env().contains(&(k, v.clone())),
+                "{k}={v} read back as {:?}",
+                s.to_env().iter().find(|(n, _)| *n == k)
+            );
+        }
+    }
+
+    /// Every value refused, whichever variable and rule refuses it, names its variable;
+    /// only the free-text variables accept anything.
+    #[test]
+    fn every_refusal_names_its_variable() {
+        let candidates = ["bogus", "-1", "0", "2", "99999999999999999999999", "1e400"];
+        let mut refusing = BTreeSet::new();
+        for v in TABLE {
+            for value in candidates {
+                let env = [(var::MODE, "trace"), (v.name, value)];
+                let lookup = |n: &str| {
+                    // The variable under test wins over the mode when it is the mode.
+                    env.iter()
+                        .rev()
+                        .find(|(e, _)| *e == n)
+                        .map(|(_, v)| v.to_string())
+                };
+                if let Err(e) = Settings::from_env(lookup, 1) {
+                    assert!(e.0.contains(v.name), "{}={value}: {e}", v.name);
+                    refusing.insert(v.name);
+                }
+            }
+        }
+        let free: BTreeSet<&str> = TABLE
+            .iter()
+            .map(|v| v.name)
+            .filter(|n| !refusing.contains(n))
+            .collect();
+        assert_eq!(
+            free,
+            BTreeSet::from([
+                var::OUTPUT,
+                var::LOG,
+                var::RUN,
+                var::INCLUDE,
+                var::EXCLUDE,
+                var::ARGS
+            ])
+        );
+        // The conflicts name both variables.
+        for (env, names) in [
+            (vec![(var::ARGS, "A.*")], [var::ARGS, var::MODE]),
+            (
+                vec![(var::MODE, "trace"), (var::ARGS, "A.*"), (var::COUNTS, "1")],
+                [var::COUNTS, var::ARGS],
+            ),
+            (vec![(var::COUNTS, "1")], [var::COUNTS, var::MODE]),
+        ] {
+            let e = Settings::from_env(
+                |n| {
+                    env.iter()
+                        .find(|(e, _)| *e == n)
+                        .map(|(_, v)| v.to_string())
+                },
+                1,
+            )
+            .unwrap_err();
+            assert!(names.iter().all(|n| e.0.contains(n)), "{env:?}: {e}");
+        }
+    }
+
     fn in_range((lo, hi): (u64, u64)) -> impl Strategy<Value = u64> {
         lo..=hi
     }
 
-    fn patterns() -> impl Strategy<Value = Option<String>> {
-        proptest::option::of("[A-Za-z.*?;]{1,16}")
+    fn patterns() -> impl Strategy<Value = Patterns> {
+        proptest::collection::vec("[A-Za-z.*?]{1,8}", 0..3).prop_map(Patterns::of)
     }
 
     prop_compose! {
@@ -849,7 +897,8 @@ mod tests {
                 include,
                 exclude,
                 allow_inlining: flags[1],
-                counts: flags[6],
+                // Calls are counted by the ELT hooks (trace or sample mode), with no values.
+                counts: flags[6] && mode != Mode::Events && (mode != Mode::Trace || args.is_empty()),
                 exception_stacks: flags[2],
                 trace_probe: probe,
                 siblings: flags[3],
@@ -859,7 +908,7 @@ mod tests {
                 profile_sdk: flags[4],
                 max_depth: max_depth as usize,
                 // Arguments are read in trace mode only.
-                args: if mode == Mode::Trace { args } else { None },
+                args: if mode == Mode::Trace { args } else { Patterns::default() },
                 arg_limits: ArgLimits {
                     max_len: lim.0 as u32,
                     depth: lim.1 as u32,

@@ -1,9 +1,10 @@
 //! clrprof's settings contract, declared once for the CLI, the agent and analysis:
 //!
 //! - [`Settings`]: every setting with its type and default ([`Settings::for_mode`]);
-//! - the `CLRPROF_*` environment it travels in ([`Settings::to_env`],
-//!   [`Settings::from_env`], [`VARIABLES`]), with the rules and the messages a bad value
-//!   is refused with;
+//! - the `CLRPROF_*` environment it travels in, declared once in a table ([`TABLE`]: each
+//!   variable's name, `record` option, meaning, and how it reads and writes its setting),
+//!   from which [`Settings::to_env`], [`Settings::from_env`], [`VARIABLES`] and the
+//!   messages a bad value or a conflict is refused with come;
 //! - the attach client data, which carries the same variables ([`attach`]);
 //! - the trace header's `settings` object, which is `Settings` serialized (serde); a
 //!   header that leaves a setting out is read as [`Settings::unrecorded`] has it;
@@ -24,9 +25,10 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-pub use env::{MAX_DURATION_S, SettingsError, VARIABLES, check_utf8, limits, var};
+pub use env::{MAX_DURATION_S, SettingsError, TABLE, VARIABLES, Variable, check_utf8, limits, var};
 pub use groups::{EventGroup, EventGroups};
 pub use kinds::{ArgLimits, LogTarget, Mode, OnFull, SamplerKind, TraceProbe};
+pub use pattern::Patterns;
 
 /// The agent's COM class id, which the runtime is told to create (`CORECLR_PROFILER`, and
 /// the CLSID of the diagnostics AttachProfiler command).
@@ -84,10 +86,10 @@ pub struct Settings {
     pub duration_s: Option<f64>,
     /// Sample mode: how stacks are captured.
     pub sampler: SamplerKind,
-    /// Trace mode: only hook functions whose name matches one of these (`;`-separated).
-    pub include: Option<String>,
+    /// Trace mode: only hook functions whose name matches one of these (none: all).
+    pub include: Patterns,
     /// Trace mode: never hook functions whose name matches one of these.
-    pub exclude: Option<String>,
+    pub exclude: Patterns,
     /// Trace mode: let the JIT inline (faster, but inlined calls are not counted).
     pub allow_inlining: bool,
     /// Trace mode: exact call counts per caller→callee edge, kept in per-thread tables
@@ -115,9 +117,9 @@ pub struct Settings {
     pub profile_sdk: bool,
     /// Sample mode: the deepest stack kept; deeper ones are cut and marked.
     pub max_depth: usize,
-    /// Trace mode: record arguments and return values of the functions these
-    /// `;`-separated patterns match (the ELT slow path; see docs/tracing.md).
-    pub args: Option<String>,
+    /// Trace mode: record arguments and return values of the functions these patterns
+    /// match (the ELT slow path; see docs/tracing.md).
+    pub args: Patterns,
     /// `--args`: what is read of each value.
     #[serde(flatten)]
     pub arg_limits: ArgLimits,
@@ -157,8 +159,8 @@ impl Settings {
             rate_hz: 99,
             duration_s: None,
             sampler: SamplerKind::DEFAULT,
-            include: None,
-            exclude: None,
+            include: Patterns::default(),
+            exclude: Patterns::default(),
             allow_inlining: false,
             counts: false,
             exception_stacks: true,
@@ -169,7 +171,7 @@ impl Settings {
             run: None,
             profile_sdk: false,
             max_depth: 512,
-            args: None,
+            args: Patterns::default(),
             arg_limits: ArgLimits::DEFAULT,
             heap_at: Vec::new(),
             heap: false,

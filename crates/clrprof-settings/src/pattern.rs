@@ -11,6 +11,67 @@
 //! (pattern length + 1) × (name length + 1) steps, whatever the pattern: `*a*a*a*a*a*b`
 //! on a long name is as quick as any other. It allocates nothing.
 
+/// The name patterns of one option (`--include A --include B`), as the settings carry
+/// them: a list, none empty. In the environment and in the trace header they are
+/// `;`-joined (commas appear in generic names), and an empty list is no value (`null`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Patterns(Vec<String>);
+
+impl Patterns {
+    /// The patterns of `list`, each of which may itself hold several `;`-separated ones;
+    /// blanks around a pattern are dropped, and so are empty ones.
+    pub fn of<S: AsRef<str>>(list: impl IntoIterator<Item = S>) -> Patterns {
+        Patterns(
+            list.into_iter()
+                .flat_map(|p| {
+                    p.as_ref()
+                        .split(';')
+                        .map(str::trim)
+                        .filter(|p| !p.is_empty())
+                        .map(String::from)
+                        .collect::<Vec<_>>()
+                })
+                .collect(),
+        )
+    }
+
+    /// `;`-separated patterns, as the environment carries them.
+    pub fn parse(joined: &str) -> Patterns {
+        Patterns::of([joined])
+    }
+
+    /// The `;`-joined form; `None` for no pattern.
+    pub fn joined(&self) -> Option<String> {
+        (!self.0.is_empty()).then(|| self.0.join(";"))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn as_slice(&self) -> &[String] {
+        &self.0
+    }
+
+    /// Whether one of the patterns matches `name` ([`matches`]).
+    pub fn any_matches(&self, name: &str) -> bool {
+        self.0.iter().any(|p| matches(p, name))
+    }
+}
+
+impl serde::Serialize for Patterns {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.joined().serialize(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Patterns {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Patterns, D::Error> {
+        let joined: Option<String> = serde::Deserialize::deserialize(d)?;
+        Ok(joined.map_or_else(Patterns::default, |j| Patterns::parse(&j)))
+    }
+}
+
 /// Whether `name` matches `pattern` as a whole.
 pub fn matches(pattern: &str, name: &str) -> bool {
     let mut steps = 0;
@@ -79,6 +140,26 @@ pub fn matches_counting(pattern: &str, name: &str, steps: &mut u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pattern_lists_travel_joined() {
+        let p = Patterns::of(["A.*", " B.* ;C.*", "", ";"]);
+        assert_eq!(p.as_slice(), ["A.*", "B.*", "C.*"]);
+        assert_eq!(p.joined().as_deref(), Some("A.*;B.*;C.*"));
+        assert_eq!(Patterns::parse("A.*;B.*;C.*"), p);
+        assert_eq!(serde_json::to_string(&p).unwrap(), r#""A.*;B.*;C.*""#);
+        assert_eq!(serde_json::to_string(&Patterns::default()).unwrap(), "null");
+        assert_eq!(
+            serde_json::from_str::<Patterns>("null").unwrap(),
+            Patterns::default()
+        );
+        assert_eq!(
+            serde_json::from_str::<Patterns>(r#""A.*;B.*;C.*""#).unwrap(),
+            p
+        );
+        assert!(Patterns::parse(" ; ").is_empty());
+        assert!(p.any_matches("B.x") && !p.any_matches("D.x"));
+    }
 
     #[test]
     fn the_syntax() {

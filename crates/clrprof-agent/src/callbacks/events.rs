@@ -87,7 +87,7 @@ impl ProfilerCallback for Profiler {
                 return Err(HResult(corprof_sys::E_INVALIDARG));
             }
         };
-        if req.settings.counts || req.settings.args.is_some() {
+        if req.settings.counts || !req.settings.args.is_empty() {
             log!(
                 "--counts and --args need ELT hooks, which the runtime allows only at startup; attach refused"
             );
@@ -95,7 +95,7 @@ impl ProfilerCallback for Profiler {
                 corprof_sys::CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER,
             ));
         }
-        if req.settings.mode == Mode::Trace && req.settings.include.is_none() {
+        if req.settings.mode == Mode::Trace && req.settings.include.is_empty() {
             log!(
                 "trace mode after attach probes the methods --include selects (IL probes through ReJIT) and none was given; attach refused"
             );
@@ -237,7 +237,7 @@ impl ProfilerCallback for Profiler {
         };
         let (module, token) = match a.info.get_class_id_info2(id) {
             Ok(ci) => {
-                if a.settings.args.is_some() {
+                if !a.settings.args.is_empty() {
                     crate::tracing::args::class_loaded(id, ci.module, ci.token, ci.type_args);
                 }
                 (ci.module.0 as u64, ci.token)
@@ -439,7 +439,7 @@ impl ProfilerCallback for Profiler {
     fn exception_unwind_function_enter(&self, function: FunctionId) -> Result<()> {
         phase(ExceptionPhase::UnwindFunctionEnter, function.0);
         if let Some(a) = self.active()
-            && a.settings.args.is_some()
+            && !a.settings.args.is_empty()
         {
             crate::tracing::args::unwound(function);
         }

@@ -64,7 +64,7 @@ pub fn for_settings(s: &Settings) -> (u32, u32) {
             }
             // --args: the slow-path hooks with argument and return-value ranges
             // (immutable; GetFunctionEnter3Info/Leave3Info answer only with these).
-            if s.args.is_some() {
+            if !s.args.is_empty() {
                 low |= sys::COR_PRF_ENABLE_FUNCTION_ARGS
                     | sys::COR_PRF_ENABLE_FUNCTION_RETVAL
                     | sys::COR_PRF_ENABLE_FRAME_INFO

@@ -105,23 +105,13 @@ impl Session {
         if settings.heap && attached {
             crate::heap::monitor_between_snapshots(info, &settings);
         }
-        if settings.counts && settings.args.is_some() {
-            drop(writer);
-            return Err(
-                "CLRPROF_COUNTS and CLRPROF_ARGS cannot be combined: counting records no values"
-                    .into(),
-            );
-        }
         if (settings.mode == Mode::Trace && !attached)
             || (settings.mode == Mode::Sample && settings.counts)
         {
-            let filter = crate::tracing::Filter::parse(
-                settings.include.as_deref(),
-                settings.exclude.as_deref(),
-            );
-            let args = settings.args.as_deref().map(|a| {
+            let filter = crate::tracing::Filter::new(&settings.include, &settings.exclude);
+            let args = (!settings.args.is_empty()).then(|| {
                 (
-                    crate::tracing::Filter::parse(Some(a), None),
+                    crate::tracing::Filter::new(&settings.args, &Default::default()),
                     settings.arg_limits,
                 )
             });
@@ -261,7 +251,7 @@ impl Session {
                 why,
                 &self.settings.output,
                 &stats,
-                self.settings.args.is_some(),
+                !self.settings.args.is_empty(),
             );
         }
     }
@@ -291,10 +281,7 @@ impl Session {
             );
             return;
         }
-        let filter = crate::tracing::Filter::parse(
-            self.settings.include.as_deref(),
-            self.settings.exclude.as_deref(),
-        );
+        let filter = crate::tracing::Filter::new(&self.settings.include, &self.settings.exclude);
         let mut next = 1;
         let started = std::time::Instant::now();
         let done = crate::tracing::probes::install(&self.info, &filter, &mut next);

@@ -53,7 +53,6 @@ pub fn start_with(
         meta: TraceMeta {
             pid: std::process::id(),
             command_line: command_line(),
-            mode: settings.mode.as_str().into(),
             agent_version: env!("CARGO_PKG_VERSION").into(),
             runtime_version: runtime.as_ref().map(|r| {
                 format!(

@@ -205,129 +205,133 @@ fn walk_frames<M: Memory>(
     let mut resumes = 0;
     // Everything below this address has been walked: scans start here.
     let mut floor = c.sp;
-    loop {
-        if fp == 0 && floor == c.sp && resumes == 0 {
-            // RBP 0 at the interrupted point is not the root: code without frame pointers
-            // (glibc's futex and syscall paths) keeps other values in it.
-            match resume(c, floor, is_code) {
-                Some(at) => {
-                    resumes += 1;
-                    fp = at;
-                    inner = Code::NONE;
-                    continue;
+    'walk: loop {
+        // Each way RBP can fail to lead to the next frame record leaves this block for the
+        // one resume after it; every other path records a frame and continues, or ends.
+        'lost: {
+            if fp == 0 && floor == c.sp && resumes == 0 {
+                // RBP 0 at the interrupted point is not the root: code without frame pointers
+                // (glibc's futex and syscall paths) keeps other values in it.
+                break 'lost;
+            }
+            if fp == 0 {
+                return WalkEnd::Root;
+            }
+            let valid = fp >= c.sp && fp.is_multiple_of(8);
+            let record = if valid {
+                c.word(fp).zip(c.word(fp.wrapping_add(8)))
+            } else {
+                None
+            };
+            let (next, ret) = match record {
+                // (An OSR frame's return slot may hold anything, 0 included.)
+                Some((_, ret)) if ret <= 1 && inner.frame != FrameKind::Osr => {
+                    return WalkEnd::Root;
                 }
-                None => return WalkEnd::Root,
-            }
-        }
-        if fp == 0 {
-            return WalkEnd::Root;
-        }
-        let valid = fp >= c.sp && fp.is_multiple_of(8);
-        let record = if valid {
-            c.word(fp).zip(c.word(fp.wrapping_add(8)))
-        } else {
-            None
-        };
-        let (next, ret) = match record {
-            // (An OSR frame's return slot may hold anything, 0 included.)
-            Some((_, ret)) if ret <= 1 && inner.frame != FrameKind::Osr => return WalkEnd::Root,
-            Some(r) => r,
-            None if valid && fp.wrapping_sub(c.sp) >= c.len() => {
-                return WalkEnd::OutsideCopy;
-            }
-            None => {
-                // RBP is not a frame pointer here (code built without them, e.g. libc,
-                // was interrupted): find the next frame record whose return address is
-                // code, above everything walked so far.
-                match resume(c, floor, is_code) {
-                    Some(at) if resumes < MAX_RESUMES => {
-                        resumes += 1;
-                        fp = at;
-                        inner = Code::NONE;
-                        continue;
-                    }
-                    _ => return WalkEnd::Root,
+                Some(r) => r,
+                None if valid && fp.wrapping_sub(c.sp) >= c.len() => {
+                    return WalkEnd::OutsideCopy;
                 }
+                // RBP is not a frame pointer here (code built without them, e.g. libc, was
+                // interrupted).
+                None => break 'lost,
+            };
+            // Frames grow towards higher addresses as the walk goes to the root; anything else
+            // is not a frame chain (and could loop).
+            floor = fp + 16;
+            let tier0 = if inner.frame == FrameKind::Osr && next > fp {
+                tier0_record(c, floor, next, is_code)
+            } else {
+                None
+            };
+            if let Some((ret0, caller)) = tier0 {
+                // An OSR frame: its return slot is not a return address. The Tier-0 frame it
+                // continues lies in the gap, and that frame's record returns to the real
+                // caller; the Tier-0 frame itself is the same call as the OSR one.
+                w.osr_frames += 1;
+                if out.len() == limit {
+                    return WalkEnd::Limit;
+                }
+                out.push(ret0 - 1);
+                inner = caller;
+                fp = next;
+                continue 'walk;
             }
-        };
-        // Frames grow towards higher addresses as the walk goes to the root; anything else
-        // is not a frame chain (and could loop).
-        floor = fp + 16;
-        let tier0 = if inner.frame == FrameKind::Osr && next > fp {
-            tier0_record(c, floor, next, is_code)
-        } else {
-            None
-        };
-        if let Some((ret0, caller)) = tier0 {
-            // An OSR frame: its return slot is not a return address. The Tier-0 frame it
-            // continues lies in the gap, and that frame's record returns to the real
-            // caller; the Tier-0 frame itself is the same call as the OSR one.
-            w.osr_frames += 1;
+            if ret <= 1 {
+                return WalkEnd::Root;
+            }
             if out.len() == limit {
                 return WalkEnd::Limit;
             }
-            out.push(ret0 - 1);
-            inner = caller;
+            out.push(ret - 1);
+            let owner = is_code(ret - 1);
+            inner = owner;
+            let frameless_managed = owner.function != 0
+                && matches!(owner.frame, FrameKind::Frameless | FrameKind::Unknown);
+            if next > fp && frameless_managed {
+                // The gap above this record belongs to the method this record returns into.
+                // When that method is frameless, its own return address lies in the gap:
+                // recover returns into other managed methods found there, up to the first
+                // one with a frame record of its own (its record is `next`; the rest of the
+                // gap is its locals, where old return addresses may linger). A method known
+                // to keep a record is not scanned at all, for the same reason.
+                let mut at = floor;
+                let mut last = owner.function;
+                let gap_end = next.min(floor.saturating_add(GAP_BYTES));
+                while at < gap_end {
+                    if let Some(w) = c.word(at)
+                        && (4096..0x8000_0000_0000).contains(&w)
+                        && let code = is_code(w - 1)
+                        && code.function != 0
+                        && code.function != last
+                    {
+                        last = code.function;
+                        if out.len() == limit {
+                            return WalkEnd::Limit;
+                        }
+                        out.push(w - 1);
+                        inner = code;
+                        if matches!(code.frame, FrameKind::Record | FrameKind::Osr) {
+                            break;
+                        }
+                    }
+                    at += 8;
+                }
+            }
+            if next <= fp {
+                if next == 0 {
+                    return WalkEnd::Root;
+                }
+                break 'lost;
+            }
             fp = next;
-            continue;
+            continue 'walk;
         }
-        if ret <= 1 {
-            return WalkEnd::Root;
-        }
-        if out.len() == limit {
-            return WalkEnd::Limit;
-        }
-        out.push(ret - 1);
-        let owner = is_code(ret - 1);
-        inner = owner;
-        let frameless_managed =
-            owner.function != 0 && matches!(owner.frame, FrameKind::Frameless | FrameKind::Unknown);
-        if next > fp && frameless_managed {
-            // The gap above this record belongs to the method this record returns into.
-            // When that method is frameless, its own return address lies in the gap:
-            // recover returns into other managed methods found there, up to the first
-            // one with a frame record of its own (its record is `next`; the rest of the
-            // gap is its locals, where old return addresses may linger). A method known
-            // to keep a record is not scanned at all, for the same reason.
-            let mut at = floor;
-            let mut last = owner.function;
-            let gap_end = next.min(floor.saturating_add(GAP_BYTES));
-            while at < gap_end {
-                if let Some(w) = c.word(at)
-                    && (4096..0x8000_0000_0000).contains(&w)
-                    && let code = is_code(w - 1)
-                    && code.function != 0
-                    && code.function != last
-                {
-                    last = code.function;
-                    if out.len() == limit {
-                        return WalkEnd::Limit;
-                    }
-                    out.push(w - 1);
-                    inner = code;
-                    if matches!(code.frame, FrameKind::Record | FrameKind::Osr) {
-                        break;
-                    }
-                }
-                at += 8;
+        match resume_walk(c, floor, &mut resumes, is_code) {
+            Some(at) => {
+                fp = at;
+                inner = Code::NONE;
             }
+            None => return WalkEnd::Root,
         }
-        if next <= fp {
-            if next == 0 {
-                return WalkEnd::Root;
-            }
-            match resume(c, floor, is_code) {
-                Some(at) if resumes < MAX_RESUMES => {
-                    resumes += 1;
-                    fp = at;
-                    inner = Code::NONE;
-                    continue;
-                }
-                _ => return WalkEnd::Root,
-            }
-        }
-        fp = next;
     }
+}
+
+/// Where a walk whose RBP led nowhere goes on: the next frame record whose return address
+/// is code, above everything walked so far (`floor`), at most [`MAX_RESUMES`] times a walk
+/// (`resumes` counts them). `None`: the walk ends there, at what it takes for the root.
+fn resume_walk<M: Memory>(
+    c: &Captured<M>,
+    floor: u64,
+    resumes: &mut u32,
+    is_code: &mut impl FnMut(u64) -> Code,
+) -> Option<u64> {
+    if *resumes >= MAX_RESUMES {
+        return None;
+    }
+    let at = resume(c, floor, is_code)?;
+    *resumes += 1;
+    Some(at)
 }
 
 /// A managed leaf interrupted inside its prolog, after `push rbp` and before RBP is set

@@ -1,6 +1,8 @@
 //! Which functions trace mode hooks: `--include` / `--exclude` patterns on
 //! `Namespace.Type.Method` names.
 
+use clrprof_settings::Patterns;
+
 /// Include/exclude patterns on `Namespace.Type.Method` names (`clrprof_settings::pattern`).
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Filter {
@@ -9,21 +11,11 @@ pub struct Filter {
 }
 
 impl Filter {
-    /// Patterns separated by `;` (commas appear in generic names).
-    pub fn parse(include: Option<&str>, exclude: Option<&str>) -> Filter {
-        let split = |s: Option<&str>| -> Vec<String> {
-            s.map(|s| {
-                s.split(';')
-                    .map(str::trim)
-                    .filter(|p| !p.is_empty())
-                    .map(String::from)
-                    .collect()
-            })
-            .unwrap_or_default()
-        };
+    /// Functions `include` names (all when it is empty) and `exclude` does not.
+    pub fn new(include: &Patterns, exclude: &Patterns) -> Filter {
         Filter {
-            include: split(include),
-            exclude: split(exclude),
+            include: include.as_slice().to_vec(),
+            exclude: exclude.as_slice().to_vec(),
         }
     }
 
@@ -39,7 +31,10 @@ mod tests {
 
     #[test]
     fn filter_rules() {
-        let f = Filter::parse(Some("Scenarios.*"), Some("*.Helper*;Scenarios.Skip.*"));
+        let f = Filter::new(
+            &Patterns::parse("Scenarios.*"),
+            &Patterns::of(["*.Helper*", "Scenarios.Skip.*"]),
+        );
         assert!(f.accepts("Scenarios.Program.Fib"));
         assert!(!f.accepts("System.String.Concat"));
         assert!(!f.accepts("Scenarios.Program.HelperA"));

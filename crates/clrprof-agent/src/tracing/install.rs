@@ -56,7 +56,7 @@ pub fn install(
             super::args::init(info, limits);
             use super::args as a;
             // SAFETY: (A1) the hooks are plain C-ABI functions that catch panics; the runtime's
-            // stub calls them with the client ID and its ELT info (args.rs).
+            // stub calls them with the client ID and its ELT info (args/hooks.rs).
             unsafe {
                 info.set_enter_leave_function_hooks3_with_info(
                     Some(a::enter),

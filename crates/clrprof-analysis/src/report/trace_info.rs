@@ -23,7 +23,7 @@ impl TraceInfo {
         TraceInfo {
             pid: meta.pid,
             command_line: meta.command_line.clone(),
-            mode: meta.mode.clone(),
+            mode: meta.settings.mode.as_str().into(),
             runtime_version: meta.runtime_version.clone(),
             agent_version: meta.agent_version.clone(),
             format_version: format!("{}.{}", header.major, header.minor),
@@ -47,7 +47,7 @@ mod tests {
             meta: TraceMeta {
                 pid: 42,
                 command_line: vec!["dotnet".into(), "app.dll".into()],
-                mode: "sample".into(),
+                settings: clrprof_settings::Settings::for_mode(clrprof_settings::Mode::Sample),
                 attached: true,
                 ..Default::default()
             },

@@ -349,7 +349,6 @@ pub fn fixed_header() -> Header {
     Header::new(TraceMeta {
         pid: 4242,
         command_line: vec!["dotnet".into(), "app.dll".into(), "--flag".into()],
-        mode: "events".into(),
         agent_version: "0.1.0".into(),
         runtime_version: Some("8.0.1.0 (8.0.1)".into()),
         start_unix_ns: 1_700_000_000_000_000_000,

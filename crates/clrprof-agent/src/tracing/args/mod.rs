@@ -1,0 +1,244 @@
+//! Trace mode with `--args`: the ELT3 slow path, which reads arguments and return values.
+//!
+//! With `SetEnterLeaveFunctionHooks3WithInfo` the JIT calls the runtime's own stub
+//! (`ProfileEnterNaked` in dotnet/runtime `vm/amd64/asmhelpers.S`), which saves the
+//! argument registers into a `PROFILE_PLATFORM_SPECIFIC_DATA` on its stack and calls
+//! `ProfileEnter` (`vm/proftoeeinterfaceimpl.cpp`), an FCALL that asserts cooperative GC
+//! mode, sets up a helper frame and the "in callback" state, and calls our hook as an
+//! ordinary C function `(FunctionIDOrClientID, COR_PRF_ELT_INFO)`. So the hooks here are
+//! plain `extern "system"` functions (catching panics), and no GC can move an object
+//! while they read it (the thread is in cooperative mode and we call nothing that
+//! triggers a GC).
+//!
+//! Every hooked function takes this path once the slow path is on (the fast and slow
+//! paths cannot be mixed). Functions that only match `--include` record an Enter/Leave
+//! unit as before; functions matching `--args` get a client ID that is a pointer to their
+//! [`ArgsFn`] (indices are below 2^30, heap pointers above), and also record a
+//! `CallArgs` / `CallReturn` record of typed values ([`clrprof_format::values`]).
+//!
+//! Planning (signature → per-argument [`plan::Kind`], class layouts) happens once per function
+//! and once per class; the per-call work is one `GetFunctionEnter3Info` (or
+//! `Leave3Info`), raw reads of the ranges it gives and of the objects they reference,
+//! and one record into the thread's ring. Class layouts are shared behind a `RwLock`
+//! taken for reading only when a reference-type value is decoded.
+//!
+//! The files: this one keeps the per-function and per-process state (client IDs, slot
+//! caches, the closing statistics); `hooks` is the hooks themselves (the stub's frame,
+//! the runtime's ranges or the learned slots, the records); `plan` turns signatures and
+//! loaded classes into [`plan::Kind`]s; `read` reads values at the addresses the hooks
+//! hand it, the one place that dereferences them.
+
+mod hooks;
+mod plan;
+mod read;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+use clrprof_format::Event;
+use corprof::{ClassId, FunctionId, MetaDataImport, ModuleId, ProfilerInfo};
+
+use super::arg_slots::{self, Slot};
+use crate::config::ArgLimits;
+use crate::output::buffers;
+use plan::{ClassDesc, FnPlan, LoadedClasses};
+
+pub use hooks::{enter, leave, tailcall};
+
+/// One `--args` function; its address is the client ID the JIT passes to the hooks.
+pub struct ArgsFn {
+    index: u64,
+    function: FunctionId,
+    /// Its name, for the closing log line.
+    name: String,
+    plan: OnceLock<Option<FnPlan>>,
+    /// Where the arguments lie, once the runtime's answers agreed ([`arg_slots`]).
+    enter_slots: SlotCache<Box<[Slot]>>,
+    ret_slot: SlotCache<Slot>,
+}
+
+/// What a function's first calls learned about where its values lie.
+struct SlotCache<T> {
+    /// The slots of the first call; `None` inside when a value is not where the stub
+    /// saved it (the runtime copies it), so every call asks.
+    learned: OnceLock<Option<T>>,
+    /// How many answers agreed with `learned`; [`BROKEN`] after one did not.
+    agreed: AtomicU32,
+}
+
+const BROKEN: u32 = u32::MAX;
+
+impl<T: PartialEq> SlotCache<T> {
+    const fn new() -> Self {
+        SlotCache {
+            learned: OnceLock::new(),
+            agreed: AtomicU32::new(0),
+        }
+    }
+
+    /// The learned slots, once enough of the runtime's answers agreed with them.
+    /// Whether every call asks the runtime: the first answers could not be expressed as
+    /// slots, or a later one contradicted them.
+    fn asking(&self) -> bool {
+        matches!(self.learned.get(), Some(None)) || self.agreed.load(Ordering::Relaxed) == BROKEN
+    }
+
+    fn trusted(&self) -> Option<&T> {
+        let agreed = self.agreed.load(Ordering::Relaxed);
+        if (arg_slots::CHECKS..BROKEN).contains(&agreed) {
+            self.learned.get()?.as_ref()
+        } else {
+            None
+        }
+    }
+
+    /// Compares one answer of the runtime (as slots) with what the first call learned.
+    fn observe(&self, seen: Option<T>, s: &State) {
+        // `Err` gives `seen` back when an earlier call taught the slots: compare it.
+        let seen = self.learned.set(seen).err();
+        let Some(Some(learned)) = self.learned.get() else {
+            return;
+        };
+        if seen.is_none_or(|seen| seen.as_ref() == Some(learned)) {
+            let now = self
+                .agreed
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |a| {
+                    (a != BROKEN).then_some(a + 1)
+                });
+            if now == Ok(arg_slots::CHECKS - 1) {
+                s.slotted.fetch_add(1, Ordering::Relaxed);
+            }
+        } else if self.agreed.swap(BROKEN, Ordering::Relaxed) != BROKEN {
+            s.slot_mismatches.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+struct State {
+    info: ProfilerInfo,
+    limits: ArgLimits,
+    string_layout: Option<(u32, u32)>,
+    classes: RwLock<HashMap<usize, Arc<ClassDesc>>>,
+    /// (module, typedef) → [(type args, ClassID)] of the classes loaded so far.
+    loaded: Mutex<LoadedClasses>,
+    /// FunctionID → index, for the exception callbacks.
+    by_function: Mutex<HashMap<usize, u64>>,
+    /// Every `--args` function (leaked, never freed), for the closing log line.
+    functions: Mutex<Vec<&'static ArgsFn>>,
+    corelib: OnceLock<Option<(ModuleId, MetaDataImport)>>,
+    /// Value lists cut at the per-call bound. (No per-call counter: a shared atomic on
+    /// every call would cost every traced thread; the trace itself has the count.)
+    cut: AtomicU64,
+    /// Functions (entries and returns apart) whose values are read from learned slots.
+    slotted: AtomicU64,
+    /// ... and those whose learned slots the runtime later contradicted.
+    slot_mismatches: AtomicU64,
+}
+
+static STATE: OnceLock<State> = OnceLock::new();
+
+/// Sets up `--args` (trace mode, inside Initialize, before the hooks are set).
+pub fn init(info: &ProfilerInfo, limits: ArgLimits) {
+    let _ = STATE.set(State {
+        info: info.clone(),
+        limits,
+        string_layout: info.get_string_layout2().ok(),
+        classes: RwLock::new(HashMap::new()),
+        loaded: Mutex::new(HashMap::new()),
+        by_function: Mutex::new(HashMap::new()),
+        functions: Mutex::new(Vec::new()),
+        corelib: OnceLock::new(),
+        cut: AtomicU64::new(0),
+        slotted: AtomicU64::new(0),
+        slot_mismatches: AtomicU64::new(0),
+    });
+}
+
+/// What `--args` did, for the agent's closing log line.
+#[derive(Debug, Default)]
+pub struct ArgStats {
+    /// Value lists cut at the per-call bound.
+    pub cut: u64,
+    /// Function entries and returns read from learned slots instead of asking the runtime.
+    pub slotted: u64,
+    /// Learned slots the runtime later contradicted (those functions ask again).
+    pub slot_mismatches: u64,
+    /// Functions whose entries (or returns) ask the runtime on every call: named, with
+    /// `(entry)` / `(return)`.
+    pub asking: Vec<String>,
+}
+
+pub fn stats() -> ArgStats {
+    STATE.get().map_or(ArgStats::default(), |s| {
+        let functions = s.functions.lock().unwrap_or_else(|p| p.into_inner());
+        let mut asking = Vec::new();
+        for f in functions.iter() {
+            if f.enter_slots.asking() {
+                asking.push(format!("{} (entry)", f.name));
+            }
+            if f.ret_slot.asking() {
+                asking.push(format!("{} (return)", f.name));
+            }
+        }
+        ArgStats {
+            cut: s.cut.load(Ordering::Relaxed),
+            slotted: s.slotted.load(Ordering::Relaxed),
+            slot_mismatches: s.slot_mismatches.load(Ordering::Relaxed),
+            asking,
+        }
+    })
+}
+
+/// The client ID of an `--args` function: the address of its (leaked, one per function)
+/// [`ArgsFn`]. `None` if the address could be mistaken for an index.
+pub fn client_id(index: u64, function: FunctionId, name: &str) -> Option<u64> {
+    let f = Box::new(ArgsFn {
+        index,
+        function,
+        name: name.to_string(),
+        plan: OnceLock::new(),
+        enter_slots: SlotCache::new(),
+        ret_slot: SlotCache::new(),
+    });
+    let f: &'static ArgsFn = Box::leak(f);
+    let p = f as *const ArgsFn as u64;
+    if p <= u64::from(crate::output::ring::MAX_INDEX) {
+        // Never happens with a normal heap; the function is then traced without values.
+        return None;
+    }
+    if let Some(s) = STATE.get() {
+        let mut m = s.by_function.lock().unwrap_or_else(|p| p.into_inner());
+        m.insert(function.0, index);
+        drop(m);
+        let mut all = s.functions.lock().unwrap_or_else(|p| p.into_inner());
+        all.push(f);
+    }
+    Some(p)
+}
+
+/// An exception unwinds `function`: closes its open invocation (exception callbacks).
+pub fn unwound(function: FunctionId) {
+    let Some(s) = STATE.get() else { return };
+    let index = {
+        let m = s.by_function.lock().unwrap_or_else(|p| p.into_inner());
+        m.get(&function.0).copied()
+    };
+    if let Some(index) = index {
+        buffers::emit(&Event::CallUnwound { function: index });
+    }
+}
+
+fn is_args_client(id: usize) -> bool {
+    id as u64 > u64::from(crate::output::ring::MAX_INDEX)
+}
+
+/// ClassLoadFinished: remembers value types (and CoreLib's, for generic arguments).
+pub fn class_loaded(class: ClassId, module: ModuleId, token: u32, type_args: Vec<ClassId>) {
+    let Some(s) = STATE.get() else { return };
+    let mut m = s.loaded.lock().unwrap_or_else(|p| p.into_inner());
+    let v = m.entry((module.0, token)).or_default();
+    if !v.iter().any(|(_, c)| *c == class) {
+        v.push((type_args, class));
+    }
+}

@@ -1,0 +1,779 @@
+//! Planning (once per function, once per class): a method's signature becomes one
+//! [`Kind`] per argument, a loaded class a [`ClassDesc`] (its fields' offsets and kinds),
+//! and a struct passed in registers the SysV registers predicted for it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use corprof::sig::{self, Type};
+use corprof::{ClassId, FunctionId, MetaDataImport, MetadataRead, ModuleId};
+
+use super::State;
+use crate::tracing::arg_slots::{self, Registers};
+
+pub(super) struct FnPlan {
+    /// `this` first (when the method has one), then the parameters.
+    pub(super) args: Vec<Param>,
+    pub(super) ret: Option<Param>,
+}
+
+pub(super) struct Param {
+    pub(super) name: String,
+    pub(super) ty: String,
+    pub(super) kind: Kind,
+    /// For a struct passed in registers: the saved registers the SysV convention
+    /// predicts for its eightbytes, and the bytes its fields cover ([`arg_slots`]).
+    pub(super) regs: Option<(Vec<u16>, u16)>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Prim {
+    Bool,
+    Char,
+    I1,
+    U1,
+    I2,
+    U2,
+    I4,
+    U4,
+    I8,
+    U8,
+    R4,
+    R8,
+    I,
+    U,
+}
+
+impl Prim {
+    pub(super) fn size(self) -> usize {
+        match self {
+            Prim::Bool | Prim::I1 | Prim::U1 => 1,
+            Prim::Char | Prim::I2 | Prim::U2 => 2,
+            Prim::I4 | Prim::U4 | Prim::R4 => 4,
+            _ => 8,
+        }
+    }
+
+    pub(super) fn from_element_type(et: u32) -> Option<Prim> {
+        Some(match et {
+            0x02 => Prim::Bool,
+            0x03 => Prim::Char,
+            0x04 => Prim::I1,
+            0x05 => Prim::U1,
+            0x06 => Prim::I2,
+            0x07 => Prim::U2,
+            0x08 => Prim::I4,
+            0x09 => Prim::U4,
+            0x0A => Prim::I8,
+            0x0B => Prim::U8,
+            0x0C => Prim::R4,
+            0x0D => Prim::R8,
+            0x18 => Prim::I,
+            0x19 => Prim::U,
+            _ => return None,
+        })
+    }
+
+    pub(super) fn from_name(name: &str) -> Option<Prim> {
+        Some(match name {
+            "System.Boolean" => Prim::Bool,
+            "System.Char" => Prim::Char,
+            "System.SByte" => Prim::I1,
+            "System.Byte" => Prim::U1,
+            "System.Int16" => Prim::I2,
+            "System.UInt16" => Prim::U2,
+            "System.Int32" => Prim::I4,
+            "System.UInt32" => Prim::U4,
+            "System.Int64" => Prim::I8,
+            "System.UInt64" => Prim::U8,
+            "System.Single" => Prim::R4,
+            "System.Double" => Prim::R8,
+            "System.IntPtr" => Prim::I,
+            "System.UIntPtr" => Prim::U,
+            _ => return None,
+        })
+    }
+
+    pub(super) fn corelib_name(self) -> &'static str {
+        match self {
+            Prim::Bool => "System.Boolean",
+            Prim::Char => "System.Char",
+            Prim::I1 => "System.SByte",
+            Prim::U1 => "System.Byte",
+            Prim::I2 => "System.Int16",
+            Prim::U2 => "System.UInt16",
+            Prim::I4 => "System.Int32",
+            Prim::U4 => "System.UInt32",
+            Prim::I8 => "System.Int64",
+            Prim::U8 => "System.UInt64",
+            Prim::R4 => "System.Single",
+            Prim::R8 => "System.Double",
+            Prim::I => "System.IntPtr",
+            Prim::U => "System.UIntPtr",
+        }
+    }
+}
+
+/// How a value at an address is read.
+#[derive(Clone)]
+pub(super) enum Kind {
+    Prim(Prim),
+    /// An object reference (class, string, array, object, boxed): described by the
+    /// object's own class.
+    Ref,
+    /// A reference declared `string` (a sealed class): read as a string without asking
+    /// the runtime for the object's class.
+    Str,
+    /// A value type stored inline (struct, enum).
+    Inline(Arc<ClassDesc>),
+    /// A managed pointer to a value of the inner kind.
+    ByRef(Box<Kind>),
+    Ptr,
+    FnPtr,
+    TypedByRef,
+    Unknown(&'static str),
+}
+
+impl Kind {
+    pub(super) fn size(&self) -> usize {
+        match self {
+            Kind::Prim(p) => p.size(),
+            Kind::Inline(d) => d.size as usize,
+            Kind::TypedByRef => 16,
+            _ => 8,
+        }
+    }
+}
+
+/// A loaded class, as decoding needs it.
+pub(super) struct ClassDesc {
+    pub(super) name: String,
+    /// Unboxed size of a value type; 0 for reference types.
+    pub(super) size: u32,
+    pub(super) shape: Shape,
+}
+
+pub(super) enum Shape {
+    String,
+    Array {
+        element: String,
+        kind: Kind,
+        rank: u32,
+    },
+    /// A reference type: instance fields (inherited first), offsets from the object.
+    Object(Vec<FieldDesc>),
+    /// A value type: fields with offsets from the value; `box_offset` inside a box.
+    Struct {
+        fields: Vec<FieldDesc>,
+        box_offset: u32,
+    },
+    Enum {
+        underlying: Prim,
+        members: Vec<(i64, String)>,
+        box_offset: u32,
+    },
+    /// A boxable primitive (`System.Int32`…).
+    Primitive {
+        prim: Prim,
+        box_offset: u32,
+    },
+    Unknown(&'static str),
+}
+
+pub(super) struct FieldDesc {
+    pub(super) name: String,
+    pub(super) offset: u32,
+    pub(super) kind: Kind,
+}
+
+/// (module, typedef) → [(type args, ClassID)].
+pub(super) type LoadedClasses = HashMap<(usize, u32), Vec<(Vec<ClassId>, ClassId)>>;
+
+pub(super) fn class_desc(s: &State, class: ClassId) -> Arc<ClassDesc> {
+    if let Some(d) = s.classes.read().ok().and_then(|m| m.get(&class.0).cloned()) {
+        return d;
+    }
+    let d = Arc::new(build_class(s, class, 0));
+    let mut m = s.classes.write().unwrap_or_else(|p| p.into_inner());
+    m.entry(class.0).or_insert(d).clone()
+}
+
+pub(super) fn md_of(s: &State, module: ModuleId) -> Option<MetaDataImport> {
+    s.info.get_module_metadata(module, corprof_sys::ofRead).ok()
+}
+
+/// `<Name>k__BackingField` → `Name`.
+pub(super) fn field_name(raw: &str) -> String {
+    raw.strip_prefix('<')
+        .and_then(|r| r.split_once(">k__BackingField"))
+        .map(|(n, _)| n.to_string())
+        .unwrap_or_else(|| raw.to_string())
+}
+
+pub(super) fn build_class(s: &State, class: ClassId, depth: u32) -> ClassDesc {
+    let info = &s.info;
+    let name = crate::names::class_name(info, class);
+    let unknown = |name: String, why| ClassDesc {
+        name,
+        size: 0,
+        shape: Shape::Unknown(why),
+    };
+    if depth > 6 {
+        return unknown(name, TOO_DEEP);
+    }
+    if let Ok(Some(a)) = info.is_array_class(class) {
+        let (element, kind) = if a.element_class.0 != 0 {
+            let ed = class_desc_nested(s, a.element_class, depth + 1);
+            let kind = match &ed.shape {
+                Shape::Unknown(why) => Kind::Unknown(why),
+                _ if is_inline(&ed) => Kind::Inline(ed.clone()),
+                _ => Kind::Ref,
+            };
+            (ed.name.clone(), kind)
+        } else {
+            match Prim::from_element_type(a.element_type) {
+                Some(p) => (p.corelib_name().to_string(), Kind::Prim(p)),
+                None => ("?".into(), Kind::Unknown("array element type")),
+            }
+        };
+        return ClassDesc {
+            name,
+            size: 0,
+            shape: Shape::Array {
+                element,
+                kind,
+                rank: a.rank,
+            },
+        };
+    }
+    if name == "System.String" {
+        return ClassDesc {
+            name,
+            size: 0,
+            shape: Shape::String,
+        };
+    }
+    let Ok(ci) = info.get_class_id_info2(class) else {
+        return unknown(name, "GetClassIDInfo2 failed");
+    };
+    let parent_name = if ci.parent.0 != 0 {
+        crate::names::class_name(info, ci.parent)
+    } else {
+        String::new()
+    };
+    let value_type = (parent_name == "System.ValueType" || parent_name == "System.Enum")
+        && name != "System.Enum";
+    if !value_type {
+        // A reference type: fields of every ancestor, base first.
+        let mut chain = Vec::new();
+        let mut c = class;
+        for _ in 0..32 {
+            if c.0 == 0 {
+                break;
+            }
+            chain.push(c);
+            c = info
+                .get_class_id_info2(c)
+                .map(|i| i.parent)
+                .unwrap_or(ClassId(0));
+        }
+        let mut fields = Vec::new();
+        for c in chain.into_iter().rev() {
+            fields.extend(own_fields(s, c, depth));
+        }
+        return ClassDesc {
+            name,
+            size: 0,
+            shape: Shape::Object(fields),
+        };
+    }
+    let box_offset = info.get_box_class_layout(class).unwrap_or(8);
+    let size = info.get_class_layout(class).map(|(_, n)| n).unwrap_or(0);
+    if let Some(prim) = Prim::from_name(&name) {
+        return ClassDesc {
+            name,
+            size: prim.size() as u32,
+            shape: Shape::Primitive { prim, box_offset },
+        };
+    }
+    if parent_name == "System.Enum" {
+        let Some(md) = md_of(s, ci.module) else {
+            return unknown(name, "no metadata");
+        };
+        let mut underlying = Prim::I4;
+        let mut members = Vec::new();
+        for f in md.enum_fields(ci.token).unwrap_or_default() {
+            let Ok(p) = md.get_field_props(f) else {
+                continue;
+            };
+            if p.attributes & 0x10 == 0 {
+                // The instance field `value__` has the underlying type.
+                if let Ok(t) = sig::parse_field(&p.sig)
+                    && let Kind::Prim(u) = prim_kind(&t)
+                {
+                    underlying = u;
+                }
+            } else if let Some(v) = p.constant {
+                members.push((v, p.name));
+            }
+        }
+        return ClassDesc {
+            name,
+            size: underlying.size() as u32,
+            shape: Shape::Enum {
+                underlying,
+                members,
+                box_offset,
+            },
+        };
+    }
+    ClassDesc {
+        name,
+        size,
+        shape: Shape::Struct {
+            fields: own_fields(s, class, depth),
+            box_offset,
+        },
+    }
+}
+
+/// A class met while describing another (element, field type): cached like any, unless
+/// the depth limit cut its description short (met again nearer the top, it is described
+/// further).
+pub(super) fn class_desc_nested(s: &State, class: ClassId, depth: u32) -> Arc<ClassDesc> {
+    if let Some(d) = s.classes.read().ok().and_then(|m| m.get(&class.0).cloned()) {
+        return d;
+    }
+    let d = Arc::new(build_class(s, class, depth));
+    if cut_by_depth(&d, 0) {
+        return d;
+    }
+    let mut m = s.classes.write().unwrap_or_else(|p| p.into_inner());
+    m.entry(class.0).or_insert(d).clone()
+}
+
+pub(super) const TOO_DEEP: &str = "types nested too deeply";
+
+/// Whether the depth limit left part of `d` undescribed.
+pub(super) fn cut_by_depth(d: &ClassDesc, level: u32) -> bool {
+    fn kind_cut(k: &Kind, level: u32) -> bool {
+        match k {
+            Kind::Unknown(why) => *why == TOO_DEEP,
+            Kind::Inline(d) => cut_by_depth(d, level + 1),
+            Kind::ByRef(inner) => kind_cut(inner, level),
+            _ => false,
+        }
+    }
+    if level > 16 {
+        return true;
+    }
+    match &d.shape {
+        Shape::Unknown(why) => *why == TOO_DEEP,
+        Shape::Struct { fields, .. } | Shape::Object(fields) => {
+            fields.iter().any(|f| kind_cut(&f.kind, level))
+        }
+        Shape::Array { kind, .. } => kind_cut(kind, level),
+        _ => false,
+    }
+}
+
+/// How a value of the class `d` describes is stored where a signature names it. A class
+/// the planner could not describe is unreadable, never guessed to be a reference: its
+/// first word read as an ObjectID once crashed the runtime in GetClassFromObject.
+pub(super) fn kind_for_desc(d: Arc<ClassDesc>) -> Kind {
+    match &d.shape {
+        Shape::Primitive { prim, .. } => Kind::Prim(*prim),
+        Shape::String => Kind::Str,
+        Shape::Unknown(why) => Kind::Unknown(why),
+        _ if is_inline(&d) => Kind::Inline(d),
+        _ => Kind::Ref,
+    }
+}
+
+pub(super) fn is_inline(d: &ClassDesc) -> bool {
+    matches!(
+        d.shape,
+        Shape::Struct { .. } | Shape::Enum { .. } | Shape::Primitive { .. }
+    )
+}
+
+pub(super) fn own_fields(s: &State, class: ClassId, depth: u32) -> Vec<FieldDesc> {
+    let info = &s.info;
+    let Ok(ci) = info.get_class_id_info2(class) else {
+        return Vec::new();
+    };
+    let Some(md) = md_of(s, ci.module) else {
+        return Vec::new();
+    };
+    let Ok((layout, _)) = info.get_class_layout(class) else {
+        return Vec::new();
+    };
+    let cx = Cx {
+        s,
+        md: &md,
+        module: ci.module,
+        class_args: &ci.type_args,
+        method_args: &[],
+        depth: depth + 1,
+    };
+    layout
+        .into_iter()
+        .filter_map(|(tok, offset)| {
+            let p = md.get_field_props(tok).ok()?;
+            let kind = sig::parse_field(&p.sig)
+                .map(|t| cx.kind(&t))
+                .unwrap_or(Kind::Unknown("field signature"));
+            Some(FieldDesc {
+                name: field_name(&p.name),
+                offset,
+                kind,
+            })
+        })
+        .collect()
+}
+
+pub(super) fn prim_kind(t: &Type) -> Kind {
+    Kind::Prim(match t {
+        Type::Bool => Prim::Bool,
+        Type::Char => Prim::Char,
+        Type::I1 => Prim::I1,
+        Type::U1 => Prim::U1,
+        Type::I2 => Prim::I2,
+        Type::U2 => Prim::U2,
+        Type::I4 => Prim::I4,
+        Type::U4 => Prim::U4,
+        Type::I8 => Prim::I8,
+        Type::U8 => Prim::U8,
+        Type::R4 => Prim::R4,
+        Type::R8 => Prim::R8,
+        Type::I => Prim::I,
+        Type::U => Prim::U,
+        _ => return Kind::Unknown("not a primitive"),
+    })
+}
+
+/// Resolution context: a signature's module and the generic arguments in scope.
+pub(super) struct Cx<'a> {
+    pub(super) s: &'a State,
+    pub(super) md: &'a MetaDataImport,
+    pub(super) module: ModuleId,
+    pub(super) class_args: &'a [ClassId],
+    pub(super) method_args: &'a [ClassId],
+    pub(super) depth: u32,
+}
+
+impl Cx<'_> {
+    fn kind(&self, t: &Type) -> Kind {
+        match t {
+            Type::String => Kind::Str,
+            Type::Object
+            | Type::Class(_)
+            | Type::SzArray(_)
+            | Type::Array { .. }
+            | Type::GenericInst {
+                value_type: false, ..
+            } => Kind::Ref,
+            Type::ValueType(_)
+            | Type::GenericInst {
+                value_type: true, ..
+            } => match self.class_of(t) {
+                Some(c) => self.kind_of_class(c),
+                None => Kind::Unknown("value type not resolved"),
+            },
+            Type::Var(n) => self
+                .class_args
+                .get(*n as usize)
+                .map(|c| self.kind_of_class(*c))
+                .unwrap_or(Kind::Unknown("generic argument not known")),
+            Type::MVar(n) => self
+                .method_args
+                .get(*n as usize)
+                .map(|c| self.kind_of_class(*c))
+                .unwrap_or(Kind::Unknown("generic argument not known")),
+            Type::ByRef(inner) => Kind::ByRef(Box::new(self.kind(inner))),
+            Type::Ptr(_) => Kind::Ptr,
+            Type::FnPtr(_) => Kind::FnPtr,
+            Type::TypedByRef => Kind::TypedByRef,
+            Type::Modified { inner, .. } | Type::Pinned(inner) => self.kind(inner),
+            Type::InternalModified { inner, .. } => self.kind(inner),
+            other => match prim_kind(other) {
+                Kind::Unknown(_) => Kind::Unknown("unsupported type"),
+                k => k,
+            },
+        }
+    }
+
+    fn kind_of_class(&self, c: ClassId) -> Kind {
+        kind_for_desc(class_desc_nested(self.s, c, self.depth))
+    }
+
+    /// The loaded class of a type in this signature.
+    fn class_of(&self, t: &Type) -> Option<ClassId> {
+        match t {
+            Type::ValueType(tok) | Type::Class(tok) => self.class_of_token(*tok, &[]),
+            Type::GenericInst { token, args, .. } => {
+                let args: Option<Vec<ClassId>> = args.iter().map(|a| self.class_of(a)).collect();
+                self.class_of_token(*token, &args?)
+            }
+            Type::Var(n) => self.class_args.get(*n as usize).copied(),
+            Type::MVar(n) => self.method_args.get(*n as usize).copied(),
+            Type::String => self.corelib_class("System.String"),
+            Type::Object => self.corelib_class("System.Object"),
+            other => match prim_kind(other) {
+                Kind::Prim(p) => self.corelib_class(p.corelib_name()),
+                _ => None,
+            },
+        }
+    }
+
+    fn class_of_token(&self, tok: u32, args: &[ClassId]) -> Option<ClassId> {
+        match tok >> 24 {
+            0x02 => loaded_class(self.s, self.module, tok, args),
+            0x01 => {
+                // A type of another assembly: looked up by name in CoreLib (where the
+                // framework's value types live).
+                let name = self.md.type_ref_full_name(tok);
+                let (module, md) = corelib(self.s)?;
+                let td = md.find_type_def_by_name(&name).ok()?;
+                loaded_class(self.s, *module, td, args)
+            }
+            0x1B => {
+                let blob = self.md.get_type_spec_from_token(tok).ok()?;
+                let t = sig::parse_type(&blob).ok()?;
+                self.class_of(&t)
+            }
+            _ => None,
+        }
+    }
+
+    fn corelib_class(&self, name: &str) -> Option<ClassId> {
+        let (module, md) = corelib(self.s)?;
+        let td = md.find_type_def_by_name(name).ok()?;
+        loaded_class(self.s, *module, td, &[])
+    }
+}
+
+/// The ClassID of a loaded type `(module, typedef, type args)`, as ClassLoadFinished
+/// reported it. (`GetClassFromToken` answers CORPROF_E_UNSUPPORTED_CALL_SEQUENCE inside
+/// the ELT hooks, as it may load types; a type a method takes by value is loaded before
+/// the method runs, so the map knows it.)
+pub(super) fn loaded_class(
+    s: &State,
+    module: ModuleId,
+    token: u32,
+    args: &[ClassId],
+) -> Option<ClassId> {
+    let m = s.loaded.lock().unwrap_or_else(|p| p.into_inner());
+    m.get(&(module.0, token))?
+        .iter()
+        .find(|(a, _)| a.as_slice() == args)
+        .map(|(_, c)| *c)
+}
+
+/// CoreLib's module, found as the module of `System.Object` (the root of any class).
+pub(super) fn corelib(s: &State) -> Option<&(ModuleId, MetaDataImport)> {
+    s.corelib.get()?.as_ref()
+}
+
+pub(super) fn find_corelib(s: &State, mut class: ClassId) {
+    if s.corelib.get().is_some() || class.0 == 0 {
+        return;
+    }
+    for _ in 0..32 {
+        let Ok(ci) = s.info.get_class_id_info2(class) else {
+            return;
+        };
+        if ci.parent.0 == 0 {
+            let found = md_of(s, ci.module).map(|md| (ci.module, md));
+            let _ = s.corelib.set(found);
+            return;
+        }
+        class = ci.parent;
+    }
+}
+
+pub(super) fn build_plan(s: &State, function: FunctionId) -> Option<FnPlan> {
+    let info = &s.info;
+    let fi = info.get_function_info2(function, 0).ok()?;
+    find_corelib(s, fi.class);
+    let md = md_of(s, fi.module)?;
+    let props = md.get_method_props(fi.token).ok()?;
+    let msig = sig::parse_method(&props.sig).ok()?;
+    let names = md.param_names(fi.token).unwrap_or_default();
+    let class_args = if fi.class.0 != 0 {
+        info.get_class_id_info2(fi.class)
+            .map(|c| c.type_args)
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let cx = Cx {
+        s,
+        md: &md,
+        module: fi.module,
+        class_args: &class_args,
+        method_args: &fi.type_args,
+        depth: 0,
+    };
+    let resolve = |tok: u32| md.token_name(tok);
+    let mut args = Vec::with_capacity(msig.params.len() + 1);
+    if msig.has_this && !msig.explicit_this {
+        let (ty, kind) = if fi.class.0 != 0 {
+            let d = class_desc(s, fi.class);
+            let kind = match &d.shape {
+                Shape::Unknown(why) => Kind::Unknown(why),
+                // `this` of a value type's method is a managed pointer to the value.
+                _ if is_inline(&d) => Kind::ByRef(Box::new(Kind::Inline(d.clone()))),
+                _ => Kind::Ref,
+            };
+            (d.name.clone(), kind)
+        } else {
+            ("?".into(), Kind::Ref)
+        };
+        args.push(Param {
+            name: "this".into(),
+            ty,
+            kind,
+            regs: None,
+        });
+    }
+    for (i, t) in msig.params.iter().enumerate() {
+        let seq = i as u32 + 1;
+        let name = names
+            .iter()
+            .find(|(n, _)| *n == seq)
+            .map(|(_, n)| n.clone())
+            .unwrap_or_else(|| format!("arg{i}"));
+        args.push(Param {
+            name,
+            ty: t.format(&resolve),
+            kind: cx.kind(t),
+            regs: None,
+        });
+    }
+    let ret = (msig.ret != Type::Void).then(|| Param {
+        name: "return".into(),
+        ty: msig.ret.format(&resolve),
+        kind: cx.kind(&msig.ret),
+        regs: None,
+    });
+    // Shared generic code takes a hidden argument whose register is not predicted.
+    if class_args.is_empty() && fi.type_args.is_empty() {
+        predict_registers(
+            &mut args,
+            ret.as_ref(),
+            msig.has_this && !msig.explicit_this,
+        );
+    }
+    Some(FnPlan { args, ret })
+}
+
+/// The SysV registers of each struct argument passed in registers ([`Param::regs`]),
+/// handing out registers in argument order: `this`, the return buffer of a struct
+/// returned through memory, then the parameters. Stops at the first value whose
+/// registers it cannot tell; the runtime's answers check every prediction.
+pub(super) fn predict_registers(args: &mut [Param], ret: Option<&Param>, has_this: bool) {
+    let mut r = Registers::default();
+    let ret_buffer = match ret.map(|p| &p.kind) {
+        Some(Kind::Inline(d)) if matches!(d.shape, Shape::Struct { .. }) => {
+            match struct_classes(d) {
+                Some(_) => false,
+                None if d.size > 16 => true,
+                None => return,
+            }
+        }
+        Some(Kind::TypedByRef | Kind::Unknown(_)) => return,
+        _ => false,
+    };
+    for (i, p) in args.iter_mut().enumerate() {
+        if i == usize::from(has_this) && ret_buffer {
+            r.integer();
+        }
+        match &p.kind {
+            Kind::Prim(Prim::R4 | Prim::R8) => r.float(),
+            Kind::Prim(_) | Kind::Ref | Kind::Str | Kind::ByRef(_) | Kind::Ptr | Kind::FnPtr => {
+                r.integer()
+            }
+            Kind::Inline(d) => match &d.shape {
+                Shape::Enum { .. } => r.integer(),
+                Shape::Primitive {
+                    prim: Prim::R4 | Prim::R8,
+                    ..
+                } => r.float(),
+                Shape::Primitive { .. } => r.integer(),
+                Shape::Struct { .. } => match struct_classes(d) {
+                    Some((classes, covered)) => {
+                        p.regs = r.structure(&classes).map(|regs| (regs, covered));
+                    }
+                    // Larger than 16 bytes: on the stack, no register.
+                    None if d.size > 16 => {}
+                    None => return,
+                },
+                _ => return,
+            },
+            Kind::TypedByRef | Kind::Unknown(_) => return,
+        }
+    }
+}
+
+/// The SysV classes of a struct's eightbytes and the bytes its fields cover, when it is
+/// passed in registers.
+pub(super) fn struct_classes(d: &ClassDesc) -> Option<(Vec<arg_slots::Class>, u16)> {
+    let mut fields = Vec::new();
+    flat_fields(d, 0, &mut fields, 0)?;
+    let classes = arg_slots::classify(d.size, &fields)?;
+    Some((classes, arg_slots::field_bytes(&fields)))
+}
+
+/// A struct's fields with nested structs flattened, offsets from the outer value.
+pub(super) fn flat_fields(
+    d: &ClassDesc,
+    base: u32,
+    out: &mut Vec<arg_slots::Field>,
+    level: u32,
+) -> Option<()> {
+    fn prim(out: &mut Vec<arg_slots::Field>, offset: u32, p: Prim) {
+        out.push(arg_slots::Field {
+            offset,
+            size: p.size() as u32,
+            float: matches!(p, Prim::R4 | Prim::R8),
+        });
+    }
+    match &d.shape {
+        Shape::Enum { underlying, .. } => prim(out, base, *underlying),
+        Shape::Primitive { prim: p, .. } => prim(out, base, *p),
+        Shape::Struct { fields, .. } if level < 8 => {
+            for f in fields {
+                let at = base.checked_add(f.offset)?;
+                match &f.kind {
+                    Kind::Prim(p) => prim(out, at, *p),
+                    Kind::Ref | Kind::Str | Kind::ByRef(_) | Kind::Ptr | Kind::FnPtr => {
+                        prim(out, at, Prim::I)
+                    }
+                    Kind::Inline(inner) => flat_fields(inner, at, out, level + 1)?,
+                    Kind::TypedByRef | Kind::Unknown(_) => return None,
+                }
+            }
+        }
+        _ => return None,
+    }
+    Some(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backing_field_names_are_the_property_names() {
+        assert_eq!(field_name("<Sku>k__BackingField"), "Sku");
+        assert_eq!(field_name("_count"), "_count");
+    }
+
+    #[test]
+    fn primitive_names_round_trip() {
+        for p in [Prim::Bool, Prim::Char, Prim::I4, Prim::R8, Prim::U] {
+            assert_eq!(Prim::from_name(p.corelib_name()), Some(p));
+        }
+    }
+}
