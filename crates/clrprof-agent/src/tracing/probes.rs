@@ -18,7 +18,9 @@ use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
 use clrprof_il::Body;
-use clrprof_il::sig::{PROBE_SIG, frame_local_type, locals_with, method_shape};
+use clrprof_il::sig::{
+    PROBE_SIG, frame_local_type, locals_with, method_shape, probe_sig_suppress_gc_transition,
+};
 use clrprof_il::wrap::{FrameLocal, Probe, wrap};
 use corprof::{ClassId, MetadataRead, ModuleId, ProfilerInfo, RawMetadata};
 
@@ -47,6 +49,9 @@ pub struct Installed {
     pub requested: Vec<(ModuleId, u32)>,
     /// Methods the filters selected that cannot be probed, with the reason.
     pub refused: Vec<(String, String)>,
+    /// Modules whose probes are called without GC-mode transitions, and with them.
+    pub without_transitions: usize,
+    pub with_transitions: usize,
 }
 
 const METHOD_DEF: u8 = 0x06;
@@ -83,9 +88,10 @@ fn probed_body(
     let locals_token = emit
         .get_token_from_sig(&locals)
         .map_err(|e| format!("GetTokenFromSig (locals): {e}"))?;
+    let (enter, leave) = probe_functions();
     let probe = Probe {
-        enter: super::hooks::on_enter as *const () as usize as u64,
-        leave: super::hooks::on_leave as *const () as usize as u64,
+        enter,
+        leave,
         sig_token,
         cookie,
     };
@@ -103,6 +109,62 @@ fn probed_body(
         );
     }
     wrapped.body.encode().map_err(|e| e.to_string())
+}
+
+/// The addresses the probes call at entry and at exit: the assembly fast paths where the
+/// ELT hooks would use theirs (an invariant TSC; they find the thread's ring through the
+/// thread-pointer map, turned on here), the Rust slow path otherwise.
+fn probe_functions() -> (u64, u64) {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    if crate::os::clock::uses_tsc() {
+        return (
+            super::x64::clrprof_probe_enter as *const () as usize as u64,
+            super::x64::clrprof_probe_leave as *const () as usize as u64,
+        );
+    }
+    (
+        super::hooks::on_enter as *const () as usize as u64,
+        super::hooks::on_leave as *const () as usize as u64,
+    )
+}
+
+/// Where a module's `CallConvSuppressGCTransition` lives: the first of these it references.
+const CORE_ASSEMBLIES: [&str; 4] = [
+    "System.Runtime",
+    "System.Private.CoreLib",
+    "netstandard",
+    "mscorlib",
+];
+
+/// The probes' `calli` signature token in one module: without GC-mode transitions
+/// (`modopt(CallConvSuppressGCTransition)`, through a `TypeRef` the module is given) where
+/// the module references a core assembly and the runtime grants the `TypeRef`, else the
+/// plain unmanaged signature with its two transitions, and why.
+fn probe_sig_token(
+    md: &RawMetadata<'_>,
+    emit: &corprof::MetaDataEmit,
+) -> Result<(u32, Option<String>), String> {
+    let fast = (|| {
+        let scope = md
+            .find_assembly_ref(&CORE_ASSEMBLIES)
+            .ok_or("no reference to System.Runtime or System.Private.CoreLib")?;
+        let ty = emit
+            .define_type_ref_by_name(
+                scope,
+                "System.Runtime.CompilerServices.CallConvSuppressGCTransition",
+            )
+            .map_err(|e| format!("DefineTypeRefByName: {e}"))?;
+        let sig = probe_sig_suppress_gc_transition(ty).map_err(|e| e.to_string())?;
+        emit.get_token_from_sig(&sig)
+            .map_err(|e| format!("GetTokenFromSig (probe signature): {e}"))
+    })();
+    match fast {
+        Ok(t) => Ok((t, None)),
+        Err(why) => emit
+            .get_token_from_sig(&PROBE_SIG)
+            .map(|t| (t, Some(why)))
+            .map_err(|e| format!("GetTokenFromSig (probe signature): {e}")),
+    }
 }
 
 /// Selects the methods of every loaded module that `filter` accepts, builds their probed
@@ -158,12 +220,23 @@ pub fn install(info: &ProfilerInfo, filter: &Filter, next_index: &mut u64) -> In
                 continue;
             }
         };
-        let sig_token = match emit.get_token_from_sig(&PROBE_SIG) {
-            Ok(t) => t,
+        let sig_token = match probe_sig_token(&md, &emit) {
+            Ok((t, None)) => {
+                out.without_transitions += 1;
+                t
+            }
+            Ok((t, Some(why))) => {
+                let module_name = info
+                    .get_module_info(module)
+                    .map(|m| m.name)
+                    .unwrap_or_else(|_| format!("module {:#x}", module.0));
+                log!("probes: {module_name}: calls with GC-mode transitions ({why})");
+                out.with_transitions += 1;
+                t
+            }
             Err(e) => {
                 for (_, name, _) in selected {
-                    out.refused
-                        .push((name, format!("GetTokenFromSig (probe signature): {e}")));
+                    out.refused.push((name, e.clone()));
                 }
                 continue;
             }
@@ -201,6 +274,16 @@ pub fn install(info: &ProfilerInfo, filter: &Filter, next_index: &mut u64) -> In
     }
     if requests.is_empty() {
         return out;
+    }
+    log!(
+        "probes: calls without GC-mode transitions in {} module(s), with them in {}",
+        out.without_transitions,
+        out.with_transitions
+    );
+    // The assembly probes find a thread's ring through the thread-pointer map.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    if crate::os::clock::uses_tsc() {
+        crate::output::tpmap::enable();
     }
     match info.request_rejit_with_inliners(corprof_sys::COR_PRF_REJIT_BLOCK_INLINING, &requests) {
         Ok(()) => {

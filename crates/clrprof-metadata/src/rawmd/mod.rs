@@ -204,6 +204,19 @@ impl<'a> RawMetadata<'a> {
         self.blob(self.cell(t, Self::row_of(token, t)?, 0)?)
     }
 
+    /// The first `AssemblyRef` token whose name is one of `names` (tried in their order).
+    pub fn find_assembly_ref(&self, names: &[&str]) -> Option<u32> {
+        let t = schema::ASSEMBLY_REF;
+        let refs: Vec<(u32, String)> = (1..=self.rows(t))
+            .filter_map(|row| Some((row, self.string(self.cell(t, row, 6).ok()?).ok()?)))
+            .collect();
+        names.iter().find_map(|want| {
+            refs.iter()
+                .find(|(_, name)| name == want)
+                .map(|(row, _)| (u32::from(t) << 24) | row)
+        })
+    }
+
     /// The generic method (a MethodDef or MemberRef token) a `MethodSpec` instantiates.
     pub fn method_spec_method(&self, token: u32) -> Result<u32> {
         let t = schema::METHOD_SPEC;
