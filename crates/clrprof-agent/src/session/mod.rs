@@ -303,6 +303,7 @@ impl Session {
             done.probed,
             started.elapsed().as_millis()
         );
+        log!("probes: install took {}", done.phases);
         for (name, why) in &done.refused {
             log!("not probed: {name}: {why}");
         }

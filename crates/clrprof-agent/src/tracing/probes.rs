@@ -16,6 +16,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use clrprof_il::Body;
 use clrprof_il::sig::{
@@ -52,6 +53,8 @@ pub struct Installed {
     /// Modules whose probes are called without GC-mode transitions, and with them.
     pub without_transitions: usize,
     pub with_transitions: usize,
+    /// Where the time went.
+    pub phases: Phases,
 }
 
 const METHOD_DEF: u8 = 0x06;
@@ -167,113 +170,55 @@ fn probe_sig_token(
     }
 }
 
+/// Where `install` spent its time (the agent logs it: `probes: install took …`).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Phases {
+    /// Reading each module's metadata and matching every method's name.
+    pub select: Duration,
+    /// `GetModuleMetaData(ofWrite)`: the runtime's conversion of the module's metadata to
+    /// its writable form, once per module.
+    pub write_access: Duration,
+    /// The probe signature's `TypeRef` and token.
+    pub signature: Duration,
+    /// Each method's body: read, wrapped, its locals' token, encoded; and its name.
+    pub bodies: Duration,
+    /// `RequestReJITWithInliners` (the runtime suspends the app for part of it).
+    pub rejit: Duration,
+}
+
+impl std::fmt::Display for Phases {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        write!(
+            f,
+            "select {:.1} ms, write access {:.1} ms, signature {:.1} ms, bodies {:.1} ms, \
+             RequestReJIT {:.1} ms",
+            ms(self.select),
+            ms(self.write_access),
+            ms(self.signature),
+            ms(self.bodies),
+            ms(self.rejit)
+        )
+    }
+}
+
 /// Selects the methods of every loaded module that `filter` accepts, builds their probed
 /// bodies, names them and asks the runtime to ReJIT them (blocking their inlining).
 pub fn install(info: &ProfilerInfo, filter: &Filter, next_index: &mut u64) -> Installed {
     let mut out = Installed::default();
-    let bodies = BODIES.get_or_init(|| Mutex::new(HashMap::new()));
     let mut requests: Vec<(ModuleId, u32)> = Vec::new();
     let modules = info.enum_modules().unwrap_or_default();
     for module in modules {
-        let md = match info.module_raw_metadata(module) {
-            Ok(md) => md,
-            Err(_) => continue,
-        };
-        let mut selected = Vec::new();
-        for row in 1..=md.rows(METHOD_DEF) {
-            let token = (u32::from(METHOD_DEF) << 24) | row;
-            let Ok(name) = md.method_full_name(token) else {
-                continue;
-            };
-            if !filter.accepts(&name) {
-                continue;
-            }
-            let Ok(props) = md.get_method_props(token) else {
-                continue;
-            };
-            let why = if props.attributes & ABSTRACT != 0 {
-                Some("abstract")
-            } else if props.attributes & PINVOKE != 0 {
-                Some("P/Invoke")
-            } else if props.impl_flags & 0x3 != 0 {
-                Some("not IL (native or runtime-implemented)")
-            } else if props.code_rva == 0 {
-                Some("no body")
-            } else {
-                None
-            };
-            match why {
-                Some(w) => out.refused.push((name, w.into())),
-                None => selected.push((token, name, props)),
-            }
-        }
-        if selected.is_empty() {
-            continue;
-        }
-        let emit = match info.get_module_metadata_emit(module) {
-            Ok(e) => e,
-            Err(e) => {
-                for (_, name, _) in selected {
-                    out.refused
-                        .push((name, format!("GetModuleMetaData(ofWrite): {e}")));
-                }
-                continue;
-            }
-        };
-        let sig_token = match probe_sig_token(&md, &emit) {
-            Ok((t, None)) => {
-                out.without_transitions += 1;
-                t
-            }
-            Ok((t, Some(why))) => {
-                let module_name = info
-                    .get_module_info(module)
-                    .map(|m| m.name)
-                    .unwrap_or_else(|_| format!("module {:#x}", module.0));
-                log!("probes: {module_name}: calls with GC-mode transitions ({why})");
-                out.with_transitions += 1;
-                t
-            }
-            Err(e) => {
-                for (_, name, _) in selected {
-                    out.refused.push((name, e.clone()));
-                }
-                continue;
-            }
-        };
-        for (token, name, props) in selected {
-            if *next_index > u64::from(crate::output::ring::MAX_INDEX) {
-                out.refused.push((name, "too many traced functions".into()));
-                continue;
-            }
-            let index = *next_index;
-            match probed_body(info, &md, &emit, module, token, sig_token, index as i64) {
-                Ok(bytes) => {
-                    *next_index += 1;
-                    if let Ok(mut b) = bodies.lock() {
-                        b.insert((module.0, token), bytes);
-                    }
-                    let signature = corprof::sig::parse_method(&props.sig)
-                        .map(|s| corprof::sig::format_method_params(&s, &|t| md.token_name(t)))
-                        .unwrap_or_default();
-                    emit_function_info_as(
-                        Some(FunctionNames {
-                            module,
-                            class: ClassId(0),
-                            token,
-                            name,
-                            signature,
-                        }),
-                        index,
-                    );
-                    requests.push((module, token));
-                }
-                Err(e) => out.refused.push((name, e)),
-            }
-        }
+        prepare_module(info, module, filter, next_index, &mut out, &mut requests);
     }
+    request(info, &mut out, requests);
+    out
+}
+
+/// Asks the runtime for the new code of `requests`, counting them in `out` if it agrees.
+fn request(info: &ProfilerInfo, out: &mut Installed, requests: Vec<(ModuleId, u32)>) {
     if requests.is_empty() {
-        return out;
+        return;
     }
     log!(
         "probes: calls without GC-mode transitions in {} module(s), with them in {}",
@@ -285,19 +230,144 @@ pub fn install(info: &ProfilerInfo, filter: &Filter, next_index: &mut u64) -> In
     if crate::os::clock::uses_tsc() {
         crate::output::tpmap::enable();
     }
-    match info.request_rejit_with_inliners(corprof_sys::COR_PRF_REJIT_BLOCK_INLINING, &requests) {
+    let t = Instant::now();
+    let asked =
+        info.request_rejit_with_inliners(corprof_sys::COR_PRF_REJIT_BLOCK_INLINING, &requests);
+    out.phases.rejit += t.elapsed();
+    match asked {
         Ok(()) => {
-            out.probed = requests.len();
-            out.requested = requests;
+            out.probed += requests.len();
+            out.requested.extend(requests);
         }
         Err(e) => {
             log!("RequestReJITWithInliners failed: {e}; no probes");
-            if let Ok(mut b) = bodies.lock() {
-                b.clear();
+            if let Some(bodies) = BODIES.get()
+                && let Ok(mut b) = bodies.lock()
+            {
+                for r in &requests {
+                    b.remove(&(r.0.0, r.1));
+                }
             }
         }
     }
-    out
+}
+
+/// Selects one module's methods, builds their bodies and names them; what is to be
+/// ReJITted goes to `requests`, what cannot be probed to `out.refused`.
+fn prepare_module(
+    info: &ProfilerInfo,
+    module: ModuleId,
+    filter: &Filter,
+    next_index: &mut u64,
+    out: &mut Installed,
+    requests: &mut Vec<(ModuleId, u32)>,
+) {
+    let bodies = BODIES.get_or_init(|| Mutex::new(HashMap::new()));
+    let t = Instant::now();
+    let Ok(md) = info.module_raw_metadata(module) else {
+        return;
+    };
+    let mut selected = Vec::new();
+    for row in 1..=md.rows(METHOD_DEF) {
+        let token = (u32::from(METHOD_DEF) << 24) | row;
+        let Ok(name) = md.method_full_name(token) else {
+            continue;
+        };
+        if !filter.accepts(&name) {
+            continue;
+        }
+        let Ok(props) = md.get_method_props(token) else {
+            continue;
+        };
+        let why = if props.attributes & ABSTRACT != 0 {
+            Some("abstract")
+        } else if props.attributes & PINVOKE != 0 {
+            Some("P/Invoke")
+        } else if props.impl_flags & 0x3 != 0 {
+            Some("not IL (native or runtime-implemented)")
+        } else if props.code_rva == 0 {
+            Some("no body")
+        } else {
+            None
+        };
+        match why {
+            Some(w) => out.refused.push((name, w.into())),
+            None => selected.push((token, name, props)),
+        }
+    }
+    out.phases.select += t.elapsed();
+    if selected.is_empty() {
+        return;
+    }
+    let t = Instant::now();
+    let emit = info.get_module_metadata_emit(module);
+    out.phases.write_access += t.elapsed();
+    let emit = match emit {
+        Ok(e) => e,
+        Err(e) => {
+            for (_, name, _) in selected {
+                out.refused
+                    .push((name, format!("GetModuleMetaData(ofWrite): {e}")));
+            }
+            return;
+        }
+    };
+    let t = Instant::now();
+    let sig = probe_sig_token(&md, &emit);
+    out.phases.signature += t.elapsed();
+    let sig_token = match sig {
+        Ok((t, None)) => {
+            out.without_transitions += 1;
+            t
+        }
+        Ok((t, Some(why))) => {
+            let module_name = info
+                .get_module_info(module)
+                .map(|m| m.name)
+                .unwrap_or_else(|_| format!("module {:#x}", module.0));
+            log!("probes: {module_name}: calls with GC-mode transitions ({why})");
+            out.with_transitions += 1;
+            t
+        }
+        Err(e) => {
+            for (_, name, _) in selected {
+                out.refused.push((name, e.clone()));
+            }
+            return;
+        }
+    };
+    let t = Instant::now();
+    for (token, name, props) in selected {
+        if *next_index > u64::from(crate::output::ring::MAX_INDEX) {
+            out.refused.push((name, "too many traced functions".into()));
+            continue;
+        }
+        let index = *next_index;
+        match probed_body(info, &md, &emit, module, token, sig_token, index as i64) {
+            Ok(bytes) => {
+                *next_index += 1;
+                if let Ok(mut b) = bodies.lock() {
+                    b.insert((module.0, token), bytes);
+                }
+                let signature = corprof::sig::parse_method(&props.sig)
+                    .map(|s| corprof::sig::format_method_params(&s, &|t| md.token_name(t)))
+                    .unwrap_or_default();
+                emit_function_info_as(
+                    Some(FunctionNames {
+                        module,
+                        class: ClassId(0),
+                        token,
+                        name,
+                        signature,
+                    }),
+                    index,
+                );
+                requests.push((module, token));
+            }
+            Err(e) => out.refused.push((name, e)),
+        }
+    }
+    out.phases.bodies += t.elapsed();
 }
 
 /// `GetReJITParameters`: the probed body of this method, if `install` made one.
