@@ -406,3 +406,59 @@ fn probes_in_a_thousand_methods_count_every_call() {
         assert_eq!(*calls, 6, "{name}");
     }
 }
+
+/// A module loaded while the probes are live gets them too: `serve`'s `load` loads
+/// Plugin.dll (not referenced by the app) with Assembly.LoadFrom and calls
+/// `PluginEntry.Run` at once; every call made while the probes are live is counted, none
+/// after.
+fn a_module_loaded_after_the_attach_is_probed(rt: Runtime) {
+    let dir = scratch(&format!("probes-late-{}", rt.major()));
+    let trace = dir.join("t.clrprof");
+    let mut app = Serve::start(rt);
+    let mut rec = clrprof()
+        .args(["record", "-q", "--pid", &app.pid.to_string(), "-o"])
+        .arg(&trace)
+        .args(["--mode", "trace", "--include", "Plugin.PluginEntry.*"])
+        .args(["--include", "Scenarios.Serve.BurstCall"])
+        .spawn()
+        .unwrap();
+    let installed = app.log_line("probes installed in", Duration::from_secs(60));
+    assert!(installed.contains("installed in 1 methods"), "{installed}");
+    for _ in 0..3 {
+        app.ask("load", "LOADED");
+    }
+    let late = app.log_line("loaded after the attach", Duration::from_secs(30));
+    assert!(
+        late.contains("probes installed in 1 methods of") && late.contains("Plugin.dll"),
+        "{late}"
+    );
+    app.burst(10);
+    Command::new("kill")
+        .args(["-INT", &rec.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(rec.wait().unwrap().success());
+    // Both the install's method and the late one are reverted.
+    app.log_line("probes removed from 2 methods", Duration::from_secs(30));
+    app.ask("load", "LOADED");
+    app.quit();
+    let f = functions(&report_json(&trace));
+    assert_eq!(f.get("Plugin.PluginEntry.Run"), Some(&3), "{f:#?}");
+    assert_eq!(f.get("Scenarios.Serve.BurstCall"), Some(&10), "{f:#?}");
+    assert_eq!(f.len(), 2, "{f:#?}");
+}
+
+#[test]
+fn a_module_loaded_after_the_attach_is_probed_net8() {
+    a_module_loaded_after_the_attach_is_probed(Runtime::Net8);
+}
+
+#[test]
+fn a_module_loaded_after_the_attach_is_probed_net9() {
+    a_module_loaded_after_the_attach_is_probed(Runtime::Net9);
+}
+
+#[test]
+fn a_module_loaded_after_the_attach_is_probed_net10() {
+    a_module_loaded_after_the_attach_is_probed(Runtime::Net10);
+}

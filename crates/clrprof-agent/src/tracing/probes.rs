@@ -14,7 +14,8 @@
 //! logged: dynamic and collectible modules, abstract, P/Invoke and runtime-implemented
 //! methods, bodies with `jmp`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -36,6 +37,7 @@ static BODIES: OnceLock<Mutex<Bodies>> = OnceLock::new();
 
 /// Between sessions (and at a start): the bodies of an earlier session go.
 pub fn release_at_detach() {
+    end_live();
     if let Some(b) = BODIES.get() {
         *b.lock().unwrap_or_else(|p| p.into_inner()) = HashMap::new();
     }
@@ -202,17 +204,95 @@ impl std::fmt::Display for Phases {
     }
 }
 
+/// A probe session's selection while it is live, for the modules loaded after its
+/// install (`module_loaded`).
+struct Live {
+    filter: Filter,
+    next_index: u64,
+    /// Modules looked at already (the install's, and those reported loaded since).
+    seen: HashSet<usize>,
+    /// Methods of those later modules whose ReJIT was requested, for the revert.
+    late: Vec<(ModuleId, u32)>,
+}
+
+static LIVE: Mutex<Option<Live>> = Mutex::new(None);
+/// Whether `LIVE` holds a session: ModuleLoadFinished looks here before taking the lock.
+static LIVE_ON: AtomicBool = AtomicBool::new(false);
+
 /// Selects the methods of every loaded module that `filter` accepts, builds their probed
-/// bodies, names them and asks the runtime to ReJIT them (blocking their inlining).
+/// bodies, names them and asks the runtime to ReJIT them (blocking their inlining). From
+/// here until [`end_live`], modules loaded later are probed too ([`module_loaded`]); the
+/// selection lock is held throughout, so a module loaded meanwhile is probed once.
 pub fn install(info: &ProfilerInfo, filter: &Filter, next_index: &mut u64) -> Installed {
+    let mut live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    let mut seen = HashSet::new();
+    LIVE_ON.store(true, Ordering::Release);
     let mut out = Installed::default();
     let mut requests: Vec<(ModuleId, u32)> = Vec::new();
     let modules = info.enum_modules().unwrap_or_default();
     for module in modules {
+        seen.insert(module.0);
         prepare_module(info, module, filter, next_index, &mut out, &mut requests);
     }
     request(info, &mut out, requests);
+    *live = Some(Live {
+        filter: filter.clone(),
+        next_index: *next_index,
+        seen,
+        late: Vec::new(),
+    });
     out
+}
+
+/// ModuleLoadFinished while a probe session is live: the new module's selected methods get
+/// their probes before any of its code can run (the ReJIT is requested from the callback,
+/// so the first compilation of each already takes the probed body).
+pub fn module_loaded(info: &ProfilerInfo, module: ModuleId) {
+    if !LIVE_ON.load(Ordering::Acquire) {
+        return;
+    }
+    let mut guard = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(live) = guard.as_mut() else {
+        return;
+    };
+    if !live.seen.insert(module.0) {
+        return;
+    }
+    let mut out = Installed::default();
+    let mut requests = Vec::new();
+    prepare_module(
+        info,
+        module,
+        &live.filter,
+        &mut live.next_index,
+        &mut out,
+        &mut requests,
+    );
+    if requests.is_empty() && out.refused.is_empty() {
+        return;
+    }
+    let name = info
+        .get_module_info(module)
+        .map(|m| m.name)
+        .unwrap_or_else(|_| format!("module {:#x}", module.0));
+    request(info, &mut out, requests);
+    log!(
+        "probes installed in {} methods of {name}, loaded after the attach ({})",
+        out.probed,
+        out.phases
+    );
+    for (method, why) in &out.refused {
+        log!("not probed: {method}: {why}");
+    }
+    live.late.extend(out.requested);
+}
+
+/// The session ends: no later module is probed; the methods of those probed after the
+/// install, for the revert.
+pub fn end_live() -> Vec<(ModuleId, u32)> {
+    LIVE_ON.store(false, Ordering::Release);
+    let mut guard = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    guard.take().map(|l| l.late).unwrap_or_default()
 }
 
 /// Asks the runtime for the new code of `requests`, counting them in `out` if it agrees.
