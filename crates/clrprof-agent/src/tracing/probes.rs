@@ -8,11 +8,21 @@
 //! Enter/Leave events as the ELT slow path, with the address of the method's frame local
 //! as the frame's identity where the hooks pass the caller's SP.
 //!
+//! The probes are `x64::clrprof_probe_enter` / `clrprof_probe_leave`, the ELT fast path's
+//! recording as plain C functions (the Rust slow path without an invariant TSC). The
+//! `calli` signature carries `modopt(CallConvSuppressGCTransition)`, so the JIT calls them
+//! with the thread still in cooperative mode, as it calls the ELT hooks; they obey the
+//! same rules (docs/safety.md A2): the fast path calls nothing, and the slow path (a
+//! thread's first event, a full ring) does only what the ELT slow path does there.
+//!
 //! Asked of the runtime after attach: write access to each probed module's metadata, for
-//! two `StandAloneSig` tokens per method (`GetTokenFromSig`: the probe's `calli`
-//! signature, the locals with the frame local added). Methods not probed, and why, are
-//! logged: dynamic and collectible modules, abstract, P/Invoke and runtime-implemented
-//! methods, bodies with `jmp`.
+//! a `TypeRef` of `CallConvSuppressGCTransition` and the probe signature's `StandAloneSig`
+//! token per module (`DefineTypeRefByName`, `GetTokenFromSig`; refused, the plain
+//! unmanaged signature, with its two GC-mode transitions, and a log line), and one
+//! `StandAloneSig` per method (the locals with the frame local added). Methods not
+//! probed, and why, are logged: dynamic and collectible modules, abstract, P/Invoke and
+//! runtime-implemented methods, bodies with `jmp`. Modules loaded while the probes are
+//! live are probed from their ModuleLoadFinished (`module_loaded`).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -60,6 +70,7 @@ pub struct Installed {
 }
 
 const METHOD_DEF: u8 = 0x06;
+const TYPE_DEF: u8 = 0x02;
 /// `mdAbstract`, `mdPinvokeImpl` (CorMethodAttr).
 const ABSTRACT: u32 = 0x0400;
 const PINVOKE: u32 = 0x2000;
@@ -348,17 +359,26 @@ fn prepare_module(
         return;
     };
     let mut selected = Vec::new();
-    for row in 1..=md.rows(METHOD_DEF) {
+    // Type by type: the methods of a type no include pattern can select are not named.
+    let methods = (1..=md.rows(TYPE_DEF))
+        .filter_map(|row| {
+            let ty = (u32::from(TYPE_DEF) << 24) | row;
+            let type_name = md.type_full_name(ty);
+            if !filter.may_accept_type(&type_name) {
+                return None;
+            }
+            Some((type_name, md.type_methods(ty).ok()?))
+        })
+        .flat_map(|(type_name, rows)| rows.map(move |row| (type_name.clone(), row)));
+    for (type_name, row) in methods {
         let token = (u32::from(METHOD_DEF) << 24) | row;
-        let Ok(name) = md.method_full_name(token) else {
-            continue;
-        };
-        if !filter.accepts(&name) {
-            continue;
-        }
         let Ok(props) = md.get_method_props(token) else {
             continue;
         };
+        let name = format!("{type_name}.{}", props.name);
+        if !filter.accepts(&name) {
+            continue;
+        }
         let why = if props.attributes & ABSTRACT != 0 {
             Some("abstract")
         } else if props.attributes & PINVOKE != 0 {
