@@ -199,6 +199,8 @@ fn one_runtime(clrprof: &Path, rt: Runtime, runs: usize, dir: &Path) -> Result<(
     show("startup ELT trace mode", &e);
     show("probes - unprobed, paired", &diff(&q));
     show("ELT - unprobed, paired", &diff(&e));
+    let probes_over_elt: Vec<f64> = q.iter().zip(&e).map(|(a, b)| a - b).collect();
+    show("probes - ELT, paired", &probes_over_elt);
     println!(
         "  the probed process itself: {before:.1} ns/call before the probes, {after:.1} after"
     );
@@ -268,6 +270,8 @@ fn install_rounds(clrprof: &Path, rt: Runtime, runs: usize, dir: &Path) -> Resul
     show("  of which RequestReJITWithInliners", &rejit);
     show("app thread's longest stall, attach + install", &stalled);
     show("app thread's longest stall, as long, right after", &quiet);
+    let extra: Vec<f64> = stalled.iter().zip(&quiet).map(|(a, b)| a - b).collect();
+    show("  difference, paired", &extra);
     Ok(())
 }
 
