@@ -245,6 +245,13 @@ pub fn install(info: &ProfilerInfo, filter: &Filter, next_index: &mut u64) -> In
         seen.insert(module.0);
         prepare_module(info, module, filter, next_index, &mut out, &mut requests);
     }
+    if !requests.is_empty() {
+        log!(
+            "probes: calls without GC-mode transitions in {} module(s), with them in {}",
+            out.without_transitions,
+            out.with_transitions
+        );
+    }
     request(info, &mut out, requests);
     *live = Some(Live {
         filter: filter.clone(),
@@ -256,8 +263,12 @@ pub fn install(info: &ProfilerInfo, filter: &Filter, next_index: &mut u64) -> In
 }
 
 /// ModuleLoadFinished while a probe session is live: the new module's selected methods get
-/// their probes before any of its code can run (the ReJIT is requested from the callback,
-/// so the first compilation of each already takes the probed body).
+/// their probes before any of its code can run, so the first compilation of each already
+/// takes the probed body. The runtime's documentation asks that `RequestReJIT` (which
+/// suspends the runtime) be called from a thread of the profiler's, not from one in a
+/// callback: the callback waits for a short-lived thread of ours that makes the request.
+/// (The callback runs in preemptive mode, so that wait does not hold up the suspension,
+/// and nothing that runs in cooperative mode waits for the selection lock held here.)
 pub fn module_loaded(info: &ProfilerInfo, module: ModuleId) {
     if !LIVE_ON.load(Ordering::Acquire) {
         return;
@@ -286,7 +297,7 @@ pub fn module_loaded(info: &ProfilerInfo, module: ModuleId) {
         .get_module_info(module)
         .map(|m| m.name)
         .unwrap_or_else(|_| format!("module {:#x}", module.0));
-    request(info, &mut out, requests);
+    out = request_from_our_thread(info, out, requests);
     log!(
         "probes installed in {} methods of {name}, loaded after the attach ({})",
         out.probed,
@@ -306,16 +317,44 @@ pub fn end_live() -> Vec<(ModuleId, u32)> {
     guard.take().map(|l| l.late).unwrap_or_default()
 }
 
+/// [`request`] on a new thread of ours, waited for; on the calling thread if none starts.
+fn request_from_our_thread(
+    info: &ProfilerInfo,
+    mut out: Installed,
+    requests: Vec<(ModuleId, u32)>,
+) -> Installed {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let job = {
+        let info = info.clone();
+        let requests = requests.clone();
+        move || {
+            let mut out = Installed::default();
+            request(&info, &mut out, requests);
+            let _ = tx.send(out);
+        }
+    };
+    match crate::os::thread::spawn("clrprof-rejit", job) {
+        Ok(t) => {
+            t.join();
+            if let Ok(done) = rx.recv() {
+                out.probed += done.probed;
+                out.requested.extend(done.requested);
+                out.phases.rejit += done.phases.rejit;
+            }
+        }
+        Err(e) => {
+            log!("probes: no thread for RequestReJIT ({e}); asked from the callback");
+            request(info, &mut out, requests);
+        }
+    }
+    out
+}
+
 /// Asks the runtime for the new code of `requests`, counting them in `out` if it agrees.
 fn request(info: &ProfilerInfo, out: &mut Installed, requests: Vec<(ModuleId, u32)>) {
     if requests.is_empty() {
         return;
     }
-    log!(
-        "probes: calls without GC-mode transitions in {} module(s), with them in {}",
-        out.without_transitions,
-        out.with_transitions
-    );
     // The assembly probes find a thread's ring through the thread-pointer map.
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     if crate::os::clock::uses_tsc() {
