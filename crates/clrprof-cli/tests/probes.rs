@@ -156,6 +156,9 @@ fn a_burst_while_probes_are_live_is_counted_exactly(rt: Runtime) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // The runtime grants the TypeRef the signature without GC-mode transitions needs.
+    let how = app.log_line("calls without GC-mode transitions", Duration::from_secs(60));
+    assert!(how.ends_with("in 1 module(s), with them in 0"), "{how}");
     let installed = app.log_line("probes installed in", Duration::from_secs(60));
     assert!(installed.contains("installed in 6 methods"), "{installed}");
     let during = app.burst(1000);
