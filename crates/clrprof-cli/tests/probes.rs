@@ -362,6 +362,38 @@ fn probes_count_what_startup_elt_tracing_counts() {
     let attached = burst_calls(&report_json(&probes));
     assert_eq!(attached, startup, "probes (left) and startup ELT (right)");
     assert_eq!(startup.get("Scenarios.Serve.BurstCall"), Some(&1000));
+
+    // Startup with --probes: probes on the selected methods as their module loads, no
+    // ELT hooks.
+    let at_start = dir.join("startup-probes.clrprof");
+    let mut rec = clrprof()
+        .args(["record", "-q", "--mode", "trace", "--probes", "-o"])
+        .arg(&at_start)
+        .args(["--include", "Scenarios.Serve.Burst*", "--"])
+        .arg(scenarios().dotnet)
+        .arg(scenarios().dll)
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = rec.stdin.take().unwrap();
+    writeln!(stdin, "burst 1000").unwrap();
+    writeln!(stdin, "quit").unwrap();
+    drop(stdin);
+    let out = rec.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("probes installed in 5 methods of") && err.contains("Scenarios.dll"),
+        "{err}"
+    );
+    let probed_at_start = burst_calls(&report_json(&at_start));
+    assert_eq!(
+        probed_at_start, startup,
+        "startup probes (left) and startup ELT (right)"
+    );
 }
 
 /// Probes in the 1,000 generated methods of `Scenarios.Many`: all installed, each call
@@ -430,7 +462,7 @@ fn a_module_loaded_after_the_attach_is_probed(rt: Runtime) {
     for _ in 0..3 {
         app.ask("load", "LOADED");
     }
-    let late = app.log_line("loaded after the attach", Duration::from_secs(30));
+    let late = app.log_line("loaded while the probes are live", Duration::from_secs(30));
     assert!(
         late.contains("probes installed in 1 methods of") && late.contains("Plugin.dll"),
         "{late}"

@@ -31,6 +31,7 @@ pub mod var {
     pub const EXCLUDE: &str = "CLRPROF_EXCLUDE";
     pub const INLINING: &str = "CLRPROF_INLINING";
     pub const COUNTS: &str = "CLRPROF_COUNTS";
+    pub const PROBES: &str = "CLRPROF_PROBES";
     pub const HEAP: &str = "CLRPROF_HEAP";
     pub const HEAP_AT: &str = "CLRPROF_HEAP_AT";
     pub const EXCEPTION_STACKS: &str = "CLRPROF_EXCEPTION_STACKS";
@@ -145,6 +146,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
     (
         var::COUNTS,
         "trace mode: 1 counts calls per caller→callee edge in per-thread tables instead of recording each call (no timestamps; default 0)",
+    ),
+    (
+        var::PROBES,
+        "trace mode at startup: 1 puts IL probes (ReJIT) on the selected methods instead of ELT hooks on every method (default 0; after attach always probes)",
     ),
     (
         var::HEAP,
@@ -325,6 +330,7 @@ impl Settings {
         };
         let allow_inlining = flag(var::INLINING, get(var::INLINING).as_deref(), false)?;
         let counts = flag(var::COUNTS, get(var::COUNTS).as_deref(), false)?;
+        let probes = flag(var::PROBES, get(var::PROBES).as_deref(), false)?;
         let exception_stacks = flag(
             var::EXCEPTION_STACKS,
             get(var::EXCEPTION_STACKS).as_deref(),
@@ -406,6 +412,7 @@ impl Settings {
             exclude: get(var::EXCLUDE),
             allow_inlining,
             counts,
+            probes,
             exception_stacks,
             trace_probe,
             siblings,
@@ -451,6 +458,7 @@ impl Settings {
             (var::PROFILE_SDK, bit(self.profile_sdk)),
             (var::INLINING, bit(self.allow_inlining)),
             (var::COUNTS, bit(self.counts)),
+            (var::PROBES, bit(self.probes)),
             (var::EXCEPTION_STACKS, bit(self.exception_stacks)),
             (var::HEAP, bit(self.heap)),
             (var::ARG_MAX_LEN, self.arg_limits.max_len.to_string()),
@@ -698,6 +706,7 @@ mod tests {
             exclude: Some("B.*".into()),
             allow_inlining: true,
             counts: true,
+            probes: true,
             exception_stacks: false,
             trace_probe: Some(TraceProbe::Clock),
             siblings: true,
@@ -760,6 +769,7 @@ mod tests {
                 && e.exclude != d.exclude
                 && e.allow_inlining != d.allow_inlining
                 && e.counts != d.counts
+                && e.probes != d.probes
                 && e.exception_stacks != d.exception_stacks
                 && e.trace_probe != d.trace_probe
                 && e.siblings != d.siblings
@@ -810,7 +820,7 @@ mod tests {
             kb in in_range(limits::BUFFER_KB),
             drop in any::<bool>(),
             flush_ms in in_range(limits::FLUSH_MS),
-            flags in any::<[bool; 7]>(),
+            flags in any::<[bool; 8]>(),
             log in prop::sample::select(vec![LogTarget::Stderr, LogTarget::Off, LogTarget::File("/tmp/l.log".into())]),
             rate in in_range(limits::RATE_HZ),
             duration_s in proptest::option::of(1e-6..=MAX_DURATION_S),
@@ -850,6 +860,7 @@ mod tests {
                 exclude,
                 allow_inlining: flags[1],
                 counts: flags[6],
+                probes: flags[7],
                 exception_stacks: flags[2],
                 trace_probe: probe,
                 siblings: flags[3],

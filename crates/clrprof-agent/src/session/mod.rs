@@ -112,7 +112,13 @@ impl Session {
                     .into(),
             );
         }
-        if (settings.mode == Mode::Trace && !attached)
+        if settings.mode == Mode::Trace && !attached && settings.probes {
+            // Probes, not ELT hooks: each module is probed as it loads.
+            crate::tracing::probes::start_live(&crate::tracing::Filter::parse(
+                settings.include.as_deref(),
+                settings.exclude.as_deref(),
+            ));
+        } else if (settings.mode == Mode::Trace && !attached)
             || (settings.mode == Mode::Sample && settings.counts)
         {
             let filter = crate::tracing::Filter::parse(

@@ -262,6 +262,19 @@ pub fn install(info: &ProfilerInfo, filter: &Filter, next_index: &mut u64) -> In
     out
 }
 
+/// `--probes` at startup: no module is loaded yet; each is probed as it loads
+/// ([`module_loaded`]).
+pub fn start_live(filter: &Filter) {
+    let mut live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    *live = Some(Live {
+        filter: filter.clone(),
+        next_index: 1,
+        seen: HashSet::new(),
+        late: Vec::new(),
+    });
+    LIVE_ON.store(true, Ordering::Release);
+}
+
 /// ModuleLoadFinished while a probe session is live: the new module's selected methods get
 /// their probes before any of its code can run, so the first compilation of each already
 /// takes the probed body. The runtime's documentation asks that `RequestReJIT` (which
@@ -299,7 +312,7 @@ pub fn module_loaded(info: &ProfilerInfo, module: ModuleId) {
         .unwrap_or_else(|_| format!("module {:#x}", module.0));
     out = request_from_our_thread(info, out, requests);
     log!(
-        "probes installed in {} methods of {name}, loaded after the attach ({})",
+        "probes installed in {} methods of {name}, loaded while the probes are live ({})",
         out.probed,
         out.phases
     );
