@@ -106,8 +106,11 @@ pub fn from_args(args: &RecordArgs, output: &Path) -> Result<(Settings, Vec<&'st
         if args.counts || !args.args.is_empty() {
             bail!("--probes cannot be combined with --counts or --args (ELT hooks only)");
         }
-        s.probes = true;
-        decided.push(var::PROBES);
+        // After attach trace mode always uses the probes: the setting is for startup.
+        if args.pid.is_none() {
+            s.probes = true;
+            decided.push(var::PROBES);
+        }
     }
     if !args.args.is_empty() {
         if mode != Mode::Trace {
