@@ -10,7 +10,10 @@ namespace Scenarios;
 /// the app, not referenced) with Assembly.LoadFrom, calls into it and prints <c>LOADED</c>;
 /// <c>result</c> prints <c>RESULT work_items=&lt;n&gt;</c>; <c>burst [n]</c> runs a burst of
 /// calls on the main thread (see <see cref="Burst"/>) and prints its counts; <c>quit</c> or end
-/// of file exits 0.
+/// of file exits 0. <c>spin n</c> times n calls of an empty method; <c>many [k]</c> calls each
+/// of 1,000 generated methods (<see cref="Many"/>) k times; <c>pauses</c> starts a thread that
+/// watches for the longest stretch it did not run (a runtime suspension shows there) and
+/// <c>pauses?</c> stops it and prints that stretch in µs.
 /// </summary>
 public static class Serve
 {
@@ -44,6 +47,23 @@ public static class Serve
                 case var b when b.StartsWith("burst", StringComparison.Ordinal):
                     int n = b.Length > 5 ? int.Parse(b[5..].Trim(), System.Globalization.CultureInfo.InvariantCulture) : 1000;
                     Burst(n);
+                    break;
+                case var m when m.StartsWith("many", StringComparison.Ordinal):
+                    // `many [k]`: k rounds of calling each of the 1,000 generated methods once.
+                    int rounds = m.Length > 4 ? int.Parse(m[4..].Trim(), System.Globalization.CultureInfo.InvariantCulture) : 1;
+                    long manySum = 0;
+                    for (int r = 0; r < rounds; r++)
+                    {
+                        manySum += ManyCalls.CallAll(r);
+                    }
+                    Results.Print(("many", (long)rounds * ManyCalls.Count), ("many_sum", manySum));
+                    break;
+                case "pauses":
+                    PauseWatch.Start();
+                    Console.Out.WriteLine("WATCHING");
+                    break;
+                case "pauses?":
+                    Results.Print(("pause_max_us", PauseWatch.Stop()));
                     break;
                 case "quit":
                     return 0;
@@ -168,5 +188,51 @@ public static class Serve
             x ^= x << 17;
         }
         return x | 1;
+    }
+}
+
+/// <summary>
+/// A thread that reads the clock in a loop and keeps the longest gap between two reads: a
+/// suspension of the runtime (a GC, a ReJIT) stops it, as the OS scheduler does.
+/// </summary>
+public static class PauseWatch
+{
+    private static volatile bool s_running;
+    private static long s_maxTicks;
+    private static Thread? s_thread;
+
+    public static void Start()
+    {
+        Stop();
+        s_maxTicks = 0;
+        s_running = true;
+        s_thread = new Thread(Watch) { Name = "pause-watch", IsBackground = true };
+        s_thread.Start();
+    }
+
+    /// <summary>Stops the thread; the longest gap it saw, in µs.</summary>
+    public static long Stop()
+    {
+        s_running = false;
+        s_thread?.Join();
+        s_thread = null;
+        return (long)(Interlocked.Read(ref s_maxTicks) * 1e6 / System.Diagnostics.Stopwatch.Frequency);
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void Watch()
+    {
+        long last = System.Diagnostics.Stopwatch.GetTimestamp();
+        long max = 0;
+        while (s_running)
+        {
+            long now = System.Diagnostics.Stopwatch.GetTimestamp();
+            if (now - last > max)
+            {
+                max = now - last;
+                Interlocked.Exchange(ref s_maxTicks, max);
+            }
+            last = now;
+        }
     }
 }

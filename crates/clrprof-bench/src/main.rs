@@ -13,6 +13,7 @@
 //!   cargo run --release -p clrprof-bench -- live        # `dump` wall time, `top`'s cost to the target
 //!   cargo run --release -p clrprof-bench -- waits       # `record --waits` on the Demo (+ dotnet-trace)
 //!   cargo run --release -p clrprof-bench -- coverage    # an xunit suite under clrprof coverage vs coverlet; ns per counted hit
+//!   cargo run --release -p clrprof-bench -- probes      # ns per IL-probed call (attach) vs unprobed vs startup ELT
 
 mod alloc;
 mod coverage;
@@ -28,6 +29,7 @@ use clap::{Parser, Subcommand};
 mod heap;
 mod live;
 mod machine;
+mod probes;
 mod rounds;
 mod waits;
 
@@ -96,6 +98,10 @@ enum What {
     /// `clrprof coverage` of an xunit suite against coverlet (interleaved rounds), and
     /// the ns per counted hit on a hot loop
     Coverage,
+    /// IL probes after attach: ns per call of an empty probed method against the same
+    /// call unprobed and under startup ELT tracing (three processes, interleaved rounds),
+    /// on .NET 8, 9 and 10
+    Probes,
     /// Snapshots of a large heap by clrprof and dotnet-gcdump, alternated: the app's stop,
     /// bytes/object, then the report's time and memory
     Heap {
@@ -124,6 +130,7 @@ fn main() -> Result<()> {
         What::Soak { cycles } => soak::run(&clrprof()?, cycles),
         What::Heap { objects } => heap::run(objects, args.runs),
         What::Coverage => coverage::run(&clrprof()?, args.runs),
+        What::Probes => probes::run(&clrprof()?, args.runs, scratch()),
         What::Alloc {
             workloads,
             only,

@@ -318,6 +318,11 @@ pub struct RecordArgs {
     /// --mode trace, or beside --mode sample's samples; startup only)
     #[arg(long)]
     pub counts: bool,
+    /// With --mode trace at startup: IL probes (through ReJIT) on the methods --include
+    /// selects instead of ELT hooks on every method (after attach trace mode always uses
+    /// them; see docs/tracing.md)
+    #[arg(long)]
+    pub probes: bool,
     /// Record arguments and return values of functions matching these patterns, e.g.
     /// `Shop.Cart.*` (trace mode, startup only; repeatable; see docs/tracing.md)
     #[arg(long = "args", value_name = "PATTERN")]

@@ -96,6 +96,22 @@ pub fn from_args(args: &RecordArgs, output: &Path) -> Result<(Settings, Vec<&'st
         s.counts = true;
         decided.push(var::COUNTS);
     }
+    if args.probes {
+        if mode != Mode::Trace {
+            bail!("--probes needs --mode trace: the probes record calls");
+        }
+        if args.include.is_empty() {
+            bail!("--probes needs --include: the probes go on the methods it selects");
+        }
+        if args.counts || !args.args.is_empty() {
+            bail!("--probes cannot be combined with --counts or --args (ELT hooks only)");
+        }
+        // After attach trace mode always uses the probes: the setting is for startup.
+        if args.pid.is_none() {
+            s.probes = true;
+            decided.push(var::PROBES);
+        }
+    }
     if !args.args.is_empty() {
         if mode != Mode::Trace {
             bail!("--args needs --mode trace: arguments are read by the ELT enter/leave hooks");
@@ -304,5 +320,27 @@ mod tests {
         assert!(Cli::try_parse_from(["clrprof", "record", "--buffer-kb", "1", "--", "x"]).is_err());
         let (s, _) = from_args(&parse(&["--mode", "trace", "--", "x"]), Path::new("/t")).unwrap();
         assert_eq!(s.buffer_bytes, 4096 * 1024);
+        // --probes: trace mode, with --include, without the ELT-only options.
+        let refused = |a: &[&str]| {
+            from_args(&parse(a), Path::new("/t"))
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(refused(&["--probes", "--include", "A.*", "--", "x"]).contains("--mode trace"));
+        assert!(refused(&["--mode", "trace", "--probes", "--", "x"]).contains("--include"));
+        let e = refused(&[
+            "--mode",
+            "trace",
+            "--probes",
+            "--include",
+            "A.*",
+            "--counts",
+            "--",
+            "x",
+        ]);
+        assert!(e.contains("--counts"), "{e}");
+        let args = parse(&["--mode", "trace", "--probes", "--include", "A.*", "--", "x"]);
+        let (s, decided) = from_args(&args, Path::new("/t")).unwrap();
+        assert!(s.probes && decided.contains(&var::PROBES));
     }
 }

@@ -246,6 +246,8 @@ fn every_option_reaches_the_attached_agent() {
         "--pid",
         "--args",
         "--counts",
+        // Startup's choice of probes over ELT hooks: after attach trace mode has only them.
+        "--probes",
         "--help",
         // The CLI's own: the line table appended after the recording, and the uploads.
         "--no-lines",

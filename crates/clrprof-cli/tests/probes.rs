@@ -62,10 +62,17 @@ fn a_burst_while_probes_are_live_is_counted_exactly(rt: Runtime) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // The runtime grants the TypeRef the signature without GC-mode transitions needs.
+    let how = app.log_line("calls without GC-mode transitions", Duration::from_secs(60));
+    assert!(how.ends_with("in 1 module(s), with them in 0"), "{how}");
     let installed = app.log_line("probes installed in", Duration::from_secs(60));
     assert!(installed.contains("installed in 6 methods"), "{installed}");
     let during = app.burst(1000);
     assert_eq!(during, before, "the app's results under the probes");
+    // The new bodies start at tier 0: one spin and a pause let tiering promote them
+    // before the timed one.
+    app.spin(SPIN);
+    std::thread::sleep(Duration::from_millis(500));
     let spin_during = app.spin(SPIN);
     // Ctrl-C ends the recording: the probes are removed, the library stays dormant.
     let int = Command::new("kill")
@@ -142,10 +149,10 @@ fn a_burst_while_probes_are_live_is_counted_exactly(rt: Runtime) {
     );
     // The kickoff method once per call (its state machine's MoveNext is not selected).
     assert_eq!(f.get("Scenarios.Serve.BurstAsync"), Some(&5), "{f:#?}");
-    // The spin made while the probes were live, and not the ones after.
+    // The two spins made while the probes were live, and not the ones after.
     assert_eq!(
         f.get("Scenarios.Serve.SpinCall"),
-        Some(&u64::from(SPIN)),
+        Some(&u64::from(2 * SPIN)),
         "{f:#?}"
     );
     assert_eq!(f.len(), 6, "only the selected methods: {f:#?}");
@@ -261,4 +268,138 @@ fn probes_count_what_startup_elt_tracing_counts() {
     let attached = burst_calls(&report_json(&probes));
     assert_eq!(attached, startup, "probes (left) and startup ELT (right)");
     assert_eq!(startup.get("Scenarios.Serve.BurstCall"), Some(&1000));
+
+    // Startup with --probes: probes on the selected methods as their module loads, no
+    // ELT hooks.
+    let at_start = dir.join("startup-probes.clrprof");
+    let mut rec = clrprof()
+        .args(["record", "-q", "--mode", "trace", "--probes", "-o"])
+        .arg(&at_start)
+        .args(["--include", "Scenarios.Serve.Burst*", "--"])
+        .arg(scenarios().dotnet)
+        .arg(scenarios().dll)
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = rec.stdin.take().unwrap();
+    writeln!(stdin, "burst 1000").unwrap();
+    writeln!(stdin, "quit").unwrap();
+    drop(stdin);
+    let out = rec.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("probes installed in 5 methods of") && err.contains("Scenarios.dll"),
+        "{err}"
+    );
+    let probed_at_start = burst_calls(&report_json(&at_start));
+    assert_eq!(
+        probed_at_start, startup,
+        "startup probes (left) and startup ELT (right)"
+    );
+}
+
+/// Probes in the 1,000 generated methods of `Scenarios.Many`: all installed, each call
+/// counted exactly. The install time and the app's longest stall during it are printed
+/// (`clrprof-bench probes` measures them against the runtime's own ReJIT pause).
+#[test]
+fn probes_in_a_thousand_methods_count_every_call() {
+    let dir = scratch("probes-many");
+    let trace = dir.join("t.clrprof");
+    let mut app = Serve::start(Runtime::Net10);
+    let before = app.ask("many 2", "RESULT many=");
+    assert_eq!(before["many"], "2000");
+    let mut rec = clrprof()
+        .args(["record", "-q", "--pid", &app.pid.to_string(), "-o"])
+        .arg(&trace)
+        .args(["--mode", "trace", "--include", "Scenarios.Many.*"])
+        .spawn()
+        .unwrap();
+    let installed = app.log_line("probes installed in", Duration::from_secs(120));
+    assert!(
+        installed.contains("installed in 1000 methods"),
+        "{installed}"
+    );
+    let phases = app.log_line("probes: install took", Duration::from_secs(10));
+    let during = app.ask("many 3", "RESULT many=");
+    assert_eq!(
+        during["many_sum"],
+        app.ask("many 3", "RESULT many=")["many_sum"]
+    );
+    Command::new("kill")
+        .args(["-INT", &rec.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(rec.wait().unwrap().success());
+    app.log_line("probes removed from 1000 methods", Duration::from_secs(30));
+    let after = app.ask("many 2", "RESULT many=");
+    assert_eq!(after, before, "the app's results after the probes");
+    app.quit();
+    eprintln!("{installed}\n{phases}");
+    let f = functions(&report_json(&trace));
+    assert_eq!(f.len(), 1000, "{f:#?}");
+    // Two `many 3` while the probes were live: 6 calls of each method.
+    for (name, calls) in &f {
+        assert!(name.starts_with("Scenarios.Many.M"), "{name}");
+        assert_eq!(*calls, 6, "{name}");
+    }
+}
+
+/// A module loaded while the probes are live gets them too: `serve`'s `load` loads
+/// Plugin.dll (not referenced by the app) with Assembly.LoadFrom and calls
+/// `PluginEntry.Run` at once; every call made while the probes are live is counted, none
+/// after.
+fn a_module_loaded_after_the_attach_is_probed(rt: Runtime) {
+    let dir = scratch(&format!("probes-late-{}", rt.major()));
+    let trace = dir.join("t.clrprof");
+    let mut app = Serve::start(rt);
+    let mut rec = clrprof()
+        .args(["record", "-q", "--pid", &app.pid.to_string(), "-o"])
+        .arg(&trace)
+        .args(["--mode", "trace", "--include", "Plugin.PluginEntry.*"])
+        .args(["--include", "Scenarios.Serve.BurstCall"])
+        .spawn()
+        .unwrap();
+    let installed = app.log_line("probes installed in", Duration::from_secs(60));
+    assert!(installed.contains("installed in 1 methods"), "{installed}");
+    for _ in 0..3 {
+        app.ask("load", "LOADED");
+    }
+    let late = app.log_line("loaded while the probes are live", Duration::from_secs(30));
+    assert!(
+        late.contains("probes installed in 1 methods of") && late.contains("Plugin.dll"),
+        "{late}"
+    );
+    app.burst(10);
+    Command::new("kill")
+        .args(["-INT", &rec.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(rec.wait().unwrap().success());
+    // Both the install's method and the late one are reverted.
+    app.log_line("probes removed from 2 methods", Duration::from_secs(30));
+    app.ask("load", "LOADED");
+    app.quit();
+    let f = functions(&report_json(&trace));
+    assert_eq!(f.get("Plugin.PluginEntry.Run"), Some(&3), "{f:#?}");
+    assert_eq!(f.get("Scenarios.Serve.BurstCall"), Some(&10), "{f:#?}");
+    assert_eq!(f.len(), 2, "{f:#?}");
+}
+
+#[test]
+fn a_module_loaded_after_the_attach_is_probed_net8() {
+    a_module_loaded_after_the_attach_is_probed(Runtime::Net8);
+}
+
+#[test]
+fn a_module_loaded_after_the_attach_is_probed_net9() {
+    a_module_loaded_after_the_attach_is_probed(Runtime::Net9);
+}
+
+#[test]
+fn a_module_loaded_after_the_attach_is_probed_net10() {
+    a_module_loaded_after_the_attach_is_probed(Runtime::Net10);
 }

@@ -9,6 +9,26 @@ use crate::error::IlError;
 /// `IMetaDataEmit::GetTokenFromSig` for [`crate::wrap::Probe::sig_token`].
 pub const PROBE_SIG: [u8; 5] = [0x01, 0x02, 0x01, 0x0A, 0x18];
 
+/// The probe's `calli` signature without the GC-mode transitions: calling convention
+/// `UNMANAGED` (0x9, the platform's C convention), two parameters, the return type
+/// `modopt(CallConvSuppressGCTransition) void`, then `I8`, `I`, exactly as C# encodes
+/// `delegate* unmanaged[SuppressGCTransition]<long, nint, void>`. `call_conv_type` is a
+/// `TypeRef` token of `System.Runtime.CompilerServices.CallConvSuppressGCTransition` in
+/// the probed module. The JIT then calls the probe directly, the thread staying in
+/// cooperative mode, as it calls an ELT hook.
+pub fn probe_sig_suppress_gc_transition(call_conv_type: u32) -> Result<Vec<u8>, IlError> {
+    if call_conv_type >> 24 != 0x01 {
+        return Err(IlError::invalid(
+            "the calling convention type is not a TypeRef",
+        ));
+    }
+    let mut out = vec![0x09, 0x02, 0x20];
+    // TypeDefOrRefOrSpecEncoded: the row shifted by two, tag 1 for a TypeRef.
+    compress(((call_conv_type & 0x00FF_FFFF) << 2) | 1, &mut out)?;
+    out.extend_from_slice(&[0x01, 0x0A, 0x18]);
+    Ok(out)
+}
+
 /// The type of the local the wrap adds: the method's return type (it carries the value
 /// across the `leave`), or `native int` for a method that returns nothing.
 pub fn frame_local_type(method_sig: &[u8]) -> Result<Vec<u8>, IlError> {
@@ -279,6 +299,26 @@ mod tests {
         deep.extend(std::iter::repeat_n(0x1D, 10_000));
         deep.push(0x08);
         assert!(return_type(&deep).is_err());
+    }
+
+    #[test]
+    fn the_probe_signature_without_transitions_is_what_csharp_writes() {
+        // C#'s `delegate* unmanaged[SuppressGCTransition]<long, nint, void>` with the
+        // calling convention type at TypeRef row 0x11: `09 02 20 45 01 0A 18`.
+        assert_eq!(
+            probe_sig_suppress_gc_transition(0x0100_0011).unwrap(),
+            vec![0x09, 0x02, 0x20, 0x45, 0x01, 0x0A, 0x18]
+        );
+        // A row past 0x1F needs the two-byte encoding.
+        assert_eq!(
+            probe_sig_suppress_gc_transition(0x0100_0123).unwrap(),
+            vec![0x09, 0x02, 0x20, 0x84, 0x8D, 0x01, 0x0A, 0x18]
+        );
+        assert!(probe_sig_suppress_gc_transition(0x0200_0001).is_err());
+        // The wrap's own reader takes it for what it is: two parameters, `void`.
+        let sig = probe_sig_suppress_gc_transition(0x0100_0011).unwrap();
+        let shape = method_shape(&sig).unwrap();
+        assert_eq!((shape.params, shape.returns), (2, None));
     }
 
     #[test]

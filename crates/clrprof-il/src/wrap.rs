@@ -3,8 +3,9 @@
 //! `SetILFunctionBody`), so it uses nothing a module would need a new assembly reference
 //! for: each probe call is `ldc.i8 <cookie>; ldloca R; ldc.i8 <function pointer>;
 //! conv.i; calli <signature token>`, the signature an unmanaged
-//! `void (int64, native int)` ([`crate::sig::PROBE_SIG`]) whose token the runtime gives
-//! after attach.
+//! `void (int64, native int)` whose token the runtime gives after attach: without GC-mode
+//! transitions ([`crate::sig::probe_sig_suppress_gc_transition`]) or, as a fallback, with
+//! them ([`crate::sig::PROBE_SIG`]).
 //!
 //! ```text
 //!       <entry probe>
@@ -40,7 +41,8 @@ pub struct Probe {
     pub enter: u64,
     /// The one called at every exit (at `RET`, or in the `fault` handler).
     pub leave: u64,
-    /// A `StandAloneSig` token of [`crate::sig::PROBE_SIG`] in the method's module.
+    /// A `StandAloneSig` token of the probe's signature in the method's module
+    /// ([`crate::sig::probe_sig_suppress_gc_transition`] or [`crate::sig::PROBE_SIG`]).
     pub sig_token: u32,
     /// The first argument both receive: which method this is.
     pub cookie: i64,

@@ -248,6 +248,13 @@ variables! {
             Ok(())
         },
         write |s| Some(bit(s.counts));
+    PROBES = "CLRPROF_PROBES", flag Some("--probes"),
+        "trace mode at startup: 1 puts IL probes (ReJIT) on the selected methods instead of ELT hooks on every method (default 0; after attach always probes)",
+        read |s, v| {
+            s.probes = flag(v)?;
+            Ok(())
+        },
+        write |s| Some(bit(s.probes));
     HEAP = "CLRPROF_HEAP", flag None,
         "0 | 1: allow heap snapshots on request (turns background GC off while loaded; default 0, 1 with CLRPROF_HEAP_AT)",
         read |s, v| {
@@ -666,6 +673,7 @@ mod tests {
             exclude: Patterns::of(["B.*"]),
             allow_inlining: true,
             counts: false,
+            probes: true,
             exception_stacks: false,
             trace_probe: Some(TraceProbe::Clock),
             siblings: true,
@@ -728,6 +736,7 @@ mod tests {
                 && e.exclude != d.exclude
                 && e.allow_inlining != d.allow_inlining
                 && e.counts == d.counts
+                && e.probes != d.probes
                 && e.exception_stacks != d.exception_stacks
                 && e.trace_probe != d.trace_probe
                 && e.siblings != d.siblings
@@ -858,7 +867,7 @@ mod tests {
             kb in in_range(limits::BUFFER_KB),
             drop in any::<bool>(),
             flush_ms in in_range(limits::FLUSH_MS),
-            flags in any::<[bool; 7]>(),
+            flags in any::<[bool; 8]>(),
             log in prop::sample::select(vec![LogTarget::Stderr, LogTarget::Off, LogTarget::File("/tmp/l.log".into())]),
             rate in in_range(limits::RATE_HZ),
             duration_s in proptest::option::of(1e-6..=MAX_DURATION_S),
@@ -899,6 +908,7 @@ mod tests {
                 allow_inlining: flags[1],
                 // Calls are counted by the ELT hooks (trace or sample mode), with no values.
                 counts: flags[6] && mode != Mode::Events && (mode != Mode::Trace || args.is_empty()),
+                probes: flags[7],
                 exception_stacks: flags[2],
                 trace_probe: probe,
                 siblings: flags[3],

@@ -95,6 +95,9 @@ pub struct Settings {
     /// Trace mode: exact call counts per caller→callee edge, kept in per-thread tables
     /// and written about every second and at the end, instead of a record per call.
     pub counts: bool,
+    /// Trace mode at startup: IL probes (through ReJIT) on the selected methods instead of
+    /// ELT hooks on every method; after attach trace mode always uses them.
+    pub probes: bool,
     /// Record the stack of every thrown exception (synchronous DoStackSnapshot).
     pub exception_stacks: bool,
     /// Trace mode, benchmarking only: install hooks that record nothing.
@@ -163,6 +166,7 @@ impl Settings {
             exclude: Patterns::default(),
             allow_inlining: false,
             counts: false,
+            probes: false,
             exception_stacks: true,
             trace_probe: None,
             siblings: false,
@@ -238,6 +242,7 @@ mod tests {
                 "mode",
                 "on_full",
                 "owner_pid",
+                "probes",
                 "profile_sdk",
                 "rate_hz",
                 "sampler",

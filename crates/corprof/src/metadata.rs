@@ -540,4 +540,17 @@ impl MetaDataEmit {
         check(unsafe { ((*(*p).vtbl).GetTokenFromSig)(p, sig.as_ptr(), len, &mut token) })?;
         Ok(token)
     }
+
+    /// `DefineTypeRefByName`: a `TypeRef` token for the type `name` (namespace and name,
+    /// dot-separated) in `scope` (an `AssemblyRef`, `ModuleRef` or `TypeRef` token); the
+    /// existing one when the module has it already.
+    pub fn define_type_ref_by_name(&self, scope: u32, name: &str) -> Result<u32> {
+        let wide = to_utf16z(name);
+        let p = self.ptr.as_ptr();
+        let mut token = 0;
+        // SAFETY: `p` is live while we hold our reference (R3); `wide` is a NUL-terminated
+        // UTF-16 string and `token` a live local, both for the duration of the call (R5).
+        check(unsafe { ((*(*p).vtbl).DefineTypeRefByName)(p, scope, wide.as_ptr(), &mut token) })?;
+        Ok(token)
+    }
 }

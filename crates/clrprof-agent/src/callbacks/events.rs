@@ -223,6 +223,9 @@ impl ProfilerCallback for Profiler {
             return Ok(());
         };
         self.module_loaded(a, id, status);
+        if status.0 >= 0 {
+            crate::tracing::probes::module_loaded(&a.info, id);
+        }
         Ok(())
     }
 

@@ -56,6 +56,12 @@ pub fn for_settings(s: &Settings) -> (u32, u32) {
                 }
             }
         }
+        // --probes at startup: IL probes through ReJIT on the modules as they load.
+        Mode::Trace if s.probes => {
+            low |= sys::COR_PRF_ENABLE_REJIT
+                | sys::COR_PRF_MONITOR_MODULE_LOADS
+                | sys::COR_PRF_MONITOR_JIT_COMPILATION;
+        }
         Mode::Trace => {
             low |= sys::COR_PRF_MONITOR_ENTERLEAVE;
             // Inlined methods get no hooks: exact counts need inlining off (immutable).

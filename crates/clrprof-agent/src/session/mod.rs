@@ -105,7 +105,13 @@ impl Session {
         if settings.heap && attached {
             crate::heap::monitor_between_snapshots(info, &settings);
         }
-        if (settings.mode == Mode::Trace && !attached)
+        if settings.mode == Mode::Trace && !attached && settings.probes {
+            // Probes, not ELT hooks: each module is probed as it loads.
+            crate::tracing::probes::start_live(&crate::tracing::Filter::new(
+                &settings.include,
+                &settings.exclude,
+            ));
+        } else if (settings.mode == Mode::Trace && !attached)
             || (settings.mode == Mode::Sample && settings.counts)
         {
             let filter = crate::tracing::Filter::new(&settings.include, &settings.exclude);
@@ -199,11 +205,13 @@ impl Session {
 
     /// Stops the sampler, then the writer (which flushes everything); idempotent.
     pub fn stop(&self, why: &str) {
-        let probed = self
+        let mut probed = self
             .probed
             .lock()
             .map(|mut p| std::mem::take(&mut *p))
             .unwrap_or_default();
+        // And those of modules loaded after the install; none is probed from here on.
+        probed.extend(crate::tracing::probes::end_live());
         if !probed.is_empty() {
             // The original code again; calls from now on are not recorded.
             match self.info.request_revert(&probed) {
@@ -264,8 +272,10 @@ impl Session {
         // here, once the attach is complete: .NET 8 and 9 answer E_FAIL to ENABLE_REJIT
         // in InitializeForAttach. From here on the runtime refuses detach for good
         // (CORPROF_E_IRREVERSIBLE_INSTRUMENTATION_PRESENT).
-        let rejit =
-            corprof_sys::COR_PRF_ENABLE_REJIT | corprof_sys::COR_PRF_MONITOR_JIT_COMPILATION;
+        // Module loads: a module loaded while the probes are live gets them too.
+        let rejit = corprof_sys::COR_PRF_ENABLE_REJIT
+            | corprof_sys::COR_PRF_MONITOR_JIT_COMPILATION
+            | corprof_sys::COR_PRF_MONITOR_MODULE_LOADS;
         let mask = self
             .info
             .get_event_mask2()
@@ -290,6 +300,7 @@ impl Session {
             done.probed,
             started.elapsed().as_millis()
         );
+        log!("probes: install took {}", done.phases);
         for (name, why) in &done.refused {
             log!("not probed: {name}: {why}");
         }

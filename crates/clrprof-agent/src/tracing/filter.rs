@@ -19,6 +19,21 @@ impl Filter {
         }
     }
 
+    /// Whether a method of the type `type_name` (`Namespace.Type`, as in method names) may
+    /// be accepted: some include pattern's literal start (up to its first `*` or `?`) and
+    /// `type_name.` agree as far as both go. Lets the probes skip a type's methods without
+    /// naming each.
+    pub fn may_accept_type(&self, type_name: &str) -> bool {
+        if self.include.is_empty() {
+            return true;
+        }
+        self.include.iter().any(|p| {
+            let literal = &p[..p.find(['*', '?']).unwrap_or(p.len())];
+            let prefix = type_name.bytes().chain(std::iter::once(b'.'));
+            literal.bytes().zip(prefix).all(|(a, b)| a == b)
+        })
+    }
+
     pub fn accepts(&self, name: &str) -> bool {
         let m = |p: &String| clrprof_settings::pattern::matches(p, name);
         (self.include.is_empty() || self.include.iter().any(m)) && !self.exclude.iter().any(m)
@@ -40,5 +55,32 @@ mod tests {
         assert!(!f.accepts("Scenarios.Program.HelperA"));
         assert!(!f.accepts("Scenarios.Skip.Me"));
         assert!(Filter::default().accepts("anything"));
+    }
+
+    #[test]
+    fn types_whose_methods_cannot_match_are_skipped() {
+        let f = Filter::parse(Some("Scenarios.Serve.Burst*;Plugin.PluginEntry.Run"), None);
+        assert!(f.may_accept_type("Scenarios.Serve"));
+        assert!(f.may_accept_type("Plugin.PluginEntry"));
+        assert!(!f.may_accept_type("Scenarios.Served"));
+        assert!(!f.may_accept_type("Scenarios.Program"));
+        assert!(!f.may_accept_type("System.String"));
+        // A type name longer than the literal start: the rest is the pattern's `*`.
+        let g = Filter::parse(Some("Scen*"), None);
+        assert!(g.may_accept_type("Scenarios.Serve+Inner"));
+        assert!(!g.may_accept_type("System.Scen"));
+        // A leading wildcard accepts every type.
+        assert!(Filter::parse(Some("*.Run"), None).may_accept_type("Any.Type"));
+        assert!(Filter::default().may_accept_type("Any.Type"));
+        // Whatever the type, every method `accepts` takes is of a type this takes.
+        for (p, t, m) in [
+            ("A.B.C*", "A.B", "C1"),
+            ("A.B?.M", "A.Bx", "M"),
+            ("A*", "A", "M"),
+        ] {
+            let f = Filter::parse(Some(p), None);
+            assert!(f.accepts(&format!("{t}.{m}")), "{p}");
+            assert!(f.may_accept_type(t), "{p} {t}");
+        }
     }
 }

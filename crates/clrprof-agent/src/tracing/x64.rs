@@ -467,6 +467,95 @@ global_asm!(
     leave = sym crate::tracing::counts::on_leave,
 );
 
+// The IL probes' fast paths (`tracing/probes.rs`): plain C functions `(index in RDI, frame
+// address in RSI)`, called by a probed method's `calli` with the thread in cooperative
+// mode (SuppressGCTransition) or after a GC-mode transition. They do what the ELT leave
+// fast path does with the same two values, so they may clobber every caller-saved
+// register; the address of the frame's local is rounded down to 8 bytes first (a 4-byte
+// local may sit between two 8-byte steps; a deeper frame's local stays lower). Anything
+// the fast path cannot record goes to `hooks::on_enter` / `on_leave` with the same
+// arguments, by a tail jump.
+macro_rules! probe_fast {
+    ($name:literal, $tag:literal, $slow:literal) => {
+        concat!(
+            ".p2align 4\n",
+            ".globl ",
+            $name,
+            "\n",
+            ".type ",
+            $name,
+            ",@function\n",
+            $name,
+            ":\n",
+            ".cfi_startproc\n",
+            "and rsi, -8\n",
+            "cmp byte ptr [rip + {accepting}], 0\n",
+            "je 9f\n",
+            "mov r10, qword ptr fs:[0]\n",
+            "imul rcx, r10, -1640531535\n",
+            "shr rcx, 48\n",
+            "shl rcx, 4\n",
+            "lea r11, [rip + {table}]\n",
+            "cmp qword ptr [r11 + rcx], r10\n",
+            "jne 9f\n",
+            "mov r10, qword ptr [r11 + rcx + 8]\n",
+            "mov rcx, qword ptr [r10]\n",
+            "lea r11, [rcx + 8]\n",
+            "cmp r11, qword ptr [r10 + 8]\n",
+            "ja 9f\n",
+            "and rcx, qword ptr [r10 + 16]\n",
+            "add rcx, qword ptr [r10 + 24]\n",
+            // The frame's delta from the chain, in 8-byte steps, biased into 12 bits.
+            "mov eax, esi\n",
+            "sub eax, dword ptr [r10 + 36]\n",
+            "test al, 7\n",
+            "jnz 9f\n",
+            "sar eax, 3\n",
+            "add eax, 2048\n",
+            "cmp eax, 4095\n",
+            "ja 9f\n",
+            // The function index must fit 18 bits.
+            "cmp rdi, 0x3ffff\n",
+            "ja 9f\n",
+            "mov edx, edi\n",
+            "shl edx, 12\n",
+            "or eax, edx\n",
+            "or eax, ",
+            $tag,
+            "\n",
+            "mov dword ptr [rcx + 4], eax\n",
+            "rdtsc\n",
+            // A new high half of the timestamp needs a TIME word: slow path.
+            "cmp edx, dword ptr [r10 + 32]\n",
+            "jne 9f\n",
+            "mov dword ptr [rcx], eax\n",
+            "mov dword ptr [r10 + 36], esi\n",
+            "mov qword ptr [r10], r11\n",
+            "ret\n",
+            "9:\n",
+            "jmp ",
+            $slow,
+            "\n",
+            ".cfi_endproc\n",
+            ".size ",
+            $name,
+            ", .-",
+            $name,
+            "\n"
+        )
+    };
+}
+
+global_asm!(
+    ".text",
+    probe_fast!("clrprof_probe_enter", "0", "{enter}"),
+    probe_fast!("clrprof_probe_leave", "0x40000000", "{leave}"),
+    table = sym crate::output::tpmap::TABLE,
+    accepting = sym crate::output::buffers::ACCEPTING,
+    enter = sym crate::tracing::hooks::on_enter,
+    leave = sym crate::tracing::hooks::on_leave,
+);
+
 // Benchmark probes (`CLRPROF_TRACE_PROBE`): hooks that record nothing, to measure what
 // the JIT's hook calls cost by themselves (`noop`) and with one TSC read each (`clock`).
 global_asm!(
@@ -512,6 +601,10 @@ unsafe extern "C" {
     pub fn clrprof_elt_leave_slow();
     /// Tailcall slow path (as leave).
     pub fn clrprof_elt_tailcall_slow();
+    /// IL probe at entry (C ABI: index, frame address): the ELT fast path's recording.
+    pub fn clrprof_probe_enter(index: u64, frame: usize);
+    /// IL probe at every exit (as `clrprof_probe_enter`, a Leave event).
+    pub fn clrprof_probe_leave(index: u64, frame: usize);
     /// `--counts` enter fast path (JIT convention, as `clrprof_elt_enter`).
     pub fn clrprof_count_enter();
     /// `--counts` leave fast path (as `clrprof_elt_leave`).

@@ -204,6 +204,33 @@ impl<'a> RawMetadata<'a> {
         self.blob(self.cell(t, Self::row_of(token, t)?, 0)?)
     }
 
+    /// The MethodDef rows of TypeDef `type_def` (its `MethodList` up to the next type's).
+    pub fn type_methods(&self, type_def: u32) -> Result<core::ops::Range<u32>> {
+        let t = schema::TYPE_DEF;
+        let row = Self::row_of(type_def, t)?;
+        let methods = self.rows(schema::METHOD_DEF) + 1;
+        let start = self.cell(t, row, 5)?.clamp(1, methods);
+        let end = if row < self.rows(t) {
+            self.cell(t, row + 1, 5)?.clamp(start, methods)
+        } else {
+            methods
+        };
+        Ok(start..end)
+    }
+
+    /// The first `AssemblyRef` token whose name is one of `names` (tried in their order).
+    pub fn find_assembly_ref(&self, names: &[&str]) -> Option<u32> {
+        let t = schema::ASSEMBLY_REF;
+        let refs: Vec<(u32, String)> = (1..=self.rows(t))
+            .filter_map(|row| Some((row, self.string(self.cell(t, row, 6).ok()?).ok()?)))
+            .collect();
+        names.iter().find_map(|want| {
+            refs.iter()
+                .find(|(_, name)| name == want)
+                .map(|(row, _)| (u32::from(t) << 24) | row)
+        })
+    }
+
     /// The generic method (a MethodDef or MemberRef token) a `MethodSpec` instantiates.
     pub fn method_spec_method(&self, token: u32) -> Result<u32> {
         let t = schema::METHOD_SPEC;

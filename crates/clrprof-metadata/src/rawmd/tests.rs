@@ -122,6 +122,35 @@ fn references_to_other_assemblies_resolve_to_names() {
 }
 
 #[test]
+fn each_method_lies_in_its_types_range() {
+    let file = read_assembly("System.Text.Json.dll");
+    let md = metadata_of(&file);
+    let mut covered = 0;
+    for t in 1..=md.rows(schema::TYPE_DEF) {
+        let token = 0x0200_0000 | t;
+        for m in md.type_methods(token).unwrap() {
+            let p = md.get_method_props(0x0600_0000 | m).unwrap();
+            assert_eq!(p.class, token);
+            covered += 1;
+        }
+    }
+    assert_eq!(covered, md.rows(schema::METHOD_DEF));
+    assert!(md.type_methods(0x0600_0001).is_err());
+}
+
+#[test]
+fn assembly_references_are_found_by_name() {
+    let file = read_assembly("System.Text.Json.dll");
+    let md = metadata_of(&file);
+    let core = md
+        .find_assembly_ref(&["NoSuchAssembly", "System.Runtime"])
+        .expect("System.Text.Json references System.Runtime");
+    assert_eq!(core >> 24, 0x23);
+    assert!(core & 0xFF_FFFF >= 1 && core & 0xFF_FFFF <= md.rows(schema::ASSEMBLY_REF));
+    assert_eq!(md.find_assembly_ref(&["NoSuchAssembly"]), None);
+}
+
+#[test]
 fn damaged_metadata_is_an_error_not_a_panic() {
     let file = read_assembly("System.Text.Json.dll");
     let read = |o: usize, n: usize| file.get(o..o.checked_add(n)?);
