@@ -309,8 +309,8 @@ fn probes_count_what_startup_elt_tracing_counts() {
 fn probes_in_a_thousand_methods_count_every_call() {
     let dir = scratch("probes-many");
     let trace = dir.join("t.clrprof");
-    let mut app = Serve::start(Runtime::Net10);
-    let before = app.ask("many 2", "RESULT many=");
+    let mut app = Serve::start(&app_on("Scenarios", Runtime::Net10), &[]);
+    let before = app.ask_results("many 2", "RESULT many=");
     assert_eq!(before["many"], "2000");
     let mut rec = clrprof()
         .args(["record", "-q", "--pid", &app.pid.to_string(), "-o"])
@@ -324,10 +324,10 @@ fn probes_in_a_thousand_methods_count_every_call() {
         "{installed}"
     );
     let phases = app.log_line("probes: install took", Duration::from_secs(10));
-    let during = app.ask("many 3", "RESULT many=");
+    let during = app.ask_results("many 3", "RESULT many=");
     assert_eq!(
         during["many_sum"],
-        app.ask("many 3", "RESULT many=")["many_sum"]
+        app.ask_results("many 3", "RESULT many=")["many_sum"]
     );
     Command::new("kill")
         .args(["-INT", &rec.id().to_string()])
@@ -335,7 +335,7 @@ fn probes_in_a_thousand_methods_count_every_call() {
         .unwrap();
     assert!(rec.wait().unwrap().success());
     app.log_line("probes removed from 1000 methods", Duration::from_secs(30));
-    let after = app.ask("many 2", "RESULT many=");
+    let after = app.ask_results("many 2", "RESULT many=");
     assert_eq!(after, before, "the app's results after the probes");
     app.quit();
     eprintln!("{installed}\n{phases}");
@@ -355,7 +355,7 @@ fn probes_in_a_thousand_methods_count_every_call() {
 fn a_module_loaded_after_the_attach_is_probed(rt: Runtime) {
     let dir = scratch(&format!("probes-late-{}", rt.major()));
     let trace = dir.join("t.clrprof");
-    let mut app = Serve::start(rt);
+    let mut app = Serve::start(&app_on("Scenarios", rt), &[]);
     let mut rec = clrprof()
         .args(["record", "-q", "--pid", &app.pid.to_string(), "-o"])
         .arg(&trace)

@@ -59,18 +59,24 @@ mod tests {
 
     #[test]
     fn types_whose_methods_cannot_match_are_skipped() {
-        let f = Filter::parse(Some("Scenarios.Serve.Burst*;Plugin.PluginEntry.Run"), None);
+        let f = Filter::new(
+            &Patterns::parse("Scenarios.Serve.Burst*;Plugin.PluginEntry.Run"),
+            &Patterns::default(),
+        );
         assert!(f.may_accept_type("Scenarios.Serve"));
         assert!(f.may_accept_type("Plugin.PluginEntry"));
         assert!(!f.may_accept_type("Scenarios.Served"));
         assert!(!f.may_accept_type("Scenarios.Program"));
         assert!(!f.may_accept_type("System.String"));
         // A type name longer than the literal start: the rest is the pattern's `*`.
-        let g = Filter::parse(Some("Scen*"), None);
+        let g = Filter::new(&Patterns::parse("Scen*"), &Patterns::default());
         assert!(g.may_accept_type("Scenarios.Serve+Inner"));
         assert!(!g.may_accept_type("System.Scen"));
         // A leading wildcard accepts every type.
-        assert!(Filter::parse(Some("*.Run"), None).may_accept_type("Any.Type"));
+        assert!(
+            Filter::new(&Patterns::parse("*.Run"), &Patterns::default())
+                .may_accept_type("Any.Type")
+        );
         assert!(Filter::default().may_accept_type("Any.Type"));
         // Whatever the type, every method `accepts` takes is of a type this takes.
         for (p, t, m) in [
@@ -78,7 +84,7 @@ mod tests {
             ("A.B?.M", "A.Bx", "M"),
             ("A*", "A", "M"),
         ] {
-            let f = Filter::parse(Some(p), None);
+            let f = Filter::new(&Patterns::parse(p), &Patterns::default());
             assert!(f.accepts(&format!("{t}.{m}")), "{p}");
             assert!(f.may_accept_type(t), "{p} {t}");
         }
