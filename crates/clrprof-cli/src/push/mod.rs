@@ -1,8 +1,9 @@
 //! `record --push URL`: continuous profiling into Grafana Pyroscope (docs/exports.md).
 //! A thread of this process follows each trace the run's processes write (as `top`
 //! does), and every `--push-every` seconds cuts the samples read since the last cut into
-//! a pprof profile per process, which `upload` POSTs to `URL/ingest` on a thread of its
-//! own. Successive cuts cover contiguous whole-second ranges; a sample belongs to the
+//! a pprof profile per process (CPU, and with `--alloc` a memory one: Pyroscope files
+//! each pprof under one profile family), which `upload` POSTs to `URL/ingest` on a thread
+//! of its own. Successive cuts cover contiguous whole-second ranges; a sample belongs to the
 //! cut in which it was read (at most one flush interval, 20 ms by default, after it was
 //! taken).
 
@@ -381,7 +382,9 @@ fn encode(s: &str) -> String {
     out
 }
 
-/// `APP.cpu{k=v,…}`: the defaults, then `--labels` (which replace a default of the same key).
+/// `APP{k=v,…}`: the defaults, then `--labels` (which replace a default of the same key).
+/// For pprof, Pyroscope takes the name as the application's and the profile type from
+/// the pprof's sample types (no `.cpu` suffix: it would become part of `service_name`).
 fn series_name(cfg: &PushConfig, defaults: &[(&str, String)]) -> String {
     let mut labels: Vec<(String, String)> = defaults
         .iter()
@@ -390,7 +393,7 @@ fn series_name(cfg: &PushConfig, defaults: &[(&str, String)]) -> String {
         .collect();
     labels.extend(cfg.labels.0.iter().cloned());
     let inner: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    format!("{}.cpu{{{}}}", cfg.app, inner.join(","))
+    format!("{}{{{}}}", cfg.app, inner.join(","))
 }
 
 /// A value from the machine (host name, runtime version) made safe for the name syntax.
@@ -463,12 +466,14 @@ fn cut_loop(cfg: &PushConfig, traces: &Traces, rate_hz: u32, stop: &AtomicBool) 
                     defaults.push(("runtime_version", r.clone()));
                 }
                 let name = series_name(cfg, &defaults);
-                let body = s.cut.cut(from, until, interval_ns, &cfg.app);
-                uploader.send(Upload {
-                    query: query(&name, from, until, rate_hz),
-                    body,
-                });
-                cuts += 1;
+                let profiles = s.cut.cut(from, until, interval_ns, &cfg.app);
+                for body in std::iter::once(profiles.cpu).chain(profiles.memory) {
+                    uploader.send(Upload {
+                        query: query(&name, from, until, rate_hz),
+                        body,
+                    });
+                    cuts += 1;
+                }
             }
             from = until;
         }
@@ -505,10 +510,10 @@ mod tests {
             no_trace: false,
         };
         let name = series_name(&cfg, &[("host", "box".into()), ("pid", "7".into())]);
-        assert_eq!(name, "shop.cpu{pid=7,env=prod,host=web1}");
+        assert_eq!(name, "shop{pid=7,env=prod,host=web1}");
         assert_eq!(
             query(&name, 10, 25, 99),
-            "name=shop.cpu%7Bpid%3D7%2Cenv%3Dprod%2Chost%3Dweb1%7D&from=10&until=25&format=pprof&sampleRate=99&spyName=clrprof"
+            "name=shop%7Bpid%3D7%2Cenv%3Dprod%2Chost%3Dweb1%7D&from=10&until=25&format=pprof&sampleRate=99&spyName=clrprof"
         );
         let app = |c: &[&str]| {
             PushConfig::default_app_name(&c.iter().map(|s| s.to_string()).collect::<Vec<_>>())
