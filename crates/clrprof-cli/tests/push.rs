@@ -248,6 +248,20 @@ fn pushes_contiguous_pprof_profiles_with_the_hot_method() {
         });
     }
     assert!(hot, "no upload had CPU in Scenarios.Hot.HotA:\n{stderr}");
+    // The trace says what was pushed.
+    let text = clrprof()
+        .arg("report")
+        .arg(dir.join("t.clrprof"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    let n = reqs.len();
+    assert!(
+        text.contains(&format!(
+            "push:     {n} of {n} profiles sent to http://127.0.0.1:{port}\n"
+        )),
+        "{text}"
+    );
 }
 
 fn profile_of(r: &Request) -> proto::Profile {
@@ -400,6 +414,32 @@ fn a_failing_server_costs_uploads_not_the_recording() {
     );
     // The end waits for the last uploads, boundedly.
     assert!(started.elapsed().as_secs() < 60, "{:?}", started.elapsed());
+    // The drops are in the trace too, for its reader.
+    let profiles: u64 = stderr
+        .split("pushed 0 of ")
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let trace = dir.join("t.clrprof");
+    let r = report_json(&trace);
+    let push = &r["push"];
+    assert_eq!(push["profiles"], profiles, "{push}");
+    assert_eq!(push["sent"], 0, "{push}");
+    assert_eq!(
+        push["failed"].as_u64().unwrap() + push["queue_full"].as_u64().unwrap(),
+        profiles,
+        "{push}"
+    );
+    assert_eq!(push["last_error"], "HTTP 500", "{push}");
+    let text = clrprof().arg("report").arg(&trace).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains(&format!(
+            "push:     0 of {profiles} profiles sent to http://127.0.0.1:{port}, {profiles} dropped ("
+        )) && text.contains("failed after 3 tries, last: HTTP 500"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -21,6 +21,9 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{Result, bail};
 
+use clrprof_analysis::report::push as push_note;
+use clrprof_analysis::report::push::PushOutcome;
+
 use crate::live::follow::Follow;
 use args::{Endpoint, Labels};
 use cut::Cut;
@@ -144,9 +147,31 @@ pub struct Summary {
     pub queue_full: u64,
     pub samples_dropped: u64,
     pub last_error: Option<String>,
+    /// Per followed trace, its figures: the note `add_notes` appends to it.
+    pub per_trace: Vec<(PathBuf, PushOutcome)>,
 }
 
 impl Summary {
+    /// Appends to each trace the pushing's figures for its process (a `Meta` record
+    /// `push`, in a block after the agent's last, as the line table is), so `clrprof
+    /// report` says them too. Not to a trace that is gone (`--no-trace`) or whose recording
+    /// did not end well.
+    pub fn add_notes(&self, ended_well: impl Fn(&Path) -> bool) {
+        for (path, outcome) in &self.per_trace {
+            if !path.exists() || !ended_well(path) {
+                continue;
+            }
+            let json = serde_json::to_string(outcome).unwrap_or_default();
+            if let Err(e) = crate::travel::append_meta(path, push_note::META_KEY, &json) {
+                eprintln!(
+                    "clrprof: {} {}: the push figures were not added to it: {e:#}",
+                    crate::style::warning("warning:"),
+                    path.display()
+                );
+            }
+        }
+    }
+
     pub fn say(&self) {
         let dropped = self.failed + self.queue_full;
         if dropped == 0 && self.samples_dropped == 0 {
@@ -300,6 +325,8 @@ impl Drop for Attached {
     fn drop(&mut self) {
         if let Some(summary) = self.0.take().and_then(Session::finish) {
             summary.say();
+            // The attached agent has detached: its trace is complete.
+            summary.add_notes(|_| true);
         }
     }
 }
@@ -310,6 +337,8 @@ struct Source {
     follow: Follow,
     cut: Cut,
     runtime: Option<String>,
+    /// Profiles cut of this trace.
+    profiles: u64,
 }
 
 fn unix_now_s() -> u64 {
@@ -440,6 +469,7 @@ fn cut_loop(cfg: &PushConfig, traces: &Traces, rate_hz: u32, stop: &AtomicBool) 
                     follow,
                     cut: Cut::default(),
                     runtime: None,
+                    profiles: 0,
                 });
             }
         }
@@ -453,7 +483,7 @@ fn cut_loop(cfg: &PushConfig, traces: &Traces, rate_hz: u32, stop: &AtomicBool) 
         if stopping || now >= from + cfg.every_s {
             // Never an empty range, even at a quick end.
             let until = now.max(from + 1);
-            for s in &mut sources {
+            for (source, s) in sources.iter_mut().enumerate() {
                 if s.runtime.is_none() {
                     s.runtime = runtime_version(&s.path);
                 }
@@ -471,8 +501,10 @@ fn cut_loop(cfg: &PushConfig, traces: &Traces, rate_hz: u32, stop: &AtomicBool) 
                     uploader.send(Upload {
                         query: query(&name, from, until, rate_hz),
                         body,
+                        source,
                     });
                     cuts += 1;
+                    s.profiles += 1;
                 }
             }
             from = until;
@@ -485,6 +517,29 @@ fn cut_loop(cfg: &PushConfig, traces: &Traces, rate_hz: u32, stop: &AtomicBool) 
     let samples_dropped = sources.iter().map(|s| s.cut.dropped).sum();
     let counts = uploader.finish(FINISH_WITHIN);
     let last_error = counts.last_error.lock().ok().and_then(|e| e.clone());
+    let per_trace = sources
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let c = counts.of(i);
+            // What was neither sent nor refused by the full queue failed (after its
+            // tries, or unsent when the end's wait was over).
+            let failed = s.profiles.saturating_sub(c.sent + c.queue_full);
+            let outcome = PushOutcome {
+                endpoint: cfg.endpoint.base.clone(),
+                profiles: s.profiles,
+                sent: c.sent,
+                failed,
+                queue_full: c.queue_full,
+                attempts: upload::ATTEMPTS,
+                queue: upload::QUEUE as u64,
+                last_error: (failed > 0).then(|| last_error.clone()).flatten(),
+                samples_dropped: s.cut.dropped,
+                samples_max: cut::MAX_SAMPLES as u64,
+            };
+            (s.path.clone(), outcome)
+        })
+        .collect();
     Summary {
         endpoint: cfg.endpoint.base.clone(),
         cuts,
@@ -493,6 +548,7 @@ fn cut_loop(cfg: &PushConfig, traces: &Traces, rate_hz: u32, stop: &AtomicBool) 
         queue_full: counts.queue_full.load(Ordering::SeqCst),
         samples_dropped,
         last_error,
+        per_trace,
     }
 }
 
