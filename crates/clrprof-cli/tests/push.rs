@@ -274,14 +274,17 @@ fn profile_of(r: &Request) -> proto::Profile {
 
 /// The sample types of `p`, and per function name the sum of each value over the
 /// samples whose stack holds that function.
-fn by_function(p: &proto::Profile) -> (Vec<(String, String)>, Vec<(String, Vec<i64>)>) {
+/// Per function name, its values.
+type Sums = Vec<(String, Vec<i64>)>;
+
+fn by_function(p: &proto::Profile) -> (Vec<(String, String)>, Sums) {
     let s = |i: i64| p.string_table[i as usize].clone();
     let types = p
         .sample_type
         .iter()
         .map(|t| (s(t.r#type), s(t.unit)))
         .collect();
-    let mut sums: Vec<(String, Vec<i64>)> = Vec::new();
+    let mut sums: Sums = Vec::new();
     for smp in &p.sample {
         let mut names: Vec<String> = smp
             .location_id
@@ -369,7 +372,7 @@ fn alloc_pushes_memory_profiles_with_the_allocating_methods() {
     for w in ranges.windows(2) {
         assert_eq!(w[0].1, w[1].0, "contiguous ranges: {ranges:?}");
     }
-    let value = |sums: &[(String, Vec<i64>)], f: &str, i: usize| -> i64 {
+    let value = |sums: &Sums, f: &str, i: usize| -> i64 {
         sums.iter()
             .filter(|(n, _)| n.starts_with(f))
             .map(|(_, v)| v[i])

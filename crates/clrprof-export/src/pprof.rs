@@ -524,13 +524,11 @@ mod tests {
             "the allocation-only sample is left out"
         );
         assert_eq!(cpu.sample[1].value, vec![2, 0]);
-        let back = proto::Profile::decode(
-            &flate2::read::GzDecoder::new(&gzip(&cpu)[..])
-                .bytes()
-                .collect::<Result<Vec<u8>, _>>()
-                .unwrap()[..],
-        )
-        .unwrap();
+        let mut raw = Vec::new();
+        flate2::read::GzDecoder::new(&gzip(&cpu)[..])
+            .read_to_end(&mut raw)
+            .unwrap();
+        let back = proto::Profile::decode(&raw[..]).unwrap();
         assert_eq!(back, cpu);
     }
 }
