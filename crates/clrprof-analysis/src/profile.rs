@@ -198,6 +198,53 @@ pub fn of_samples(
     }
 }
 
+/// A model of allocation samples alone (`record --push --alloc`): each of `allocated`
+/// counts its estimated bytes and objects as allocated, each of `live` (followed samples
+/// no GC has collected yet, whenever they were allocated) as live. Names from the tables
+/// read so far; times are left at 0.
+pub fn of_allocations<'a>(
+    allocated: &[crate::allocs::AllocPoint],
+    live: impl IntoIterator<Item = &'a crate::allocs::AllocPoint>,
+    names: &Names,
+    threads: &ThreadNames,
+) -> Profile {
+    let mut tables = Tables::default();
+    let mut per: BTreeMap<u64, ThreadProfile> = BTreeMap::new();
+    let weighed = allocated
+        .iter()
+        .map(|p| (p, false))
+        .chain(live.into_iter().map(|p| (p, true)));
+    for (p, is_live) in weighed {
+        let stack = tables.stack(p.frames.iter().rev().copied(), |t, f| t.id(f, names));
+        let (bytes, objects) = (p.bytes.round() as u64, p.objects.round() as u64);
+        per.entry(p.os_tid)
+            .or_insert_with(|| ThreadProfile {
+                name: threads.name(p.os_tid),
+                os_tid: p.os_tid,
+                samples: Vec::new(),
+                calls: Vec::new(),
+                call_paths: Vec::new(),
+                allocations: Vec::new(),
+                waits: Vec::new(),
+            })
+            .allocations
+            .push(AllocationSample {
+                time_ns: 0,
+                stack,
+                bytes: if is_live { 0 } else { bytes },
+                objects: if is_live { 0 } else { objects },
+                live_bytes: if is_live { bytes } else { 0 },
+                live_objects: if is_live { objects } else { 0 },
+                followed: p.tracked,
+                freed_ns: None,
+            });
+    }
+    Profile {
+        threads: per.into_values().collect(),
+        ..tables.profile
+    }
+}
+
 /// Builds the exporters' model of `trace`, with the calls as `wanted`.
 pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
     build_with_lines(trace, wanted, None)

@@ -12,11 +12,13 @@
 //!   cargo run --release -p clrprof-bench -- alloc       # `record --alloc` overhead (+ dotnet-trace)
 //!   cargo run --release -p clrprof-bench -- live        # `dump` wall time, `top`'s cost to the target
 //!   cargo run --release -p clrprof-bench -- waits       # `record --waits` on the Demo (+ dotnet-trace)
+//!   cargo run --release -p clrprof-bench -- push-soak   # `record --alloc --push` RSS per minute and its slope
 //!   cargo run --release -p clrprof-bench -- coverage    # an xunit suite under clrprof coverage vs coverlet; ns per counted hit
 //!   cargo run --release -p clrprof-bench -- probes      # ns per IL-probed call (attach) vs unprobed vs startup ELT
 
 mod alloc;
 mod coverage;
+mod push_soak;
 mod soak;
 
 use std::path::{Path, PathBuf};
@@ -109,6 +111,16 @@ enum What {
         #[arg(long, default_value_t = 10_000_000)]
         objects: u64,
     },
+    /// `record --alloc --push` to a stand-in Pyroscope server on loopback for MINUTES on a
+    /// steadily allocating app: the CLI's and the target's RSS every minute, and the slope
+    PushSoak {
+        /// Minutes to run
+        #[arg(long, default_value_t = 10)]
+        minutes: u64,
+        /// --push-every
+        #[arg(long, default_value_t = 5)]
+        every: u64,
+    },
     /// `clrprof dump` wall time; `clrprof top`'s cost to a running app (its throughput
     /// with and without top attached, alternating)
     Live {
@@ -145,6 +157,7 @@ fn main() -> Result<()> {
             },
         ),
         What::Live { window } => live::run(&clrprof()?, args.runs, window),
+        What::PushSoak { minutes, every } => push_soak::run(&clrprof()?, minutes, every),
         What::Waits { cpus } => waits::run(&clrprof()?, args.runs, cpus.as_deref()),
     }
 }

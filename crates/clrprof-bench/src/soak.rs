@@ -319,7 +319,7 @@ fn describe(lost: &BTreeMap<String, u64>) -> String {
         .join(", ")
 }
 
-fn rss_kb(pid: u32) -> u64 {
+pub(crate) fn rss_kb(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap_or_default()
         .lines()

@@ -79,7 +79,8 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     if let Some(w) = rate {
         w.finish();
     }
-    if let Some(summary) = pushing.and_then(crate::push::Session::finish) {
+    let pushed = pushing.and_then(crate::push::Session::finish);
+    if let Some(summary) = &pushed {
         summary.say();
     }
     let code = exit_code(status);
@@ -156,6 +157,20 @@ pub fn run(args: RecordArgs) -> Result<i32> {
                     crate::style::warning("warning:"),
                     t.path.display()
                 ),
+            }
+        }
+    }
+    // `--push`: what was sent and dropped, in each trace too (for `clrprof report`).
+    if let Some(summary) = &pushed {
+        let ended_well = |p: &std::path::Path| {
+            traces
+                .iter()
+                .any(|t| t.path == p && t.end.as_ref().is_some_and(|e| e.incomplete().is_none()))
+        };
+        summary.add_notes(ended_well);
+        for t in &mut traces {
+            if let Ok(m) = std::fs::metadata(&t.path) {
+                t.len = m.len();
             }
         }
     }

@@ -17,23 +17,7 @@ use clrprof_format::{Event, TraceReader, encode, write_block};
 /// Appends the trace's line table; returns how many lines it holds (0: nothing appended,
 /// as for traces of other modes or without positions).
 pub fn append_lines(path: &Path) -> Result<usize> {
-    // One descriptor for the read and the append, never through a symbolic link, and only
-    // to a regular file (the agent created it O_EXCL|O_NOFOLLOW; something else may have
-    // been put at the path since).
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .append(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .with_context(|| format!("cannot open {} to add its source lines", path.display()))?;
-    if !f.metadata()?.file_type().is_file() {
-        anyhow::bail!("{} is not a regular file", path.display());
-    }
-    let mut bytes = Vec::new();
-    f.read_to_end(&mut bytes)
-        .with_context(|| format!("cannot read {}", path.display()))?;
+    let (mut f, bytes) = open_to_append(path, "its source lines")?;
     let mut reader = TraceReader::new(&bytes)
         .with_context(|| format!("{} is not a readable clrprof trace", path.display()))?;
     let (mut last_seq, mut last_ts, mut positions) = (None::<u64>, 0u64, false);
@@ -96,6 +80,64 @@ pub fn append_lines(path: &Path) -> Result<usize> {
     f.write_all(&block)
         .with_context(|| format!("cannot add the source lines to {}", path.display()))?;
     Ok(rows.len())
+}
+
+/// The trace at `path` opened to read and append, and its bytes: one descriptor for the
+/// read and the append, never through a symbolic link, and only to a regular file (the
+/// agent created it O_EXCL|O_NOFOLLOW; something else may have been put at the path
+/// since).
+fn open_to_append(path: &Path, what: &str) -> Result<(std::fs::File, Vec<u8>)> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .with_context(|| format!("cannot open {} to add {what}", path.display()))?;
+    if !f.metadata()?.file_type().is_file() {
+        anyhow::bail!("{} is not a regular file", path.display());
+    }
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    Ok((f, bytes))
+}
+
+/// Appends a `Meta` record `key` holding `json` to the trace, in a block of its own after
+/// the last (`os_tid` 0, the next block number, the latest block's time), as the line
+/// table is: a note of the CLI's (e.g. what `--push` sent) for the trace's readers.
+pub fn append_meta(path: &Path, key: &str, json: &str) -> Result<()> {
+    let (mut f, bytes) = open_to_append(path, "a note")?;
+    let mut reader = TraceReader::new(&bytes)
+        .with_context(|| format!("{} is not a readable clrprof trace", path.display()))?;
+    let (mut last_seq, mut last_ts) = (None::<u64>, 0u64);
+    for b in reader.blocks().flatten() {
+        last_seq = last_seq.max(b.header.seq);
+        last_ts = last_ts.max(b.header.base_ts);
+    }
+    let mut records = Vec::new();
+    encode(
+        &mut records,
+        0,
+        &Event::Meta {
+            key: key.into(),
+            json: json.into(),
+        },
+    );
+    let mut block = Vec::new();
+    write_block(
+        &mut block,
+        last_seq.map_or(0, |s| s + 1),
+        0,
+        last_ts,
+        1,
+        &records,
+        false,
+    )?;
+    f.write_all(&block)
+        .with_context(|| format!("cannot add a note to {}", path.display()))?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -141,3 +141,28 @@ fn a_target_in_another_container_is_refused_with_the_fix() {
         "the profiler was loaded"
     );
 }
+
+/// `clrprof --version` names the commit checked out, also in a linked worktree (whose
+/// `.git` is a file: the build script watches the git directory git names, so a new
+/// commit rebuilds the version).
+#[test]
+fn version_names_the_commit_checked_out() {
+    let head = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output();
+    let Some(head) = head
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    else {
+        // A source tree without git: `unknown`, nothing to compare.
+        return;
+    };
+    let out = clrprof().arg("--version").output().unwrap();
+    let v = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        v.trim(),
+        format!("clrprof {} ({head})", env!("CARGO_PKG_VERSION"))
+    );
+}

@@ -123,6 +123,16 @@ fn record_pushing(
     flags: &[&str],
     env: &[(&str, &str)],
 ) -> std::process::Output {
+    record_pushing_app(dir, url, flags, env, &["hot", "4"])
+}
+
+fn record_pushing_app(
+    dir: &std::path::Path,
+    url: &str,
+    flags: &[&str],
+    env: &[(&str, &str)],
+    scenario: &[&str],
+) -> std::process::Output {
     let app = scenarios();
     let mut cmd = clrprof();
     cmd.arg("record");
@@ -134,7 +144,7 @@ fn record_pushing(
         .arg("--")
         .arg(&app.dotnet)
         .arg(&app.dll)
-        .args(["hot", "4"])
+        .args(scenario)
         .envs(env.iter().copied());
     app.env(&mut cmd);
     cmd.output().expect("run clrprof record --push")
@@ -175,10 +185,10 @@ fn pushes_contiguous_pprof_profiles_with_the_hot_method() {
         assert_eq!(r.q("sampleRate"), "199");
         let name = r.q("name");
         assert!(
-            name.starts_with("scenarios.cpu{") && name.ends_with('}'),
+            name.starts_with("scenarios{") && name.ends_with('}'),
             "{name}"
         );
-        let labels: Vec<(&str, &str)> = name["scenarios.cpu{".len()..name.len() - 1]
+        let labels: Vec<(&str, &str)> = name["scenarios{".len()..name.len() - 1]
             .split(',')
             .map(|kv| kv.split_once('=').unwrap())
             .collect();
@@ -215,7 +225,11 @@ fn pushes_contiguous_pprof_profiles_with_the_hot_method() {
             .iter()
             .map(|t| (s(t.r#type), s(t.unit)))
             .collect();
-        assert!(types.contains(&("cpu", "nanoseconds")), "{types:?}");
+        // One profile family per pprof (Pyroscope files a pprof with a `wall` type
+        // under `wall`, whatever else it holds).
+        assert_eq!(types, [("samples", "count"), ("cpu", "nanoseconds")]);
+        let period = p.period_type.as_ref().unwrap();
+        assert_eq!((s(period.r#type), s(period.unit)), ("cpu", "nanoseconds"));
         assert_eq!(p.time_nanos as u64, from * 1_000_000_000);
         let cpu = types.iter().position(|t| t.0 == "cpu").unwrap();
         let hot_fn: Vec<u64> = p
@@ -234,6 +248,152 @@ fn pushes_contiguous_pprof_profiles_with_the_hot_method() {
         });
     }
     assert!(hot, "no upload had CPU in Scenarios.Hot.HotA:\n{stderr}");
+    // The trace says what was pushed.
+    let text = clrprof()
+        .arg("report")
+        .arg(dir.join("t.clrprof"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    let n = reqs.len();
+    assert!(
+        text.contains(&format!(
+            "push:     {n} of {n} profiles sent to http://127.0.0.1:{port}\n"
+        )),
+        "{text}"
+    );
+}
+
+fn profile_of(r: &Request) -> proto::Profile {
+    let mut raw = Vec::new();
+    flate2::read::GzDecoder::new(&r.body[..])
+        .read_to_end(&mut raw)
+        .expect("gzip body");
+    proto::Profile::decode(&raw[..]).expect("pprof body")
+}
+
+/// The sample types of `p`, and per function name the sum of each value over the
+/// samples whose stack holds that function.
+/// Per function name, its values.
+type Sums = Vec<(String, Vec<i64>)>;
+
+fn by_function(p: &proto::Profile) -> (Vec<(String, String)>, Sums) {
+    let s = |i: i64| p.string_table[i as usize].clone();
+    let types = p
+        .sample_type
+        .iter()
+        .map(|t| (s(t.r#type), s(t.unit)))
+        .collect();
+    let mut sums: Sums = Vec::new();
+    for smp in &p.sample {
+        let mut names: Vec<String> = smp
+            .location_id
+            .iter()
+            .filter_map(|l| p.location.iter().find(|loc| loc.id == *l))
+            .flat_map(|loc| &loc.line)
+            .filter_map(|ln| p.function.iter().find(|f| f.id == ln.function_id))
+            .map(|f| s(f.name))
+            .collect();
+        names.sort();
+        names.dedup();
+        for n in names {
+            let i = match sums.iter().position(|(k, _)| *k == n) {
+                Some(i) => i,
+                None => {
+                    sums.push((n, vec![0; smp.value.len()]));
+                    sums.len() - 1
+                }
+            };
+            for (sum, v) in sums[i].1.iter_mut().zip(&smp.value) {
+                *sum += v;
+            }
+        }
+    }
+    (types, sums)
+}
+
+/// `--alloc`: each interval also sends a memory profile (its own pprof, the types Go's heap
+/// profiles and Pyroscope's `memory` family name), in which the allocating methods are,
+/// and whose live heap at the end holds what the app kept and not what it dropped.
+#[test]
+fn alloc_pushes_memory_profiles_with_the_allocating_methods() {
+    let _serial = timing_lock();
+    let dir = scratch("push-alloc");
+    let (port, seen) = serve(200);
+    let out = record_pushing_app(
+        &dir,
+        &format!("http://127.0.0.1:{port}"),
+        &["--alloc", "--app-name", "scenarios"],
+        &[],
+        &["alloc-live", "mb=64"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}\n{stderr}", out.status);
+    let kept: f64 = results(&out)["kept_bytes"].parse().unwrap();
+    let reqs = seen.lock().unwrap().clone();
+    assert!(
+        stderr.contains(&format!("pushed {} profiles", reqs.len())),
+        "{stderr}"
+    );
+    let memory_types: Vec<(String, String)> = [
+        ("alloc_objects", "count"),
+        ("alloc_space", "bytes"),
+        ("inuse_objects", "count"),
+        ("inuse_space", "bytes"),
+    ]
+    .iter()
+    .map(|(t, u)| (t.to_string(), u.to_string()))
+    .collect();
+    let mut ranges = Vec::new();
+    let (mut cpu, mut memory) = (0, Vec::new());
+    for r in &reqs {
+        // The same series name for both: Pyroscope takes the type from the pprof.
+        assert!(r.q("name").starts_with("scenarios{"), "{}", r.q("name"));
+        let range = (r.q("from").to_string(), r.q("until").to_string());
+        if ranges.last() != Some(&range) {
+            ranges.push(range);
+        }
+        let p = profile_of(r);
+        let (types, sums) = by_function(&p);
+        if types.iter().any(|(t, _)| t == "cpu") {
+            cpu += 1;
+            continue;
+        }
+        assert_eq!(types, memory_types);
+        let s = |i: i64| p.string_table[i as usize].as_str();
+        let period = p.period_type.as_ref().unwrap();
+        assert_eq!((s(period.r#type), s(period.unit)), ("space", "bytes"));
+        assert!(p.period > 0);
+        memory.push(sums);
+    }
+    // A CPU and a memory profile per interval, the intervals contiguous.
+    assert_eq!(cpu, memory.len(), "{reqs:?}");
+    assert_eq!(ranges.len(), cpu, "{ranges:?}");
+    for w in ranges.windows(2) {
+        assert_eq!(w[0].1, w[1].0, "contiguous ranges: {ranges:?}");
+    }
+    let value = |sums: &Sums, f: &str, i: usize| -> i64 {
+        sums.iter()
+            .filter(|(n, _)| n.starts_with(f))
+            .map(|(_, v)| v[i])
+            .sum()
+    };
+    let allocated = |f: &str| -> i64 { memory.iter().map(|m| value(m, f, 1)).sum() };
+    // Every allocating method is in the allocations; the dropped site allocated 4x the
+    // kept one.
+    let (keep, drop) = (
+        allocated("Scenarios.AllocLive.Keep"),
+        allocated("Scenarios.AllocLive.Drop"),
+    );
+    assert!(keep > 0 && drop > 2 * keep, "keep {keep} drop {drop}");
+    // The last memory profile's live heap: the kept arrays, not the dropped ones.
+    let last = memory.last().unwrap();
+    let live_keep = value(last, "Scenarios.AllocLive.Keep", 3) as f64;
+    assert!(
+        (live_keep - kept).abs() / kept < 0.25,
+        "live {live_keep} vs kept {kept}"
+    );
+    assert_eq!(value(last, "Scenarios.AllocLive.Drop", 3), 0);
 }
 
 #[test]
@@ -257,6 +417,32 @@ fn a_failing_server_costs_uploads_not_the_recording() {
     );
     // The end waits for the last uploads, boundedly.
     assert!(started.elapsed().as_secs() < 60, "{:?}", started.elapsed());
+    // The drops are in the trace too, for its reader.
+    let profiles: u64 = stderr
+        .split("pushed 0 of ")
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let trace = dir.join("t.clrprof");
+    let r = report_json(&trace);
+    let push = &r["push"];
+    assert_eq!(push["profiles"], profiles, "{push}");
+    assert_eq!(push["sent"], 0, "{push}");
+    assert_eq!(
+        push["failed"].as_u64().unwrap() + push["queue_full"].as_u64().unwrap(),
+        profiles,
+        "{push}"
+    );
+    assert_eq!(push["last_error"], "HTTP 500", "{push}");
+    let text = clrprof().arg("report").arg(&trace).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains(&format!(
+            "push:     0 of {profiles} profiles sent to http://127.0.0.1:{port}, {profiles} dropped ("
+        )) && text.contains("failed after 3 tries, last: HTTP 500"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -334,7 +520,7 @@ fn an_attached_recording_pushes_too() {
     for (i, r) in reqs.iter().enumerate() {
         let name = r.q("name");
         // The default application name is the program's (`dotnet Scenarios.dll`).
-        assert!(name.starts_with("Scenarios.cpu{"), "{name}");
+        assert!(name.starts_with("Scenarios{"), "{name}");
         assert!(name.contains(&format!("pid={pid}")), "{name}");
         if i > 0 {
             assert_eq!(reqs[i - 1].q("until"), r.q("from"), "contiguous ranges");

@@ -10,6 +10,8 @@
 //! sample, labelled with the thread's name and id.
 
 use std::collections::{BTreeMap, HashMap};
+#[cfg(test)]
+use std::io::Read as _;
 use std::io::Write;
 
 use flate2::Compression;
@@ -355,6 +357,93 @@ pub fn build(profile: &Profile, opts: &Options) -> Result<proto::Profile, Export
     })
 }
 
+/// `profile` narrowed to the sample types named in `types` (in that order; one it lacks
+/// is added, 0 in every sample), with the period type and period given; samples whose kept values are
+/// all 0 are left out, and `default_sample_type` is the first kept type. Grafana Pyroscope
+/// files a whole pprof under one profile family, picked from its sample types (`cpu` makes
+/// it `process_cpu`, `alloc_*`/`inuse_*` `memory`, a `wall` type anywhere `wall`), so
+/// `record --push` sends each family as a profile of its own.
+pub fn only(
+    mut profile: proto::Profile,
+    types: &[&str],
+    period: (&str, &str, i64),
+) -> proto::Profile {
+    let name = |p: &proto::Profile, i: i64| -> String {
+        p.string_table
+            .get(usize::try_from(i).unwrap_or(usize::MAX))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let index = |p: &mut proto::Profile, s: &str| -> i64 {
+        match p.string_table.iter().position(|x| x == s) {
+            Some(i) => i as i64,
+            None => {
+                p.string_table.push(s.to_string());
+                p.string_table.len() as i64 - 1
+            }
+        }
+    };
+    let mut columns: Vec<Option<usize>> = Vec::new();
+    let mut sample_type = Vec::new();
+    for t in types {
+        let c = profile
+            .sample_type
+            .iter()
+            .position(|st| name(&profile, st.r#type) == *t);
+        let vt = match c {
+            Some(c) => profile.sample_type[c].clone(),
+            None => proto::ValueType {
+                r#type: index(&mut profile, t),
+                unit: index(&mut profile, unit_of(t)),
+            },
+        };
+        columns.push(c);
+        sample_type.push(vt);
+    }
+    let samples = std::mem::take(&mut profile.sample);
+    profile.sample = samples
+        .into_iter()
+        .filter_map(|mut s| {
+            let v: Vec<i64> = columns
+                .iter()
+                .map(|c| c.and_then(|c| s.value.get(c).copied()).unwrap_or(0))
+                .collect();
+            if v.iter().all(|&x| x == 0) {
+                return None;
+            }
+            s.value = v;
+            Some(s)
+        })
+        .collect();
+    profile.default_sample_type = sample_type.first().map_or(0, |t| t.r#type);
+    profile.sample_type = sample_type;
+    let (t, u, value) = period;
+    let period_type = proto::ValueType {
+        r#type: index(&mut profile, t),
+        unit: index(&mut profile, u),
+    };
+    profile.period_type = Some(period_type);
+    profile.period = value;
+    profile
+}
+
+/// The unit of a sample type [`build`] writes.
+fn unit_of(t: &str) -> &'static str {
+    match t {
+        "samples" | "alloc_objects" | "inuse_objects" => "count",
+        "alloc_space" | "inuse_space" => "bytes",
+        _ => "nanoseconds",
+    }
+}
+
+/// `profile` encoded and gzip-compressed.
+pub fn gzip(profile: &proto::Profile) -> Vec<u8> {
+    let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+    // Writing to memory cannot fail.
+    let _ = gz.write_all(&profile.encode_to_vec());
+    gz.finish().unwrap_or_default()
+}
+
 /// Writes `profile` as a gzip-compressed pprof profile (see the module docs). Empty
 /// stacks are left out; a traced thread counts calls, self time as wall time, and no CPU
 /// time.
@@ -364,4 +453,82 @@ pub fn write(profile: &Profile, opts: &Options, out: impl Write) -> Result<(), E
     gz.write_all(&bytes)?;
     gz.finish()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_keeps_the_named_types_and_the_samples_that_count_in_them() {
+        let strings = [
+            "",
+            "samples",
+            "count",
+            "cpu",
+            "nanoseconds",
+            "alloc_space",
+            "bytes",
+        ];
+        let vt = |t: i64, u: i64| proto::ValueType { r#type: t, unit: u };
+        let sample = |v: [i64; 3]| proto::Sample {
+            location_id: vec![1],
+            value: v.to_vec(),
+            label: Vec::new(),
+        };
+        let p = proto::Profile {
+            sample_type: vec![vt(1, 2), vt(3, 4), vt(5, 6)],
+            sample: vec![sample([1, 10, 0]), sample([0, 0, 4096]), sample([2, 0, 0])],
+            string_table: strings.iter().map(|s| s.to_string()).collect(),
+            period_type: Some(vt(3, 4)),
+            ..Default::default()
+        };
+        let mem = only(
+            p.clone(),
+            &["alloc_space", "inuse_space"],
+            ("space", "bytes", 512),
+        );
+        let s = |i: i64| mem.string_table[i as usize].as_str();
+        assert_eq!(mem.sample_type.len(), 2);
+        assert_eq!(s(mem.sample_type[0].r#type), "alloc_space");
+        assert_eq!(s(mem.sample_type[1].unit), "bytes");
+        assert_eq!(s(mem.default_sample_type), "alloc_space");
+        assert_eq!(mem.sample.len(), 1, "only the sample that allocated");
+        assert_eq!(mem.sample[0].value, vec![4096, 0]);
+        let pt = mem.period_type.as_ref().unwrap();
+        assert_eq!(
+            (s(pt.r#type), s(pt.unit), mem.period),
+            ("space", "bytes", 512)
+        );
+        // A type the profile lacks is there, 0 in every sample.
+        let mem = only(
+            p.clone(),
+            &["alloc_objects", "alloc_space"],
+            ("space", "bytes", 1),
+        );
+        let s = |i: i64| mem.string_table[i as usize].as_str();
+        let types: Vec<_> = mem
+            .sample_type
+            .iter()
+            .map(|t| (s(t.r#type), s(t.unit)))
+            .collect();
+        assert_eq!(
+            types,
+            [("alloc_objects", "count"), ("alloc_space", "bytes")]
+        );
+        assert_eq!(mem.sample[0].value, vec![0, 4096]);
+        let cpu = only(p, &["samples", "cpu"], ("cpu", "nanoseconds", 10));
+        assert_eq!(
+            cpu.sample.len(),
+            2,
+            "the allocation-only sample is left out"
+        );
+        assert_eq!(cpu.sample[1].value, vec![2, 0]);
+        let mut raw = Vec::new();
+        flate2::read::GzDecoder::new(&gzip(&cpu)[..])
+            .read_to_end(&mut raw)
+            .unwrap();
+        let back = proto::Profile::decode(&raw[..]).unwrap();
+        assert_eq!(back, cpu);
+    }
 }

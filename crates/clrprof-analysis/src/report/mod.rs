@@ -15,6 +15,7 @@ mod gc_summary;
 mod jit;
 mod lost;
 mod modules;
+pub mod push;
 mod sampler;
 mod samples;
 mod trace_info;
@@ -183,6 +184,10 @@ pub struct Report {
     /// events on .NET 8).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub waits_notes: Vec<String>,
+    /// `record --push`: the profiles pushed for this process, and those dropped and why
+    /// (appended by the CLI when the recording ended); absent without `--push`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub push: Option<push::PushOutcome>,
 }
 
 /// Builds the report of a loaded trace.
@@ -367,6 +372,11 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
         threadpool,
         waits: wait_kinds,
         waits_notes,
+        push: trace
+            .events
+            .iter()
+            .rev()
+            .find_map(|e| push::PushOutcome::from_event(&e.event)),
     }
 }
 

@@ -74,6 +74,9 @@ pub fn render_with(r: &Report, top: usize, layout: Layout<'_>) -> String {
     header::trace(&mut o, &r.trace);
     header::lost(&mut o, r.lost_events, &r.lost_by_reason, &r.write_failures);
     header::sampler(&mut o, r.sampler.as_ref());
+    if let Some(p) = &r.push {
+        o.push_str(&format!("  push:     {}\n", p.summary()));
+    }
     header::warnings(&mut o, &r.warnings);
     if let Some(h) = layout.heap {
         o.push('\n');

@@ -1,9 +1,11 @@
 //! One followed trace's samples since the last cut, and the name tables read so far:
 //! each cut is a gzip'd pprof profile of just those samples (the report's rules: GC-poll
-//! frames folded, CPU only for samples not parked in a wait).
+//! frames folded, CPU only for samples not parked in a wait), and with `--alloc` a second
+//! one of the allocations since the last cut and the live sampled heap now.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
+use clrprof_analysis::allocs::{AllocPoint, Config};
 use clrprof_analysis::names::Names;
 use clrprof_analysis::runtime_frames::Windows;
 use clrprof_analysis::samples::{StackSample, prepare, stack_sample};
@@ -13,8 +15,18 @@ use clrprof_export::{Options, Weight, pprof};
 use clrprof_format::Event;
 
 /// Samples kept for one cut at most (about 20 MB of stacks); more are dropped and
-/// counted, so a burst of threads cannot grow the CLI without bound.
+/// counted, so a burst of threads cannot grow the CLI without bound. The same bound holds
+/// for one cut's allocation samples, and for the followed ones not yet collected.
 pub const MAX_SAMPLES: usize = 200_000;
+
+/// The pprof sample types of each pushed profile family, as Grafana Pyroscope names them.
+pub const CPU_TYPES: [&str; 2] = ["samples", "cpu"];
+pub const MEMORY_TYPES: [&str; 4] = [
+    "alloc_objects",
+    "alloc_space",
+    "inuse_objects",
+    "inuse_space",
+];
 
 #[derive(Default)]
 pub struct Cut {
@@ -25,13 +37,28 @@ pub struct Cut {
     /// OS thread.
     pairs: HashSet<(u64, u64)>,
     samples: Vec<StackSample>,
-    /// Samples not kept because a cut held [`MAX_SAMPLES`] already.
+    /// `--alloc`: how the agent samples allocations (its `AllocConfig` record); the
+    /// memory profile is pushed once it is known.
+    alloc: Option<Config>,
+    /// The allocation samples since the last cut.
+    allocated: Vec<AllocPoint>,
+    /// Followed allocation samples no GC has collected yet (the live sampled heap), by id.
+    live: HashMap<u64, AllocPoint>,
+    /// Samples not kept because a cut held [`MAX_SAMPLES`] already (allocation samples
+    /// included).
     pub dropped: u64,
     /// Events the agent could not record (its `Lost` records).
     pub lost: u64,
     /// The earliest sample of the previous cut: runtime windows that ended before it are
     /// forgotten (one cut of margin for blocks flushed late).
     previous_start: Option<u64>,
+}
+
+/// One cut's profiles, gzip'd pprof.
+pub struct Profiles {
+    pub cpu: Vec<u8>,
+    /// With `--alloc`.
+    pub memory: Option<Vec<u8>>,
 }
 
 impl Cut {
@@ -48,19 +75,54 @@ impl Cut {
                 } else {
                     self.dropped += 1;
                 }
-            } else if let Event::Lost { count, .. } = e.event {
-                self.lost += count;
-            } else {
-                self.names.add(&e);
-                self.threads.add(&e);
-                self.windows.add(&e);
+                continue;
+            }
+            match &e.event {
+                Event::Lost { count, .. } => self.lost += count,
+                Event::AllocConfig { .. } => self.alloc = Config::from_event(&e.event),
+                Event::AllocSample { .. } => self.allocation(&e),
+                Event::AllocFreed { ids } => {
+                    for id in ids.iter() {
+                        self.live.remove(id);
+                    }
+                }
+                _ => {
+                    self.names.add(&e);
+                    self.threads.add(&e);
+                    self.windows.add(&e);
+                }
             }
         }
     }
 
-    /// The samples since the last cut as a gzip'd pprof profile covering
+    fn allocation(&mut self, e: &TimedEvent<'static>) {
+        // As `allocs::collect`: the agent's default when its configuration was not read.
+        let config = *self.alloc.get_or_insert(Config {
+            source: clrprof_format::ALLOC_SOURCE_SAMPLED,
+            mean_bytes: 100 * 1024,
+            interval_bytes: 100 * 1024,
+            tracked_max: 0,
+        });
+        let Some((id, p)) = AllocPoint::from_sample(&config, e) else {
+            return;
+        };
+        if p.tracked {
+            if self.live.len() < MAX_SAMPLES {
+                self.live.insert(id, p.clone());
+            } else {
+                self.dropped += 1;
+            }
+        }
+        if self.allocated.len() < MAX_SAMPLES {
+            self.allocated.push(p);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    /// The samples since the last cut as gzip'd pprof profiles covering
     /// `from_s..until_s` (Unix seconds), sampled every `interval_ns`; empties the cut.
-    pub fn cut(&mut self, from_s: u64, until_s: u64, interval_ns: u64, name: &str) -> Vec<u8> {
+    pub fn cut(&mut self, from_s: u64, until_s: u64, interval_ns: u64, name: &str) -> Profiles {
         let mut samples = std::mem::take(&mut self.samples);
         prepare(&mut samples, &self.names, &self.windows);
         if let Some(ns) = self.previous_start {
@@ -69,12 +131,42 @@ impl Cut {
         if let Some(first) = samples.iter().map(|s| s.ns).min() {
             self.previous_start = Some(first);
         }
-        let mut profile = clrprof_analysis::profile::of_samples(
+        let profile = clrprof_analysis::profile::of_samples(
             &samples,
             &self.names,
             &self.threads,
             interval_ns,
         );
+        let period_ns = i64::try_from(interval_ns).unwrap_or(i64::MAX);
+        let cpu = self
+            .encode(profile, from_s, until_s, name)
+            .map(|p| pprof::only(p, &CPU_TYPES, ("cpu", "nanoseconds", period_ns)));
+        let allocated = std::mem::take(&mut self.allocated);
+        let memory = self.alloc.and_then(|config| {
+            let profile = clrprof_analysis::profile::of_allocations(
+                &allocated,
+                self.live.values(),
+                &self.names,
+                &self.threads,
+            );
+            // As Go's heap profiles: the period is the mean bytes between samples.
+            let period = i64::try_from(config.mean_bytes).unwrap_or(i64::MAX);
+            self.encode(profile, from_s, until_s, name)
+                .map(|p| pprof::only(p, &MEMORY_TYPES, ("space", "bytes", period)))
+        });
+        Profiles {
+            cpu: cpu.map(|p| pprof::gzip(&p)).unwrap_or_default(),
+            memory: memory.map(|p| pprof::gzip(&p)),
+        }
+    }
+
+    fn encode(
+        &self,
+        mut profile: clrprof_export::Profile,
+        from_s: u64,
+        until_s: u64,
+        name: &str,
+    ) -> Option<pprof::proto::Profile> {
         profile.name = name.to_string();
         profile.start_unix_ns = from_s.saturating_mul(1_000_000_000);
         profile.duration_ns = until_s.saturating_sub(from_s).saturating_mul(1_000_000_000);
@@ -82,10 +174,7 @@ impl Cut {
             weight: Weight::Cpu,
             ..Default::default()
         };
-        // The model is built from the trace's own tables (always valid) and written to
-        // memory (cannot fail).
-        let mut out = Vec::new();
-        let _ = pprof::write(&profile, &opts, &mut out);
-        out
+        // The model is built from the trace's own tables (always valid).
+        pprof::build(&profile, &opts).ok()
     }
 }

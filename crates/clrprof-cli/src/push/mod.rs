@@ -1,8 +1,9 @@
 //! `record --push URL`: continuous profiling into Grafana Pyroscope (docs/exports.md).
 //! A thread of this process follows each trace the run's processes write (as `top`
 //! does), and every `--push-every` seconds cuts the samples read since the last cut into
-//! a pprof profile per process, which `upload` POSTs to `URL/ingest` on a thread of its
-//! own. Successive cuts cover contiguous whole-second ranges; a sample belongs to the
+//! a pprof profile per process (CPU, and with `--alloc` a memory one: Pyroscope files
+//! each pprof under one profile family), which `upload` POSTs to `URL/ingest` on a thread
+//! of its own. Successive cuts cover contiguous whole-second ranges; a sample belongs to the
 //! cut in which it was read (at most one flush interval, 20 ms by default, after it was
 //! taken).
 
@@ -19,6 +20,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Result, bail};
+
+use clrprof_analysis::report::push as push_note;
+use clrprof_analysis::report::push::PushOutcome;
 
 use crate::live::follow::Follow;
 use args::{Endpoint, Labels};
@@ -143,9 +147,31 @@ pub struct Summary {
     pub queue_full: u64,
     pub samples_dropped: u64,
     pub last_error: Option<String>,
+    /// Per followed trace, its figures: the note `add_notes` appends to it.
+    pub per_trace: Vec<(PathBuf, PushOutcome)>,
 }
 
 impl Summary {
+    /// Appends to each trace the pushing's figures for its process (a `Meta` record
+    /// `push`, in a block after the agent's last, as the line table is), so `clrprof
+    /// report` says them too. Not to a trace that is gone (`--no-trace`) or whose recording
+    /// did not end well.
+    pub fn add_notes(&self, ended_well: impl Fn(&Path) -> bool) {
+        for (path, outcome) in &self.per_trace {
+            if !path.exists() || !ended_well(path) {
+                continue;
+            }
+            let json = serde_json::to_string(outcome).unwrap_or_default();
+            if let Err(e) = crate::travel::append_meta(path, push_note::META_KEY, &json) {
+                eprintln!(
+                    "clrprof: {} {}: the push figures were not added to it: {e:#}",
+                    crate::style::warning("warning:"),
+                    path.display()
+                );
+            }
+        }
+    }
+
     pub fn say(&self) {
         let dropped = self.failed + self.queue_full;
         if dropped == 0 && self.samples_dropped == 0 {
@@ -299,6 +325,8 @@ impl Drop for Attached {
     fn drop(&mut self) {
         if let Some(summary) = self.0.take().and_then(Session::finish) {
             summary.say();
+            // The attached agent has detached: its trace is complete.
+            summary.add_notes(|_| true);
         }
     }
 }
@@ -309,6 +337,8 @@ struct Source {
     follow: Follow,
     cut: Cut,
     runtime: Option<String>,
+    /// Profiles cut of this trace.
+    profiles: u64,
 }
 
 fn unix_now_s() -> u64 {
@@ -381,7 +411,9 @@ fn encode(s: &str) -> String {
     out
 }
 
-/// `APP.cpu{k=v,…}`: the defaults, then `--labels` (which replace a default of the same key).
+/// `APP{k=v,…}`: the defaults, then `--labels` (which replace a default of the same key).
+/// For pprof, Pyroscope takes the name as the application's and the profile type from
+/// the pprof's sample types (no `.cpu` suffix: it would become part of `service_name`).
 fn series_name(cfg: &PushConfig, defaults: &[(&str, String)]) -> String {
     let mut labels: Vec<(String, String)> = defaults
         .iter()
@@ -390,7 +422,7 @@ fn series_name(cfg: &PushConfig, defaults: &[(&str, String)]) -> String {
         .collect();
     labels.extend(cfg.labels.0.iter().cloned());
     let inner: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    format!("{}.cpu{{{}}}", cfg.app, inner.join(","))
+    format!("{}{{{}}}", cfg.app, inner.join(","))
 }
 
 /// A value from the machine (host name, runtime version) made safe for the name syntax.
@@ -437,6 +469,7 @@ fn cut_loop(cfg: &PushConfig, traces: &Traces, rate_hz: u32, stop: &AtomicBool) 
                     follow,
                     cut: Cut::default(),
                     runtime: None,
+                    profiles: 0,
                 });
             }
         }
@@ -450,7 +483,7 @@ fn cut_loop(cfg: &PushConfig, traces: &Traces, rate_hz: u32, stop: &AtomicBool) 
         if stopping || now >= from + cfg.every_s {
             // Never an empty range, even at a quick end.
             let until = now.max(from + 1);
-            for s in &mut sources {
+            for (source, s) in sources.iter_mut().enumerate() {
                 if s.runtime.is_none() {
                     s.runtime = runtime_version(&s.path);
                 }
@@ -463,12 +496,16 @@ fn cut_loop(cfg: &PushConfig, traces: &Traces, rate_hz: u32, stop: &AtomicBool) 
                     defaults.push(("runtime_version", r.clone()));
                 }
                 let name = series_name(cfg, &defaults);
-                let body = s.cut.cut(from, until, interval_ns, &cfg.app);
-                uploader.send(Upload {
-                    query: query(&name, from, until, rate_hz),
-                    body,
-                });
-                cuts += 1;
+                let profiles = s.cut.cut(from, until, interval_ns, &cfg.app);
+                for body in std::iter::once(profiles.cpu).chain(profiles.memory) {
+                    uploader.send(Upload {
+                        query: query(&name, from, until, rate_hz),
+                        body,
+                        source,
+                    });
+                    cuts += 1;
+                    s.profiles += 1;
+                }
             }
             from = until;
         }
@@ -480,6 +517,29 @@ fn cut_loop(cfg: &PushConfig, traces: &Traces, rate_hz: u32, stop: &AtomicBool) 
     let samples_dropped = sources.iter().map(|s| s.cut.dropped).sum();
     let counts = uploader.finish(FINISH_WITHIN);
     let last_error = counts.last_error.lock().ok().and_then(|e| e.clone());
+    let per_trace = sources
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let c = counts.of(i);
+            // What was neither sent nor refused by the full queue failed (after its
+            // tries, or unsent when the end's wait was over).
+            let failed = s.profiles.saturating_sub(c.sent + c.queue_full);
+            let outcome = PushOutcome {
+                endpoint: cfg.endpoint.base.clone(),
+                profiles: s.profiles,
+                sent: c.sent,
+                failed,
+                queue_full: c.queue_full,
+                attempts: upload::ATTEMPTS,
+                queue: upload::QUEUE as u64,
+                last_error: (failed > 0).then(|| last_error.clone()).flatten(),
+                samples_dropped: s.cut.dropped,
+                samples_max: cut::MAX_SAMPLES as u64,
+            };
+            (s.path.clone(), outcome)
+        })
+        .collect();
     Summary {
         endpoint: cfg.endpoint.base.clone(),
         cuts,
@@ -488,6 +548,7 @@ fn cut_loop(cfg: &PushConfig, traces: &Traces, rate_hz: u32, stop: &AtomicBool) 
         queue_full: counts.queue_full.load(Ordering::SeqCst),
         samples_dropped,
         last_error,
+        per_trace,
     }
 }
 
@@ -505,10 +566,10 @@ mod tests {
             no_trace: false,
         };
         let name = series_name(&cfg, &[("host", "box".into()), ("pid", "7".into())]);
-        assert_eq!(name, "shop.cpu{pid=7,env=prod,host=web1}");
+        assert_eq!(name, "shop{pid=7,env=prod,host=web1}");
         assert_eq!(
             query(&name, 10, 25, 99),
-            "name=shop.cpu%7Bpid%3D7%2Cenv%3Dprod%2Chost%3Dweb1%7D&from=10&until=25&format=pprof&sampleRate=99&spyName=clrprof"
+            "name=shop%7Bpid%3D7%2Cenv%3Dprod%2Chost%3Dweb1%7D&from=10&until=25&format=pprof&sampleRate=99&spyName=clrprof"
         );
         let app = |c: &[&str]| {
             PushConfig::default_app_name(&c.iter().map(|s| s.to_string()).collect::<Vec<_>>())

@@ -20,10 +20,19 @@ const FIRST_PAUSE: Duration = Duration::from_millis(500);
 /// One request's limit, connecting and answering included (a server that hangs).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// One profile to send: the query after `/ingest?` and the gzip'd body.
+/// One profile to send: the query after `/ingest?` and the gzip'd body, of the followed
+/// trace `source`.
 pub struct Upload {
     pub query: String,
     pub body: Vec<u8>,
+    pub source: usize,
+}
+
+/// Per followed trace: profiles sent, and dropped because the queue was full.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SourceCounts {
+    pub sent: u64,
+    pub queue_full: u64,
 }
 
 #[derive(Default)]
@@ -40,6 +49,28 @@ pub struct Counts {
     pub last_error: Mutex<Option<String>>,
     /// Set when the recording ends: no more pauses between tries.
     pub closing: AtomicBool,
+    /// The same per followed trace (by `Upload::source`), for the note each trace gets.
+    pub by_source: Mutex<Vec<SourceCounts>>,
+}
+
+impl Counts {
+    fn count(&self, source: usize, f: impl FnOnce(&mut SourceCounts)) {
+        if let Ok(mut v) = self.by_source.lock() {
+            if v.len() <= source {
+                v.resize(source + 1, SourceCounts::default());
+            }
+            f(&mut v[source]);
+        }
+    }
+
+    /// The figures of followed trace `source`.
+    pub fn of(&self, source: usize) -> SourceCounts {
+        self.by_source
+            .lock()
+            .ok()
+            .and_then(|v| v.get(source).copied())
+            .unwrap_or_default()
+    }
 }
 
 pub struct Uploader {
@@ -68,12 +99,14 @@ impl Uploader {
     /// Queues `u`, or drops and counts it when the queue is full.
     pub fn send(&self, u: Upload) {
         let Some(tx) = &self.tx else { return };
+        let source = u.source;
         self.counts.pending.fetch_add(1, Ordering::SeqCst);
         match tx.try_send(u) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => {
                 self.counts.pending.fetch_sub(1, Ordering::SeqCst);
                 self.counts.queue_full.fetch_add(1, Ordering::SeqCst);
+                self.counts.count(source, |c| c.queue_full += 1);
             }
             Err(TrySendError::Disconnected(_)) => {
                 self.counts.pending.fetch_sub(1, Ordering::SeqCst);
@@ -129,6 +162,7 @@ fn run(rx: Receiver<Upload>, base: &str, auth: Option<&str>, counts: &Counts) {
         match outcome {
             Ok(()) => {
                 counts.sent.fetch_add(1, Ordering::SeqCst);
+                counts.count(u.source, |c| c.sent += 1);
             }
             Err(e) => {
                 counts.failed.fetch_add(1, Ordering::SeqCst);
