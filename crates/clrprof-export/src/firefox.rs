@@ -7,8 +7,9 @@
 //! for one line (`convert --lines`) that line, when the model knows them. The profile's
 //! stack table is translated into each thread's (the format keeps one per thread). Samples
 //! keep their times and CPU deltas. Calls become interval markers named after the function
-//! (with the call's stack); a thread with calls and no samples also gets samples rebuilt
-//! from its calls, so that its call tree and stack chart are filled.
+//! (with the call's stack, and the values `record --args` recorded for it, as JSON); a
+//! thread with calls and no samples also gets samples rebuilt from its calls, so that its
+//! call tree and stack chart are filled.
 //!
 //! Allocation samples (`record --alloc`) become the process's native allocations, which
 //! the profiler keeps on the process's first thread and offers above that thread's call
@@ -54,8 +55,8 @@ const CATEGORIES: [(&str, &str); 4] = [
 
 /// The marker types: a traced call, and a wait the runtime reported (or a process-wide
 /// interval such as thread-pool starvation).
-fn marker_schema(calls: bool, waits: bool) -> serde_json::Value {
-    let [call, wait] = [
+fn marker_schema(calls: bool, waits: bool, values: bool) -> serde_json::Value {
+    let [mut call, wait] = [
         serde_json::json!({
             "name": "ClrprofCall",
             "display": ["marker-chart", "marker-table"],
@@ -78,6 +79,14 @@ fn marker_schema(calls: bool, waits: bool) -> serde_json::Value {
             ]
         }),
     ];
+    if values {
+        // The values recorded for the call (`record --args`), as JSON: sanitized, as
+        // the profiler removes such strings from a profile it uploads when asked to.
+        call["fields"]
+            .as_array_mut()
+            .expect("fields")
+            .push(serde_json::json!({"key": "values", "label": "Values", "format": "sanitized-string", "searchable": true}));
+    }
     let used = [(calls, call), (waits, wait)];
     serde_json::Value::Array(used.into_iter().filter(|u| u.0).map(|u| u.1).collect())
 }
@@ -539,6 +548,9 @@ fn write_thread<W: Write>(
                 let f = profile.frame(spans[i].frame);
                 let module = profile.module_of(f).map_or(empty_module, |m| &m.name);
                 j.field("module", &tables.known_string(module))?;
+                if let Some(v) = spans[i].values.and_then(|v| t.call_values.get(v as usize)) {
+                    j.field("values", &serde_json::to_string(v)?)?;
+                }
             }
             Marker::Wait(i) => {
                 let w = &t.waits[i];
@@ -789,6 +801,7 @@ pub fn write(profile: &Profile, _opts: &Options, out: impl Write) -> Result<(), 
             profile.threads.iter().any(|t| !t.calls.is_empty()),
             profile.threads.iter().any(|t| !t.waits.is_empty())
                 || (!profile.threads.is_empty() && !profile.markers.is_empty()),
+            profile.threads.iter().any(|t| !t.call_values.is_empty()),
         ),
     });
     if let Some((b, _)) = busiest {

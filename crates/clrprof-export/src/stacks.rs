@@ -76,6 +76,8 @@ pub(crate) struct Span {
     pub parent: Option<usize>,
     /// The nesting depth as rebuilt here (0 = no enclosing span).
     pub depth: u32,
+    /// The call's recorded values ([`Call::values`]).
+    pub values: Option<u32>,
 }
 
 /// Nests `calls` by their intervals, in pre-order (each span after its parent, siblings
@@ -107,6 +109,7 @@ pub(crate) fn spans(calls: &[Call]) -> Vec<Span> {
             end_ns,
             parent,
             depth: open.len() as u32,
+            values: c.values,
         });
         open.push(out.len() - 1);
     }
@@ -356,6 +359,7 @@ mod tests {
             start_ns,
             end_ns,
             depth,
+            values: None,
         }
     }
 
