@@ -51,6 +51,13 @@ public struct HeapPair
     public HeapStructLeaf? Ref;
 }
 
+/// <summary>An element of a struct array: a reference, then a value.</summary>
+public struct HeapSlot
+{
+    public HeapStructLeaf? Ref;
+    public int X;
+}
+
 /// <summary>A class with a <see cref="HeapPair"/> embedded after a field of its own.</summary>
 public sealed class HeapStructHolder
 {
@@ -79,6 +86,8 @@ public static class HeapHolder
     public static HeapStructHolder? Embedded;
     /// <summary>A <see cref="HeapStructLeaf"/> through a boxed struct.</summary>
     public static object? Boxed;
+    /// <summary>A <see cref="HeapStructLeaf"/> in the second element of a struct array.</summary>
+    public static HeapSlot[]? Slots;
     /// <summary>One <see cref="HeapShared"/> (80 000 bytes of payload) under both.</summary>
     public static HeapShared? SharedA;
     public static HeapShared? SharedB;
@@ -93,7 +102,8 @@ public static class HeapHolder
 /// array, an array pinned by a handle, an object with an inherited field, a built string, a
 /// string literal (in the non-GC heap), a leaf held through a struct embedded in a class
 /// (<c>HeapHolder.Embedded</c>: <c>S.Ref</c>) and one through a boxed struct
-/// (<c>HeapHolder.Boxed</c>: <c>Ref</c>), a <see cref="HeapShared"/> under two statics —
+/// (<c>HeapHolder.Boxed</c>: <c>Ref</c>), one in an element of a struct array
+/// (<c>HeapHolder.Slots</c>: <c>[].Ref</c>), a <see cref="HeapShared"/> under two statics —
 /// prints its facts and <c>READY &lt;pid&gt;</c>, then on the stdin line <c>free</c> drops
 /// the second half of the list and of the locals and prints <c>FREED</c>, and ends at EOF.
 /// The line <c>ticker</c> starts a thread that wakes every millisecond and notes the longest
@@ -147,6 +157,8 @@ public static class Heap
         HeapHolder.Ratio = 0.25;
         HeapHolder.Embedded = new HeapStructHolder { Id = 1, S = new HeapPair { Count = 1, Ref = new HeapStructLeaf { Tag = 3 } } };
         HeapHolder.Boxed = new HeapPair { Count = 2, Ref = new HeapStructLeaf { Tag = 4 } };
+        HeapHolder.Slots = new HeapSlot[3];
+        HeapHolder.Slots[1] = new HeapSlot { Ref = new HeapStructLeaf { Tag = 5 }, X = 7 };
         HeapHolder.SharedA = HeapHolder.SharedB = new HeapShared();
         return GCHandle.Alloc(new byte[1000], GCHandleType.Pinned);
     }

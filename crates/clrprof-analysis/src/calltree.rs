@@ -97,6 +97,22 @@ pub struct CallInterval {
     pub end_ns: u64,
     /// Frames below it on the thread's stack.
     pub depth: u32,
+    /// The values `--args` recorded for this call: its index in [`CallTrees::values`].
+    pub values: Option<u32>,
+}
+
+/// What `--args` recorded for one call, attached to the call as the trace goes (the
+/// `CallArgs` after its `Enter`, the `CallReturn` before its `Leave`, both with its
+/// stack pointer), still encoded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallValues {
+    pub function: u64,
+    /// The `CallArgs` values.
+    pub args: Vec<u8>,
+    /// The `CallReturn` values.
+    pub ret: Option<Vec<u8>>,
+    /// An exception unwound the call (`CallUnwound`).
+    pub unwound: bool,
 }
 
 pub struct CallTrees {
@@ -112,6 +128,8 @@ pub struct CallTrees {
     pub intervals_until_ns: Option<u64>,
     /// Per OS thread, the calls aggregated by call path (only when asked for).
     pub paths: BTreeMap<u64, Vec<PathStats>>,
+    /// The recorded values of the kept intervals' calls ([`CallInterval::values`]).
+    pub values: Vec<CallValues>,
 }
 
 /// The calls of one call path (root first), as a flamegraph counts them.
@@ -136,6 +154,8 @@ struct Shared {
     edges: HashMap<(u64, u64), u64>,
     stats: TraceStats,
     limit: Option<Limit>,
+    /// Recorded values of calls (kept intervals only).
+    values: Vec<CallValues>,
 }
 
 impl Shared {
@@ -166,6 +186,7 @@ struct Kept {
     end_ns: u64,
     function: u64,
     depth: u32,
+    values: Option<u32>,
 }
 
 struct Node {
@@ -192,6 +213,8 @@ struct Frame {
     start: u64,
     child: u64,
     node: usize,
+    /// Its recorded values, by index in `Shared::values`.
+    values: Option<u32>,
 }
 
 #[derive(Default)]
@@ -289,6 +312,7 @@ impl ThreadState {
             start: ns,
             child: 0,
             node,
+            values: None,
         });
         sh.stats.calls += 1;
     }
@@ -321,6 +345,7 @@ impl ThreadState {
                     start_ns: f.start,
                     end_ns: ns,
                     depth,
+                    values: f.values,
                 }),
                 Some(l) if f.start >= l.until => l.dropped += 1,
                 Some(l) => {
@@ -330,6 +355,7 @@ impl ThreadState {
                         end_ns: ns,
                         function: f.func,
                         depth,
+                        values: f.values,
                     });
                     if l.heap.len() > l.max
                         && let Some(latest) = l.heap.pop()
@@ -450,6 +476,50 @@ impl Builder {
                 }
                 return;
             }
+            // `--args`: the values go to the call they belong to, the innermost open call
+            // of the function with the same stack pointer (an unwind names no SP).
+            Event::CallArgs {
+                function,
+                sp,
+                values,
+            } if self.keep_intervals => {
+                let sp = *sp as u32;
+                let next = self.shared.values.len() as u32;
+                if let Some(f) = self.open_call(e.os_tid, *function, Some(sp))
+                    && f.values.is_none()
+                {
+                    f.values = Some(next);
+                    self.shared.values.push(CallValues {
+                        function: *function,
+                        args: values.to_vec(),
+                        ..Default::default()
+                    });
+                }
+                return;
+            }
+            Event::CallReturn {
+                function,
+                sp,
+                values,
+            } if self.keep_intervals => {
+                let sp = *sp as u32;
+                if let Some(i) = self
+                    .open_call(e.os_tid, *function, Some(sp))
+                    .and_then(|f| f.values)
+                {
+                    self.shared.values[i as usize].ret = Some(values.to_vec());
+                }
+                return;
+            }
+            Event::CallUnwound { function } if self.keep_intervals => {
+                if let Some(i) = self
+                    .open_call(e.os_tid, *function, None)
+                    .and_then(|f| f.values)
+                {
+                    self.shared.values[i as usize].unwound = true;
+                }
+                return;
+            }
             _ => return,
         };
         let keep = self.keep_intervals;
@@ -472,6 +542,16 @@ impl Builder {
         } else {
             st.leave(func, sp, e.ns, &mut self.shared);
         }
+    }
+
+    /// The innermost open call of `func` on `os_tid` (with stack pointer `sp`, if given).
+    fn open_call(&mut self, os_tid: u64, func: u64, sp: Option<u32>) -> Option<&mut Frame> {
+        let &i = self.index.get(&os_tid)?;
+        self.states[i]
+            .stack
+            .iter_mut()
+            .rev()
+            .find(|f| f.func == func && sp.is_none_or(|sp| f.sp == sp))
     }
 
     /// Closes the frames still open and names everything.
@@ -534,6 +614,7 @@ impl Builder {
             edges,
             stats,
             limit,
+            values,
             ..
         } = shared;
         for (func, a) in accs {
@@ -568,12 +649,14 @@ impl Builder {
                         start_ns: k.start_ns,
                         end_ns: k.end_ns,
                         depth: k.depth,
+                        values: k.values,
                     });
             }
             trees.intervals_dropped = l.dropped;
             trees.intervals_until_ns = (l.dropped > 0).then_some(l.until);
         }
         trees.paths = paths;
+        trees.values = values;
         trees
     }
 }
@@ -700,6 +783,7 @@ fn finish(
         intervals_dropped: 0,
         intervals_until_ns: None,
         paths: BTreeMap::new(),
+        values: Vec::new(),
     }
 }
 
@@ -800,6 +884,78 @@ mod tests {
         assert_eq!(t.merged.inclusive_ns, 100);
     }
 
+    /// `--args` values go to their own call: nested calls of one function, every record
+    /// at the same time (no time tells them apart), one unwound.
+    #[test]
+    fn recorded_values_go_to_their_own_call() {
+        use std::borrow::Cow;
+        let args = |ns, f, sp, v: u8| {
+            ev(
+                ns,
+                Event::CallArgs {
+                    function: f,
+                    sp,
+                    values: Cow::Owned(vec![v]),
+                },
+            )
+        };
+        let ret = |ns, f, sp, v: u8| {
+            ev(
+                ns,
+                Event::CallReturn {
+                    function: f,
+                    sp,
+                    values: Cow::Owned(vec![v]),
+                },
+            )
+        };
+        // F(3) → F(2) → F(1) → F(0) at SPs 1000, 900, 800, 700; F(0) is unwound and caught
+        // in F(1).
+        let mut events = Vec::new();
+        for (k, sp) in [1000u64, 900, 800, 700].into_iter().enumerate() {
+            events.push(enter(5, 1, sp));
+            events.push(args(5, 1, sp, 3 - k as u8));
+        }
+        events.push(ev(5, Event::CallUnwound { function: 1 }));
+        events.push(ev(
+            5,
+            Event::ExceptionPhase {
+                phase: ExceptionPhase::CatcherEnter,
+                function: 1,
+            },
+        ));
+        for (k, sp) in [800u64, 900, 1000].into_iter().enumerate() {
+            events.push(ret(5, 1, sp, 10 + k as u8));
+            events.push(leave(5, 1, sp));
+        }
+        let mut b = Builder::new(true);
+        for e in &events {
+            b.push(e);
+        }
+        let t = b.finish(&names(), &ThreadNames::default(), 0);
+        let calls = &t.intervals[&1];
+        assert_eq!(calls.len(), 4);
+        for c in calls {
+            let v = &t.values[c.values.expect("each call has its values") as usize];
+            let n = 3 - c.depth as u8;
+            assert_eq!(v.args, [n], "{c:?}");
+            match n {
+                0 => assert!(v.unwound && v.ret.is_none(), "{v:?}"),
+                n => assert_eq!(v.ret.as_deref(), Some(&[10 + n - 1][..]), "{v:?}"),
+            }
+        }
+        // Without intervals (the report), nothing is kept.
+        let mut b = Builder::new(false);
+        for e in &events {
+            b.push(e);
+        }
+        assert!(
+            b.finish(&names(), &ThreadNames::default(), 0)
+                .values
+                .is_empty()
+        );
+    }
+
     #[test]
     fn frames_an_exception_unwound_close_when_it_was_caught() {
         // Main → A → B → C; C throws, caught in A (no Leave for B and C), then A calls C again.
@@ -857,18 +1013,21 @@ mod tests {
             start_ns: 20,
             end_ns: 35,
             depth: 2,
+            values: None,
         };
         let a = CallInterval {
             function: 2,
             start_ns: 10,
             end_ns: 40,
             depth: 1,
+            values: None,
         };
         let main = CallInterval {
             function: 1,
             start_ns: 0,
             end_ns: 50,
             depth: 0,
+            values: None,
         };
         assert_eq!(calls, &vec![b, a, main]);
         assert!(build_for(&events).intervals.is_empty());

@@ -179,6 +179,94 @@ pub fn collect(trace: &Trace<'_>) -> (Vec<Invocation>, u64) {
     (done, problems)
 }
 
+/// Decodes the values `--args` recorded for the calls the call-tree rebuild kept
+/// ([`crate::calltree::CallValues`], attached to their own calls as the trace went) into
+/// what [`invocation_json`] shows of an invocation, for the exporters' timelines.
+pub struct CallValuesDecoder {
+    /// Value names and types per function (`ArgNames`).
+    arg_names: HashMap<u64, Vec<(String, String)>>,
+    /// Per thread, the exceptions thrown (time, type), in time order.
+    thrown: HashMap<u64, Vec<(u64, String)>>,
+}
+
+impl CallValuesDecoder {
+    pub fn new(trace: &Trace<'_>) -> CallValuesDecoder {
+        let mut arg_names = HashMap::new();
+        for e in &trace.events {
+            if let Event::ArgNames {
+                function, names, ..
+            } = &e.event
+                && let Ok(pairs) = decode_names(names)
+            {
+                arg_names.insert(*function, pairs);
+            }
+        }
+        let mut thrown: HashMap<u64, Vec<(u64, String)>> = HashMap::new();
+        trace.for_each_exception(|e| {
+            if let Event::ExceptionThrown { type_name, .. } = &e.event {
+                thrown
+                    .entry(e.os_tid)
+                    .or_default()
+                    .push((e.ns, type_name.to_string()));
+            }
+        });
+        for t in thrown.values_mut() {
+            t.sort_by_key(|t| t.0);
+        }
+        CallValuesDecoder { arg_names, thrown }
+    }
+
+    /// The `this`, `args`, `return`, `exception` and `truncated` of one call on `os_tid`
+    /// that ended at `end_ns` (the exception that unwound it: the thread's last throw by
+    /// then).
+    pub fn json(
+        &self,
+        os_tid: u64,
+        v: &crate::calltree::CallValues,
+        end_ns: u64,
+    ) -> serde_json::Map<String, serde_json::Value> {
+        let no_names = Vec::new();
+        let names = self.arg_names.get(&v.function).unwrap_or(&no_names);
+        let (args, mut cut) = decode_items_named(&v.args, names).unwrap_or((Vec::new(), true));
+        let mut ret = None;
+        if let Some(r) = &v.ret {
+            match decode_items_named(r, names) {
+                Ok((mut items, c)) => {
+                    cut |= c;
+                    ret = items.pop();
+                }
+                Err(_) => cut = true,
+            }
+        }
+        let exception = v.unwound.then(|| {
+            self.thrown
+                .get(&os_tid)
+                .and_then(|t| {
+                    let k = t.partition_point(|x| x.0 <= end_ns);
+                    k.checked_sub(1).map(|k| t[k].1.clone())
+                })
+                .unwrap_or_else(|| "(unknown exception)".into())
+        });
+        let inv = Invocation {
+            function: String::new(),
+            os_tid,
+            start_ns: 0,
+            duration_ns: None,
+            args,
+            ret,
+            exception,
+            cut,
+        };
+        let serde_json::Value::Object(mut values) = invocation_json(&inv) else {
+            unreachable!("an invocation is an object")
+        };
+        for k in ["function", "os_tid", "start_ns", "duration_ns"] {
+            values.remove(k);
+        }
+        values
+    }
+}
+
 /// The short name of a type (`Shop.Item` → `Item`, generic arguments kept).
 fn short(ty: &str) -> &str {
     let head = ty.split('<').next().unwrap_or(ty);

@@ -179,6 +179,7 @@ pub fn of_samples(
                 os_tid: s.os_tid,
                 samples: Vec::new(),
                 calls: Vec::new(),
+                call_values: Vec::new(),
                 call_paths: Vec::new(),
                 allocations: Vec::new(),
                 waits: Vec::new(),
@@ -273,6 +274,7 @@ pub fn build_with_lines(
             os_tid: tid,
             samples: Vec::new(),
             calls: Vec::new(),
+            call_values: Vec::new(),
             call_paths: Vec::new(),
             allocations: Vec::new(),
             waits: Vec::new(),
@@ -366,8 +368,15 @@ pub fn build_with_lines(
         } else {
             b = b.with_paths();
         }
-        trace.for_each_call(|e| b.push(e));
+        if wanted.timeline {
+            // With each call's recorded values (`--args`).
+            trace.for_each_call_with_values(|e| b.push(e));
+        } else {
+            trace.for_each_call(|e| b.push(e));
+        }
         let trees = b.finish(&names, &threads, 0);
+        let decoder =
+            (!trees.values.is_empty()).then(|| crate::invocations::CallValuesDecoder::new(trace));
         calls_dropped = trees.intervals_dropped;
         calls_until_ns = trees.intervals_until_ns;
         for (tid, calls) in trees.intervals {
@@ -375,11 +384,20 @@ pub fn build_with_lines(
             let t = per.get_mut(&tid).expect("inserted above");
             t.calls.reserve(calls.len());
             for c in calls {
+                let values = match (c.values, &decoder) {
+                    (Some(i), Some(d)) => {
+                        let v = d.json(tid, &trees.values[i as usize], c.end_ns);
+                        t.call_values.push(v);
+                        Some((t.call_values.len() - 1) as u32)
+                    }
+                    _ => None,
+                };
                 t.calls.push(Call {
                     frame: tables.id(c.function, &names),
                     start_ns: c.start_ns,
                     end_ns: c.end_ns,
                     depth: c.depth,
+                    values,
                 });
             }
         }

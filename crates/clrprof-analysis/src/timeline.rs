@@ -65,6 +65,10 @@ pub struct Streamed {
     pub calls: bool,
     /// Every exception record.
     pub exceptions: bool,
+    /// With the call records, the values `--args` recorded (`CallArgs`, `CallReturn`,
+    /// `CallUnwound`; also on the timeline), in their place among the calls, so that each
+    /// goes to its own call.
+    pub call_values: bool,
 }
 
 impl<'a> Trace<'a> {
@@ -145,6 +149,19 @@ impl<'a> Trace<'a> {
             Streamed {
                 calls: true,
                 exceptions: false,
+                call_values: false,
+            },
+            f,
+        );
+    }
+
+    /// [`Trace::for_each_call`], with the values `--args` recorded among the calls.
+    pub fn for_each_call_with_values(&self, f: impl FnMut(&TimedEvent<'a>)) {
+        self.for_each_streamed(
+            Streamed {
+                calls: true,
+                exceptions: false,
+                call_values: true,
             },
             f,
         );
@@ -158,6 +175,7 @@ impl<'a> Trace<'a> {
             Streamed {
                 calls: false,
                 exceptions: true,
+                call_values: false,
             },
             f,
         );
@@ -174,10 +192,18 @@ impl<'a> Trace<'a> {
         let Ok(mut reader) = TraceReader::new(self.bytes) else {
             return;
         };
+        let values = which.call_values;
         let wanted = |e: &Event<'_>| {
             (exceptions && is_exception(e))
                 || (calls
                     && (is_call(e)
+                        || (values
+                            && matches!(
+                                e,
+                                Event::CallArgs { .. }
+                                    | Event::CallReturn { .. }
+                                    | Event::CallUnwound { .. }
+                            ))
                         || matches!(
                             e,
                             Event::ExceptionPhase {

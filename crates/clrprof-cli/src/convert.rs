@@ -146,20 +146,9 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
         per_thread: args.per_thread,
         reverse: args.reverse,
     };
-    let (invocations, _) = if fmt == Format::Chrome {
-        clrprof_analysis::invocations::collect(&trace)
-    } else {
-        (Vec::new(), 0)
-    };
-    if invocations.is_empty() {
-        clrprof_export::export(&profile, fmt, &opts, &mut w)
-            .with_context(|| format!("writing {}", out_path.display()))?;
-    } else {
-        // Recorded arguments: joined into the slices as they are written (crate::chrome_args).
-        let mut values = crate::chrome_args::Values::new(&invocations);
-        clrprof_export::chrome::write_with(&profile, &opts, &mut w, Some(&mut values))
-            .with_context(|| format!("writing {}", out_path.display()))?;
-    }
+    // A call's recorded values (`--args`) are in the profile, with the call.
+    clrprof_export::export(&profile, fmt, &opts, &mut w)
+        .with_context(|| format!("writing {}", out_path.display()))?;
     std::io::Write::flush(&mut w)?;
     bar.done();
     eprintln!("clrprof: wrote {}", out_path.display());

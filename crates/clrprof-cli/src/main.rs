@@ -5,7 +5,6 @@
 //! why it is sound.
 
 mod attach;
-mod chrome_args;
 mod cli;
 mod completions;
 mod convert;

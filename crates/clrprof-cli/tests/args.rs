@@ -631,3 +631,82 @@ fn hostile_argument_shapes_leave_the_app_computing_the_same() {
     );
     assert_eq!(calls["Scenarios.HostileArgs.Throws"].len(), 3);
 }
+
+/// A method calling itself, each call with its own argument and return value (#28): each
+/// call's values travel with the call in the export model, so each Chrome slice shows its
+/// own call's (the slices used to be joined to the recorded values by thread, name and
+/// time, which nested calls of one name could confuse).
+#[test]
+fn each_recursive_call_slice_carries_its_own_values() {
+    let dir = scratch("args-recursive");
+    let trace = dir.join("t.clrprof");
+    let (depth, rounds) = (6i64, 20usize);
+    let out = record(
+        &trace,
+        &[
+            "--mode",
+            "trace",
+            "--include",
+            "Scenarios.*",
+            "--args",
+            "Scenarios.Recursive.*",
+        ],
+        &["args-recursive", "depth=6", "rounds=20"],
+    );
+    let app = results(&out);
+    assert_eq!(app["down_total"], (21 * rounds).to_string(), "{out:?}");
+    let json = dir.join("t.chrome.json");
+    convert_with(&trace, &["-f", "chrome", "-o", json.to_str().unwrap()]);
+    let chrome: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let mut slices: Vec<&Value> = chrome["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "Scenarios.Recursive.Down" && e["ph"] == "X")
+        .collect();
+    slices.sort_by(|a, b| a["ts"].as_f64().partial_cmp(&b["ts"].as_f64()).unwrap());
+    assert_eq!(slices.len(), rounds * (depth as usize + 1));
+    for (i, s) in slices.iter().enumerate() {
+        // In start order each round goes down from `depth` to 0.
+        let n = depth - (i % (depth as usize + 1)) as i64;
+        let args = &s["args"];
+        assert_eq!(args["args"][0]["value"].as_i64(), Some(n), "slice {i}: {s}");
+        assert_eq!(
+            args["return"]["value"].as_i64(),
+            Some(n * (n + 1) / 2),
+            "slice {i}: {s}"
+        );
+        // And its callee's slice lies inside it.
+        if n > 0 {
+            let inner = slices[i + 1];
+            let (ts, end) = (
+                s["ts"].as_f64().unwrap(),
+                s["ts"].as_f64().unwrap() + s["dur"].as_f64().unwrap(),
+            );
+            let inner_ts = inner["ts"].as_f64().unwrap();
+            assert!(
+                ts <= inner_ts && inner_ts <= end,
+                "slice {i}: {s} / {inner}"
+            );
+        }
+    }
+    // Firefox: each call's marker carries its own values.
+    let json = dir.join("t.firefox.json");
+    convert_with(&trace, &["-f", "firefox", "-o", json.to_str().unwrap()]);
+    let ff: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let mut seen = 0;
+    for t in ff["threads"].as_array().unwrap() {
+        let (m, strings) = (&t["markers"], &t["stringArray"]);
+        for i in 0..m["length"].as_u64().unwrap() as usize {
+            let name = &strings[m["name"][i].as_u64().unwrap() as usize];
+            if name != "Scenarios.Recursive.Down" {
+                continue;
+            }
+            let v: Value = serde_json::from_str(m["data"][i]["values"].as_str().unwrap()).unwrap();
+            let n = v["args"][0]["value"].as_i64().unwrap();
+            assert_eq!(v["return"]["value"].as_i64(), Some(n * (n + 1) / 2), "{v}");
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, slices.len());
+}

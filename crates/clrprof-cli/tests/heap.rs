@@ -305,7 +305,8 @@ fn heap_snapshot_of_a_known_graph_then_diff_after_freeing_half() {
 
     // A reference in a struct embedded in a class is named through the struct's field
     // (`S.Ref`), one in a boxed struct by its own field (the box's offsets count the
-    // method-table pointer the struct's own layout has not).
+    // method-table pointer the struct's own layout has not), one in an element of a
+    // struct array by the element's field (`HeapSlot[].[].Ref`).
     let leaves = report_heap(&s1, &["--paths-to", "Scenarios.HeapStructLeaf"]);
     let mut through: Vec<(String, String, String)> = leaves["paths"]
         .as_array()
@@ -331,6 +332,11 @@ fn heap_snapshot_of_a_known_graph_then_diff_after_freeing_half() {
                 "Scenarios.HeapHolder.Embedded",
                 "Scenarios.HeapStructHolder",
                 "S.Ref"
+            ),
+            want(
+                "Scenarios.HeapHolder.Slots",
+                "Scenarios.HeapSlot[]",
+                "[].Ref"
             ),
         ],
         "{leaves:#}"

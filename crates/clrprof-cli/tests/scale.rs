@@ -95,3 +95,67 @@ fn bench_report_of_a_million_exceptions() {
     );
     assert!(grown <= 4.0 * size_mib);
 }
+
+/// `convert -f firefox` of a traced run (#27 item 7): the writer streams the document
+/// thread by thread, holding each thread's stack, frame and string tables, not the
+/// document. The trace's calls outnumber the timeline's bound, as a large trace's do (the
+/// default bound, 2 M calls, is reached by a trace of about 35 MB): the bound is scaled
+/// down with the trace, so the memory the export adds is for the calls it shows and the
+/// file. Before, `fxprof-processed-profile` built the whole document first: 6.7 times the
+/// trace here (now 2.6).
+#[test]
+fn firefox_export_holds_at_most_four_times_the_trace() {
+    let dir = scratch("firefox-memory");
+    let (one, many) = (dir.join("one.clrprof"), dir.join("many.clrprof"));
+    record(&one, &["--mode", "trace"], &["fib", "2"]);
+    let out = record(&many, &["--mode", "trace"], &["fib", "27"]);
+    assert_eq!(results(&out)["fib"], "196418", "{out:?}");
+    let size = std::fs::metadata(&many).unwrap().len();
+    let convert = |trace: &Path, name: &str| {
+        let json = dir.join(name);
+        let run = measure(
+            &[
+                "convert",
+                "-f",
+                "firefox",
+                "--max-calls",
+                "200000",
+                "-o",
+                json.to_str().unwrap(),
+                trace.to_str().unwrap(),
+            ],
+            &dir,
+        );
+        assert_eq!(run.status, 0, "{}", run.stderr);
+        (run, json)
+    };
+    let (base, _) = convert(&one, "one.firefox.json");
+    let (run, json) = convert(&many, "many.firefox.json");
+    // The document is whole: every kept call a marker, its samples rebuilt.
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).expect("valid JSON");
+    let threads = doc["threads"].as_array().unwrap();
+    let markers: u64 = threads
+        .iter()
+        .map(|t| t["markers"]["length"].as_u64().unwrap())
+        .sum();
+    assert_eq!(markers, 200_000, "the calls the timeline keeps");
+    assert!(
+        threads
+            .iter()
+            .any(|t| t["samples"]["length"].as_u64().unwrap() > 200_000)
+    );
+    let size_mib = size as f64 / (1024.0 * 1024.0);
+    let grown = run.max_rss_mib - base.max_rss_mib;
+    eprintln!(
+        "convert -f firefox: trace {size_mib:.1} MiB, peak {:.1} MiB (+{grown:.1} over a \
+         trace of fib 2: {:.2}x the trace)",
+        run.max_rss_mib,
+        grown / size_mib
+    );
+    assert!(
+        grown <= 4.0 * size_mib,
+        "convert -f firefox of a {size_mib:.1} MiB trace grew {grown:.1} MiB over a tiny trace's (peak {:.1} MiB)",
+        run.max_rss_mib
+    );
+}

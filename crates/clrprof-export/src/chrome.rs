@@ -75,6 +75,8 @@ struct Complete {
     end_ns: u64,
     depth: u32,
     sampled: Option<(u64, u64)>,
+    /// The call's recorded values ([`crate::Call::values`]).
+    values: Option<u32>,
 }
 
 fn from_calls(t: &ThreadProfile) -> Vec<Complete> {
@@ -86,6 +88,7 @@ fn from_calls(t: &ThreadProfile) -> Vec<Complete> {
             end_ns: s.end_ns,
             depth: s.depth,
             sampled: None,
+            values: s.values,
         })
         .collect()
 }
@@ -112,6 +115,7 @@ fn from_samples(profile: &Profile, t: &ThreadProfile) -> Vec<Complete> {
                 end_ns: end_ns.max(o.start_ns),
                 depth: open.len() as u32,
                 sampled: Some((o.samples, o.cpu_ns)),
+                values: None,
             });
         }
     };
@@ -159,20 +163,6 @@ fn from_samples(profile: &Profile, t: &ThreadProfile) -> Vec<Complete> {
     out
 }
 
-/// Values to show in the `args` of a call's slice (`record --args`): asked once per call
-/// slice, per thread in the order of the slices' start, with the thread, the function's
-/// name and the slice's span in nanoseconds since the profile start.
-pub trait SliceValues {
-    /// The values for the slice of `name` on `os_tid` spanning `[start_ns, end_ns]`.
-    fn values(
-        &mut self,
-        os_tid: u64,
-        name: &str,
-        start_ns: u64,
-        end_ns: u64,
-    ) -> Option<serde_json::Map<String, Value>>;
-}
-
 /// Writes one JSON array element after the first with its separator.
 struct Elements<W: Write> {
     out: W,
@@ -193,20 +183,12 @@ impl<W: Write> Elements<W> {
 /// Writes `profile` as a Chrome trace: process and thread names as `M` events, then per
 /// thread its calls (when it has any) or its merged samples as `X` events, ordered by
 /// start time and depth. Times are microseconds since the profile start; `otherData`
-/// holds the profile name and its start in Unix nanoseconds. `opts` does not apply.
-pub fn write(profile: &Profile, opts: &Options, out: impl Write) -> Result<(), ExportError> {
-    write_with(profile, opts, out, None)
-}
-
-/// [`write`], with `values` (if any) adding to each call slice's `args`. The document is
-/// streamed: one thread's slices are held at a time, never the whole JSON, so a trace of
-/// millions of slices converts in memory proportional to its largest thread.
-pub fn write_with(
-    profile: &Profile,
-    _opts: &Options,
-    mut out: impl Write,
-    mut values: Option<&mut dyn SliceValues>,
-) -> Result<(), ExportError> {
+/// holds the profile name and its start in Unix nanoseconds. A call's recorded values
+/// (`record --args`, [`crate::ThreadProfile::call_values`]) are in its slice's `args`.
+/// `opts` does not apply. The document is streamed: one thread's slices are held at a
+/// time, never the whole JSON, so a trace of millions of slices converts in memory
+/// proportional to its largest thread.
+pub fn write(profile: &Profile, _opts: &Options, mut out: impl Write) -> Result<(), ExportError> {
     validate(profile)?;
     out.write_all(b"{\"traceEvents\":[")?;
     let mut events = Elements {
@@ -252,10 +234,8 @@ pub fn write_with(
             if let Some((samples, cpu_ns)) = c.sampled {
                 args.insert("samples".into(), samples.into());
                 args.insert("cpu_ns".into(), cpu_ns.into());
-            } else if let Some(v) = values.as_deref_mut()
-                && let Some(more) = v.values(t.os_tid, &frame.name, c.start_ns, c.end_ns)
-            {
-                args.extend(more);
+            } else if let Some(v) = c.values.and_then(|i| t.call_values.get(i as usize)) {
+                args.extend(v.iter().map(|(k, v)| (k.clone(), v.clone())));
             }
             events.push(&Event {
                 name: Cow::Borrowed(&frame.name),

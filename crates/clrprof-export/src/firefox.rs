@@ -1,12 +1,15 @@
-//! The Firefox Profiler's processed profile format, written by `fxprof-processed-profile`.
+//! The Firefox Profiler's processed profile format (`preprocessedProfileVersion` 55),
+//! written as it is produced: thread by thread, each table once it is final.
 //!
-//! One process holds one thread per [`ThreadProfile`], with its
-//! name and tid. Frames are labels in one of three categories (Managed, Native, Runtime),
-//! with the module as subcategory. The profile's stack table is translated into each
-//! thread's (the format keeps one per thread). Samples keep their times and CPU deltas. Calls become
-//! interval markers named after the function (with the call's stack); a thread with
-//! calls and no samples also gets samples rebuilt from its calls, so that its call tree
-//! and stack chart are filled.
+//! One process holds one thread per [`ThreadProfile`], with its name and tid. Frames are
+//! labels in one of three categories (Managed, Native, Runtime), with the module as
+//! subcategory; a function carries its source file and first line, and a frame that stands
+//! for one line (`convert --lines`) that line, when the model knows them. The profile's
+//! stack table is translated into each thread's (the format keeps one per thread). Samples
+//! keep their times and CPU deltas. Calls become interval markers named after the function
+//! (with the call's stack, and the values `record --args` recorded for it, as JSON); a
+//! thread with calls and no samples also gets samples rebuilt from its calls, so that its
+//! call tree and stack chart are filled.
 //!
 //! Allocation samples (`record --alloc`) become the process's native allocations, which
 //! the profiler keeps on the process's first thread and offers above that thread's call
@@ -14,397 +17,732 @@
 //! collecting): each sample an allocation of its estimated bytes, and a deallocation at
 //! the GC that found a followed sample collected. A memory track draws the followed
 //! samples' estimated live bytes.
+//!
+//! Memory: the document is never held. The format's tables are columns, so a thread's
+//! samples and markers are written column by column, each a pass over the model (the
+//! rebuilt call stacks are kept as one stack index per call); what is held is the
+//! thread's own stack, frame, function and string tables, which grow with its distinct
+//! stacks, not with its samples or calls. The document is what `fxprof-processed-profile`
+//! 0.8 writes for the same profile (a test compares them), with the source columns filled.
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::time::Duration;
 
-use fx::{
-    CategoryColor, CategoryHandle, CategoryPairHandle, CpuDelta, FrameFlags, FrameInfo,
-    MarkerFieldFlags, MarkerFieldFormat, MarkerTiming, ReferenceTimestamp, SamplingInterval,
-    StackHandle, StaticSchemaMarker, StaticSchemaMarkerField, StringHandle, ThreadHandle,
-    Timestamp,
-};
-use fxprof_processed_profile as fx;
-
 use crate::model::{FrameId, FrameKind, Profile, StackId, ThreadProfile};
-use crate::stacks::{self, SpanEvent, validate};
+use crate::stacks::{self, Span, SpanEvent, validate};
 use crate::{ExportError, Options};
 
 /// The declared interval of a profile without one (a call trace): synthesized samples
 /// are weighted in units of it.
 const TRACE_INTERVAL_NS: u64 = 1_000;
 
-/// A traced call, shown in the marker chart.
-struct CallMarker {
-    name: StringHandle,
-    category: CategoryHandle,
-    depth: u32,
-    module: StringHandle,
-}
-
-impl StaticSchemaMarker for CallMarker {
-    const UNIQUE_MARKER_TYPE_NAME: &'static str = "ClrprofCall";
-    const DESCRIPTION: Option<&'static str> = Some("A traced call: exact enter and leave times");
-    const CHART_LABEL: Option<&'static str> = Some("{marker.name}");
-    const TABLE_LABEL: Option<&'static str> = Some("{marker.name} ({marker.data.module})");
-    const FIELDS: &'static [StaticSchemaMarkerField] = &[
-        StaticSchemaMarkerField {
-            key: "depth",
-            label: "Depth",
-            format: MarkerFieldFormat::Integer,
-            flags: MarkerFieldFlags::empty(),
-        },
-        StaticSchemaMarkerField {
-            key: "module",
-            label: "Module",
-            format: MarkerFieldFormat::String,
-            flags: MarkerFieldFlags::SEARCHABLE,
-        },
-    ];
-
-    fn name(&self, _profile: &mut fx::Profile) -> StringHandle {
-        self.name
-    }
-
-    fn category(&self, _profile: &mut fx::Profile) -> CategoryHandle {
-        self.category
-    }
-
-    fn string_field_value(&self, _field_index: u32) -> StringHandle {
-        self.module
-    }
-
-    fn number_field_value(&self, _field_index: u32) -> f64 {
-        f64::from(self.depth)
-    }
-}
-
-/// A wait the runtime reported (`record --waits`), shown in the marker chart.
-struct WaitMarker {
-    name: StringHandle,
-    category: CategoryHandle,
-    /// The innermost frame of the waiting stack.
-    inner: StringHandle,
-}
-
-impl StaticSchemaMarker for WaitMarker {
-    const UNIQUE_MARKER_TYPE_NAME: &'static str = "ClrprofWait";
-    const DESCRIPTION: Option<&'static str> =
-        Some("A wait the runtime reported: a contended lock or a wait handle");
-    const CHART_LABEL: Option<&'static str> = Some("{marker.name}");
-    const TABLE_LABEL: Option<&'static str> = Some("{marker.name} in {marker.data.inner}");
-    const FIELDS: &'static [StaticSchemaMarkerField] = &[StaticSchemaMarkerField {
-        key: "inner",
-        label: "Waiting in",
-        format: MarkerFieldFormat::String,
-        flags: MarkerFieldFlags::SEARCHABLE,
-    }];
-
-    fn name(&self, _profile: &mut fx::Profile) -> StringHandle {
-        self.name
-    }
-
-    fn category(&self, _profile: &mut fx::Profile) -> CategoryHandle {
-        self.category
-    }
-
-    fn string_field_value(&self, _field_index: u32) -> StringHandle {
-        self.inner
-    }
-
-    fn number_field_value(&self, _field_index: u32) -> f64 {
-        0.0
-    }
-}
-
-/// Categories and per-thread frame handles.
-struct Builder<'a> {
-    model: &'a Profile,
-    fx: fx::Profile,
-    categories: [CategoryHandle; 3],
-    /// (category, module) → category pair, so each module is one subcategory.
-    pairs: HashMap<(usize, &'a str), CategoryPairHandle>,
-}
-
-fn ts(ns: u64) -> Timestamp {
-    Timestamp::from_nanos_since_reference(ns)
-}
-
-fn kind_index(kind: FrameKind) -> usize {
+/// The category of frames of each kind; 0 is the format's default category, "Other".
+fn category(kind: FrameKind) -> u8 {
     match kind {
-        FrameKind::Managed => 0,
-        FrameKind::Native => 1,
-        FrameKind::Runtime => 2,
+        FrameKind::Managed => 1,
+        FrameKind::Native => 2,
+        FrameKind::Runtime => 3,
     }
 }
 
-impl<'a> Builder<'a> {
-    fn new(model: &'a Profile) -> Self {
-        let start = ReferenceTimestamp::from_duration_since_unix_epoch(Duration::from_nanos(
-            model.start_unix_ns,
-        ));
-        let interval = if model.interval_ns > 0 {
-            model.interval_ns
-        } else {
-            TRACE_INTERVAL_NS
-        };
-        let name = if model.name.is_empty() {
-            "clrprof"
-        } else {
-            &model.name
-        };
-        let mut fx = fx::Profile::new(name, start, SamplingInterval::from_nanos(interval));
-        fx.set_symbolicated(true);
-        let categories = [
-            fx.add_category("Managed", CategoryColor::Yellow),
-            fx.add_category("Native", CategoryColor::LightBlue),
-            fx.add_category("Runtime", CategoryColor::Orange),
-        ];
-        Builder {
-            model,
-            fx,
-            categories,
-            pairs: HashMap::new(),
-        }
+const CATEGORIES: [(&str, &str); 4] = [
+    ("Other", "grey"),
+    ("Managed", "yellow"),
+    ("Native", "lightblue"),
+    ("Runtime", "orange"),
+];
+
+/// The marker types: a traced call, and a wait the runtime reported (or a process-wide
+/// interval such as thread-pool starvation).
+fn marker_schema(calls: bool, waits: bool, values: bool) -> serde_json::Value {
+    let [mut call, wait] = [
+        serde_json::json!({
+            "name": "ClrprofCall",
+            "display": ["marker-chart", "marker-table"],
+            "chartLabel": "{marker.name}",
+            "tableLabel": "{marker.name} ({marker.data.module})",
+            "description": "A traced call: exact enter and leave times",
+            "fields": [
+                {"key": "depth", "label": "Depth", "format": "integer"},
+                {"key": "module", "label": "Module", "format": "unique-string", "searchable": true}
+            ]
+        }),
+        serde_json::json!({
+            "name": "ClrprofWait",
+            "display": ["marker-chart", "marker-table"],
+            "chartLabel": "{marker.name}",
+            "tableLabel": "{marker.name} in {marker.data.inner}",
+            "description": "A wait the runtime reported: a contended lock or a wait handle",
+            "fields": [
+                {"key": "inner", "label": "Waiting in", "format": "unique-string", "searchable": true}
+            ]
+        }),
+    ];
+    if values {
+        // The values recorded for the call (`record --args`), as JSON: sanitized, as
+        // the profiler removes such strings from a profile it uploads when asked to.
+        call["fields"]
+            .as_array_mut()
+            .expect("fields")
+            .push(serde_json::json!({"key": "values", "label": "Values", "format": "sanitized-string", "searchable": true}));
+    }
+    let used = [(calls, call), (waits, wait)];
+    serde_json::Value::Array(used.into_iter().filter(|u| u.0).map(|u| u.1).collect())
+}
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1_000_000.0
+}
+
+/// The JSON writer: values through serde_json (strings escaped, floats as it prints
+/// them), punctuation by hand.
+struct Json<W: Write> {
+    w: W,
+}
+
+impl<W: Write> Json<W> {
+    fn raw(&mut self, s: &str) -> Result<(), ExportError> {
+        self.w.write_all(s.as_bytes())?;
+        Ok(())
     }
 
-    fn frame_info(&mut self, frame: FrameId) -> FrameInfo {
-        let f = self.model.frame(frame);
-        let k = kind_index(f.kind);
-        let category_pair = match self.model.module_of(f).map(|m| m.name.as_str()) {
-            None => self.categories[k].into(),
-            Some(m) => *self
-                .pairs
-                .entry((k, m))
-                .or_insert_with(|| self.fx.add_subcategory(self.categories[k], m)),
-        };
-        let label = self.fx.intern_string(&f.name);
-        FrameInfo {
-            frame: fx::Frame::Label(label),
-            category_pair,
-            flags: FrameFlags::empty(),
-        }
+    fn value(&mut self, v: &impl serde::Serialize) -> Result<(), ExportError> {
+        serde_json::to_writer(&mut self.w, v)?;
+        Ok(())
     }
 
-    /// Stack `id` in `thread`'s stack table. The processed profile has a stack table like
-    /// ours, but one per thread: `ours` maps the entries translated for this thread so
-    /// far, and only those on the way up to the first translated one are added.
-    fn stack(
+    /// `"key":` preceded by a comma unless `first`.
+    fn key(&mut self, key: &str, first: bool) -> Result<(), ExportError> {
+        if !first {
+            self.raw(",")?;
+        }
+        self.value(&key)?;
+        self.raw(":")
+    }
+
+    /// `,"key":value`.
+    fn field(&mut self, key: &str, v: &impl serde::Serialize) -> Result<(), ExportError> {
+        self.key(key, false)?;
+        self.value(v)
+    }
+
+    /// `,"key":[v, …]` with each item written by `each`.
+    fn column<T>(
         &mut self,
-        thread: ThreadHandle,
-        id: StackId,
-        ours: &mut HashMap<StackId, StackHandle>,
-    ) -> StackHandle {
+        key: &str,
+        items: impl IntoIterator<Item = T>,
+        mut each: impl FnMut(&mut Self, T) -> Result<(), ExportError>,
+    ) -> Result<(), ExportError> {
+        self.key(key, false)?;
+        self.raw("[")?;
+        for (i, item) in items.into_iter().enumerate() {
+            if i > 0 {
+                self.raw(",")?;
+            }
+            each(self, item)?;
+        }
+        self.raw("]")
+    }
+
+    /// `,"key":[v, v, …]`: `n` times the same value.
+    fn repeat(&mut self, key: &str, v: &str, n: usize) -> Result<(), ExportError> {
+        self.column(key, 0..n, |j, _| j.raw(v))
+    }
+
+    /// `,"key":[…]` of times as deltas from the previous one (the first from 0), in ms.
+    fn deltas(&mut self, key: &str, times: impl Iterator<Item = u64>) -> Result<(), ExportError> {
+        let mut prev = 0;
+        self.column(key, times, |j, t| {
+            let d = ms(t.wrapping_sub(prev));
+            prev = t;
+            j.value(&d)
+        })
+    }
+
+    /// `,"key":[…]` of optional indexes (null for none).
+    fn indexes(
+        &mut self,
+        key: &str,
+        items: impl Iterator<Item = Option<u32>>,
+    ) -> Result<(), ExportError> {
+        self.column(key, items, |j, i| match i {
+            Some(i) => j.value(&i),
+            None => j.raw("null"),
+        })
+    }
+}
+
+/// The subcategory of each frame (by [`FrameId`] index) and the subcategories of each
+/// category: "Other", then the modules of that category's frames, in frame order.
+fn subcategories(profile: &Profile) -> (Vec<u16>, [Vec<&str>; 4]) {
+    let mut names: [Vec<&str>; 4] = Default::default();
+    for n in &mut names {
+        n.push("Other");
+    }
+    let mut index: HashMap<(u8, &str), u16> = HashMap::new();
+    let of_frame = profile
+        .frames
+        .iter()
+        .map(|f| match profile.module_of(f) {
+            None => 0,
+            Some(m) => {
+                let c = category(f.kind);
+                *index.entry((c, m.name.as_str())).or_insert_with(|| {
+                    let list = &mut names[c as usize];
+                    list.push(m.name.as_str());
+                    (list.len() - 1) as u16
+                })
+            }
+        })
+        .collect();
+    (of_frame, names)
+}
+
+/// One thread's tables, as the format has them: strings, functions (one per name),
+/// frames (a function in a category pair), stacks (a frame with its prefix).
+struct Tables<'a> {
+    profile: &'a Profile,
+    subcategory: &'a [u16],
+    strings: Vec<&'a str>,
+    string_index: HashMap<&'a str, u32>,
+    /// Per function, the string of its name.
+    funcs: Vec<u32>,
+    func_index: HashMap<u32, u32>,
+    /// Per frame: function, category, subcategory.
+    frames: Vec<(u32, u8, u16)>,
+    frame_index: HashMap<(u32, u8, u16), u32>,
+    /// Per stack: prefix and frame.
+    stacks: Vec<(Option<u32>, u32)>,
+    stack_index: HashMap<(Option<u32>, u32), u32>,
+    /// The model's stacks translated so far.
+    ours: HashMap<StackId, u32>,
+}
+
+impl<'a> Tables<'a> {
+    fn new(profile: &'a Profile, subcategory: &'a [u16]) -> Self {
+        Tables {
+            profile,
+            subcategory,
+            strings: Vec::new(),
+            string_index: HashMap::new(),
+            funcs: Vec::new(),
+            func_index: HashMap::new(),
+            frames: Vec::new(),
+            frame_index: HashMap::new(),
+            stacks: Vec::new(),
+            stack_index: HashMap::new(),
+            ours: HashMap::new(),
+        }
+    }
+
+    fn string(&mut self, s: &'a str) -> u32 {
+        *self.string_index.entry(s).or_insert_with(|| {
+            self.strings.push(s);
+            (self.strings.len() - 1) as u32
+        })
+    }
+
+    fn frame(&mut self, id: FrameId) -> u32 {
+        let f = self.profile.frame(id);
+        let name = self.string(&f.name);
+        let func = *self.func_index.entry(name).or_insert_with(|| {
+            self.funcs.push(name);
+            (self.funcs.len() - 1) as u32
+        });
+        let key = (func, category(f.kind), self.subcategory[id.0 as usize]);
+        *self.frame_index.entry(key).or_insert_with(|| {
+            self.frames.push(key);
+            (self.frames.len() - 1) as u32
+        })
+    }
+
+    /// The stack of `frame` called from `prefix`.
+    fn push(&mut self, prefix: Option<u32>, frame: FrameId) -> u32 {
+        let frame = self.frame(frame);
+        *self.stack_index.entry((prefix, frame)).or_insert_with(|| {
+            self.stacks.push((prefix, frame));
+            (self.stacks.len() - 1) as u32
+        })
+    }
+
+    /// The model's stack `id` in this thread's table; only the entries on the way up to
+    /// the first one translated before are added.
+    fn stack(&mut self, id: StackId) -> u32 {
+        if let Some(&s) = self.ours.get(&id) {
+            return s;
+        }
         let mut todo = Vec::new();
-        let mut parent = None;
+        let mut prefix = None;
         let mut next = Some(id);
         while let Some(i) = next {
-            if let Some(&h) = ours.get(&i) {
-                parent = Some(h);
+            if let Some(&h) = self.ours.get(&i) {
+                prefix = Some(h);
                 break;
             }
             todo.push(i);
-            next = self.model.stack(i).parent;
+            next = self.profile.stack(i).parent;
         }
         for i in todo.into_iter().rev() {
-            let h = self.push(thread, parent, self.model.stack(i).frame);
-            ours.insert(i, h);
-            parent = Some(h);
+            let h = self.push(prefix, self.profile.stack(i).frame);
+            self.ours.insert(i, h);
+            prefix = Some(h);
         }
-        parent.expect("a stack has at least its own entry")
+        prefix.expect("a stack has at least its own entry")
     }
 
-    fn push(
-        &mut self,
-        thread: ThreadHandle,
-        parent: Option<StackHandle>,
-        frame: FrameId,
-    ) -> StackHandle {
-        let info = self.frame_info(frame);
-        let handle = self.fx.intern_frame(thread, info);
-        self.fx.intern_stack(thread, parent, handle)
+    /// An already translated stack (see [`Tables::stack`]).
+    fn known(&self, id: Option<StackId>) -> Option<u32> {
+        id.map(|id| self.ours[&id])
     }
 
-    /// Adds a thread with its samples and calls; returns it and its end.
-    fn thread(&mut self, process: fx::ProcessHandle, t: &ThreadProfile) -> (ThreadHandle, u64) {
-        let first = t.samples.first().map(|s| s.time_ns);
-        let first_call = t.calls.iter().map(|c| c.start_ns).min();
-        let first_alloc = t.allocations.first().map(|a| a.time_ns);
-        let start = first
-            .into_iter()
-            .chain(first_call)
-            .chain(first_alloc)
-            .min()
-            .unwrap_or(0);
-        let tid = u32::try_from(t.os_tid).unwrap_or(u32::MAX);
-        // Not "main": the profiler would show a main thread under the process's name.
-        let thread = self.fx.add_thread(process, tid, ts(start), false);
-        self.fx.set_thread_name(thread, &t.name);
-        let mut end = start;
-        let mut stacks = HashMap::new();
-        for s in &t.samples {
-            let stack = s.stack.map(|id| self.stack(thread, id, &mut stacks));
-            self.fx.add_sample(
-                thread,
-                ts(s.time_ns),
-                stack,
-                CpuDelta::from_nanos(s.cpu_ns),
-                1,
-            );
-            end = end.max(s.time_ns + s.wall_ns);
-        }
-        if !t.calls.is_empty() {
-            end = end.max(self.calls(thread, t));
-        }
-        // `record --waits`: each wait as an interval marker with the waiting stack.
-        for w in &t.waits {
-            let stack = w.stack.map(|id| self.stack(thread, id, &mut stacks));
-            let inner = self
-                .model
-                .stack_frames(w.stack)
-                .last()
-                .map(|f| self.model.frame(*f).name.clone())
-                .unwrap_or_default();
-            let marker = WaitMarker {
-                name: self
-                    .fx
-                    .intern_string(if w.lock { "lock contention" } else { "wait" }),
-                category: self.categories[0],
-                inner: self.fx.intern_string(&inner),
-            };
-            let timing = MarkerTiming::Interval(ts(w.time_ns), ts(w.time_ns + w.wait_ns));
-            let m = self.fx.add_marker(thread, timing, marker);
-            self.fx.set_marker_stack(thread, m, stack);
-            end = end.max(w.time_ns + w.wait_ns);
-        }
-        self.fx.set_thread_end_time(thread, ts(end));
-        (thread, end)
+    /// An already interned string.
+    fn known_string(&self, s: &str) -> u32 {
+        self.string_index[s]
     }
+}
 
-    /// Adds a thread's calls as markers and, when it has no samples, as samples taken at
-    /// every call boundary, each weighted by the time to the next boundary (in units of
-    /// the declared interval) and with that time as CPU delta when code was running.
-    /// Returns the end of the last call.
-    fn calls(&mut self, thread: ThreadHandle, t: &ThreadProfile) -> u64 {
-        let spans = stacks::spans(&t.calls);
-        let events = stacks::events(&spans);
-        let synthesize = t.samples.is_empty();
-        let interval = self.fx_interval_ns();
-        let empty_module = self.fx.intern_string("");
-        let mut open: Vec<StackHandle> = Vec::new();
-        // The stack that has been current since `since`, waiting for its sample.
-        let mut pending: Option<(u64, Option<StackHandle>)> = None;
-        // The previous sample: its time and whether code was running from then on.
-        let mut prev_sample = (0, false);
-        for (k, e) in events.iter().enumerate() {
-            let at = e.at(&spans);
-            match *e {
-                SpanEvent::Open(i) => {
-                    let s = spans[i];
-                    let handle = self.push(thread, open.last().copied(), s.frame);
-                    open.push(handle);
-                    let f = self.model.frame(s.frame);
-                    let marker = CallMarker {
-                        name: self.fx.intern_string(&f.name),
-                        category: self.categories[kind_index(f.kind)],
-                        depth: s.depth,
-                        module: self
-                            .model
-                            .module_of(f)
-                            .map_or(empty_module, |m| self.fx.intern_string(&m.name)),
-                    };
-                    let timing = MarkerTiming::Interval(ts(s.start_ns), ts(s.end_ns));
-                    let m = self.fx.add_marker(thread, timing, marker);
-                    self.fx.set_marker_stack(thread, m, Some(handle));
-                }
+/// What a traced thread's calls give: each span's stack, and the synthesized samples.
+struct CallWalk<'s> {
+    spans: &'s [Span],
+    /// Per span, its stack in the thread's table.
+    stack_of: Vec<u32>,
+}
+
+impl CallWalk<'_> {
+    /// The samples rebuilt from the calls, one at every boundary time: (time, stack,
+    /// weight in intervals up to the next boundary, CPU µs since the previous sample
+    /// when code was running).
+    fn samples(
+        &self,
+        interval: u64,
+        mut each: impl FnMut(u64, Option<u32>, i32, u64) -> Result<(), ExportError>,
+    ) -> Result<(), ExportError> {
+        let mut open: Vec<u32> = Vec::new();
+        let mut pending: Option<(u64, Option<u32>)> = None;
+        let mut prev_sample = (0u64, false);
+        let mut emit = |since: u64, until: u64, stack: Option<u32>| {
+            let span = until - since;
+            let weight = i32::try_from((span + interval / 2) / interval).unwrap_or(i32::MAX);
+            let (prev, running) = prev_sample;
+            let cpu = if running { since - prev } else { 0 };
+            prev_sample = (since, stack.is_some());
+            each(since, stack, weight, cpu / 1000)
+        };
+        let mut events = stacks::events_iter(self.spans).peekable();
+        let mut end = 0;
+        while let Some(e) = events.next() {
+            let at = e.at(self.spans);
+            end = at;
+            match e {
+                SpanEvent::Open(i) => open.push(self.stack_of[i]),
                 SpanEvent::Close(_) => {
                     open.pop();
                 }
             }
-            let last_at_this_time = events.get(k + 1).is_none_or(|n| n.at(&spans) != at);
-            if synthesize && last_at_this_time {
+            let last_at_this_time = events.peek().is_none_or(|n| n.at(self.spans) != at);
+            if last_at_this_time {
                 if let Some((since, stack)) = pending.take() {
-                    self.synthetic_sample(thread, since, at, stack, interval, &mut prev_sample);
+                    emit(since, at, stack)?;
                 }
                 pending = Some((at, open.last().copied()));
             }
         }
-        let end = events.last().map_or(0, |e| e.at(&spans));
         if let Some((since, stack)) = pending {
-            self.synthetic_sample(thread, since, end, stack, interval, &mut prev_sample);
+            emit(since, end, stack)?;
         }
-        end
+        Ok(())
     }
 
-    fn synthetic_sample(
-        &mut self,
-        thread: ThreadHandle,
-        since: u64,
-        until: u64,
-        stack: Option<StackHandle>,
-        interval: u64,
-        prev_sample: &mut (u64, bool),
-    ) {
-        let span = until - since;
-        let weight = i32::try_from((span + interval / 2) / interval).unwrap_or(i32::MAX);
-        let (prev, running) = *prev_sample;
-        let cpu = if running { since - prev } else { 0 };
-        self.fx
-            .add_sample(thread, ts(since), stack, CpuDelta::from_nanos(cpu), weight);
-        *prev_sample = (since, stack.is_some());
+    fn sample_count(&self) -> usize {
+        let mut n = 0;
+        let _ = self.samples(1, |_, _, _, _| {
+            n += 1;
+            Ok(())
+        });
+        n
+    }
+}
+
+/// A marker of a thread, in table order.
+#[derive(Clone, Copy)]
+enum Marker {
+    /// A traced call: its span.
+    Call(usize),
+    /// A wait of the thread: its index in [`ThreadProfile::waits`].
+    Wait(usize),
+    /// A process-wide interval (on the first thread): its index in [`Profile::markers`].
+    Process(usize),
+}
+
+/// Writes one thread; returns nothing but errors. `first`: the process's first thread,
+/// which also holds the process-wide markers and every thread's allocations.
+fn write_thread<W: Write>(
+    j: &mut Json<W>,
+    profile: &Profile,
+    t: &ThreadProfile,
+    first: bool,
+    subcategory: &[u16],
+    interval: u64,
+) -> Result<(), ExportError> {
+    let mut tables = Tables::new(profile, subcategory);
+    let start = thread_start(t);
+    let mut end = start;
+
+    // Pass 1: the stacks of the samples, then of the calls, the waits and the
+    // allocations, in this order, with the markers' strings where they come.
+    for s in &t.samples {
+        if let Some(id) = s.stack {
+            tables.stack(id);
+        }
+        end = end.max(s.time_ns + s.wall_ns);
+    }
+    let spans = stacks::spans(&t.calls);
+    let mut walk = CallWalk {
+        spans: &spans,
+        stack_of: Vec::with_capacity(spans.len()),
+    };
+    let empty_module = "";
+    // The spans open in their order (a parent before its children).
+    let mut calls_end = 0;
+    for s in &spans {
+        let parent = s.parent.map(|p| walk.stack_of[p]);
+        walk.stack_of.push(tables.push(parent, s.frame));
+        let f = profile.frame(s.frame);
+        tables.string(&f.name);
+        tables.string(profile.module_of(f).map_or(empty_module, |m| &m.name));
+        calls_end = calls_end.max(s.end_ns);
+    }
+    end = end.max(calls_end);
+    let inner_name = |stack| inner_name(profile, stack);
+    for w in &t.waits {
+        if let Some(id) = w.stack {
+            tables.stack(id);
+        }
+        tables.string(if w.lock { "lock contention" } else { "wait" });
+        tables.string(inner_name(w.stack));
+        end = end.max(w.time_ns + w.wait_ns);
+    }
+    let process_markers: &[crate::model::ProcessMarker] =
+        if first { &profile.markers } else { &[] };
+    for m in process_markers {
+        tables.string(&m.name);
+        tables.string("");
+    }
+    let allocations = if first {
+        allocation_events(profile)
+    } else {
+        Vec::new()
+    };
+    for (_, stack, _, _) in &allocations {
+        if let Some(id) = stack {
+            tables.stack(*id);
+        }
+    }
+    if let Some(last) = allocations.last() {
+        end = end.max(last.0);
     }
 
-    /// The allocation samples of every thread, on `first` (the process's first thread,
-    /// where the profiler keeps a process's allocations: their stacks must be in its
-    /// table), in time order, and the memory track.
-    /// Returns the time of the last allocation event.
-    fn allocations(&mut self, process: fx::ProcessHandle, first: ThreadHandle) -> u64 {
-        // (time, stack, address, signed size): an allocation, or a deallocation (no
-        // stack) of the same address.
-        let mut events: Vec<(u64, Option<StackId>, u64, i64)> = Vec::new();
-        let samples = self.model.threads.iter().flat_map(|t| t.allocations.iter());
-        for (i, a) in samples.enumerate() {
-            let address = i as u64 + 1;
-            let size = i64::try_from(a.bytes).unwrap_or(i64::MAX);
-            events.push((a.time_ns, a.stack, address, size));
-            if let Some(freed) = a.freed_ns {
-                events.push((freed, None, address, -size));
+    j.raw("{")?;
+    j.key("name", true)?;
+    j.value(&t.name)?;
+    j.field("tid", &tid(t))?;
+    j.field("pid", &"0")?;
+    j.field("processName", &process_name(profile))?;
+    j.field("processType", &"default")?;
+    j.field("processStartupTime", &0.0)?;
+    j.field("processShutdownTime", &())?;
+    j.field("registerTime", &ms(start))?;
+    j.field("unregisterTime", &ms(end))?;
+    j.field("isMainThread", &false)?;
+    j.field("showMarkersInTimeline", &false)?;
+    j.raw(",\"pausedRanges\":[]")?;
+
+    // The samples, column by column.
+    j.key("samples", false)?;
+    j.raw("{\"weightType\":\"samples\"")?;
+    if t.samples.is_empty() && !t.calls.is_empty() {
+        j.field("length", &walk.sample_count())?;
+        for column in 0..4 {
+            let key = ["stack", "timeDeltas", "weight", "threadCPUDelta"][column];
+            j.key(key, false)?;
+            j.raw("[")?;
+            let mut n = 0usize;
+            let mut prev = 0u64;
+            walk.samples(interval, |at, stack, weight, cpu| {
+                if n > 0 {
+                    j.raw(",")?;
+                }
+                n += 1;
+                match column {
+                    0 => match stack {
+                        Some(s) => j.value(&s),
+                        None => j.raw("null"),
+                    },
+                    1 => {
+                        let d = ms(at - prev);
+                        prev = at;
+                        j.value(&d)
+                    }
+                    2 => j.value(&weight),
+                    _ => j.value(&cpu),
+                }
+            })?;
+            j.raw("]")?;
+        }
+    } else {
+        // In time order (the model keeps them so; a permutation otherwise).
+        let sorted = t.samples.is_sorted_by_key(|s| s.time_ns);
+        let order: Vec<u32> = if sorted {
+            Vec::new()
+        } else {
+            let mut o: Vec<u32> = (0..t.samples.len() as u32).collect();
+            o.sort_by_key(|&i| t.samples[i as usize].time_ns);
+            o
+        };
+        let samples = || -> Box<dyn Iterator<Item = &crate::model::Sample> + '_> {
+            if sorted {
+                Box::new(t.samples.iter())
+            } else {
+                Box::new(order.iter().map(|&i| &t.samples[i as usize]))
+            }
+        };
+        j.field("length", &t.samples.len())?;
+        j.indexes("stack", samples().map(|s| tables.known(s.stack)))?;
+        j.deltas("timeDeltas", samples().map(|s| s.time_ns))?;
+        j.repeat("weight", "1", t.samples.len())?;
+        j.column("threadCPUDelta", samples(), |j, s| {
+            j.value(&(s.cpu_ns / 1000))
+        })?;
+    }
+    j.raw("}")?;
+
+    // The markers: the calls, the waits, the process-wide intervals.
+    let markers = || {
+        let calls = (0..spans.len()).map(Marker::Call);
+        let waits = (0..t.waits.len()).map(Marker::Wait);
+        let process = (0..process_markers.len()).map(Marker::Process);
+        calls.chain(waits).chain(process)
+    };
+    let times = |m: Marker| match m {
+        Marker::Call(i) => (spans[i].start_ns, spans[i].end_ns),
+        Marker::Wait(i) => (t.waits[i].time_ns, t.waits[i].time_ns + t.waits[i].wait_ns),
+        Marker::Process(i) => (process_markers[i].start_ns, process_markers[i].end_ns),
+    };
+    let name = |m| marker_name(profile, t, &spans, process_markers, m);
+    j.key("markers", false)?;
+    j.raw("{")?;
+    j.key("length", true)?;
+    j.value(&(spans.len() + t.waits.len() + process_markers.len()))?;
+    j.column("category", markers(), |j, m| match m {
+        Marker::Call(i) => j.value(&category(profile.frame(spans[i].frame).kind)),
+        _ => j.raw("1"),
+    })?;
+    j.column("data", markers(), |j, m| {
+        match m {
+            Marker::Call(i) => {
+                j.raw("{\"type\":\"ClrprofCall\",\"cause\":{\"stack\":")?;
+                j.value(&walk.stack_of[i])?;
+                j.raw("}")?;
+                j.field("depth", &f64::from(spans[i].depth))?;
+                let f = profile.frame(spans[i].frame);
+                let module = profile.module_of(f).map_or(empty_module, |m| &m.name);
+                j.field("module", &tables.known_string(module))?;
+                if let Some(v) = spans[i].values.and_then(|v| t.call_values.get(v as usize)) {
+                    j.field("values", &serde_json::to_string(v)?)?;
+                }
+            }
+            Marker::Wait(i) => {
+                let w = &t.waits[i];
+                j.raw("{\"type\":\"ClrprofWait\"")?;
+                if let Some(s) = tables.known(w.stack) {
+                    j.raw(",\"cause\":{\"stack\":")?;
+                    j.value(&s)?;
+                    j.raw("}")?;
+                }
+                j.field("inner", &tables.known_string(inner_name(w.stack)))?;
+            }
+            Marker::Process(_) => {
+                j.raw("{\"type\":\"ClrprofWait\"")?;
+                j.field("inner", &tables.known_string(""))?;
             }
         }
-        if events.is_empty() {
-            return 0;
-        }
-        events.sort_by_key(|e| (e.0, e.2, e.3 < 0));
-        let last = events.last().map_or(0, |e| e.0);
-        let mut stacks = HashMap::new();
-        for (at, stack, address, size) in events {
-            let stack = stack.map(|id| self.stack(first, id, &mut stacks));
-            self.fx
-                .add_allocation_sample(first, ts(at), stack, address, size);
-        }
-        let live = stacks::live_heap_changes(self.model);
-        if live.is_empty() {
-            return last;
-        }
-        let counter = self.fx.add_counter(
-            process,
-            "Live sampled heap (estimated)",
-            "Memory",
-            "Estimated bytes of the sampled objects that no GC was seen collecting",
-        );
-        for (at, delta, n) in live {
-            self.fx.add_counter_sample(counter, ts(at), delta as f64, n);
-        }
-        last
-    }
+        j.raw("}")
+    })?;
+    j.column("endTime", markers(), |j, m| j.value(&ms(times(m).1)))?;
+    j.column("name", markers(), |j, m| {
+        j.value(&tables.known_string(name(m)))
+    })?;
+    j.repeat(
+        "phase",
+        "1",
+        spans.len() + t.waits.len() + process_markers.len(),
+    )?;
+    j.column("startTime", markers(), |j, m| j.value(&ms(times(m).0)))?;
+    j.raw("}")?;
 
-    fn fx_interval_ns(&self) -> u64 {
-        if self.model.interval_ns > 0 {
-            self.model.interval_ns
-        } else {
-            TRACE_INTERVAL_NS
+    if !allocations.is_empty() {
+        j.key("nativeAllocations", false)?;
+        j.raw("{")?;
+        j.key("length", true)?;
+        j.value(&allocations.len())?;
+        j.field("weightType", &"bytes")?;
+        j.column("time", &allocations, |j, a| j.value(&ms(a.0)))?;
+        j.column("weight", &allocations, |j, a| j.value(&a.3))?;
+        j.indexes("stack", allocations.iter().map(|a| tables.known(a.1)))?;
+        j.column("memoryAddress", &allocations, |j, a| j.value(&a.2))?;
+        j.repeat("threadId", "0", allocations.len())?;
+        j.raw("}")?;
+    }
+    drop(walk);
+    drop(spans);
+    write_tables(j, profile, tables)?;
+    j.raw("}")
+}
+
+/// The innermost frame's name of a wait's stack ("" for none).
+fn inner_name(profile: &Profile, stack: Option<StackId>) -> &str {
+    profile
+        .stack_frames(stack)
+        .last()
+        .map_or("", |f| profile.frame(*f).name.as_str())
+}
+
+fn marker_name<'p>(
+    profile: &'p Profile,
+    t: &ThreadProfile,
+    spans: &[Span],
+    process_markers: &'p [crate::model::ProcessMarker],
+    m: Marker,
+) -> &'p str {
+    match m {
+        Marker::Call(i) => &profile.frame(spans[i].frame).name,
+        Marker::Wait(i) if t.waits[i].lock => "lock contention",
+        Marker::Wait(_) => "wait",
+        Marker::Process(i) => &process_markers[i].name,
+    }
+}
+
+/// The thread's tables, final once its samples, markers and allocations are written;
+/// the functions' source files are added to its strings here.
+fn write_tables<'a, W: Write>(
+    j: &mut Json<W>,
+    profile: &'a Profile,
+    mut tables: Tables<'a>,
+) -> Result<(), ExportError> {
+    j.key("stackTable", false)?;
+    j.raw("{")?;
+    j.key("length", true)?;
+    j.value(&tables.stacks.len())?;
+    j.indexes("prefix", tables.stacks.iter().map(|s| s.0))?;
+    j.column("frame", &tables.stacks, |j, s| j.value(&s.1))?;
+    j.raw("}")?;
+
+    // Sources by function name (the frames' labels): the first frame of that name with
+    // a known source.
+    let mut by_name: HashMap<&str, &crate::model::Source> = HashMap::new();
+    for (i, f) in profile.frames.iter().enumerate() {
+        if let Some(Some(s)) = profile.sources.get(i) {
+            by_name.entry(f.name.as_str()).or_insert(s);
         }
+    }
+    let sources: Vec<Option<&crate::model::Source>> = tables
+        .funcs
+        .iter()
+        .map(|&name| by_name.get(tables.strings[name as usize]).copied())
+        .collect();
+    let files: Vec<Option<u32>> = sources
+        .iter()
+        .map(|s| s.map(|s| tables.string(&s.file)))
+        .collect();
+
+    let n = tables.frames.len();
+    j.key("frameTable", false)?;
+    j.raw("{")?;
+    j.key("length", true)?;
+    j.value(&n)?;
+    j.repeat("address", "-1", n)?;
+    j.repeat("inlineDepth", "0", n)?;
+    j.column("category", &tables.frames, |j, f| j.value(&f.1))?;
+    j.column("subcategory", &tables.frames, |j, f| j.value(&f.2))?;
+    j.column("func", &tables.frames, |j, f| j.value(&f.0))?;
+    j.repeat("nativeSymbol", "null", n)?;
+    j.repeat("innerWindowID", "0", n)?;
+    // A frame's line is its function's line when the frame stands for one line.
+    j.indexes(
+        "line",
+        tables
+            .frames
+            .iter()
+            .map(|f| sources[f.0 as usize].and_then(|s| s.line)),
+    )?;
+    j.repeat("column", "null", n)?;
+    j.raw("}")?;
+
+    let n = tables.funcs.len();
+    j.key("funcTable", false)?;
+    j.raw("{")?;
+    j.key("length", true)?;
+    j.value(&n)?;
+    j.column("name", &tables.funcs, |j, f| j.value(f))?;
+    j.repeat("isJS", "false", n)?;
+    j.repeat("relevantForJS", "false", n)?;
+    j.repeat("resource", "-1", n)?;
+    j.indexes("fileName", files.iter().copied())?;
+    j.indexes(
+        "lineNumber",
+        sources.iter().map(|s| s.map(|s| s.start_line)),
+    )?;
+    j.repeat("columnNumber", "null", n)?;
+    j.raw("}")?;
+
+    j.raw(",\"resourceTable\":{\"length\":0,\"lib\":[],\"name\":[],\"host\":[],\"type\":[]}")?;
+    j.raw(
+        ",\"nativeSymbols\":{\"length\":0,\"address\":[],\"functionSize\":[],\"libIndex\":[],\"name\":[]}",
+    )?;
+    j.column("stringArray", &tables.strings, |j, s| j.value(s))
+}
+
+/// The process's allocation events, in time order: (time, stack, address, signed size),
+/// an allocation, or a deallocation (no stack) of the same address.
+fn allocation_events(profile: &Profile) -> Vec<(u64, Option<StackId>, u64, i64)> {
+    let mut events = Vec::new();
+    let samples = profile.threads.iter().flat_map(|t| t.allocations.iter());
+    for (i, a) in samples.enumerate() {
+        let address = i as u64 + 1;
+        let size = i64::try_from(a.bytes).unwrap_or(i64::MAX);
+        events.push((a.time_ns, a.stack, address, size));
+        if let Some(freed) = a.freed_ns {
+            events.push((freed, None, address, -size));
+        }
+    }
+    events.sort_by_key(|e| (e.0, e.2, e.3 < 0));
+    events
+}
+
+/// When a thread starts: its first sample, call or allocation.
+fn thread_start(t: &ThreadProfile) -> u64 {
+    let first = t.samples.first().map(|s| s.time_ns);
+    let first_call = t.calls.iter().map(|c| c.start_ns).min();
+    let first_alloc = t.allocations.first().map(|a| a.time_ns);
+    first
+        .into_iter()
+        .chain(first_call)
+        .chain(first_alloc)
+        .min()
+        .unwrap_or(0)
+}
+
+/// The thread id as the format has it: a string.
+fn tid(t: &ThreadProfile) -> String {
+    u32::try_from(t.os_tid).unwrap_or(u32::MAX).to_string()
+}
+
+fn process_name(profile: &Profile) -> &str {
+    if profile.name.is_empty() {
+        "clrprof"
+    } else {
+        &profile.name
     }
 }
 
@@ -413,137 +751,108 @@ impl<'a> Builder<'a> {
 /// `opts` does not apply.
 pub fn write(profile: &Profile, _opts: &Options, out: impl Write) -> Result<(), ExportError> {
     validate(profile)?;
-    let mut b = Builder::new(profile);
-    let name = if profile.name.is_empty() {
-        "clrprof"
+    let mut j = Json { w: out };
+    let interval = if profile.interval_ns > 0 {
+        profile.interval_ns
     } else {
-        &profile.name
+        TRACE_INTERVAL_NS
     };
-    let process = b.fx.add_process(name, 0, ts(0));
-    let mut busiest = None;
-    let mut first = None;
-    for t in &profile.threads {
-        let (thread, end) = b.thread(process, t);
-        first.get_or_insert((thread, end));
+    let (subcategory, subcategory_names) = subcategories(profile);
+    // Threads in the order the profiler lists them: by start, name and tid.
+    let mut order: Vec<usize> = (0..profile.threads.len()).collect();
+    order.sort_by_cached_key(|&i| {
+        let t = &profile.threads[i];
+        (thread_start(t), t.name.clone(), tid(t))
+    });
+    // The busiest thread is selected when the profile opens.
+    let mut busiest: Option<(usize, usize)> = None;
+    for (i, t) in profile.threads.iter().enumerate() {
         let size = t.samples.len() + t.calls.len();
         if busiest.is_none_or(|(_, n)| size > n) {
-            busiest = Some((thread, size));
+            busiest = Some((i, size));
         }
     }
-    if let Some((first, _)) = first {
-        // Process-wide intervals (thread-pool starvation) on the first thread's track.
-        for m in &profile.markers {
-            let marker = WaitMarker {
-                name: b.fx.intern_string(&m.name),
-                category: b.categories[0],
-                inner: b.fx.intern_string(""),
-            };
-            let timing = MarkerTiming::Interval(ts(m.start_ns), ts(m.end_ns));
-            b.fx.add_marker(first, timing, marker);
-        }
-    }
-    if let Some((first, end)) = first {
-        // The first thread holds every thread's allocations: it lasts until the last.
-        let last = b.allocations(process, first);
-        if last > end {
-            b.fx.set_thread_end_time(first, ts(last));
-        }
-    }
-    if let Some((thread, _)) = busiest {
-        b.fx.add_initial_selected_thread(thread);
-    }
-    if profile.sources.iter().any(Option::is_some) {
-        // fxprof-processed-profile writes no source positions (its funcTable's fileName
-        // and lineNumber columns are all null): fill them in, per thread, for the
-        // functions whose source the model knows.
-        let mut v = serde_json::to_value(&b.fx)?;
-        add_sources(profile, &mut v);
-        serde_json::to_writer(out, &v)?;
-    } else {
-        serde_json::to_writer(out, &b.fx)?;
-    }
-    Ok(())
-}
 
-/// Fills each thread's `funcTable.fileName` (an index into the thread's `stringArray`)
-/// and `lineNumber` (the method's first line; a frame that stands for one line,
-/// `convert --lines`, also gets that line in `frameTable.line`) from the model's sources,
-/// matched by the function's name, which the frames' labels are.
-fn add_sources(profile: &Profile, v: &mut serde_json::Value) {
-    use serde_json::Value;
-    let mut by_name: HashMap<&str, &crate::model::Source> = HashMap::new();
-    for (i, f) in profile.frames.iter().enumerate() {
-        if let Some(Some(s)) = profile.sources.get(i) {
-            by_name.entry(f.name.as_str()).or_insert(s);
-        }
+    let categories: Vec<serde_json::Value> = CATEGORIES
+        .iter()
+        .zip(&subcategory_names)
+        .map(|((name, color), subs)| {
+            serde_json::json!({"name": name, "color": color, "subcategories": subs})
+        })
+        .collect();
+    let start_ms = Duration::from_nanos(profile.start_unix_ns).as_secs_f64() * 1000.0;
+    let mut meta = serde_json::json!({
+        "categories": categories,
+        "debug": false,
+        "extensions": {"length": 0, "baseURL": [], "id": [], "name": []},
+        "interval": Duration::from_nanos(interval).as_secs_f64() * 1000.0,
+        "preprocessedProfileVersion": 55,
+        "processType": 0,
+        "product": process_name(profile),
+        "sampleUnits": {"time": "ms", "eventDelay": "ms", "threadCPUDelta": "µs"},
+        "startTime": start_ms,
+        "symbolicated": true,
+        "pausedRanges": [],
+        "version": 24,
+        "usesOnlyOneStackType": true,
+        "sourceCodeIsNotOnSearchfox": true,
+        // The marker types in use.
+        "markerSchema": marker_schema(
+            profile.threads.iter().any(|t| !t.calls.is_empty()),
+            profile.threads.iter().any(|t| !t.waits.is_empty())
+                || (!profile.threads.is_empty() && !profile.markers.is_empty()),
+            profile.threads.iter().any(|t| !t.call_values.is_empty()),
+        ),
+    });
+    if let Some((b, _)) = busiest {
+        let at = order.iter().position(|&i| i == b).unwrap_or(0);
+        meta["initialSelectedThreads"] = serde_json::json!([at]);
     }
-    let Some(threads) = v.get_mut("threads").and_then(Value::as_array_mut) else {
-        return;
-    };
-    for t in threads {
-        let Some(t) = t.as_object_mut() else { continue };
-        // The thread's strings are taken out (not copied) and put back with the files.
-        let Some(Value::Array(mut strings)) = t.remove("stringArray") else {
-            continue;
+    j.raw("{")?;
+    j.key("meta", true)?;
+    j.value(&meta)?;
+    j.raw(",\"libs\":[]")?;
+    j.column("threads", &order, |j, &i| {
+        write_thread(
+            j,
+            profile,
+            &profile.threads[i],
+            i == 0,
+            &subcategory,
+            interval,
+        )
+    })?;
+    j.raw(",\"pages\":[],\"profilerOverhead\":[]")?;
+    // The memory track of the followed allocation samples, on the process's first
+    // thread in the list.
+    let live = stacks::live_heap_changes(profile);
+    j.key("counters", false)?;
+    j.raw("[")?;
+    if !live.is_empty() {
+        let counter = serde_json::json!({
+            "category": "Memory",
+            "name": "Live sampled heap (estimated)",
+            "description": "Estimated bytes of the sampled objects that no GC was seen collecting",
+            "mainThreadIndex": 0,
+            "pid": "0",
+        });
+        let serde_json::Value::Object(fields) = counter else {
+            unreachable!("an object")
         };
-        let names: Vec<Option<u64>> = t
-            .get("funcTable")
-            .and_then(|f| f.get("name"))
-            .and_then(Value::as_array)
-            .map(|n| n.iter().map(Value::as_u64).collect())
-            .unwrap_or_default();
-        let mut index: HashMap<String, usize> = strings
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| Some((s.as_str()?.to_string(), i)))
-            .collect();
-        let mut files = Vec::with_capacity(names.len());
-        let mut lines = Vec::with_capacity(names.len());
-        let mut func_line = Vec::with_capacity(names.len());
-        for n in &names {
-            let source = n
-                .and_then(|i| strings.get(i as usize))
-                .and_then(Value::as_str)
-                .and_then(|name| by_name.get(name));
-            match source {
-                Some(s) => {
-                    let at = *index.entry(s.file.clone()).or_insert_with(|| {
-                        strings.push(Value::from(s.file.as_str()));
-                        strings.len() - 1
-                    });
-                    files.push(Value::from(at));
-                    lines.push(Value::from(s.start_line));
-                    func_line.push(s.line.map(Value::from).unwrap_or(Value::Null));
-                }
-                None => {
-                    files.push(Value::Null);
-                    lines.push(Value::Null);
-                    func_line.push(Value::Null);
-                }
-            }
+        j.raw("{")?;
+        for (k, (key, v)) in fields.iter().enumerate() {
+            j.key(key, k == 0)?;
+            j.value(v)?;
         }
-        t.insert("stringArray".into(), Value::Array(strings));
-        if let Some(f) = t.get_mut("funcTable").and_then(Value::as_object_mut) {
-            f.insert("fileName".into(), Value::Array(files));
-            f.insert("lineNumber".into(), Value::Array(lines));
-        }
-        // A frame's line is its function's line when the frame stands for one line.
-        if let Some(frames) = t.get_mut("frameTable").and_then(Value::as_object_mut) {
-            let line: Option<Vec<Value>> =
-                frames.get("func").and_then(Value::as_array).map(|funcs| {
-                    funcs
-                        .iter()
-                        .map(|f| {
-                            f.as_u64()
-                                .and_then(|i| func_line.get(i as usize))
-                                .cloned()
-                                .unwrap_or(Value::Null)
-                        })
-                        .collect()
-                });
-            if let Some(line) = line {
-                frames.insert("line".into(), Value::Array(line));
-            }
-        }
+        j.key("samples", false)?;
+        j.raw("{")?;
+        j.key("length", true)?;
+        j.value(&live.len())?;
+        j.column("count", &live, |j, c| j.value(&(c.1 as f64)))?;
+        j.column("number", &live, |j, c| j.value(&c.2))?;
+        j.deltas("timeDeltas", live.iter().map(|c| c.0))?;
+        j.raw("}}")?;
     }
+    j.raw("]}")?;
+    Ok(())
 }

@@ -52,8 +52,14 @@
 
 use std::io::Write;
 
+// The test fixtures (tests/common) name this crate by its name.
+#[cfg(test)]
+extern crate self as clrprof_export;
+
 pub mod chrome;
 pub mod firefox;
+#[cfg(test)]
+mod firefox_fxprof;
 pub mod folded;
 mod model;
 pub mod pprof;

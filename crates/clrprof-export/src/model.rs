@@ -321,6 +321,11 @@ pub struct ThreadProfile {
     pub samples: Vec<Sample>,
     /// Exact call intervals (trace mode), in any order; see [`Call`].
     pub calls: Vec<Call>,
+    /// The values recorded for calls (`record --args`), each call's own (not matched
+    /// afterwards by name or time): its arguments (`this`, `args`), `return` value or
+    /// `exception`, and whether some were `truncated`. [`Call::values`] refers to them by
+    /// index; the timeline formats show them with the call.
+    pub call_values: Vec<serde_json::Map<String, serde_json::Value>>,
     /// Exact calls aggregated by call path (trace mode); see [`CallPath`]. When present
     /// the aggregated formats (folded, SVG, pprof, speedscope's sampled profiles) count
     /// these instead of `calls`, which may then be left empty.
@@ -398,6 +403,9 @@ pub struct Call {
     pub end_ns: u64,
     /// Nesting depth: 0 for a call with no traced caller.
     pub depth: u32,
+    /// The values recorded for this call (`record --args`): its index in
+    /// [`ThreadProfile::call_values`].
+    pub values: Option<u32>,
 }
 
 /// The calls of one call path, aggregated: what a flamegraph of a trace draws, without

@@ -76,6 +76,8 @@ pub(crate) struct Span {
     pub parent: Option<usize>,
     /// The nesting depth as rebuilt here (0 = no enclosing span).
     pub depth: u32,
+    /// The call's recorded values ([`Call::values`]).
+    pub values: Option<u32>,
 }
 
 /// Nests `calls` by their intervals, in pre-order (each span after its parent, siblings
@@ -107,6 +109,7 @@ pub(crate) fn spans(calls: &[Call]) -> Vec<Span> {
             end_ns,
             parent,
             depth: open.len() as u32,
+            values: c.values,
         });
         open.push(out.len() - 1);
     }
@@ -133,22 +136,29 @@ impl SpanEvent {
 /// Balanced open/close events of `spans` (as made by [`spans`]), in non-decreasing time.
 pub(crate) fn events(spans: &[Span]) -> Vec<SpanEvent> {
     let mut out = Vec::with_capacity(spans.len() * 2);
-    let mut open: Vec<usize> = Vec::new();
-    for (i, s) in spans.iter().enumerate() {
-        while let Some(&top) = open.last() {
-            if Some(top) == s.parent {
-                break;
-            }
-            out.push(SpanEvent::Close(top));
-            open.pop();
-        }
-        out.push(SpanEvent::Open(i));
-        open.push(i);
-    }
-    while let Some(top) = open.pop() {
-        out.push(SpanEvent::Close(top));
-    }
+    out.extend(events_iter(spans));
     out
+}
+
+/// [`events`] one at a time, without the list (a writer that walks them holds only
+/// the open spans).
+pub(crate) fn events_iter(spans: &[Span]) -> impl Iterator<Item = SpanEvent> + '_ {
+    let mut open: Vec<usize> = Vec::new();
+    let mut next = 0;
+    std::iter::from_fn(move || {
+        if let Some(s) = spans.get(next) {
+            if let Some(&top) = open.last()
+                && Some(top) != s.parent
+            {
+                open.pop();
+                return Some(SpanEvent::Close(top));
+            }
+            open.push(next);
+            next += 1;
+            return Some(SpanEvent::Open(next - 1));
+        }
+        open.pop().map(SpanEvent::Close)
+    })
 }
 
 /// The frames of a span's stack, root first.
@@ -349,6 +359,7 @@ mod tests {
             start_ns,
             end_ns,
             depth,
+            values: None,
         }
     }
 

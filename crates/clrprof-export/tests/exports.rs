@@ -967,3 +967,81 @@ fn source_lines_reach_pprof_and_speedscope() {
         assert_eq!(e["args"]["line"], 42, "{e:#}");
     }
 }
+
+/// A call's recorded values (`record --args`) travel with the call: Chrome puts them in
+/// its slice's `args`, Firefox in its marker's data, each its own call's (two nested
+/// calls of one function here).
+#[test]
+fn call_values_are_each_calls_own() {
+    let mut p = traced_only();
+    let values = |n: i64| {
+        let v = serde_json::json!({"args": [{"name": "n", "type": "int", "value": n}], "return": {"type": "int", "value": n * 10}});
+        v.as_object().unwrap().clone()
+    };
+    let t = &mut p.threads[0];
+    // The two calls of Inner (10–40 µs and 50–60 µs) and the first Outer.
+    t.call_values = vec![values(1), values(2), values(3)];
+    t.calls[0].values = Some(0);
+    t.calls[3].values = Some(1);
+    t.calls[1].values = Some(2);
+    let chrome = json(&p, Format::Chrome, Options::default());
+    let got: Vec<(f64, &str, Option<i64>)> = chrome["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .map(|e| {
+            (
+                e["ts"].as_f64().unwrap(),
+                e["name"].as_str().unwrap(),
+                e["args"]["args"][0]["value"].as_i64(),
+            )
+        })
+        .collect();
+    assert!(
+        got.contains(&(10.0, "Demo.Traced.Inner", Some(1))),
+        "{got:?}"
+    );
+    assert!(
+        got.contains(&(50.0, "Demo.Traced.Inner", Some(2))),
+        "{got:?}"
+    );
+    assert!(
+        got.contains(&(0.0, "Demo.Traced.Outer", Some(3))),
+        "{got:?}"
+    );
+    assert!(got.contains(&(200.0, "Demo.Traced.Outer", None)), "{got:?}");
+
+    let f = json(&p, Format::Firefox, Options::default());
+    let m = &f["threads"][0]["markers"];
+    let mut got: Vec<(f64, Option<i64>)> = (0..m["length"].as_u64().unwrap() as usize)
+        .map(|i| {
+            let v = m["data"][i]["values"]
+                .as_str()
+                .map(|s| serde_json::from_str::<Value>(s).unwrap());
+            (
+                m["startTime"][i].as_f64().unwrap(),
+                v.and_then(|v| v["args"][0]["value"].as_i64()),
+            )
+        })
+        .collect();
+    got.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
+    assert_eq!(
+        got,
+        [
+            (0.0, Some(3)),
+            (0.01, Some(1)),
+            (0.05, Some(2)),
+            (0.052, None),
+            (0.2, None),
+            (0.21, None)
+        ]
+    );
+    assert!(
+        f["meta"]["markerSchema"][0]["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["key"] == "values")
+    );
+}

@@ -64,6 +64,9 @@ fn batch_values() -> usize {
 /// never do: their references are elements).
 const SCAN_MAX_BYTES: usize = 4096;
 const SCAN_MAX_REFS: usize = 256;
+/// Where a one-dimensional array's elements start: after the method-table pointer and the
+/// length (padded to 8 bytes).
+const SZ_ARRAY_DATA: usize = 16;
 
 struct Walk {
     snapshot: u64,
@@ -81,6 +84,8 @@ struct Walk {
     /// ClassID → index, and per index (ClassID, is an array).
     classes: HashMap<usize, u32>,
     class_list: Vec<(usize, bool)>,
+    /// Per index, for an array of structs: the element's class and size.
+    struct_elements: Vec<Option<(usize, u64)>>,
     stack_functions: HashSet<usize>,
     n_objects: u64,
     n_references: u64,
@@ -110,6 +115,7 @@ impl Walk {
             roots_in_batch: 0,
             classes: HashMap::new(),
             class_list: Vec::new(),
+            struct_elements: Vec::new(),
             stack_functions: HashSet::new(),
             n_objects: 0,
             n_references: 0,
@@ -125,10 +131,22 @@ impl Walk {
         if let Some(&i) = self.classes.get(&class.0) {
             return (i, self.class_list[i as usize].1);
         }
-        let array = matches!(info.is_array_class(class), Ok(Some(_)));
+        let info_array = info.is_array_class(class);
+        let array = matches!(info_array, Ok(Some(_)));
+        // An array of structs (ELEMENT_TYPE_VALUETYPE, one dimension): its references are
+        // fields of its elements, named by the element's layout.
+        let element = match info_array {
+            Ok(Some(a)) if a.element_type == 0x11 && a.rank == 1 && a.element_class.0 != 0 => info
+                .get_class_layout(a.element_class)
+                .ok()
+                .filter(|(_, size)| *size > 0)
+                .map(|(_, size)| (a.element_class.0, u64::from(size))),
+            _ => None,
+        };
         let i = self.class_list.len() as u32;
         self.classes.insert(class.0, i);
         self.class_list.push((class.0, array));
+        self.struct_elements.push(element);
         (i, array)
     }
 
@@ -163,9 +181,12 @@ impl Walk {
         offsets: Option<&[u64]>,
     ) {
         let (index, array) = self.class_index(info, class);
+        let element = self.struct_elements[index as usize];
         let id = object.0 as u64;
-        let scan =
-            offsets.is_none() && !array && size <= SCAN_MAX_BYTES && refs.len() <= SCAN_MAX_REFS;
+        let scan = offsets.is_none()
+            && (!array || element.is_some())
+            && size <= SCAN_MAX_BYTES
+            && refs.len() <= SCAN_MAX_REFS;
         let mut done = 0usize;
         // References per entry: a large array is split into continuation entries so that
         // no record outgrows the ring.
@@ -202,7 +223,15 @@ impl Walk {
                     match unsafe { find_slot(object.0, size, r.0, from) } {
                         Some(o) => {
                             from = o + 8;
-                            o as u64
+                            match element {
+                                // In an array of structs: 1 + the offset in its element (0
+                                // stays "an element"), as the element's fields are listed.
+                                Some((_, elem_size)) if o >= SZ_ARRAY_DATA => {
+                                    (o - SZ_ARRAY_DATA) as u64 % elem_size + 1
+                                }
+                                Some(_) => 0,
+                                None => o as u64,
+                            }
                         }
                         None => 0,
                     }
@@ -591,6 +620,19 @@ fn describe_classes(info: &ProfilerInfo, walk: &Walk) {
             name: Cow::Owned(crate::names::class_name(info, class)),
         });
         if *array {
+            // An array of structs: its element's fields, `[].Name`, at 1 + their offset
+            // in the element (how the walk records them).
+            if let Some(Some((element, _))) = walk.struct_elements.get(index) {
+                describe_fields(
+                    info,
+                    walk.snapshot,
+                    index as u64,
+                    ClassId(*element),
+                    1,
+                    "[]",
+                    0,
+                );
+            }
             continue;
         }
         // A boxed struct: the runtime gives a value type's field offsets from its data,

@@ -246,6 +246,7 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
     let which = Streamed {
         calls: calls.is_some(),
         exceptions: true,
+        call_values: false,
     };
     trace.for_each_streamed(which, |e| {
         if is_exception(&e.event) {

@@ -42,6 +42,7 @@ fn call(frame: FrameId, start_ns: u64, end_ns: u64, depth: u32) -> Call {
         start_ns,
         end_ns,
         depth,
+        values: None,
     }
 }
 
@@ -119,6 +120,7 @@ pub fn fixture() -> Profile {
             os_tid: 100,
             samples: main,
             calls: vec![],
+            call_values: vec![],
             call_paths: vec![],
             allocations: vec![],
             waits: vec![],
@@ -128,6 +130,7 @@ pub fn fixture() -> Profile {
             os_tid: 101,
             samples: worker,
             calls: vec![],
+            call_values: vec![],
             call_paths: vec![],
             allocations: vec![],
             waits: vec![],
@@ -144,6 +147,7 @@ pub fn fixture() -> Profile {
                 call(OUTER, 200 * US, 300 * US, 0),
                 call(NATIVE, 210 * US, 220 * US, 1),
             ],
+            call_values: vec![],
             call_paths: vec![],
             allocations: vec![],
             waits: vec![],
