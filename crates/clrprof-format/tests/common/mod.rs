@@ -327,6 +327,11 @@ pub fn every_kind() -> Vec<Event<'static>> {
         Event::ExceptionPositions {
             positions: Cow::Owned(vec![0x10 + 4, 0, 0x33 + 4]),
         },
+        // 2.3
+        Event::AllocPositions {
+            id: 1,
+            positions: Cow::Owned(vec![0x21 + 4, 0x08 + 4]),
+        },
     ]
 }
 
@@ -646,6 +651,10 @@ pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
                     line: (c % (1 << 32)) as u32,
                 },
                 102 => Event::ExceptionPositions { positions: list },
+                103 => Event::AllocPositions {
+                    id: a,
+                    positions: list,
+                },
                 40 => Event::CallArgs {
                     function: a,
                     sp: b2,
