@@ -529,3 +529,33 @@ fn net8_allocation_samples_say_why_they_have_no_lines() {
         "{a:#}"
     );
 }
+
+/// A VB `Async Function`: VB names its state machine `VB$StateMachine_N_BusyAsync`, which
+/// C#'s naming rule does not read; the kickoff name comes from the `AsyncStateMachine`
+/// attribute of the module (no PDB involved: it is read from the DLL). .NET 10, signal
+/// sampler.
+#[test]
+fn net10_vb_async_method_is_named_after_its_kickoff_from_the_attribute() {
+    let app = app_on("VbAsync", Runtime::Net10);
+    let _timing = timing_lock();
+    let trace = scratch("lines-vb").join("t.clrprof");
+    let out = record_app(&app, &trace, &["--rate", "499"], &["2"]);
+    assert_eq!(results(&out)["vb_seconds"], "2");
+    let r = report_json(&trace);
+    let f = function(&r, "BusyAsync");
+    assert_eq!(f["name"], "VbAsync.Program.BusyAsync (MoveNext)", "{f:#}");
+    assert!(f["self_samples"].as_u64().unwrap() >= 5, "{f:#}");
+    // Its lines are its body's, in Program.vb.
+    assert!(
+        r["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["function"] == f["name"]
+                && l["file"]
+                    .as_str()
+                    .is_some_and(|p| p.ends_with("Program.vb"))),
+        "{:#}",
+        r["lines"]
+    );
+}
