@@ -40,6 +40,7 @@ public static class Program
         ("waits", "waits [rounds=5]", Waits.Run),
         ("emitted", "emitted [calls=1000]", EmittedScenario.Run),
         ("lines", "lines [seconds=2]", Lines.Run),
+        ("alloc-lines", "alloc-lines [mb=200]", AllocLines.Run),
         ("jit-storm", "jit-storm [n=2000]", JitStorm.Run),
         ("pool-hot", "pool-hot [seconds=2] [workers=4]", PoolHot.Run),
         ("dynamic", "dynamic [seconds=2]", Dynamic.Run),

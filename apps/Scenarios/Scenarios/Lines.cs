@@ -57,3 +57,37 @@ public static class Lines
         return x;
     }
 }
+
+/// <summary>
+/// `alloc-lines [mb=200]`: allocates `mb` MiB as 1 KiB byte arrays on one known source line
+/// of <c>AllocLines.Fill</c> (marked `alloc line`), for the lines of allocation samples.
+/// Fill prints the line its caller's frame is on and the line of the allocating statement,
+/// both as the runtime's own <c>StackTrace(true)</c> reads them (the test's oracle).
+/// </summary>
+public static class AllocLines
+{
+    private static object? s_sink;
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static int Run(ScenarioArgs args)
+    {
+        long n = (long)args.Int("mb", 200) * 1024;
+        long made = Fill(n);
+        s_sink = null;
+        Results.Print(("alloc_lines_objects", made));
+        return 0;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static long Fill(long n)
+    {
+        Results.Print(("fill_call_line", new StackTrace(true).GetFrame(1)?.GetFileLineNumber() ?? -1));
+        int allocLine = -1;
+        for (long i = 0; i < n; i++)
+        {
+            var a = new byte[1000]; a[0] = (byte)i; s_sink = a; if (i == 0) { allocLine = new StackTrace(true).GetFrame(0)?.GetFileLineNumber() ?? -1; } // alloc line
+        }
+        Results.Print(("alloc_line", allocLine));
+        return n;
+    }
+}

@@ -76,6 +76,9 @@ pub struct AllocPoint {
     pub class: u64,
     /// Leaf first.
     pub frames: Vec<u64>,
+    /// Where in its method each frame was (`AllocPositions`, one `SamplePositions` item
+    /// per frame); empty when the trace says nothing.
+    pub positions: Vec<u64>,
     /// The bytes and objects it stands for.
     pub bytes: f64,
     pub objects: f64,
@@ -109,6 +112,7 @@ impl AllocPoint {
                 os_tid: e.os_tid,
                 class: *class,
                 frames: frames.to_vec(),
+                positions: Vec::new(),
                 bytes,
                 objects,
                 tracked: *tracked != 0,
@@ -216,6 +220,13 @@ pub fn collect(events: &[TimedEvent<'_>]) -> AllocSamples {
             continue;
         }
         match &e.event {
+            Event::AllocPositions { id, positions } => {
+                if let Some(p) = by_id.get(id).and_then(|&i| out.points.get_mut(i))
+                    && p.frames.len() == positions.len()
+                {
+                    p.positions = positions.to_vec();
+                }
+            }
             Event::AllocFreed { ids } => {
                 for id in ids.iter() {
                     if let Some(p) = by_id.get(id).and_then(|&i| out.points.get_mut(i))
@@ -353,8 +364,29 @@ mod tests {
                 },
             ),
         ];
+        let mut events = events.to_vec();
+        // Sample 1's positions; a record of another length is ignored.
+        events.insert(
+            2,
+            at(
+                1,
+                Event::AllocPositions {
+                    id: 1,
+                    positions: vec![0x10 + 4, 0].into(),
+                },
+            ),
+        );
+        events.push(at(
+            5,
+            Event::AllocPositions {
+                id: 2,
+                positions: vec![5].into(),
+            },
+        ));
         let a = collect(&events);
         assert_eq!(a.points.len(), 3);
+        assert_eq!(a.points[0].positions, [0x14, 0]);
+        assert!(a.points[1].positions.is_empty());
         let alive: Vec<bool> = a.points.iter().map(AllocPoint::alive_at_end).collect();
         assert_eq!(alive, [true, false, false]);
         assert_eq!(a.points[1].freed_ns, Some(4));

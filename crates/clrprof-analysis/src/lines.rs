@@ -358,7 +358,8 @@ pub fn locate_functions(
 
 /// The `SourceLine` records that make a trace's lines travel: for every distinct
 /// (function, position) its samples hold, and the `exception` pairs (from its exception
-/// stacks: [`ExceptionPositions`]), whose line the PDBs give, the record's fields.
+/// stacks: [`ExceptionPositions`]; and its allocation samples'), whose line the PDBs
+/// give, the record's fields.
 pub fn table(
     samples: &[crate::samples::StackSample],
     exception: &std::collections::BTreeSet<(u64, u64)>,

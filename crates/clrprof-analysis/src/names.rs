@@ -56,6 +56,10 @@ pub struct Names {
     /// the runtime's own threads are called (they never get a `ThreadName`), full length
     /// where [`full_thread_name`] knows the 15-byte form.
     pub thread_os_names: HashMap<u64, String>,
+    /// Async and iterator `MoveNext` functions by id → the name of the method that
+    /// started the state machine, read from the module's `AsyncStateMachine`-style
+    /// attributes ([`Names::collect`], when the module's file is readable here).
+    pub kickoffs: HashMap<u64, String>,
 }
 
 impl Names {
@@ -64,6 +68,7 @@ impl Names {
         for e in events {
             n.add(e);
         }
+        n.kickoffs = kickoffs(&n);
         n
     }
 
@@ -140,6 +145,9 @@ impl Names {
     /// ([`state_machine_name`]), a lambda or local function after the method it is
     /// written in ([`lambda_name`]); other names as [`function`](Self::function).
     pub fn display(&self, id: u64) -> String {
+        if let Some(k) = self.kickoffs.get(&id) {
+            return format!("{k} (MoveNext)");
+        }
         let name = self.function(id);
         state_machine_name(&name)
             .or_else(|| lambda_name(&name))
@@ -193,6 +201,91 @@ impl Names {
             self.modules.get(&f.module)
         }
     }
+}
+
+/// The kickoff method of every async or iterator `MoveNext` of `n`, from the
+/// `AsyncStateMachine`, `IteratorStateMachine` and `AsyncIteratorStateMachine` attributes
+/// of its module (read from the module's file, when it is readable here; no PDB and no
+/// compiler's naming rule: VB's `VB$StateMachine_1_M` as C#'s `<M>d__1`). The kickoff's
+/// type is named as the runtime names the machine's enclosing type when the machine is
+/// nested in it (always, for C# and VB), else from the metadata. Modules are read once.
+fn kickoffs(n: &Names) -> HashMap<u64, String> {
+    use clrprof_metadata::{MetadataRead, RawMetadata, rawmd::pe};
+    let mut out = HashMap::new();
+    let mut by_module: HashMap<u64, Vec<(u64, &FunctionName)>> = HashMap::new();
+    for (&id, f) in &n.functions {
+        if f.token != 0 && f.name.ends_with(".MoveNext") {
+            by_module.entry(f.module).or_default().push((id, f));
+        }
+    }
+    for (module, functions) in by_module {
+        let Some(path) = n.modules.get(&module).and_then(|m| m.path.as_deref()) else {
+            continue;
+        };
+        let Ok(file) = std::fs::read(path) else {
+            continue;
+        };
+        let read = |o: usize, len: usize| file.get(o..o.checked_add(len)?);
+        let Ok((at, size)) = pe::locate(&read, true) else {
+            continue;
+        };
+        let Some(md) = file
+            .get(at..at.saturating_add(size))
+            .and_then(|b| RawMetadata::parse(b).ok())
+        else {
+            continue;
+        };
+        let machines: HashMap<String, u32> = md
+            .state_machine_kickoffs()
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        if machines.is_empty() {
+            continue;
+        }
+        for (id, f) in functions {
+            let Ok(move_next) = md.get_method_props(f.token) else {
+                continue;
+            };
+            let Some(&kickoff) = machines.get(&md.type_full_name(move_next.class)) else {
+                continue;
+            };
+            let Ok(k) = md.get_method_props(kickoff) else {
+                continue;
+            };
+            let outer = f.name.strip_suffix(".MoveNext").and_then(enclosing_type);
+            let name = match outer {
+                Some(outer)
+                    if md.get_nested_class_props(move_next.class).ok().flatten()
+                        == Some(k.class) =>
+                {
+                    format!("{outer}.{}", k.name)
+                }
+                _ => match md.method_full_name(kickoff) {
+                    Ok(n) => n,
+                    Err(_) => continue,
+                },
+            };
+            out.insert(id, name);
+        }
+    }
+    out
+}
+
+/// `A.B+C` of a nested type's name `A.B+C+D<X+Y>`: the part before its last `+` outside
+/// angle brackets.
+fn enclosing_type(name: &str) -> Option<&str> {
+    let mut depth = 0i32;
+    let mut split = None;
+    for (i, c) in name.char_indices() {
+        match c {
+            '<' | '[' => depth += 1,
+            '>' | ']' => depth -= 1,
+            '+' if depth == 0 => split = Some(i),
+            _ => {}
+        }
+    }
+    split.map(|i| &name[..i])
 }
 
 /// The name of a C# async or iterator state machine's `MoveNext` after its kickoff
@@ -320,6 +413,23 @@ mod tests {
             os_tid: 1,
             event,
         }
+    }
+
+    #[test]
+    fn the_enclosing_type_of_a_nested_name() {
+        assert_eq!(
+            enclosing_type("Scenarios.Lines+<BusyAsync>d__3"),
+            Some("Scenarios.Lines")
+        );
+        assert_eq!(
+            enclosing_type("VbAsync.Program+VB$StateMachine_1_BusyAsync"),
+            Some("VbAsync.Program")
+        );
+        assert_eq!(
+            enclosing_type("A.B+C<X+Y>+<Items>d__12<A+B>"),
+            Some("A.B+C<X+Y>")
+        );
+        assert_eq!(enclosing_type("A.B"), None);
     }
 
     #[test]

@@ -72,6 +72,24 @@ impl Tables {
         i
     }
 
+    /// The stack of frame ids `ids` (leaf first), each frame on its source line (from
+    /// its `SamplePositions` item in `positions`, one per frame) where that is known.
+    fn stack_at(
+        &mut self,
+        ids: &[u64],
+        positions: &[u64],
+        lines: &mut crate::lines::Lines,
+        names: &Names,
+    ) -> Option<StackId> {
+        let mut stack = None;
+        for (&f, &p) in ids.iter().zip(positions).rev() {
+            let line = lines.line(names, f, p).map(|l| l.line);
+            let frame = self.id_at(f, line, names);
+            stack = Some(self.interner.stack(&mut self.profile, stack, frame));
+        }
+        stack
+    }
+
     /// The one frame of a sample of a thread without managed frames that used CPU: what
     /// the thread is (`[runtime: JIT]`, `[native: libfoo.so]`), as the report names it.
     fn role(&mut self, role: ThreadRole, leaf: u64, names: &Names) -> FrameId {
@@ -299,18 +317,7 @@ pub fn build_with_lines(
                 role.map(|frame| tables.interner.stack(&mut tables.profile, None, frame))
             }
             Some(lines) if s.positions.len() == s.stack.len() => {
-                let at: Vec<(u64, Option<u32>)> = s
-                    .stack
-                    .iter()
-                    .zip(&s.positions)
-                    .map(|(&f, &p)| (f, lines.line(&names, f, p).map(|l| l.line)))
-                    .collect();
-                let mut stack = None;
-                for &(f, line) in at.iter().rev() {
-                    let frame = tables.id_at(f, line, &names);
-                    stack = Some(tables.interner.stack(&mut tables.profile, stack, frame));
-                }
-                stack
+                tables.stack_at(&s.stack, &s.positions, lines, &names)
             }
             _ => tables.stack(s.stack.iter().rev().copied(), |t, f| t.id(f, &names)),
         };
@@ -323,10 +330,18 @@ pub fn build_with_lines(
             });
         }
     }
-    // `record --alloc`: allocation samples with their estimates.
-    for p in crate::allocs::collect(&trace.events).points {
+    // `record --alloc`: allocation samples with their estimates (and, with `lines`, each
+    // frame on its line, as the CPU samples').
+    let allocs = crate::allocs::collect(&trace.events).points;
+    let has_positions = has_positions || allocs.iter().any(|p| !p.positions.is_empty());
+    for p in allocs {
         thread(&mut per, p.os_tid);
-        let stack = tables.stack(p.frames.iter().rev().copied(), |t, f| t.id(f, &names));
+        let stack = match resolver.as_mut() {
+            Some(lines) if p.positions.len() == p.frames.len() => {
+                tables.stack_at(&p.frames, &p.positions, lines, &names)
+            }
+            _ => tables.stack(p.frames.iter().rev().copied(), |t, f| t.id(f, &names)),
+        };
         let alive = p.alive_at_end();
         if let Some(t) = per.get_mut(&p.os_tid) {
             t.allocations.push(AllocationSample {

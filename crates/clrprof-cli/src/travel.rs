@@ -1,6 +1,7 @@
 //! Traces that travel: when a recording ends, `record` appends to each trace the source
-//! lines of the positions its samples and exception stacks hold (`SourceLine` records, read from the
-//! modules' PDBs now, while they are at hand), in one block after the agent's last, so
+//! lines of the positions its samples, allocation samples and exception stacks hold
+//! (`SourceLine` records, read from the modules' PDBs now, while they are at hand), in
+//! one block after the agent's last, so
 //! `report` shows the same lines on a machine without the PDBs (docs/source-lines.md).
 //! `record --no-lines` leaves the trace as the agent wrote it.
 
@@ -26,7 +27,9 @@ pub fn append_lines(path: &Path) -> Result<usize> {
         last_ts = last_ts.max(e.ts);
         positions |= matches!(
             e.event,
-            Event::SamplePositions { .. } | Event::ExceptionPositions { .. }
+            Event::SamplePositions { .. }
+                | Event::ExceptionPositions { .. }
+                | Event::AllocPositions { .. }
         );
         if matches!(e.event, Event::SourceLine { .. }) {
             // Appended already.
@@ -45,12 +48,18 @@ pub fn append_lines(path: &Path) -> Result<usize> {
     let samples = stack_samples(&trace.events);
     let mut exception = ExceptionPositions::default();
     trace.for_each_exception(|e| exception.observe(e));
-    let rows = table(
-        &samples,
-        &exception.pairs,
-        &names,
-        &mut Lines::new(Vec::new()),
-    );
+    // The allocation samples' positions with the exception stacks'.
+    let mut pairs = exception.pairs;
+    for p in clrprof_analysis::allocs::collect(&trace.events).points {
+        pairs.extend(
+            p.frames
+                .iter()
+                .zip(&p.positions)
+                .filter(|(_, item)| **item != 0)
+                .map(|(&f, &item)| (f, item)),
+        );
+    }
+    let rows = table(&samples, &pairs, &names, &mut Lines::new(Vec::new()));
     if rows.is_empty() {
         return Ok(0);
     }

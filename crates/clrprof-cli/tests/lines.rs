@@ -376,3 +376,186 @@ fn net10_attached_recording_keeps_its_lines() {
         "the attached trace's own lines, with the PDB gone"
     );
 }
+
+/// Records the `alloc-lines` scenario with `--alloc` and checks that its allocation
+/// samples carry lines: the allocating frame's line and its caller's are those the
+/// runtime's own `StackTrace(true)` gives at those points (the scenario prints them), in
+/// `report --json`'s `allocation_samples.lines`, in the text report and in `convert
+/// --weight alloc-bytes --lines`. Returns the trace and its report.
+fn record_alloc_lines(app: &BuiltApp, what: &str) -> (std::path::PathBuf, Value) {
+    let dir = scratch(&format!("alloc-lines-{what}"));
+    let trace = dir.join("t.clrprof");
+    let out = record_app(
+        app,
+        &trace,
+        // (The default event groups: the modules' loads say where their PDBs are.)
+        &["--alloc", "--mode", "events"],
+        &["alloc-lines", "mb=200"],
+    );
+    let facts = results(&out);
+    let alloc_line: u64 = facts["alloc_line"].parse().unwrap();
+    let call_line: u64 = facts["fill_call_line"].parse().unwrap();
+    assert_eq!(alloc_line, marked_line("alloc line"), "{what}");
+    let r = report_json(&trace);
+    let runtime = r["trace"]["runtime_version"].as_str().unwrap_or("");
+    assert!(
+        runtime.starts_with(&format!("{}.", app.runtime.major())),
+        "{what}: ran on {runtime}"
+    );
+    let a = &r["allocation_samples"];
+    let rows = a["lines"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{what}: no allocation lines in {a:#}"));
+    let of = |function: &str| -> Vec<&Value> {
+        rows.iter().filter(|l| l["function"] == function).collect()
+    };
+    let sum =
+        |rows: &[&Value], key: &str| -> u64 { rows.iter().map(|l| l[key].as_u64().unwrap()).sum() };
+    fn on<'a>(rows: &[&'a Value], line: u64) -> Vec<&'a Value> {
+        rows.iter()
+            .filter(|l| {
+                l["line"] == line && l["file"].as_str().is_some_and(|f| f.ends_with("Lines.cs"))
+            })
+            .copied()
+            .collect()
+    }
+    // The allocating method's samples: nearly all on the allocating line (as self: it is
+    // the nearest app frame of its samples).
+    let fill = of("Scenarios.AllocLines.Fill");
+    let fill_self = sum(&fill, "self_bytes");
+    let fill_on_line = sum(&on(&fill, alloc_line), "self_bytes");
+    let est = a["estimated_bytes"].as_u64().unwrap();
+    assert!(
+        fill_self * 10 >= est * 8 && fill_on_line * 10 >= fill_self * 9,
+        "{what}: {fill_on_line} of Fill's {fill_self} self bytes (of {est}) on Lines.cs:{alloc_line}: {rows:#?}"
+    );
+    // Its caller's frame is on the line of the call, for the same samples.
+    let run_on_line = sum(
+        &on(&of("Scenarios.AllocLines.Run"), call_line),
+        "total_bytes",
+    );
+    assert!(
+        run_on_line * 10 >= fill_on_line * 9,
+        "{what}: Run on Lines.cs:{call_line} has {run_on_line} bytes, Fill's line {fill_on_line}: {rows:#?}"
+    );
+    // The text report's table names the line.
+    let text = report_text(&trace);
+    assert!(
+        text.contains(&format!(
+            "Lines.cs:{alloc_line}  (Scenarios.AllocLines.Fill)"
+        )),
+        "{what}: {text}"
+    );
+    // The allocation flame graph with lines: Fill's frame on the allocating line, under
+    // Run's on the call's line.
+    let folded = dir.join("alloc.folded");
+    convert_with(
+        &trace,
+        &[
+            "--lines",
+            "--weight",
+            "alloc-bytes",
+            "-f",
+            "folded",
+            "-o",
+            folded.to_str().unwrap(),
+        ],
+    );
+    let folded = std::fs::read_to_string(&folded).unwrap();
+    let weight = |tail: &str| -> u64 {
+        folded
+            .lines()
+            .filter_map(|l| l.rsplit_once(' '))
+            .filter(|(stack, _)| stack.ends_with(tail) || stack.contains(&format!("{tail};")))
+            .map(|(_, w)| w.parse::<u64>().unwrap())
+            .sum()
+    };
+    let fill_frame = format!("Scenarios.AllocLines.Fill:{alloc_line}");
+    let (under_run, at_line) = (
+        weight(&format!(
+            "Scenarios.AllocLines.Run:{call_line};{fill_frame}"
+        )),
+        weight(&fill_frame),
+    );
+    assert!(
+        at_line > 0 && under_run * 10 >= at_line * 9 && at_line * 10 >= fill_self * 9,
+        "{what}: {under_run} under Run of {at_line} at {fill_frame} ({fill_self} self): {folded}"
+    );
+    (trace, r)
+}
+
+/// .NET 10 (`AllocationSampled`), the PDB beside the DLL; then moved away: the trace
+/// carries the allocation samples' lines (`record` appended them), so the report shows
+/// the same ones.
+#[test]
+fn net10_allocation_samples_carry_lines_that_travel() {
+    let dir = scratch("alloc-lines-net10-app");
+    let app = copy_app(&app_on("Scenarios", Runtime::Net10), &dir.join("app"));
+    let (trace, r) = record_alloc_lines(&app, "net10");
+    std::fs::remove_file(app.dir.join("Scenarios.pdb")).unwrap();
+    let gone = report_json(&trace);
+    assert_eq!(
+        gone["allocation_samples"]["lines"], r["allocation_samples"]["lines"],
+        "the trace's own lines, with the PDB gone"
+    );
+}
+
+/// .NET 8 (`GCAllocationTick`, fired inside the GC's allocator): the runtime refuses the
+/// IL map calls there (`CORPROF_E_UNSUPPORTED_CALL_SEQUENCE`: the thread may not trigger a
+/// GC), so the samples have no positions; the agent says so, and the report is as before
+/// (no `lines`), the samples still charged to their methods.
+#[test]
+fn net8_allocation_samples_say_why_they_have_no_lines() {
+    let app = app_embedded_pdb_on("Scenarios", Runtime::Net8);
+    let trace = scratch("alloc-lines-net8").join("t.clrprof");
+    let out = record_app(
+        &app,
+        &trace,
+        &["--alloc", "--mode", "events"],
+        &["alloc-lines", "mb=50"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("refused an IL map call")
+            && stderr.contains("CORPROF_E_UNSUPPORTED_CALL_SEQUENCE"),
+        "{stderr}"
+    );
+    let r = report_json(&trace);
+    let a = &r["allocation_samples"];
+    assert_eq!(a["source"], "AllocationTick");
+    assert!(a.get("lines").is_none(), "{a:#}");
+    assert_eq!(
+        a["app_functions"][0]["name"], "Scenarios.AllocLines.Fill",
+        "{a:#}"
+    );
+}
+
+/// A VB `Async Function`: VB names its state machine `VB$StateMachine_N_BusyAsync`, which
+/// C#'s naming rule does not read; the kickoff name comes from the `AsyncStateMachine`
+/// attribute of the module (no PDB involved: it is read from the DLL). .NET 10, signal
+/// sampler.
+#[test]
+fn net10_vb_async_method_is_named_after_its_kickoff_from_the_attribute() {
+    let app = app_on("VbAsync", Runtime::Net10);
+    let _timing = timing_lock();
+    let trace = scratch("lines-vb").join("t.clrprof");
+    let out = record_app(&app, &trace, &["--rate", "499"], &["2"]);
+    assert_eq!(results(&out)["vb_seconds"], "2");
+    let r = report_json(&trace);
+    let f = function(&r, "BusyAsync");
+    assert_eq!(f["name"], "VbAsync.Program.BusyAsync (MoveNext)", "{f:#}");
+    assert!(f["self_samples"].as_u64().unwrap() >= 5, "{f:#}");
+    // Its lines are its body's, in Program.vb.
+    assert!(
+        r["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["function"] == f["name"]
+                && l["file"]
+                    .as_str()
+                    .is_some_and(|p| p.ends_with("Program.vb"))),
+        "{:#}",
+        r["lines"]
+    );
+}

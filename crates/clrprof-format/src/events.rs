@@ -369,6 +369,12 @@ events! {
     /// 2.2): written right after it, on the same thread, one item per frame in its order,
     /// as `SamplePositions` items (every frame maps its return address − 1).
     102 ExceptionPositions { positions: Cow<'a, [u64]> }
+    /// Where in each frame's method the `AllocSample` numbered `id` was (format 2.3):
+    /// written right after it, on the same thread, one item per frame in its order, as
+    /// `SamplePositions` items (every frame maps its return address − 1: the allocating
+    /// method's is its call of the runtime's allocation helper). Absent when no frame
+    /// mapped.
+    103 AllocPositions { id: u64, positions: Cow<'a, [u64]> }
     /// `--waits` (2.1): what the agent asked the runtime for: the runtime provider's
     /// `keywords` (Contention 0x4000, ThreadPool 0x10000, WaitHandle 0x40000000000 on .NET
     /// 9 and later), whether wait-handle events can come (false on .NET 8, which has

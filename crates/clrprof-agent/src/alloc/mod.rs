@@ -14,9 +14,13 @@
 //!
 //! Per sample, on the allocating thread: no allocation and no syscall (but the first
 //! sample of a thread asks for its stack range); a stack from the cache (a few loads per
-//! frame) or a DoStackSnapshot, one load per frame in a lock-free cache of the functions
-//! named (the sharded name table, and its lock, only on a miss), one weak handle, one
-//! record.
+//! frame, its frames' IL positions included) or a DoStackSnapshot, one load per frame in
+//! a lock-free cache of the functions named (the sharded name table, and its lock, only
+//! on a miss), one weak handle, one record and its positions. A walked stack's frames
+//! are mapped to IL offsets through the maps the runtime's threads share (a lock only
+//! tried: a sample that finds it taken has no positions, and is counted; a code address
+//! is mapped once, its version's map read once, both caches bounded), then kept in the
+//! stack cache with them.
 
 mod live;
 mod payload;
@@ -25,6 +29,7 @@ mod stackcache;
 mod waits;
 
 use std::borrow::Cow;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use clrprof_format::Event;
@@ -34,6 +39,7 @@ use crate::config::Settings;
 use crate::names::{self, Seen};
 use crate::os::clock;
 use crate::output::buffers::emit;
+use crate::stackwalk::ilmap::IlMaps;
 
 use live::{LiveTable, TRACKED_MAX};
 use stackbuf::FrameBuf;
@@ -95,6 +101,8 @@ struct State {
     /// differed.
     compared: AtomicU64,
     differed: AtomicU64,
+    /// Walked samples recorded without positions: another thread held the maps.
+    positions_busy: AtomicU64,
     /// `AllocationSampled` (true) or `AllocationTick`.
     sampled: bool,
     /// Keep a runtime sample when `splitmix(counter) < keep` (`u64::MAX` = keep all).
@@ -212,6 +220,7 @@ fn try_start(info: &ProfilerInfo, settings: &Settings) -> Result<(), (u32, Strin
         hits: AtomicU64::new(0),
         compared: AtomicU64::new(0),
         differed: AtomicU64::new(0),
+        positions_busy: AtomicU64::new(0),
         sampled,
         keep,
         follow,
@@ -294,8 +303,14 @@ fn splitmix(mut z: u64) -> u64 {
 }
 
 /// An EventPipe event, on the thread that wrote it: records the allocation samples.
-pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) {
-    if waits::on_event(info, ev, functions) {
+/// `maps`: the IL maps shared by the runtime's threads (frames → IL offsets).
+pub fn on_event(
+    info: &ProfilerInfo,
+    ev: &EventPipeEvent<'_>,
+    functions: &Seen,
+    maps: &Mutex<IlMaps>,
+) {
+    if waits::on_event(info, ev, functions, maps) {
         return;
     }
     let Some(st) = STATE.get() else {
@@ -331,8 +346,9 @@ pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) 
     // A synchronous session's events come without the stack (the runtime walks stacks
     // only for buffered sessions): this thread's own, from the cache or walked. The
     // frames go into a buffer on this thread's stack (no allocation per sample), whose
-    // address anchors the cache's offsets.
+    // address anchors the cache's offsets; their positions into another.
     let mut buf = Frames::new();
+    let mut positions = Frames::new();
     let walk0 = clock::ticks();
     let stack = match st.walk {
         // (The register context's layout is x86-64's.)
@@ -343,21 +359,40 @@ pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) 
     };
     let hit = stack
         .as_ref()
-        .is_some_and(|s| stackcache::find(s, &mut buf));
+        .is_some_and(|s| stackcache::find(s, &mut buf, &mut positions));
     if hit {
         st.hits.fetch_add(1, Ordering::Relaxed);
     }
     if !hit || st.walk == WalkMode::Compare {
         let mut snap = Frames::new();
+        let mut ips = Frames::new();
         let mut walked = Walked::new();
-        let complete = snapshot(info, &mut snap, stack.is_some().then_some(&mut walked));
+        let complete = snapshot(
+            info,
+            &mut snap,
+            &mut ips,
+            stack.is_some().then_some(&mut walked),
+        );
+        let mut snap_positions = Frames::new();
+        let mapped = map_positions(info, maps, &snap, &ips, &mut snap_positions);
+        if !mapped {
+            st.positions_busy.fetch_add(1, Ordering::Relaxed);
+        }
+        // A stack is kept with its positions, so that it is not kept without them.
         if let Some(s) = &stack
             && !hit
+            && mapped
         {
-            stackcache::keep(s, walked.as_slice(), complete && walked.exact, |a| {
-                info.get_function_from_ip(a as usize)
-                    .map_or(0, |f| f.0 as u64)
-            });
+            stackcache::keep(
+                s,
+                walked.as_slice(),
+                snap_positions.as_slice(),
+                complete && walked.exact,
+                |a| {
+                    info.get_function_from_ip(a as usize)
+                        .map_or(0, |f| f.0 as u64)
+                },
+            );
         }
         if hit {
             st.compared.fetch_add(1, Ordering::Relaxed);
@@ -379,6 +414,7 @@ pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) 
             }
         }
         buf = snap;
+        positions = snap_positions;
     }
     st.walk_ticks
         .fetch_add(clock::ticks().saturating_sub(walk0), Ordering::Relaxed);
@@ -401,6 +437,14 @@ pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) 
         tracked: u8::from(tracked),
         frames: Cow::Borrowed(frames),
     });
+    // Where in its method each frame was: the same thread's next record.
+    let positions = positions.as_slice();
+    if positions.len() == frames.len() && positions.iter().any(|&p| p != 0) {
+        emit(&Event::AllocPositions {
+            id,
+            positions: Cow::Borrowed(positions),
+        });
+    }
     st.own_ticks
         .fetch_add(clock::ticks().saturating_sub(t0), Ordering::Relaxed);
 }
@@ -409,24 +453,42 @@ pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) 
 type Frames = FrameBuf<MAX_FRAMES>;
 
 /// The calling thread's own managed stack into `buf` (leaf first): from the stack cache
-/// when it knows it, else a DoStackSnapshot that the cache then keeps. True if it came
-/// from the cache. Then each frame's function is named once (`FunctionInfo`).
-fn own_stack(info: &ProfilerInfo, buf: &mut Frames, functions: &Seen) -> bool {
+/// when it knows it, else a DoStackSnapshot that the cache then keeps (with its
+/// positions, as allocation samples keep theirs, since the cache is one). True if it
+/// came from the cache. Then each frame's function is named once (`FunctionInfo`).
+fn own_stack(
+    info: &ProfilerInfo,
+    buf: &mut Frames,
+    functions: &Seen,
+    maps: &Mutex<IlMaps>,
+) -> bool {
     // (The register context's layout is x86-64's.)
     let stack = if cfg!(target_arch = "x86_64") {
         stackcache::OwnStack::new(std::ptr::addr_of!(*buf) as u64)
     } else {
         None
     };
-    let hit = stack.as_ref().is_some_and(|s| stackcache::find(s, buf));
+    let mut positions = Frames::new();
+    let hit = stack
+        .as_ref()
+        .is_some_and(|s| stackcache::find(s, buf, &mut positions));
     if !hit {
         let mut walked = Walked::new();
-        let complete = snapshot(info, buf, stack.is_some().then_some(&mut walked));
-        if let Some(s) = &stack {
-            stackcache::keep(s, walked.as_slice(), complete && walked.exact, |a| {
-                info.get_function_from_ip(a as usize)
-                    .map_or(0, |f| f.0 as u64)
-            });
+        let mut ips = Frames::new();
+        let complete = snapshot(info, buf, &mut ips, stack.is_some().then_some(&mut walked));
+        if let Some(s) = &stack
+            && map_positions(info, maps, buf, &ips, &mut positions)
+        {
+            stackcache::keep(
+                s,
+                walked.as_slice(),
+                positions.as_slice(),
+                complete && walked.exact,
+                |a| {
+                    info.get_function_from_ip(a as usize)
+                        .map_or(0, |f| f.0 as u64)
+                },
+            );
         }
     }
     for f in buf.as_slice() {
@@ -459,15 +521,57 @@ impl Walked {
     }
 }
 
+/// Where in its method each frame of a walk is, as `SamplePositions` items into `out`:
+/// every frame's IP is a return address here (the allocating method's is that of its
+/// call of the runtime's allocation helper), so each maps its IP − 1, the call. Through
+/// the maps the runtime's threads share, under a lock only tried: false, and no
+/// positions, when another thread holds it.
+fn map_positions(
+    info: &ProfilerInfo,
+    maps: &Mutex<IlMaps>,
+    frames: &Frames,
+    ips: &Frames,
+    out: &mut Frames,
+) -> bool {
+    out.n = 0;
+    let Ok(mut maps) = maps.try_lock() else {
+        return false;
+    };
+    for (&f, &ip) in frames.as_slice().iter().zip(ips.as_slice()) {
+        let p = (f != 0 && ip > 1)
+            .then(|| maps.position(info, f, ip - 1))
+            .flatten();
+        out.push(clrprof_format::position_item(p));
+    }
+    if let Some(e) = maps.stats.first_error
+        && !REFUSED_LOGGED.swap(true, Ordering::Relaxed)
+    {
+        log!(
+            "source positions: the runtime refused an IL map call on a thread recording a stack: {e}; its frames have no positions"
+        );
+    }
+    out.n == frames.n
+}
+
+/// The refusal of an IL map call was logged (once a process).
+static REFUSED_LOGGED: AtomicBool = AtomicBool::new(false);
+
 /// `CONTEXT` (AMD64, the PAL's layout on Unix too): where RSP and RIP are.
 const CONTEXT_RSP: usize = 0x98;
 const CONTEXT_RIP: usize = 0xF8;
 
-/// The thread's own stack by DoStackSnapshot (allowed on the current thread at any time);
-/// with `walked`, each managed frame's IP and SP too (from its register context). True
-/// if the walk reached the root: not cut at [`MAX_FRAMES`] or by a failure.
-fn snapshot(info: &ProfilerInfo, out: &mut Frames, mut walked: Option<&mut Walked>) -> bool {
+/// The thread's own stack by DoStackSnapshot (allowed on the current thread at any time),
+/// each managed frame's IP into `ips`; with `walked`, each managed frame's IP and SP too
+/// (from its register context). True if the walk reached the root: not cut at
+/// [`MAX_FRAMES`] or by a failure.
+fn snapshot(
+    info: &ProfilerInfo,
+    out: &mut Frames,
+    ips: &mut Frames,
+    mut walked: Option<&mut Walked>,
+) -> bool {
     out.n = 0;
+    ips.n = 0;
     let flags = if walked.is_some() {
         corprof_sys::COR_PRF_SNAPSHOT_REGISTER_CONTEXT
     } else {
@@ -478,6 +582,7 @@ fn snapshot(info: &ProfilerInfo, out: &mut Frames, mut walked: Option<&mut Walke
             return true;
         }
         out.push(f.0 as u64);
+        ips.push(ip as u64);
         if let Some(w) = walked.as_deref_mut() {
             let reg = |at: usize| {
                 ctx.get(at..at + 8)
@@ -531,14 +636,15 @@ pub fn stop(info: &ProfilerInfo) {
     st.stopped.store(true, Ordering::Release);
     let _ = info.event_pipe_stop_session(st.session);
     let alive_at_end = st.live.release_all(info);
-    let (hits, compared, differed) = (
+    let (hits, compared, differed, busy) = (
         st.hits.load(Ordering::Relaxed),
         st.compared.load(Ordering::Relaxed),
         st.differed.load(Ordering::Relaxed),
+        st.positions_busy.load(Ordering::Relaxed),
     );
     let not_kept = |i: usize| stackcache::NOT_KEPT[i].load(Ordering::Relaxed);
     log!(
-        "allocation stacks: {:?}, {hits} of {} from the cache (walks not kept: {} with a return address elsewhere, {} cut or deeper than {} frames, {} on a path over the {}th, {} busy){}",
+        "allocation stacks: {:?}, {hits} of {} from the cache (walks not kept: {} with a return address elsewhere, {} cut or deeper than {} frames, {} on a path over the {}th, {} busy; {busy} walked without positions, the IL maps busy){}",
         st.walk,
         st.recorded.load(Ordering::Relaxed),
         not_kept(0),

@@ -41,10 +41,12 @@ struct Entry {
     key: AtomicU64,
     n: AtomicU64,
     /// Per frame, leaf first: the offset of its return address from the anchor, that
-    /// return address, and the FunctionID.
+    /// return address, the FunctionID, and where in its method the frame is (a
+    /// `SamplePositions` item, computed once when the stack was kept).
     offset: [AtomicU64; MAX_FRAMES],
     ret: [AtomicU64; MAX_FRAMES],
     function: [AtomicU64; MAX_FRAMES],
+    position: [AtomicU64; MAX_FRAMES],
 }
 
 impl Entry {
@@ -56,6 +58,7 @@ impl Entry {
             offset: [const { AtomicU64::new(0) }; MAX_FRAMES],
             ret: [const { AtomicU64::new(0) }; MAX_FRAMES],
             function: [const { AtomicU64::new(0) }; MAX_FRAMES],
+            position: [const { AtomicU64::new(0) }; MAX_FRAMES],
         }
     }
 }
@@ -139,8 +142,13 @@ fn key(offset: u64, ret: u64) -> u64 {
     super::splitmix(offset ^ ret.rotate_left(17))
 }
 
-/// Fills `out` with the frames of a stack seen before; false if this one was not.
-pub fn find<const N: usize>(stack: &OwnStack, out: &mut FrameBuf<N>) -> bool {
+/// Fills `out` with the frames of a stack seen before, and `positions` with where in
+/// its method each is; false if this one was not.
+pub fn find<const N: usize>(
+    stack: &OwnStack,
+    out: &mut FrameBuf<N>,
+    positions: &mut FrameBuf<N>,
+) -> bool {
     for leaf in &LEAVES {
         let offset = leaf.load(Ordering::Acquire);
         if offset == 0 {
@@ -152,18 +160,25 @@ pub fn find<const N: usize>(stack: &OwnStack, out: &mut FrameBuf<N>) -> bool {
         let k = key(offset, ret);
         let set = (k as usize % SETS) * WAYS;
         for e in &TABLE[set..set + WAYS] {
-            if read(e, k, stack, out) {
+            if read(e, k, stack, out, positions) {
                 return true;
             }
         }
     }
     out.n = 0;
+    positions.n = 0;
     false
 }
 
 /// The entry's frames into `out` if it is `k`'s and every return address it expects is
 /// on the stack where it expects it.
-fn read<const N: usize>(e: &Entry, k: u64, stack: &OwnStack, out: &mut FrameBuf<N>) -> bool {
+fn read<const N: usize>(
+    e: &Entry,
+    k: u64,
+    stack: &OwnStack,
+    out: &mut FrameBuf<N>,
+    positions: &mut FrameBuf<N>,
+) -> bool {
     let s1 = e.seq.load(Ordering::Acquire);
     if s1 & 1 == 1 || e.key.load(Ordering::Relaxed) != k {
         return false;
@@ -173,12 +188,14 @@ fn read<const N: usize>(e: &Entry, k: u64, stack: &OwnStack, out: &mut FrameBuf<
         return false;
     }
     out.n = 0;
+    positions.n = 0;
     for i in 0..n {
         let offset = e.offset[i].load(Ordering::Relaxed);
         if stack.word(offset) != Some(e.ret[i].load(Ordering::Relaxed)) {
             return false;
         }
         out.push(e.function[i].load(Ordering::Relaxed));
+        positions.push(e.position[i].load(Ordering::Relaxed));
     }
     fence(Ordering::Acquire);
     e.seq.load(Ordering::Relaxed) == s1
@@ -196,9 +213,20 @@ pub struct Walked {
 /// below its SP holds a return address into that frame's function: the IP the runtime
 /// reported, or, for a frame the runtime reached through a transition frame (a P/Invoke's
 /// `InlinedCallFrame` records an IP of its own), another address that `owner` (code
-/// address → FunctionID, 0: none) places in the same function.
-pub fn keep(stack: &OwnStack, frames: &[Walked], complete: bool, owner: impl Fn(u64) -> u64) {
-    if !complete || frames.is_empty() || frames.len() > MAX_FRAMES {
+/// address → FunctionID, 0: none) places in the same function. `positions`: where in
+/// its method each frame is (one item per frame), handed out with the frames.
+pub fn keep(
+    stack: &OwnStack,
+    frames: &[Walked],
+    positions: &[u64],
+    complete: bool,
+    owner: impl Fn(u64) -> u64,
+) {
+    if !complete
+        || frames.is_empty()
+        || frames.len() > MAX_FRAMES
+        || positions.len() != frames.len()
+    {
         return not_kept(1);
     }
     let mut offsets = [0u64; MAX_FRAMES];
@@ -241,6 +269,7 @@ pub fn keep(stack: &OwnStack, frames: &[Walked], complete: bool, owner: impl Fn(
         e.offset[i].store(offsets[i], Ordering::Relaxed);
         e.ret[i].store(rets[i], Ordering::Relaxed);
         e.function[i].store(f.function, Ordering::Relaxed);
+        e.position[i].store(positions[i], Ordering::Relaxed);
     }
     e.seq.store(s + 2, Ordering::Release);
 }
@@ -278,15 +307,16 @@ mod tests {
                 sp: at(6),
             },
         ];
-        keep(&s, &frames, true, |_| 0);
-        let mut out = FrameBuf::<8>::new();
-        assert!(find(&s, &mut out));
+        keep(&s, &frames, &[0x14, 0x2a], true, |_| 0);
+        let (mut out, mut positions) = (FrameBuf::<8>::new(), FrameBuf::<8>::new());
+        assert!(find(&s, &mut out, &mut positions));
         assert_eq!(out.as_slice(), &[11, 22]);
+        assert_eq!(positions.as_slice(), &[0x14, 0x2a]);
         // Another caller (a different return address into frame 2): not this stack.
         words[5] = 0x7000_9999;
         let s = stack_of(&words);
-        assert!(!find(&s, &mut out));
-        assert_eq!(out.n, 0);
+        assert!(!find(&s, &mut out, &mut positions));
+        assert_eq!((out.n, positions.n), (0, 0));
     }
 
     #[test]
@@ -299,7 +329,7 @@ mod tests {
             ip: 0x7100_0002,
             sp: s.anchor + 16,
         }];
-        keep(&s, &frames, true, |_| 0);
+        keep(&s, &frames, &[0], true, |_| 0);
         assert_eq!(NOT_KEPT[0].load(Ordering::Relaxed), before + 1);
     }
 

@@ -157,7 +157,12 @@ pub fn start(info: &ProfilerInfo, settings: &Settings) {
 }
 
 /// An EventPipe event: true if it was one of `--waits`' (recorded here).
-pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) -> bool {
+pub fn on_event(
+    info: &ProfilerInfo,
+    ev: &EventPipeEvent<'_>,
+    functions: &Seen,
+    maps: &std::sync::Mutex<crate::stackwalk::ilmap::IlMaps>,
+) -> bool {
     let Some(st) = STATE.get() else {
         return false;
     };
@@ -185,7 +190,7 @@ pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) 
                 return true;
             };
             let mut buf = Frames::new();
-            own_stack(info, &mut buf, functions);
+            own_stack(info, &mut buf, functions, maps);
             let frames = buf.as_slice();
             let mut class = 0u64;
             if c.object != 0 {
@@ -228,7 +233,7 @@ pub fn on_event(info: &ProfilerInfo, ev: &EventPipeEvent<'_>, functions: &Seen) 
                 return true;
             };
             let mut buf = Frames::new();
-            own_stack(info, &mut buf, functions);
+            own_stack(info, &mut buf, functions, maps);
             st.recorded.fetch_add(1, Ordering::Relaxed);
             emit(&Event::WaitStart {
                 thread,

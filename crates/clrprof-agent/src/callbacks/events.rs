@@ -573,7 +573,7 @@ impl ProfilerCallback for Profiler {
 
     fn event_pipe_event_delivered(&self, event: &corprof::EventPipeEvent<'_>) -> Result<()> {
         if let Some(a) = self.active() {
-            crate::alloc::on_event(&a.info, event, &a.functions_named);
+            crate::alloc::on_event(&a.info, event, &a.functions_named, &a.thread_ilmaps);
         }
         Ok(())
     }

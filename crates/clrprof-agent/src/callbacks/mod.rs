@@ -33,9 +33,10 @@ pub struct Active {
     modules_seen: Seen,
     assemblies_seen: Seen,
     attached: bool,
-    /// The IL maps of thrown-through methods, for the positions of exception stacks:
-    /// taken with `try_lock` only (a throw that finds it busy records no positions).
-    exception_ilmaps: std::sync::Mutex<IlMaps>,
+    /// The IL maps of the methods on the stacks the runtime's own threads record (exception
+    /// stacks, allocation samples), for their positions: taken with `try_lock` only (a
+    /// throw or a walked allocation stack that finds it busy records no positions).
+    thread_ilmaps: std::sync::Mutex<IlMaps>,
 }
 
 /// Why a recording did not start: `busy` when another session owns the process (the
@@ -182,7 +183,7 @@ impl Profiler {
             modules_seen: Seen::new(),
             assemblies_seen: Seen::new(),
             attached,
-            exception_ilmaps: std::sync::Mutex::new(IlMaps::new(
+            thread_ilmaps: std::sync::Mutex::new(IlMaps::new(
                 std::env::var_os("CLRPROF_SAMPLER_NO_POSITIONS").is_none(),
             )),
         });
@@ -216,7 +217,7 @@ impl Profiler {
                 self.name_function(a, FunctionId(*f as usize));
             }
         }
-        let positions: Option<Vec<u64>> = a.exception_ilmaps.try_lock().ok().map(|mut maps| {
+        let positions: Option<Vec<u64>> = a.thread_ilmaps.try_lock().ok().map(|mut maps| {
             frames
                 .iter()
                 .zip(&ips)

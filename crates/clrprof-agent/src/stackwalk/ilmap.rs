@@ -81,6 +81,9 @@ pub struct IlMapStats {
     pub unmapped: u64,
     /// Code versions whose map was read.
     pub maps_read: u64,
+    /// The first error the runtime answered a method's versions or a version's map with
+    /// (e.g. `CORPROF_E_UNSUPPORTED_CALL_SEQUENCE` on a thread that may not trigger a GC).
+    pub first_error: Option<corprof::HResult>,
 }
 
 #[derive(Default)]
@@ -145,14 +148,21 @@ impl IlMaps {
         }
         let starts = info
             .get_native_code_start_addresses(FunctionId(function as usize), ReJitId(0))
-            .unwrap_or_default();
+            .unwrap_or_else(|e| {
+                self.stats.first_error.get_or_insert(e);
+                Vec::new()
+            });
         let mut bodies = Vec::with_capacity(starts.len());
         for start in starts {
-            let Ok(ranges) = info.get_code_info4(start) else {
-                continue;
-            };
-            let Ok(mut map) = info.get_il_to_native_mapping3(start) else {
-                continue;
+            let (ranges, mut map) = match (
+                info.get_code_info4(start),
+                info.get_il_to_native_mapping3(start),
+            ) {
+                (Ok(r), Ok(m)) => (r, m),
+                (Err(e), _) | (_, Err(e)) => {
+                    self.stats.first_error.get_or_insert(e);
+                    continue;
+                }
             };
             map.sort_by_key(|m| m.native_start);
             self.stats.maps_read += 1;

@@ -131,6 +131,7 @@ mod tests {
                 .collect(),
             outside_app: Outside::default(),
             functions: vec![],
+            lines: Vec::new(),
             live: LiveHeap {
                 bytes: 0,
                 objects: 0,

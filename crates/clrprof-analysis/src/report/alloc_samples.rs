@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 use serde::Serialize;
 
 use crate::allocs::{AllocPoint, AllocSamples};
+use crate::lines::{Lines, SourceLine};
 use crate::names::Names;
 
 #[derive(Debug, Serialize, PartialEq)]
@@ -25,6 +26,25 @@ pub struct FunctionBytes {
     pub total_bytes: u64,
     /// The same in objects.
     pub self_objects: u64,
+    pub total_objects: u64,
+}
+
+/// One source line's allocations: the estimated bytes and objects of the samples with a
+/// frame on it.
+#[derive(Debug, Serialize, PartialEq)]
+pub struct LineBytes {
+    /// The method the line is in.
+    pub function: String,
+    /// The document's path as the compiler wrote it.
+    pub file: String,
+    pub line: u32,
+    /// The samples whose nearest app frame is on this line: the line of the app's code
+    /// that allocated, directly or through the framework and runtime code it called.
+    pub self_bytes: u64,
+    pub self_objects: u64,
+    pub self_samples: u64,
+    /// The samples with any frame on this line (counted once a sample).
+    pub total_bytes: u64,
     pub total_objects: u64,
 }
 
@@ -84,6 +104,10 @@ pub struct AllocationSamples {
     pub outside_app: Outside,
     /// By function, most total bytes first.
     pub functions: Vec<FunctionBytes>,
+    /// By source line (from the frames' IL offsets, the trace's line table and the
+    /// modules' PDBs), most self bytes first; absent when the trace has no positions.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lines: Vec<LineBytes>,
     pub live: LiveHeap,
 }
 
@@ -212,8 +236,91 @@ fn by_function<'a>(
     v
 }
 
+/// Per source line (of each method) the samples stand for: self for the line of each
+/// sample's nearest app frame, total for every line on its stack; most self bytes first.
+/// Frames without a known line are left out.
+pub fn by_line<'a>(
+    points: impl Iterator<Item = &'a AllocPoint>,
+    names: &Names,
+    lines: &mut Lines,
+) -> Vec<LineBytes> {
+    // Per (function id, position item): the row, resolved once.
+    let mut resolved: HashMap<(u64, u64), Option<usize>> = HashMap::new();
+    let mut app: HashMap<u64, bool> = HashMap::new();
+    let mut row_of: HashMap<(String, SourceLine), usize> = HashMap::new();
+    // Per row: its key, then self bytes, self objects, self samples, total bytes, total
+    // objects.
+    let mut rows: Vec<((String, SourceLine), [f64; 5])> = Vec::new();
+    let mut seen: Vec<usize> = Vec::new();
+    for p in points {
+        if p.positions.len() != p.frames.len() {
+            continue;
+        }
+        seen.clear();
+        let mut nearest = true;
+        for (&f, &item) in p.frames.iter().zip(&p.positions) {
+            let is_app = *app
+                .entry(f)
+                .or_insert_with(|| crate::names::is_app_frame(names, f));
+            let row = match item {
+                0 => None,
+                _ => *resolved.entry((f, item)).or_insert_with(|| {
+                    let line = lines.line(names, f, item)?;
+                    let key = (names.display(f), line);
+                    Some(*row_of.entry(key.clone()).or_insert_with(|| {
+                        rows.push((key, [0.0; 5]));
+                        rows.len() - 1
+                    }))
+                }),
+            };
+            if let Some(row) = row {
+                let r = &mut rows[row].1;
+                if is_app && nearest {
+                    r[0] += p.bytes;
+                    r[1] += p.objects;
+                    r[2] += 1.0;
+                }
+                if !seen.contains(&row) {
+                    seen.push(row);
+                    r[3] += p.bytes;
+                    r[4] += p.objects;
+                }
+            }
+            nearest &= !is_app;
+        }
+    }
+    let mut v: Vec<LineBytes> = rows
+        .into_iter()
+        .map(|((function, line), r)| LineBytes {
+            function,
+            file: line.file.to_string(),
+            line: line.line,
+            self_bytes: r[0].round() as u64,
+            self_objects: r[1].round() as u64,
+            self_samples: r[2] as u64,
+            total_bytes: r[3].round() as u64,
+            total_objects: r[4].round() as u64,
+        })
+        .collect();
+    v.sort_by(|a, b| {
+        (b.self_bytes, b.total_bytes)
+            .cmp(&(a.self_bytes, a.total_bytes))
+            .then_with(|| (&a.file, a.line, &a.function).cmp(&(&b.file, b.line, &b.function)))
+    });
+    v
+}
+
 /// The section, when the trace has allocation samples (or was recorded with `--alloc`).
 pub fn section(a: &AllocSamples, names: &Names) -> Option<AllocationSamples> {
+    section_with_lines(a, names, None)
+}
+
+/// [`section`], with its `lines` table when `lines` is given.
+pub fn section_with_lines(
+    a: &AllocSamples,
+    names: &Names,
+    lines: Option<&mut Lines>,
+) -> Option<AllocationSamples> {
     let config = a.config?;
     let points = &a.points;
     let alive = || points.iter().filter(|p| p.alive_at_end());
@@ -243,6 +350,7 @@ pub fn section(a: &AllocSamples, names: &Names) -> Option<AllocationSamples> {
         app_functions,
         outside_app,
         functions: by_function(points.iter(), names),
+        lines: lines.map_or_else(Vec::new, |l| by_line(points.iter(), names, l)),
         live: LiveHeap {
             bytes: alive().map(|p| p.bytes).sum::<f64>().round() as u64,
             objects: alive().map(|p| p.objects).sum::<f64>().round() as u64,

@@ -36,7 +36,8 @@ use crate::timeline::{Streamed, TimedEvent, Trace, is_exception};
 
 pub use crate::threads::ThreadInfo;
 pub use alloc_samples::{
-    AllocationSamples, FunctionBytes, LiveHeap, Outside, TypeBytes, by_app_function, by_type,
+    AllocationSamples, FunctionBytes, LineBytes, LiveHeap, Outside, TypeBytes, by_app_function,
+    by_type,
 };
 pub use allocations::{Allocation, Allocations};
 pub use calls::{Calls, CallsSection};
@@ -327,6 +328,15 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
     let mut exception_lines = opts.pdb_dirs.as_deref().map(|d| Lines::new(d.to_vec()));
     let exceptions = c.exceptions.finish(&names, exception_lines.as_mut());
     let loaded = c.loaded.finish();
+    // Allocation samples' lines: modules without readable lines join the sampled ones'.
+    let mut alloc_lines = opts.pdb_dirs.as_deref().map(|d| Lines::new(d.to_vec()));
+    let allocation_samples =
+        alloc_samples::section_with_lines(&alloc_points, &names, alloc_lines.as_mut());
+    for m in alloc_lines.as_ref().map_or(&[][..], |l| l.missing()) {
+        if !missing_pdbs.iter().any(|k| k.module == m.module) {
+            missing_pdbs.push(m.clone());
+        }
+    }
     let gcs = gc::collect(&trace.events);
     let waits = waits_of(trace, &names, &thread_names, &windows, &gcs, filter);
     let (contention, threadpool, wait_kinds, waits_notes) = match waits {
@@ -354,7 +364,7 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
         classes: loaded.classes,
         jit: c.jit.finish(&names),
         allocations: c.allocations.finish(&names),
-        allocation_samples: alloc_samples::section(&alloc_points, &names),
+        allocation_samples,
         allocation_samples_unavailable: alloc_points.unavailable.clone(),
         samples,
         app_functions,

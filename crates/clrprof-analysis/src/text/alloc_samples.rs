@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::units::{bytes, truncate};
-use crate::report::{AllocationSamples, FunctionBytes, Outside};
+use crate::report::{AllocationSamples, FunctionBytes, LineBytes, Outside};
 
 /// `--alloc` was asked for and could not start: says why there are no samples.
 pub fn render_unavailable(o: &mut String, why: Option<&str>) {
@@ -62,6 +62,7 @@ pub fn render(o: &mut String, a: Option<&AllocationSamples>, top: usize) {
             f.name
         );
     }
+    line_table(o, &a.lines, a.estimated_bytes, top);
     let l = &a.live;
     if l.tracked_max == 0 {
         let _ = writeln!(
@@ -163,6 +164,43 @@ fn at_ms(ms: f64) -> String {
     }
 }
 
+/// By source line: each line of the app's code with the bytes the samples whose nearest
+/// app frame is on it stand for (and of those with any frame on it), as
+/// `File.cs:42 (Method)`.
+fn line_table(o: &mut String, rows: &[LineBytes], all: u64, top: usize) {
+    let rows: Vec<&LineBytes> = rows
+        .iter()
+        .filter(|l| l.self_samples > 0)
+        .take(top)
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let all = all.max(1) as f64;
+    let _ = writeln!(
+        o,
+        "  by source line of the app's code (self: the nearest app frame's line; total: any frame's):"
+    );
+    let _ = writeln!(
+        o,
+        "  {:>12} {:>6} {:>12} {:>10}  line  (method)",
+        "bytes", "bytes%", "total", "objects"
+    );
+    for l in rows {
+        let name = l.file.rsplit(['/', '\\']).next().unwrap_or(&l.file);
+        let _ = writeln!(
+            o,
+            "  {:>12} {:>5.1}% {:>12} {:>10}  {name}:{}  ({})",
+            bytes(l.self_bytes),
+            100.0 * l.self_bytes as f64 / all,
+            bytes(l.total_bytes),
+            l.self_objects,
+            l.line,
+            truncate(&l.function, 80)
+        );
+    }
+}
+
 /// The app's own methods, most self bytes first: each with the share of `all` bytes
 /// that the samples whose nearest app frame it is stand for.
 fn app_table(
@@ -242,6 +280,16 @@ mod tests {
                 self_objects: 200,
                 total_objects: 200,
             }],
+            lines: vec![LineBytes {
+                function: "App.Make".into(),
+                file: "/src/App/Make.cs".into(),
+                line: 42,
+                self_bytes: 102_400,
+                self_objects: 100,
+                self_samples: 1,
+                total_bytes: 204_800,
+                total_objects: 200,
+            }],
             live: LiveHeap {
                 bytes: 102_400,
                 objects: 100,
@@ -281,6 +329,9 @@ mod tests {
             "     100.0 KiB  50.0%  in the runtime's and the framework's own code only (no app frame)",
             "  by function (self / total bytes, total objects):",
             "     200.0 KiB     200.0 KiB         200 obj  App.Make",
+            "  by source line of the app's code (self: the nearest app frame's line; total: any frame's):",
+            "         bytes bytes%        total    objects  line  (method)",
+            "     100.0 KiB  50.0%    200.0 KiB        100  Make.cs:42  (App.Make)",
             "  not collected by the end: ~100.0 KiB in ~100 objects (1 followed samples; 3 samples not followed, over the bound of 4096)",
             "    ~60.0 KiB live as of the last GC that examined it (~0 B as of gen0 GCs, ~0 B gen1, ~60.0 KiB gen2)",
             "    ~40.0 KiB in ~40 objects allocated since the last GC of their generation, not yet examined",

@@ -341,6 +341,10 @@ pub fn every_kind() -> Vec<Event<'static>> {
             capture_ns: 900_000_000,
             rejected_walks: 3,
         },
+        Event::AllocPositions {
+            id: 1,
+            positions: Cow::Owned(vec![0x21 + 4, 0x08 + 4]),
+        },
     ]
 }
 
@@ -671,6 +675,10 @@ pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
                     busy_ns: c.rotate_left(3),
                     capture_ns: d.rotate_left(5),
                     rejected_walks: b2.rotate_left(9),
+                },
+                103 => Event::AllocPositions {
+                    id: a,
+                    positions: list,
                 },
                 40 => Event::CallArgs {
                     function: a,

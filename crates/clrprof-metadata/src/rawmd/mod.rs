@@ -352,6 +352,67 @@ impl<'a> RawMetadata<'a> {
         Ok((lo <= n && self.cell(t, lo, col)? == key).then_some(lo))
     }
 
+    /// The module's async and iterator state machines, from the attributes the compiler
+    /// puts on each kickoff method (`AsyncStateMachineAttribute`,
+    /// `IteratorStateMachineAttribute`, `AsyncIteratorStateMachineAttribute`, all of
+    /// `System.Runtime.CompilerServices`), whose one argument is the state machine's type:
+    /// per attribute, that type's name as the attribute's blob holds it (a `System.Type`
+    /// is serialized as its name, `Namespace.Outer+Machine`) and the kickoff method's
+    /// MethodDef token. No PDB is needed, and no compiler's naming rule: C#'s `<M>d__3`,
+    /// VB's `VB$StateMachine_3_M` alike. Attributes whose blob is not that are skipped.
+    pub fn state_machine_kickoffs(&self) -> Result<Vec<(String, u32)>> {
+        const NAMES: [&str; 3] = [
+            "System.Runtime.CompilerServices.AsyncStateMachineAttribute",
+            "System.Runtime.CompilerServices.IteratorStateMachineAttribute",
+            "System.Runtime.CompilerServices.AsyncIteratorStateMachineAttribute",
+        ];
+        let t = schema::CUSTOM_ATTRIBUTE;
+        let parent_bits = Coded::HasCustomAttribute.tag_bits();
+        // Per attribute constructor token: whether it is one of those (asked once each).
+        let mut ctors: Vec<(u32, bool)> = Vec::new();
+        let mut out = Vec::new();
+        for row in 1..=self.rows(t) {
+            let parent = self.cell(t, row, 0)?;
+            // HasCustomAttribute: MethodDef is tag 0.
+            if parent & ((1 << parent_bits) - 1) != 0 {
+                continue;
+            }
+            let ctor = self.decode(Coded::CustomAttributeType, self.cell(t, row, 1)?)?;
+            let wanted = match ctors.iter().find(|c| c.0 == ctor) {
+                Some(c) => c.1,
+                None => {
+                    let name = self.attribute_type_name(ctor);
+                    let w = name.is_some_and(|n| NAMES.contains(&n.as_str()));
+                    ctors.push((ctor, w));
+                    w
+                }
+            };
+            if !wanted {
+                continue;
+            }
+            let Some(machine) = type_argument(self.blob(self.cell(t, row, 2)?)?) else {
+                continue;
+            };
+            let kickoff = (u32::from(schema::METHOD_DEF) << 24) | (parent >> parent_bits);
+            out.push((machine, kickoff));
+        }
+        Ok(out)
+    }
+
+    /// The full name of the type whose constructor `ctor` (a MethodDef or a MemberRef) is.
+    fn attribute_type_name(&self, ctor: u32) -> Option<String> {
+        let class = match (ctor >> 24) as u8 {
+            schema::METHOD_DEF => self.get_method_props(ctor).ok()?.class,
+            schema::MEMBER_REF => self.get_member_ref_props(ctor).ok()?.parent,
+            _ => return None,
+        };
+        match (class >> 24) as u8 {
+            schema::TYPE_REF => Some(self.type_ref_full_name(class)),
+            schema::TYPE_DEF => Some(self.type_full_name(class)),
+            _ => None,
+        }
+    }
+
     /// Heap index widths and row counts, for tests and diagnostics.
     pub fn summary(&self) -> String {
         format!(
@@ -364,6 +425,21 @@ impl<'a> RawMetadata<'a> {
             self.rows(schema::FIELD)
         )
     }
+}
+
+/// The `System.Type` argument of a custom attribute's value blob whose constructor takes
+/// one: the prolog `01 00`, then the type's name as a SerString (a compressed length and
+/// UTF-8; `FF` is null). `None` for any other blob.
+fn type_argument(blob: &[u8]) -> Option<String> {
+    let rest = blob.strip_prefix(&[0x01, 0x00])?;
+    let (len, skip): (usize, usize) = match *rest.first()? {
+        0xFF => return None,
+        x if x & 0x80 == 0 => (usize::from(x), 1),
+        x if x & 0xC0 == 0x80 => ((usize::from(x & 0x3F) << 8) | usize::from(*rest.get(1)?), 2),
+        _ => return None,
+    };
+    let name = std::str::from_utf8(rest.get(skip..skip.checked_add(len)?)?).ok()?;
+    (!name.is_empty()).then(|| name.to_owned())
 }
 
 /// Reads an integral constant of element type `ctype` from its blob.

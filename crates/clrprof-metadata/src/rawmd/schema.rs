@@ -43,6 +43,7 @@ pub(crate) const PARAM: u8 = 0x08;
 pub(crate) const INTERFACE_IMPL: u8 = 0x09;
 pub(crate) const MEMBER_REF: u8 = 0x0A;
 pub(crate) const CONSTANT: u8 = 0x0B;
+pub(crate) const CUSTOM_ATTRIBUTE: u8 = 0x0C;
 pub(crate) const DECL_SECURITY: u8 = 0x0E;
 pub(crate) const STANDALONE_SIG: u8 = 0x11;
 pub(crate) const EVENT: u8 = 0x14;

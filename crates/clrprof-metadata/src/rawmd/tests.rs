@@ -176,3 +176,60 @@ fn damaged_metadata_is_an_error_not_a_panic() {
         bad[i] ^= 0x5A;
     }
 }
+
+/// CoreLib's async and iterator methods: every attribute names a state machine type of
+/// the module nested in its kickoff method's type, whose `MoveNext` is the body.
+#[test]
+fn corelib_state_machines_from_their_attributes() {
+    let file = read_assembly("System.Private.CoreLib.dll");
+    let md = metadata_of(&file);
+    let kickoffs = md.state_machine_kickoffs().unwrap();
+    assert!(kickoffs.len() > 50, "{} state machines", kickoffs.len());
+    let types: std::collections::HashMap<String, u32> = (1..=md.rows(schema::TYPE_DEF))
+        .map(|r| 0x0200_0000 | r)
+        .map(|t| (md.type_full_name(t), t))
+        .collect();
+    for (machine, kickoff) in &kickoffs {
+        let method = md.get_method_props(*kickoff).unwrap();
+        let t = *types
+            .get(machine)
+            .unwrap_or_else(|| panic!("{machine}: no such TypeDef"));
+        assert_eq!(
+            md.get_nested_class_props(t).unwrap(),
+            Some(method.class),
+            "{machine} of {}",
+            md.method_full_name(*kickoff).unwrap()
+        );
+    }
+    // C# names them `<Method>d__N` (a local function's `<<Host>g__Name|1_0>d`): the
+    // kickoff's name is in the machine's.
+    for (machine, kickoff) in &kickoffs {
+        let name = md.get_method_props(*kickoff).unwrap().name;
+        assert!(machine.contains(&format!("<{name}>d")), "{machine}: {name}");
+    }
+}
+
+#[test]
+fn a_type_argument_is_read_from_its_blob_and_anything_else_is_not() {
+    assert_eq!(
+        type_argument(b"\x01\x00\x0cNs.C+<M>d__3\x00\x00").as_deref(),
+        Some("Ns.C+<M>d__3")
+    );
+    // Null, empty, truncated, a wrong prolog, invalid UTF-8, a two-byte length.
+    for bad in [
+        &b"\x01\x00\xff\x00\x00"[..],
+        b"\x01\x00\x00\x00\x00",
+        b"\x01\x00\x0bNs.C",
+        b"\x02\x00\x01A",
+        b"\x01\x00\x02\xff\xfe",
+        b"",
+        b"\x01",
+        b"\x01\x00\xc0\x00\x00\x01",
+    ] {
+        assert_eq!(type_argument(bad), None, "{bad:?}");
+    }
+    let long = format!("N.{}", "x".repeat(200));
+    let mut blob = vec![1u8, 0, 0x80, long.len() as u8];
+    blob.extend_from_slice(long.as_bytes());
+    assert_eq!(type_argument(&blob).as_deref(), Some(long.as_str()));
+}
