@@ -243,6 +243,7 @@ pub fn of_allocations<'a>(
                 samples: Vec::new(),
                 calls: Vec::new(),
                 call_paths: Vec::new(),
+                call_values: Vec::new(),
                 allocations: Vec::new(),
                 waits: Vec::new(),
             })
