@@ -327,6 +327,22 @@ pub fn every_kind() -> Vec<Event<'static>> {
         Event::ExceptionPositions {
             positions: Cow::Owned(vec![0x10 + 4, 0, 0x33 + 4]),
         },
+        // 2.3
+        Event::WaitOwnerStack {
+            thread: 0x7f00_0000_3000,
+            lock: 0x7f00_0000_5000,
+            owner: 4243,
+            frames: Cow::Owned(vec![0x7f00_0000_f100, 0x7f00_0000_f000]),
+        },
+        Event::WaitOwnerStats {
+            requested: 9,
+            taken: 6,
+            owner_unknown: 1,
+            owner_exited: 0,
+            queue_full: 0,
+            walk_failed: 1,
+            no_sampler: 1,
+        },
     ]
 }
 
@@ -770,6 +786,21 @@ pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
                     delivered: a,
                     recorded: b2,
                     unnamed: c,
+                },
+                116 => Event::WaitOwnerStack {
+                    thread: a,
+                    lock: b2,
+                    owner: c,
+                    frames: list,
+                },
+                117 => Event::WaitOwnerStats {
+                    requested: a,
+                    taken: b2,
+                    owner_unknown: c,
+                    owner_exited: d,
+                    queue_full: _e,
+                    walk_failed: _f,
+                    no_sampler: u64::from(u32v),
                 },
                 _ => unreachable!(),
             }
