@@ -2,8 +2,9 @@
 //! contends on its aggregator lock), against the same recording without `--waits` and
 //! against dotnet-trace collecting the runtime's Contention and ThreadPool keywords
 //! (0x14000, informational) beside it. Runs alternate configuration by configuration;
-//! prints the median CPU time (the process and its children) and the ratios paired round
-//! by round.
+//! prints the median CPU time (the process and its children) and wall time (the Demo does
+//! a fixed amount of work, so its throughput is the inverse), and both ratios paired round
+//! by round, with their p25–p75 spread.
 
 use std::path::Path;
 use std::process::Command;
@@ -63,11 +64,20 @@ pub fn run(clrprof: &Path, runs: usize, cpus: Option<&str>) -> Result<()> {
     println!("\nDemo app, {runs} interleaved rounds; CPU time = user+sys of the process tree");
     super::rounds::print_cpu_table(&configs, &measured);
     let cpu = |i: usize| -> Vec<f64> { measured[i].iter().map(|r| r.cpu.as_secs_f64()).collect() };
+    // The Demo does a fixed amount of work: its wall time is its throughput's inverse.
+    let wall =
+        |i: usize| -> Vec<f64> { measured[i].iter().map(|r| r.wall.as_secs_f64()).collect() };
     let (r, r25, r75) = spread(&paired(&cpu(2), &cpu(1)));
-    println!("  --waits over the same recording without it: {r:.3} ({r25:.3}–{r75:.3})");
+    let (w, w25, w75) = spread(&paired(&wall(2), &wall(1)));
+    println!(
+        "  --waits over the same recording without it: CPU {r:.3} ({r25:.3}–{r75:.3}), wall {w:.3} ({w25:.3}–{w75:.3})"
+    );
     if configs.len() > 3 {
         let (r, r25, r75) = spread(&paired(&cpu(2), &cpu(3)));
-        println!("  --waits over dotnet-trace: {r:.3} ({r25:.3}–{r75:.3})");
+        let (w, w25, w75) = spread(&paired(&wall(2), &wall(3)));
+        println!(
+            "  --waits over dotnet-trace: CPU {r:.3} ({r25:.3}–{r75:.3}), wall {w:.3} ({w25:.3}–{w75:.3})"
+        );
     }
     Ok(())
 }

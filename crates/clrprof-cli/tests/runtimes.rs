@@ -228,7 +228,8 @@ fn allocation_samples(rt: Runtime) {
 /// `record --waits` (docs/waits.md) on `Scenarios waits`: the contention count is the
 /// app's `Monitor.LockContentionCount` delta (within 10 %), the lock wait its Stopwatch
 /// total (within 20 %), the lock is named by its object's type, the waiter is the method
-/// that took the lock and the owner the method that held it; the pool starves at least
+/// that took the lock and the owner the method that held it (from the owner's stacks the
+/// signal sampler took on demand, each request taken or counted); the pool starves at least
 /// once with the blocking method named; the sleeping thread's method sleeps. .NET 8 has
 /// no wait-handle events and the report says so; 9 and 10 name `BlockPoolThread`'s
 /// `Task.Wait` among the wait-handle waits.
@@ -265,6 +266,32 @@ fn waits(rt: Runtime) {
         "Scenarios.Waits.HoldLedger",
         "{ledger:#}"
     );
+    // The owner's stack is taken on demand as each wait begins: the holder is named from
+    // those stacks, and what could not be taken is counted by reason.
+    assert!(
+        ledger["owners"][0]["on_demand"].as_u64().unwrap() > 0,
+        "{ledger:#}"
+    );
+    let stacks = &c["owner_stacks"];
+    let n = |k: &str| {
+        stacks[k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no {k}: {stacks:#}"))
+    };
+    assert!(n("taken") > 0, "{stacks:#}");
+    // (one request per ContentionStart; a wait still open at the end has no pair)
+    assert!(n("requested") >= c["count"].as_u64().unwrap(), "{stacks:#}");
+    let not_taken = [
+        "owner_unknown",
+        "owner_exited",
+        "queue_full",
+        "walk_failed",
+        "no_sampler",
+    ]
+    .iter()
+    .map(|k| n(k))
+    .sum::<u64>();
+    assert_eq!(n("taken") + not_taken, n("requested"), "{stacks:#}");
     let tp = &r["threadpool"];
     let episodes = tp["starvation"].as_array().unwrap();
     assert!(!episodes.is_empty(), "{tp:#}");

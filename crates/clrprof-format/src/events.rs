@@ -417,6 +417,33 @@ events! {
     /// (with a stack), and lock objects whose class was not named (the event came
     /// where the object may move: see docs/waits.md).
     115 WaitStats { delivered: u64, recorded: u64, unnamed: u64 }
+    /// `--waits` (2.3): the stack of a lock's owner, taken by the signal sampler when a
+    /// thread began to wait for the lock (its `WaitStart`), written by the sampler
+    /// thread with the time the owner was signalled.
+    116 WaitOwnerStack {
+        /// Managed thread id of the waiting thread (its `WaitStart.thread`).
+        thread: u64,
+        /// The `WaitStart.lock` waited for.
+        lock: u64,
+        /// The owner as `WaitStart.owner` gives it (its OS thread id).
+        owner: u64,
+        /// The owner's stack, leaf first.
+        frames: Cow<'a, [u64]>,
+    }
+    /// `--waits` (2.3): the owners' stacks asked for (one per `WaitStart` of a lock),
+    /// taken, and those not taken by reason: the owner was not known (no owner given, or
+    /// not a managed thread the sampler knew), it had exited, the request table was
+    /// full, its handler did not answer or its stack had no managed frame, no signal
+    /// sampler was running (suspend sampling, another mode, the recording stopping).
+    117 WaitOwnerStats {
+        requested: u64,
+        taken: u64,
+        owner_unknown: u64,
+        owner_exited: u64,
+        queue_full: u64,
+        walk_failed: u64,
+        no_sampler: u64,
+    }
 }
 
 /// `AllocConfig.source`: the runtime's `AllocationSampled` event (.NET 10, Poisson).

@@ -219,6 +219,9 @@ pub fn on_event(
                 class,
                 frames: Cow::Borrowed(frames),
             });
+            // The owner's stack now, by the signal sampler (best effort, never waited
+            // for: output/ondemand.rs).
+            crate::output::ondemand::request(thread, c.lock, c.owner);
         }
         CONTENTION_STOP => {
             let ns = payload::contention_stop(d).unwrap_or(0);
@@ -339,6 +342,19 @@ pub fn stop(info: &ProfilerInfo) {
         recorded,
         unnamed,
     });
+    let o = &crate::output::ondemand::COUNTS;
+    let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let stats = Event::WaitOwnerStats {
+        requested: get(&o.requested),
+        taken: get(&o.taken),
+        owner_unknown: get(&o.owner_unknown),
+        owner_exited: get(&o.owner_exited),
+        queue_full: get(&o.queue_full),
+        walk_failed: get(&o.walk_failed),
+        no_sampler: get(&o.no_sampler),
+    };
+    log!("lock owners' stacks on demand: {stats:?}");
+    emit(&stats);
 }
 
 /// The payloads, decoded (pure).

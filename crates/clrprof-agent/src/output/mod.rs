@@ -5,9 +5,12 @@
 //! without trusting its directory. This room knows nothing of callbacks, sampling or
 //! tracing: they call `buffers::emit` (and the ELT hooks `emit_elt` or the ring itself;
 //! `--counts` hooks a thread's call-count table, `counts`, which the writer snapshots).
+//! `ondemand` is the mailbox through which `--waits`' ContentionStart callbacks ask the
+//! signal sampler for a lock owner's stack.
 
 pub(crate) mod buffers;
 pub(crate) mod counts;
+pub(crate) mod ondemand;
 pub(crate) mod outfile;
 pub(crate) mod ring;
 pub(crate) mod session_cell;

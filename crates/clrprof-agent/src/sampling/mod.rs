@@ -9,7 +9,9 @@
 //!   room's (Linux x86_64);
 //! - `threads`: the registry of managed threads and their OS thread ids;
 //! - `stacks`: what a tick captures, the depth limit and the truncation marker;
-//! - `stats`: the sampler's counters.
+//! - `stats`: the sampler's counters;
+//! - `tick` also serves `--waits`' requests for a lock owner's stack between ticks
+//!   (`output/ondemand.rs`).
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod signal;
@@ -32,6 +34,7 @@ pub(crate) use threads::release_at_detach;
 pub fn reset_for_session() {
     threads::release_at_detach();
     stacks::reset_for_session();
+    crate::output::ondemand::reset_for_session();
 }
 pub(crate) use threads::{thread_assigned, thread_gone};
 pub(crate) use tick::Sampler;

@@ -23,6 +23,9 @@ const MIN_COPY_BYTES: usize = 8 * 1024;
 /// return from our own signal handler (measured after the capture) stays below it.
 const IDLE_CPU_NS: u64 = 20_000;
 
+/// How long the sampler waits for a lock owner's handler (`take_now`).
+const OWNER_TIMEOUT_NS: u64 = 10_000_000;
+
 pub(super) struct SignalCapture {
     pub(super) sig: sigprof::SignalSampler,
     symbols: symbolize::Symbolizer,
@@ -174,6 +177,40 @@ impl SignalCapture {
         self.walk_batch(info, stats, &batch, outcome, frames, at, walked);
         self.pending = batch;
         self.pending.clear();
+    }
+
+    /// `--waits`: the stacks of `owners` (managed thread, OS thread id) now, each signalled
+    /// at once (the caller collected the tick's pending batch first). The walked stacks
+    /// are appended as for a tick (they are not samples: the caller records them as the
+    /// lock owners' stacks); an owner without one is missing from `walked`. Their walk
+    /// failures are not the sampler's (`stats` is not touched).
+    pub(super) fn take_now(
+        &mut self,
+        info: &ProfilerInfo,
+        owners: &[(u64, u32)],
+        frames: &mut Vec<u64>,
+        at: &mut Vec<u64>,
+        walked: &mut Vec<Walked>,
+    ) {
+        debug_assert!(self.pending.is_empty());
+        let ts = clock::ticks();
+        let targets: Vec<Target> = owners
+            .iter()
+            .map(|&(thread, os_tid)| Target {
+                thread,
+                os_tid,
+                ts,
+                cpu: 0,
+            })
+            .collect();
+        let own = SamplerStats::default();
+        for batch in targets.chunks(sigprof::BATCH) {
+            self.send(batch);
+            // The owner is running or about to (it holds a lock others want): its
+            // handler runs within a scheduling slice.
+            let outcome = self.sig.finish(clock::monotonic_ns() + OWNER_TIMEOUT_NS);
+            self.walk_batch(info, &own, batch, outcome, frames, at, walked);
+        }
     }
 
     fn send(&mut self, batch: &[Target]) {

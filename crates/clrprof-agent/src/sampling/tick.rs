@@ -17,6 +17,7 @@ use crate::config::SamplerKind;
 use crate::names::Seen;
 use crate::os::clock;
 use crate::output::buffers::emit_at;
+use crate::output::ondemand::{self, COUNTS, Request};
 use crate::stackwalk::ilmap::IlMaps;
 
 /// Ticks a late sampler may catch up on before it skips (and counts) the rest.
@@ -29,7 +30,9 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    /// Starts sampling every `interval`, for at most `duration` when given.
+    /// Starts sampling every `interval`, for at most `duration` when given; with
+    /// `owner_stacks` (`--waits`), also takes lock owners' stacks when asked.
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         info: ProfilerInfo,
         interval: Duration,
@@ -38,6 +41,7 @@ impl Sampler {
         attached: bool,
         seen: Arc<Seen>,
         max_depth: usize,
+        owner_stacks: bool,
     ) -> std::io::Result<Sampler> {
         stacks::start_recording(max_depth);
         let stop = Arc::new(AtomicBool::new(false));
@@ -49,6 +53,7 @@ impl Sampler {
                 duration,
                 kind,
                 attached,
+                owner_stacks,
             };
             run(&info, plan, &s, &st, &seen)
         })?;
@@ -85,6 +90,8 @@ struct Plan {
     duration: Option<Duration>,
     kind: SamplerKind,
     attached: bool,
+    /// `--waits`: serve requests for lock owners' stacks (signal mode only).
+    owner_stacks: bool,
 }
 
 fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats, seen: &Seen) {
@@ -93,6 +100,7 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
         duration,
         kind,
         attached,
+        owner_stacks,
     } = plan;
     suspend::warm_up(info);
     let no_suspend = std::env::var_os("CLRPROF_SAMPLER_NO_SUSPEND").is_some();
@@ -117,8 +125,48 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
     let mut ilmaps = IlMaps::new(positions);
     let mut walked: Vec<Walked> = Vec::with_capacity(256);
     let mut cpu: Vec<ThreadCpu> = Vec::with_capacity(256);
+    let serve = owner_stacks && capture.is_signal();
+    if serve {
+        ondemand::serving(true);
+    } else if owner_stacks {
+        crate::log!(
+            "waits: lock owners' stacks are taken on demand by the signal sampler only; this recording has none"
+        );
+    }
+    let mut owners = Owners::default();
     while !stop.load(Ordering::Acquire) {
-        sleep_until(next, stop);
+        if serve {
+            // Between ticks, the lock owners' stacks asked for (`--waits`) are taken
+            // as soon as they are asked for.
+            loop {
+                let now = clock::monotonic_ns();
+                if stop.load(Ordering::Acquire) || now >= next {
+                    break;
+                }
+                if ondemand::pending() {
+                    frames.clear();
+                    at.clear();
+                    walked.clear();
+                    capture.collect(info, stats, &mut frames, &mut at, &mut walked);
+                    record(
+                        info,
+                        seen,
+                        stats,
+                        clock::ticks(),
+                        interval_ns,
+                        (&frames, &at),
+                        &walked,
+                        &mut cpu,
+                        &mut ilmaps,
+                    );
+                    owners.serve(info, seen, &mut capture);
+                    continue;
+                }
+                ondemand::sleep(now, next, 10_000_000);
+            }
+        } else {
+            sleep_until(next, stop);
+        }
         if stop.load(Ordering::Acquire) {
             break;
         }
@@ -212,6 +260,9 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
         stats
             .run_ns
             .store(prev_end.saturating_sub(start), Ordering::Relaxed);
+    }
+    if serve {
+        ondemand::serving(false);
     }
     // The last tick's last batch of signal captures.
     frames.clear();
@@ -341,6 +392,104 @@ fn record(
     }
 }
 
+/// The sampler's buffers for lock owners' stacks (`--waits`, `ondemand.rs`).
+#[derive(Default)]
+struct Owners {
+    requests: Vec<Request>,
+    registry: Vec<(u64, u32)>,
+    /// Each request's owner: its index in `owners`, if it is a registered thread.
+    which: Vec<Option<usize>>,
+    owners: Vec<(u64, u32)>,
+    frames: Vec<u64>,
+    at: Vec<u64>,
+    walked: Vec<Walked>,
+}
+
+impl Owners {
+    /// Takes the requests outstanding, signals each owner once, and records one
+    /// `WaitOwnerStack` per request served; counts the others by reason.
+    fn serve(&mut self, info: &ProfilerInfo, seen: &Seen, capture: &mut Capture) {
+        self.requests.clear();
+        if !ondemand::take(&mut self.requests) {
+            return;
+        }
+        self.registry.clear();
+        super::threads::copy_into(&mut self.registry);
+        self.owners.clear();
+        self.which.clear();
+        for r in &self.requests {
+            // `LockOwnerThreadID` is the owner's OS thread id (docs/waits.md).
+            let Some(&(thread, os_tid)) = self.registry.iter().find(|e| u64::from(e.1) == r.owner)
+            else {
+                COUNTS.owner_unknown.fetch_add(1, Ordering::Relaxed);
+                self.which.push(None);
+                continue;
+            };
+            let k = match self.owners.iter().position(|o| o.1 == os_tid) {
+                Some(k) => k,
+                None => {
+                    self.owners.push((thread, os_tid));
+                    self.owners.len() - 1
+                }
+            };
+            self.which.push(Some(k));
+        }
+        self.frames.clear();
+        self.at.clear();
+        self.walked.clear();
+        match capture {
+            Capture::Suspend => {
+                let n = self.which.iter().flatten().count() as u64;
+                COUNTS.no_sampler.fetch_add(n, Ordering::Relaxed);
+                return;
+            }
+            #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+            Capture::Signal(s) => s.take_now(
+                info,
+                &self.owners,
+                &mut self.frames,
+                &mut self.at,
+                &mut self.walked,
+            ),
+        }
+        for (r, k) in self.requests.iter().zip(&self.which) {
+            let Some(k) = *k else {
+                continue;
+            };
+            let os_tid = u64::from(self.owners[k].1);
+            let Some(w) = self.walked.iter().find(|w| w.os_tid == os_tid) else {
+                #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+                let gone = !super::threads::thread_alive(os_tid as u32);
+                #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+                let gone = false;
+                if gone {
+                    COUNTS.owner_exited.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    COUNTS.walk_failed.fetch_add(1, Ordering::Relaxed);
+                }
+                continue;
+            };
+            let stack = &self.frames[w.start..w.start + w.len];
+            for &f in stack {
+                if !clrprof_format::is_native_frame(f) && seen.first(f as usize) {
+                    crate::names::emit_function_info(info, FunctionId(f as usize));
+                }
+            }
+            let ts = w.at.map_or_else(clock::ticks, |a| a.0);
+            emit_at(
+                ts,
+                &Event::WaitOwnerStack {
+                    thread: r.thread,
+                    lock: r.lock,
+                    owner: r.owner,
+                    frames: stack.into(),
+                },
+            );
+            COUNTS.taken.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
 enum Capture {
     Suspend,
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
@@ -376,6 +525,10 @@ impl Capture {
             );
         }
         Capture::Suspend
+    }
+
+    fn is_signal(&self) -> bool {
+        !matches!(self, Capture::Suspend)
     }
 
     /// Collects captures still outstanding (signal mode: the last batch sent).

@@ -193,6 +193,9 @@ impl Session {
             self.attached,
             seen,
             self.settings.max_depth,
+            self.settings
+                .events
+                .contains(crate::config::EventGroup::Waits),
         ) {
             Ok(s) => {
                 if let Ok(mut g) = self.sampler.lock() {

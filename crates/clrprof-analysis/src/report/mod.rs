@@ -51,8 +51,8 @@ pub use sampler::{Sampler, SamplerStats, SamplerTiming};
 pub use samples::{SampleView, Samples, SamplesSection};
 pub use trace_info::TraceInfo;
 pub use waits_section::{
-    Blocking, Contention, Episode, KindRow, LockRow, NamedWait, Owner, ThreadPool, WaitInterval,
-    Waiter, WaitsSection, intervals as wait_intervals, starvation_episodes,
+    Blocking, Contention, Episode, KindRow, LockRow, NamedWait, Owner, OwnerStacks, ThreadPool,
+    WaitInterval, Waiter, WaitsSection, intervals as wait_intervals, starvation_episodes,
 };
 
 use crate::lines::{LineSamples, Lines, MissingPdb};

@@ -5,8 +5,9 @@
 //! - Locks: each `WaitStart` of kind lock is paired with its thread's next `WaitStop`
 //!   (its `duration_ns` is the runtime's own measure). The waiter is the app method
 //!   nearest the leaf of the waiting stack; the owner is the app method nearest the leaf
-//!   of the owner thread's samples taken during the wait (best effort: a wait shorter
-//!   than the sampling interval may have none; those are counted as `owner_unknown`).
+//!   of the owner's stack the signal sampler took on demand when the wait began
+//!   (`WaitOwnerStack`), else of the owner thread's samples taken during the wait (best
+//!   effort: a wait may have neither; those are counted as `owner_unknown`).
 //! - Thread-pool starvation: runs of worker-count adjustments whose reason is starvation
 //!   (6) or cooperative blocking (8), less than [`EPISODE_GAP_NS`] apart; the methods
 //!   blocking pool threads then are the app methods nearest the leaf of pool threads'
@@ -46,8 +47,30 @@ pub struct Contention {
     pub wait_ns: u64,
     /// Per lock object type, most wait first.
     pub locks: Vec<LockRow>,
-    /// Waits whose owner was not seen running in a sample during the wait.
+    /// Waits whose owner was seen neither in a stack taken on demand nor running in a
+    /// sample during the wait.
     pub owner_unknown: u64,
+    /// The owners' stacks the agent took on demand (`None`: a trace without them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner_stacks: Option<OwnerStacks>,
+}
+
+/// The agent's requests for lock owners' stacks (`WaitOwnerStats`): one per contended
+/// acquisition, taken or not, by reason.
+#[derive(Debug, Default, Serialize, PartialEq, Eq)]
+pub struct OwnerStacks {
+    pub requested: u64,
+    pub taken: u64,
+    /// The runtime gave no owner, or it was not a managed thread the sampler knew.
+    pub owner_unknown: u64,
+    /// The owner had exited before it was signalled.
+    pub owner_exited: u64,
+    /// The request table was full.
+    pub queue_full: u64,
+    /// The owner's handler did not answer in time, or its stack had no managed frame.
+    pub walk_failed: u64,
+    /// No signal sampler was running (suspend sampling, another mode, the end).
+    pub no_sampler: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -74,8 +97,13 @@ pub struct Waiter {
 #[derive(Debug, Serialize)]
 pub struct Owner {
     pub function: String,
-    /// Samples of the owner in that method during waits.
+    /// `on_demand` + `samples`.
     pub count: u64,
+    /// Waits whose owner's stack, taken on demand as the wait began, was in this method.
+    pub on_demand: u64,
+    /// Samples of the owner in that method during the waits that had no stack taken on
+    /// demand.
+    pub samples: u64,
 }
 
 /// The thread pool (JSON `threadpool`).
@@ -140,6 +168,7 @@ pub struct WaitsSection {
 
 struct Open {
     ns: u64,
+    thread: u64,
     lock: u64,
     owner: u64,
     class: u64,
@@ -347,11 +376,48 @@ pub fn section(
             lock_starts.entry(e.os_tid).or_default().push(e.ns);
         }
     }
+    // The owners' stacks taken on demand, by (waiter's managed thread, lock).
+    type Taken<'e> = Vec<(u64, &'e [u64])>;
+    let mut owner_stacks: HashMap<(u64, u64), Taken<'_>> = HashMap::new();
+    for e in events {
+        match &e.event {
+            Event::WaitOwnerStack {
+                thread,
+                lock,
+                frames,
+                ..
+            } => owner_stacks
+                .entry((*thread, *lock))
+                .or_default()
+                .push((e.ns, frames)),
+            Event::WaitOwnerStats {
+                requested,
+                taken,
+                owner_unknown,
+                owner_exited,
+                queue_full,
+                walk_failed,
+                no_sampler,
+            } => {
+                out.contention.owner_stacks = Some(OwnerStacks {
+                    requested: *requested,
+                    taken: *taken,
+                    owner_unknown: *owner_unknown,
+                    owner_exited: *owner_exited,
+                    queue_full: *queue_full,
+                    walk_failed: *walk_failed,
+                    no_sampler: *no_sampler,
+                })
+            }
+            _ => {}
+        }
+    }
     let mut open: HashMap<(u64, u8), Open> = HashMap::new();
     let mut nested: HashSet<u64> = HashSet::new();
     for e in events {
         match &e.event {
             Event::WaitStart {
+                thread,
                 kind,
                 lock,
                 owner,
@@ -369,6 +435,7 @@ pub fn section(
                     (e.os_tid, *kind),
                     Open {
                         ns: e.ns,
+                        thread: *thread,
                         lock: *lock,
                         owner: *owner,
                         class: *class,
@@ -419,6 +486,17 @@ pub fn section(
                     add(&mut acc.waiters, function.clone(), 1, ns);
                     add(&mut lock_kind, function, 1, ns);
                     let mut end = o.ns.saturating_add(ns);
+                    // First the owner's stack taken as the wait began: the first of this
+                    // waiter's for this lock taken during the wait.
+                    let on_demand = owner_stacks.get(&(o.thread, o.lock)).and_then(|l| {
+                        l.iter()
+                            .find(|(at, _)| *at >= o.ns && *at <= end)
+                            .and_then(|(_, f)| app_frame(f, names, &mut app_cache))
+                    });
+                    if let Some(f) = on_demand {
+                        add(&mut acc.owners, names.function(f), 1, 1);
+                        continue;
+                    }
                     let mut seen = false;
                     let owner = owner_os(o.owner);
                     if let Some(next) = owner
@@ -480,7 +558,12 @@ pub fn section(
                 let mut v: Vec<Owner> = a
                     .owners
                     .into_iter()
-                    .map(|(function, (count, _))| Owner { function, count })
+                    .map(|(function, (count, on_demand))| Owner {
+                        function,
+                        count,
+                        on_demand,
+                        samples: count - on_demand,
+                    })
                     .collect();
                 v.sort_by(|a, b| b.count.cmp(&a.count).then(a.function.cmp(&b.function)));
                 v
@@ -823,6 +906,59 @@ mod tests {
             ("App.Block", 2)
         );
         assert!(w.notes.is_empty());
+        assert_eq!(c.owner_stacks, None);
+        // The owner's stack taken on demand as the wait began comes first (here in
+        // App.Block, not the HoldLedger of its samples); one taken after the wait ended,
+        // or for another lock, is not the owner's then.
+        let mut with_stacks = events.clone();
+        for (ns, lock) in [(12 * MS, 0x50), (31 * MS, 0x50), (12 * MS, 0x51)] {
+            with_stacks.push(at(
+                ns,
+                99,
+                Event::WaitOwnerStack {
+                    thread: 1000,
+                    lock,
+                    owner: 11,
+                    frames: Cow::Owned(vec![3, 4]),
+                },
+            ));
+        }
+        with_stacks.push(at(
+            50 * MS,
+            1,
+            Event::WaitOwnerStats {
+                requested: 2,
+                taken: 1,
+                owner_unknown: 0,
+                owner_exited: 0,
+                queue_full: 0,
+                walk_failed: 1,
+                no_sampler: 0,
+            },
+        ));
+        let w2 = section(
+            &with_stacks,
+            &samples,
+            &[],
+            &n,
+            &threads,
+            &Filter::default(),
+            10 * MS,
+        )
+        .unwrap();
+        let c2 = &w2.contention;
+        let owners: Vec<(&str, u64, u64, u64)> = c2.locks[0]
+            .owners
+            .iter()
+            .map(|o| (o.function.as_str(), o.count, o.on_demand, o.samples))
+            .collect();
+        assert_eq!(owners, vec![("App.Block", 1, 1, 0)]);
+        // The second wait (thread 11's, owner 10) has neither.
+        assert_eq!(c2.owner_unknown, 1);
+        assert_eq!(
+            c2.owner_stacks.as_ref().map(|s| (s.taken, s.walk_failed)),
+            Some((1, 1))
+        );
         // A thread filter keeps only that thread's waits.
         let only = Filter {
             thread: Some("11".into()),

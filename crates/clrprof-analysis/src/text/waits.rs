@@ -44,11 +44,24 @@ pub fn render(o: &mut String, r: &Report, top: usize) {
             c.count,
             ns(c.wait_ns),
             if c.owner_unknown > 0 {
-                format!(" ({} with the owner not seen in a sample)", c.owner_unknown)
+                format!(" ({} with the owner not seen)", c.owner_unknown)
             } else {
                 String::new()
             }
         );
+        if let Some(s) = &c.owner_stacks {
+            let _ = writeln!(
+                o,
+                "  owners' stacks on demand: {} of {} taken; not taken: {} owner unknown, {} owner exited, {} queue full, {} walk failed, {} no signal sampler",
+                s.taken,
+                s.requested,
+                s.owner_unknown,
+                s.owner_exited,
+                s.queue_full,
+                s.walk_failed,
+                s.no_sampler
+            );
+        }
         for l in c.locks.iter().take(top) {
             let _ = writeln!(
                 o,
@@ -68,7 +81,11 @@ pub fn render(o: &mut String, r: &Report, top: usize) {
                 );
             }
             for h in l.owners.iter().take(top) {
-                let _ = writeln!(o, "    held by   {} ({} samples)", h.function, h.count);
+                let _ = writeln!(
+                    o,
+                    "    held by   {} ({} on-demand stacks, {} samples)",
+                    h.function, h.on_demand, h.samples
+                );
             }
         }
     }

@@ -345,6 +345,21 @@ pub fn every_kind() -> Vec<Event<'static>> {
             id: 1,
             positions: Cow::Owned(vec![0x21 + 4, 0x08 + 4]),
         },
+        Event::WaitOwnerStack {
+            thread: 0x7f00_0000_3000,
+            lock: 0x7f00_0000_5000,
+            owner: 4243,
+            frames: Cow::Owned(vec![0x7f00_0000_f100, 0x7f00_0000_f000]),
+        },
+        Event::WaitOwnerStats {
+            requested: 9,
+            taken: 6,
+            owner_unknown: 1,
+            owner_exited: 0,
+            queue_full: 0,
+            walk_failed: 1,
+            no_sampler: 1,
+        },
     ]
 }
 
@@ -804,6 +819,21 @@ pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
                     delivered: a,
                     recorded: b2,
                     unnamed: c,
+                },
+                116 => Event::WaitOwnerStack {
+                    thread: a,
+                    lock: b2,
+                    owner: c,
+                    frames: list,
+                },
+                117 => Event::WaitOwnerStats {
+                    requested: a,
+                    taken: b2,
+                    owner_unknown: c,
+                    owner_exited: d,
+                    queue_full: _e,
+                    walk_failed: _f,
+                    no_sampler: u64::from(u32v),
                 },
                 _ => unreachable!(),
             }
