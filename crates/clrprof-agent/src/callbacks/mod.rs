@@ -67,7 +67,7 @@ const QUIESCE_LIMIT: Duration = Duration::from_secs(2);
 /// with the settings an attach would have carried (`settings`: the client data's JSON).
 /// What the runtime refuses a profiler after attach is refused the same way, with the
 /// same messages; a start that fails leaves the agent dormant, as it was.
-pub(crate) fn restart(settings: &str) -> Result<Arc<Session>, String> {
+fn restart(settings: &str) -> Result<Arc<Session>, String> {
     let mut data = clrprof_settings::attach::MAGIC.to_vec();
     data.extend_from_slice(&(settings.len() as u32).to_le_bytes());
     data.extend_from_slice(settings.as_bytes());
@@ -165,8 +165,9 @@ impl Refused {
 /// of a dormant agent starts the next session, and the runtime makes no new object then.
 static ACTIVE: SessionCell<Active> = SessionCell::new();
 
-/// Between sessions (`session::state::end`): the last session's state goes.
-pub(crate) fn release_at_detach() {
+/// Between sessions (ProfilerDetachSucceeded, before `session::state::end` lets the next
+/// one start): the last session's state goes.
+fn release_at_detach() {
     ACTIVE.clear();
 }
 
@@ -287,6 +288,7 @@ impl Profiler {
         };
         crate::session::state::started();
         let _ = ACTIVE.set(Active::new(info, session, attached));
+        let _ = crate::session::RESTART.set(restart);
         if let Some(a) = self.active()
             && a.settings.mode == Mode::Sample
             && !attached

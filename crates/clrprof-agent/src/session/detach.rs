@@ -56,7 +56,10 @@ impl Controlled for Session {
     }
 
     fn start(&self, settings: &str) -> std::result::Result<Restarted, String> {
-        let session = crate::callbacks::restart(settings)?;
+        let restart = super::RESTART
+            .get()
+            .ok_or("this profiler cannot start a session in place")?;
+        let session = restart(settings)?;
         Ok(Restarted {
             watch: watch(session.settings()),
             target: session,

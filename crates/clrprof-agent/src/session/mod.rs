@@ -37,6 +37,11 @@ pub(crate) use notes::{note_declined, sdk_log_path};
 pub(crate) use sdk::sdk_process;
 pub(crate) use start::command_line;
 
+/// How a dormant agent starts its next session (`callbacks::restart`, which owns the
+/// callbacks' state): handed in by the callbacks room, which this room does not import.
+pub(crate) static RESTART: std::sync::OnceLock<fn(&str) -> Result<Arc<Session>, String>> =
+    std::sync::OnceLock::new();
+
 /// The running recording: what detach and shutdown stop.
 pub struct Session {
     info: ProfilerInfo,

@@ -127,7 +127,6 @@ fn reset_for_session() {
 
 /// What a session held that would otherwise stay in the target's heap until it exits.
 fn release_session() {
-    crate::callbacks::release_at_detach();
     crate::output::buffers::shutdown();
     crate::output::buffers::release_thread_refs();
     crate::output::buffers::release_statics();
