@@ -8,6 +8,7 @@
 //!   cargo run --release -p clrprof-bench -- args        # ns per call with arguments recorded
 //!   cargo run --release -p clrprof-bench -- attach      # attach and detach latency
 //!   cargo run --release -p clrprof-bench -- soak        # stress cases + 50 attach/detach cycles
+//!   cargo run --release -p clrprof-bench -- soak --sampler-runs 2000   # short 99 Hz runs, target crashes counted
 //!   cargo run --release -p clrprof-bench -- heap        # heap snapshots of 10 M objects (+ dotnet-gcdump)
 //!   cargo run --release -p clrprof-bench -- alloc       # `record --alloc` overhead (+ dotnet-trace)
 //!   cargo run --release -p clrprof-bench -- live        # `dump` wall time, `top`'s cost to the target

@@ -186,6 +186,9 @@ pub const LINE_MAX: usize = 4096;
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
 /// Connections served at once; more are answered `ControlError::Busy` and closed.
 pub const CLIENTS_MAX: usize = 16;
+/// The control thread's turn when it has nothing to watch and no client (a dormant
+/// agent): a new connection waits at most this long to be read.
+const IDLE_TURN_MS: u64 = 100;
 /// How long writing an answer may take (answers are small: the socket's buffer takes them).
 const WRITE_TIMEOUT: Duration = Duration::from_secs(1);
 
@@ -288,7 +291,16 @@ fn serve(
                 }
             }
         }
-        std::thread::sleep(Duration::from_millis(if accept_failed { 100 } else { 20 }));
+        // Nothing to watch and nobody connected (a dormant agent, between its sessions):
+        // a slower turn, so the listener it keeps for the process's life stays cheap.
+        let idle = clients.is_empty() && watch.deadline.is_none() && watch.owner.is_none();
+        std::thread::sleep(Duration::from_millis(if accept_failed {
+            100
+        } else if idle {
+            IDLE_TURN_MS
+        } else {
+            20
+        }));
     }
     let _ = std::fs::remove_file(path);
 }
