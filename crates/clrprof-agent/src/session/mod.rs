@@ -39,8 +39,10 @@ pub(crate) use start::command_line;
 
 /// How a dormant agent starts its next session (`callbacks::restart`, which owns the
 /// callbacks' state): handed in by the callbacks room, which this room does not import.
-pub(crate) static RESTART: std::sync::OnceLock<fn(&str) -> Result<Arc<Session>, String>> =
-    std::sync::OnceLock::new();
+pub(crate) static RESTART: std::sync::OnceLock<Restart> = std::sync::OnceLock::new();
+
+/// A dormant agent's next session from the settings of a `start` request.
+pub(crate) type Restart = fn(&str) -> Result<Arc<Session>, String>;
 
 /// The running recording: what detach and shutdown stop.
 pub struct Session {
