@@ -8,6 +8,7 @@
 //!   cargo run --release -p clrprof-bench -- args        # ns per call with arguments recorded
 //!   cargo run --release -p clrprof-bench -- attach      # attach and detach latency
 //!   cargo run --release -p clrprof-bench -- soak        # stress cases + 50 attach/detach cycles
+//!   cargo run --release -p clrprof-bench -- soak --sampler-runs 2000   # short 99 Hz runs, target crashes counted
 //!   cargo run --release -p clrprof-bench -- heap        # heap snapshots of 10 M objects (+ dotnet-gcdump)
 //!   cargo run --release -p clrprof-bench -- alloc       # `record --alloc` overhead (+ dotnet-trace)
 //!   cargo run --release -p clrprof-bench -- live        # `dump` wall time, `top`'s cost to the target
@@ -73,6 +74,11 @@ enum What {
         /// Attach/detach cycles
         #[arg(long, default_value_t = 50)]
         cycles: usize,
+        /// Instead: this many short sampled runs (99 Hz, nice'd) of `exceptions 2` and of
+        /// a one-second thread churn, alternating, counting the targets that crash (the
+        /// rare sampler-thread segfault inside libcoreclr, issue #26 item 3)
+        #[arg(long, default_value_t = 0)]
+        sampler_runs: usize,
     },
     /// `record --alloc` at the default interval on an allocation-heavy workload and on
     /// the Demo app, against no profiler and dotnet-trace (wall and CPU time)
@@ -139,7 +145,11 @@ fn main() -> Result<()> {
         What::Trace => trace(args.runs),
         What::Args => args_bench(args.runs),
         What::Attach => attach(args.runs),
-        What::Soak { cycles } => soak::run(&clrprof()?, cycles),
+        What::Soak {
+            cycles,
+            sampler_runs: 0,
+        } => soak::run(&clrprof()?, cycles),
+        What::Soak { sampler_runs, .. } => soak::sampler_runs(&clrprof()?, sampler_runs),
         What::Heap { objects } => heap::run(objects, args.runs),
         What::Coverage => coverage::run(&clrprof()?, args.runs),
         What::Probes => probes::run(&clrprof()?, args.runs, scratch()),

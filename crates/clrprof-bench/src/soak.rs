@@ -174,6 +174,73 @@ pub fn run(clrprof: &Path, cycles: usize) -> Result<()> {
     Ok(())
 }
 
+/// Many short sampled runs, the shape of the rare sampler-thread segfault inside
+/// libcoreclr (issue #26 item 3: once in ~1,800 runs of `exceptions n=2` at 99 Hz under
+/// load): `runs` runs alternating `exceptions 2` and a one-second thread churn, each
+/// `nice`d so the machine's other work preempts it at any point, each under a time limit.
+/// A target that dies by a signal or exits non-zero is a crash; the first few crashes'
+/// `clrprof` output is kept beside the traces (`crash-N.txt`).
+pub fn sampler_runs(clrprof: &Path, runs: usize) -> Result<()> {
+    let app = clrprof_testkit::app("Scenarios");
+    let dir = crate::scratch().join("sampler-runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    let workloads: [&[&str]; 2] = [&["exceptions", "2"], &["churn", "seconds=1"]];
+    let (mut crashes, mut hangs, mut by_workload) = (0usize, 0usize, [0usize; 2]);
+    let started = Instant::now();
+    for i in 0..runs {
+        let which = i % workloads.len();
+        let trace = dir.join("run.clrprof");
+        let out = dir.join("run.txt");
+        let mut cmd = Command::new("nice");
+        cmd.args(["-n", "10"])
+            .arg(clrprof)
+            .args(["record", "--rate", "99", "--force", "-o"])
+            .arg(&trace)
+            .arg("--")
+            .arg(clrprof_testkit::dotnet())
+            .arg(&app.dll)
+            .args(workloads[which])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&out)?);
+        match wait_limited(cmd.spawn()?, Duration::from_secs(120))? {
+            None => hangs += 1,
+            Some(s) if !s.success() => {
+                crashes += 1;
+                by_workload[which] += 1;
+                if crashes <= 5 {
+                    let _ = std::fs::copy(&out, dir.join(format!("crash-{crashes}.txt")));
+                }
+                println!(
+                    "run {i} ({}): {s}: {}",
+                    workloads[which].join(" "),
+                    std::fs::read_to_string(&out)
+                        .unwrap_or_default()
+                        .lines()
+                        .last()
+                        .unwrap_or_default()
+                );
+            }
+            Some(_) => {}
+        }
+        if (i + 1) % 100 == 0 {
+            println!(
+                "{} runs, {:.0} s: {crashes} crashes, {hangs} hangs",
+                i + 1,
+                started.elapsed().as_secs_f64()
+            );
+        }
+    }
+    println!(
+        "{runs} short runs at 99 Hz (nice 10; exceptions 2 / churn 1 s alternating), {:.0} s: \
+         target crashes {crashes} ({} exceptions, {} churn), hangs {hangs}",
+        started.elapsed().as_secs_f64(),
+        by_workload[0],
+        by_workload[1]
+    );
+    Ok(())
+}
+
 /// An idle target: `cycles` attach/detach cycles after 20 that settle the runtime's and
 /// malloc's state, for the growth per cycle (docs/safety.md: at most 16 KiB); then as many
 /// rounds of a refused attach (another TMPDIR, so the first `clrprof` cannot be seen)

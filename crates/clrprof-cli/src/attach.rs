@@ -308,9 +308,10 @@ fn check_peer(stream: &UnixStream, pid: u32, path: &Path) -> Result<()> {
 /// note beside the control socket, and a clrprof library is still mapped.
 pub fn dormant(pid: u32) -> bool {
     let control = control_socket(pid);
-    !control.exists()
-        && control.with_extension("dormant").exists()
+    control.with_extension("dormant").exists()
         && !mapped_libraries(pid).is_empty()
+        && (!control.exists()
+            || control_status(pid, Duration::from_secs(2)).is_ok_and(|s| s.dormant))
 }
 
 fn mapped_libraries(pid: u32) -> Vec<PathBuf> {
@@ -504,6 +505,16 @@ pub fn record(args: RecordArgs, pid: u32, while_attached: WhileAttached<'_>) -> 
         }
         if last_socket_check.elapsed() >= Duration::from_millis(200) {
             last_socket_check = Instant::now();
+            // A dormant agent keeps its control socket: it says it is dormant again.
+            let ended_dormant = control.with_extension("dormant").exists()
+                && control_status(pid, Duration::from_secs(2)).is_ok_and(|s| s.dormant);
+            if ended_dormant {
+                eprintln!(
+                    "clrprof: the recording in pid {pid} was ended by another request; the trace is complete in {}",
+                    output.display()
+                );
+                return Ok(0);
+            }
             if !control.exists() {
                 // Another `clrprof detach`, or the agent's own stop: the trace is whole.
                 wait_unloaded(pid, &library, Duration::from_secs(15));
@@ -578,16 +589,21 @@ pub fn start(
     // SAFETY: geteuid has no preconditions.
     let owner = process_uid(pid).unwrap_or_else(|| unsafe { libc::geteuid() });
     let _ = std::fs::remove_file(control.with_extension("error"));
-    if control.exists() && control_status(pid, Duration::from_secs(2)).is_ok() {
+    let data = clrprof_settings::attach::encode(&clrprof_settings::attach::AttachRequest {
+        settings: settings.clone(),
+        control: Some(control.clone()),
+    });
+    if control.exists()
+        && let Ok(status) = control_status(pid, Duration::from_secs(2))
+    {
+        if status.dormant {
+            return start_in_dormant(pid, &data, status);
+        }
         bail!(
             "clrprof is already attached to pid {pid} (CORPROF_E_PROFILER_ALREADY_ACTIVE); \
              detach it first with `clrprof detach --pid {pid}`"
         );
     }
-    let data = clrprof_settings::attach::encode(&clrprof_settings::attach::AttachRequest {
-        settings: settings.clone(),
-        control: Some(control.clone()),
-    });
     let clsid = Uuid::from_u128(clrprof_settings::CLSID);
     let target_uid = uid.unwrap_or_else(crate::libcopy::own_uid);
     // The copy this process loaded at its first attach, named again: `dlopen` returns the
@@ -673,6 +689,48 @@ pub fn start(
     }
     Ok(mapped)
 }
+
+/// The dormant agent of an earlier `record --mode trace` (the runtime keeps a profiler
+/// that used ReJIT, and allows no second one): its control socket starts the recording
+/// instead of an attach, with the same settings (`data`, the client data). What it cannot
+/// do comes back with its reason. Returns the library the target maps.
+fn start_in_dormant(pid: u32, data: &[u8], status: Status) -> Result<PathBuf> {
+    let json = String::from_utf8_lossy(data.get(12..).unwrap_or_default()).into_owned();
+    let request = Request::Start { settings: json };
+    let length = request.clone().to_line().len();
+    if length > CONTROL_LINE_MAX {
+        bail!(
+            "the settings for pid {pid}'s dormant clrprof agent take {length} bytes, more than the \
+             {CONTROL_LINE_MAX} its control socket reads; shorten the -o path or the --include/--exclude \
+             patterns"
+        );
+    }
+    match control_request(pid, request, Duration::from_secs(60)) {
+        Ok(Response::Status(_)) => {}
+        Ok(other) => {
+            return Err(unexpected(
+                pid,
+                Request::Start {
+                    settings: String::new(),
+                },
+                &other,
+            ));
+        }
+        Err(e) => {
+            return Err(e.context(format!(
+                "pid {pid} holds the dormant clrprof agent of an earlier `record --mode trace` (the \
+                 runtime keeps a profiler that used ReJIT until the process exits), and it did not \
+                 start this recording"
+            )));
+        }
+    }
+    Ok(status
+        .library
+        .unwrap_or_else(|| mapped_libraries(pid).into_iter().next().unwrap_or_default()))
+}
+
+/// The longest request line the agent's control socket reads (`control/socket.rs`).
+const CONTROL_LINE_MAX: usize = 4096;
 
 /// Whether `pid` is gone, or goes within `limit`.
 fn gone_within(pid: u32, limit: Duration) -> bool {

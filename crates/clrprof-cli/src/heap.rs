@@ -24,8 +24,10 @@ pub fn run(args: HeapArgs) -> Result<i32> {
         bail!("no process with pid {pid}");
     }
     let cwd = std::env::current_dir()?;
+    // A dormant agent (after `record --mode trace`) records nothing: the snapshot needs a
+    // session of its own, which `attach::start` starts in it.
     let already = attach::control_socket(pid).exists()
-        && attach::control_status(pid, Duration::from_secs(2)).is_ok();
+        && attach::control_status(pid, Duration::from_secs(2)).is_ok_and(|s| !s.dormant);
     let (output, library) = if already {
         // Use the running session: the snapshot goes into its trace.
         let status = attach::control_status(pid, Duration::from_secs(2))?;

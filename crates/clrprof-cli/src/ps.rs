@@ -28,11 +28,12 @@ pub fn run() -> Result<i32> {
             .as_ref()
             .and_then(|i| i.clr_product_version.clone())
             .unwrap_or_else(|| "?".into());
-        let attached = if crate::attach::control_socket(p.pid).exists() {
-            "clrprof"
-        } else if crate::attach::dormant(p.pid) {
-            // After a trace-mode recording: loaded for good, recording nothing.
+        let attached = if crate::attach::dormant(p.pid) {
+            // After a trace-mode recording: loaded for good, recording nothing until the
+            // next `record --pid` starts a session in it.
             "dormant"
+        } else if crate::attach::control_socket(p.pid).exists() {
+            "clrprof"
         } else {
             ""
         };

@@ -3,7 +3,8 @@
 //! every call exactly, against the app's own counters: calls that throw leave as often as
 //! they enter, both instantiations of a generic method count, an async method counts once
 //! per call. After the recording the probes are gone, the app's results are unchanged,
-//! and the runtime keeps the library loaded, dormant.
+//! and the runtime keeps the library loaded, dormant; every later session (sample, a
+//! second probe session, `dump`, `heap`) runs in that dormant agent.
 
 mod common;
 
@@ -96,30 +97,7 @@ fn a_burst_while_probes_are_live_is_counted_exactly(rt: Runtime) {
     app.log_line("probes removed from 6 methods", Duration::from_secs(30));
     let after = app.burst(1000);
     assert_eq!(after, before, "the app's results after the probes");
-    // The dormant agent holds the runtime's one profiler slot: a second recording is
-    // refused, saying why.
-    let second = clrprof()
-        .args([
-            "record",
-            "--pid",
-            &app.pid.to_string(),
-            "--duration",
-            "1",
-            "-o",
-        ])
-        .arg(dir.join("second.clrprof"))
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&second.stderr);
-    assert!(!second.status.success(), "{err}");
-    assert!(err.contains("dormant clrprof agent"), "{err}");
-    let ps = clrprof().arg("ps").output().unwrap();
-    let ps = String::from_utf8_lossy(&ps.stdout);
-    let line = ps
-        .lines()
-        .find(|l| l.split_whitespace().next() == Some(&app.pid.to_string()))
-        .unwrap_or_else(|| panic!("pid {} in {ps}", app.pid));
-    assert!(line.contains("dormant"), "{line}");
+    assert_dormant_in_ps(app.pid);
     let spin_after = app.spin(SPIN);
     let per_call = |ns: f64| ns / f64::from(SPIN);
     eprintln!(
@@ -191,7 +169,150 @@ fn a_burst_while_probes_are_live_is_counted_exactly(rt: Runtime) {
     .map(|(k, v)| (k.to_string(), v))
     .collect();
     assert_eq!(kids, want);
+    every_later_session_reuses_the_dormant_agent(&mut app, &dir, &before);
     app.quit();
+}
+
+/// `clrprof ps` lists `pid` as dormant.
+fn assert_dormant_in_ps(pid: u32) {
+    let ps = clrprof().arg("ps").output().unwrap();
+    let ps = String::from_utf8_lossy(&ps.stdout);
+    let line = ps
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&pid.to_string()))
+        .unwrap_or_else(|| panic!("pid {pid} in {ps}"));
+    assert!(line.contains("dormant"), "{line}");
+}
+
+/// The dormant agent holds the runtime's one profiler slot, and every later session runs
+/// in it, started through its control socket: a sample recording (the app's hot method),
+/// a second probe session (a burst counted exactly), `dump`, and `heap` (which either
+/// works or says why the runtime will not let it); the agent is dormant after each.
+fn every_later_session_reuses_the_dormant_agent(
+    app: &mut Serve,
+    dir: &std::path::Path,
+    before: &BTreeMap<String, String>,
+) {
+    let pid = app.pid.to_string();
+    let sample = dir.join("sample.clrprof");
+    let out = clrprof()
+        .args(["record", "--pid", &pid, "--duration", "2", "-o"])
+        .arg(&sample)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "sample record in the dormant agent: {err}"
+    );
+    assert!(err.contains("stays loaded, dormant"), "{err}");
+    app.log_line(
+        "a new session started in the dormant profiler",
+        Duration::from_secs(30),
+    );
+    let r = report_json(&sample);
+    assert_eq!(r["trace"]["attached"], true);
+    assert_eq!(r["trace"]["mode"], "sample", "{:#}", r["trace"]);
+    let served = r["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "Scenarios.Serve.ServeWork");
+    assert!(
+        served.is_some(),
+        "ServeWork never sampled: {:#}",
+        r["functions"]
+    );
+    // No probe of the first session is left: the sample trace has no calls.
+    assert_dormant_in_ps(app.pid);
+
+    // A second probe session counts a burst exactly.
+    let trace2 = dir.join("second.clrprof");
+    let mut rec = clrprof()
+        .args(["record", "--pid", &pid, "-o"])
+        .arg(&trace2)
+        .args(["--mode", "trace", "--include", "Scenarios.Serve.Burst*"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let installed = app.log_line("probes installed in", Duration::from_secs(60));
+    assert!(installed.contains("installed in 5 methods"), "{installed}");
+    let during = app.burst(1000);
+    assert_eq!(&during, before, "the app's results under the second probes");
+    let int = Command::new("kill")
+        .args(["-INT", &rec.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(int.success());
+    let status = rec.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut rec.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(status.success(), "second probe session: {stderr}");
+    assert!(stderr.contains("stays loaded, dormant"), "{stderr}");
+    app.log_line("probes removed from 5 methods", Duration::from_secs(30));
+    let f = functions(&report_json(&trace2));
+    let n = 1000;
+    assert_eq!(f.get("Scenarios.Serve.Burst"), Some(&1), "{f:#?}");
+    assert_eq!(f.get("Scenarios.Serve.BurstCall"), Some(&n), "{f:#?}");
+    assert_eq!(
+        f.get("Scenarios.Serve.BurstThrow"),
+        Some(&(n / 10)),
+        "{f:#?}"
+    );
+    assert_eq!(
+        f.get("Scenarios.Serve.BurstEcho"),
+        Some(&(n + n / 2)),
+        "{f:#?}"
+    );
+    assert_eq!(f.get("Scenarios.Serve.BurstAsync"), Some(&5), "{f:#?}");
+    assert_eq!(f.len(), 5, "only the selected methods: {f:#?}");
+    assert_dormant_in_ps(app.pid);
+
+    // `dump`: the workers' stacks, through the dormant agent.
+    let dump = clrprof().args(["dump", "--pid", &pid]).output().unwrap();
+    let text = String::from_utf8_lossy(&dump.stdout);
+    assert!(
+        dump.status.success(),
+        "dump: {text}{}",
+        String::from_utf8_lossy(&dump.stderr)
+    );
+    assert!(text.contains("\"serve-worker-1\""), "{text}");
+    assert!(text.contains("Scenarios.Serve.WorkerLoop"), "{text}");
+    assert_dormant_in_ps(app.pid);
+
+    // `heap`: the GC monitor can be turned on only inside InitializeForAttach (or with
+    // background GC off), which the dormant agent's attach is long past.
+    let heap = clrprof()
+        .args(["heap", "--pid", &pid, "-o"])
+        .arg(dir.join("heap.clrprof"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&heap.stderr);
+    eprintln!("heap --pid on the dormant agent: {}: {err}", heap.status);
+    if heap.status.success() {
+        assert!(dir.join("heap.clrprof").exists(), "{err}");
+    } else {
+        assert!(
+            err.contains("CORPROF_E_CONCURRENT_GC_NOT_PROFILABLE")
+                && err.contains("restart the process"),
+            "{err}"
+        );
+    }
+    assert_dormant_in_ps(app.pid);
+    // The app is unharmed, and a last sample session still works.
+    assert_eq!(&app.burst(1000), before);
+    let last = dir.join("last.clrprof");
+    let out = clrprof()
+        .args(["record", "--pid", &pid, "--duration", "1", "-o"])
+        .arg(&last)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_dormant_in_ps(app.pid);
 }
 
 #[test]

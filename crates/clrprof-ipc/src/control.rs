@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 pub const CONTROL_VERSION: u32 = 1;
 
 /// What the CLI asks an attached agent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Request {
     /// Is the profiler there, and what is it recording? Answered with [`Response::Status`].
@@ -34,10 +34,18 @@ pub enum Request {
     /// Stop recording, flush the trace and ask the runtime to unload the profiler.
     /// Answered with [`Response::Detaching`] before the runtime unloads it.
     Detach,
+    /// Start a new recording in a dormant agent (one the runtime keeps loaded after ReJIT,
+    /// which no attach can reach: the runtime allows one profiler at a time). `settings`
+    /// is the JSON the attach would carry as its client data (`clrprof_settings::attach`,
+    /// after its header). Answered with [`Response::Status`] once the recording runs.
+    Start {
+        /// The client data's JSON.
+        settings: String,
+    },
 }
 
 /// The names of the requests, for messages.
-pub const REQUESTS: &str = "status, heap or detach";
+pub const REQUESTS: &str = "status, heap, detach or start";
 
 /// One request line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,7 +63,7 @@ impl Request {
             version: CONTROL_VERSION,
             request: self,
         };
-        // A struct of a number and a unit variant always serializes.
+        // A struct of a number and a request of strings always serializes.
         format!("{}\n", serde_json::to_string(&line).unwrap_or_default())
     }
 
@@ -164,6 +172,10 @@ pub struct Status {
     /// other mode).
     #[serde(default)]
     pub probes: Option<Probes>,
+    /// The agent is dormant: the runtime keeps it loaded after ReJIT, it records nothing,
+    /// and a [`Request::Start`] starts its next recording.
+    #[serde(default)]
+    pub dormant: bool,
 }
 
 /// What the agent's IL probes (trace mode after attach) could and could not instrument.
@@ -319,8 +331,15 @@ mod tests {
 
     #[test]
     fn requests_round_trip_and_strangers_are_named() {
-        for r in [Request::Status, Request::Heap, Request::Detach] {
-            assert_eq!(Request::parse(&r.to_line()), Ok(r));
+        for r in [
+            Request::Status,
+            Request::Heap,
+            Request::Detach,
+            Request::Start {
+                settings: "{\"version\":1}".into(),
+            },
+        ] {
+            assert_eq!(Request::parse(&r.clone().to_line()), Ok(r));
         }
         assert_eq!(
             Request::Status.to_line(),
@@ -376,6 +395,7 @@ mod tests {
                     not_probed: vec![("A.B".into(), "abstract".into())],
                     error: None,
                 }),
+                dormant: false,
             }),
             Response::Dormant {
                 trace: "/tmp/t.clrprof".into(),
@@ -443,7 +463,7 @@ mod tests {
                 request: "nope".into()
             }
             .to_string(),
-            "unknown request \"nope\" (expected status, heap or detach)"
+            "unknown request \"nope\" (expected status, heap, detach or start)"
         );
     }
 }

@@ -153,6 +153,18 @@ macro_rules! callback_table {
             pub(super) unsafe extern "system" fn $name<T: ProfilerCallback>(
                 this: *mut sys::$iface $(, $arg: $ty)*
             ) -> HRESULT {
+                // A closed door (`quiesce`): the profiler is between sessions, and the
+                // callback touches nothing of it. Not the initialisations: those answer
+                // for themselves (a second profiler object is refused by its state).
+                let initialisation = matches!(stringify!($name), "Initialize" | "InitializeForAttach");
+                let _inside = if initialisation {
+                    None
+                } else {
+                    match crate::quiesce::enter() {
+                        Some(inside) => Some(inside),
+                        None => return sys::S_OK,
+                    }
+                };
                 guard(concat!(stringify!($iface), "::", stringify!($name)), || {
                     // SAFETY: the runtime calls a method only through a reference it holds,
                     // so `this` is our live CallbackObject<T> (safety.md R2).

@@ -61,6 +61,7 @@ mod hresult;
 mod ids;
 mod info;
 mod metadata;
+pub mod quiesce;
 mod wstr;
 
 pub use corprof_sys as sys;

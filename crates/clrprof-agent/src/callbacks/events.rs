@@ -147,6 +147,7 @@ impl ProfilerCallback for Profiler {
         let socket = self.active().and_then(|a| a.session.stop_control());
         // No callback runs any more and no thread of ours: what the session held goes,
         // and the next attach (which loads this same copy) may start a session.
+        super::release_at_detach();
         crate::session::state::end();
         // What our threads freed goes back to the kernel, not into the target's RSS.
         crate::os::pages::trim_heap();

@@ -11,6 +11,7 @@ mod catch_up;
 mod events;
 
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use clrprof_format::{Event, ExceptionPhase, SuspendPhase};
 use corprof::{ClassId, FunctionId, HResult, ProfilerInfo};
@@ -18,6 +19,7 @@ use corprof::{ClassId, FunctionId, HResult, ProfilerInfo};
 use crate::config::{Mode, Settings};
 use crate::names::{self, Seen};
 use crate::output::buffers::emit;
+use crate::output::session_cell::SessionCell;
 use crate::session::Session;
 use crate::stackwalk::ilmap::IlMaps;
 
@@ -39,6 +41,107 @@ pub struct Active {
     thread_ilmaps: std::sync::Mutex<IlMaps>,
 }
 
+impl Active {
+    fn new(info: ProfilerInfo, session: Arc<Session>, attached: bool) -> Active {
+        Active {
+            info,
+            settings: session.settings().clone(),
+            session,
+            functions_named: Arc::new(Seen::new()),
+            classes_named: Seen::new(),
+            modules_seen: Seen::new(),
+            assemblies_seen: Seen::new(),
+            attached,
+            thread_ilmaps: std::sync::Mutex::new(IlMaps::new(
+                std::env::var_os("CLRPROF_SAMPLER_NO_POSITIONS").is_none(),
+            )),
+        }
+    }
+}
+
+/// How long a dormant agent's restart waits for the runtime's callbacks to leave the
+/// profiler (they are few: the dormant agent's event mask is empty).
+const QUIESCE_LIMIT: Duration = Duration::from_secs(2);
+
+/// A `start` request to a dormant agent, on its control thread: the runtime keeps the
+/// profiler after ReJIT and allows no second one, so the next session starts in place,
+/// with the settings an attach would have carried (`settings`: the client data's JSON).
+/// What the runtime refuses a profiler after attach is refused the same way, with the
+/// same messages; a start that fails leaves the agent dormant, as it was.
+fn restart(settings: &str) -> Result<Arc<Session>, String> {
+    let mut data = clrprof_settings::attach::MAGIC.to_vec();
+    data.extend_from_slice(&(settings.len() as u32).to_le_bytes());
+    data.extend_from_slice(settings.as_bytes());
+    let req = crate::control::attach::parse(&data, std::process::id()).map_err(|e| e.0)?;
+    if req.settings.counts || req.settings.args.is_some() {
+        return Err(
+            "--counts and --args need ELT hooks, which the runtime allows only at startup \
+             (CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER)"
+                .into(),
+        );
+    }
+    if req.settings.mode == Mode::Trace && req.settings.include.is_none() {
+        return Err(
+            "trace mode in a running process probes the methods --include selects, and none was given"
+                .into(),
+        );
+    }
+    crate::session::state::wake().map_err(|state| {
+        format!("the profiler in this process is {state}, not dormant: one recording at a time")
+    })?;
+    // No callback inside and none let in until the new session's state is in place: the
+    // last session's state can be freed (rule A11).
+    let quiet = match corprof::quiesce::quiesce(QUIESCE_LIMIT) {
+        Ok(q) => q,
+        Err(inside) => {
+            crate::session::state::dormant();
+            return Err(format!(
+                "{inside} runtime callbacks were still inside the dormant profiler after {} s; \
+                 nothing was started, try again",
+                QUIESCE_LIMIT.as_secs()
+            ));
+        }
+    };
+    let Some(old) = ACTIVE.take() else {
+        crate::session::state::dormant();
+        return Err("the dormant profiler has no session to start from".into());
+    };
+    let info = old.info.clone();
+    let control = old.session.take_control();
+    crate::session::state::renew();
+    let session = match Session::start(&info, req.settings, true, None) {
+        Ok(s) => s,
+        Err(e) => {
+            // What the failed start made goes first (that clears the cell), then the last
+            // session, inert, is put back: shutdown finds the control thread through it.
+            crate::session::state::back_to_dormant();
+            // A start that failed after its event mask was set leaves no callback asked.
+            let _ = info.set_event_mask2(0, 0);
+            old.session.put_control(control);
+            ACTIVE.put(old);
+            log!("{e}; the profiler stays dormant");
+            return Err(e);
+        }
+    };
+    session.put_control(control);
+    drop(old);
+    let _ = ACTIVE.set(Active::new(info, session.clone(), true));
+    crate::session::state::started();
+    drop(quiet);
+    // What ProfilerAttachComplete does after an attach.
+    if let Some(a) = ACTIVE.get() {
+        let p = Profiler::default();
+        p.catch_up(a);
+        match a.settings.mode {
+            Mode::Sample => a.session.start_sampler(a.functions_named.clone()),
+            Mode::Trace => a.session.install_probes(),
+            Mode::Events => {}
+        }
+    }
+    log!("a new session started in the dormant profiler");
+    Ok(session)
+}
+
 /// Why a recording did not start: `busy` when another session owns the process (the
 /// answer is then CORPROF_E_PROFILER_ALREADY_ACTIVE), else the start failed.
 pub struct Refused {
@@ -57,9 +160,20 @@ impl Refused {
     }
 }
 
+/// The session's state the callbacks read (rule A11): set by Initialize or
+/// InitializeForAttach, freed at ProfilerDetachSucceeded; a dormant agent's next session
+/// replaces it ([`restart`]). Process-wide, not the profiler object's: the control thread
+/// of a dormant agent starts the next session, and the runtime makes no new object then.
+static ACTIVE: SessionCell<Active> = SessionCell::new();
+
+/// Between sessions (ProfilerDetachSucceeded, before `session::state::end` lets the next
+/// one start): the last session's state goes.
+fn release_at_detach() {
+    ACTIVE.clear();
+}
+
 #[derive(Default)]
 pub struct Profiler {
-    active: OnceLock<Active>,
     /// A `clrprof coverage` run (no recording: `active` stays empty).
     coverage: OnceLock<Arc<crate::coverage::Coverage>>,
     /// A coverage attach's `--duration`, for ProfilerAttachComplete.
@@ -67,8 +181,8 @@ pub struct Profiler {
 }
 
 impl Profiler {
-    fn active(&self) -> Option<&Active> {
-        self.active.get()
+    fn active(&self) -> Option<&'static Active> {
+        ACTIVE.get()
     }
 
     /// Writes a function's names the first time the function is seen.
@@ -174,19 +288,8 @@ impl Profiler {
             }
         };
         crate::session::state::started();
-        let _ = self.active.set(Active {
-            info,
-            settings: session.settings().clone(),
-            session,
-            functions_named: Arc::new(Seen::new()),
-            classes_named: Seen::new(),
-            modules_seen: Seen::new(),
-            assemblies_seen: Seen::new(),
-            attached,
-            thread_ilmaps: std::sync::Mutex::new(IlMaps::new(
-                std::env::var_os("CLRPROF_SAMPLER_NO_POSITIONS").is_none(),
-            )),
-        });
+        let _ = ACTIVE.set(Active::new(info, session, attached));
+        let _ = crate::session::RESTART.set(restart);
         if let Some(a) = self.active()
             && a.settings.mode == Mode::Sample
             && !attached

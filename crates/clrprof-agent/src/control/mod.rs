@@ -8,6 +8,6 @@ mod socket;
 mod watch;
 
 pub(crate) use socket::{
-    ControlServer, Controlled, write_detached_note, write_dormant_note, write_error_note,
+    ControlServer, Controlled, Restarted, write_detached_note, write_dormant_note, write_error_note,
 };
 pub(crate) use watch::{Owner, Watch};

@@ -36,6 +36,16 @@ pub trait Controlled: Send + Sync + 'static {
     fn detach(&self) -> Result<Response, String>;
     /// Takes a heap snapshot into the trace; returns its summary.
     fn heap(&self) -> Result<HeapTaken, String>;
+    /// A dormant agent's next recording (`settings`: the client data's JSON); what the
+    /// control thread serves from then on.
+    fn start(&self, settings: &str) -> Result<Restarted, String>;
+}
+
+/// A recording started in a dormant agent: the control thread serves it, and watches its
+/// duration and its `clrprof`.
+pub struct Restarted {
+    pub target: Arc<dyn Controlled>,
+    pub watch: Watch,
 }
 
 /// Checks (or creates) the private directory the socket lives in. `lstat`, not `stat`: a
@@ -141,7 +151,7 @@ impl ControlServer {
         let s = stop.clone();
         let p = path.clone();
         let handle = crate::os::thread::spawn("clrprof-control", move || {
-            serve(listener, &s, target, &p, &watch)
+            serve(listener, &s, target, &p, watch)
         })
         .map_err(|e| format!("cannot start the control thread: {e}"))?;
         Ok(ControlServer {
@@ -176,6 +186,9 @@ pub const LINE_MAX: usize = 4096;
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
 /// Connections served at once; more are answered `ControlError::Busy` and closed.
 pub const CLIENTS_MAX: usize = 16;
+/// The control thread's turn when it has nothing to watch and no client (a dormant
+/// agent): a new connection waits at most this long to be read.
+const IDLE_TURN_MS: u64 = 100;
 /// How long writing an answer may take (answers are small: the socket's buffer takes them).
 const WRITE_TIMEOUT: Duration = Duration::from_secs(1);
 
@@ -201,13 +214,18 @@ enum Read {
 /// client that is silent, slow or sends an endless line delays nothing: each has
 /// [`CLIENT_TIMEOUT`] for its whole line of at most [`LINE_MAX`] bytes, at most
 /// [`CLIENTS_MAX`] are served at once, and the watch is checked on every turn (20 ms).
+///
+/// A detach the runtime refuses (after ReJIT) leaves the agent dormant: the thread serves
+/// on, with nothing to watch, until a `start` request gives it the next recording.
 fn serve(
     listener: UnixListener,
     stop: &AtomicBool,
     target: Arc<dyn Controlled>,
     path: &Path,
-    watch: &Watch,
+    watch: Watch,
 ) {
+    let mut target = target;
+    let mut watch = watch;
     let mut last_owner_check = Instant::now();
     let mut clients: Vec<Client> = Vec::with_capacity(CLIENTS_MAX);
     while !stop.load(Ordering::Acquire) {
@@ -224,10 +242,12 @@ fn serve(
         if let Some(why) = why {
             crate::log!("{why}: detaching");
             match target.detach() {
-                Ok(_) => {
+                Ok(Response::Detaching { .. }) => {
                     let _ = std::fs::remove_file(path);
                     return;
                 }
+                // Dormant: nothing more to watch until the next recording.
+                Ok(_) => watch = Watch::default(),
                 // Someone else's detach is under way; keep serving until stopped.
                 Err(e) => crate::log!("{e}"),
             }
@@ -253,16 +273,34 @@ fn serve(
                 }
                 Read::Line(line) => {
                     let c = clients.swap_remove(i);
-                    if answer(c.stream, &line, &*target) {
-                        // Detach requested: this thread leaves right away; the runtime's
-                        // ProfilerDetachSucceeded joins it before unloading the library.
-                        let _ = std::fs::remove_file(path);
-                        return;
+                    match answer(c.stream, &line, &*target) {
+                        Served::Detached => {
+                            // This thread leaves right away; the runtime's
+                            // ProfilerDetachSucceeded joins it before unloading the library.
+                            let _ = std::fs::remove_file(path);
+                            return;
+                        }
+                        Served::Dormant => watch = Watch::default(),
+                        Served::Restarted(r) => {
+                            target = r.target;
+                            watch = r.watch;
+                            last_owner_check = Instant::now();
+                        }
+                        Served::Answered => {}
                     }
                 }
             }
         }
-        std::thread::sleep(Duration::from_millis(if accept_failed { 100 } else { 20 }));
+        // Nothing to watch and nobody connected (a dormant agent, between its sessions):
+        // a slower turn, so the listener it keeps for the process's life stays cheap.
+        let idle = clients.is_empty() && watch.deadline.is_none() && watch.owner.is_none();
+        std::thread::sleep(Duration::from_millis(if accept_failed {
+            100
+        } else if idle {
+            IDLE_TURN_MS
+        } else {
+            20
+        }));
     }
     let _ = std::fs::remove_file(path);
 }
@@ -368,20 +406,39 @@ fn reply(stream: &UnixStream, answer: &Response) {
     let _ = w.write_all(answer.to_line().as_bytes());
 }
 
-/// Answers one request; true when the profiler detached.
-fn answer(stream: UnixStream, line: &str, target: &dyn Controlled) -> bool {
+/// What answering one request did.
+enum Served {
+    Answered,
+    /// The profiler detached: the thread leaves.
+    Detached,
+    /// The runtime kept the profiler: dormant, nothing to watch.
+    Dormant,
+    /// A dormant agent started its next recording.
+    Restarted(Restarted),
+}
+
+/// Answers one request.
+fn answer(stream: UnixStream, line: &str, target: &dyn Controlled) -> Served {
     let failed = |reason| Response::Error(ControlError::Failed { reason });
-    let (answer, detached) = match Request::parse(line) {
-        Err(e) => (Response::Error(e), false),
-        Ok(Request::Status) => (Response::Status(target.status()), false),
-        Ok(Request::Heap) => (target.heap().map_or_else(failed, Response::Heap), false),
+    let (answer, served) = match Request::parse(line) {
+        Err(e) => (Response::Error(e), Served::Answered),
+        Ok(Request::Status) => (Response::Status(target.status()), Served::Answered),
+        Ok(Request::Heap) => (
+            target.heap().map_or_else(failed, Response::Heap),
+            Served::Answered,
+        ),
         Ok(Request::Detach) => match target.detach() {
-            Ok(answer) => (answer, true),
-            Err(e) => (failed(e), false),
+            Ok(answer @ Response::Detaching { .. }) => (answer, Served::Detached),
+            Ok(answer) => (answer, Served::Dormant),
+            Err(e) => (failed(e), Served::Answered),
+        },
+        Ok(Request::Start { settings }) => match target.start(&settings) {
+            Ok(r) => (Response::Status(r.target.status()), Served::Restarted(r)),
+            Err(e) => (failed(e), Served::Answered),
         },
     };
     reply(&stream, &answer);
-    detached
+    served
 }
 
 #[cfg(test)]
@@ -400,12 +457,16 @@ mod tests {
                 library: None,
                 samples: None,
                 probes: None,
+                dormant: false,
             }
         }
         fn detach(&self) -> Result<Response, String> {
             Err("not in a test".into())
         }
         fn heap(&self) -> Result<HeapTaken, String> {
+            Err("not in a test".into())
+        }
+        fn start(&self, _settings: &str) -> Result<Restarted, String> {
             Err("not in a test".into())
         }
     }

@@ -56,6 +56,35 @@ impl<T> SessionCell<T> {
         }
     }
 
+    /// Takes the value out without freeing it (a dormant agent's restart keeps the last
+    /// session's until the new one started, `callbacks::restart`). Same rule as `clear`.
+    pub fn take(&self) -> Option<Box<T>> {
+        let p = self.0.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        // SAFETY: (A11) `p` came from Box::into_raw in `set` or `put` and was swapped out,
+        // so it is owned once; callers run only when no other thread of ours can hold a
+        // reference from `get` (between sessions).
+        (!p.is_null()).then(|| unsafe { Box::from_raw(p) })
+    }
+
+    /// Puts back what `take` took; false (and `value` dropped) when a value is set.
+    pub fn put(&self, value: Box<T>) -> bool {
+        let raw = Box::into_raw(value);
+        match self.0.compare_exchange(
+            std::ptr::null_mut(),
+            raw,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => true,
+            Err(_) => {
+                // SAFETY: (A11) `raw` came from Box::into_raw just above and was not
+                // published.
+                drop(unsafe { Box::from_raw(raw) });
+                false
+            }
+        }
+    }
+
     /// Frees the value. Only between sessions (`session::state::end` and `begin`), when no
     /// code of ours runs on another thread (rule A11).
     pub fn clear(&self) {
@@ -89,6 +118,11 @@ mod tests {
         CELL.clear();
         assert!(CELL.get().is_none());
         assert!(CELL.set("three".into()));
+        assert_eq!(CELL.get().map(String::as_str), Some("three"));
+        let taken = CELL.take().unwrap();
+        assert!(CELL.get().is_none());
+        assert!(CELL.put(taken));
+        assert!(!CELL.put(Box::new("four".into())));
         assert_eq!(CELL.get().map(String::as_str), Some("three"));
         CELL.clear();
     }

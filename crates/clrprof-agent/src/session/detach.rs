@@ -7,7 +7,7 @@ use clrprof_ipc::control::{HeapTaken, Response, Status};
 
 use super::Session;
 use crate::config::Settings;
-use crate::control::{Controlled, Owner, Watch};
+use crate::control::{Controlled, Owner, Restarted, Watch};
 
 /// How long after `--duration` an attached agent detaches itself if its CLI has not.
 const DURATION_GRACE: Duration = Duration::from_secs(2);
@@ -51,7 +51,19 @@ impl Controlled for Session {
                     .map(|s| s.stats.samples.load(std::sync::atomic::Ordering::Relaxed))
             }),
             probes: self.probes_report.lock().ok().and_then(|r| r.clone()),
+            dormant: crate::session::state::current() == crate::session::state::DORMANT,
         }
+    }
+
+    fn start(&self, settings: &str) -> std::result::Result<Restarted, String> {
+        let restart = super::RESTART
+            .get()
+            .ok_or("this profiler cannot start a session in place")?;
+        let session = restart(settings)?;
+        Ok(Restarted {
+            watch: watch(session.settings()),
+            target: session,
+        })
     }
 
     fn heap(&self) -> std::result::Result<HeapTaken, String> {
@@ -62,6 +74,14 @@ impl Controlled for Session {
     }
 
     fn detach(&self) -> std::result::Result<Response, String> {
+        if crate::session::state::current() == crate::session::state::DORMANT {
+            return Err(
+                "the profiler is dormant: it records nothing, and the runtime keeps it loaded until \
+                 the process exits (CORPROF_E_IRREVERSIBLE_INSTRUMENTATION_PRESENT); a later \
+                 `clrprof record --pid` starts its next recording"
+                    .into(),
+            );
+        }
         if self
             .detaching
             .swap(true, std::sync::atomic::Ordering::AcqRel)
@@ -80,9 +100,11 @@ impl Controlled for Session {
             // profiler go (even with every probe reverted): the recording is over and the
             // library stays, its threads stopped, until the process exits.
             Err(e) if e.0 == corprof_sys::CORPROF_E_IRREVERSIBLE_INSTRUMENTATION_PRESENT => {
+                self.quiet_mask();
                 crate::session::state::dormant();
                 log!(
-                    "the runtime keeps the library loaded after ReJIT ({e}): dormant until the process exits"
+                    "the runtime keeps the library loaded after ReJIT ({e}): dormant until the process exits, \
+                     or until a later `clrprof record --pid` starts a new recording in it"
                 );
                 // try_lock: `shutdown` holds this lock while it joins this very thread.
                 if let Ok(c) = self.control.try_lock()
@@ -96,7 +118,9 @@ impl Controlled for Session {
                 })
             }
             Err(e) => {
-                // The runtime keeps this profiler: no other session may start.
+                // The runtime keeps this profiler: no other profiler may load, and the
+                // next session starts in this one.
+                self.quiet_mask();
                 crate::session::state::dormant();
                 log!("RequestProfilerDetach failed: {e}");
                 Err(format!(
@@ -104,6 +128,18 @@ impl Controlled for Session {
                     self.settings.output.display()
                 ))
             }
+        }
+    }
+}
+
+impl Session {
+    /// A dormant agent asks for no callback: an empty event mask (the runtime lets an
+    /// attached profiler clear every flag it set; `COR_PRF_ENABLE_REJIT` is not among the
+    /// immutable ones, and the next session may set it again). The callbacks that come
+    /// anyway (already under way, or not governed by the mask) find no session running.
+    fn quiet_mask(&self) {
+        if let Err(e) = self.info.set_event_mask2(0, 0) {
+            log!("SetEventMask2(0, 0) failed: {e}; the dormant profiler keeps its event mask");
         }
     }
 }

@@ -37,6 +37,13 @@ pub(crate) use notes::{note_declined, sdk_log_path};
 pub(crate) use sdk::sdk_process;
 pub(crate) use start::command_line;
 
+/// How a dormant agent starts its next session (`callbacks::restart`, which owns the
+/// callbacks' state): handed in by the callbacks room, which this room does not import.
+pub(crate) static RESTART: std::sync::OnceLock<Restart> = std::sync::OnceLock::new();
+
+/// A dormant agent's next session from the settings of a `start` request.
+pub(crate) type Restart = fn(&str) -> Result<Arc<Session>, String>;
+
 /// The running recording: what detach and shutdown stop.
 pub struct Session {
     info: ProfilerInfo,
@@ -99,7 +106,19 @@ impl Session {
         }
         if let Err(e) = info.set_event_mask2(low, high) {
             drop(writer);
-            return Err(format!("SetEventMask2({low:#x}, {high:#x}) failed: {e}"));
+            let hint = if e.0 == corprof_sys::CORPROF_E_CONCURRENT_GC_NOT_PROFILABLE {
+                // A dormant agent's next session: its InitializeForAttach is long past.
+                "; the runtime turns COR_PRF_MONITOR_GC on (for heap snapshots, --events alloc) \
+                 only inside InitializeForAttach, where it turns background GC off, or when \
+                 background GC is off already (DOTNET_gcConcurrent=0); the profiler in this \
+                 process was attached without it, and stays loaded: restart the process to take \
+                 heap snapshots of it"
+            } else {
+                ""
+            };
+            return Err(format!(
+                "SetEventMask2({low:#x}, {high:#x}) failed: {e}{hint}"
+            ));
         }
         crate::alloc::start(info, &settings);
         if settings.heap && attached {
@@ -320,6 +339,19 @@ impl Session {
                 not_probed: refused.to_vec(),
                 error,
             });
+        }
+    }
+
+    /// A dormant agent's restart: the control thread's handle moves to the next session
+    /// (the thread itself runs on, serving the new one).
+    pub fn take_control(&self) -> Option<ControlServer> {
+        self.control.lock().ok().and_then(|mut c| c.take())
+    }
+
+    /// Gives the control thread's handle to this session.
+    pub fn put_control(&self, control: Option<ControlServer>) {
+        if let Ok(mut c) = self.control.lock() {
+            *c = control;
         }
     }
 

@@ -2,8 +2,9 @@
 //! the first names the same file, and `dlopen` returns the loaded object with its statics
 //! (docs/attach.md, step 2). This room says which session, if any, owns them.
 //!
-//! - [`STATE`]: `IDLE -> STARTING -> ACTIVE -> DETACHING -> IDLE` (or `ACTIVE -> DORMANT`
-//!   for good, after IL probes). Only the initialisation that moves it from `IDLE` to
+//! - [`STATE`]: `IDLE -> STARTING -> ACTIVE -> DETACHING -> IDLE` (or `DETACHING ->
+//!   DORMANT` after IL probes, the runtime refusing the detach; a dormant agent's next
+//!   session goes `DORMANT -> STARTING -> ACTIVE -> DETACHING -> DORMANT`, [`wake`]). Only the initialisation that moves it from `IDLE` to
 //!   `STARTING` may touch process-wide state; any other Initialize or InitializeForAttach
 //!   (the runtime may load the library and create a profiler object for a second attach
 //!   while a session runs, then refuse it with `CORPROF_E_PROFILER_ALREADY_ACTIVE`) is
@@ -26,7 +27,7 @@ pub const STARTING: u8 = 1;
 pub const ACTIVE: u8 = 2;
 pub const DETACHING: u8 = 3;
 /// After IL probes the runtime never lets the profiler go: the recording is over, the
-/// library stays, and no new session can start in this process.
+/// library stays, and the next session starts in place, asked on the control socket.
 pub const DORMANT: u8 = 4;
 
 /// Process-wide on purpose: it is what tells the sessions apart.
@@ -53,8 +54,41 @@ pub fn detaching() {
     let _ = STATE.compare_exchange(ACTIVE, DETACHING, Ordering::AcqRel, Ordering::Acquire);
 }
 
-/// The runtime keeps the library after IL probes (`DETACHING -> DORMANT`, for good).
+/// The runtime keeps the library after IL probes (`DETACHING -> DORMANT`): it never
+/// detaches again, and the next session starts in place ([`wake`]).
 pub fn dormant() {
+    STATE.store(DORMANT, Ordering::Release);
+}
+
+/// The state now.
+pub fn current() -> u8 {
+    STATE.load(Ordering::Acquire)
+}
+
+/// Claims a dormant agent for a new session (`DORMANT -> STARTING`); `Err` names the
+/// state that refused it. The caller then quiets the callbacks (`corprof::quiesce`) and
+/// calls [`renew`], and ends in [`started`] or [`back_to_dormant`].
+pub fn wake() -> Result<(), &'static str> {
+    STATE
+        .compare_exchange(DORMANT, STARTING, Ordering::AcqRel, Ordering::Acquire)
+        .map(|_| ())
+        .map_err(name)
+}
+
+/// A woken dormant agent, with no callback inside (`corprof::quiesce`) and no thread of
+/// ours running: frees what the last session held, starts the next generation and resets
+/// the statics, as `end` and `begin` do for an attach.
+pub fn renew() -> u64 {
+    release_session();
+    let generation = crate::output::session_cell::next_generation();
+    reset_for_session();
+    generation
+}
+
+/// A woken agent whose new session failed to start: what the failed start made goes, and
+/// it is dormant again.
+pub fn back_to_dormant() {
+    release_session();
     STATE.store(DORMANT, Ordering::Release);
 }
 
