@@ -73,14 +73,14 @@ fn restart(settings: &str) -> Result<Arc<Session>, String> {
     data.extend_from_slice(&(settings.len() as u32).to_le_bytes());
     data.extend_from_slice(settings.as_bytes());
     let req = crate::control::attach::parse(&data, std::process::id()).map_err(|e| e.0)?;
-    if req.settings.counts || req.settings.args.is_some() {
+    if req.settings.counts || !req.settings.args.is_empty() {
         return Err(
             "--counts and --args need ELT hooks, which the runtime allows only at startup \
              (CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER)"
                 .into(),
         );
     }
-    if req.settings.mode == Mode::Trace && req.settings.include.is_none() {
+    if req.settings.mode == Mode::Trace && req.settings.include.is_empty() {
         return Err(
             "trace mode in a running process probes the methods --include selects, and none was given"
                 .into(),
