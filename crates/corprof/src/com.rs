@@ -161,8 +161,8 @@ macro_rules! callback_table {
                     None
                 } else {
                     match crate::quiesce::enter() {
-                        Some(inside) => Some(inside),
-                        None => return sys::S_OK,
+                        Ok(inside) => inside,
+                        Err(_) => return sys::S_OK,
                     }
                 };
                 guard(concat!(stringify!($iface), "::", stringify!($name)), || {

@@ -93,13 +93,24 @@ fn restart(settings: &str) -> Result<Arc<Session>, String> {
     // last session's state can be freed (rule A11).
     let quiet = match corprof::quiesce::quiesce(QUIESCE_LIMIT) {
         Ok(q) => q,
-        Err(inside) => {
+        Err(corprof::quiesce::Refused::StillInside(inside)) => {
             crate::session::state::dormant();
             return Err(format!(
                 "{inside} runtime callbacks were still inside the dormant profiler after {} s; \
                  nothing was started, try again",
                 QUIESCE_LIMIT.as_secs()
             ));
+        }
+        Err(corprof::quiesce::Refused::NotArmed) => {
+            // Dormant without having used ReJIT (the runtime refused a detach for another
+            // reason): its callbacks were never counted, so none can be said to be out.
+            crate::session::state::dormant();
+            return Err(
+                "the profiler in this process stayed loaded without having counted its callbacks \
+                 (it never used ReJIT), so a new recording cannot start in it safely; restart the \
+                 process to profile it again"
+                    .into(),
+            );
         }
     };
     let Some(old) = ACTIVE.take() else {
@@ -274,6 +285,15 @@ impl Profiler {
                      one recording at a time; this request touched nothing"
                 ),
             });
+        }
+        if attached && settings.mode == Mode::Trace {
+            // Trace mode after attach uses ReJIT, after which the runtime never detaches
+            // the profiler: its later sessions start in place once no callback is inside,
+            // which the door counts from now on (rule A11). Armed here, before the event
+            // mask lets any callback in, in a process where no earlier session's callback
+            // runs (`begin` succeeded: none before, or the runtime detached it). Sessions
+            // that never use ReJIT leave it unarmed and pay nothing per callback.
+            corprof::quiesce::arm();
         }
         let session = match Session::start(&info, settings, attached, control) {
             Ok(s) => s,
