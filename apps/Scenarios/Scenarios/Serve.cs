@@ -1,12 +1,13 @@
 using System.Reflection;
 using System.Runtime.CompilerServices;
+using System.Runtime.InteropServices;
 
 namespace Scenarios;
 
 /// <summary>
-/// `serve`: a long-running target for attach tests. Prints <c>READY &lt;pid&gt;</c>; threads
-/// serve-worker-1 and serve-worker-2 loop calling ServeWork (about 1 ms of CPU each, then a
-/// 1 ms sleep). Commands on stdin, one a line: <c>load</c> loads Plugin.dll (shipped next to
+/// `serve [workers=2]`: a long-running target for attach tests. Prints <c>READY &lt;pid&gt;</c>;
+/// threads serve-worker-1 and serve-worker-2 loop calling ServeWork (about 1 ms of CPU each,
+/// then a 1 ms sleep; <c>workers=0</c> starts none, for benches that time one thread). Commands on stdin, one a line: <c>load</c> loads Plugin.dll (shipped next to
 /// the app, not referenced) with Assembly.LoadFrom, calls into it and prints <c>LOADED</c>;
 /// <c>result</c> prints <c>RESULT work_items=&lt;n&gt;</c>; <c>burst [n]</c> runs a burst of
 /// calls on the main thread (see <see cref="Burst"/>) and prints its counts; <c>quit</c> or end
@@ -23,7 +24,8 @@ public static class Serve
     [MethodImpl(MethodImplOptions.NoInlining)]
     public static int Run(ScenarioArgs args)
     {
-        for (int i = 1; i <= 2; i++)
+        int workers = args.NamedInt("workers", 2);
+        for (int i = 1; i <= workers; i++)
         {
             new Thread(WorkerLoop) { Name = $"serve-worker-{i}", IsBackground = true }.Start();
         }
@@ -40,6 +42,9 @@ public static class Serve
                     break;
                 case "result":
                     Results.Print(("work_items", Interlocked.Read(ref s_workItems)));
+                    break;
+                case var so when so.StartsWith("spin-other", StringComparison.Ordinal):
+                    SpinOther(int.Parse(so[10..].Trim(), System.Globalization.CultureInfo.InvariantCulture));
                     break;
                 case var sp when sp.StartsWith("spin", StringComparison.Ordinal):
                     Spin(int.Parse(sp[4..].Trim(), System.Globalization.CultureInfo.InvariantCulture));
@@ -141,17 +146,64 @@ public static class Serve
     private static void Spin(int n)
     {
         long sum = 0;
+        long cpu = ThreadCpuNs();
         var watch = System.Diagnostics.Stopwatch.StartNew();
         for (int i = 0; i < n; i++)
         {
             sum += SpinCall(i);
         }
         watch.Stop();
-        Results.Print(("spin", n), ("spin_ns", (long)(watch.Elapsed.TotalMilliseconds * 1e6)), ("spin_sum", sum));
+        cpu = ThreadCpuNs() - cpu;
+        Results.Print(("spin", n), ("spin_ns", (long)(watch.Elapsed.TotalMilliseconds * 1e6)), ("spin_cpu_ns", cpu), ("spin_sum", sum));
     }
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     public static int SpinCall(int i) => i & 0xFF;
+
+    [StructLayout(LayoutKind.Sequential)]
+    private struct Timespec
+    {
+        public long Sec;
+        public long Nsec;
+    }
+
+    [DllImport("libc", EntryPoint = "clock_gettime")]
+    private static extern int ClockGettime(int clock, out Timespec ts);
+
+    /// <summary>
+    /// This thread's CPU time in ns (CLOCK_THREAD_CPUTIME_ID; -1 where libc has none): what
+    /// the calls cost the thread, without the time other processes held the CPU meanwhile.
+    /// </summary>
+    private static long ThreadCpuNs()
+    {
+        try
+        {
+            return ClockGettime(3, out var ts) == 0 ? ts.Sec * 1_000_000_000 + ts.Nsec : -1;
+        }
+        catch (DllNotFoundException)
+        {
+            return -1;
+        }
+    }
+
+    /// <summary>`spin-other n`: as `spin`, through SpinCall's twin.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void SpinOther(int n)
+    {
+        long sum = 0;
+        long cpu = ThreadCpuNs();
+        var watch = System.Diagnostics.Stopwatch.StartNew();
+        for (int i = 0; i < n; i++)
+        {
+            sum += SpinTwin(i);
+        }
+        watch.Stop();
+        cpu = ThreadCpuNs() - cpu;
+        Results.Print(("spin", n), ("spin_ns", (long)(watch.Elapsed.TotalMilliseconds * 1e6)), ("spin_cpu_ns", cpu), ("spin_sum", sum));
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static int SpinTwin(int i) => i & 0xFF;
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     public static T BurstEcho<T>(T value) => value;

@@ -108,8 +108,19 @@ enum What {
     Coverage,
     /// IL probes after attach: ns per call of an empty probed method against the same
     /// call unprobed and under startup ELT tracing (three processes, interleaved rounds),
-    /// on .NET 8, 9 and 10
-    Probes,
+    /// an unprobed method beside the probes and the method after the revert; then the
+    /// install into 1,000 methods; on .NET 8, 9 and 10
+    Probes {
+        /// Only these runtimes (comma-separated majors, e.g. `10` or `9,10`)
+        #[arg(long, value_delimiter = ',')]
+        runtimes: Vec<u32>,
+        /// Worker threads of each `serve` (the old bench ran 2 in each of its 3 processes)
+        #[arg(long, default_value_t = 0)]
+        serve_workers: u32,
+        /// Without the 1,000-method install rounds
+        #[arg(long)]
+        no_install: bool,
+    },
     /// Snapshots of a large heap by clrprof and dotnet-gcdump, alternated: the app's stop,
     /// bytes/object, then the report's time and memory
     Heap {
@@ -152,7 +163,35 @@ fn main() -> Result<()> {
         What::Soak { sampler_runs, .. } => soak::sampler_runs(&clrprof()?, sampler_runs),
         What::Heap { objects } => heap::run(objects, args.runs),
         What::Coverage => coverage::run(&clrprof()?, args.runs),
-        What::Probes => probes::run(&clrprof()?, args.runs, scratch()),
+        What::Probes {
+            runtimes,
+            serve_workers,
+            no_install,
+        } => {
+            let all = clrprof_testkit::Runtime::ALL;
+            let runtimes = if runtimes.is_empty() {
+                all.to_vec()
+            } else {
+                runtimes
+                    .iter()
+                    .map(|m| {
+                        all.into_iter()
+                            .find(|r| r.major() == *m)
+                            .with_context(|| format!("no .NET {m} among 8, 9, 10"))
+                    })
+                    .collect::<Result<Vec<_>>>()?
+            };
+            probes::run(
+                &clrprof()?,
+                args.runs,
+                scratch(),
+                &probes::Options {
+                    runtimes,
+                    workers: serve_workers,
+                    install: !no_install,
+                },
+            )
+        }
         What::Alloc {
             workloads,
             only,

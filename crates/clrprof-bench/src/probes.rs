@@ -5,9 +5,10 @@
 //! probes attached (`record --pid P --mode trace --include Scenarios.Serve.SpinCall`), one
 //! started under `record --mode trace` with the same pattern (ELT hooks on that method
 //! only). Each is warmed up (the probed body reaches tier 1), then asked `spin N` in turn,
-//! round after round; the figures are per-call medians with the spread (min–max) and the
-//! paired per-round differences from the plain process. It also prints how long the
-//! agent took to install the probes, from its log line.
+//! round after round; the figures are per-call medians of the timed thread's CPU time
+//! with the spread (min–max) and the paired per-round differences from the plain process,
+//! then the same method after the revert and an unprobed method beside the probes. It
+//! also prints how long the agent took to install the probes, from its log line.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -19,8 +20,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use clrprof_testkit::{Runtime, app_on};
 
-/// Calls per round (each probed or traced one writes two 8-byte events).
-const SPIN: u32 = 300_000;
+/// Calls per round. Each probed or traced call writes two 8-byte events: 3.2 MB a round,
+/// under the 4 MiB ring of trace mode, so a round never waits for the writer to make
+/// room (a 300,000-call round, 4.8 MB, did: then the figure was the writer's turn on the
+/// CPUs, not the call). [`PAUSE`] before each round lets the writer empty the ring.
+const SPIN: u32 = 200_000;
+/// Before each timed round: the writer drains every 20 ms (`CLRPROF_FLUSH_MS`).
+const PAUSE: Duration = Duration::from_millis(60);
 
 struct Serve {
     child: Child,
@@ -28,6 +34,8 @@ struct Serve {
     out: mpsc::Receiver<String>,
     err: mpsc::Receiver<String>,
     pid: u32,
+    /// The wall-clock ns per call of every `spin` asked, in order.
+    wall: Vec<f64>,
 }
 
 fn lines(r: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
@@ -64,6 +72,7 @@ impl Serve {
                     out,
                     err,
                     pid,
+                    wall: Vec::new(),
                 });
             }
         }
@@ -85,9 +94,29 @@ impl Serve {
 
     /// ns per call of `spin n`, by the app's own stopwatch.
     fn spin(&mut self, n: u32) -> Result<f64> {
-        let r = self.ask(&format!("spin {n}"), "RESULT spin=")?;
-        let ns: f64 = r.get("spin_ns").context("spin_ns")?.parse()?;
-        Ok(ns / f64::from(n))
+        self.spin_as("spin", n)
+    }
+
+    /// ns per call of `spin-other n`: SpinCall's twin, which no pattern selects.
+    fn spin_other(&mut self, n: u32) -> Result<f64> {
+        self.spin_as("spin-other", n)
+    }
+
+    /// ns per call by the timed thread's CPU time (`spin_cpu_ns`), and by the stopwatch
+    /// into `wall`. The CPU time is the figure: on a loaded host a round that outlasts a
+    /// time slice waits for the CPU inside its stopwatch, one that fits in a slice rarely
+    /// does, so wall-time differences between a traced and an untraced round measure the
+    /// load (at load 16 on 2 cores a traced call "cost" 160–190 ns of wall time).
+    fn spin_as(&mut self, cmd: &str, n: u32) -> Result<f64> {
+        std::thread::sleep(PAUSE);
+        let r = self.ask(&format!("{cmd} {n}"), "RESULT spin=")?;
+        let wall: f64 = r.get("spin_ns").context("spin_ns")?.parse()?;
+        let cpu: f64 = r.get("spin_cpu_ns").context("spin_cpu_ns")?.parse()?;
+        if cpu < 0.0 {
+            bail!("the app could not read its thread's CPU time");
+        }
+        self.wall.push(wall / f64::from(n));
+        Ok(cpu / f64::from(n))
     }
 
     /// The first line of the app's stderr (the agent's log) containing `needle`.
@@ -104,6 +133,12 @@ impl Serve {
     }
 
     fn quit(mut self) {
+        let _ = writeln!(self.stdin, "quit");
+        let _ = self.child.wait();
+    }
+
+    /// Quits, keeping the log readable (the recording's end summary comes at exit).
+    fn quit_keeping_log(&mut self) {
         let _ = writeln!(self.stdin, "quit");
         let _ = self.child.wait();
     }
@@ -148,12 +183,50 @@ fn attach(clrprof: &Path, app: &Serve, out: &Path, include: &str) -> Result<(Chi
     ))
 }
 
-fn one_runtime(clrprof: &Path, rt: Runtime, runs: usize, dir: &Path) -> Result<()> {
+/// The JIT's summary lines (`DOTNET_JitDisasmSummary`) naming `method`: each body it
+/// compiled and at which tier, the rejitted ones included.
+fn tiers(summary: &Path, method: &str) -> Vec<String> {
+    std::fs::read_to_string(summary)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains(method))
+        .map(|l| l.trim().to_string())
+        .collect()
+}
+
+/// A `serve` without its worker threads, its JIT summary written to `summary`: the bench
+/// times one thread, and three processes of two ~50 %-busy workers each would keep both
+/// cores of a 2-core host busier than it has room for (the timed thread then waits its
+/// turn inside its stopwatch).
+fn quiet_serve(cmd: &mut Command, summary: &Path) {
+    cmd.env("DOTNET_JitDisasmSummary", "1")
+        .env("DOTNET_JitStdOutFile", summary);
+}
+
+/// What `clrprof-bench probes` runs.
+pub struct Options {
+    /// The runtimes to measure.
+    pub runtimes: Vec<Runtime>,
+    /// Worker threads of each `serve` (0: none; 2 was the old bench's, whose six workers on
+    /// two cores inflated every timed call).
+    pub workers: u32,
+    /// Also the 1,000-method install rounds.
+    pub install: bool,
+}
+
+fn one_runtime(clrprof: &Path, rt: Runtime, runs: usize, dir: &Path, workers: u32) -> Result<()> {
     let app = app_on("Scenarios", rt);
     let probed_out = dir.join(format!("probes-{}.clrprof", rt.major()));
     let elt_out = dir.join(format!("probes-elt-{}.clrprof", rt.major()));
-    let mut plain = Serve::start(app.command(&["serve"]))?;
-    let mut probed = Serve::start(app.command(&["serve"]))?;
+    let jit = |name: &str| dir.join(format!("probes-jit-{name}-{}.txt", rt.major()));
+    let workers_arg = format!("workers={workers}");
+    let serve = ["serve", workers_arg.as_str()];
+    let mut plain_cmd = app.command(&serve);
+    quiet_serve(&mut plain_cmd, &jit("plain"));
+    let mut plain = Serve::start(plain_cmd)?;
+    let mut probed_cmd = app.command(&serve);
+    quiet_serve(&mut probed_cmd, &jit("probed"));
+    let mut probed = Serve::start(probed_cmd)?;
     let mut elt_cmd = Command::new(clrprof);
     elt_cmd
         .args(["record", "-q", "--force", "--mode", "trace"])
@@ -162,12 +235,24 @@ fn one_runtime(clrprof: &Path, rt: Runtime, runs: usize, dir: &Path) -> Result<(
         .arg("--")
         .arg(&app.dotnet)
         .arg(&app.dll)
-        .arg("serve");
+        .args(serve);
     app.env(&mut elt_cmd);
+    quiet_serve(&mut elt_cmd, &jit("elt"));
     let mut elt = Serve::start(elt_cmd)?;
-    // The probed process's own unprobed figure first, then the probes.
-    probed.spin(SPIN)?;
-    let before = probed.spin(SPIN)?;
+    // Warm-up of the unprobed code (tier 1 for SpinCall, the loop's OSR body for Spin),
+    // then the two processes paired before the probes: the floor of the pairing itself.
+    for s in [&mut plain, &mut probed] {
+        for _ in 0..3 {
+            s.spin(SPIN)?;
+            s.spin_other(SPIN)?;
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+    let (mut p0, mut q0) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        p0.push(plain.spin(SPIN)?);
+        q0.push(probed.spin(SPIN)?);
+    }
     let (mut rec, installed) = attach(clrprof, &probed, &probed_out, "Scenarios.Serve.SpinCall")?;
     // Warm-up: the new bodies start at tier 0; a pause lets the runtime's tiering promote
     // them (it waits ~100 ms without new tier-0 code), then they run at tier 1.
@@ -177,43 +262,105 @@ fn one_runtime(clrprof: &Path, rt: Runtime, runs: usize, dir: &Path) -> Result<(
             std::thread::sleep(Duration::from_millis(300));
         }
     }
-    let (mut p, mut q, mut e) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut p, mut q, mut e, mut po, mut qo) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut pw, mut qw, mut ew) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs {
         p.push(plain.spin(SPIN)?);
+        pw.push(*plain.wall.last().unwrap_or(&0.0));
         q.push(probed.spin(SPIN)?);
+        qw.push(*probed.wall.last().unwrap_or(&0.0));
         e.push(elt.spin(SPIN)?);
+        ew.push(*elt.wall.last().unwrap_or(&0.0));
+        po.push(plain.spin_other(SPIN)?);
+        qo.push(probed.spin_other(SPIN)?);
     }
     interrupt(&mut rec);
-    let after = probed.spin(SPIN)?;
+    probed.log_line("probes removed from", Duration::from_secs(60))?;
+    let probed_waits = waits(&probed);
+    // The reverted method runs its original code again; that code, compiled before the
+    // probes, is what runs (no new tier-0 round), but a pause settles it all the same.
+    for _ in 0..2 {
+        probed.spin(SPIN)?;
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let (mut p2, mut q2) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        p2.push(plain.spin(SPIN)?);
+        q2.push(probed.spin(SPIN)?);
+    }
     let show = |name: &str, v: &[f64]| {
         let (lo, hi) = spread(v);
         println!(
-            "  {name:<34} {:>7.1} ns/call  (min {lo:.1}, max {hi:.1})",
+            "  {name:<46} {:>7.1} ns/call  (min {lo:.1}, max {hi:.1})",
             median(v)
         );
     };
-    let diff = |v: &[f64]| -> Vec<f64> { v.iter().zip(&p).map(|(a, b)| a - b).collect() };
-    println!(".NET {} ({} rounds of {SPIN} calls)", rt.major(), runs);
-    show("unprobed", &p);
+    let paired =
+        |a: &[f64], b: &[f64]| -> Vec<f64> { a.iter().zip(b).map(|(x, y)| x - y).collect() };
+    println!(
+        ".NET {} ({} rounds of {SPIN} calls, `serve {workers_arg}`; ns a call of the timed \
+         thread's CPU time)",
+        rt.major(),
+        runs
+    );
+    show("unprobed (SpinCall, plain process)", &p);
     show("IL probes (attached)", &q);
     show("startup ELT trace mode", &e);
-    show("probes - unprobed, paired", &diff(&q));
-    show("ELT - unprobed, paired", &diff(&e));
-    let probes_over_elt: Vec<f64> = q.iter().zip(&e).map(|(a, b)| a - b).collect();
-    show("probes - ELT, paired", &probes_over_elt);
-    println!(
-        "  the probed process itself: {before:.1} ns/call before the probes, {after:.1} after"
+    show("probes - unprobed, paired", &paired(&q, &p));
+    show("ELT - unprobed, paired", &paired(&e, &p));
+    show("probes - ELT, paired", &paired(&q, &e));
+    show(
+        "unprobed method beside the probes, paired",
+        &paired(&qo, &po),
     );
+    show("before the probes, paired (the floor)", &paired(&q0, &p0));
+    show("after the revert, paired", &paired(&q2, &p2));
+    show("wall clock: probes - unprobed, paired", &paired(&qw, &pw));
+    show("wall clock: ELT - unprobed, paired", &paired(&ew, &pw));
+    let plain_jit = tiers(&jit("plain"), "SpinCall");
+    let probed_jit = tiers(&jit("probed"), "SpinCall");
+    let elt_jit = tiers(&jit("elt"), "SpinCall");
+    for (name, lines) in [
+        ("plain", &plain_jit),
+        ("probed", &probed_jit),
+        ("ELT", &elt_jit),
+    ] {
+        println!("  SpinCall compiled in the {name} process:");
+        for l in lines.iter() {
+            println!("    {l}");
+        }
+    }
     println!(
         "  install: {}",
         installed.split(": ").last().unwrap_or(&installed)
     );
+    println!("  the probed process's calls waited for the writer: {probed_waits}");
     plain.quit();
     probed.quit();
-    elt.quit();
-    let _ = std::fs::remove_file(&probed_out);
-    let _ = std::fs::remove_file(&elt_out);
+    elt.quit_keeping_log();
+    println!(
+        "  the ELT process's calls waited for the writer: {}",
+        waits(&elt)
+    );
+    for f in [probed_out, elt_out, jit("plain"), jit("probed"), jit("elt")] {
+        let _ = std::fs::remove_file(f);
+    }
     Ok(())
+}
+
+/// The agent's end-of-recording line on exact mode's waits for the writer (a ring found
+/// full), or that there were none.
+fn waits(app: &Serve) -> String {
+    app.log_line("waited for the writer", Duration::from_secs(3))
+        .map(|l| {
+            l.split("waited for the writer ")
+                .nth(1)
+                .and_then(|r| r.split(" (").next())
+                .unwrap_or(&l)
+                .to_string()
+        })
+        .unwrap_or_else(|_| "never".into())
 }
 
 /// A number before `unit` after `key` in a log line (`installed in 1000 methods (303 ms)`).
@@ -275,17 +422,19 @@ fn install_rounds(clrprof: &Path, rt: Runtime, runs: usize, dir: &Path) -> Resul
     Ok(())
 }
 
-pub fn run(clrprof: &Path, runs: usize, dir: PathBuf) -> Result<()> {
+pub fn run(clrprof: &Path, runs: usize, dir: PathBuf, opts: &Options) -> Result<()> {
     println!(
-        "IL probes: ns per call of an empty method (Scenarios.Serve.SpinCall) by the app's \
-         own stopwatch; load {}",
+        "IL probes: ns per call of an empty method (Scenarios.Serve.SpinCall) by the timed \
+         thread's CPU time; load {}",
         std::fs::read_to_string("/proc/loadavg")
             .unwrap_or_default()
             .trim()
     );
-    for rt in Runtime::ALL {
-        one_runtime(clrprof, rt, runs, &dir)?;
-        install_rounds(clrprof, rt, runs, &dir)?;
+    for &rt in &opts.runtimes {
+        one_runtime(clrprof, rt, runs, &dir, opts.workers)?;
+        if opts.install {
+            install_rounds(clrprof, rt, runs, &dir)?;
+        }
     }
     Ok(())
 }
