@@ -211,7 +211,10 @@ mod tests {
             d.quiesce(Duration::from_millis(1)).err(),
             Some(Refused::NotArmed)
         );
-        assert!(!d.closed.load(Ordering::SeqCst), "the refusal closes nothing");
+        assert!(
+            !d.closed.load(Ordering::SeqCst),
+            "the refusal closes nothing"
+        );
         // Armed, the next callback counts.
         d.arm();
         let b = d.enter().unwrap();
