@@ -129,7 +129,10 @@ mod tests {
             assert_eq!(HeapReason::from_u8(r as u8), Some(r));
         }
         assert_eq!(HeapReason::from_u8(2), None);
-        assert_eq!((HeapReason::Requested as u8, HeapReason::Timer as u8), (0, 1));
+        assert_eq!(
+            (HeapReason::Requested as u8, HeapReason::Timer as u8),
+            (0, 1)
+        );
         assert_eq!(ExceptionPhase::CatcherLeave.name(), "CatcherLeave");
     }
 }

@@ -481,7 +481,7 @@ mod tests {
     fn a_return_address_is_taken_only_after_a_call() {
         // "Code" in our own memory, which the symbolizer reads with process_vm_readv as it
         // reads the JIT's, declared executable to it by its map.
-        let mut code = vec![0x90u8; 64];
+        let mut code = [0x90u8; 64];
         // call rel32 at 19..24: a return address 24.
         code[19] = 0xE8;
         code[20..24].copy_from_slice(&[1, 2, 3, 4]);
