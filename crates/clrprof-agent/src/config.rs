@@ -3,6 +3,7 @@
 //! lookup function in, `Settings` or a message out) and unit-tested there; a bad value
 //! declines the load with that message.
 
+pub use clrprof_settings::attach::AttachConflict;
 pub use clrprof_settings::{
     ArgLimits, EventGroup, LogTarget, Mode, OnFull, SamplerKind, Settings,
     SettingsError as ConfigError, TraceProbe, check_utf8,

@@ -163,22 +163,71 @@ mod tests {
         }
     }
 
-    /// The settings table names, for each variable an option decides, an option
-    /// `record` really has.
+    /// `record`'s options agree with the settings table: an option with a default of its
+    /// own defaults to what the table gives sample mode (`record`'s mode; the mode itself
+    /// is the exception: the agent alone records events), and an option whose variable
+    /// the table bounds (`lo..=hi` in its doc) accepts at and around the bounds exactly
+    /// what the agent accepts.
     #[test]
-    fn the_settings_table_names_records_options() {
+    fn records_options_agree_with_the_settings_table() {
         use clap::CommandFactory;
         let cli = Cli::command();
         let record = cli.find_subcommand("record").unwrap();
-        let longs: Vec<String> = record
-            .get_arguments()
-            .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
-            .collect();
+        let sample = Settings::for_mode(Mode::Sample).to_env();
+        let (mut defaults, mut bounded) = (0, 0);
         for v in clrprof_settings::TABLE {
-            if let Some(flag) = v.flag {
-                assert!(longs.iter().any(|l| l == flag), "{}: no {flag}", v.name);
+            let Some(flag) = v.flag else { continue };
+            let arg = record
+                .get_arguments()
+                .find(|a| a.get_long().is_some_and(|l| flag == format!("--{l}")))
+                .unwrap_or_else(|| panic!("{}: no {flag}", v.name));
+            let given: Vec<String> = arg
+                .get_default_values()
+                .iter()
+                .map(|d| d.to_string_lossy().into_owned())
+                .collect();
+            if !given.is_empty() && v.name != var::MODE {
+                let table = sample.iter().find(|(k, _)| *k == v.name).map(|(_, d)| d);
+                assert_eq!(Some(&given.join(",")), table, "{flag}'s default");
+                defaults += 1;
+            }
+            let Some((lo, hi)) = doc_bounds(v.doc) else {
+                continue;
+            };
+            bounded += 1;
+            let mut values = vec![lo, hi, hi + 1];
+            values.extend(lo.checked_sub(1));
+            for n in values {
+                let value = n.to_string();
+                let line = ["clrprof", "record", flag, &value, "--", "dotnet", "a.dll"];
+                let cli = Cli::try_parse_from(line).is_ok();
+                let env = [(var::MODE, "trace"), (v.name, value.as_str())];
+                let agent = Settings::from_env(
+                    |k| {
+                        env.iter()
+                            .find(|(e, _)| *e == k)
+                            .map(|(_, v)| v.to_string())
+                    },
+                    1,
+                )
+                .is_ok();
+                assert_eq!(
+                    cli, agent,
+                    "{flag} {value}: clrprof {cli}, the agent {agent}"
+                );
             }
         }
+        // rate and the three --args limits; buffer-kb, rate, max-depth, the --args limits,
+        // alloc-interval and max-size.
+        assert_eq!((defaults, bounded), (4, 8));
+    }
+
+    /// `lo..=hi` in a variable's doc.
+    fn doc_bounds(doc: &str) -> Option<(u64, u64)> {
+        let (before, after) = doc.split_once("..=")?;
+        let lo = before.rsplit(|c: char| !c.is_ascii_digit()).next()?;
+        let hi = after.split(|c: char| !c.is_ascii_digit()).next()?;
+        Some((lo.parse().ok()?, hi.parse().ok()?))
     }
 
     #[test]

@@ -401,6 +401,7 @@ fn a_failing_server_costs_uploads_not_the_recording() {
     let _serial = timing_lock();
     let dir = scratch("push-500");
     let (port, seen) = serve(500);
+    build_first();
     let started = std::time::Instant::now();
     let out = record_pushing(&dir, &format!("http://127.0.0.1:{port}"), &[], &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -458,6 +459,7 @@ fn a_server_that_hangs_delays_the_end_boundedly() {
             held.push(c);
         }
     });
+    build_first();
     let started = std::time::Instant::now();
     let out = record_pushing(&dir, &format!("http://127.0.0.1:{port}"), &[], &[]);
     let took = started.elapsed();
@@ -570,6 +572,7 @@ fn an_unreachable_server_is_refused_before_the_app_starts() {
         .port();
     // The command would leave a mark if it ran.
     let mark = dir.join("ran");
+    build_first();
     let started = std::time::Instant::now();
     let out = clrprof()
         .args([

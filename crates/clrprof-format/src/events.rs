@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use crate::fields::{Cursor, FieldError, IntoStatic, Wire};
 use crate::header::{EventKindDesc, FieldDesc};
-use crate::phases::{ExceptionPhase, SuspendPhase};
+use crate::phases::{ExceptionPhase, HeapReason, SuspendPhase};
 
 macro_rules! events {
     ($(
@@ -259,8 +259,9 @@ events! {
     /// A heap snapshot begins (docs/heap.md). Its records carry the same `snapshot`.
     65 HeapStart {
         snapshot: u64,
-        /// 0 = asked for over the control socket, 1 = `--heap SECONDS` timer.
-        reason: u8,
+        /// Asked for over the control socket, or the `--heap SECONDS` timer (a byte:
+        /// 0, 1).
+        reason: HeapReason,
     }
     /// A batch of live objects, each as `zigzag(id - previous id)`, class index,
     /// `size << 3 | generation` (7 = not in a GC generation), reference count, then per

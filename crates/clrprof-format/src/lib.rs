@@ -75,7 +75,7 @@ pub use header::{
     FILE_MAGIC, FORMAT_1_LAST_MINOR, FORMAT_MAJOR, FORMAT_MINOR, FieldDesc, Header,
     MAX_HEADER_JSON_LEN, TraceMeta, write_file_header,
 };
-pub use phases::{EltKind, ExceptionPhase, SuspendPhase};
+pub use phases::{EltKind, ExceptionPhase, HeapReason, SuspendPhase};
 pub use reader::{
     Block, Blocks, Events, IncrementalReader, ReadStats, SEEN_WINDOW, TraceReader, read_all,
 };

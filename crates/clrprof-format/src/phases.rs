@@ -1,12 +1,18 @@
-//! Small enumerations stored as one byte: exception and suspension phases, and the three
-//! ELT record kinds. Their numeric values are part of the format and never reused.
+//! Small enumerations stored as one byte: exception and suspension phases, why a heap
+//! snapshot was taken, and the three ELT record kinds. Their numeric values are part of the
+//! format and never reused.
 
 use crate::fields::{Cursor, FieldError, IntoStatic, Wire};
 
 macro_rules! byte_enum {
+    // The wire type's name in the header's `event_kinds`: `u8 <Name>`, or the one given
+    // (`as "u8"`: a field that was a plain byte before it was typed keeps its name, so
+    // headers, and the golden files, stay as they were).
+    (@ty $name:ident) => { concat!("u8 ", stringify!($name)) };
+    (@ty $name:ident $ty:literal) => { $ty };
     (
         $(#[$doc:meta])*
-        $name:ident { $( $(#[$vdoc:meta])* $variant:ident = $value:literal ),* $(,)? }
+        $name:ident $(as $ty:literal)? { $( $(#[$vdoc:meta])* $variant:ident = $value:literal ),* $(,)? }
     ) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -36,7 +42,7 @@ macro_rules! byte_enum {
         }
 
         impl Wire<'_> for $name {
-            const TY: &'static str = concat!("u8 ", stringify!($name));
+            const TY: &'static str = byte_enum!(@ty $name $($ty)?);
             #[inline]
             fn put(&self, out: &mut Vec<u8>) {
                 out.push(*self as u8);
@@ -85,6 +91,16 @@ byte_enum! {
     }
 }
 
+byte_enum! {
+    /// Why a heap snapshot ([`Event::HeapStart`](crate::Event::HeapStart)) was taken.
+    HeapReason as "u8" {
+        /// Asked for over the control socket (`clrprof heap --pid`).
+        Requested = 0,
+        /// The `--heap SECONDS` timer (`CLRPROF_HEAP_AT`).
+        Timer = 1,
+    }
+}
+
 /// The three ELT record kinds, for [`encode_elt`](crate::encode_elt). The values are the
 /// event kind ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -109,6 +125,14 @@ mod tests {
         }
         assert_eq!(ExceptionPhase::from_u8(11), None);
         assert_eq!(SuspendPhase::from_u8(5), None);
+        for &r in HeapReason::ALL {
+            assert_eq!(HeapReason::from_u8(r as u8), Some(r));
+        }
+        assert_eq!(HeapReason::from_u8(2), None);
+        assert_eq!(
+            (HeapReason::Requested as u8, HeapReason::Timer as u8),
+            (0, 1)
+        );
         assert_eq!(ExceptionPhase::CatcherLeave.name(), "CatcherLeave");
     }
 }

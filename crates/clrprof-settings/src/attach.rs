@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::{Settings, SettingsError};
+use crate::{Mode, Settings, SettingsError};
 
 /// First bytes of the client data.
 pub const MAGIC: &[u8; 8] = b"CLRPROF1";
@@ -51,6 +51,48 @@ pub fn decode(data: &[u8], pid: u32) -> Result<AttachRequest, SettingsError> {
         settings,
         control: control.map(PathBuf::from),
     })
+}
+
+/// Settings a profiler attached to a running process cannot honour, refused before
+/// anything starts: by the agent's InitializeForAttach and by a dormant agent's next
+/// session alike (the CLI refuses the options behind them first, with its own advice).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttachConflict {
+    /// `CLRPROF_ARGS` or `CLRPROF_COUNTS`: both need the ELT hooks, which the runtime
+    /// allows only at startup (`CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER`).
+    NeedsEltHooks,
+    /// Trace mode without `CLRPROF_INCLUDE`: after attach, trace mode probes the methods
+    /// it selects, and selecting none probes nothing.
+    TraceWithoutInclude,
+}
+
+impl AttachConflict {
+    /// Why, naming the variables (and the options that set them).
+    pub fn message(self) -> &'static str {
+        match self {
+            AttachConflict::NeedsEltHooks => {
+                "CLRPROF_COUNTS (--counts) and CLRPROF_ARGS (--args) need ELT hooks, which the \
+                 runtime allows only at startup (CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER)"
+            }
+            AttachConflict::TraceWithoutInclude => {
+                "CLRPROF_MODE=trace after attach probes the methods CLRPROF_INCLUDE (--include) \
+                 selects (IL probes through ReJIT), and none was given"
+            }
+        }
+    }
+}
+
+impl Settings {
+    /// What of these settings an attached profiler cannot honour, if anything.
+    pub fn attach_conflict(&self) -> Option<AttachConflict> {
+        if self.counts || !self.args.is_empty() {
+            Some(AttachConflict::NeedsEltHooks)
+        } else if self.mode == Mode::Trace && self.include.is_empty() {
+            Some(AttachConflict::TraceWithoutInclude)
+        } else {
+            None
+        }
+    }
 }
 
 type Env = BTreeMap<String, String>;
@@ -93,7 +135,47 @@ fn decode_env(data: &[u8]) -> Result<(Env, Option<String>), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Mode, OnFull};
+    use crate::{OnFull, Patterns};
+
+    #[test]
+    fn what_an_attached_profiler_cannot_honour() {
+        let trace = |include: &[&str]| Settings {
+            include: Patterns::of(include),
+            ..Settings::for_mode(Mode::Trace)
+        };
+        assert_eq!(trace(&["A.*"]).attach_conflict(), None);
+        assert_eq!(Settings::for_mode(Mode::Sample).attach_conflict(), None);
+        assert_eq!(
+            trace(&[]).attach_conflict(),
+            Some(AttachConflict::TraceWithoutInclude)
+        );
+        for s in [
+            Settings {
+                counts: true,
+                ..Settings::for_mode(Mode::Sample)
+            },
+            Settings {
+                args: Patterns::of(["A.*"]),
+                ..trace(&["A.*"])
+            },
+            Settings {
+                counts: true,
+                ..trace(&[])
+            },
+        ] {
+            assert_eq!(s.attach_conflict(), Some(AttachConflict::NeedsEltHooks));
+        }
+        assert!(
+            AttachConflict::NeedsEltHooks
+                .message()
+                .contains("CLRPROF_ARGS")
+        );
+        assert!(
+            AttachConflict::TraceWithoutInclude
+                .message()
+                .contains("CLRPROF_INCLUDE")
+        );
+    }
 
     fn raw(json: &str) -> Vec<u8> {
         let mut out = MAGIC.to_vec();

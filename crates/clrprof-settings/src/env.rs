@@ -6,7 +6,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use crate::pattern::Patterns;
-use crate::{EventGroups, LogTarget, Mode, OnFull, SamplerKind, Settings, TraceProbe};
+use crate::{ArgLimits, EventGroups, LogTarget, Mode, OnFull, SamplerKind, Settings, TraceProbe};
 
 /// The accepted ranges of the numeric settings, inclusive (the CLI checks its options
 /// against the same).
@@ -28,12 +28,17 @@ pub mod limits {
 pub const MAX_DURATION_S: f64 = 31_536_000.0;
 
 /// One `CLRPROF_*` variable: its name, the `clrprof record` option that sets it (if one
-/// does), its meaning, and the two directions between its text and the [`Settings`].
+/// does), its default, its meaning, and the two directions between its text and the
+/// [`Settings`].
 pub struct Variable {
     pub name: &'static str,
     /// The `clrprof record` option (its long form) that decides this variable.
     pub flag: Option<&'static str>,
-    /// What it means, its accepted values and its default (for docs and errors).
+    /// Puts the setting's default for a mode into settings ([`Settings::for_mode`]: the
+    /// defaults are the table's).
+    default: fn(&mut Settings, Mode),
+    /// What it means, its accepted values and its default (for docs and errors; a test
+    /// checks the default named is the one `default` gives).
     pub doc: &'static str,
     /// Reads a set (non-empty) value into settings that hold the mode's defaults and
     /// the mode already; `Err` says what is accepted.
@@ -43,10 +48,10 @@ pub struct Variable {
 }
 
 /// The table of variables: each line declares one, and the `var` names, [`VARIABLES`],
-/// [`Settings::from_env`], [`Settings::to_env`] and the refusal messages all come from
-/// it. (The defaults are [`Settings::for_mode`]'s, which depend on the mode.)
+/// the defaults ([`Settings::for_mode`]; some depend on the mode), [`Settings::from_env`],
+/// [`Settings::to_env`] and the refusal messages all come from it.
 macro_rules! variables {
-    ($( $id:ident = $name:literal, flag $flag:expr, $doc:expr,
+    ($( $id:ident = $name:literal, flag $flag:expr, default $default:expr, $doc:expr,
         read $read:expr, write $write:expr; )*) => {
         /// The variable names.
         pub mod var {
@@ -55,7 +60,14 @@ macro_rules! variables {
 
         /// Every variable the agent reads, in the order the table declares them.
         pub const TABLE: &[Variable] = &[
-            $( Variable { name: $name, flag: $flag, doc: $doc, read: $read, write: $write }, )*
+            $( Variable {
+                name: $name,
+                flag: $flag,
+                default: $default,
+                doc: $doc,
+                read: $read,
+                write: $write,
+            }, )*
         ];
 
         /// The environment variables the agent reads, with their meaning (for docs and
@@ -66,6 +78,7 @@ macro_rules! variables {
 
 variables! {
     OUTPUT = "CLRPROF_OUTPUT", flag Some("--output"),
+        default |s, _| s.output = PathBuf::from("clrprof-{pid}.clrprof"),
         "trace file path; `{pid}` is replaced by the process id (default clrprof-{pid}.clrprof)",
         read |s, v| {
             s.output = PathBuf::from(v);
@@ -73,6 +86,7 @@ variables! {
         },
         write |s| Some(s.output.to_string_lossy().into_owned());
     MODE = "CLRPROF_MODE", flag Some("--mode"),
+        default |s, m| s.mode = m,
         "events | sample | trace (default events)",
         read |s, v| {
             s.mode = match v {
@@ -85,6 +99,7 @@ variables! {
         },
         write |s| Some(s.mode.as_str().into());
     EVENTS = "CLRPROF_EVENTS", flag Some("--events"),
+        default |s, m| s.events = EventGroups::mode_default(m),
         "comma list of event groups; `default`, `all`, a group name, or `-group` to remove one",
         read |s, v| {
             s.events = EventGroups::parse(v, s.mode)?;
@@ -92,6 +107,13 @@ variables! {
         },
         write |s| Some(s.events.list());
     BUFFER_KB = "CLRPROF_BUFFER_KB", flag Some("--buffer-kb"),
+        default |s, m| {
+            // Trace mode: a traced thread can make ~80 M events/s (1.3 GB/s of units). A
+            // ring well beyond the L2 lets the writer read lines the thread has already
+            // moved past, instead of stealing the ones it is writing (measured in
+            // docs/performance.md). Pages are only touched as a thread fills its ring.
+            s.buffer_bytes = if m == Mode::Trace { 4096 } else { 256 } * 1024;
+        },
         "per-thread buffer size in KiB, 4..=65536 (default 256; 4096 in trace mode)",
         read |s, v| {
             s.buffer_bytes = number(v, limits::BUFFER_KB)? as usize * 1024;
@@ -99,6 +121,7 @@ variables! {
         },
         write |s| Some((s.buffer_bytes / 1024).to_string());
     ON_FULL = "CLRPROF_ON_FULL", flag Some("--on-full"),
+        default |s, _| s.on_full = OnFull::Wait,
         "wait | drop: what a thread does when its buffer is full (default wait)",
         read |s, v| {
             s.on_full = match v {
@@ -110,6 +133,7 @@ variables! {
         },
         write |s| Some(s.on_full.as_str().into());
     FLUSH_MS = "CLRPROF_FLUSH_MS", flag None,
+        default |s, _| s.flush_ms = 20,
         "writer period in milliseconds, 1..=10000 (default 20)",
         read |s, v| {
             s.flush_ms = number(v, limits::FLUSH_MS)?;
@@ -117,6 +141,7 @@ variables! {
         },
         write |s| Some(s.flush_ms.to_string());
     COMPRESS = "CLRPROF_COMPRESS", flag None,
+        default |s, _| s.compress = false,
         "0 | 1: lz4-compress blocks (default 0)",
         read |s, v| {
             s.compress = flag(v)?;
@@ -124,6 +149,7 @@ variables! {
         },
         write |s| Some(bit(s.compress));
     LOG = "CLRPROF_LOG", flag None,
+        default |s, _| s.log = LogTarget::Stderr,
         "stderr | off | a file path for the agent's own log (default stderr)",
         read |s, v| {
             s.log = match v {
@@ -139,6 +165,7 @@ variables! {
             LogTarget::File(p) => p.to_string_lossy().into_owned(),
         });
     RATE_HZ = "CLRPROF_RATE_HZ", flag Some("--rate"),
+        default |s, _| s.rate_hz = 99,
         "sample mode: samples per second, 1..=1000 (default 99)",
         read |s, v| {
             s.rate_hz = number(v, limits::RATE_HZ)? as u32;
@@ -146,7 +173,8 @@ variables! {
         },
         write |s| Some(s.rate_hz.to_string());
     SAMPLER = "CLRPROF_SAMPLER", flag Some("--sampler"),
-        "sample mode: signal (SIGPROF + frame-pointer walk; default on Linux x86_64) | suspend (SuspendRuntime + DoStackSnapshot)",
+        default |s, _| s.sampler = SamplerKind::DEFAULT,
+        "sample mode: signal (SIGPROF + frame-pointer walk) | suspend (SuspendRuntime + DoStackSnapshot) (default signal on Linux x86_64, else suspend)",
         read |s, v| {
             s.sampler = match v {
                 "suspend" => SamplerKind::Suspend,
@@ -157,6 +185,7 @@ variables! {
         },
         write |s| Some(s.sampler.as_str().into());
     DURATION_S = "CLRPROF_DURATION_S", flag Some("--duration"),
+        default |s, _| s.duration_s = None,
         "stop after this many seconds, more than 0 and at most 31536000: sample mode stops sampling, an attached profiler detaches (default: until exit)",
         read |s, v| match v.trim().parse::<f64>() {
             Ok(d) if d > 0.0 && d <= MAX_DURATION_S => {
@@ -168,6 +197,7 @@ variables! {
         // f64's Display is the shortest text that parses back to the same number.
         write |s| s.duration_s.map(|d| d.to_string());
     MAX_DEPTH = "CLRPROF_MAX_DEPTH", flag Some("--max-depth"),
+        default |s, _| s.max_depth = 512,
         "sample mode: frames kept per stack, 16..=16384 (default 512); deeper stacks lose their root-most frames and end in a `[truncated: …]` frame",
         read |s, v| {
             s.max_depth = number(v, limits::MAX_DEPTH)? as usize;
@@ -175,13 +205,15 @@ variables! {
         },
         write |s| Some(s.max_depth.to_string());
     SIBLINGS = "CLRPROF_SIBLINGS", flag None,
-        "0 | 1: when CLRPROF_OUTPUT exists, write <stem>.<pid>.<ext> beside it (set by `clrprof record` so each process of the launched tree writes its own trace)",
+        default |s, _| s.siblings = false,
+        "0 | 1: when CLRPROF_OUTPUT exists, write <stem>.<pid>.<ext> beside it (set by `clrprof record` so each process of the launched tree writes its own trace; default 0)",
         read |s, v| {
             s.siblings = flag(v)?;
             Ok(())
         },
         write |s| Some(bit(s.siblings));
     OWNER_PID = "CLRPROF_OWNER_PID", flag None,
+        default |s, _| s.owner_pid = None,
         "attach: pid of the clrprof that attached; the profiler detaches itself when that process is gone",
         read |s, v| {
             s.owner_pid = Some(number(v, (1, u64::from(u32::MAX)))? as u32);
@@ -189,6 +221,7 @@ variables! {
         },
         write |s| s.owner_pid.map(|p| p.to_string());
     OWNER_START = "CLRPROF_OWNER_START", flag None,
+        default |s, _| s.owner_start = None,
         "attach: start time of CLRPROF_OWNER_PID (field 22 of its /proc/PID/stat), so a pid reused or seen from another pid namespace is not taken for it",
         read |s, v| {
             s.owner_start = Some(number(v, (0, u64::MAX))?);
@@ -196,6 +229,7 @@ variables! {
         },
         write |s| s.owner_start.map(|t| t.to_string());
     RUN = "CLRPROF_RUN", flag None,
+        default |s, _| s.run = None,
         "set by `clrprof record`: its private run directory, where each process that records notes its trace's name and, at the end, what it lost and why",
         read |s, v| {
             s.run = Some(PathBuf::from(v));
@@ -203,6 +237,7 @@ variables! {
         },
         write |s| s.run.as_ref().map(|r| r.to_string_lossy().into_owned());
     PROFILE_SDK = "CLRPROF_PROFILE_SDK", flag None,
+        default |s, _| s.profile_sdk = false,
         "0 | 1: also profile the .NET SDK's own processes (dotnet build/run, MSBuild, VBCSCompiler, csc); default 0: they decline",
         read |s, v| {
             s.profile_sdk = flag(v)?;
@@ -210,6 +245,7 @@ variables! {
         },
         write |s| Some(bit(s.profile_sdk));
     TRACE_PROBE = "CLRPROF_TRACE_PROBE", flag None,
+        default |s, _| s.trace_probe = None,
         "trace mode, for benchmarks: noop | clock: hooks that only return, or only read the TSC; nothing is recorded",
         read |s, v| {
             s.trace_probe = Some(match v {
@@ -221,6 +257,7 @@ variables! {
         },
         write |s| s.trace_probe.map(|p| p.as_str().to_string());
     INCLUDE = "CLRPROF_INCLUDE", flag Some("--include"),
+        default |s, _| s.include = Patterns::default(),
         "trace mode: `;`-separated name patterns (`*`, `?`) of functions to hook (default all)",
         read |s, v| {
             s.include = Patterns::parse(v);
@@ -228,6 +265,7 @@ variables! {
         },
         write |s| s.include.joined();
     EXCLUDE = "CLRPROF_EXCLUDE", flag Some("--exclude"),
+        default |s, _| s.exclude = Patterns::default(),
         "trace mode: `;`-separated name patterns of functions never to hook",
         read |s, v| {
             s.exclude = Patterns::parse(v);
@@ -235,6 +273,7 @@ variables! {
         },
         write |s| s.exclude.joined();
     INLINING = "CLRPROF_INLINING", flag Some("--allow-inlining"),
+        default |s, _| s.allow_inlining = false,
         "trace mode: 1 lets the JIT inline (inlined calls are then not seen; default 0)",
         read |s, v| {
             s.allow_inlining = flag(v)?;
@@ -242,6 +281,7 @@ variables! {
         },
         write |s| Some(bit(s.allow_inlining));
     COUNTS = "CLRPROF_COUNTS", flag Some("--counts"),
+        default |s, _| s.counts = false,
         "trace or sample mode: 1 counts calls per caller→callee edge in per-thread tables instead of recording each call (no timestamps; default 0)",
         read |s, v| {
             s.counts = flag(v)?;
@@ -249,6 +289,7 @@ variables! {
         },
         write |s| Some(bit(s.counts));
     PROBES = "CLRPROF_PROBES", flag Some("--probes"),
+        default |s, _| s.probes = false,
         "trace mode at startup: 1 puts IL probes (ReJIT) on the selected methods instead of ELT hooks on every method (default 0; after attach always probes)",
         read |s, v| {
             s.probes = flag(v)?;
@@ -256,6 +297,7 @@ variables! {
         },
         write |s| Some(bit(s.probes));
     HEAP = "CLRPROF_HEAP", flag None,
+        default |s, _| s.heap = false,
         "0 | 1: allow heap snapshots on request (turns background GC off while loaded; default 0, 1 with CLRPROF_HEAP_AT)",
         read |s, v| {
             s.heap = flag(v)?;
@@ -263,6 +305,7 @@ variables! {
         },
         write |s| Some(bit(s.heap));
     HEAP_AT = "CLRPROF_HEAP_AT", flag Some("--heap"),
+        default |s, _| s.heap_at = Vec::new(),
         "`,`-separated seconds after startup at which to take a heap snapshot (docs/heap.md)",
         read |s, v| {
             s.heap_at = heap_times(v)
@@ -274,6 +317,7 @@ variables! {
             times.join(",")
         });
     EXCEPTION_STACKS = "CLRPROF_EXCEPTION_STACKS", flag None,
+        default |s, _| s.exception_stacks = true,
         "0 | 1: record each thrown exception's stack (default 1)",
         read |s, v| {
             s.exception_stacks = flag(v)?;
@@ -281,6 +325,7 @@ variables! {
         },
         write |s| Some(bit(s.exception_stacks));
     ARGS = "CLRPROF_ARGS", flag Some("--args"),
+        default |s, _| s.args = Patterns::default(),
         "trace mode: `;`-separated name patterns of functions whose arguments and return values are recorded (ELT slow path)",
         read |s, v| {
             s.args = Patterns::parse(v);
@@ -288,6 +333,7 @@ variables! {
         },
         write |s| s.args.joined();
     ARG_MAX_LEN = "CLRPROF_ARG_MAX_LEN", flag Some("--arg-max-len"),
+        default |s, _| s.arg_limits.max_len = ArgLimits::DEFAULT.max_len,
         "--args: characters of a string kept, 0..=65536 (default 256)",
         read |s, v| {
             s.arg_limits.max_len = number(v, limits::ARG_MAX_LEN)? as u32;
@@ -295,6 +341,7 @@ variables! {
         },
         write |s| Some(s.arg_limits.max_len.to_string());
     ARG_DEPTH = "CLRPROF_ARG_DEPTH", flag Some("--arg-depth"),
+        default |s, _| s.arg_limits.depth = ArgLimits::DEFAULT.depth,
         "--args: levels of object fields read, 0..=4 (default 1)",
         read |s, v| {
             s.arg_limits.depth = number(v, limits::ARG_DEPTH)? as u32;
@@ -302,6 +349,7 @@ variables! {
         },
         write |s| Some(s.arg_limits.depth.to_string());
     ARG_ITEMS = "CLRPROF_ARG_ITEMS", flag Some("--arg-items"),
+        default |s, _| s.arg_limits.items = ArgLimits::DEFAULT.items,
         "--args: array elements read, 0..=1024 (default 8)",
         read |s, v| {
             s.arg_limits.items = number(v, limits::ARG_ITEMS)? as u32;
@@ -309,6 +357,7 @@ variables! {
         },
         write |s| Some(s.arg_limits.items.to_string());
     ARG_BYTES = "CLRPROF_ARG_BYTES", flag None,
+        default |s, _| s.arg_limits.bytes = ArgLimits::DEFAULT.bytes,
         "--args: bytes of values recorded per call, 64..=8192 (default 2048; the rest is cut and counted)",
         read |s, v| {
             s.arg_limits.bytes = number(v, limits::ARG_BYTES)? as u32;
@@ -316,6 +365,7 @@ variables! {
         },
         write |s| Some(s.arg_limits.bytes.to_string());
     ALLOC_INTERVAL = "CLRPROF_ALLOC_INTERVAL", flag Some("--alloc-interval"),
+        default |s, _| s.alloc_interval = None,
         "sample allocations with stacks, about one per this many bytes, 1024..=1073741824 (unset = off; the runtime samples at least every 100 KiB, docs/allocations.md)",
         read |s, v| {
             s.alloc_interval = Some(number(v, limits::ALLOC_INTERVAL)?);
@@ -323,6 +373,7 @@ variables! {
         },
         write |s| s.alloc_interval.map(|i| i.to_string());
     MAX_SIZE = "CLRPROF_MAX_SIZE", flag Some("--max-size"),
+        default |s, _| s.max_size = None,
         "stop recording (the app runs on) once the trace holds this many bytes of blocks, 1048576..=1125899906842624 (unset = no bound)",
         read |s, v| {
             s.max_size = Some(number(v, limits::MAX_SIZE)?);
@@ -395,6 +446,14 @@ fn heap_times(v: &str) -> Option<Vec<f64>> {
     }
     times.sort_by(f64::total_cmp);
     Some(times)
+}
+
+/// Puts every setting's default for `mode` into `s` (whatever it held before), from the
+/// table: what [`Settings::for_mode`] is made of.
+pub(crate) fn put_defaults(s: &mut Settings, mode: Mode) {
+    for v in TABLE {
+        (v.default)(s, mode);
+    }
 }
 
 impl Settings {
@@ -527,6 +586,103 @@ mod tests {
             parse(&[("CLRPROF_MODE", "trace")]).unwrap().buffer_bytes,
             4096 * 1024
         );
+    }
+
+    /// Every setting's default comes from the table: put over settings that differ in
+    /// every field from `for_mode`'s starting values, the table's defaults give
+    /// [`Settings::for_mode`].
+    #[test]
+    fn every_default_is_the_tables() {
+        for mode in Mode::ALL {
+            let mut s = Settings {
+                mode: Mode::ALL.into_iter().find(|&m| m != mode).unwrap(),
+                output: PathBuf::from("elsewhere"),
+                events: EventGroups::of(&[EventGroup::Waits]),
+                buffer_bytes: 1,
+                on_full: OnFull::Drop,
+                flush_ms: 1,
+                compress: true,
+                log: LogTarget::File(PathBuf::from("log")),
+                rate_hz: 1,
+                duration_s: Some(1.0),
+                sampler: SamplerKind::Signal,
+                include: Patterns::of(["A"]),
+                exclude: Patterns::of(["B"]),
+                allow_inlining: true,
+                counts: true,
+                probes: true,
+                exception_stacks: true,
+                trace_probe: Some(TraceProbe::Noop),
+                siblings: true,
+                owner_pid: Some(1),
+                owner_start: Some(1),
+                run: Some(PathBuf::from("run")),
+                profile_sdk: true,
+                max_depth: 1,
+                args: Patterns::of(["C"]),
+                arg_limits: ArgLimits {
+                    max_len: 1,
+                    depth: 2,
+                    items: 3,
+                    bytes: 4,
+                },
+                heap_at: vec![1.0],
+                heap: true,
+                alloc_interval: Some(1),
+                max_size: Some(1),
+            };
+            put_defaults(&mut s, mode);
+            assert_eq!(s, Settings::for_mode(mode), "{mode:?}");
+        }
+        // The defaults themselves.
+        let s = Settings::for_mode(Mode::Events);
+        assert_eq!(
+            (s.buffer_bytes, s.flush_ms, s.rate_hz, s.max_depth),
+            (256 * 1024, 20, 99, 512)
+        );
+        assert_eq!(Settings::for_mode(Mode::Trace).buffer_bytes, 4096 * 1024);
+        assert!(s.exception_stacks && !s.compress && s.duration_s.is_none());
+        assert_eq!(
+            (s.on_full, s.log, s.sampler),
+            (OnFull::Wait, LogTarget::Stderr, SamplerKind::DEFAULT)
+        );
+        assert_eq!(s.arg_limits, ArgLimits::DEFAULT);
+    }
+
+    /// Each variable's doc names the default the table gives it (the events mode's, and
+    /// another mode's where it differs: `4096 in trace mode`).
+    #[test]
+    fn every_doc_names_its_default() {
+        let events = Settings::for_mode(Mode::Events);
+        for v in TABLE {
+            if v.name == var::EVENTS {
+                // The mode's groups, by the name `default`.
+                assert!(v.doc.contains("`default`"), "{}", v.doc);
+                continue;
+            }
+            let base = (v.write)(&events);
+            if let Some(d) = &base {
+                assert!(
+                    v.doc.contains(&format!("default {d}")),
+                    "{}: no `default {d}` in {:?}",
+                    v.name,
+                    v.doc
+                );
+            }
+            for mode in [Mode::Sample, Mode::Trace] {
+                let d = (v.write)(&Settings::for_mode(mode));
+                if d != base && v.name != var::MODE {
+                    let d = d.unwrap_or_default();
+                    let m = mode.as_str();
+                    assert!(
+                        v.doc.contains(&format!("{d} in {m} mode")),
+                        "{}: no `{d} in {m} mode` in {:?}",
+                        v.name,
+                        v.doc
+                    );
+                }
+            }
+        }
     }
 
     #[test]

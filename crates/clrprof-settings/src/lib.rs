@@ -1,10 +1,11 @@
 //! clrprof's settings contract, declared once for the CLI, the agent and analysis:
 //!
-//! - [`Settings`]: every setting with its type and default ([`Settings::for_mode`]);
+//! - [`Settings`]: every setting with its type;
 //! - the `CLRPROF_*` environment it travels in, declared once in a table ([`TABLE`]: each
-//!   variable's name, `record` option, meaning, and how it reads and writes its setting),
-//!   from which [`Settings::to_env`], [`Settings::from_env`], [`VARIABLES`] and the
-//!   messages a bad value or a conflict is refused with come;
+//!   variable's name, `record` option, default, meaning, and how it reads and writes its
+//!   setting), from which the defaults ([`Settings::for_mode`]), [`Settings::to_env`],
+//!   [`Settings::from_env`], [`VARIABLES`] and the messages a bad value or a conflict is
+//!   refused with come;
 //! - the attach client data, which carries the same variables ([`attach`]);
 //! - the trace header's `settings` object, which is `Settings` serialized (serde); a
 //!   header that leaves a setting out is read as [`Settings::unrecorded`] has it;
@@ -141,47 +142,44 @@ pub struct Settings {
 
 impl Settings {
     /// The defaults of `mode`: what the agent runs with when only `CLRPROF_MODE` is set.
+    /// Each is declared in the variables' table, beside its variable ([`TABLE`]).
     pub fn for_mode(mode: Mode) -> Settings {
-        Settings {
+        // Only a place to put the table's defaults in: each field is overwritten (a test
+        // puts them over other values and finds the same settings).
+        let mut s = Settings {
             mode,
-            output: PathBuf::from("clrprof-{pid}.clrprof"),
-            events: EventGroups::mode_default(mode),
-            // Trace mode: a traced thread can make ~80 M events/s (1.3 GB/s of units). A
-            // ring well beyond the L2 lets the writer read lines the thread has already
-            // moved past, instead of stealing the ones it is writing (measured in
-            // docs/performance.md). Pages are only touched as a thread fills its ring.
-            buffer_bytes: if mode == Mode::Trace {
-                4096 * 1024
-            } else {
-                256 * 1024
-            },
+            output: PathBuf::new(),
+            events: EventGroups::default(),
+            buffer_bytes: 0,
             on_full: OnFull::Wait,
-            flush_ms: 20,
+            flush_ms: 0,
             compress: false,
-            log: LogTarget::Stderr,
-            rate_hz: 99,
+            log: LogTarget::Off,
+            rate_hz: 0,
             duration_s: None,
-            sampler: SamplerKind::DEFAULT,
+            sampler: SamplerKind::Suspend,
             include: Patterns::default(),
             exclude: Patterns::default(),
             allow_inlining: false,
             counts: false,
             probes: false,
-            exception_stacks: true,
+            exception_stacks: false,
             trace_probe: None,
             siblings: false,
             owner_pid: None,
             owner_start: None,
             run: None,
             profile_sdk: false,
-            max_depth: 512,
+            max_depth: 0,
             args: Patterns::default(),
             arg_limits: ArgLimits::DEFAULT,
             heap_at: Vec::new(),
             heap: false,
             alloc_interval: None,
             max_size: None,
-        }
+        };
+        env::put_defaults(&mut s, mode);
+        s
     }
 
     /// How a trace header that does not record a setting is read: the events-mode

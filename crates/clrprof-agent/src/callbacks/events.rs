@@ -10,7 +10,7 @@ use corprof::{
 };
 
 use super::{Profiler, hr, phase, suspend};
-use crate::config::{EventGroup, Mode};
+use crate::config::{AttachConflict, EventGroup, Mode};
 use crate::output::buffers::emit;
 use crate::{inspect, names, sampling, session};
 
@@ -87,19 +87,14 @@ impl ProfilerCallback for Profiler {
                 return Err(HResult(corprof_sys::E_INVALIDARG));
             }
         };
-        if req.settings.counts || !req.settings.args.is_empty() {
-            log!(
-                "--counts and --args need ELT hooks, which the runtime allows only at startup; attach refused"
-            );
-            return Err(HResult(
-                corprof_sys::CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER,
-            ));
-        }
-        if req.settings.mode == Mode::Trace && req.settings.include.is_empty() {
-            log!(
-                "trace mode after attach probes the methods --include selects (IL probes through ReJIT) and none was given; attach refused"
-            );
-            return Err(HResult(corprof_sys::E_INVALIDARG));
+        if let Some(conflict) = req.settings.attach_conflict() {
+            log!("{}; attach refused", conflict.message());
+            return Err(HResult(match conflict {
+                AttachConflict::NeedsEltHooks => {
+                    corprof_sys::CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER
+                }
+                AttachConflict::TraceWithoutInclude => corprof_sys::E_INVALIDARG,
+            }));
         }
         let control = req.control.clone();
         self.start_recording(info, req.settings, true, req.control)

@@ -73,18 +73,8 @@ fn restart(settings: &str) -> Result<Arc<Session>, String> {
     data.extend_from_slice(&(settings.len() as u32).to_le_bytes());
     data.extend_from_slice(settings.as_bytes());
     let req = crate::control::attach::parse(&data, std::process::id()).map_err(|e| e.0)?;
-    if req.settings.counts || !req.settings.args.is_empty() {
-        return Err(
-            "--counts and --args need ELT hooks, which the runtime allows only at startup \
-             (CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER)"
-                .into(),
-        );
-    }
-    if req.settings.mode == Mode::Trace && req.settings.include.is_empty() {
-        return Err(
-            "trace mode in a running process probes the methods --include selects, and none was given"
-                .into(),
-        );
+    if let Some(conflict) = req.settings.attach_conflict() {
+        return Err(conflict.message().into());
     }
     crate::session::state::wake().map_err(|state| {
         format!("the profiler in this process is {state}, not dormant: one recording at a time")

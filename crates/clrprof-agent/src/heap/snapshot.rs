@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::time::Instant;
 
-use clrprof_format::Event;
+use clrprof_format::{Event, HeapReason};
 use corprof::{ClassId, FunctionId, ObjectId, ProfilerInfo};
 
 use crate::output::buffers::{emit, emit_waiting};
@@ -494,7 +494,7 @@ impl Summary {
 
 /// Takes one snapshot. Call from a native thread of ours (ForceGC is refused on a
 /// managed thread and from inside callbacks).
-pub fn take(info: &ProfilerInfo, reason: u8) -> Result<Summary, String> {
+pub fn take(info: &ProfilerInfo, reason: HeapReason) -> Result<Summary, String> {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let snapshot = SEQUENCE.fetch_add(1, Ordering::Relaxed) + 1;
     let (low, high) = info

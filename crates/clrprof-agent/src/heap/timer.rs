@@ -49,7 +49,7 @@ impl HeapTimer {
                 if s.load(Ordering::Acquire) {
                     return;
                 }
-                match super::snapshot::take(&info, 1) {
+                match super::snapshot::take(&info, clrprof_format::HeapReason::Timer) {
                     Ok(sum) => log!(
                         "heap snapshot {}: {} objects, {} references, {} roots, {} lost, target paused {:.1} ms",
                         sum.snapshot,

@@ -285,7 +285,7 @@ impl SignalCapture {
                 want
             };
             copy_bytes.insert(os_tid, next_want);
-            if addrs.iter().skip(1).any(|&a| symbols.rejected_return(a)) {
+            if symbols.rejected_walk(addrs) {
                 stats.rejected_walks.fetch_add(1, Ordering::Relaxed);
             }
             let begin = frames.len();

@@ -119,12 +119,7 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
     stats.interval_ns.store(interval_ns, Ordering::Relaxed);
     // When the previous tick's work ended: what made a late tick late.
     let mut prev_end = start;
-    let mut frames: Vec<u64> = Vec::with_capacity(64 * (max_depth() + 1));
-    // Per frame: the code address whose IL offset the sample records (0: none).
-    let mut at: Vec<u64> = Vec::with_capacity(frames.capacity());
-    let mut ilmaps = IlMaps::new(positions);
-    let mut walked: Vec<Walked> = Vec::with_capacity(256);
-    let mut cpu: Vec<ThreadCpu> = Vec::with_capacity(256);
+    let mut scratch = Scratch::new(positions);
     let serve = owner_stacks && capture.is_signal();
     if serve {
         ondemand::serving(true);
@@ -144,21 +139,7 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
                     break;
                 }
                 if ondemand::pending() {
-                    frames.clear();
-                    at.clear();
-                    walked.clear();
-                    capture.collect(info, stats, &mut frames, &mut at, &mut walked);
-                    record(
-                        info,
-                        seen,
-                        stats,
-                        clock::ticks(),
-                        interval_ns,
-                        (&frames, &at),
-                        &walked,
-                        &mut cpu,
-                        &mut ilmaps,
-                    );
+                    collect_and_record(info, seen, stats, interval_ns, &mut capture, &mut scratch);
                     owners.serve(info, seen, &mut capture);
                     continue;
                 }
@@ -206,9 +187,10 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
         stats.ticks.fetch_add(1, Ordering::Relaxed);
         let ts = clock::ticks();
         let tick_start = now;
-        frames.clear();
-        at.clear();
-        walked.clear();
+        scratch.clear_batch();
+        let Scratch {
+            frames, at, walked, ..
+        } = &mut scratch;
         match &mut capture {
             Capture::Suspend => {
                 if !suspend::take_suspended(
@@ -216,22 +198,14 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
                     stats,
                     no_suspend,
                     &mut reported_error,
-                    &mut frames,
-                    &mut at,
-                    &mut walked,
+                    frames,
+                    at,
+                    walked,
                 ) {
                     continue;
                 }
             }
-            Capture::Signal(s) => s.take(
-                info,
-                stats,
-                interval_ns,
-                ts,
-                &mut frames,
-                &mut at,
-                &mut walked,
-            ),
+            Capture::Signal(s) => s.take(info, stats, interval_ns, ts, frames, at, walked),
         }
         stats.suspended_ns.fetch_add(
             clock::monotonic_ns().saturating_sub(tick_start),
@@ -239,19 +213,9 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
         );
 
         // The runtime runs again: now read CPU clocks, name new functions and record.
-        record(
-            info,
-            seen,
-            stats,
-            ts,
-            interval_ns,
-            (&frames, &at),
-            &walked,
-            &mut cpu,
-            &mut ilmaps,
-        );
-        if cpu.len() > 4096 {
-            cpu.clear();
+        record(info, seen, stats, ts, interval_ns, &mut scratch);
+        if scratch.cpu.len() > 4096 {
+            scratch.cpu.clear();
         }
         prev_end = clock::monotonic_ns();
         let took = prev_end.saturating_sub(tick_start);
@@ -265,22 +229,8 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
         ondemand::serving(false);
     }
     // The last tick's last batch of signal captures.
-    frames.clear();
-    at.clear();
-    walked.clear();
-    capture.collect(info, stats, &mut frames, &mut at, &mut walked);
-    record(
-        info,
-        seen,
-        stats,
-        clock::ticks(),
-        interval_ns,
-        (&frames, &at),
-        &walked,
-        &mut cpu,
-        &mut ilmaps,
-    );
-    let il = ilmaps.stats;
+    collect_and_record(info, seen, stats, interval_ns, &mut capture, &mut scratch);
+    let il = scratch.ilmaps.stats;
     crate::log!(
         "source positions: {} code addresses mapped to IL, {} not; {} code maps read",
         il.mapped,
@@ -312,21 +262,78 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
     });
 }
 
-/// Records one sample per walked stack, with the CPU time its thread used since its
-/// previous sample, naming the functions not seen before.
-#[allow(clippy::too_many_arguments)]
+/// The sampler thread's buffers, reused from tick to tick: one batch of captured stacks
+/// (`frames`, `at`, `walked`) and what outlives a batch (each thread's last CPU time, the
+/// IL maps).
+struct Scratch {
+    frames: Vec<u64>,
+    /// Per frame: the code address whose IL offset the sample records (0: none).
+    at: Vec<u64>,
+    walked: Vec<Walked>,
+    cpu: Vec<ThreadCpu>,
+    ilmaps: IlMaps,
+}
+
+impl Scratch {
+    fn new(positions: bool) -> Scratch {
+        let frames = Vec::with_capacity(64 * (max_depth() + 1));
+        Scratch {
+            at: Vec::with_capacity(frames.capacity()),
+            frames,
+            walked: Vec::with_capacity(256),
+            cpu: Vec::with_capacity(256),
+            ilmaps: IlMaps::new(positions),
+        }
+    }
+
+    /// Empties the batch (the CPU times and the IL maps stay).
+    fn clear_batch(&mut self) {
+        self.frames.clear();
+        self.at.clear();
+        self.walked.clear();
+    }
+}
+
+/// Collects the captures still outstanding (signal mode: the last batch sent) and
+/// records them, stamped now: between ticks before serving lock owners' stacks, and
+/// once after the last tick.
+fn collect_and_record(
+    info: &ProfilerInfo,
+    seen: &Seen,
+    stats: &SamplerStats,
+    interval_ns: u64,
+    capture: &mut Capture,
+    scratch: &mut Scratch,
+) {
+    scratch.clear_batch();
+    capture.collect(
+        info,
+        stats,
+        &mut scratch.frames,
+        &mut scratch.at,
+        &mut scratch.walked,
+    );
+    record(info, seen, stats, clock::ticks(), interval_ns, scratch);
+}
+
+/// Records one sample per walked stack of the batch, with the CPU time its thread used
+/// since its previous sample, naming the functions not seen before.
 fn record(
     info: &ProfilerInfo,
     seen: &Seen,
     stats: &SamplerStats,
     tick_ts: u64,
     interval_ns: u64,
-    (frames, at): (&[u64], &[u64]),
-    walked: &[Walked],
-    cpu: &mut Vec<ThreadCpu>,
-    ilmaps: &mut IlMaps,
+    scratch: &mut Scratch,
 ) {
-    for w in walked {
+    let Scratch {
+        frames,
+        at,
+        walked,
+        cpu,
+        ilmaps,
+    } = scratch;
+    for w in walked.iter() {
         let (ts, cpu_now) =
             w.at.unwrap_or_else(|| (tick_ts, clock::thread_cpu_ns_of(w.os_tid)));
         let cpu_delta = match cpu.iter_mut().find(|c| c.os_tid == w.os_tid) {

@@ -70,7 +70,7 @@ impl Controlled for Session {
         if self.detaching.load(std::sync::atomic::Ordering::Acquire) {
             return Err("the profiler is detaching".into());
         }
-        crate::heap::take(&self.info, 0).map(|s| s.taken())
+        crate::heap::take(&self.info, clrprof_format::HeapReason::Requested).map(|s| s.taken())
     }
 
     fn detach(&self) -> std::result::Result<Response, String> {

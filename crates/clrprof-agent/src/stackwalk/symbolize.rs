@@ -224,16 +224,25 @@ impl Symbolizer {
     /// The managed function containing `ret_minus_1` (a return address − 1 found on a
     /// stack), or function 0; checked to be plausible code before the runtime is asked.
     pub fn caller(&mut self, info: &ProfilerInfo, ret_minus_1: u64) -> Sym {
-        self.caller_lasting(info, ret_minus_1)
-            .map(|(s, _)| s)
-            .unwrap_or_default()
+        let pid = self.pid;
+        self.caller_lasting(ret_minus_1, |addr, anonymous| {
+            lookup(info, pid, addr, anonymous)
+        })
+        .map(|(s, _)| s)
+        .unwrap_or_default()
     }
 
     /// As [`caller`](Self::caller), but `None` when the answer may change (the address
     /// is not in a known executable mapping yet: the JIT may map a new code heap there),
     /// which is then not cached. With it, whether a `call` precedes the address in
-    /// executable code (a return address, managed or not).
-    fn caller_lasting(&mut self, info: &ProfilerInfo, ret_minus_1: u64) -> Option<(Sym, bool)> {
+    /// executable code (a return address, managed or not). `lookup` (the runtime's
+    /// answer: the address, whether it is in anonymous memory) is asked only for an
+    /// address a `call` precedes.
+    fn caller_lasting(
+        &mut self,
+        ret_minus_1: u64,
+        lookup: impl FnOnce(u64, bool) -> Sym,
+    ) -> Option<(Sym, bool)> {
         if ret_minus_1 < 4096 {
             return Some((Sym::default(), false));
         }
@@ -248,12 +257,7 @@ impl Symbolizer {
         }
         let call = self.call_before(ret);
         let s = if call {
-            lookup(
-                info,
-                self.pid,
-                ret_minus_1,
-                self.exec.file_at(ret).is_none(),
-            )
+            lookup(ret_minus_1, self.exec.file_at(ret).is_none())
         } else {
             Sym::default()
         };
@@ -266,6 +270,14 @@ impl Symbolizer {
     /// stale or foreign frame record). Only for addresses [`caller`](Self::caller) was asked.
     pub fn rejected_return(&self, ret_minus_1: u64) -> bool {
         matches!(self.returns.get(&ret_minus_1), Some((_, false)))
+    }
+
+    /// Whether a walk's addresses (leaf first, as [`fpwalk::walk`](super::fpwalk::walk)
+    /// gives them, each caller already asked of [`caller`](Self::caller)) hold a rejected
+    /// return address: such a walk is counted (`rejected_walks`). The leaf is the
+    /// interrupted IP, executing code, never a return address.
+    pub fn rejected_walk(&self, addrs: &[u64]) -> bool {
+        addrs.iter().skip(1).any(|&a| self.rejected_return(a))
     }
 
     /// The frame id for code at `addr` that is not managed: its module's, when `addr` is
@@ -460,6 +472,63 @@ mod tests {
         assert!(!is_osr_pair(s(7, 0), s(7, 0)));
         assert!(!is_osr_pair(s(7, 0x2000), s(8, 0x1000)));
         assert!(!is_osr_pair(s(0, 0x2000), s(0, 0x1000)));
+    }
+
+    /// The rejection rule: a caller's return address in executable memory is taken (the
+    /// runtime is asked which method holds it) only when the bytes before it encode a
+    /// `call`; otherwise it is rejected, unasked, and the walk holding it is counted.
+    #[test]
+    fn a_return_address_is_taken_only_after_a_call() {
+        // "Code" in our own memory, which the symbolizer reads with process_vm_readv as it
+        // reads the JIT's, declared executable to it by its map.
+        let mut code = [0x90u8; 64];
+        // call rel32 at 19..24: a return address 24.
+        code[19] = 0xE8;
+        code[20..24].copy_from_slice(&[1, 2, 3, 4]);
+        // call rax (FF D0) at 30..32: a return address 32.
+        code[30] = 0xFF;
+        code[31] = 0xD0;
+        let base = code.as_ptr() as u64;
+        let mut s = Symbolizer::new();
+        s.exec = ExecMap::parse(&format!(
+            "{base:x}-{:x} r-xp 00000000 00:00 0\n",
+            base + code.len() as u64
+        ));
+        let managed = Sym {
+            function: 7,
+            body: base,
+            frame: FrameKind::Record,
+        };
+        let mut asked = Vec::new();
+        let mut ask = |s: &mut Symbolizer, ret: u64| {
+            s.caller_lasting(ret - 1, |a, anonymous| {
+                asked.push((a, anonymous));
+                managed
+            })
+        };
+        // After a call: taken, the runtime asked once (then the answer is cached).
+        assert_eq!(ask(&mut s, base + 24), Some((managed, true)));
+        assert_eq!(ask(&mut s, base + 24), Some((managed, true)));
+        assert_eq!(ask(&mut s, base + 32), Some((managed, true)));
+        // After no-ops, or inside the call's own bytes: rejected, the runtime not asked.
+        assert_eq!(ask(&mut s, base + 48), Some((Sym::default(), false)));
+        assert_eq!(ask(&mut s, base + 22), Some((Sym::default(), false)));
+        // Below the first page: never code, not judged.
+        assert_eq!(ask(&mut s, 0x1000), Some((Sym::default(), false)));
+        assert_eq!(asked, [(base + 23, true), (base + 31, true)]);
+        assert!(!s.rejected_return(base + 23));
+        assert!(!s.rejected_return(base + 31));
+        assert!(s.rejected_return(base + 47));
+        assert!(s.rejected_return(base + 21));
+        // A walk is counted when a caller's return address was rejected; the leaf (an
+        // interrupted IP) is never judged as one.
+        let ip = base + 47;
+        assert!(!s.rejected_walk(&[ip, base + 23, base + 31]));
+        assert!(s.rejected_walk(&[ip, base + 23, base + 47]));
+        assert!(!s.rejected_walk(&[ip]));
+        // Never asked, or below the first page: not judged (no entry), not counted.
+        assert!(!s.rejected_return(base + 39));
+        assert!(!s.rejected_walk(&[ip, 0x0fff]));
     }
 
     #[test]

@@ -192,7 +192,7 @@ pub fn every_kind() -> Vec<Event<'static>> {
         },
         Event::HeapStart {
             snapshot: 1,
-            reason: 0,
+            reason: HeapReason::Requested,
         },
         Event::HeapObjects {
             snapshot: 1,
@@ -715,7 +715,7 @@ pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
                 51 => Event::NativeModule { frame: a, path: s1 },
                 65 => Event::HeapStart {
                     snapshot: a,
-                    reason: byte,
+                    reason: HeapReason::ALL[usize::from(byte) % HeapReason::ALL.len()],
                 },
                 66 => Event::HeapObjects {
                     snapshot: a,
