@@ -1,7 +1,7 @@
 //! Acceptance tests of `record --alloc` (docs/allocations.md) against the `alloc-sites`
 //! and `alloc-live` scenarios, which measure what they allocate and keep themselves.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 

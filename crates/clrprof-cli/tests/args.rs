@@ -2,7 +2,7 @@
 //! passed to and got back from each `Scenarios.ArgTargets` method, and every recorded
 //! value must equal it.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -1,6 +1,6 @@
 //! Acceptance tests of attach and detach against a real long-running .NET app.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::Path;
@@ -453,7 +453,7 @@ fn target_exiting_during_the_recording_leaves_a_readable_trace() {
 
 /// Runs the CLI as the unprivileged `nobody` against a process of root's, which needs
 /// root: ignored by a plain `cargo test`, run by `.ci/run` when it is root (`cargo test -p
-/// clrprof-cli --test attach -- --ignored`).
+/// clrprof-cli --test cli -- --ignored attach::`).
 #[test]
 #[ignore = "needs root and setpriv (runs the CLI as `nobody`); .ci/run runs it as root"]
 fn another_users_process_is_refused_with_a_permission_message() {

@@ -2,7 +2,7 @@
 //! colour on terminals only with NO_COLOR honoured, and a trace from a newer clrprof
 //! answered with the fix.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

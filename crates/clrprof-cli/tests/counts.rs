@@ -2,7 +2,7 @@
 //! agent, no record per call. On the test apps its counts equal trace mode's, function
 //! by function and edge by edge, and the apps' own counts.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

@@ -4,7 +4,7 @@
 //! are the same bytes after the run; a crash keeps what was counted; bad input gets a
 //! clear word.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

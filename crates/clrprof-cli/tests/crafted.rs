@@ -2,7 +2,7 @@
 //! read by `clrprof report` within a time bound generous enough for a busy machine and a
 //! peak-memory bound (the child's own maxrss, from `wait4`).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! cut short and when, and its times are right although the kill came before the
 //! writer's periodic clock-sync point (1 s): the first block calibrates the clock.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Stdio;

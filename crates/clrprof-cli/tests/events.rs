@@ -1,7 +1,7 @@
 //! Acceptance tests of the events mode: real .NET apps under `clrprof record`, exact
 //! facts read back from `clrprof report --json`.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -1,7 +1,7 @@
 //! Acceptance tests of heap snapshots (`clrprof heap`, `record --heap`, `diff`) against
 //! the `heap` scenario, whose graph is known exactly (apps/README.md).
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;

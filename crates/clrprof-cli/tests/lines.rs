@@ -8,7 +8,7 @@
 //! sampler beside the DLL (moved away and found again with `--pdb-dir`) and suspend
 //! sampler embedded.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

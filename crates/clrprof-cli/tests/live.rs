@@ -1,7 +1,7 @@
 //! `clrprof dump` and `clrprof top` against real running apps: the stacks and hot methods
 //! they show are the ones the apps say they are in, and the target is left as it was.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStdin, Command, Stdio};

@@ -2,7 +2,7 @@
 //! the demo app, and `report --function` (callers and callees) with `--thread` and a
 //! time window, in sample and trace mode.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -6,7 +6,7 @@
 //! and the runtime keeps the library loaded, dormant; every later session (sample, a
 //! second probe session, `dump`, `heap`) runs in that dormant agent.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::Write;

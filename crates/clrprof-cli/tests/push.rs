@@ -1,7 +1,7 @@
 //! `record --push`: profiles POSTed to a stand-in Pyroscope server on loopback while a
 //! real app runs under the profiler.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;

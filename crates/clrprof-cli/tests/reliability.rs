@@ -3,7 +3,7 @@
 //! report whose reader goes away. Each test reproduces one finding against the real
 //! runtime and the Scenarios app.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -930,7 +930,7 @@ fn rss_kb(pid: u32) -> u64 {
 /// N sample-mode attach/detach cycles (`CLRPROF_CYCLES`, default 50) on one target; its
 /// RSS after them is within 1 MB of its RSS after the first few (which map the library,
 /// JIT and size the allocator's arenas). Slow (about a second per cycle):
-/// `cargo test -p clrprof-cli --test reliability -- --ignored attach_detach_cycles`.
+/// `cargo test -p clrprof-cli --test cli -- --ignored attach_detach_cycles`.
 #[test]
 #[ignore]
 fn attach_detach_cycles_keep_the_targets_memory() {

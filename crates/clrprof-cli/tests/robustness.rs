@@ -1,6 +1,6 @@
 //! What happens when things go wrong: bad configuration, a killed target, bad files.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
@@ -160,7 +160,11 @@ fn ctrl_c_reaches_the_app_and_its_exit_code_comes_back() {
     // Ctrl-C delivered to clrprof alone (as from a script): it must pass it on.
     // SAFETY: plain syscall on a pid we started.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    // Keep the app's stdin open until it has ended: `wait` closes it first, and the app
+    // ends with 0 at end of input, which on a loaded machine can come before the signal.
+    let stdin = child.stdin.take();
     let status = child.wait().unwrap();
+    drop(stdin);
     // .NET ends on SIGINT with exit code 130 (128 + SIGINT); record returns it.
     assert_eq!(status.code(), Some(130), "{status}");
     // .NET ends on SIGINT without calling the profiler's Shutdown; every block written

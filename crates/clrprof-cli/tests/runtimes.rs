@@ -4,7 +4,7 @@
 //! (`scripts/provision-runtimes.sh`); every other acceptance test runs on 10 only.
 //! Where the runtimes differ, the difference is asserted, not skipped.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Output, Stdio};

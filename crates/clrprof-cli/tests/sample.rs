@@ -2,7 +2,7 @@
 //! (SIGPROF + frame-pointer walk, the default on Linux x86_64) and `suspend`
 //! (SuspendRuntime + asynchronous DoStackSnapshot).
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

@@ -2,7 +2,7 @@
 //! report shows, not with the number of events. The figures come from the child's own
 //! peak RSS (`wait4`), which a busy machine does not change.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
@@ -78,7 +78,7 @@ fn report_of_many_exceptions_holds_at_most_four_times_the_trace() {
 }
 
 /// The bench of #27 item 7: a million exceptions. Prints trace size, peak RSS and time.
-/// `cargo test --release -p clrprof-cli --test scale -- --ignored --nocapture`
+/// `cargo test --release -p clrprof-cli --test cli -- --ignored --nocapture scale::`
 #[test]
 #[ignore = "a bench: about a minute of recording"]
 fn bench_report_of_a_million_exceptions() {

@@ -3,7 +3,7 @@
 //! control socket, terminal escapes in command lines and traces, and a control socket
 //! served by someone else. Each test runs the real runtime and the Scenarios app.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;

@@ -3,7 +3,7 @@
 //! records and reports an app with nothing from the checkout (no CLRPROF_PROFILER_PATH:
 //! it finds the agent inside its own package), and uninstalls.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -1,7 +1,7 @@
 //! Acceptance tests of the tracing mode (ELT3 fast-path hooks): exact call counts from
 //! real apps, balanced trees through exceptions and tail calls, untouched results.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

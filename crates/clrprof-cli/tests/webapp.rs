@@ -7,7 +7,7 @@
 //!
 //! .NET 10 only: the ASP.NET Core shared framework here is the SDK's (10.0).
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

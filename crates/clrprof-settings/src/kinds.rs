@@ -5,8 +5,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 /// What the agent records.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Runtime events: loads, JIT, threads, exceptions, GCs
@@ -30,8 +29,7 @@ impl Mode {
 }
 
 /// Policy when a thread's buffer is full.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum OnFull {
     /// Wait for the writer to drain the buffer: nothing is lost, the thread stalls
@@ -50,8 +48,7 @@ impl OnFull {
 }
 
 /// How sample mode captures stacks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum SamplerKind {
     /// SIGPROF to each managed thread and a frame-pointer walk of a copy of its stack:
