@@ -78,8 +78,8 @@ pub fn diff(args: DiffArgs) -> Result<i32> {
             let bytes_b = crate::input::open(&fb)?;
             let list_b = heap_cmd::list(&fb, &bytes_b, true)?;
             (
-                heap_cmd::load(&fa, &bytes_a, &list_a, na, false)?,
-                heap_cmd::load(&fb, &bytes_b, &list_b, nb, false)?,
+                heap_cmd::load(&fa, &bytes_a, &list_a, na, false, &|| bytes_a.release())?,
+                heap_cmd::load(&fb, &bytes_b, &list_b, nb, false, &|| bytes_b.release())?,
             )
         }
         None => {
@@ -93,8 +93,17 @@ pub fn diff(args: DiffArgs) -> Result<i32> {
             }
             let first = na.unwrap_or(list[0].0);
             (
-                heap_cmd::load(&fa, &bytes_a, &list, Some(first), false)?,
-                heap_cmd::load(&fa, &bytes_a, &list, Some(list[list.len() - 1].0), false)?,
+                heap_cmd::load(&fa, &bytes_a, &list, Some(first), false, &|| {
+                    bytes_a.release()
+                })?,
+                heap_cmd::load(
+                    &fa,
+                    &bytes_a,
+                    &list,
+                    Some(list[list.len() - 1].0),
+                    false,
+                    &|| bytes_a.release(),
+                )?,
             )
         }
     };

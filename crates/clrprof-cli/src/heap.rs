@@ -148,6 +148,7 @@ pub(crate) fn load(
     list: &[(u64, snapshot::Totals)],
     which: Option<u64>,
     fields: bool,
+    release: &dyn Fn(),
 ) -> Result<snapshot::HeapSnapshot> {
     let Some(last) = list.last() else {
         bail!(
@@ -166,28 +167,34 @@ pub(crate) fn load(
                 .join(", ")
         );
     }
-    Ok(snapshot::load_with(bytes, n, fields)?)
+    Ok(snapshot::load_releasing(bytes, n, fields, release)?)
 }
 
 /// The heap section of snapshot `view.snapshot` of `file`; `warn`: print the reader's
 /// warnings about the file (a caller that read it whole has printed them already).
+/// Each pass over the file gives its pages back when done: the analysis then holds only
+/// its own arrays (docs/performance.md, "Heap snapshots").
 pub fn report_of(
     file: &Path,
-    bytes: &[u8],
+    bytes: &crate::input::TraceBytes,
     view: &HeapView,
     top: usize,
     warn: bool,
 ) -> Result<HeapReport> {
+    bytes.release();
     let snapshots = list(file, bytes, warn)?;
+    bytes.release();
     let s = load(
         file,
         bytes,
         &snapshots,
         view.snapshot,
         view.paths_to.is_some(),
+        &|| bytes.release(),
     )?;
-    Ok(heap::build(
-        &s,
+    bytes.release();
+    Ok(heap::report::build_owned(
+        s,
         &HeapOptions {
             top,
             paths_to: view.paths_to.clone(),

@@ -25,6 +25,21 @@ impl Deref for TraceBytes {
     }
 }
 
+impl TraceBytes {
+    /// Gives back the pages a pass over a mapped file brought in: they count in this
+    /// process's resident memory until then, and a heap snapshot's analysis, which holds a
+    /// few words per object after the pass, would otherwise carry the whole file beside
+    /// them. A later read faults them in again from the page cache.
+    pub fn release(&self) {
+        if let TraceBytes::Mapped(m) = self {
+            // SAFETY: the map is read-only and private, so no page of it was ever written:
+            // dropping them loses nothing, and every later read sees the file's bytes again
+            // (the hazard `open` names, a truncated file, is unchanged by this).
+            let _ = unsafe { m.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+        }
+    }
+}
+
 /// Opens `path` for reading.
 pub fn open(path: &Path) -> Result<TraceBytes> {
     let file = File::open(path).with_context(|| format!("cannot read {}", path.display()))?;

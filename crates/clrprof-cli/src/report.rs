@@ -14,6 +14,9 @@ pub fn run(args: ReportArgs) -> Result<i32> {
     bar.step("decoding");
     let trace = Trace::load(&bytes)
         .with_context(|| format!("{} is not a readable clrprof trace", args.file.display()))?;
+    // The pages of the pass: a heap snapshot's analysis comes next, and later passes fault
+    // in what they read again.
+    bytes.release();
     for line in crate::input::warning_lines(&args.file, &trace.warnings)
         .into_iter()
         .chain(crate::input::warning_lines(

@@ -22,19 +22,75 @@ pub struct Group {
     pub weak: bool,
 }
 
+/// Retained bytes per node in 48 bits (6 bytes a node, not 8): a `u32` and a `u16`. No
+/// heap reaches 2^48 bytes (256 TiB, more than the 47-bit user address space of x86-64
+/// and arm64 with 4-level page tables); a sum past it would stay at the largest value.
+#[derive(Debug, Default, Clone)]
+pub struct Retained {
+    low: Vec<u32>,
+    high: Vec<u16>,
+}
+
+impl Retained {
+    const MAX: u64 = (1 << 48) - 1;
+
+    fn zeroed(n: usize) -> Retained {
+        Retained {
+            low: vec![0; n],
+            high: vec![0; n],
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.low.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.low.is_empty()
+    }
+
+    pub fn get(&self, node: u32) -> u64 {
+        let n = node as usize;
+        u64::from(self.high[n]) << 32 | u64::from(self.low[n])
+    }
+
+    fn set(&mut self, node: u32, v: u64) {
+        let v = v.min(Self::MAX);
+        let n = node as usize;
+        self.low[n] = v as u32;
+        self.high[n] = (v >> 32) as u16;
+    }
+
+    fn add(&mut self, node: u32, v: u64) {
+        self.set(node, self.get(node).saturating_add(v));
+    }
+}
+
 pub struct Model<'s> {
     pub snapshot: &'s HeapSnapshot,
     pub groups: Vec<Group>,
     /// Children of each node in the dominator tree (the immediate dominators are not
-    /// kept beside it: 4 bytes a node).
+    /// kept beside it: 4 bytes a node); empty after [`Model::drop_children`].
     pub children: Graph,
     /// Retained bytes per node.
-    pub retained: Vec<u64>,
+    pub retained: Retained,
     /// Node of object 0.
     pub first_object: u32,
+    /// Per root group, what it reaches, when [`Model::graph`] was asked to count it and it
+    /// stayed within the budget (see [`Model::reachable_of_groups`]).
+    pub reachable: Option<Vec<u64>>,
     /// Edges left out of the graph: from the runtime's static storage arrays to the
     /// objects their statics hold (the static field is the root instead).
     skipped: HashSet<(u32, u32)>,
+}
+
+/// [`Model::graph`]'s result: what [`Model::finish`] needs of the references.
+pub struct Graphed {
+    groups: Vec<Group>,
+    skipped: HashSet<(u32, u32)>,
+    first_object: u32,
+    dom: dominators::Dominators,
+    reachable: Option<Vec<u64>>,
 }
 
 /// The rooted graph, read in place from the snapshot: node 0 → each group node → the
@@ -211,6 +267,13 @@ fn static_storage_edges(s: &HeapSnapshot, groups: &[Group]) -> HashSet<(u32, u32
 
 impl<'s> Model<'s> {
     pub fn build(s: &'s HeapSnapshot) -> Model<'s> {
+        Model::finish(s, Model::graph(s, None))
+    }
+
+    /// The part of [`Model::build`] that reads the references: root groups, dominators
+    /// and, within `reachable_budget`, what each root reaches. A caller done with the
+    /// references may give them back before [`Model::finish`].
+    pub fn graph(s: &HeapSnapshot, reachable_budget: Option<u64>) -> Graphed {
         let mut groups = groups(s);
         let skipped = static_storage_edges(s, &groups);
         // Objects no root reaches (dependent handles, roots the API does not report)
@@ -233,19 +296,42 @@ impl<'s> Model<'s> {
             dominators::reverse_postorder(&View::new(s, &groups, &skipped))
         };
         let view = View::new(s, &groups, &skipped);
-        let first_object = view.first_object;
-        let nodes = view.nodes();
+        let reachable = reachable_budget.and_then(|b| reachable_of(&view, b));
         let dom = dominators::dominators_from(&view, order, spare);
+        let first_object = view.first_object;
         drop(view);
-        let mut retained = vec![0u64; nodes];
-        for (r, size) in retained[first_object as usize..].iter_mut().zip(s.sizes()) {
-            *r = size;
+        Graphed {
+            groups,
+            skipped,
+            first_object,
+            dom,
+            reachable,
         }
-        dominators::retained_in_place(&dom, &mut retained);
+    }
+
+    /// The rest of [`Model::build`]: retained bytes and the dominator tree, from the
+    /// dominators and the sizes (the references are not read). Retained bytes come from
+    /// the order and the dominators, the order is then given back, and the tree is built
+    /// over the dominators' own array: at most three words a node beside the objects.
+    pub fn finish(s: &'s HeapSnapshot, g: Graphed) -> Model<'s> {
+        let Graphed {
+            groups,
+            skipped,
+            first_object,
+            dom,
+            reachable,
+        } = g;
         let dominators::Dominators { idom, order } = dom;
+        let mut retained = Retained::zeroed(idom.len());
+        for (o, size) in s.sizes().enumerate() {
+            retained.set(first_object + o as u32, size);
+        }
+        for &v in order.iter().skip(1).rev() {
+            let parent = idom[v as usize];
+            retained.add(parent, retained.get(v));
+        }
         drop(order);
-        let children = children_of(&idom);
-        drop(idom);
+        let children = children_of(idom);
         Model {
             snapshot: s,
             groups,
@@ -253,6 +339,7 @@ impl<'s> Model<'s> {
             retained,
             first_object,
             skipped,
+            reachable,
         }
     }
 
@@ -272,7 +359,17 @@ impl<'s> Model<'s> {
     }
 
     pub fn retained_of_group(&self, g: usize) -> u64 {
-        self.retained[g + 1]
+        self.retained.get(g as u32 + 1)
+    }
+
+    /// Retained bytes of `node`.
+    pub fn retained_bytes(&self, node: u32) -> u64 {
+        self.retained.get(node)
+    }
+
+    /// Gives back the dominator tree (8 bytes a node) once the rows that read it are made.
+    pub fn drop_children(&mut self) {
+        self.children = Graph::default();
     }
 
     /// Per root group, the bytes of every object it reaches, shared or not (an object
@@ -281,36 +378,10 @@ impl<'s> Model<'s> {
     /// the traversals would visit more than `budget` nodes in all (a huge heap with many
     /// roots), so that a report never runs away.
     pub fn reachable_of_groups(&self, budget: u64) -> Option<Vec<u64>> {
-        let s = self.snapshot;
-        let view = View::new(s, &self.groups, &self.skipped);
-        let mut stamp = vec![u32::MAX; view.nodes()];
-        let mut stack: Vec<u32> = Vec::new();
-        let mut visits = 0u64;
-        let mut out = Vec::with_capacity(self.groups.len());
-        for g in 0..self.groups.len() {
-            let node = g as u32 + 1;
-            let mut bytes = 0u64;
-            stack.clear();
-            stack.push(node);
-            stamp[node as usize] = g as u32;
-            while let Some(v) = stack.pop() {
-                visits += 1;
-                if visits > budget {
-                    return None;
-                }
-                if let Some(o) = self.object_of(v) {
-                    bytes += s.size(o);
-                }
-                for t in view.edges(v).filter_map(|e| view.successor(v, e)) {
-                    if stamp[t as usize] != g as u32 {
-                        stamp[t as usize] = g as u32;
-                        stack.push(t);
-                    }
-                }
-            }
-            out.push(bytes);
-        }
-        Some(out)
+        reachable_of(
+            &View::new(self.snapshot, &self.groups, &self.skipped),
+            budget,
+        )
     }
 
     pub fn is_skipped(&self, from: u32, to: u32) -> bool {
@@ -326,37 +397,155 @@ impl<'s> Model<'s> {
             .len()
             .max(s.class.iter().map(|&c| c as usize + 1).max().unwrap_or(0));
         let mut out = vec![0u64; classes];
-        let mut active = vec![0u32; classes];
+        // Per class: an object of it is on the path from the root (its subtree is being
+        // walked); only such a topmost object counts, and only it is left again.
+        let mut active = vec![false; classes];
         let children = &self.children;
-        // (node, leaving)
-        let mut stack: Vec<(u32, bool)> = vec![(0, false)];
-        while let Some((v, leaving)) = stack.pop() {
-            let class = self.object_of(v).map(|o| s.class[o as usize] as usize);
-            if leaving {
-                if let Some(c) = class {
-                    active[c] -= 1;
+        // Nodes to enter; LEAVE | node: leave a counted node. Children without children of
+        // their own are done at once, not pushed, so that a list whose nodes each hold a
+        // leaf keeps the stack short.
+        const LEAVE: u32 = 1 << 31;
+        let class_of = |v: u32| self.object_of(v).map(|o| s.class[o as usize] as usize);
+        let mut stack: Vec<u32> = vec![0];
+        while let Some(top) = stack.pop() {
+            if top & LEAVE != 0 {
+                if let Some(c) = class_of(top & !LEAVE) {
+                    active[c] = false;
                 }
                 continue;
             }
-            if let Some(c) = class {
-                if active[c] == 0 {
-                    out[c] += self.retained[v as usize];
+            if let Some(c) = class_of(top)
+                && !active[c]
+            {
+                out[c] += self.retained.get(top);
+                if children.successors(top).is_empty() {
+                    continue;
                 }
-                active[c] += 1;
+                active[c] = true;
+                stack.push(top | LEAVE);
             }
-            stack.push((v, true));
-            for &c in children.successors(v) {
-                stack.push((c, false));
+            for &k in children.successors(top) {
+                if children.successors(k).is_empty() {
+                    if let Some(c) = class_of(k)
+                        && !active[c]
+                    {
+                        out[c] += self.retained.get(k);
+                    }
+                } else {
+                    stack.push(k);
+                }
             }
         }
         out
     }
 }
 
-/// Children of each node in the dominator tree, in node order.
-fn children_of(idom: &[u32]) -> Graph {
+/// [`Model::reachable_of_groups`] over a view of the rooted graph.
+fn reachable_of(view: &View<'_>, budget: u64) -> Option<Vec<u64>> {
+    let s = view.s;
+    // One byte a node: the stamp of the last group that visited it, cleared every 255
+    // groups.
+    let mut stamp = vec![0u8; view.nodes()];
+    let mut stack: Vec<u32> = Vec::new();
+    let mut visits = 0u64;
+    let mut out = Vec::with_capacity(view.groups.len());
+    for g in 0..view.groups.len() {
+        let mark = (g % 255) as u8 + 1;
+        if mark == 1 && g > 0 {
+            stamp.fill(0);
+        }
+        let node = g as u32 + 1;
+        let mut bytes = 0u64;
+        stack.clear();
+        stack.push(node);
+        stamp[node as usize] = mark;
+        while let Some(v) = stack.pop() {
+            visits += 1;
+            if visits > budget {
+                return None;
+            }
+            if let Some(o) = v.checked_sub(view.first_object) {
+                bytes += s.size(o);
+            }
+            for t in view.edges(v).filter_map(|e| view.successor(v, e)) {
+                if stamp[t as usize] != mark {
+                    stamp[t as usize] = mark;
+                    stack.push(t);
+                }
+            }
+        }
+        out.push(bytes);
+    }
+    Some(out)
+}
+
+/// Children of each node in the dominator tree, in node order, built over `idom`'s own
+/// array: each node's entry becomes its position among its parent's children, then the
+/// permutation is inverted in place (cycle by cycle, a written entry marked by its top
+/// bit), so that only the run starts are new (4 bytes a node, not 8).
+fn children_of(mut idom: Vec<u32>) -> Graph {
     let n = idom.len();
+    if n >= 1 << 31 {
+        return children_of_copied(&idom);
+    }
     // Per node its number of children, then the end of its run, then its start.
+    let mut start: Vec<u32> = vec![0; n + 1];
+    for &d in idom.iter().skip(1) {
+        if d != dominators::UNREACHABLE {
+            start[d as usize] += 1;
+        }
+    }
+    let mut total = 0u32;
+    for c in &mut start[..n] {
+        total += *c;
+        *c = total;
+    }
+    start[n] = total;
+    const FREE: u32 = dominators::UNREACHABLE;
+    const WRITTEN: u32 = 1 << 31;
+    if n > 0 {
+        idom[0] = FREE;
+    }
+    for v in (1..n).rev() {
+        let d = idom[v];
+        if d != FREE {
+            start[d as usize] -= 1;
+            idom[v] = start[d as usize];
+        }
+    }
+    // idom[v] is now v's position (or FREE); put v at it.
+    let slot = &mut idom;
+    for v in 0..n {
+        let p = slot[v];
+        if p == FREE || p & WRITTEN != 0 {
+            continue;
+        }
+        slot[v] = FREE;
+        let (mut node, mut at) = (v as u32, p);
+        loop {
+            let displaced = slot[at as usize];
+            slot[at as usize] = node | WRITTEN;
+            if displaced == FREE {
+                break;
+            }
+            (node, at) = (at, displaced);
+        }
+    }
+    idom.truncate(total as usize);
+    for t in &mut idom {
+        *t &= !WRITTEN;
+    }
+    idom.shrink_to_fit();
+    Graph {
+        start,
+        targets: idom,
+    }
+}
+
+/// [`children_of`] into a new array (graphs of 2^31 nodes or more, whose node numbers
+/// use the top bit).
+fn children_of_copied(idom: &[u32]) -> Graph {
+    let n = idom.len();
     let mut start: Vec<u32> = vec![0; n + 1];
     for &d in idom.iter().skip(1) {
         if d != dominators::UNREACHABLE {
@@ -527,5 +716,42 @@ mod tests {
         assert_eq!(m.retained_of_group(nongc), 72);
         assert_eq!(m.idom_of(m.node_of(4)), Some(1 + nongc as u32));
         assert_eq!(m.retained_by_class(), vec![56, 40, 48, 24]);
+    }
+
+    #[test]
+    fn the_dominator_tree_built_in_place_matches_the_copied_one() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        for _ in 0..500 {
+            let n = 1 + next(40) as usize;
+            // A tree rooted at 0 (each node's dominator before it), some nodes unreachable.
+            let mut idom = vec![0u32];
+            for v in 1..n {
+                idom.push(if next(5) == 0 {
+                    dominators::UNREACHABLE
+                } else {
+                    next(v as u64) as u32
+                });
+            }
+            let copied = children_of_copied(&idom);
+            let in_place = children_of(idom.clone());
+            assert_eq!(in_place.start, copied.start, "{idom:?}");
+            assert_eq!(in_place.targets, copied.targets, "{idom:?}");
+        }
+    }
+
+    #[test]
+    fn retained_bytes_keep_48_bits() {
+        let mut r = Retained::zeroed(2);
+        r.set(0, 5 << 40 | 7);
+        r.add(0, u64::from(u32::MAX));
+        assert_eq!(r.get(0), (5 << 40) + 7 + u64::from(u32::MAX));
+        r.add(1, u64::MAX);
+        assert_eq!(r.get(1), Retained::MAX, "saturates");
     }
 }

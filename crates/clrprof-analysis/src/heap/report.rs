@@ -207,10 +207,56 @@ pub fn types(m: &Model<'_>) -> Vec<TypeRow> {
 }
 
 pub fn build(s: &HeapSnapshot, opts: &HeapOptions) -> HeapReport {
-    let m = Model::build(s);
+    let g = Model::graph(s, Some(REACHABLE_BUDGET));
+    report(Model::finish(s, g), opts, s.targets.len() as u64)
+}
+
+/// [`build`] of a snapshot its caller is done with: unless paths are asked for, its
+/// references (4 bytes each, and 4 bytes an object) are given back as soon as the
+/// dominators are known, before the dominator tree and the retained bytes take their
+/// place.
+pub fn build_owned(mut s: HeapSnapshot, opts: &HeapOptions) -> HeapReport {
+    let g = Model::graph(&s, Some(REACHABLE_BUDGET));
+    let references = s.targets.len() as u64;
+    if opts.paths_to.is_none() {
+        s.drop_references();
+    }
+    report(Model::finish(&s, g), opts, references)
+}
+
+fn report(mut m: Model<'_>, opts: &HeapOptions, references: u64) -> HeapReport {
+    let s = m.snapshot;
     let top = opts.top.max(1);
     let types = types(&m);
-    let reachable = m.reachable_of_groups(REACHABLE_BUDGET);
+    let children = &m.children;
+    let row = |node: u32, kids: Vec<DominatorRow>| DominatorRow {
+        name: m
+            .object_of(node)
+            .map(|o| s.class_name(o).to_string())
+            .unwrap_or_default(),
+        retained_bytes: m.retained_bytes(node),
+        children: kids,
+    };
+    let top_of = |nodes: &mut Vec<u32>, n: usize| {
+        nodes.sort_by_key(|&n| std::cmp::Reverse(m.retained_bytes(n)));
+        nodes.truncate(n);
+    };
+    // Top-level retainers: objects whose dominator is a root group or the virtual root.
+    let mut tops: Vec<u32> = (0..m.first_object)
+        .flat_map(|g| children.successors(g).iter().copied())
+        .filter(|&v| v >= m.first_object)
+        .collect();
+    top_of(&mut tops, top);
+    let dominators = tops
+        .into_iter()
+        .map(|v| {
+            let mut kids: Vec<u32> = children.successors(v).to_vec();
+            top_of(&mut kids, 5);
+            row(v, kids.into_iter().map(|k| row(k, Vec::new())).collect())
+        })
+        .collect();
+    m.drop_children();
+    let reachable = m.reachable.take();
     let mut roots: Vec<RootRow> = m
         .groups
         .iter()
@@ -245,33 +291,6 @@ pub fn build(s: &HeapSnapshot, opts: &HeapOptions) -> HeapReport {
             .then(a.kind.cmp(&b.kind))
             .then(a.name.cmp(&b.name))
     });
-    let children = &m.children;
-    let row = |node: u32, kids: Vec<DominatorRow>| DominatorRow {
-        name: m
-            .object_of(node)
-            .map(|o| s.class_name(o).to_string())
-            .unwrap_or_default(),
-        retained_bytes: m.retained[node as usize],
-        children: kids,
-    };
-    let top_of = |nodes: &mut Vec<u32>, n: usize| {
-        nodes.sort_by(|a, b| m.retained[*b as usize].cmp(&m.retained[*a as usize]));
-        nodes.truncate(n);
-    };
-    // Top-level retainers: objects whose dominator is a root group or the virtual root.
-    let mut tops: Vec<u32> = (0..m.first_object)
-        .flat_map(|g| children.successors(g).iter().copied())
-        .filter(|&v| v >= m.first_object)
-        .collect();
-    top_of(&mut tops, top);
-    let dominators = tops
-        .into_iter()
-        .map(|v| {
-            let mut kids: Vec<u32> = children.successors(v).to_vec();
-            top_of(&mut kids, 5);
-            row(v, kids.into_iter().map(|k| row(k, Vec::new())).collect())
-        })
-        .collect();
     let paths = opts.paths_to.as_deref().map(|p| paths_to(&m, p, top));
     let statics = opts.statics.as_deref().map(|p| statics(&m, p));
     let generations = Generations::of(s);
@@ -279,7 +298,7 @@ pub fn build(s: &HeapSnapshot, opts: &HeapOptions) -> HeapReport {
         snapshot: s.snapshot,
         objects: s.len() as u64,
         bytes: s.sizes().sum(),
-        references: s.targets.len() as u64,
+        references,
         lost: s.totals.lost,
         pause_ms: s.totals.pause_ns as f64 / 1e6,
         complete: s.complete,
@@ -396,7 +415,7 @@ pub fn statics(m: &Model<'_>, pattern: &str) -> Vec<StaticRow> {
             thread: st.thread,
             value: st.value.clone(),
             type_name: st.object.map(|o| s.class_name(o).to_string()),
-            retained_bytes: st.object.map(|o| m.retained[m.node_of(o) as usize]),
+            retained_bytes: st.object.map(|o| m.retained_bytes(m.node_of(o))),
             nongc: st.object.is_some_and(|o| s.is_non_gc(o)),
         })
         .collect();

@@ -106,8 +106,19 @@ impl HeapSnapshot {
         self.class.is_empty()
     }
 
+    /// References of `object` (none after [`Self::drop_references`]).
     pub fn edges(&self, object: u32) -> std::ops::Range<usize> {
-        self.edge_start[object as usize] as usize..self.edge_start[object as usize + 1] as usize
+        match self.edge_start.get(object as usize..object as usize + 2) {
+            Some(&[from, to]) => from as usize..to as usize,
+            _ => 0..0,
+        }
+    }
+
+    /// Gives back the references (and their fields) once the graph has been read.
+    pub fn drop_references(&mut self) {
+        self.edge_start = Vec::new();
+        self.targets = Vec::new();
+        self.fields = Vec::new();
     }
 
     /// The size of an object in bytes.
@@ -200,6 +211,76 @@ fn unzigzag(v: u64) -> i64 {
     ((v >> 1) as i64) ^ -((v & 1) as i64)
 }
 
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+/// Reference targets as read, before they become indexes: per reference the zigzag
+/// LEB128 of its id's difference to the reference before it in its object's run (to the
+/// object's own id for the first). A list node's next, an array's consecutive elements:
+/// one or two bytes a reference where an id takes eight.
+#[derive(Default)]
+struct TargetStream {
+    bytes: Vec<u8>,
+    len: usize,
+    /// The id the next reference is written relative to.
+    last: u64,
+}
+
+impl TargetStream {
+    /// The references that follow are those of the object `id`.
+    fn start(&mut self, id: u64) {
+        self.last = id;
+    }
+
+    fn push(&mut self, target: u64) {
+        let mut v = zigzag(target.wrapping_sub(self.last) as i64);
+        self.last = target;
+        while v >= 0x80 {
+            self.bytes.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        self.bytes.push(v as u8);
+        self.len += 1;
+    }
+
+    fn reader(&self) -> TargetReader<'_> {
+        TargetReader {
+            bytes: &self.bytes,
+            at: 0,
+            last: 0,
+        }
+    }
+}
+
+/// Reads a [`TargetStream`] back in order.
+struct TargetReader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    last: u64,
+}
+
+impl TargetReader<'_> {
+    fn start(&mut self, id: u64) {
+        self.last = id;
+    }
+
+    fn next(&mut self) -> u64 {
+        let mut v = 0u64;
+        let mut shift = 0;
+        while let Some(&b) = self.bytes.get(self.at) {
+            self.at += 1;
+            v |= u64::from(b & 0x7f) << shift.min(63);
+            shift += 7;
+            if b & 0x80 == 0 {
+                break;
+            }
+        }
+        self.last = self.last.wrapping_add(unzigzag(v) as u64);
+        self.last
+    }
+}
+
 /// Raw objects as read, before ids are mapped to indexes.
 #[derive(Default)]
 struct Raw {
@@ -210,7 +291,7 @@ struct Raw {
     large: Vec<(u32, u64)>,
     generation: Vec<u8>,
     edge_start: Vec<u32>,
-    target_ids: Vec<u64>,
+    target_ids: TargetStream,
     fields: Vec<u32>,
     /// Whether the fields of the references are kept (only paths name them).
     keep_fields: bool,
@@ -270,7 +351,8 @@ impl Raw {
             }
             self.size.push(u32::try_from(size).unwrap_or(LARGE));
             self.generation.push((size_gen & 7) as u8);
-            self.edge_start.push(self.target_ids.len() as u32);
+            self.edge_start.push(self.target_ids.len as u32);
+            self.target_ids.start(id);
             for _ in 0..n {
                 let (Some(t), Some(field)) = (next(&mut i), next(&mut i)) else {
                     return false;
@@ -293,6 +375,22 @@ pub fn load(bytes: &[u8], snapshot: u64) -> Result<HeapSnapshot, FormatError> {
 /// [`load`]; `fields`: keep the field each reference is held by (4 bytes a reference,
 /// which only paths show: without them [`HeapSnapshot::field_name`] says `?`).
 pub fn load_with(bytes: &[u8], snapshot: u64, fields: bool) -> Result<HeapSnapshot, FormatError> {
+    load_releasing(bytes, snapshot, fields, &|| {})
+}
+
+/// Objects read between two calls of a [`load_releasing`] caller's `release`.
+pub const RELEASE_EVERY: usize = 1 << 20;
+
+/// [`load_with`], calling `release` after every [`RELEASE_EVERY`] objects read: a caller
+/// whose `bytes` are a mapped file gives back the pages read so far, so that the file
+/// does not sit in memory beside the arrays the objects fill.
+pub fn load_releasing(
+    bytes: &[u8],
+    snapshot: u64,
+    fields: bool,
+    release: &dyn Fn(),
+) -> Result<HeapSnapshot, FormatError> {
+    let mut released_at = 0usize;
     let mut reader = TraceReader::new(bytes)?;
     let mut raw = Raw {
         keep_fields: fields,
@@ -310,7 +408,15 @@ pub fn load_with(bytes: &[u8], snapshot: u64, fields: bool) -> Result<HeapSnapsh
             Event::HeapObjects {
                 snapshot: n,
                 objects,
-            } if n == snapshot && !raw.objects(&objects) => s.malformed += 1,
+            } if n == snapshot => {
+                if !raw.objects(&objects) {
+                    s.malformed += 1;
+                }
+                if raw.ids.len() >= released_at + RELEASE_EVERY {
+                    released_at = raw.ids.len();
+                    release();
+                }
+            }
             Event::HeapRoots { snapshot: n, roots } if n == snapshot => {
                 for r in roots.chunks_exact(3) {
                     let kind = (r[1] & 0xf) as u8;
@@ -394,6 +500,8 @@ pub fn load_with(bytes: &[u8], snapshot: u64, fields: bool) -> Result<HeapSnapsh
         .into_iter()
         .filter_map(|f| functions.get(&f).map(|n| (f, n.clone())))
         .collect();
+    // The pass is over: what it read is in `raw`.
+    release();
     finish(raw, &mut s);
     Ok(s)
 }
@@ -402,7 +510,7 @@ pub fn load_with(bytes: &[u8], snapshot: u64, fields: bool) -> Result<HeapSnapsh
 /// statics. Objects keep their recorded order; when the ids are not in order, a
 /// permutation sorted by id finds them.
 fn finish(mut raw: Raw, s: &mut HeapSnapshot) {
-    raw.edge_start.push(raw.target_ids.len() as u32);
+    raw.edge_start.push(raw.target_ids.len as u32);
     let sorted = raw.ids.windows(2).all(|w| w[0] < w[1]);
     // Object indexes by id (empty: the ids are in order). Duplicate ids (a batch
     // recorded twice) keep one copy, a non-GC one if there is one.
@@ -432,45 +540,31 @@ fn finish(mut raw: Raw, s: &mut HeapSnapshot) {
                 .map(|k| by_id[k])
         }
     };
-    // References: resolved in place (DANGLING: to no recorded object), then packed.
-    const DANGLING: u64 = u32::MAX as u64;
-    for t in raw.target_ids.iter_mut() {
-        *t = find(*t).map_or(DANGLING, u64::from);
-    }
-    let dangling = raw.target_ids.iter().filter(|&&t| t == DANGLING).count();
-    s.dangling += dangling as u64;
-    if dangling > 0 {
-        let mut kept = 0usize;
-        let mut edge = 0usize;
-        for o in 0..n {
-            let end = raw.edge_start[o + 1] as usize;
-            raw.edge_start[o] = kept as u32;
-            while edge < end {
-                if raw.target_ids[edge] != DANGLING {
-                    raw.target_ids[kept] = raw.target_ids[edge];
+    // References: read back from the stream object by object and resolved, those to no
+    // recorded object dropped (counted).
+    let mut targets: Vec<u32> = Vec::with_capacity(raw.target_ids.len);
+    let mut reader = raw.target_ids.reader();
+    let mut begin = raw.edge_start[0] as usize;
+    for o in 0..n {
+        let end = raw.edge_start[o + 1] as usize;
+        raw.edge_start[o] = targets.len() as u32;
+        reader.start(raw.ids[o]);
+        for e in begin..end {
+            match find(reader.next()) {
+                Some(t) => {
                     if raw.keep_fields {
-                        raw.fields[kept] = raw.fields[edge];
+                        raw.fields[targets.len()] = raw.fields[e];
                     }
-                    kept += 1;
+                    targets.push(t);
                 }
-                edge += 1;
+                None => s.dangling += 1,
             }
         }
-        raw.edge_start[n] = kept as u32;
-        raw.target_ids.truncate(kept);
-        raw.fields.truncate(kept);
+        begin = end;
     }
-    // To u32 indexes, taken from the end a million at a time and the u64s given back as
-    // they go: 8 bytes a reference at the peak, not 12.
-    let mut wide = std::mem::take(&mut raw.target_ids);
-    let mut targets: Vec<u32> = Vec::with_capacity(wide.len());
-    while !wide.is_empty() {
-        let from = wide.len().saturating_sub(1 << 20);
-        targets.extend(wide[from..].iter().rev().map(|&t| t as u32));
-        wide.truncate(from);
-        wide.shrink_to_fit();
-    }
-    targets.reverse();
+    raw.edge_start[n] = targets.len() as u32;
+    raw.fields.truncate(targets.len());
+    drop(std::mem::take(&mut raw.target_ids));
     s.targets = targets;
     s.fields = std::mem::take(&mut raw.fields);
     s.edge_start = std::mem::take(&mut raw.edge_start);
@@ -517,16 +611,27 @@ fn regroup(raw: &mut Raw, by_id: &mut [u32]) {
         ..Raw::default()
     };
     let mut new_index = vec![u32::MAX; n];
-    for o in (0..n).filter(|&o| keep[o]) {
+    let mut reader = raw.target_ids.reader();
+    for o in 0..n {
+        let own = raw.edge_start[o] as usize..raw.edge_start[o + 1] as usize;
+        reader.start(raw.ids[o]);
+        if !keep[o] {
+            own.for_each(|_| {
+                reader.next();
+            });
+            continue;
+        }
         new_index[o] = r.ids.len() as u32;
         let id = raw.ids[o];
         r.ids.push(id);
         r.class.push(raw.class[o]);
         r.size.push(raw.size[o]);
         r.generation.push(raw.generation[o]);
-        r.edge_start.push(r.target_ids.len() as u32);
-        let own = raw.edge_start[o] as usize..raw.edge_start[o + 1] as usize;
-        r.target_ids.extend_from_slice(&raw.target_ids[own.clone()]);
+        r.edge_start.push(r.target_ids.len as u32);
+        r.target_ids.start(id);
+        for _ in own.clone() {
+            r.target_ids.push(reader.next());
+        }
         if raw.keep_fields {
             r.fields.extend_from_slice(&raw.fields[own]);
         }
@@ -538,7 +643,7 @@ fn regroup(raw: &mut Raw, by_id: &mut [u32]) {
             }
         }
     }
-    r.edge_start.push(r.target_ids.len() as u32);
+    r.edge_start.push(r.target_ids.len as u32);
     r.large = raw
         .large
         .iter()
@@ -587,7 +692,11 @@ mod tests {
         assert_eq!(raw.ids, vec![1000, 1024]);
         assert_eq!(raw.size, vec![24, 32]);
         assert_eq!(raw.generation, vec![2, 0]);
-        assert_eq!(raw.target_ids, vec![1024, 1000]);
+        let mut reader = raw.target_ids.reader();
+        reader.start(1000);
+        assert_eq!(reader.next(), 1024);
+        reader.start(1024);
+        assert_eq!(reader.next(), 1000);
         assert_eq!(raw.fields, vec![8, 0]);
         assert!(!Raw::default().objects(&[zz(8), 0, 24 << 3, 2, zz(1)]));
         // More references of object 1000, in a later batch.
