@@ -7,7 +7,8 @@ namespace Scenarios;
 /// `fib [n=25] [threads=1]`: naive recursive <c>Scenarios.FibScenario.Fib</c>, counting its
 /// own calls (2·F(n+1) − 1: 242785 for n = 25). With threads=N, N threads each run the
 /// same recursion in <c>FibUncounted</c> (a shared counter would race) at the same time;
-/// `fib_us` is then the time until the last one finished. With seconds=S (one thread), it
+/// `fib_us` is then the time until the last one finished (one thread: also `fib_cpu_us`, its CPU
+/// time). With seconds=S (one thread), it
 /// computes Fib(n) again and again for S seconds.
 /// </summary>
 public static class FibScenario
@@ -23,6 +24,7 @@ public static class FibScenario
         {
             return RunThreads(n, threads);
         }
+        double cpu = ThreadCpu.Microseconds();
         var watch = System.Diagnostics.Stopwatch.StartNew();
         int fib = Fib(n);
         // seconds=S: Fib(n) again and again until S seconds have passed (a call rate
@@ -33,7 +35,9 @@ public static class FibScenario
             fib = Fib(n);
         }
         double us = watch.Elapsed.TotalMicroseconds;
-        Results.Print(("fib_calls", s_calls), ("fib", fib), ("n", n), ("fib_us", (long)us));
+        cpu = ThreadCpu.Microseconds() - cpu;
+        Results.Print(
+            ("fib_calls", s_calls), ("fib", fib), ("n", n), ("fib_us", (long)us), ("fib_cpu_us", (long)cpu));
         return 0;
     }
 

@@ -720,23 +720,6 @@ fn verify_trace(clrprof: &Path, trace: &Path, function: &str, calls: u64) -> Res
     Ok(())
 }
 
-/// Runs the Scenarios app; returns the process's wall time and the µs it printed as `key`.
-fn time_key(mut cmd: Command, key: &str) -> Result<(Duration, Duration)> {
-    let t = Instant::now();
-    let out = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).output()?;
-    let wall = t.elapsed();
-    if !out.status.success() {
-        bail!("{:?} failed: {}", cmd, String::from_utf8_lossy(&out.stderr));
-    }
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let us: u64 = stdout
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix(key).and_then(|w| w.strip_prefix('=')))
-        .and_then(|v| v.parse().ok())
-        .with_context(|| format!("no {key} in the app's output: {stdout}"))?;
-    Ok((wall, Duration::from_micros(us)))
-}
-
 fn attach(runs: usize) -> Result<()> {
     const DURATION_S: f64 = 0.3;
     let clrprof = clrprof()?;
@@ -806,6 +789,24 @@ fn attach(runs: usize) -> Result<()> {
     Ok(())
 }
 
+/// Two of the app's printed figures (`key=N`), in microseconds: its stopwatch and its
+/// thread's CPU time.
+fn app_figures(mut cmd: Command, key: &str, cpu_key: &str) -> Result<(f64, f64)> {
+    let out = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).output()?;
+    if !out.status.success() {
+        bail!("{:?} failed: {}", cmd, String::from_utf8_lossy(&out.stderr));
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let figure = |key: &str| -> Result<f64> {
+        stdout
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix(key).and_then(|w| w.strip_prefix('=')))
+            .and_then(|v| v.parse().ok())
+            .with_context(|| format!("no {key} in the app's output: {stdout}"))
+    };
+    Ok((figure(key)?, figure(cpu_key)?))
+}
+
 /// The number of milliseconds after `sep` on the first stderr line containing `marker`.
 fn ms_after(stderr: &str, marker: &str, sep: &str) -> Option<f64> {
     stderr
@@ -816,7 +817,9 @@ fn ms_after(stderr: &str, marker: &str, sep: &str) -> Option<f64> {
 
 /// `args`: the ELT slow path's cost. Four configurations, alternated run by run, on two
 /// workloads: `fib 27` (635,621 calls of `int Fib(int)`) and `args bench=N` (N calls of
-/// `int Describe(string, ID)`); the figure is the app's own stopwatch around the calls.
+/// `int Describe(string, ID)`, a string and a struct split across an integer and a float
+/// register); the figures are the app's own stopwatch around the calls and its thread's CPU
+/// time over them, the latter also paired with the base run of the same round.
 fn args_bench(runs: usize) -> Result<()> {
     let clrprof = clrprof()?;
     let app = clrprof_testkit::app("Scenarios");
@@ -871,35 +874,55 @@ fn args_bench(runs: usize) -> Result<()> {
             ("trace --args (none match)", &slow),
             ("trace --args (this one)", &with_args),
         ];
-        println!("\n{label}: {calls} calls, {runs} runs each (app's stopwatch around the calls)");
-        let mut t: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
+        println!(
+            "\n{label}: {calls} calls, {runs} runs each (app's stopwatch around the calls, and its \
+             thread's CPU time, which waiting for a core does not inflate)"
+        );
+        let cpu_key = key.replace("_us", "_cpu_us");
+        // [config][run] = (stopwatch ns/call, thread CPU ns/call)
+        let mut t: Vec<Vec<(f64, f64)>> = vec![Vec::new(); configs.len()];
         for round in 0..=runs {
             for (i, (_, make)) in configs.iter().enumerate() {
-                let (_, us) = time_key(make(), key)?;
+                let (us, cpu_us) = app_figures(make(), key, &cpu_key)?;
                 if round > 0 {
-                    t[i].push(us.as_secs_f64() * 1e9 / calls);
+                    t[i].push((us * 1e3 / calls, cpu_us * 1e3 / calls));
                 }
             }
         }
         println!(
-            "{:<30} {:>12} {:>10} {:>14}",
-            "configuration", "ns/call", "spread", "added ns/call"
+            "{:<30} {:>10} {:>10} {:>10} {:>10} {:>10} {:>18}",
+            "configuration", "ns/call", "spread", "added", "cpu ns", "added", "cpu added, paired"
         );
-        let med = |v: &Vec<f64>| {
-            let mut v = v.clone();
+        let med = |v: Vec<f64>| {
+            let mut v = v;
             v.sort_by(f64::total_cmp);
             v[v.len() / 2]
         };
-        let base_ns = med(&t[0]);
+        let wall = |i: usize| t[i].iter().map(|x| x.0).collect::<Vec<_>>();
+        let cpu = |i: usize| t[i].iter().map(|x| x.1).collect::<Vec<_>>();
+        let base_ns = med(wall(0));
+        let base_cpu = med(cpu(0));
         for (i, (name, _)) in configs.iter().enumerate() {
-            let m = med(&t[i]);
-            let (lo, hi) = t[i]
+            let m = med(wall(i));
+            let (lo, hi) = wall(i)
                 .iter()
                 .fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(*x), b.max(*x)));
+            // Each run's CPU figure minus the base run of the same round: the median and
+            // spread of those differences.
+            let mut paired: Vec<f64> = cpu(i).iter().zip(cpu(0)).map(|(c, b)| c - b).collect();
+            paired.sort_by(f64::total_cmp);
             println!(
-                "{name:<30} {m:>12.1} {:>10} {:>14.1}",
+                "{name:<30} {m:>10.1} {:>10} {:>10.1} {:>10.1} {:>10.1} {:>18}",
                 format!("{lo:.0}–{hi:.0}"),
-                m - base_ns
+                m - base_ns,
+                med(cpu(i)),
+                med(cpu(i)) - base_cpu,
+                format!(
+                    "{:.1} ({:.0}–{:.0})",
+                    paired[paired.len() / 2],
+                    paired[0],
+                    paired[paired.len() - 1]
+                ),
             );
         }
         // The last run recorded `function`'s values: check every call is there.

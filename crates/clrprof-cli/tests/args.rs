@@ -494,6 +494,7 @@ fn values_read_from_learned_slots_equal_what_the_app_printed() {
         ("ManyInts", "abi_many_ints"),
         ("ManyDoubles", "abi_many_doubles"),
         ("ManyMixed", "abi_many_mixed"),
+        ("Describe", "abi_describe"),
     ] {
         let list = &calls[&format!("Scenarios.Abi.{function}")];
         assert_eq!(list.len(), rounds, "{function}");
@@ -541,6 +542,29 @@ fn values_read_from_learned_slots_equal_what_the_app_printed() {
             app[&key("abi_s24", r)],
             "round {r}"
         );
+    }
+    for (r, inv) in calls["Scenarios.Abi.Describe"].iter().enumerate() {
+        // A string in RDI, then `ID(int I, double D)`: one INTEGER eightbyte (RSI) and one
+        // SSE eightbyte (XMM0), read from the learned registers after the first calls.
+        assert_eq!(arg(inv, "name"), &json!(format!("order-{r}")), "round {r}");
+        let v = arg(inv, "v");
+        assert_eq!(v["fields"]["I"], json!(7 + r), "round {r}: {inv:#}");
+        assert_eq!(
+            v["fields"]["D"].as_f64(),
+            Some(0.25 * (r + 1) as f64),
+            "round {r}: {inv:#}"
+        );
+    }
+    // The split struct's entry and the double results are read without asking the runtime.
+    let asking = log
+        .lines()
+        .find(|l| l.contains("ask the runtime on every call"))
+        .unwrap_or("");
+    for learned in [
+        "Scenarios.Abi.Describe (entry)",
+        "Scenarios.Abi.MixDouble (return)",
+    ] {
+        assert!(!asking.contains(learned), "{learned} still asks: {asking}");
     }
     let text = serde_json::to_string(&calls).unwrap();
     assert!(!text.contains("unreadable"), "{text}");

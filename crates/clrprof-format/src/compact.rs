@@ -101,6 +101,7 @@ pub fn long_value(kind: EltKind) -> u32 {
 }
 
 /// Words taken by a record of `len` bytes (its two header words included).
+#[inline]
 pub fn words_for_record(len: usize) -> usize {
     2 + len.div_ceil(WORD)
 }

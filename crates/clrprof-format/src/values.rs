@@ -72,6 +72,7 @@ pub struct ValueWriter<'b> {
 impl<'b> ValueWriter<'b> {
     /// A writer bounded by `buf`'s length (which must exceed the reserve, ~20 bytes, to
     /// hold anything).
+    #[inline]
     pub fn new(buf: &'b mut [u8]) -> ValueWriter<'b> {
         ValueWriter {
             buf,
@@ -83,19 +84,23 @@ impl<'b> ValueWriter<'b> {
     }
 
     /// Whether something was cut.
+    #[inline]
     pub fn was_cut(&self) -> bool {
         self.cut
     }
 
     /// Current nesting depth (open containers).
+    #[inline]
     pub fn depth(&self) -> u32 {
         self.depth
     }
 
+    #[inline]
     fn room(&self, n: usize) -> bool {
         !self.cut && self.pos + n + RESERVE <= self.buf.len()
     }
 
+    #[inline]
     fn bytes(&mut self, b: &[u8]) {
         if self.room(b.len()) {
             self.buf[self.pos..self.pos + b.len()].copy_from_slice(b);
@@ -105,6 +110,7 @@ impl<'b> ValueWriter<'b> {
         }
     }
 
+    #[inline]
     fn byte(&mut self, b: u8) {
         if self.room(1) {
             self.buf[self.pos] = b;
@@ -114,6 +120,7 @@ impl<'b> ValueWriter<'b> {
         }
     }
 
+    #[inline]
     fn uleb(&mut self, v: u64) {
         // One byte (small ints, indices, lengths) without the copy below.
         if v < 0x80 {
@@ -124,17 +131,20 @@ impl<'b> ValueWriter<'b> {
         self.bytes(&tmp[..n]);
     }
 
+    #[inline]
     fn str(&mut self, s: &str) {
         self.uleb(s.len() as u64);
         self.bytes(s.as_bytes());
     }
 
+    #[inline]
     fn done(&mut self) {
         if !self.cut {
             self.safe = (self.pos, self.depth);
         }
     }
 
+    #[inline]
     fn open(&mut self) {
         if self.depth >= MAX_NESTING {
             self.cut = true;
@@ -144,6 +154,7 @@ impl<'b> ValueWriter<'b> {
     }
 
     /// Starts a top-level argument or a field: the value must follow.
+    #[inline]
     pub fn item(&mut self, name: &str, ty: Option<&str>) {
         self.byte(ITEM);
         self.str(name);
@@ -154,40 +165,48 @@ impl<'b> ValueWriter<'b> {
 
     /// Starts a top-level value whose name and type are the function's `index`-th
     /// [`ArgNames`](crate::Event::ArgNames) pair: the value must follow.
+    #[inline]
     pub fn param(&mut self, index: u32) {
         self.byte(PARAM);
         self.uleb(u64::from(index));
     }
 
+    #[inline]
     pub fn null(&mut self) {
         self.byte(NULL);
         self.done();
     }
+    #[inline]
     pub fn bool(&mut self, v: bool) {
         self.bytes(&[BOOL, u8::from(v)]);
         self.done();
     }
+    #[inline]
     pub fn char(&mut self, v: u16) {
         self.byte(CHAR);
         self.uleb(u64::from(v));
         self.done();
     }
+    #[inline]
     pub fn int(&mut self, v: i64) {
         self.byte(INT);
         self.uleb(zigzag(v));
         self.done();
     }
+    #[inline]
     pub fn uint(&mut self, v: u64) {
         self.byte(UINT);
         self.uleb(v);
         self.done();
     }
+    #[inline]
     pub fn f32(&mut self, v: f32) {
         let mut b = [F32, 0, 0, 0, 0];
         b[1..].copy_from_slice(&v.to_le_bytes());
         self.bytes(&b);
         self.done();
     }
+    #[inline]
     pub fn f64(&mut self, v: f64) {
         let mut b = [F64, 0, 0, 0, 0, 0, 0, 0, 0];
         b[1..].copy_from_slice(&v.to_le_bytes());
@@ -195,6 +214,7 @@ impl<'b> ValueWriter<'b> {
         self.done();
     }
     /// A string of `full_len` UTF-16 units of which `units` (a prefix) are given.
+    #[inline]
     pub fn string_utf16(&mut self, full_len: u64, units: impl Iterator<Item = u16> + Clone) {
         self.byte(STR);
         self.uleb(full_len);
@@ -215,6 +235,7 @@ impl<'b> ValueWriter<'b> {
     }
     /// [`string_utf16`](Self::string_utf16) of units held in memory: ASCII text (most
     /// strings an app passes) is copied a unit per byte in one pass, the same bytes.
+    #[inline]
     pub fn string_utf16_units(&mut self, full_len: u64, units: &[u16]) {
         if !units.iter().all(|u| *u < 0x80) {
             return self.string_utf16(full_len, units.iter().copied());
@@ -235,12 +256,14 @@ impl<'b> ValueWriter<'b> {
         self.pos += units.len();
         self.done();
     }
+    #[inline]
     pub fn string(&mut self, s: &str) {
         self.byte(STR);
         self.uleb(s.chars().map(|c| c.len_utf16() as u64).sum());
         self.str(s);
         self.done();
     }
+    #[inline]
     pub fn enumeration(&mut self, ty: &str, member: &str, v: i64) {
         self.byte(ENUM);
         self.str(ty);
@@ -249,12 +272,14 @@ impl<'b> ValueWriter<'b> {
         self.done();
     }
     /// Opens an object's field list; close it with [`end`](Self::end).
+    #[inline]
     pub fn object(&mut self, ty: &str, id: u64) {
         self.byte(OBJECT);
         self.str(ty);
         self.uleb(id);
         self.open();
     }
+    #[inline]
     pub fn object_ref(&mut self, ty: &str, id: u64) {
         self.byte(OBJREF);
         self.str(ty);
@@ -262,12 +287,14 @@ impl<'b> ValueWriter<'b> {
         self.done();
     }
     /// A boxed value: the inner value must follow.
+    #[inline]
     pub fn boxed(&mut self, ty: &str, id: u64) {
         self.byte(BOXED);
         self.str(ty);
         self.uleb(id);
     }
     /// Opens an array's item list; close it with [`end`](Self::end).
+    #[inline]
     pub fn array(&mut self, element: &str, rank: u32, length: u64) {
         self.byte(ARRAY);
         self.str(element);
@@ -276,11 +303,13 @@ impl<'b> ValueWriter<'b> {
         self.open();
     }
     /// Opens a value type's field list; close it with [`end`](Self::end).
+    #[inline]
     pub fn structure(&mut self, ty: &str) {
         self.byte(STRUCT);
         self.str(ty);
         self.open();
     }
+    #[inline]
     pub fn address(&mut self, kind: &str, address: u64) {
         self.byte(ADDRESS);
         self.str(kind);
@@ -288,22 +317,26 @@ impl<'b> ValueWriter<'b> {
         self.done();
     }
     /// A managed pointer: the target's value must follow.
+    #[inline]
     pub fn byref(&mut self, address: u64) {
         self.byte(BYREF);
         self.uleb(address);
     }
+    #[inline]
     pub fn typed_ref(&mut self, ty: &str, address: u64) {
         self.byte(TYPEDREF);
         self.str(ty);
         self.uleb(address);
         self.done();
     }
+    #[inline]
     pub fn unreadable(&mut self, reason: &str) {
         self.byte(UNREADABLE);
         self.str(reason);
         self.done();
     }
     /// Closes the innermost open container.
+    #[inline]
     pub fn end(&mut self) {
         if self.depth == 0 {
             return;
@@ -321,6 +354,7 @@ impl<'b> ValueWriter<'b> {
     }
 
     /// The encoded list (cut and closed if the bound was reached).
+    #[inline]
     pub fn finish(self) -> (&'b [u8], bool) {
         let cut = self.cut;
         let mut pos = self.pos;
@@ -338,6 +372,7 @@ impl<'b> ValueWriter<'b> {
     }
 }
 
+#[inline]
 fn zigzag(v: i64) -> u64 {
     ((v << 1) ^ (v >> 63)) as u64
 }

@@ -379,12 +379,93 @@ pub fn emit_elt_at(ts: u64, kind: clrprof_format::EltKind, function: u64, caller
         LOST_GLOBAL.fetch_add(1, Ordering::Relaxed);
         return;
     }
+    let written = with_elt_slot(|slot| {
+        let Some(mut limit) = slot.ring.enter() else {
+            slot.lost.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        let index = u32::try_from(function).unwrap_or(u32::MAX);
+        write_waiting(slot, &mut limit, false, |ring, limit| {
+            ring.try_write_elt(limit, ts, kind, index, caller_sp as u32)
+        });
+        slot.ring.leave(limit);
+    });
+    if written.is_none() {
+        LOST_GLOBAL.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// `--args`: an ELT event and the call's value list (`CallArgs` after an Enter,
+/// `CallReturn` before a Leave or Tailcall, as [`emit_elt_at`] and [`emit_call_values`]
+/// would write them one after the other), with one look-up of the thread's ring and one
+/// `enter`/`leave` of it for both: the per-call path of every `--args` function.
+pub fn emit_elt_with_values(
+    ts: u64,
+    kind: clrprof_format::EltKind,
+    function: u64,
+    caller_sp: u64,
+    values: &[u8],
+) {
+    let returned = kind != clrprof_format::EltKind::Enter;
+    let sp = caller_sp & 0xffff_ffff;
+    let written = ACCEPTING.load(Ordering::Acquire)
+        && with_elt_slot(|slot| {
+            let Some(mut limit) = slot.ring.enter() else {
+                return false;
+            };
+            let mut head = [0u8; clrprof_format::CALL_VALUES_HEADER_MAX];
+            let n = clrprof_format::encode_call_values_header(
+                &mut head,
+                returned,
+                0,
+                function,
+                sp,
+                values.len(),
+            );
+            let index = u32::try_from(function).unwrap_or(u32::MAX);
+            let elt = |limit: &mut u64| {
+                write_waiting(slot, limit, false, |ring, limit| {
+                    ring.try_write_elt(limit, ts, kind, index, caller_sp as u32)
+                });
+            };
+            let vals = |limit: &mut u64| {
+                write_waiting(slot, limit, false, |ring, limit| {
+                    ring.try_write_record_parts(limit, ts, &head[..n], values)
+                });
+            };
+            if returned {
+                vals(&mut limit);
+                elt(&mut limit);
+            } else {
+                elt(&mut limit);
+                vals(&mut limit);
+            }
+            slot.ring.leave(limit);
+            true
+        })
+        .unwrap_or(false);
+    if !written {
+        // No ring to write (not accepting, no slot, re-entered): each record takes its
+        // own way, which counts or keeps it.
+        if returned {
+            emit_call_values(ts, true, function, sp, values);
+            emit_elt_at(ts, kind, function, caller_sp);
+        } else {
+            emit_elt_at(ts, kind, function, caller_sp);
+            emit_call_values(ts, false, function, sp, values);
+        }
+    }
+}
+
+/// Runs `f` with the calling thread's slot for an ELT event: made at its first event, and
+/// published in the thread-pointer table (for the assembly fast path) once.
+#[inline]
+fn with_elt_slot<R>(f: impl FnOnce(&Slot) -> R) -> Option<R> {
     let mut slot = current();
     if slot.is_null() {
         slot = register();
         if slot.is_null() {
-            LOST_GLOBAL.fetch_add(1, Ordering::Relaxed);
-            return;
+            return None;
         }
     }
     let raw = slot;
@@ -399,15 +480,7 @@ pub fn emit_elt_at(ts: u64, kind: clrprof_format::EltKind, function: u64, caller
         };
         super::tpmap::insert(&arc);
     }
-    let Some(mut limit) = slot.ring.enter() else {
-        slot.lost.fetch_add(1, Ordering::Relaxed);
-        return;
-    };
-    let index = u32::try_from(function).unwrap_or(u32::MAX);
-    write_waiting(slot, &mut limit, false, |ring, limit| {
-        ring.try_write_elt(limit, ts, kind, index, caller_sp as u32)
-    });
-    slot.ring.leave(limit);
+    Some(f(slot))
 }
 
 /// `--counts`: runs `f` with the calling thread's call-count table (made, with the

@@ -86,16 +86,18 @@ fn on_enter(id: usize, elt: usize) {
     let f = unsafe { &*(id as *const ArgsFn) };
     // One timestamp for the Enter and its values (a TSC read costs ~11 ns on a VM).
     let ts = clock::ticks();
-    buffers::emit_elt_at(ts, EltKind::Enter, f.index, sp);
-    let Some(s) = STATE.get() else { return };
-    let Some(plan) = f.plan.get_or_init(|| {
-        let plan = build_plan(s, f.function);
-        if let Some(plan) = &plan {
-            write_names(f.index, plan);
-        }
-        plan
-    }) else {
-        return;
+    let plan = STATE.get().and_then(|s| {
+        let plan = f.plan.get_or_init(|| {
+            let plan = build_plan(s, f.function);
+            if let Some(plan) = &plan {
+                write_names(f.index, plan);
+            }
+            plan
+        });
+        Some((s, plan.as_ref()?))
+    });
+    let Some((s, plan)) = plan else {
+        return buffers::emit_elt_at(ts, EltKind::Enter, f.index, sp);
     };
     if let (Ok(frame), Some(slots)) = (frame, f.enter_slots.trusted()) {
         // Structs passed in registers are copied together first, as the runtime would.
@@ -156,9 +158,9 @@ fn on_enter(id: usize, elt: usize) {
             },
             ts,
             Record {
-                returned: false,
+                kind: EltKind::Enter,
                 function: f.index,
-                sp: sp & 0xffff_ffff,
+                sp,
             },
         ),
     }
@@ -191,9 +193,9 @@ unsafe fn write_args(
         },
         ts,
         Record {
-            returned: false,
+            kind: EltKind::Enter,
             function: f.index,
-            sp: sp & 0xffff_ffff,
+            sp,
         },
     );
 }
@@ -270,13 +272,14 @@ fn on_leave(id: usize, elt: usize, kind: EltKind) {
             },
             ts,
             Record {
-                returned: true,
+                kind,
                 function: f.index,
-                sp: sp & 0xffff_ffff,
+                sp,
             },
         );
+    } else {
+        buffers::emit_elt_at(ts, kind, f.index, sp);
     }
-    buffers::emit_elt_at(ts, kind, f.index, sp);
 }
 
 /// The address of the return value: from the learned slot, or asked of the runtime
@@ -334,20 +337,22 @@ fn write_bounded(s: &State, write: impl Fn(&mut ValueWriter<'_>), ts: u64, recor
     finish(s, w, ts, record)
 }
 
-/// Which record a value list goes into.
+/// The ELT event a value list goes with: `CallArgs` after an Enter, `CallReturn` before a
+/// Leave or Tailcall.
 #[derive(Clone, Copy)]
 struct Record {
-    /// `CallReturn` (else `CallArgs`).
-    returned: bool,
+    kind: EltKind,
     function: u64,
-    /// Low 32 bits of the caller SP.
+    /// The caller SP (the value record keeps its low 32 bits).
     sp: u64,
 }
 
+// Inlined so that the writer is not moved into a frame of its own on every call.
+#[inline(always)]
 fn finish(s: &State, w: ValueWriter<'_>, ts: u64, r: Record) {
     let (bytes, cut) = w.finish();
     if cut {
         s.cut.fetch_add(1, Ordering::Relaxed);
     }
-    buffers::emit_call_values(ts, r.returned, r.function, r.sp, bytes);
+    buffers::emit_elt_with_values(ts, r.kind, r.function, r.sp, bytes);
 }
