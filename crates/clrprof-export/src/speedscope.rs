@@ -666,14 +666,10 @@ mod reference {
     }
 }
 
-/// The export tests' fixtures.
-#[cfg(test)]
-#[path = "../tests/common/mod.rs"]
-mod fixtures;
-
 #[cfg(test)]
 mod tests {
-    use super::fixtures::*;
+    // The export tests' fixtures (tests/common), loaded once for the crate's tests.
+    use crate::firefox_fxprof::fixtures::*;
     use crate::model::*;
     use crate::{Options, Weight};
 
