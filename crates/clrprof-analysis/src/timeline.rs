@@ -221,11 +221,12 @@ impl<'a> Trace<'a> {
                 });
             }
         };
-        // `for_each`, not `for`: the reader hands a block's calls over in a tight loop.
+        // `for_each`, not `for`: the reader hands a block's calls over in a tight loop,
+        // on a second core while this one runs `f` (the call tree, the counts).
         if calls {
-            reader.events().for_each(&mut each);
+            reader.events().for_each_ahead(&mut each);
         } else {
-            reader.events_without_calls().for_each(&mut each);
+            reader.events_without_calls().for_each_ahead(&mut each);
         }
     }
 }

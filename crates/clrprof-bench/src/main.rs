@@ -16,6 +16,7 @@
 //!   cargo run --release -p clrprof-bench -- push-soak   # `record --alloc --push` RSS per minute and its slope
 //!   cargo run --release -p clrprof-bench -- coverage    # an xunit suite under clrprof coverage vs coverlet; ns per counted hit
 //!   cargo run --release -p clrprof-bench -- probes      # ns per IL-probed call (attach) vs unprobed vs startup ELT
+//!   cargo run --release -p clrprof-bench -- read        # `report`/`convert` events/s on one core and on two
 
 mod alloc;
 mod coverage;
@@ -62,6 +63,14 @@ enum What {
     },
     /// ELT tracing on a call-dense workload (recursive Fib)
     Trace,
+    /// `report` and `convert -f folded` of the two-thread trace of `trace` (or of FILE),
+    /// pinned to one CPU (`taskset -c 0`: the reader decodes on the caller's thread) and
+    /// on two (it decodes on a second one), alternated: events per second and the ratio
+    Read {
+        /// A trace to read instead of recording `fib 32 threads=2`
+        #[arg(long)]
+        trace: Option<PathBuf>,
+    },
     /// `--args` (ELT slow path): ns per call with arguments and return value recorded,
     /// for `int Fib(int)` and for a method taking a string and a struct
     Args,
@@ -154,6 +163,7 @@ fn main() -> Result<()> {
         What::Events => events(args.runs),
         What::Sample { only, compare_with } => sample(args.runs, &only, compare_with.as_deref()),
         What::Trace => trace(args.runs),
+        What::Read { trace } => read_bench(args.runs, trace),
         What::Args => args_bench(args.runs),
         What::Attach => attach(args.runs),
         What::Soak {
@@ -682,6 +692,99 @@ fn read_speed(clrprof: &Path, trace: &Path, runs: usize) -> Result<()> {
         );
     }
     drop(cmds);
+    let _ = std::fs::remove_file(folded);
+    Ok(())
+}
+
+/// `clrprof-bench read`: the two-thread Fib trace (recorded unless given) read by
+/// `report` and `convert -f folded` on one CPU and on two, alternated round by round.
+fn read_bench(runs: usize, given: Option<PathBuf>) -> Result<()> {
+    let clrprof = clrprof()?;
+    let trace = match given {
+        Some(t) => t,
+        None => {
+            let app = clrprof_testkit::app("Scenarios");
+            let out = scratch().join("read.clrprof");
+            let _ = std::fs::remove_file(&out);
+            rounds::measure(
+                recorded(
+                    &clrprof,
+                    &["--mode", "trace", "--include", "Scenarios.*"],
+                    &out,
+                    &app,
+                    &["fib", "32", "threads=2"],
+                ),
+                None,
+            )?;
+            out
+        }
+    };
+    let out = Command::new(&clrprof)
+        .args(["report", "--json"])
+        .arg(&trace)
+        .output()?;
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let calls: u64 = r["functions"]
+        .as_array()
+        .map(|f| f.iter().filter_map(|f| f["calls"].as_u64()).sum())
+        .unwrap_or(0);
+    let events = 2.0 * calls as f64;
+    let bytes = std::fs::metadata(&trace).map(|m| m.len()).unwrap_or(0);
+    println!(
+        "reading {}: {:.1} M events (Enter and Leave of {calls} calls), {:.0} MB; {runs} rounds, \
+         one CPU (taskset -c 0) and two alternated",
+        trace.display(),
+        events / 1e6,
+        bytes as f64 / 1e6,
+    );
+    let folded = scratch().join("read.folded");
+    let report = || {
+        let mut c = Command::new(&clrprof);
+        c.arg("report").arg(&trace);
+        c
+    };
+    let convert = || {
+        let mut c = Command::new(&clrprof);
+        c.args(["convert", "-f", "folded", "-o"])
+            .arg(&folded)
+            .arg(&trace);
+        c
+    };
+    let (report1, convert1) = (
+        || rounds::pinned(&report(), "0"),
+        || rounds::pinned(&convert(), "0"),
+    );
+    let configs: [(&str, &dyn Fn() -> Command); 4] = [
+        ("report, one CPU", &report1),
+        ("report, two CPUs", &report),
+        ("convert -f folded, one CPU", &convert1),
+        ("convert -f folded, two CPUs", &convert),
+    ];
+    let runs = rounds::interleaved(runs, &configs, None)?;
+    let wall = |i: usize| -> Vec<f64> { runs[i].iter().map(|r| r.wall.as_secs_f64()).collect() };
+    println!(
+        "{:<30} {:>8} {:>15} {:>12} {:>8}",
+        "configuration", "wall s", "(p25–p75)", "M events/s", "CPU s"
+    );
+    for (i, (name, _)) in configs.iter().enumerate() {
+        let (m, lo, hi) = rounds::spread(&wall(i));
+        let cpu: Vec<f64> = runs[i].iter().map(|r| r.cpu.as_secs_f64()).collect();
+        println!(
+            "{name:<30} {m:>8.2} {:>15} {:>12.1} {:>8.2}",
+            format!("{lo:.2}–{hi:.2}"),
+            events / m / 1e6,
+            rounds::quantile(&cpu, 0.5)
+        );
+    }
+    for (one, two, what) in [(0, 1, "report"), (2, 3, "convert -f folded")] {
+        let ratio = rounds::paired(&wall(one), &wall(two));
+        let (m, lo, hi) = rounds::spread(&ratio);
+        let (min, max) = (rounds::quantile(&ratio, 0.0), rounds::quantile(&ratio, 1.0));
+        println!(
+            "{what}: one CPU's wall time over two CPUs', paired round by round: median {m:.2} \
+             (p25–p75 {lo:.2}–{hi:.2}, min–max {min:.2}–{max:.2})"
+        );
+    }
     let _ = std::fs::remove_file(folded);
     Ok(())
 }

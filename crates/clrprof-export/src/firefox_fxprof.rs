@@ -554,7 +554,7 @@ fn add_sources(profile: &Profile, v: &mut serde_json::Value) {
 
 /// The export tests' fixtures.
 #[path = "../tests/common/mod.rs"]
-mod fixtures;
+pub(crate) mod fixtures;
 
 #[cfg(test)]
 mod tests {

@@ -13,8 +13,10 @@ use crate::records::Records;
 use crate::scan::{Scanner, Step};
 use crate::warning::{Warning, Warnings};
 
+mod ahead;
 mod events;
 mod incremental;
+pub use ahead::{READ_THREADS_ENV, decode_ahead};
 pub use events::Events;
 pub use incremental::{IncrementalReader, SEEN_WINDOW};
 

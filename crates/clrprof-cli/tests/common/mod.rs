@@ -391,3 +391,60 @@ pub fn coverage_app(
         .unwrap_or(serde_json::Value::Null);
     (out, json)
 }
+
+/// `report --json` and `convert -f folded` of `trace`, decoding on a second thread (when
+/// the machine has two CPUs) and with `CLRPROF_READ_THREADS=1` (on the caller's thread
+/// only): the two must be the same, byte for byte. Returns the report's JSON.
+pub fn reads_the_same_on_one_and_two_threads(trace: &Path) -> serde_json::Value {
+    let run = |args: &[&str], one: bool| -> Vec<u8> {
+        let mut cmd = clrprof();
+        cmd.args(args).arg(trace);
+        if one {
+            cmd.env(clrprof_format::READ_THREADS_ENV, "1");
+        } else {
+            cmd.env_remove(clrprof_format::READ_THREADS_ENV);
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?} of {}: {}",
+            trace.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut bytes = out.stdout;
+        bytes.extend_from_slice(b"\n--- stderr ---\n");
+        bytes.extend_from_slice(&out.stderr);
+        bytes
+    };
+    let report = run(&["report", "--json"], false);
+    assert!(
+        report == run(&["report", "--json"], true),
+        "report --json of {} differs with {}=1",
+        trace.display(),
+        clrprof_format::READ_THREADS_ENV
+    );
+    let folded = |one: bool| {
+        let out = trace.with_extension(if one { "one.folded" } else { "two.folded" });
+        let stderr = run(
+            &["convert", "-f", "folded", "-o", out.to_str().unwrap()],
+            one,
+        );
+        let bytes = std::fs::read(&out).unwrap();
+        let _ = std::fs::remove_file(&out);
+        (
+            bytes,
+            String::from_utf8_lossy(&stderr).replace(out.to_str().unwrap(), "OUT"),
+        )
+    };
+    assert!(
+        folded(false) == folded(true),
+        "convert -f folded of {} differs with {}=1",
+        trace.display(),
+        clrprof_format::READ_THREADS_ENV
+    );
+    let end = report
+        .windows(16)
+        .position(|w| w == b"\n--- stderr ---\n")
+        .unwrap_or(report.len());
+    serde_json::from_slice(&report[..end]).expect("report --json prints JSON")
+}
