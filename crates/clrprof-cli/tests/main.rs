@@ -25,6 +25,7 @@ mod live;
 mod navigation;
 mod probes;
 mod push;
+mod read_ahead;
 mod reliability;
 mod robustness;
 mod runtimes;

@@ -4,7 +4,7 @@
 //! carried from block to block, some blocks compressed, one damaged) read the same with
 //! and without it. No app runs: about a second in all.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 
