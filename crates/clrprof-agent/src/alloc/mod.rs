@@ -392,7 +392,7 @@ pub fn on_event(
     // address anchors the cache's offsets; their positions into another.
     let mut buf = Frames::new();
     let mut positions = Frames::new();
-    // The frames' return addresses, when their positions are left to `later`.
+    // The frames' return addresses (walked, or the cache's), for positions left to `later`.
     let mut ips = Frames::new();
     let mut deferred = false;
     let walk0 = clock::ticks();
@@ -405,9 +405,23 @@ pub fn on_event(
     };
     let hit = stack
         .as_ref()
-        .is_some_and(|s| stackcache::find(s, &mut buf, &mut positions));
+        .is_some_and(|s| stackcache::find(s, &mut buf, &mut positions, &mut ips));
     if hit {
         st.hits.fetch_add(1, Ordering::Relaxed);
+        // `later`: a stack kept before its maps were read holds no position for some
+        // frames; what the maps know now, or later.
+        if st.later.is_some()
+            && st.walk != WalkMode::Compare
+            && buf
+                .as_slice()
+                .iter()
+                .zip(positions.as_slice())
+                .any(|(&f, &p)| f != 0 && p == 0)
+        {
+            let mut known = Frames::new();
+            deferred = !known_positions(maps, &buf, &ips, &mut known);
+            positions = known;
+        }
     }
     if !hit || st.walk == WalkMode::Compare {
         let mut snap = Frames::new();
@@ -429,10 +443,11 @@ pub fn on_event(
         if !mapped && !deferred {
             st.positions_busy.fetch_add(1, Ordering::Relaxed);
         }
-        // A stack is kept with its positions, so that it is not kept without them.
+        // A stack is kept with its positions, so that it is not kept without them (with
+        // `later`, with those known: a hit asks again for the others).
         if let Some(s) = &stack
             && !hit
-            && mapped
+            && (mapped || deferred)
         {
             stackcache::keep(
                 s,
@@ -527,7 +542,7 @@ fn own_stack(
     let mut positions = Frames::new();
     let hit = stack
         .as_ref()
-        .is_some_and(|s| stackcache::find(s, buf, &mut positions));
+        .is_some_and(|s| stackcache::find(s, buf, &mut positions, &mut Frames::new()));
     if !hit {
         let mut walked = Walked::new();
         let mut ips = Frames::new();
@@ -613,23 +628,27 @@ fn map_positions(
 /// (no runtime call: the allocating thread of a `GCAllocationTick` may make none), each
 /// frame's return address − 1 as in [`map_positions`]; false when some frame's code is not
 /// mapped yet, or the maps are busy (the sample's positions are then left to `later`).
+/// `out` gets a position for every frame, 0 (none) for those not known.
 fn known_positions(maps: &Mutex<IlMaps>, frames: &Frames, ips: &Frames, out: &mut Frames) -> bool {
     out.n = 0;
-    let Ok(maps) = maps.try_lock() else {
-        return false;
-    };
-    for (&f, &ip) in frames.as_slice().iter().zip(ips.as_slice()) {
+    let maps = maps.try_lock().ok();
+    let mut all = maps.is_some() && ips.n == frames.n;
+    for (i, &f) in frames.as_slice().iter().enumerate() {
+        let ip = ips.as_slice().get(i).copied().unwrap_or(0);
         let p = if f != 0 && ip > 1 {
-            match maps.known(f, ip - 1) {
+            match maps.as_ref().and_then(|m| m.known(f, ip - 1)) {
                 Some(p) => p,
-                None => return false,
+                None => {
+                    all = false;
+                    None
+                }
             }
         } else {
             None
         };
         out.push(clrprof_format::position_item(p));
     }
-    out.n == frames.n
+    all
 }
 
 /// The refusal of an IL map call was logged (once a process).
