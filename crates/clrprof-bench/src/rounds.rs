@@ -180,30 +180,6 @@ pub fn print_cpu_table(configs: &[(&str, &dyn Fn() -> Command)], runs: &[Vec<Run
     ratios
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn quantiles_interpolate() {
-        let v = [4.0, 1.0, 3.0, 2.0, 5.0];
-        assert_eq!(spread(&v), (3.0, 2.0, 4.0));
-        assert_eq!(quantile(&[1.0, 2.0], 0.5), 1.5);
-        assert_eq!(paired(&[2.0, 3.0], &[1.0, 2.0]), vec![2.0, 1.5]);
-    }
-
-    #[test]
-    fn children_cpu_counts_a_busy_child() {
-        let before = children_cpu().unwrap();
-        let st = Command::new("sh")
-            .args(["-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"])
-            .status()
-            .unwrap();
-        assert!(st.success());
-        assert!(children_cpu().unwrap() > before);
-    }
-}
-
 /// Prints the paired CPU ratio of configuration `with` over configuration `without`
 /// (round by round: median and p25–p75), and whether 1.0 lies within that spread (the
 /// difference is then not told from noise). Returns the median ratio.
@@ -226,4 +202,28 @@ pub fn print_pair(
         }
     );
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_interpolate() {
+        let v = [4.0, 1.0, 3.0, 2.0, 5.0];
+        assert_eq!(spread(&v), (3.0, 2.0, 4.0));
+        assert_eq!(quantile(&[1.0, 2.0], 0.5), 1.5);
+        assert_eq!(paired(&[2.0, 3.0], &[1.0, 2.0]), vec![2.0, 1.5]);
+    }
+
+    #[test]
+    fn children_cpu_counts_a_busy_child() {
+        let before = children_cpu().unwrap();
+        let st = Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        assert!(children_cpu().unwrap() > before);
+    }
 }
