@@ -275,13 +275,35 @@ fn events(runs: usize) -> Result<()> {
     println!("events mode, Demo app, {runs} interleaved rounds");
     let base = || dotnet_app(&demo, &[]);
     let events = || recorded(&clrprof, &["--mode", "events"], &out, &demo, &[]);
-    let configs: [(&str, &dyn Fn() -> Command); 2] =
-        [("no profiler", &base), ("clrprof --mode events", &events)];
+    // Without source positions and lines: the exception stacks' IL maps not read
+    // (`CLRPROF_SAMPLER_NO_POSITIONS`, a diagnostic switch of the agent), no line table
+    // appended at the end (`--no-lines`). What recording the maps costs in events mode.
+    let no_maps = || {
+        let mut c = recorded(
+            &clrprof,
+            &["--mode", "events", "--no-lines"],
+            &out,
+            &demo,
+            &[],
+        );
+        c.env("CLRPROF_SAMPLER_NO_POSITIONS", "1");
+        c
+    };
+    let configs: [(&str, &dyn Fn() -> Command); 3] = [
+        ("no profiler", &base),
+        ("clrprof --mode events", &events),
+        ("clrprof --mode events, no positions, --no-lines", &no_maps),
+    ];
     let runs = rounds::interleaved(runs, &configs, None)?;
     let r = rounds::print_cpu_table(&configs, &runs);
     println!(
         "events-mode overhead (median paired CPU ratio): {:+.1} %",
         100.0 * (r[1] - 1.0)
+    );
+    let maps = rounds::print_pair(&configs, &runs, 1, 2);
+    println!(
+        "recording the IL maps and the line table in events mode: {:+.1} % (median paired CPU ratio)",
+        100.0 * (maps - 1.0)
     );
     Ok(())
 }
@@ -376,14 +398,23 @@ fn sample(runs: usize, only: &[String], other: Option<&Path>) -> Result<()> {
             c
         }
     };
-    // The same without the frames' IL offsets (a diagnostic switch of the agent): what
-    // recording source positions costs.
+    // The same without the frames' IL offsets (a diagnostic switch of the agent) and
+    // without the line table appended at the end (`--no-lines`): what recording source
+    // lines costs.
     let no_positions = |rate: &'static str| {
         let (clrprof, out, app) = (&clrprof, &out, &app);
         move || {
             let mut c = recorded(
                 clrprof,
-                &["--mode", "sample", "--rate", rate, "--sampler", "signal"],
+                &[
+                    "--mode",
+                    "sample",
+                    "--rate",
+                    rate,
+                    "--sampler",
+                    "signal",
+                    "--no-lines",
+                ],
                 out,
                 app,
                 &args,
@@ -429,7 +460,52 @@ fn sample(runs: usize, only: &[String], other: Option<&Path>) -> Result<()> {
             100.0 * (r[i] - 1.0)
         );
     }
+    // Source lines on and off, paired round by round.
+    let at = |name: &str| configs.iter().position(|(n, _)| *n == name);
+    for rate in ["99", "999"] {
+        if let (Some(with), Some(without)) = (
+            at(&format!("clrprof sample {rate} Hz (signal)")),
+            at(&format!("clrprof sample {rate} Hz (signal, no positions)")),
+        ) {
+            rounds::print_pair(&configs, &runs, with, without);
+        }
+    }
+    if at("clrprof sample 999 Hz (signal)").is_some() {
+        // The last round's 999 Hz trace is in `out` only if that row ran last: record it
+        // again, then read it with and without lines.
+        rounds::measure(s999(), None)?;
+        report_lines_cost(&clrprof, &out, runs.first().map_or(5, Vec::len))?;
+    }
     Ok(())
+}
+
+/// `report` of `trace` with its source lines and with `--no-lines`, interleaved `runs`
+/// times after a warm-up: the paired ratio of their CPU time (median and p25–p75).
+fn report_lines_cost(clrprof: &Path, trace: &Path, runs: usize) -> Result<f64> {
+    let report = |no_lines: bool| {
+        move || {
+            let mut c = Command::new(clrprof);
+            c.arg("report").arg(trace);
+            if no_lines {
+                c.arg("--no-lines");
+            }
+            c
+        }
+    };
+    let (with, without) = (report(false), report(true));
+    let configs: [(&str, &dyn Fn() -> Command); 2] = [
+        ("clrprof report --no-lines", &without),
+        ("clrprof report (lines)", &with),
+    ];
+    let bytes = std::fs::metadata(trace).map(|m| m.len()).unwrap_or(0);
+    println!(
+        "\nreading {} ({:.1} MB) with and without its source lines, {runs} interleaved rounds:",
+        trace.display(),
+        bytes as f64 / 1e6
+    );
+    let runs = rounds::interleaved(runs, &configs, None)?;
+    rounds::print_cpu_table(&configs, &runs);
+    Ok(rounds::print_pair(&configs, &runs, 1, 0))
 }
 
 fn find_dotnet_trace() -> Option<PathBuf> {
@@ -659,6 +735,9 @@ fn read_speed(clrprof: &Path, trace: &Path, runs: usize) -> Result<()> {
         bytes as f64 / events
     );
     let folded = scratch().join("trace.folded");
+    // With and without source lines, paired (a trace-mode trace holds no positions, so
+    // this is what looking for them costs when there are none).
+    report_lines_cost(clrprof, trace, runs)?;
     type MakeCommand<'a> = Box<dyn Fn() -> Command + 'a>;
     let cmds: [(&str, MakeCommand); 2] = [
         (

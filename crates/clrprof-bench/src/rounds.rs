@@ -180,6 +180,30 @@ pub fn print_cpu_table(configs: &[(&str, &dyn Fn() -> Command)], runs: &[Vec<Run
     ratios
 }
 
+/// Prints the paired CPU ratio of configuration `with` over configuration `without`
+/// (round by round: median and p25–p75), and whether 1.0 lies within that spread (the
+/// difference is then not told from noise). Returns the median ratio.
+pub fn print_pair(
+    configs: &[(&str, &dyn Fn() -> Command)],
+    runs: &[Vec<Run>],
+    with: usize,
+    without: usize,
+) -> f64 {
+    let cpu = |i: usize| -> Vec<f64> { runs[i].iter().map(|r| r.cpu.as_secs_f64()).collect() };
+    let (r, r25, r75) = spread(&paired(&cpu(with), &cpu(without)));
+    println!(
+        "{} over {}: CPU ratio {r:.3} (p25–p75 {r25:.3}–{r75:.3}){}",
+        configs[with].0,
+        configs[without].0,
+        if (r25..=r75).contains(&1.0) {
+            ", 1.0 within the spread"
+        } else {
+            ""
+        }
+    );
+    r
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

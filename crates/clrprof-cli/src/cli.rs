@@ -443,6 +443,10 @@ pub struct ReportArgs {
     /// embedded PDB and the one beside the module, before the path the compiler wrote)
     #[arg(long = "pdb-dir", value_name = "DIR")]
     pub pdb_dirs: Vec<PathBuf>,
+    /// No source lines: frames are not mapped to lines (neither from the trace's line
+    /// table nor from any PDB), as in traces recorded without positions
+    #[arg(long, conflicts_with_all = ["source", "pdb_dirs"])]
+    pub no_lines: bool,
     /// Every section in full: each GC even when its pause was not recorded, threads
     /// without a name or lifetime (the text report shortens them by default)
     #[arg(long)]

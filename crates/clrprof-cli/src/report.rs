@@ -47,7 +47,7 @@ pub fn run(args: ReportArgs) -> Result<i32> {
                 to_ns: args.to,
             },
             function: args.function.clone(),
-            pdb_dirs: Some(args.pdb_dirs.clone()),
+            pdb_dirs: (!args.no_lines).then(|| args.pdb_dirs.clone()),
         },
     );
     bar.done();

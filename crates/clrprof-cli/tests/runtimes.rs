@@ -172,7 +172,10 @@ fn sampling(rt: Runtime) {
 /// the event fires, so the live heap is not followed there (docs/allocations.md). On every
 /// runtime the estimate is within 10 % of the app's own count and each site's bytes are
 /// charged to its method; and most stacks come from the stack cache, none of them
-/// differing from DoStackSnapshot's (`CLRPROF_ALLOC_WALK=compare` takes both).
+/// differing from DoStackSnapshot's (`CLRPROF_ALLOC_WALK=compare` takes both). The samples
+/// carry lines on every runtime: nearly all of `Bytes`' on the line of its allocation, the
+/// one the runtime's own `StackTrace(true)` gives there (8 and 9 refuse the IL map calls on
+/// the allocating thread, and the agent's own thread maps them: docs/source-lines.md).
 fn allocation_samples(rt: Runtime) {
     let app = app_on("Scenarios", rt);
     let trace = scratch(&format!("rt-alloc-{}", rt.tfm())).join("t.clrprof");
@@ -221,6 +224,34 @@ fn allocation_samples(rt: Runtime) {
             (got / est - fact(site) / total).abs() < 0.05,
             "{f}: {got} of {est} vs {} of {total}",
             fact(site)
+        );
+    }
+    let bytes_line = results(&out)["bytes_line"].parse::<u64>().unwrap();
+    let rows: Vec<&Value> = a["lines"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no allocation lines: {a:#}"))
+        .iter()
+        .filter(|l| l["function"] == "Scenarios.AllocSites.Bytes")
+        .collect();
+    let self_bytes = |on: Option<u64>| -> u64 {
+        rows.iter()
+            .filter(|l| on.is_none_or(|n| l["line"] == n))
+            .map(|l| l["self_bytes"].as_u64().unwrap())
+            .sum()
+    };
+    let (on_line, all) = (self_bytes(Some(bytes_line)), self_bytes(None));
+    assert!(
+        all as f64 >= est * 0.5
+            && on_line * 10 >= all * 9
+            && rows.iter().all(|l| l["file"]
+                .as_str()
+                .is_some_and(|f| f.ends_with("AllocSites.cs"))),
+        "{on_line} of Bytes' {all} self bytes (of {est}) on AllocSites.cs:{bytes_line}: {rows:#?}"
+    );
+    if rt != Runtime::Net10 {
+        assert!(
+            log.contains("allocation positions mapped off the allocating thread"),
+            "{log}"
         );
     }
 }

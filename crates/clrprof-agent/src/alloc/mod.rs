@@ -22,6 +22,7 @@
 //! is mapped once, its version's map read once, both caches bounded), then kept in the
 //! stack cache with them.
 
+mod later;
 mod live;
 mod payload;
 mod stackbuf;
@@ -29,8 +30,8 @@ mod stackcache;
 mod waits;
 
 use std::borrow::Cow;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use clrprof_format::Event;
 use corprof::{ClassId, EventPipeEvent, FunctionId, ObjectId, ProfilerInfo};
@@ -41,6 +42,7 @@ use crate::os::clock;
 use crate::output::buffers::emit;
 use crate::stackwalk::ilmap::IlMaps;
 
+use later::{Later, Mapper};
 use live::{LiveTable, TRACKED_MAX};
 use stackbuf::FrameBuf;
 
@@ -103,6 +105,9 @@ struct State {
     differed: AtomicU64,
     /// Walked samples recorded without positions: another thread held the maps.
     positions_busy: AtomicU64,
+    /// `GCAllocationTick` (.NET 8, 9): positions the maps do not know yet are mapped by
+    /// the agent's thread (`later`), as the runtime refuses the calls on this one.
+    later: Option<Later>,
     /// `AllocationSampled` (true) or `AllocationTick`.
     sampled: bool,
     /// Keep a runtime sample when `splitmix(counter) < keep` (`u64::MAX` = keep all).
@@ -143,6 +148,7 @@ pub fn reset_for_session() {
 
 /// Between sessions: the state of the last `--alloc` and `--waits` goes.
 pub fn release_at_detach() {
+    stop_mapper();
     STATE.clear();
     waits::release_at_detach();
 }
@@ -221,6 +227,7 @@ fn try_start(info: &ProfilerInfo, settings: &Settings) -> Result<(), (u32, Strin
         compared: AtomicU64::new(0),
         differed: AtomicU64::new(0),
         positions_busy: AtomicU64::new(0),
+        later: (!sampled).then(Later::new),
         sampled,
         keep,
         follow,
@@ -262,6 +269,42 @@ fn try_start(info: &ProfilerInfo, settings: &Settings) -> Result<(), (u32, Strin
         }
     );
     Ok(())
+}
+
+/// The thread that maps `GCAllocationTick` samples' positions (`later`), while there is one.
+static MAPPER: Mutex<Option<Mapper>> = Mutex::new(None);
+
+/// The session's queue of samples waiting for positions, if it has one.
+fn later_queue() -> Option<&'static Later> {
+    STATE.get().and_then(|st| st.later.as_ref())
+}
+
+/// Once the profiler's shared IL maps exist (after `start`): starts the thread that maps
+/// the positions the allocating threads may not ask for (.NET 8 and 9), if this session
+/// samples allocations there.
+pub fn start_mapper(info: &ProfilerInfo, maps: &Arc<Mutex<IlMaps>>) {
+    if later_queue().is_none() {
+        return;
+    }
+    match Mapper::start(info.clone(), maps.clone(), later_queue) {
+        Ok(m) => {
+            let old = MAPPER.lock().unwrap_or_else(|p| p.into_inner()).replace(m);
+            if let Some(old) = old {
+                old.stop();
+            }
+        }
+        Err(e) => log!(
+            "cannot start the thread that maps allocation samples' positions: {e}; samples whose code was not mapped yet have no lines"
+        ),
+    }
+}
+
+/// Stops the mapping thread after its last round (idempotent).
+fn stop_mapper() {
+    let m = MAPPER.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(m) = m {
+        m.stop();
+    }
 }
 
 /// Ids named already, direct-mapped by hash: a hit skips the name table's lock, so the
@@ -349,6 +392,9 @@ pub fn on_event(
     // address anchors the cache's offsets; their positions into another.
     let mut buf = Frames::new();
     let mut positions = Frames::new();
+    // The frames' return addresses (walked, or the cache's), for positions left to `later`.
+    let mut ips = Frames::new();
+    let mut deferred = false;
     let walk0 = clock::ticks();
     let stack = match st.walk {
         // (The register context's layout is x86-64's.)
@@ -359,13 +405,26 @@ pub fn on_event(
     };
     let hit = stack
         .as_ref()
-        .is_some_and(|s| stackcache::find(s, &mut buf, &mut positions));
+        .is_some_and(|s| stackcache::find(s, &mut buf, &mut positions, &mut ips));
     if hit {
         st.hits.fetch_add(1, Ordering::Relaxed);
+        // `later`: a stack kept before its maps were read holds no position for some
+        // frames; what the maps know now, or later.
+        if st.later.is_some()
+            && st.walk != WalkMode::Compare
+            && buf
+                .as_slice()
+                .iter()
+                .zip(positions.as_slice())
+                .any(|(&f, &p)| f != 0 && p == 0)
+        {
+            let mut known = Frames::new();
+            deferred = !known_positions(maps, &buf, &ips, &mut known);
+            positions = known;
+        }
     }
     if !hit || st.walk == WalkMode::Compare {
         let mut snap = Frames::new();
-        let mut ips = Frames::new();
         let mut walked = Walked::new();
         let complete = snapshot(
             info,
@@ -374,14 +433,21 @@ pub fn on_event(
             stack.is_some().then_some(&mut walked),
         );
         let mut snap_positions = Frames::new();
-        let mapped = map_positions(info, maps, &snap, &ips, &mut snap_positions);
-        if !mapped {
+        let mapped = if st.later.is_some() {
+            // The runtime answers no IL map call here: what the maps know, or later.
+            deferred = !known_positions(maps, &snap, &ips, &mut snap_positions);
+            !deferred
+        } else {
+            map_positions(info, maps, &snap, &ips, &mut snap_positions)
+        };
+        if !mapped && !deferred {
             st.positions_busy.fetch_add(1, Ordering::Relaxed);
         }
-        // A stack is kept with its positions, so that it is not kept without them.
+        // A stack is kept with its positions, so that it is not kept without them (with
+        // `later`, with those known: a hit asks again for the others).
         if let Some(s) = &stack
             && !hit
-            && mapped
+            && (mapped || deferred)
         {
             stackcache::keep(
                 s,
@@ -437,9 +503,14 @@ pub fn on_event(
         tracked: u8::from(tracked),
         frames: Cow::Borrowed(frames),
     });
-    // Where in its method each frame was: the same thread's next record.
+    // Where in its method each frame was: the same thread's next record, or the mapping
+    // thread's once it has read the maps.
     let positions = positions.as_slice();
-    if positions.len() == frames.len() && positions.iter().any(|&p| p != 0) {
+    if deferred {
+        if let Some(l) = &st.later {
+            l.queue(id, frames, ips.as_slice());
+        }
+    } else if positions.len() == frames.len() && positions.iter().any(|&p| p != 0) {
         emit(&Event::AllocPositions {
             id,
             positions: Cow::Borrowed(positions),
@@ -471,7 +542,7 @@ fn own_stack(
     let mut positions = Frames::new();
     let hit = stack
         .as_ref()
-        .is_some_and(|s| stackcache::find(s, buf, &mut positions));
+        .is_some_and(|s| stackcache::find(s, buf, &mut positions, &mut Frames::new()));
     if !hit {
         let mut walked = Walked::new();
         let mut ips = Frames::new();
@@ -551,6 +622,33 @@ fn map_positions(
         );
     }
     out.n == frames.n
+}
+
+/// Where in its method each frame of a walk is, from what the shared maps know already
+/// (no runtime call: the allocating thread of a `GCAllocationTick` may make none), each
+/// frame's return address − 1 as in [`map_positions`]; false when some frame's code is not
+/// mapped yet, or the maps are busy (the sample's positions are then left to `later`).
+/// `out` gets a position for every frame, 0 (none) for those not known.
+fn known_positions(maps: &Mutex<IlMaps>, frames: &Frames, ips: &Frames, out: &mut Frames) -> bool {
+    out.n = 0;
+    let maps = maps.try_lock().ok();
+    let mut all = maps.is_some() && ips.n == frames.n;
+    for (i, &f) in frames.as_slice().iter().enumerate() {
+        let ip = ips.as_slice().get(i).copied().unwrap_or(0);
+        let p = if f != 0 && ip > 1 {
+            match maps.as_ref().and_then(|m| m.known(f, ip - 1)) {
+                Some(p) => p,
+                None => {
+                    all = false;
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        out.push(clrprof_format::position_item(p));
+    }
+    all
 }
 
 /// The refusal of an IL map call was logged (once a process).
@@ -635,6 +733,17 @@ pub fn stop(info: &ProfilerInfo) {
     };
     st.stopped.store(true, Ordering::Release);
     let _ = info.event_pipe_stop_session(st.session);
+    // The samples recorded until now get their positions, then the thread ends.
+    stop_mapper();
+    if let Some(l) = &st.later {
+        l.drop_rest();
+        log!(
+            "allocation positions mapped off the allocating thread (GCAllocationTick): {} samples queued, {} mapped, {} without positions (the queue full or busy)",
+            l.queued.load(Ordering::Relaxed),
+            l.mapped.load(Ordering::Relaxed),
+            l.dropped.load(Ordering::Relaxed),
+        );
+    }
     let alive_at_end = st.live.release_all(info);
     let (hits, compared, differed, busy) = (
         st.hits.load(Ordering::Relaxed),

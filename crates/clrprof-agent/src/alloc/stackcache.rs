@@ -148,6 +148,7 @@ pub fn find<const N: usize>(
     stack: &OwnStack,
     out: &mut FrameBuf<N>,
     positions: &mut FrameBuf<N>,
+    rets: &mut FrameBuf<N>,
 ) -> bool {
     for leaf in &LEAVES {
         let offset = leaf.load(Ordering::Acquire);
@@ -160,13 +161,14 @@ pub fn find<const N: usize>(
         let k = key(offset, ret);
         let set = (k as usize % SETS) * WAYS;
         for e in &TABLE[set..set + WAYS] {
-            if read(e, k, stack, out, positions) {
+            if read(e, k, stack, out, positions, rets) {
                 return true;
             }
         }
     }
     out.n = 0;
     positions.n = 0;
+    rets.n = 0;
     false
 }
 
@@ -178,6 +180,7 @@ fn read<const N: usize>(
     stack: &OwnStack,
     out: &mut FrameBuf<N>,
     positions: &mut FrameBuf<N>,
+    rets: &mut FrameBuf<N>,
 ) -> bool {
     let s1 = e.seq.load(Ordering::Acquire);
     if s1 & 1 == 1 || e.key.load(Ordering::Relaxed) != k {
@@ -189,13 +192,16 @@ fn read<const N: usize>(
     }
     out.n = 0;
     positions.n = 0;
+    rets.n = 0;
     for i in 0..n {
         let offset = e.offset[i].load(Ordering::Relaxed);
-        if stack.word(offset) != Some(e.ret[i].load(Ordering::Relaxed)) {
+        let ret = e.ret[i].load(Ordering::Relaxed);
+        if stack.word(offset) != Some(ret) {
             return false;
         }
         out.push(e.function[i].load(Ordering::Relaxed));
         positions.push(e.position[i].load(Ordering::Relaxed));
+        rets.push(ret);
     }
     fence(Ordering::Acquire);
     e.seq.load(Ordering::Relaxed) == s1
@@ -309,14 +315,17 @@ mod tests {
         ];
         keep(&s, &frames, &[0x14, 0x2a], true, |_| 0);
         let (mut out, mut positions) = (FrameBuf::<8>::new(), FrameBuf::<8>::new());
-        assert!(find(&s, &mut out, &mut positions));
+        let mut rets = FrameBuf::<8>::new();
+        assert!(find(&s, &mut out, &mut positions, &mut rets));
         assert_eq!(out.as_slice(), &[11, 22]);
         assert_eq!(positions.as_slice(), &[0x14, 0x2a]);
+        // The return addresses, the walk's IPs (for positions mapped later).
+        assert_eq!(rets.as_slice(), &[0x7000_1234, 0x7000_5678]);
         // Another caller (a different return address into frame 2): not this stack.
         words[5] = 0x7000_9999;
         let s = stack_of(&words);
-        assert!(!find(&s, &mut out, &mut positions));
-        assert_eq!((out.n, positions.n), (0, 0));
+        assert!(!find(&s, &mut out, &mut positions, &mut rets));
+        assert_eq!((out.n, positions.n, rets.n), (0, 0, 0));
     }
 
     #[test]

@@ -37,12 +37,17 @@ pub struct Active {
     attached: bool,
     /// The IL maps of the methods on the stacks the runtime's own threads record (exception
     /// stacks, allocation samples), for their positions: taken with `try_lock` only (a
-    /// throw or a walked allocation stack that finds it busy records no positions).
-    thread_ilmaps: std::sync::Mutex<IlMaps>,
+    /// throw or a walked allocation stack that finds it busy records no positions). Shared
+    /// with the thread that maps `GCAllocationTick` samples' positions (`alloc::later`).
+    thread_ilmaps: Arc<std::sync::Mutex<IlMaps>>,
 }
 
 impl Active {
     fn new(info: ProfilerInfo, session: Arc<Session>, attached: bool) -> Active {
+        let thread_ilmaps = Arc::new(std::sync::Mutex::new(IlMaps::new(
+            std::env::var_os("CLRPROF_SAMPLER_NO_POSITIONS").is_none(),
+        )));
+        crate::alloc::start_mapper(&info, &thread_ilmaps);
         Active {
             info,
             settings: session.settings().clone(),
@@ -52,9 +57,7 @@ impl Active {
             modules_seen: Seen::new(),
             assemblies_seen: Seen::new(),
             attached,
-            thread_ilmaps: std::sync::Mutex::new(IlMaps::new(
-                std::env::var_os("CLRPROF_SAMPLER_NO_POSITIONS").is_none(),
-            )),
+            thread_ilmaps,
         }
     }
 }

@@ -123,7 +123,11 @@ impl IlMaps {
         let mut p = self.lookup(function, addr);
         if p.is_none() {
             // A version not seen yet (a tier-up, an OSR version): read the method again.
-            self.read_function(info, function);
+            if !self.read_function(info, function) {
+                // Refused on this thread: nothing is cached, so that a thread the runtime
+                // answers maps it.
+                return None;
+            }
             p = self.lookup(function, addr);
         }
         if p.is_some() {
@@ -135,6 +139,19 @@ impl IlMaps {
         p
     }
 
+    /// Where in `function` the code at `addr` is, from the maps read already (no runtime
+    /// call): `None` when they do not say yet (the method or that version of it not read),
+    /// `Some(None)` when known to have no position.
+    pub fn known(&self, function: u64, addr: u64) -> Option<Option<IlPosition>> {
+        if !self.enabled {
+            return Some(None);
+        }
+        if let Some(&p) = self.positions.get(&addr) {
+            return Some(p);
+        }
+        self.lookup(function, addr).map(Some)
+    }
+
     fn lookup(&self, function: u64, addr: u64) -> Option<IlPosition> {
         self.bodies.get(&function)?.iter().find_map(|b| {
             let off = b.offset_of(addr)?;
@@ -142,16 +159,25 @@ impl IlMaps {
         })
     }
 
-    fn read_function(&mut self, info: &ProfilerInfo, function: u64) {
+    /// Reads `function`'s code versions and their maps; false, and nothing cached, when
+    /// the runtime refused a call on this thread (`CORPROF_E_UNSUPPORTED_CALL_SEQUENCE`).
+    fn read_function(&mut self, info: &ProfilerInfo, function: u64) -> bool {
         if self.bodies.len() >= MAX_FUNCTIONS {
             self.bodies.clear();
         }
-        let starts = info
-            .get_native_code_start_addresses(FunctionId(function as usize), ReJitId(0))
-            .unwrap_or_else(|e| {
-                self.stats.first_error.get_or_insert(e);
-                Vec::new()
-            });
+        let refused =
+            |e: &corprof::HResult| *e == corprof::HResult::CORPROF_E_UNSUPPORTED_CALL_SEQUENCE;
+        let starts =
+            match info.get_native_code_start_addresses(FunctionId(function as usize), ReJitId(0)) {
+                Ok(s) => s,
+                Err(e) => {
+                    self.stats.first_error.get_or_insert(e);
+                    if refused(&e) {
+                        return false;
+                    }
+                    Vec::new()
+                }
+            };
         let mut bodies = Vec::with_capacity(starts.len());
         for start in starts {
             let (ranges, mut map) = match (
@@ -161,6 +187,9 @@ impl IlMaps {
                 (Ok(r), Ok(m)) => (r, m),
                 (Err(e), _) | (_, Err(e)) => {
                     self.stats.first_error.get_or_insert(e);
+                    if refused(&e) {
+                        return false;
+                    }
                     continue;
                 }
             };
@@ -175,6 +204,7 @@ impl IlMaps {
             });
         }
         self.bodies.insert(function, bodies);
+        true
     }
 }
 
