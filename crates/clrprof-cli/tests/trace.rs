@@ -476,9 +476,12 @@ fn exact_mode_waits_for_the_writer_and_says_so() {
             "--buffer-kb",
             "4",
         ],
-        &["fib", "22"],
+        // Two threads calling: with the writer that makes three threads on two cores, so
+        // the 4 KiB rings fill before it drains them. (With one, an idle machine's writer
+        // kept up and nothing waited.)
+        &["fib", "22", "threads=2"],
     );
-    assert_eq!(results(&out)["fib_calls"], "57313");
+    assert_eq!(results(&out)["threads"], "2");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("waited for the writer"),
@@ -487,7 +490,11 @@ fn exact_mode_waits_for_the_writer_and_says_so() {
     assert!(!stderr.contains("LOST"), "agent log:\n{stderr}");
     let r = report_json(&trace);
     assert_eq!(r["lost_events"], 0);
-    assert_eq!(calls(&functions(&r), "Scenarios.FibScenario.Fib"), 57313);
+    // Each thread runs the uncounted twin of Fib: 2·F(23) − 1 calls each.
+    assert_eq!(
+        calls(&functions(&r), "Scenarios.FibScenario.FibUncounted"),
+        2 * 57313
+    );
 }
 
 /// A method emitted into a collectible dynamic assembly has no image to read names from:
