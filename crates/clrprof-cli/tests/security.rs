@@ -623,7 +623,12 @@ fn peer_helper() {
 fn as_nobody(mode: &str, path: &Path) -> Command {
     use std::os::unix::process::CommandExt;
     let mut c = Command::new(std::env::current_exe().unwrap());
-    c.args(["--exact", "peer_helper", "--nocapture", "--test-threads=1"])
+    // The test's name in this binary: its module path without the crate's name.
+    let name = format!(
+        "{}::peer_helper",
+        module_path!().split_once("::").map_or("", |(_, m)| m)
+    );
+    c.args(["--exact", &name, "--nocapture", "--test-threads=1"])
         .env("CLRPROF_TEST_PEER", mode)
         .env("CLRPROF_TEST_PEER_PATH", path)
         .uid(65534)
