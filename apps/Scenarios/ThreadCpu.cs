@@ -18,12 +18,24 @@ public static class ThreadCpu
     [DllImport("libc", EntryPoint = "clock_gettime")]
     private static extern int ClockGetTime(int clock, out Timespec ts);
 
-    /// <summary>Microseconds of CPU this thread has used; -1 where the clock is missing.</summary>
-    public static double Microseconds()
+    /// <summary>Nanoseconds of CPU this thread has used; -1 where libc or the clock is missing.</summary>
+    public static long Nanoseconds()
     {
         const int CLOCK_THREAD_CPUTIME_ID = 3;
-        return ClockGetTime(CLOCK_THREAD_CPUTIME_ID, out var ts) == 0
-            ? (ts.Sec * 1e6) + (ts.Nsec / 1e3)
-            : -1;
+        try
+        {
+            return ClockGetTime(CLOCK_THREAD_CPUTIME_ID, out var ts) == 0 ? (ts.Sec * 1_000_000_000) + ts.Nsec : -1;
+        }
+        catch (DllNotFoundException)
+        {
+            return -1;
+        }
+    }
+
+    /// <summary>Microseconds of CPU this thread has used; -1 where libc or the clock is missing.</summary>
+    public static double Microseconds()
+    {
+        long ns = Nanoseconds();
+        return ns < 0 ? -1 : ns / 1e3;
     }
 }

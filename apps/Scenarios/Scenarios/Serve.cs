@@ -146,59 +146,33 @@ public static class Serve
     private static void Spin(int n)
     {
         long sum = 0;
-        long cpu = ThreadCpuNs();
+        long cpu = ThreadCpu.Nanoseconds();
         var watch = System.Diagnostics.Stopwatch.StartNew();
         for (int i = 0; i < n; i++)
         {
             sum += SpinCall(i);
         }
         watch.Stop();
-        cpu = ThreadCpuNs() - cpu;
+        cpu = ThreadCpu.Nanoseconds() - cpu;
         Results.Print(("spin", n), ("spin_ns", (long)(watch.Elapsed.TotalMilliseconds * 1e6)), ("spin_cpu_ns", cpu), ("spin_sum", sum));
     }
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     public static int SpinCall(int i) => i & 0xFF;
 
-    [StructLayout(LayoutKind.Sequential)]
-    private struct Timespec
-    {
-        public long Sec;
-        public long Nsec;
-    }
-
-    [DllImport("libc", EntryPoint = "clock_gettime")]
-    private static extern int ClockGettime(int clock, out Timespec ts);
-
-    /// <summary>
-    /// This thread's CPU time in ns (CLOCK_THREAD_CPUTIME_ID; -1 where libc has none): what
-    /// the calls cost the thread, without the time other processes held the CPU meanwhile.
-    /// </summary>
-    private static long ThreadCpuNs()
-    {
-        try
-        {
-            return ClockGettime(3, out var ts) == 0 ? ts.Sec * 1_000_000_000 + ts.Nsec : -1;
-        }
-        catch (DllNotFoundException)
-        {
-            return -1;
-        }
-    }
-
     /// <summary>`spin-other n`: as `spin`, through SpinCall's twin.</summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
     private static void SpinOther(int n)
     {
         long sum = 0;
-        long cpu = ThreadCpuNs();
+        long cpu = ThreadCpu.Nanoseconds();
         var watch = System.Diagnostics.Stopwatch.StartNew();
         for (int i = 0; i < n; i++)
         {
             sum += SpinTwin(i);
         }
         watch.Stop();
-        cpu = ThreadCpuNs() - cpu;
+        cpu = ThreadCpu.Nanoseconds() - cpu;
         Results.Print(("spin", n), ("spin_ns", (long)(watch.Elapsed.TotalMilliseconds * 1e6)), ("spin_cpu_ns", cpu), ("spin_sum", sum));
     }
 
