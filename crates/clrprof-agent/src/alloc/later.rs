@@ -198,11 +198,7 @@ impl Mapper {
     /// A last round, then the thread ends (joined).
     pub fn stop(self) {
         self.stop.store(true, Ordering::Release);
-        if self.thread.is_current() {
-            self.thread.detach();
-        } else {
-            self.thread.join();
-        }
+        self.thread.finish();
     }
 }
 

@@ -170,11 +170,7 @@ impl ControlServer {
     pub fn stop(&mut self) {
         self.stop.store(true, Ordering::Release);
         if let Some(h) = self.handle.take() {
-            if h.is_current() {
-                h.detach();
-            } else {
-                h.join();
-            }
+            h.finish();
         }
         let _ = std::fs::remove_file(&self.path);
     }

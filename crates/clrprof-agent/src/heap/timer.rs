@@ -69,10 +69,6 @@ impl HeapTimer {
     /// Stops waiting and joins (a snapshot under way finishes first).
     pub fn stop(self) {
         self.stop.store(true, Ordering::Release);
-        if self.thread.is_current() {
-            self.thread.detach();
-        } else {
-            self.thread.join();
-        }
+        self.thread.finish();
     }
 }

@@ -73,6 +73,16 @@ impl NativeThread {
         unsafe { libc::pthread_equal(self.handle, libc::pthread_self()) != 0 }
     }
 
+    /// Waits for the thread to end, or, called from the thread itself (which cannot wait
+    /// for itself), lets it end on its own.
+    pub fn finish(self) {
+        if self.is_current() {
+            self.detach();
+        } else {
+            self.join();
+        }
+    }
+
     /// Lets the thread end on its own, unjoined.
     pub fn detach(mut self) {
         self.joined = true;
