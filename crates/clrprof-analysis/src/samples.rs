@@ -81,10 +81,12 @@ impl Filter {
         self.thread.is_none() && self.from_ns.is_none() && self.to_ns.is_none()
     }
 
+    #[inline]
     pub fn keeps_time(&self, ns: u64) -> bool {
         self.from_ns.is_none_or(|f| ns >= f) && self.to_ns.is_none_or(|t| ns <= t)
     }
 
+    #[inline]
     pub fn keeps_thread(&self, os_tid: u64, threads: &ThreadNames) -> bool {
         match &self.thread {
             None => true,

@@ -249,10 +249,16 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
         exceptions: true,
         call_values: false,
     };
+    // Out of line: the closure below runs once per call record (tens of millions in trace
+    // mode) and must stay small enough to be inlined into the decoding loop.
+    #[inline(never)]
+    fn exception(c: &mut Collectors, e: &TimedEvent<'_>) {
+        c.counts.observe(&e.event);
+        c.exceptions.observe(e);
+    }
     trace.for_each_streamed(which, |e| {
         if is_exception(&e.event) {
-            c.counts.observe(&e.event);
-            c.exceptions.observe(e);
+            exception(&mut c, e);
         }
         let for_calls = !is_exception(&e.event)
             || matches!(
