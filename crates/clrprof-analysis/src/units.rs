@@ -21,6 +21,18 @@ pub fn bytes(v: u64) -> String {
     }
 }
 
+/// Formats a byte count as the heap report gives it: B, then KB and MB (of 1024) from
+/// ten of each.
+pub fn mb(bytes: u64) -> String {
+    if bytes >= 10 << 20 {
+        format!("{:.1} MB", bytes as f64 / (1 << 20) as f64)
+    } else if bytes >= 10 << 10 {
+        format!("{:.1} KB", bytes as f64 / 1024.0)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
 /// `s`, cut to `max` characters with `…` as the last when longer.
 pub(crate) fn truncate(s: &str, max: usize) -> String {
     if s.chars().count() <= max {

@@ -259,7 +259,7 @@ fn heap_snapshot_report() {
         },
     );
     insta::with_settings!({ prepend_module_to_snapshot => false }, {
-        insta::assert_snapshot!("heap_text", heap::text::render(&r));
+        insta::assert_snapshot!("heap_text", clrprof_analysis::text::render_heap(&r));
         insta::assert_snapshot!("heap_json", snapshot_json(&serde_json::to_value(&r).unwrap()));
     });
 }

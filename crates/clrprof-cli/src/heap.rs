@@ -212,7 +212,7 @@ fn print_report(file: &Path, view: &HeapView, top: usize, json: bool) -> Result<
             serde_json::to_string_pretty(&serde_json::json!({ "heap": r }))?
         );
     } else {
-        crate::stdout::write_text(&heap::text::render(&r))?;
+        crate::stdout::write_text(&clrprof_analysis::text::render_heap(&r))?;
     }
     Ok(())
 }

@@ -100,7 +100,7 @@ pub fn run(args: ReportArgs) -> Result<i32> {
         s
     } else {
         // A snapshot's heap is what the recording measured: it leads.
-        let heap_text = heap.as_ref().map(clrprof_analysis::heap::text::render);
+        let heap_text = heap.as_ref().map(clrprof_analysis::text::render_heap);
         let mut s = text::render_with(
             &report,
             args.top,

@@ -743,7 +743,8 @@ fn an_attach_that_fails_after_creating_the_trace_removes_it() {
         .unwrap();
     let e = stderr_of(&out);
     assert_eq!(out.status.code(), Some(2), "{e}");
-    assert!(e.contains("said: cannot listen on"), "{e}");
+    // The reason names the service that failed; what had started was stopped again.
+    assert!(e.contains("said: control socket: cannot listen on"), "{e}");
     assert!(!trace.exists(), "a stub trace was left behind");
     assert!(!t.profiler_mapped() || t.wait_unmapped(Duration::from_secs(5)));
     t.quit();

@@ -511,6 +511,15 @@ impl Settings {
                 "CLRPROF_COUNTS needs CLRPROF_MODE=trace or sample (calls are counted by the ELT hooks)",
             );
         }
+        if self.probes && self.mode != Mode::Trace {
+            return refuse("CLRPROF_PROBES needs CLRPROF_MODE=trace (the probes record calls)");
+        }
+        if self.probes && (self.counts || !self.args.is_empty()) {
+            return refuse(
+                "CLRPROF_PROBES cannot be combined with CLRPROF_COUNTS or CLRPROF_ARGS (they need \
+                 the ELT hooks, which the probes replace)",
+            );
+        }
         Ok(())
     }
 
@@ -829,7 +838,7 @@ mod tests {
             exclude: Patterns::of(["B.*"]),
             allow_inlining: true,
             counts: false,
-            probes: true,
+            probes: false,
             exception_stacks: false,
             trace_probe: Some(TraceProbe::Clock),
             siblings: true,
@@ -892,7 +901,7 @@ mod tests {
                 && e.exclude != d.exclude
                 && e.allow_inlining != d.allow_inlining
                 && e.counts == d.counts
-                && e.probes != d.probes
+                && e.probes == d.probes
                 && e.exception_stacks != d.exception_stacks
                 && e.trace_probe != d.trace_probe
                 && e.siblings != d.siblings
@@ -931,7 +940,9 @@ mod tests {
     #[test]
     fn every_variable_round_trips_alone() {
         let mut written = everything().to_env();
+        // Those `everything` leaves at their default: each conflicts with its `--args`.
         written.push((var::COUNTS, "1".into()));
+        written.push((var::PROBES, "1".into()));
         for (k, v) in written {
             let env = [(var::MODE, "trace".to_string()), (k, v.clone())];
             let s = Settings::from_env(
@@ -993,6 +1004,15 @@ mod tests {
                 [var::COUNTS, var::ARGS],
             ),
             (vec![(var::COUNTS, "1")], [var::COUNTS, var::MODE]),
+            (vec![(var::PROBES, "1")], [var::PROBES, var::MODE]),
+            (
+                vec![(var::MODE, "trace"), (var::PROBES, "1"), (var::COUNTS, "1")],
+                [var::PROBES, var::COUNTS],
+            ),
+            (
+                vec![(var::MODE, "trace"), (var::PROBES, "1"), (var::ARGS, "A.*")],
+                [var::PROBES, var::ARGS],
+            ),
         ] {
             let e = Settings::from_env(
                 |n| {
@@ -1041,6 +1061,12 @@ mod tests {
             max_size in proptest::option::of(in_range(limits::MAX_SIZE)),
         ) -> Settings {
             heap_at.sort_by(f64::total_cmp);
+            // Calls are counted by the ELT hooks (trace or sample mode), with no values.
+            let counts = flags[6] && mode != Mode::Events && (mode != Mode::Trace || args.is_empty());
+            // Arguments are read in trace mode only.
+            let args = if mode == Mode::Trace { args } else { Patterns::default() };
+            // The probes replace the ELT hooks, in trace mode.
+            let probes = flags[7] && mode == Mode::Trace && !counts && args.is_empty();
             let mut groups = EventGroups::default();
             for (i, g) in EventGroup::ALL.into_iter().enumerate() {
                 if events & (1 << i) != 0 {
@@ -1062,9 +1088,8 @@ mod tests {
                 include,
                 exclude,
                 allow_inlining: flags[1],
-                // Calls are counted by the ELT hooks (trace or sample mode), with no values.
-                counts: flags[6] && mode != Mode::Events && (mode != Mode::Trace || args.is_empty()),
-                probes: flags[7],
+                counts,
+                probes,
                 exception_stacks: flags[2],
                 trace_probe: probe,
                 siblings: flags[3],
@@ -1073,8 +1098,7 @@ mod tests {
                 run: None,
                 profile_sdk: flags[4],
                 max_depth: max_depth as usize,
-                // Arguments are read in trace mode only.
-                args: if mode == Mode::Trace { args } else { Patterns::default() },
+                args,
                 arg_limits: ArgLimits {
                     max_len: lim.0 as u32,
                     depth: lim.1 as u32,

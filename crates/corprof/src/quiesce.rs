@@ -114,11 +114,6 @@ pub fn arm() {
     DOOR.arm();
 }
 
-/// Whether [`arm`] was called in this process.
-pub fn armed() -> bool {
-    DOOR.armed.load(Ordering::SeqCst)
-}
-
 /// Why [`quiesce`] did not close the door.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Refused {

@@ -10,7 +10,7 @@ use corprof::{
 };
 
 use super::{Profiler, hr, phase, suspend};
-use crate::config::{AttachConflict, EventGroup, Mode};
+use crate::config::{AttachConflict, EventGroup};
 use crate::output::buffers::emit;
 use crate::{inspect, names, sampling, session};
 
@@ -126,12 +126,8 @@ impl ProfilerCallback for Profiler {
             return Ok(());
         };
         self.catch_up(a);
-        if a.settings.mode == Mode::Sample {
-            a.session.start_sampler(a.functions_named.clone());
-        }
-        if a.settings.mode == Mode::Trace {
-            a.session.install_probes();
-        }
+        // The sampler, or trace mode's probes.
+        a.session.start_ready(a.functions_named.clone());
         Ok(())
     }
 

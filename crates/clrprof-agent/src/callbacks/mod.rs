@@ -44,10 +44,7 @@ pub struct Active {
 
 impl Active {
     fn new(info: ProfilerInfo, session: Arc<Session>, attached: bool) -> Active {
-        let thread_ilmaps = Arc::new(std::sync::Mutex::new(IlMaps::new(
-            std::env::var_os("CLRPROF_SAMPLER_NO_POSITIONS").is_none(),
-        )));
-        crate::alloc::start_mapper(&info, &thread_ilmaps);
+        let thread_ilmaps = session.ilmaps().clone();
         Active {
             info,
             settings: session.settings().clone(),
@@ -136,11 +133,7 @@ fn restart(settings: &str) -> Result<Arc<Session>, String> {
     if let Some(a) = ACTIVE.get() {
         let p = Profiler::default();
         p.catch_up(a);
-        match a.settings.mode {
-            Mode::Sample => a.session.start_sampler(a.functions_named.clone()),
-            Mode::Trace => a.session.install_probes(),
-            Mode::Events => {}
-        }
+        a.session.start_ready(a.functions_named.clone());
     }
     log!("a new session started in the dormant profiler");
     Ok(session)
@@ -303,11 +296,12 @@ impl Profiler {
         crate::session::state::started();
         let _ = ACTIVE.set(Active::new(info, session, attached));
         let _ = crate::session::RESTART.set(restart);
+        // At startup the callbacks can name what the sampler meets from here on; after
+        // attach, once ProfilerAttachComplete has caught up.
         if let Some(a) = self.active()
-            && a.settings.mode == Mode::Sample
             && !attached
         {
-            a.session.start_sampler(a.functions_named.clone());
+            a.session.start_ready(a.functions_named.clone());
         }
         Ok(())
     }

@@ -44,11 +44,10 @@ impl Controlled for Session {
             pid: std::process::id(),
             mode: self.settings.mode.as_str().to_string(),
             output: self.settings.output.clone(),
-            recording: self.writer.lock().map(|w| w.is_some()).unwrap_or(false),
+            recording: self.services.is_running("trace writer"),
             library: crate::os::process::own_library_path(),
-            samples: self.sampler.lock().ok().and_then(|s| {
-                s.as_ref()
-                    .map(|s| s.stats.samples.load(std::sync::atomic::Ordering::Relaxed))
+            samples: self.services.with(|s: &super::SamplerThread| {
+                s.0.stats.samples.load(std::sync::atomic::Ordering::Relaxed)
             }),
             probes: self.probes_report.lock().ok().and_then(|r| r.clone()),
             dormant: crate::session::state::current() == crate::session::state::DORMANT,
@@ -106,11 +105,9 @@ impl Controlled for Session {
                     "the runtime keeps the library loaded after ReJIT ({e}): dormant until the process exits, \
                      or until a later `clrprof record --pid` starts a new recording in it"
                 );
-                // try_lock: `shutdown` holds this lock while it joins this very thread.
-                if let Ok(c) = self.control.try_lock()
-                    && let Some(c) = c.as_ref()
-                {
-                    crate::control::write_dormant_note(c.path());
+                // Gone already when `shutdown` is joining this very thread.
+                if let Some(path) = self.control_path() {
+                    crate::control::write_dormant_note(&path);
                 }
                 Ok(Response::Dormant {
                     trace: self.settings.output.clone(),

@@ -1,8 +1,9 @@
-//! The recording: a [`Session`] owns what a recording starts (the trace file and writer,
-//! the event mask, trace mode's hooks, the sampler, the control socket, the heap timer)
-//! and stops it again: at runtime shutdown, at detach, or when starting fails half way.
+//! The recording: a [`Session`] starts what a recording runs from one list of services,
+//! [`SERVICES`] (`services`: one start/stop contract, started in order, stopped in
+//! reverse; a failed start stops what started and names the service), and stops it again:
+//! at runtime shutdown, at detach, or when starting fails half way.
 //!
-//! - `start`: the log, clock, buffers, the trace file, its header and the writer thread;
+//! - `start`: the log, clock, buffers, the trace file and its header; the writer thread;
 //! - `mask`: the event-mask bits for the settings; `sdk`: processes that decline;
 //! - `detach`: what the control socket asks (status, heap, detach) and the self-detach
 //!   watch;
@@ -10,32 +11,35 @@
 //! - `notes`: what the trace cannot say about itself, said beside it (`<trace>.lost`) and
 //!   to the `clrprof record` that started the run (its run directory).
 
+use std::cell::Cell;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use clrprof_format::Event;
 use corprof::ProfilerInfo;
 
 use crate::config::{Mode, Settings};
 use crate::control::ControlServer;
 use crate::heap::HeapTimer;
 use crate::names::Seen;
-use crate::output::buffers::emit;
-use crate::output::writer::Writer;
 use crate::sampling::Sampler;
+use crate::stackwalk::ilmap::IlMaps;
 
 mod detach;
 pub(crate) mod mask;
 mod notes;
 mod sdk;
+mod services;
 mod start;
 pub(crate) mod state;
 mod summary;
 
 pub(crate) use notes::{note_declined, sdk_log_path};
 pub(crate) use sdk::sdk_process;
+pub(crate) use services::Entry as HandedOver;
 pub(crate) use start::command_line;
+
+use services::{End, Phase, Running, Service, Services, Started, Until};
 
 /// How a dormant agent starts its next session (`callbacks::restart`, which owns the
 /// callbacks' state): handed in by the callbacks room, which this room does not import.
@@ -49,146 +53,343 @@ pub struct Session {
     info: ProfilerInfo,
     settings: Settings,
     attached: bool,
-    writer: Mutex<Option<Writer>>,
-    sampler: Mutex<Option<Sampler>>,
-    control: Mutex<Option<ControlServer>>,
-    /// The `--heap SECONDS` timer thread, if any.
-    heap_timer: Mutex<Option<HeapTimer>>,
+    /// What it runs, in the order [`SERVICES`] started them.
+    services: Services,
     detaching: std::sync::atomic::AtomicBool,
-    /// The room beside the trace for what it could not record (`notes`).
-    lost_note: Mutex<Option<notes::LostNote>>,
-    start_unix_ns: u64,
-    /// Trace mode after attach: the methods whose probes were requested, reverted when
-    /// the recording stops.
-    probed: Mutex<Vec<(corprof::ModuleId, u32)>>,
+    /// The IL maps of the methods on the stacks the runtime's own threads record
+    /// (exception stacks, allocation samples), shared by the callbacks and the thread that
+    /// maps `GCAllocationTick` samples' positions (`alloc::later`).
+    ilmaps: Arc<Mutex<IlMaps>>,
     /// What `install_probes` did, for the control socket's `status` (the CLI prints it).
     probes_report: Mutex<Option<clrprof_ipc::control::Probes>>,
+}
+
+/// What the services start from.
+struct Ctx {
+    session: Arc<Session>,
+    /// The trace file and its header, until the writer takes them.
+    trace: Cell<Option<start::Prepared>>,
+    /// The control socket's path (attach).
+    control: Option<PathBuf>,
+    /// The functions whose names are written ([`Phase::Ready`]).
+    seen: Option<Arc<Seen>>,
+}
+
+/// What a session runs, in the order it starts them (and stops them in reverse).
+const SERVICES: &[Service<Ctx>] = &[
+    Service {
+        name: "trace writer",
+        phase: Phase::Start,
+        until: Until::Recording,
+        start: trace_writer,
+    },
+    Service {
+        name: "event mask",
+        phase: Phase::Start,
+        until: Until::Recording,
+        start: event_mask,
+    },
+    Service {
+        name: "allocation feed",
+        phase: Phase::Start,
+        until: Until::Recording,
+        start: allocation_feed,
+    },
+    Service {
+        name: "call hooks",
+        phase: Phase::Start,
+        until: Until::Recording,
+        start: call_hooks,
+    },
+    Service {
+        name: "heap timer",
+        phase: Phase::Start,
+        until: Until::Recording,
+        start: heap_timer,
+    },
+    Service {
+        name: "control socket",
+        phase: Phase::Start,
+        until: Until::Session,
+        start: control_socket,
+    },
+    Service {
+        name: "sampler",
+        phase: Phase::Ready,
+        until: Until::Recording,
+        start: sampler,
+    },
+    Service {
+        name: "probes",
+        phase: Phase::Ready,
+        until: Until::Recording,
+        start: probes_after_attach,
+    },
+];
+
+/// The header, then the writer thread (`start`).
+fn trace_writer(c: &Ctx) -> Started {
+    let trace = c.trace.take().ok_or("no trace file to write")?;
+    start::TraceWriter::start(&c.session.info, trace)
+}
+
+/// The event mask for the settings, less what the runtime refuses after attach. Nothing
+/// to stop: a detached profiler gets no callback, a dormant one clears its mask itself.
+fn event_mask(c: &Ctx) -> Started {
+    let (info, settings) = (&c.session.info, &c.session.settings);
+    let (mut low, mut high) = mask::for_settings(settings);
+    if c.session.attached {
+        let (l, h) = (
+            low & corprof_sys::COR_PRF_ALLOWABLE_AFTER_ATTACH,
+            high & corprof_sys::COR_PRF_HIGH_ALLOWABLE_AFTER_ATTACH,
+        );
+        if (l, h) != (low, high) {
+            log!(
+                "after attach the runtime allows only COR_PRF_ALLOWABLE_AFTER_ATTACH flags: leaving out {:#x} / high {:#x}",
+                low & !l,
+                high & !h
+            );
+        }
+        (low, high) = (l, h);
+        if settings.mode == Mode::Trace {
+            // The probes block their own inlining (RequestReJITWithInliners); .NET 8
+            // and 9 answer E_FAIL to COR_PRF_DISABLE_INLINING after attach.
+            low &= !corprof_sys::COR_PRF_DISABLE_INLINING;
+        }
+    }
+    if let Err(e) = info.set_event_mask2(low, high) {
+        let hint = if e.0 == corprof_sys::CORPROF_E_CONCURRENT_GC_NOT_PROFILABLE {
+            // A dormant agent's next session: its InitializeForAttach is long past.
+            "; the runtime turns COR_PRF_MONITOR_GC on (for heap snapshots, --events alloc) \
+             only inside InitializeForAttach, where it turns background GC off, or when \
+             background GC is off already (DOTNET_gcConcurrent=0); the profiler in this \
+             process was attached without it, and stays loaded: restart the process to take \
+             heap snapshots of it"
+        } else {
+            ""
+        };
+        return Err(format!(
+            "SetEventMask2({low:#x}, {high:#x}) failed: {e}{hint}"
+        ));
+    }
+    if settings.heap && c.session.attached {
+        crate::heap::monitor_between_snapshots(info, settings);
+    }
+    Ok(None)
+}
+
+/// `--alloc` and `--waits`' EventPipe sessions, and the thread that maps the positions of
+/// `GCAllocationTick` samples (.NET 8 and 9). Their failures are recorded in the trace
+/// and the recording goes on.
+fn allocation_feed(c: &Ctx) -> Started {
+    let info = &c.session.info;
+    crate::alloc::start(info, &c.session.settings);
+    crate::alloc::start_mapper(info, &c.session.ilmaps);
+    Ok(Some(Box::new(AllocationFeed(info.clone()))))
+}
+
+struct AllocationFeed(ProfilerInfo);
+
+impl Running for AllocationFeed {
+    /// Stops the EventPipe sessions and the mapping thread, records their figures (before
+    /// the writer stops).
+    fn stop(self: Box<Self>, _: &End) {
+        crate::alloc::stop(&self.0);
+    }
+}
+
+/// Trace mode at startup (and `--counts` in sample mode): the ELT hooks, which the
+/// runtime never lets go, or `--probes`' IL probes, put on each module as it loads.
+fn call_hooks(c: &Ctx) -> Started {
+    let (info, settings) = (&c.session.info, &c.session.settings);
+    if c.session.attached {
+        return Ok(None);
+    }
+    let filter = || crate::tracing::Filter::new(&settings.include, &settings.exclude);
+    if settings.mode == Mode::Trace && settings.probes {
+        crate::tracing::probes::start_live(&filter());
+        return Ok(Some(Box::new(Probes {
+            info: info.clone(),
+            requested: Vec::new(),
+        })));
+    }
+    if settings.mode == Mode::Trace || (settings.mode == Mode::Sample && settings.counts) {
+        let args = (!settings.args.is_empty()).then(|| {
+            (
+                crate::tracing::Filter::new(&settings.args, &Default::default()),
+                settings.arg_limits,
+            )
+        });
+        crate::tracing::install(info, filter(), settings.trace_probe, args, settings.counts)?;
+    }
+    Ok(None)
+}
+
+/// IL probes: those requested at once (after attach), and those of modules loaded while
+/// they are live.
+struct Probes {
+    info: ProfilerInfo,
+    requested: Vec<(corprof::ModuleId, u32)>,
+}
+
+impl Running for Probes {
+    /// The original code again; calls from now on are not recorded.
+    fn stop(self: Box<Self>, _: &End) {
+        let Probes {
+            info,
+            requested: mut probed,
+        } = *self;
+        // And those of modules loaded after the install; none is probed from here on.
+        probed.extend(crate::tracing::probes::end_live());
+        if !probed.is_empty() {
+            match info.request_revert(&probed) {
+                Ok(_) => log!("probes removed from {} methods", probed.len()),
+                Err(e) => log!("RequestRevert failed: {e}; the probes stay, recording nothing"),
+            }
+        }
+    }
+}
+
+/// `--heap SECONDS`: the thread that takes the timed snapshots.
+fn heap_timer(c: &Ctx) -> Started {
+    let s = &c.session;
+    if s.settings.heap_at.is_empty() {
+        return Ok(None);
+    }
+    match HeapTimer::start(
+        s.info.clone(),
+        s.settings.heap_at.clone(),
+        (!s.attached).then(|| s.settings.clone()),
+    ) {
+        Ok(t) => Ok(Some(Box::new(Timer(t)))),
+        Err(e) => {
+            log!("cannot start the heap snapshot thread: {e}; no snapshots");
+            Ok(None)
+        }
+    }
+}
+
+struct Timer(HeapTimer);
+
+impl Running for Timer {
+    fn stop(self: Box<Self>, _: &End) {
+        self.0.stop();
+    }
+}
+
+/// After attach: the control socket, served by a thread of its own that runs until the
+/// session ends (it asks for the detach, and answers after the recording stopped).
+fn control_socket(c: &Ctx) -> Started {
+    let Some(path) = c.control.clone() else {
+        return Ok(None);
+    };
+    let watch = detach::watch(&c.session.settings);
+    let server = ControlServer::start(path, c.session.clone(), watch)?;
+    Ok(Some(Box::new(Control(server))))
+}
+
+struct Control(ControlServer);
+
+impl Running for Control {
+    /// Stops serving (never called on the control thread: see `Session::shutdown`).
+    fn stop(self: Box<Self>, _: &End) {
+        let mut c = self.0;
+        c.stop();
+    }
+}
+
+/// Sample mode's sampler thread; `seen` is the set of functions whose names are written.
+/// A sampler that cannot start leaves a recording of events.
+fn sampler(c: &Ctx) -> Started {
+    let s = &c.session;
+    let Some(seen) = c.seen.clone() else {
+        return Ok(None);
+    };
+    if s.settings.mode != Mode::Sample {
+        return Ok(None);
+    }
+    let interval = Duration::from_nanos(1_000_000_000 / u64::from(s.settings.rate_hz));
+    let duration = s
+        .settings
+        .duration_s
+        .and_then(|d| Duration::try_from_secs_f64(d).ok());
+    match Sampler::start(
+        s.info.clone(),
+        interval,
+        duration,
+        s.settings.sampler,
+        s.attached,
+        seen,
+        s.settings.max_depth,
+        s.settings.events.contains(crate::config::EventGroup::Waits),
+    ) {
+        Ok(sampler) => Ok(Some(Box::new(SamplerThread(sampler)))),
+        Err(e) => {
+            log!("cannot start the sampler thread: {e}; recording events only");
+            Ok(None)
+        }
+    }
+}
+
+struct SamplerThread(Sampler);
+
+impl Running for SamplerThread {
+    fn stop(self: Box<Self>, _: &End) {
+        let mut s = self.0;
+        s.stop();
+        summary::log_sampler(&s.stats);
+    }
+}
+
+/// Trace mode after attach: probes in the methods `--include` selects.
+fn probes_after_attach(c: &Ctx) -> Started {
+    let s = &c.session;
+    if s.settings.mode != Mode::Trace || !s.attached {
+        return Ok(None);
+    }
+    Ok(s.install_probes().map(|requested| {
+        Box::new(Probes {
+            info: s.info.clone(),
+            requested,
+        }) as Box<dyn Running>
+    }))
 }
 
 impl Session {
     /// Everything Initialize and InitializeForAttach share: the file and writer, the
     /// event mask, hooks (startup trace mode), the heap timer and the control channel
-    /// (attach). The sampler starts afterwards ([`Session::start_sampler`]), once the
-    /// callbacks can name the functions it meets.
+    /// (attach): the services of [`Phase::Start`]. The sampler, or the probes after
+    /// attach, start afterwards ([`Session::start_ready`]), once the callbacks can name
+    /// the functions they meet.
     pub fn start(
         info: &ProfilerInfo,
         settings: Settings,
         attached: bool,
         control: Option<PathBuf>,
     ) -> Result<Arc<Session>, String> {
-        let start::Started {
-            settings,
-            writer,
-            lost_note,
-            start_unix_ns,
-        } = start::start_with(info, settings, attached)?;
+        let trace = start::prepare(info, settings, attached)?;
         // Any failure below removes the file again: a failed start leaves no stub trace.
-        let created = start::RemoveOnError(Some(settings.output.clone()));
-        let (mut low, mut high) = mask::for_settings(&settings);
-        if attached {
-            let (l, h) = (
-                low & corprof_sys::COR_PRF_ALLOWABLE_AFTER_ATTACH,
-                high & corprof_sys::COR_PRF_HIGH_ALLOWABLE_AFTER_ATTACH,
-            );
-            if (l, h) != (low, high) {
-                log!(
-                    "after attach the runtime allows only COR_PRF_ALLOWABLE_AFTER_ATTACH flags: leaving out {:#x} / high {:#x}",
-                    low & !l,
-                    high & !h
-                );
-            }
-            (low, high) = (l, h);
-            if settings.mode == Mode::Trace {
-                // The probes block their own inlining (RequestReJITWithInliners); .NET 8
-                // and 9 answer E_FAIL to COR_PRF_DISABLE_INLINING after attach.
-                low &= !corprof_sys::COR_PRF_DISABLE_INLINING;
-            }
-        }
-        if let Err(e) = info.set_event_mask2(low, high) {
-            drop(writer);
-            let hint = if e.0 == corprof_sys::CORPROF_E_CONCURRENT_GC_NOT_PROFILABLE {
-                // A dormant agent's next session: its InitializeForAttach is long past.
-                "; the runtime turns COR_PRF_MONITOR_GC on (for heap snapshots, --events alloc) \
-                 only inside InitializeForAttach, where it turns background GC off, or when \
-                 background GC is off already (DOTNET_gcConcurrent=0); the profiler in this \
-                 process was attached without it, and stays loaded: restart the process to take \
-                 heap snapshots of it"
-            } else {
-                ""
-            };
-            return Err(format!(
-                "SetEventMask2({low:#x}, {high:#x}) failed: {e}{hint}"
-            ));
-        }
-        crate::alloc::start(info, &settings);
-        if settings.heap && attached {
-            crate::heap::monitor_between_snapshots(info, &settings);
-        }
-        if settings.mode == Mode::Trace && !attached && settings.probes {
-            // Probes, not ELT hooks: each module is probed as it loads.
-            crate::tracing::probes::start_live(&crate::tracing::Filter::new(
-                &settings.include,
-                &settings.exclude,
-            ));
-        } else if (settings.mode == Mode::Trace && !attached)
-            || (settings.mode == Mode::Sample && settings.counts)
-        {
-            let filter = crate::tracing::Filter::new(&settings.include, &settings.exclude);
-            let args = (!settings.args.is_empty()).then(|| {
-                (
-                    crate::tracing::Filter::new(&settings.args, &Default::default()),
-                    settings.arg_limits,
-                )
-            });
-            if let Err(e) =
-                crate::tracing::install(info, filter, settings.trace_probe, args, settings.counts)
-            {
-                drop(writer);
-                return Err(e);
-            }
-        }
+        let created = start::RemoveOnError(Some(trace.settings.output.clone()));
+        let settings = trace.settings.clone();
         let session = Arc::new(Session {
             info: info.clone(),
             settings: settings.clone(),
             attached,
-            writer: Mutex::new(Some(writer)),
-            sampler: Mutex::new(None),
-            control: Mutex::new(None),
-            heap_timer: Mutex::new(None),
+            services: Services::default(),
             detaching: std::sync::atomic::AtomicBool::new(false),
-            lost_note: Mutex::new(lost_note),
-            start_unix_ns,
-            probed: Mutex::new(Vec::new()),
+            ilmaps: Arc::new(Mutex::new(IlMaps::new(
+                std::env::var_os("CLRPROF_SAMPLER_NO_POSITIONS").is_none(),
+            ))),
             probes_report: Mutex::new(None),
         });
-        if !settings.heap_at.is_empty() {
-            match HeapTimer::start(
-                info.clone(),
-                settings.heap_at.clone(),
-                (!attached).then(|| settings.clone()),
-            ) {
-                Ok(t) => {
-                    if let Ok(mut g) = session.heap_timer.lock() {
-                        *g = Some(t);
-                    }
-                }
-                Err(e) => log!("cannot start the heap snapshot thread: {e}; no snapshots"),
-            }
-        }
-        if let Some(path) = control {
-            let watch = detach::watch(&settings);
-            match ControlServer::start(path, session.clone(), watch) {
-                Ok(c) => {
-                    if let Ok(mut g) = session.control.lock() {
-                        *g = Some(c);
-                    }
-                }
-                Err(e) => {
-                    session.stop("control channel failed");
-                    return Err(e);
-                }
-            }
-        }
+        let ctx = Ctx {
+            session: session.clone(),
+            trace: Cell::new(Some(trace)),
+            control,
+            seen: None,
+        };
+        session.services.start(SERVICES, Phase::Start, &ctx)?;
+        drop(ctx);
         created.keep();
         if let Some(run) = &settings.run {
             notes::note_trace(run, std::process::id(), &settings.output);
@@ -196,99 +397,38 @@ impl Session {
         Ok(session)
     }
 
-    /// Starts sample mode's sampler thread (at startup right away, after attach once the
-    /// catch-up is done); `seen` is the set of functions whose names are written.
-    pub fn start_sampler(&self, seen: Arc<Seen>) {
-        let interval = Duration::from_nanos(1_000_000_000 / u64::from(self.settings.rate_hz));
-        let duration = self
-            .settings
-            .duration_s
-            .and_then(|d| Duration::try_from_secs_f64(d).ok());
-        match Sampler::start(
-            self.info.clone(),
-            interval,
-            duration,
-            self.settings.sampler,
-            self.attached,
-            seen,
-            self.settings.max_depth,
-            self.settings
-                .events
-                .contains(crate::config::EventGroup::Waits),
-        ) {
-            Ok(s) => {
-                if let Ok(mut g) = self.sampler.lock() {
-                    *g = Some(s);
-                }
-            }
-            Err(e) => log!("cannot start the sampler thread: {e}; recording events only"),
+    /// The services of [`Phase::Ready`]: sample mode's sampler (at startup right away,
+    /// after attach once the catch-up is done), trace mode's probes after attach; `seen`
+    /// is the set of functions whose names are written.
+    pub fn start_ready(self: &Arc<Self>, seen: Arc<Seen>) {
+        let ctx = Ctx {
+            session: self.clone(),
+            trace: Cell::new(None),
+            control: None,
+            seen: Some(seen),
+        };
+        if let Err(e) = self.services.start(SERVICES, Phase::Ready, &ctx) {
+            log!("{e}; the recording stopped");
         }
     }
 
-    /// Stops the sampler, then the writer (which flushes everything); idempotent.
+    /// The IL maps the callbacks share with the allocation feed's mapping thread.
+    pub fn ilmaps(&self) -> &Arc<Mutex<IlMaps>> {
+        &self.ilmaps
+    }
+
+    /// Stops the services of the recording, in reverse order of their start (the sampler,
+    /// the heap timer, the probes, the allocation feed, then the writer, which flushes
+    /// everything); idempotent. The control socket runs on.
     pub fn stop(&self, why: &str) {
-        let mut probed = self
-            .probed
-            .lock()
-            .map(|mut p| std::mem::take(&mut *p))
-            .unwrap_or_default();
-        // And those of modules loaded after the install; none is probed from here on.
-        probed.extend(crate::tracing::probes::end_live());
-        if !probed.is_empty() {
-            // The original code again; calls from now on are not recorded.
-            match self.info.request_revert(&probed) {
-                Ok(_) => log!("probes removed from {} methods", probed.len()),
-                Err(e) => log!("RequestRevert failed: {e}; the probes stay, recording nothing"),
-            }
-        }
-        let timer = self.heap_timer.lock().ok().and_then(|mut t| t.take());
-        if let Some(t) = timer {
-            t.stop();
-        }
-        let sampler = self.sampler.lock().ok().and_then(|mut s| s.take());
-        if let Some(mut s) = sampler {
-            s.stop();
-            summary::log_sampler(&s.stats);
-        }
-        let writer = self.writer.lock().ok().and_then(|mut w| w.take());
-        if let Some(w) = writer {
-            crate::alloc::stop(&self.info);
-            for line in crate::names::summary() {
-                log!("{line}");
-            }
-            emit(&Event::Shutdown {});
-            let stats = w.stop();
-            crate::output::buffers::shutdown();
-            let note = self.lost_note.lock().ok().and_then(|mut n| n.take());
-            if let Some(note) = note
-                && note.finish(&stats)
-            {
-                log!(
-                    "what the trace could not record is in {}",
-                    notes::lost_note_path(&self.settings.output).display()
-                );
-            }
-            if let Some(run) = &self.settings.run {
-                notes::note_end(
-                    run,
-                    std::process::id(),
-                    &self.settings.output,
-                    self.start_unix_ns,
-                    &stats,
-                );
-            }
-            summary::log_writer(
-                why,
-                &self.settings.output,
-                &stats,
-                !self.settings.args.is_empty(),
-            );
-        }
+        self.services
+            .stop(Until::Recording, &End { why, started: true });
     }
 
     /// Trace mode after attach: probes in the methods `--include` selects, through ReJIT
-    /// (`tracing::probes`); what was probed and what was not goes to the log.
-    pub fn install_probes(&self) {
+    /// (`tracing::probes`); what was probed and what was not goes to the log. The
+    /// methods whose probes were requested, for the revert; `None` when none could be.
+    fn install_probes(&self) -> Option<Vec<(corprof::ModuleId, u32)>> {
         // IL probes through ReJIT instead of ELT hooks. Without JIT-compilation monitoring
         // the runtime may never ask for the new bodies (dotnet/runtime#87418). Asked for
         // here, once the attach is complete: .NET 8 and 9 answer E_FAIL to ENABLE_REJIT
@@ -311,7 +451,7 @@ impl Session {
                 &[],
                 Some(format!("SetEventMask2(COR_PRF_ENABLE_REJIT): {e}")),
             );
-            return;
+            return None;
         }
         let filter = crate::tracing::Filter::new(&self.settings.include, &self.settings.exclude);
         let mut next = 1;
@@ -327,9 +467,7 @@ impl Session {
             log!("not probed: {name}: {why}");
         }
         self.report_probes(done.probed, &done.refused, None);
-        if let Ok(mut p) = self.probed.lock() {
-            *p = done.requested;
-        }
+        Some(done.requested)
     }
 
     fn report_probes(&self, installed: usize, refused: &[(String, String)], error: Option<String>) {
@@ -342,16 +480,16 @@ impl Session {
         }
     }
 
-    /// A dormant agent's restart: the control thread's handle moves to the next session
-    /// (the thread itself runs on, serving the new one).
-    pub fn take_control(&self) -> Option<ControlServer> {
-        self.control.lock().ok().and_then(|mut c| c.take())
+    /// A dormant agent's restart: the control socket moves to the next session (its
+    /// thread runs on, serving the new one).
+    pub(crate) fn take_control(&self) -> Option<HandedOver> {
+        self.services.hand_over("control socket")
     }
 
-    /// Gives the control thread's handle to this session.
-    pub fn put_control(&self, control: Option<ControlServer>) {
-        if let Ok(mut c) = self.control.lock() {
-            *c = control;
+    /// Gives the control socket to this session.
+    pub(crate) fn put_control(&self, control: Option<HandedOver>) {
+        if let Some(c) = control {
+            self.services.adopt(c);
         }
     }
 
@@ -360,14 +498,16 @@ impl Session {
         &self.settings
     }
 
+    /// The control socket's path, while it is served.
+    fn control_path(&self) -> Option<PathBuf> {
+        self.services.with(|c: &Control| c.0.path().to_path_buf())
+    }
+
     /// Runtime shutdown: stops the recording, then the control thread.
     pub fn shutdown(&self, why: &str) {
         self.stop(why);
-        if let Ok(mut c) = self.control.lock()
-            && let Some(mut c) = c.take()
-        {
-            c.stop();
-        }
+        self.services
+            .stop(Until::Session, &End { why, started: true });
     }
 
     /// ProfilerDetachSucceeded: the runtime unloads the library right after, so make sure
@@ -375,10 +515,14 @@ impl Session {
     /// after this join no code of ours runs on any thread.
     /// Stops the control thread; the socket's path, if there was one.
     pub fn stop_control(&self) -> Option<PathBuf> {
-        let control = self.control.lock().ok().and_then(|mut c| c.take());
-        control.map(|mut c| {
-            c.stop();
-            c.path().to_path_buf()
-        })
+        let path = self.control_path();
+        self.services.stop(
+            Until::Session,
+            &End {
+                why: "detached",
+                started: true,
+            },
+        );
+        path
     }
 }

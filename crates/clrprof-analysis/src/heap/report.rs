@@ -466,7 +466,7 @@ mod tests {
         // Paths prefer the static to the non-GC heap's own root.
         let p = &r.paths.as_ref().unwrap()[0];
         assert_eq!((p.root.kind.as_str(), p.edges.len()), ("static", 0));
-        let text = crate::heap::text::render(&r);
+        let text = crate::text::render_heap(&r);
         assert!(text.contains("non-GC heap: 1 objects, 40 B"), "{text}");
         assert!(text.contains("(retains 40 bytes, non-GC heap)"), "{text}");
         let json = serde_json::to_value(&r).unwrap();

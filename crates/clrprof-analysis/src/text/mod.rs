@@ -11,6 +11,7 @@ mod events;
 mod exceptions;
 mod gcs;
 mod header;
+mod heap;
 mod heap_diff;
 mod jit;
 mod lines;
@@ -31,6 +32,11 @@ use crate::report::{Functions, Report};
 /// The text of `clrprof diff` for allocations; `top` bounds each list.
 pub fn render_alloc_diff(d: &crate::diff::alloc::AllocDiff, top: usize) -> String {
     alloc_diff::render(d, top)
+}
+
+/// A heap snapshot's report (`clrprof heap`, `report` of a trace with one).
+pub fn render_heap(r: &crate::heap::report::HeapReport) -> String {
+    heap::render(r)
 }
 
 /// The text of `clrprof diff` for heap snapshots: the `top` types that changed most.

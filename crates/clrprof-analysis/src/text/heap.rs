@@ -1,18 +1,9 @@
-//! The heap report as text (a diff of two: `text::render_heap_diff`).
+//! The heap report as text (a diff of two: `heap_diff`).
 
 use std::fmt::Write;
 
-use super::report::HeapReport;
-
-fn mb(bytes: u64) -> String {
-    if bytes >= 10 << 20 {
-        format!("{:.1} MB", bytes as f64 / (1 << 20) as f64)
-    } else if bytes >= 10 << 10 {
-        format!("{:.1} KB", bytes as f64 / 1024.0)
-    } else {
-        format!("{bytes} B")
-    }
-}
+use super::units::mb;
+use crate::heap::report::HeapReport;
 
 pub fn render(r: &HeapReport) -> String {
     let mut o = String::new();
