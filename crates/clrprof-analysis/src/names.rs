@@ -210,7 +210,7 @@ impl Names {
 /// type is named as the runtime names the machine's enclosing type when the machine is
 /// nested in it (always, for C# and VB), else from the metadata. Modules are read once.
 fn kickoffs(n: &Names) -> HashMap<u64, String> {
-    use clrprof_metadata::{MetadataRead, RawMetadata, rawmd::pe};
+    use clrprof_metadata::{MetadataRead, RawMetadata};
     let mut out = HashMap::new();
     let mut by_module: HashMap<u64, Vec<(u64, &FunctionName)>> = HashMap::new();
     for (&id, f) in &n.functions {
@@ -222,17 +222,10 @@ fn kickoffs(n: &Names) -> HashMap<u64, String> {
         let Some(path) = n.modules.get(&module).and_then(|m| m.path.as_deref()) else {
             continue;
         };
-        let Ok(file) = std::fs::read(path) else {
+        let Some(metadata) = metadata_of(path) else {
             continue;
         };
-        let read = |o: usize, len: usize| file.get(o..o.checked_add(len)?);
-        let Ok((at, size)) = pe::locate(&read, true) else {
-            continue;
-        };
-        let Some(md) = file
-            .get(at..at.saturating_add(size))
-            .and_then(|b| RawMetadata::parse(b).ok())
-        else {
+        let Ok(md) = RawMetadata::parse(&metadata) else {
             continue;
         };
         let machines: HashMap<String, u32> = md
@@ -270,6 +263,40 @@ fn kickoffs(n: &Names) -> HashMap<u64, String> {
         }
     }
     out
+}
+
+/// The metadata of the module at `path`, read from its file alone: the headers, then
+/// the metadata's own range (System.Private.CoreLib is 15 MB, its metadata 3 MB).
+fn metadata_of(path: &str) -> Option<Vec<u8>> {
+    use clrprof_metadata::rawmd::pe;
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path).ok()?;
+    let len = usize::try_from(file.metadata().ok()?.len()).ok()?;
+    // The DOS, PE and section headers and the CLI header lie in the first pages of every
+    // image the compilers and crossgen write; an image laid out otherwise is read whole.
+    let mut head = vec![0u8; len.min(64 << 10)];
+    file.read_exact(&mut head).ok()?;
+    let located = {
+        let read = |o: usize, n: usize| head.get(o..o.checked_add(n)?);
+        pe::locate(&read, true)
+    };
+    let (at, size) = match located {
+        Ok(found) => found,
+        Err(_) if head.len() < len => {
+            let whole = std::fs::read(path).ok()?;
+            let read = |o: usize, n: usize| whole.get(o..o.checked_add(n)?);
+            let (at, size) = pe::locate(&read, true).ok()?;
+            return whole.get(at..at.checked_add(size)?).map(<[u8]>::to_vec);
+        }
+        Err(_) => return None,
+    };
+    if at.checked_add(size)? > len {
+        return None;
+    }
+    let mut metadata = vec![0u8; size];
+    file.seek(SeekFrom::Start(u64::try_from(at).ok()?)).ok()?;
+    file.read_exact(&mut metadata).ok()?;
+    Some(metadata)
 }
 
 /// `A.B+C` of a nested type's name `A.B+C+D<X+Y>`: the part before its last `+` outside

@@ -220,7 +220,7 @@ impl<'a> Trace<'a> {
         fn hand<'a, F: FnMut(&TimedEvent<'a>)>(f: &mut F, e: &TimedEvent<'a>) {
             f(e)
         }
-        let mut each = |d: DecodedEvent<'a>| {
+        let each = |d: DecodedEvent<'a>| {
             if wanted(&d.event) {
                 hand(
                     &mut f,

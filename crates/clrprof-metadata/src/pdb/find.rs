@@ -193,10 +193,55 @@ pub fn find_pdb(image_path: &Path, extra_dirs: &[PathBuf]) -> Result<FoundPdb, P
         path: image_path.to_path_buf(),
         error: e.to_string(),
     };
-    let file = std::fs::File::open(image_path).map_err(io)?;
-    let mut image = Vec::new();
-    file.take(2 << 30).read_to_end(&mut image).map_err(io)?;
+    let mut file = std::fs::File::open(image_path).map_err(io)?;
+    let image = debug_parts(&mut file).map_err(io)?;
     find_pdb_for_image(&image, image_path, extra_dirs)
+}
+
+/// The parts of an image [`debug_info`] reads, at their offsets in a buffer of the file's
+/// length whose other bytes are zeros (allocated zeroed: untouched pages cost no memory):
+/// the headers and the debug directory, which lie in the first pages of the images
+/// compilers and crossgen write, and each entry's data. A framework assembly of 15 MB is
+/// then read for a few pages. An image laid out otherwise is read whole.
+fn debug_parts(file: &mut std::fs::File) -> std::io::Result<Vec<u8>> {
+    use std::io::{Seek, SeekFrom};
+    const HEAD: usize = 64 << 10;
+    let len = usize::try_from(file.metadata()?.len().min(2 << 30)).unwrap_or(usize::MAX);
+    let whole = |file: &mut std::fs::File| -> std::io::Result<Vec<u8>> {
+        let mut image = Vec::new();
+        file.seek(SeekFrom::Start(0))?;
+        file.take(2 << 30).read_to_end(&mut image)?;
+        Ok(image)
+    };
+    if len <= 4 * HEAD {
+        return whole(file);
+    }
+    let mut image = vec![0u8; len];
+    file.read_exact(&mut image[..HEAD])?;
+    let entries = {
+        let head = &image[..HEAD];
+        let read = |o: usize, n: usize| head.get(o..o.checked_add(n)?);
+        pe::debug_directory(&read, true)
+    };
+    let Ok(entries) = entries else {
+        return whole(file);
+    };
+    if entries.is_empty() {
+        // No debug directory, or one past the first pages.
+        return whole(file);
+    }
+    for e in entries {
+        let Some(end) = e.data_at.checked_add(e.size).filter(|&end| end <= len) else {
+            continue;
+        };
+        if e.size > 0 && e.data_at >= HEAD {
+            file.seek(SeekFrom::Start(e.data_at as u64))?;
+            file.read_exact(&mut image[e.data_at..end])?;
+        } else if end > HEAD {
+            return whole(file);
+        }
+    }
+    Ok(image)
 }
 
 /// [`find_pdb`] over an image's bytes already read (`image_path` names it and gives the
@@ -286,4 +331,39 @@ pub fn find_pdb_for_image(
         image: image_path.to_path_buf(),
         looked,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The installed runtime's large framework assemblies (when there is one): what
+    /// [`debug_parts`] reads says what the whole file says.
+    #[test]
+    fn an_image_read_in_parts_has_the_debug_info_of_the_whole_file() {
+        let Ok(versions) = std::fs::read_dir("/usr/share/dotnet/shared/Microsoft.NETCore.App")
+        else {
+            return;
+        };
+        let mut checked = 0;
+        for v in versions.flatten() {
+            for name in ["System.Private.CoreLib.dll", "System.Linq.dll"] {
+                let path = v.path().join(name);
+                let Ok(whole) = std::fs::read(&path) else {
+                    continue;
+                };
+                let parts = debug_parts(&mut std::fs::File::open(&path).unwrap()).unwrap();
+                assert_eq!(parts.len(), whole.len());
+                let (a, b) = (
+                    debug_info(&whole, &path).unwrap(),
+                    debug_info(&parts, &path).unwrap(),
+                );
+                assert!(a.codeview.is_some(), "{}", path.display());
+                assert_eq!(a.codeview, b.codeview, "{}", path.display());
+                assert_eq!(a.embedded, b.embedded, "{}", path.display());
+                checked += 1;
+            }
+        }
+        eprintln!("{checked} images checked");
+    }
 }
