@@ -142,12 +142,28 @@ pub struct Stats {
     pub alive_at_end: u64,
 }
 
+/// `AllocPositionStats` (.NET 8 and 9): the samples whose positions the agent's own
+/// thread maps, and those it could not.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PositionStats {
+    /// Queued for the agent's mapping thread.
+    pub queued: u64,
+    /// Mapped there (their positions recorded).
+    pub mapped: u64,
+    /// Kept without positions: the queue was full (or busy) when they came.
+    pub queue_full: u64,
+    /// Kept without positions: queued after the thread's last round.
+    pub left_at_end: u64,
+}
+
 /// Every allocation sample of a trace.
 #[derive(Debug, Default)]
 pub struct AllocSamples {
     pub config: Option<Config>,
     pub points: Vec<AllocPoint>,
     pub stats: Option<Stats>,
+    /// `AllocPositionStats`: absent on .NET 10 and in traces before format 2.4.
+    pub position_stats: Option<PositionStats>,
     /// The estimated live bytes after each GC that collected followed samples.
     pub live_over_time: Vec<(u64, f64)>,
     /// `AllocUnavailable`: why `--alloc` could not start.
@@ -247,6 +263,19 @@ pub fn collect(events: &[TimedEvent<'_>]) -> AllocSamples {
             }
             Event::AllocUnavailable { reason, .. } => {
                 out.unavailable = Some(reason.to_string());
+            }
+            Event::AllocPositionStats {
+                queued,
+                mapped,
+                queue_full,
+                left_at_end,
+            } => {
+                out.position_stats = Some(PositionStats {
+                    queued: *queued,
+                    mapped: *mapped,
+                    queue_full: *queue_full,
+                    left_at_end: *left_at_end,
+                })
             }
             Event::AllocStats {
                 delivered,

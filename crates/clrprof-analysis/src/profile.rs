@@ -265,6 +265,44 @@ pub fn of_allocations<'a>(
     }
 }
 
+/// A model of waits alone (`record --push --waits`): each of `waits` is one sample of its
+/// waiting stack whose wall time is the time waited (no CPU), so the pprof's `samples`
+/// count the waits and its `wall` sums their time. Names from the tables read so far;
+/// times are left at 0.
+pub fn of_waits(
+    waits: &[crate::report::WaitInterval],
+    names: &Names,
+    threads: &ThreadNames,
+) -> Profile {
+    let mut tables = Tables::default();
+    let mut per: BTreeMap<u64, ThreadProfile> = BTreeMap::new();
+    for w in waits {
+        let stack = tables.stack(w.frames.iter().rev().copied(), |t, f| t.id(f, names));
+        per.entry(w.os_tid)
+            .or_insert_with(|| ThreadProfile {
+                name: threads.name(w.os_tid),
+                os_tid: w.os_tid,
+                samples: Vec::new(),
+                calls: Vec::new(),
+                call_values: Vec::new(),
+                call_paths: Vec::new(),
+                allocations: Vec::new(),
+                waits: Vec::new(),
+            })
+            .samples
+            .push(Sample {
+                time_ns: 0,
+                stack,
+                wall_ns: w.wait_ns,
+                cpu_ns: 0,
+            });
+    }
+    Profile {
+        threads: per.into_values().collect(),
+        ..tables.profile
+    }
+}
+
 /// Builds the exporters' model of `trace`, with the calls as `wanted`.
 pub fn build_with(trace: &Trace<'_>, wanted: CallsWanted) -> Built {
     build_with_lines(trace, wanted, None)

@@ -368,7 +368,8 @@ pub struct RecordArgs {
     /// groups `waits` and `suspends`; docs/waits.md); works with every mode
     #[arg(long)]
     pub waits: bool,
-    /// Push a CPU profile (and with --alloc a memory one) to this Grafana Pyroscope
+    /// Push a CPU profile (with --alloc a memory one, with --waits the lock and wait-handle
+    /// waits) to this Grafana Pyroscope
     /// server every --push-every seconds,
     /// e.g. `http://localhost:4040` (docs/exports.md); `CLRPROF_PUSH_TOKEN` is sent as a
     /// bearer token, `user:password@` in the URL as basic authentication

@@ -66,6 +66,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
                     .unwrap_or_else(|| crate::push::PushConfig::default_app_name(&args.command)),
                 labels: args.labels.clone().unwrap_or_default(),
                 no_trace: args.no_trace,
+                waits: args.waits,
             },
             run.path().to_path_buf(),
             settings.rate_hz,

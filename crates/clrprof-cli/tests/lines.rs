@@ -517,8 +517,19 @@ fn net10_allocation_samples_carry_lines_that_travel() {
 #[test]
 fn net8_allocation_samples_carry_lines_mapped_off_the_allocating_thread() {
     let app = app_embedded_pdb_on("Scenarios", Runtime::Net8);
-    let (_, r) = record_alloc_lines(&app, "net8");
+    let (trace, r) = record_alloc_lines(&app, "net8");
     assert_eq!(r["allocation_samples"]["source"], "AllocationTick");
+    // The agent's mapping queue: what it mapped, and the samples it had to leave without
+    // lines (none here), counted in the trace.
+    let later = &r["allocation_samples"]["positions_mapped_later"];
+    assert_eq!(later["queue_full"], 0, "{later:#}");
+    assert_eq!(later["left_at_end"], 0, "{later:#}");
+    assert!(later["queued"].as_u64().unwrap() > 0, "{later:#}");
+    assert_eq!(later["mapped"], later["queued"], "{later:#}");
+    assert!(
+        !report_text(&trace).contains("allocation samples without lines"),
+        "said only when there are some"
+    );
 }
 
 /// A VB `Async Function`: VB names its state machine `VB$StateMachine_N_BusyAsync`, which

@@ -5,117 +5,11 @@ use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
-use std::sync::{Arc, Mutex};
 
 use clrprof_export::pprof::proto;
+use common::pyroscope::*;
 use common::*;
 use prost::Message;
-
-/// One request as the server saw it.
-#[derive(Debug, Clone)]
-struct Request {
-    method: String,
-    path: String,
-    query: Vec<(String, String)>,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Request {
-    fn q(&self, k: &str) -> &str {
-        self.query
-            .iter()
-            .find(|(qk, _)| qk == k)
-            .map(|(_, v)| v.as_str())
-            .unwrap_or_else(|| panic!("no `{k}` in {:?}", self.query))
-    }
-}
-
-fn decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() + 1 {
-            out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap());
-            i += 3;
-        } else {
-            out.push(if b[i] == b'+' { b' ' } else { b[i] });
-            i += 1;
-        }
-    }
-    String::from_utf8(out).unwrap()
-}
-
-/// A server on a free loopback port that answers every request with `status` and
-/// records it.
-fn serve(status: u16) -> (u16, Arc<Mutex<Vec<Request>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let s = Arc::clone(&seen);
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(conn) = conn else { continue };
-            let s = Arc::clone(&s);
-            std::thread::spawn(move || {
-                let mut r = BufReader::new(conn);
-                loop {
-                    let mut line = String::new();
-                    if r.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    let mut parts = line.split_whitespace();
-                    let method = parts.next().unwrap_or_default().to_string();
-                    let target = parts.next().unwrap_or_default().to_string();
-                    let mut headers = Vec::new();
-                    loop {
-                        let mut h = String::new();
-                        r.read_line(&mut h).unwrap();
-                        let h = h.trim_end();
-                        if h.is_empty() {
-                            break;
-                        }
-                        let (k, v) = h.split_once(':').unwrap();
-                        headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
-                    }
-                    let len: usize = headers
-                        .iter()
-                        .find(|(k, _)| k == "content-length")
-                        .map_or(0, |(_, v)| v.parse().unwrap());
-                    let mut body = vec![0; len];
-                    r.read_exact(&mut body).unwrap();
-                    let (path, q) = target.split_once('?').unwrap_or((&target, ""));
-                    let query = q
-                        .split('&')
-                        .filter(|p| !p.is_empty())
-                        .map(|p| {
-                            let (k, v) = p.split_once('=').unwrap_or((p, ""));
-                            (decode(k), decode(v))
-                        })
-                        .collect();
-                    s.lock().unwrap().push(Request {
-                        method,
-                        path: path.to_string(),
-                        query,
-                        headers,
-                        body,
-                    });
-                    let reason = if status == 200 {
-                        "OK"
-                    } else {
-                        "Internal Server Error"
-                    };
-                    let _ = write!(
-                        r.get_mut(),
-                        "HTTP/1.1 {status} {reason}\r\nContent-Length: 0\r\n\r\n"
-                    );
-                }
-            });
-        }
-    });
-    (port, seen)
-}
 
 fn record_pushing(
     dir: &std::path::Path,
@@ -262,54 +156,6 @@ fn pushes_contiguous_pprof_profiles_with_the_hot_method() {
         )),
         "{text}"
     );
-}
-
-fn profile_of(r: &Request) -> proto::Profile {
-    let mut raw = Vec::new();
-    flate2::read::GzDecoder::new(&r.body[..])
-        .read_to_end(&mut raw)
-        .expect("gzip body");
-    proto::Profile::decode(&raw[..]).expect("pprof body")
-}
-
-/// The sample types of `p`, and per function name the sum of each value over the
-/// samples whose stack holds that function.
-/// Per function name, its values.
-type Sums = Vec<(String, Vec<i64>)>;
-
-fn by_function(p: &proto::Profile) -> (Vec<(String, String)>, Sums) {
-    let s = |i: i64| p.string_table[i as usize].clone();
-    let types = p
-        .sample_type
-        .iter()
-        .map(|t| (s(t.r#type), s(t.unit)))
-        .collect();
-    let mut sums: Sums = Vec::new();
-    for smp in &p.sample {
-        let mut names: Vec<String> = smp
-            .location_id
-            .iter()
-            .filter_map(|l| p.location.iter().find(|loc| loc.id == *l))
-            .flat_map(|loc| &loc.line)
-            .filter_map(|ln| p.function.iter().find(|f| f.id == ln.function_id))
-            .map(|f| s(f.name))
-            .collect();
-        names.sort();
-        names.dedup();
-        for n in names {
-            let i = match sums.iter().position(|(k, _)| *k == n) {
-                Some(i) => i,
-                None => {
-                    sums.push((n, vec![0; smp.value.len()]));
-                    sums.len() - 1
-                }
-            };
-            for (sum, v) in sums[i].1.iter_mut().zip(&smp.value) {
-                *sum += v;
-            }
-        }
-    }
-    (types, sums)
 }
 
 /// `--alloc`: each interval also sends a memory profile (its own pprof, the types Go's heap

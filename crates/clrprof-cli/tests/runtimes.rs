@@ -263,11 +263,19 @@ fn allocation_samples(rt: Runtime) {
 /// signal sampler took on demand, each request taken or counted); the pool starves at least
 /// once with the blocking method named; the sleeping thread's method sleeps. .NET 8 has
 /// no wait-handle events and the report says so; 9 and 10 name `BlockPoolThread`'s
-/// `Task.Wait` among the wait-handle waits.
+/// `Task.Wait` among the wait-handle waits. The same recording pushes to a stand-in
+/// Pyroscope server (`--push`): see [`pushed_waits`].
 fn waits(rt: Runtime) {
     let app = app_on("Scenarios", rt);
     let trace = scratch(&format!("rt-waits-{}", rt.tfm())).join("t.clrprof");
-    let out = record_app(&app, &trace, &["--waits"], &["waits"]);
+    let (port, seen) = pyroscope::serve(200);
+    let url = format!("http://127.0.0.1:{port}");
+    let out = record_app(
+        &app,
+        &trace,
+        &["--waits", "--push", &url, "--push-every", "1"],
+        &["waits"],
+    );
     let r = report_json(&trace);
     assert_ran_on(rt, &out, &r);
     let fact = |k: &str| results(&out)[k].parse::<f64>().unwrap();
@@ -377,6 +385,12 @@ fn waits(rt: Runtime) {
         .map(weight)
         .sum();
     assert_eq!(ledger_lines, ledger["wait_ns"].as_u64().unwrap(), "{text}");
+    pushed_waits(
+        rt,
+        &seen.lock().unwrap(),
+        (fact("contentions"), fact("lock_wait_ns")),
+        ledger_lines,
+    );
     // Chrome's timeline: one async slice per contended acquisition.
     let chrome = trace.with_extension("json");
     let conv = clrprof()
@@ -442,6 +456,127 @@ fn waits(rt: Runtime) {
             assert!(!notes.contains("wait-handle"), "{notes}");
         }
     }
+}
+
+/// `record --waits --push`'s requests (docs/exports.md): besides each interval's CPU
+/// profile, the lock waits as Pyroscope's `mutex` family and, on .NET 9 and later, the
+/// wait-handle waits as `block`: each a multipart form (no `format` in the query) of the
+/// gzip'd pprof and the `sample_type_config` that names the family, its sample types
+/// `contentions/count` and `delay/nanoseconds`. Over all uploads, the waits in
+/// `Scenarios.Waits.TakeLedger` are the app's own contentions, and their delay the
+/// trace's lock wait there (the same pairing) and the app's Stopwatch total;
+/// `BlockPoolThread`'s `Task.Wait` is in the wait-handle waits.
+fn pushed_waits(
+    rt: Runtime,
+    reqs: &[pyroscope::Request],
+    (contentions, lock_wait_ns): (f64, f64),
+    ledger_wait_ns: u64,
+) {
+    let display = |r: &pyroscope::Request| -> String {
+        let config = r
+            .part("sample_type_config")
+            .expect("a sample_type_config part");
+        let v: Value = serde_json::from_slice(&config.body).unwrap();
+        v["contentions"]["display-name"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let cpu = reqs.iter().filter(|r| r.has("format")).count();
+    let forms: Vec<&pyroscope::Request> = reqs.iter().filter(|r| !r.has("format")).collect();
+    let of = |family: &str| -> Vec<&pyroscope::Request> {
+        forms
+            .iter()
+            .copied()
+            .filter(|r| display(r) == format!("{family}_count"))
+            .collect()
+    };
+    let (mutex, block) = (of("mutex"), of("block"));
+    assert!(cpu >= 2, "{cpu} CPU profiles");
+    assert_eq!(mutex.len(), cpu, "a mutex profile per interval");
+    assert_eq!(mutex.len() + block.len(), forms.len());
+    let mut totals = [(0i64, 0i64); 2];
+    for (i, family) in [&mutex, &block].iter().enumerate() {
+        for r in family.iter() {
+            assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/ingest"));
+            assert_eq!(r.q("spyName"), "clrprof");
+            assert!(!r.has("sampleRate"), "{:?}", r.query);
+            let parts: Vec<(String, Option<String>)> = r
+                .parts()
+                .into_iter()
+                .map(|p| (p.name, p.filename))
+                .collect();
+            assert_eq!(
+                parts,
+                [
+                    ("profile".to_string(), Some("profile.pprof".to_string())),
+                    (
+                        "sample_type_config".to_string(),
+                        Some("sample_type_config.json".to_string())
+                    )
+                ]
+            );
+            let p = pyroscope::profile_of(r);
+            let s = |i: i64| p.string_table[i as usize].clone();
+            let (types, sums) = pyroscope::by_function(&p);
+            assert_eq!(
+                types,
+                [
+                    ("contentions".to_string(), "count".to_string()),
+                    ("delay".to_string(), "nanoseconds".to_string())
+                ]
+            );
+            let period = p.period_type.as_ref().unwrap();
+            assert_eq!(
+                (s(period.r#type), s(period.unit), p.period),
+                ("contentions".to_string(), "count".to_string(), 1)
+            );
+            let method = if i == 0 {
+                "Scenarios.Waits.TakeLedger"
+            } else {
+                "Scenarios.Waits.BlockPoolThread"
+            };
+            for (name, v) in &sums {
+                if name == method {
+                    totals[i].0 += v[0];
+                    totals[i].1 += v[1];
+                }
+            }
+        }
+    }
+    let (count, delay) = totals[0];
+    assert!(
+        (count as f64 - contentions).abs() <= contentions * 0.10,
+        "{count} contentions pushed in TakeLedger, the app counted {contentions}"
+    );
+    assert_eq!(
+        delay as u64, ledger_wait_ns,
+        "the trace's lock wait in TakeLedger"
+    );
+    assert!(
+        (delay as f64 - lock_wait_ns).abs() <= lock_wait_ns * 0.20,
+        "{delay} ns pushed, the app's Stopwatch {lock_wait_ns}"
+    );
+    match rt {
+        Runtime::Net8 => assert!(block.is_empty(), "no wait-handle events on .NET 8"),
+        Runtime::Net9 | Runtime::Net10 => {
+            assert!(!block.is_empty());
+            assert!(
+                totals[1].0 > 0 && totals[1].1 > 0,
+                "BlockPoolThread's waits: {:?}",
+                totals[1]
+            );
+        }
+    }
+    eprintln!(
+        "pushed waits on {rt:?}: {} mutex and {} block profiles; TakeLedger {count} contentions, {:.1} ms (app: {contentions}, {:.1} ms); BlockPoolThread {} waits, {:.1} ms",
+        mutex.len(),
+        block.len(),
+        delay as f64 / 1e6,
+        lock_wait_ns / 1e6,
+        totals[1].0,
+        totals[1].1 as f64 / 1e6
+    );
 }
 
 /// Exact counts with every method hooked (no `--include`), so the runtime's own

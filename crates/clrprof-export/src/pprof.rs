@@ -427,6 +427,35 @@ pub fn only(
     profile
 }
 
+/// `profile` (from [`only`]) with its sample types renamed, in order, to `names`
+/// (`(type, unit)` each; types past the end of `names` keep theirs), and
+/// `default_sample_type` the first: for a family whose values [`build`] writes under
+/// other names (`record --push --waits`: the count and the time of waits, built as
+/// `samples` and `wall`, are sent as `contentions/count` and `delay/nanoseconds`).
+pub fn renamed(mut profile: proto::Profile, names: &[(&str, &str)]) -> proto::Profile {
+    let mut index = |s: &str| -> i64 {
+        match profile.string_table.iter().position(|x| x == s) {
+            Some(i) => i as i64,
+            None => {
+                profile.string_table.push(s.to_string());
+                profile.string_table.len() as i64 - 1
+            }
+        }
+    };
+    let renamed: Vec<proto::ValueType> = names
+        .iter()
+        .map(|(t, u)| proto::ValueType {
+            r#type: index(t),
+            unit: index(u),
+        })
+        .collect();
+    for (st, vt) in profile.sample_type.iter_mut().zip(renamed) {
+        *st = vt;
+    }
+    profile.default_sample_type = profile.sample_type.first().map_or(0, |t| t.r#type);
+    profile
+}
+
 /// The unit of a sample type [`build`] writes.
 fn unit_of(t: &str) -> &'static str {
     match t {
@@ -530,5 +559,39 @@ mod tests {
             .unwrap();
         let back = proto::Profile::decode(&raw[..]).unwrap();
         assert_eq!(back, cpu);
+    }
+
+    #[test]
+    fn renamed_gives_the_kept_columns_new_names_and_keeps_the_values() {
+        let strings = ["", "samples", "count", "wall", "nanoseconds"];
+        let p = proto::Profile {
+            sample_type: vec![
+                proto::ValueType { r#type: 1, unit: 2 },
+                proto::ValueType { r#type: 3, unit: 4 },
+            ],
+            sample: vec![proto::Sample {
+                location_id: vec![1],
+                value: vec![3, 2_000],
+                label: Vec::new(),
+            }],
+            string_table: strings.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        };
+        let waits = only(p, &["samples", "wall"], ("contentions", "count", 1));
+        let waits = renamed(waits, &[("contentions", "count"), ("delay", "nanoseconds")]);
+        let s = |i: i64| waits.string_table[i as usize].as_str();
+        let types: Vec<_> = waits
+            .sample_type
+            .iter()
+            .map(|t| (s(t.r#type), s(t.unit)))
+            .collect();
+        assert_eq!(types, [("contentions", "count"), ("delay", "nanoseconds")]);
+        assert_eq!(s(waits.default_sample_type), "contentions");
+        assert_eq!(waits.sample[0].value, vec![3, 2_000]);
+        let pt = waits.period_type.as_ref().unwrap();
+        assert_eq!(
+            (s(pt.r#type), s(pt.unit), waits.period),
+            ("contentions", "count", 1)
+        );
     }
 }

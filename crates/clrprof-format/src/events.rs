@@ -445,6 +445,17 @@ events! {
         walk_failed: u64,
         no_sampler: u64,
     }
+    /// `--alloc` on .NET 8 and 9 (2.4): the allocation samples whose source positions
+    /// the agent's own thread maps (their code was not mapped yet where the runtime
+    /// delivered them), written at the end: queued for it, mapped, and kept without
+    /// positions because the queue was full (or busy) when they came, or because they
+    /// were queued after its last round.
+    118 AllocPositionStats {
+        queued: u64,
+        mapped: u64,
+        queue_full: u64,
+        left_at_end: u64,
+    }
 }
 
 /// `AllocConfig.source`: the runtime's `AllocationSampled` event (.NET 10, Poisson).

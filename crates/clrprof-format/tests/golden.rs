@@ -1,5 +1,5 @@
 //! Golden files: small traces committed under tests/fixtures/. The encoder must still
-//! produce `golden-v2.3.bin` byte for byte (so any format change is deliberate), and the
+//! produce `golden-v2.4.bin` byte for byte (so any format change is deliberate), and the
 //! reader must still read every file, 1.0 included (so old traces stay readable).
 //!
 //! After a deliberate format change, regenerate with
@@ -29,6 +29,7 @@ fn has_kind(id: u8, major: u16, minor: u16) -> bool {
         (2, 0) => id != 38 && id < 100,
         (2, 1) => id != 38 && id != 102 && id != 103 && id < 116,
         (2, 2) => id != 38 && id != 103 && id < 116,
+        (2, 3) => id != 118,
         _ => true,
     }
 }
@@ -190,9 +191,9 @@ fn check_or_update(name: &str, bytes: &[u8], compare: bool) {
 
 #[test]
 fn encoder_reproduces_the_golden_file() {
-    check_or_update("golden-v2.3.bin", &golden_bytes(false), true);
+    check_or_update("golden-v2.4.bin", &golden_bytes(false), true);
     // Compressed output depends on the LZ4 implementation: only its decoding is checked.
-    check_or_update("golden-v2.3-lz4.bin", &golden_bytes(true), false);
+    check_or_update("golden-v2.4-lz4.bin", &golden_bytes(true), false);
 }
 
 #[test]
@@ -214,6 +215,8 @@ fn golden_files_still_decode() {
         ("golden-v2.2-lz4.bin", true, 2, 2),
         ("golden-v2.3.bin", false, 2, 3),
         ("golden-v2.3-lz4.bin", true, 2, 3),
+        ("golden-v2.4.bin", false, 2, 4),
+        ("golden-v2.4-lz4.bin", true, 2, 4),
     ] {
         let bytes = std::fs::read(fixture(name)).unwrap();
         let (header, events, warnings) = read_all(&bytes).unwrap();

@@ -15,7 +15,9 @@
 //! Bounded: the queue holds at most [`MAX_SAMPLES`] samples and [`MAX_WORDS`] words of
 //! frames between two rounds (two such buffers, swapped under a lock only tried by the
 //! allocating thread, which never allocates or waits); a sample that finds it full or
-//! busy keeps no positions and is counted (`dropped`, in the agent's log).
+//! busy keeps no positions and is counted (`queue_full`), and so is one queued after the
+//! thread's last round (`left_at_end`): the trace's `AllocPositionStats` carries them, and
+//! `clrprof report` says how many samples have no lines for it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -77,9 +79,11 @@ pub struct Later {
     /// Samples queued, and those whose positions were recorded from here.
     pub queued: AtomicU64,
     pub mapped: AtomicU64,
-    /// Samples that needed a map and kept no positions: the queue full or busy, or
-    /// queued after the last round.
-    pub dropped: AtomicU64,
+    /// Samples that needed a map and kept no positions because the queue was full or
+    /// busy when they came.
+    pub queue_full: AtomicU64,
+    /// Samples queued after the thread's last round, kept without positions.
+    pub left_at_end: AtomicU64,
 }
 
 impl Later {
@@ -88,7 +92,8 @@ impl Later {
             inbox: Mutex::new(Batch::new()),
             queued: AtomicU64::new(0),
             mapped: AtomicU64::new(0),
-            dropped: AtomicU64::new(0),
+            queue_full: AtomicU64::new(0),
+            left_at_end: AtomicU64::new(0),
         }
     }
 
@@ -99,16 +104,30 @@ impl Later {
             .inbox
             .try_lock()
             .is_ok_and(|mut b| b.push(id, frames, addrs));
-        let counter = if queued { &self.queued } else { &self.dropped };
+        let counter = if queued {
+            &self.queued
+        } else {
+            &self.queue_full
+        };
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Samples queued and not mapped (after the thread's last round), counted dropped.
+    /// Samples queued and not mapped (after the thread's last round), counted.
     pub fn drop_rest(&self) {
         let mut b = self.inbox.lock().unwrap_or_else(|p| p.into_inner());
-        self.dropped
+        self.left_at_end
             .fetch_add(b.samples.len() as u64, Ordering::Relaxed);
         b.clear();
+    }
+
+    /// The figures, as the trace's record (written at the end).
+    pub fn stats(&self) -> Event<'static> {
+        Event::AllocPositionStats {
+            queued: self.queued.load(Ordering::Relaxed),
+            mapped: self.mapped.load(Ordering::Relaxed),
+            queue_full: self.queue_full.load(Ordering::Relaxed),
+            left_at_end: self.left_at_end.load(Ordering::Relaxed),
+        }
     }
 
     /// One round, on the agent's thread: takes the queue (swapped with `spare`, so the
@@ -235,8 +254,55 @@ mod tests {
             l.queue(2, &[1], &[2]);
         }
         assert_eq!(l.queued.load(Ordering::Relaxed), 1);
-        assert_eq!(l.dropped.load(Ordering::Relaxed), 1);
+        assert_eq!(l.queue_full.load(Ordering::Relaxed), 1);
         l.drop_rest();
-        assert_eq!(l.dropped.load(Ordering::Relaxed), 2);
+        assert_eq!(l.left_at_end.load(Ordering::Relaxed), 1);
+        assert_eq!(l.queue_full.load(Ordering::Relaxed), 1);
+    }
+
+    /// More samples than the queue holds between two rounds: those past its bound keep no
+    /// positions and are counted `queue_full`, which the trace's record carries; after a
+    /// round (the queue emptied) samples are queued again.
+    #[test]
+    fn a_full_queue_counts_what_it_refused_in_the_trace_record() {
+        let l = Later::new();
+        for id in 0..MAX_SAMPLES as u64 + 25 {
+            l.queue(id, &[1, 2], &[0x10, 0x20]);
+        }
+        assert_eq!(
+            l.stats(),
+            Event::AllocPositionStats {
+                queued: MAX_SAMPLES as u64,
+                mapped: 0,
+                queue_full: 25,
+                left_at_end: 0,
+            }
+        );
+        // Words fill too: samples of many frames are refused before the count is reached.
+        let words = Later::new();
+        let deep = vec![7u64; 400];
+        let fits = (MAX_WORDS / (2 * deep.len())) as u64;
+        for id in 0..fits + 3 {
+            words.queue(id, &deep, &deep);
+        }
+        assert_eq!(words.queued.load(Ordering::Relaxed), fits);
+        assert_eq!(words.queue_full.load(Ordering::Relaxed), 3);
+        // The thread's round takes the queue (here: emptied, as `round` swaps it out).
+        {
+            let mut inbox = l.inbox.lock().unwrap();
+            *inbox = Batch::new();
+        }
+        l.queue(99, &[1], &[2]);
+        assert_eq!(l.queued.load(Ordering::Relaxed), MAX_SAMPLES as u64 + 1);
+        l.drop_rest();
+        let Event::AllocPositionStats {
+            queue_full,
+            left_at_end,
+            ..
+        } = l.stats()
+        else {
+            unreachable!()
+        };
+        assert_eq!((queue_full, left_at_end), (25, 1));
     }
 }

@@ -738,11 +738,13 @@ pub fn stop(info: &ProfilerInfo) {
     if let Some(l) = &st.later {
         l.drop_rest();
         log!(
-            "allocation positions mapped off the allocating thread (GCAllocationTick): {} samples queued, {} mapped, {} without positions (the queue full or busy)",
+            "allocation positions mapped off the allocating thread (GCAllocationTick): {} samples queued, {} mapped, {} without positions because the queue was full or busy, {} queued after the last round",
             l.queued.load(Ordering::Relaxed),
             l.mapped.load(Ordering::Relaxed),
-            l.dropped.load(Ordering::Relaxed),
+            l.queue_full.load(Ordering::Relaxed),
+            l.left_at_end.load(Ordering::Relaxed),
         );
+        emit(&l.stats());
     }
     let alive_at_end = st.live.release_all(info);
     let (hits, compared, differed, busy) = (

@@ -132,6 +132,7 @@ mod tests {
             outside_app: Outside::default(),
             functions: vec![],
             lines: Vec::new(),
+            positions_mapped_later: None,
             live: LiveHeap {
                 bytes: 0,
                 objects: 0,

@@ -108,6 +108,11 @@ pub struct AllocationSamples {
     /// modules' PDBs), most self bytes first; absent when the trace has no positions.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub lines: Vec<LineBytes>,
+    /// .NET 8 and 9: the samples whose positions the agent's own thread mapped, and those
+    /// left without (their lines unknown) because its queue was full or they came after
+    /// its last round; absent on .NET 10 and in traces before format 2.4.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub positions_mapped_later: Option<crate::allocs::PositionStats>,
     pub live: LiveHeap,
 }
 
@@ -351,6 +356,7 @@ pub fn section_with_lines(
         outside_app,
         functions: by_function(points.iter(), names),
         lines: lines.map_or_else(Vec::new, |l| by_line(points.iter(), names, l)),
+        positions_mapped_later: a.position_stats,
         live: LiveHeap {
             bytes: alive().map(|p| p.bytes).sum::<f64>().round() as u64,
             objects: alive().map(|p| p.objects).sum::<f64>().round() as u64,

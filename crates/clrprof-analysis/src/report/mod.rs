@@ -52,7 +52,8 @@ pub use samples::{SampleView, Samples, SamplesSection};
 pub use trace_info::TraceInfo;
 pub use waits_section::{
     Blocking, Contention, Episode, KindRow, LockRow, NamedWait, Owner, OwnerStacks, ThreadPool,
-    WaitInterval, Waiter, WaitsSection, intervals as wait_intervals, starvation_episodes,
+    WaitInterval, WaitPairs, Waiter, WaitsSection, intervals as wait_intervals,
+    starvation_episodes,
 };
 
 use crate::lines::{LineSamples, Lines, MissingPdb};

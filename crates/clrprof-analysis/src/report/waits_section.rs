@@ -216,42 +216,53 @@ pub struct WaitInterval {
 /// the same kind (a wait-handle wait inside a lock's is the lock's, left out), as the
 /// Waits section pairs them: what `convert --weight wait|lock` weighs stacks by.
 pub fn intervals(events: &[TimedEvent<'_>]) -> Vec<WaitInterval> {
-    let mut out = Vec::new();
-    let mut open: HashMap<(u64, u8), (u64, Vec<u64>)> = HashMap::new();
-    let mut nested: HashSet<u64> = HashSet::new();
-    for e in events {
+    let mut pairs = WaitPairs::default();
+    events.iter().filter_map(|e| pairs.push(e)).collect()
+}
+
+/// The pairing of [`intervals`], one record at a time, for records read as a trace is
+/// written (`record --push --waits`): it holds each thread's open waits (at most one per
+/// thread and kind).
+#[derive(Debug, Default)]
+pub struct WaitPairs {
+    open: HashMap<(u64, u8), (u64, Vec<u64>)>,
+    nested: HashSet<u64>,
+}
+
+impl WaitPairs {
+    /// Takes one record (of any kind); the wait it ends, if it ends one.
+    pub fn push(&mut self, e: &TimedEvent<'_>) -> Option<WaitInterval> {
         match &e.event {
             Event::WaitStart { kind, frames, .. } => {
-                if *kind == WAIT_HANDLE && open.contains_key(&(e.os_tid, WAIT_LOCK)) {
-                    nested.insert(e.os_tid);
-                    continue;
+                if *kind == WAIT_HANDLE && self.open.contains_key(&(e.os_tid, WAIT_LOCK)) {
+                    self.nested.insert(e.os_tid);
+                    return None;
                 }
-                open.insert((e.os_tid, *kind), (e.ns, frames.to_vec()));
+                self.open.insert((e.os_tid, *kind), (e.ns, frames.to_vec()));
+                None
             }
             Event::WaitStop {
                 kind, duration_ns, ..
             } => {
-                if *kind == WAIT_HANDLE && nested.remove(&e.os_tid) {
-                    continue;
+                if *kind == WAIT_HANDLE && self.nested.remove(&e.os_tid) {
+                    return None;
                 }
-                if let Some((start_ns, frames)) = open.remove(&(e.os_tid, *kind)) {
-                    out.push(WaitInterval {
-                        os_tid: e.os_tid,
-                        start_ns,
-                        wait_ns: if *duration_ns > 0 {
-                            *duration_ns
-                        } else {
-                            e.ns.saturating_sub(start_ns)
-                        },
-                        lock: *kind == WAIT_LOCK,
-                        frames,
-                    });
-                }
+                let (start_ns, frames) = self.open.remove(&(e.os_tid, *kind))?;
+                Some(WaitInterval {
+                    os_tid: e.os_tid,
+                    start_ns,
+                    wait_ns: if *duration_ns > 0 {
+                        *duration_ns
+                    } else {
+                        e.ns.saturating_sub(start_ns)
+                    },
+                    lock: *kind == WAIT_LOCK,
+                    frames,
+                })
             }
-            _ => {}
+            _ => None,
         }
     }
-    out
 }
 
 /// The thread pool's starvation episodes: (first, last adjustment, workers before, most

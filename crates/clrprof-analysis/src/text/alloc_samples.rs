@@ -63,6 +63,16 @@ pub fn render(o: &mut String, a: Option<&AllocationSamples>, top: usize) {
         );
     }
     line_table(o, &a.lines, a.estimated_bytes, top);
+    if let Some(p) = &a.positions_mapped_later {
+        for (n, why) in [
+            (p.queue_full, "queue full"),
+            (p.left_at_end, "queued after the last mapping round"),
+        ] {
+            if n > 0 {
+                let _ = writeln!(o, "  {n} allocation samples without lines ({why})");
+            }
+        }
+    }
     let l = &a.live;
     if l.tracked_max == 0 {
         let _ = writeln!(
@@ -290,6 +300,7 @@ mod tests {
                 total_bytes: 204_800,
                 total_objects: 200,
             }],
+            positions_mapped_later: None,
             live: LiveHeap {
                 bytes: 102_400,
                 objects: 100,
@@ -373,6 +384,39 @@ mod tests {
         render(&mut o, Some(&s), 5);
         assert!(
             o.ends_with("  live heap: not followed with AllocationTick (docs/allocations.md)\n"),
+            "{o}"
+        );
+    }
+
+    #[test]
+    fn samples_left_without_lines_are_said_only_when_there_are_some() {
+        let mut s = section(0, 0);
+        s.source = "AllocationTick".into();
+        let stats = |queue_full, left_at_end| crate::allocs::PositionStats {
+            queued: 90,
+            mapped: 90,
+            queue_full,
+            left_at_end,
+        };
+        s.positions_mapped_later = Some(stats(0, 0));
+        let mut quiet = String::new();
+        render(&mut quiet, Some(&s), 5);
+        assert!(!quiet.contains("without lines"), "{quiet}");
+        s.positions_mapped_later = Some(stats(12, 0));
+        let mut o = String::new();
+        render(&mut o, Some(&s), 5);
+        assert!(
+            o.contains("\n  12 allocation samples without lines (queue full)\n"),
+            "{o}"
+        );
+        assert!(!o.contains("last mapping round"), "{o}");
+        s.positions_mapped_later = Some(stats(0, 2));
+        let mut o = String::new();
+        render(&mut o, Some(&s), 5);
+        assert!(
+            o.contains(
+                "\n  2 allocation samples without lines (queued after the last mapping round)\n"
+            ),
             "{o}"
         );
     }

@@ -1,12 +1,15 @@
 //! One followed trace's samples since the last cut, and the name tables read so far:
 //! each cut is a gzip'd pprof profile of just those samples (the report's rules: GC-poll
-//! frames folded, CPU only for samples not parked in a wait), and with `--alloc` a second
-//! one of the allocations since the last cut and the live sampled heap now.
+//! frames folded, CPU only for samples not parked in a wait), with `--alloc` a second
+//! one of the allocations since the last cut and the live sampled heap now, and with
+//! `--waits` one of the lock waits that ended since the last cut (and on .NET 9 and later
+//! one of the wait-handle waits).
 
 use std::collections::{HashMap, HashSet};
 
 use clrprof_analysis::allocs::{AllocPoint, Config};
 use clrprof_analysis::names::Names;
+use clrprof_analysis::report::{WaitInterval, WaitPairs};
 use clrprof_analysis::runtime_frames::Windows;
 use clrprof_analysis::samples::{StackSample, prepare, stack_sample};
 use clrprof_analysis::threads::ThreadNames;
@@ -28,6 +31,41 @@ pub const MEMORY_TYPES: [&str; 4] = [
     "inuse_space",
 ];
 
+/// `--waits`: the sample types of the wait families, as Go's mutex and block profiles name
+/// them (built as the `samples` and `wall` of [`clrprof_analysis::profile::of_waits`]).
+pub const WAIT_TYPES: [(&str, &str); 2] = [("contentions", "count"), ("delay", "nanoseconds")];
+
+/// A family of waits pushed with `--waits`, each a pprof of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitFamily {
+    /// Contended locks (`Monitor`, `lock`): Pyroscope's `mutex`.
+    Mutex,
+    /// Wait handles (.NET 9 and later): Pyroscope's `block`.
+    Block,
+}
+
+impl WaitFamily {
+    /// The `sample_type_config` part sent with the profile: Pyroscope's ingest picks the
+    /// family from the display names (`mutex_*` files it under `mutex`, `block_*` under
+    /// `block`; `contentions` and `delay` alone name neither for sure); the units are
+    /// those Go's client sends (docs/exports.md).
+    pub fn sample_type_config(self) -> &'static str {
+        match self {
+            WaitFamily::Mutex => {
+                r#"{"contentions":{"units":"lock_samples","display-name":"mutex_count"},"delay":{"units":"lock_nanoseconds","display-name":"mutex_duration"}}"#
+            }
+            WaitFamily::Block => {
+                r#"{"contentions":{"units":"lock_samples","display-name":"block_count"},"delay":{"units":"lock_nanoseconds","display-name":"block_duration"}}"#
+            }
+        }
+    }
+
+    /// Whether the wait belongs to this family.
+    fn holds(self, w: &WaitInterval) -> bool {
+        w.lock == (self == WaitFamily::Mutex)
+    }
+}
+
 #[derive(Default)]
 pub struct Cut {
     names: Names,
@@ -44,8 +82,12 @@ pub struct Cut {
     allocated: Vec<AllocPoint>,
     /// Followed allocation samples no GC has collected yet (the live sampled heap), by id.
     live: HashMap<u64, AllocPoint>,
+    /// `--waits`: the waits still open (at most one per thread and kind), and those that
+    /// ended since the last cut.
+    wait_pairs: WaitPairs,
+    waits: Vec<WaitInterval>,
     /// Samples not kept because a cut held [`MAX_SAMPLES`] already (allocation samples
-    /// included).
+    /// and waits included).
     pub dropped: u64,
     /// Events the agent could not record (its `Lost` records).
     pub lost: u64,
@@ -59,6 +101,8 @@ pub struct Profiles {
     pub cpu: Vec<u8>,
     /// With `--alloc`.
     pub memory: Option<Vec<u8>>,
+    /// With `--waits`: one per family asked for (each sent as a form's part).
+    pub waits: Vec<(WaitFamily, Vec<u8>)>,
 }
 
 impl Cut {
@@ -84,6 +128,15 @@ impl Cut {
                 Event::AllocFreed { ids } => {
                     for id in ids.iter() {
                         self.live.remove(id);
+                    }
+                }
+                Event::WaitStart { .. } | Event::WaitStop { .. } => {
+                    if let Some(w) = self.wait_pairs.push(&e) {
+                        if self.waits.len() < MAX_SAMPLES {
+                            self.waits.push(w);
+                        } else {
+                            self.dropped += 1;
+                        }
                     }
                 }
                 _ => {
@@ -121,8 +174,16 @@ impl Cut {
     }
 
     /// The samples since the last cut as gzip'd pprof profiles covering
-    /// `from_s..until_s` (Unix seconds), sampled every `interval_ns`; empties the cut.
-    pub fn cut(&mut self, from_s: u64, until_s: u64, interval_ns: u64, name: &str) -> Profiles {
+    /// `from_s..until_s` (Unix seconds), sampled every `interval_ns`, and the waits that
+    /// ended since as one profile per family of `families`; empties the cut.
+    pub fn cut(
+        &mut self,
+        from_s: u64,
+        until_s: u64,
+        interval_ns: u64,
+        name: &str,
+        families: &[WaitFamily],
+    ) -> Profiles {
         let mut samples = std::mem::take(&mut self.samples);
         prepare(&mut samples, &self.names, &self.windows);
         if let Some(ns) = self.previous_start {
@@ -154,9 +215,28 @@ impl Cut {
             self.encode(profile, from_s, until_s, name)
                 .map(|p| pprof::only(p, &MEMORY_TYPES, ("space", "bytes", period)))
         });
+        // A wait is in the cut in which it ended, with all its time (as a Go mutex
+        // profile counts a contention when the lock is released).
+        let ended = std::mem::take(&mut self.waits);
+        let waits = families
+            .iter()
+            .filter_map(|&family| {
+                let of: Vec<WaitInterval> =
+                    ended.iter().filter(|w| family.holds(w)).cloned().collect();
+                let profile = clrprof_analysis::profile::of_waits(&of, &self.names, &self.threads);
+                let mut p = self.encode(profile, from_s, until_s, name)?;
+                // (the longest wait would be taken for the length)
+                p.duration_nanos =
+                    i64::try_from(until_s.saturating_sub(from_s).saturating_mul(1_000_000_000))
+                        .unwrap_or(i64::MAX);
+                let p = pprof::only(p, &["samples", "wall"], ("contentions", "count", 1));
+                Some((family, pprof::gzip(&pprof::renamed(p, &WAIT_TYPES))))
+            })
+            .collect();
         Profiles {
             cpu: cpu.map(|p| pprof::gzip(&p)).unwrap_or_default(),
             memory: memory.map(|p| pprof::gzip(&p)),
+            waits,
         }
     }
 

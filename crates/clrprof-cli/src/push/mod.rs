@@ -1,11 +1,12 @@
 //! `record --push URL`: continuous profiling into Grafana Pyroscope (docs/exports.md).
 //! A thread of this process follows each trace the run's processes write (as `top`
 //! does), and every `--push-every` seconds cuts the samples read since the last cut into
-//! a pprof profile per process (CPU, and with `--alloc` a memory one: Pyroscope files
-//! each pprof under one profile family), which `upload` POSTs to `URL/ingest` on a thread
-//! of its own. Successive cuts cover contiguous whole-second ranges; a sample belongs to the
-//! cut in which it was read (at most one flush interval, 20 ms by default, after it was
-//! taken).
+//! a pprof profile per process (CPU, with `--alloc` a memory one, with `--waits` the lock
+//! waits and the wait-handle waits: Pyroscope files each pprof under one profile family),
+//! which `upload` POSTs to `URL/ingest` on a thread of its own. Successive cuts cover
+//! contiguous whole-second ranges; a sample belongs to the cut in which it was read (at
+//! most one flush interval, 20 ms by default, after it was taken), a wait to the cut in
+//! which its end was read.
 
 pub(crate) use crate::push_args as args;
 mod cut;
@@ -26,8 +27,8 @@ use clrprof_analysis::report::push::PushOutcome;
 
 use crate::live::follow::Follow;
 use args::{Endpoint, Labels};
-use cut::Cut;
-use upload::{Upload, Uploader};
+use cut::{Cut, WaitFamily};
+use upload::{OCTET_STREAM, Upload, Uploader};
 
 /// How often the traces are read.
 const TICK: Duration = Duration::from_millis(100);
@@ -43,6 +44,8 @@ pub struct PushConfig {
     pub labels: Labels,
     /// `--no-trace`: unlink each trace once it is open.
     pub no_trace: bool,
+    /// `--waits`: push the waits too.
+    pub waits: bool,
 }
 
 impl PushConfig {
@@ -311,6 +314,7 @@ impl Attached {
                 .unwrap_or_else(|| PushConfig::default_app_name(&command)),
             labels: args.labels.clone().unwrap_or_default(),
             no_trace: false,
+            waits: args.waits,
         };
         Ok(Attached(Some(Session::start_attached(
             cfg,
@@ -445,6 +449,36 @@ fn query(name: &str, from: u64, until: u64, rate_hz: u32) -> String {
     )
 }
 
+/// The query of a profile sent as a multipart form (the wait families): no `format`,
+/// since Pyroscope's ingest reads the body of a `format=pprof` request as a bare pprof and
+/// never looks for the form's `sample_type_config` (`format` absent and a
+/// `multipart/form-data` body is its form path); no `sampleRate`, a rate of samples that
+/// means nothing for waits.
+fn form_query(name: &str, from: u64, until: u64) -> String {
+    format!(
+        "name={}&from={from}&until={until}&spyName=clrprof",
+        encode(name)
+    )
+}
+
+/// The wait families pushed for a process on runtime `runtime` (`8.0.11.0`): none without
+/// `--waits`; the locks' always; the wait handles' once the runtime is known to be .NET 9
+/// or later (8 raises no wait-handle events, docs/waits.md: an empty family there would
+/// say nothing waited).
+fn wait_families(waits: bool, runtime: Option<&str>) -> Vec<WaitFamily> {
+    if !waits {
+        return Vec::new();
+    }
+    let major = runtime
+        .and_then(|r| r.split('.').next())
+        .and_then(|m| m.parse::<u32>().ok());
+    let mut v = vec![WaitFamily::Mutex];
+    if major.is_some_and(|m| m >= 9) {
+        v.push(WaitFamily::Block);
+    }
+    v
+}
+
 fn cut_loop(cfg: &PushConfig, traces: &Traces, rate_hz: u32, stop: &AtomicBool) -> Summary {
     let uploader = Uploader::start(&cfg.endpoint, authorization(&cfg.endpoint));
     let host = hostname();
@@ -496,11 +530,33 @@ fn cut_loop(cfg: &PushConfig, traces: &Traces, rate_hz: u32, stop: &AtomicBool) 
                     defaults.push(("runtime_version", r.clone()));
                 }
                 let name = series_name(cfg, &defaults);
-                let profiles = s.cut.cut(from, until, interval_ns, &cfg.app);
+                let families = wait_families(cfg.waits, s.runtime.as_deref());
+                let profiles = s.cut.cut(from, until, interval_ns, &cfg.app, &families);
                 for body in std::iter::once(profiles.cpu).chain(profiles.memory) {
                     uploader.send(Upload {
                         query: query(&name, from, until, rate_hz),
                         body,
+                        content_type: OCTET_STREAM.into(),
+                        source,
+                    });
+                    cuts += 1;
+                    s.profiles += 1;
+                }
+                // The wait families need their `sample_type_config`: a form of two parts.
+                for (family, pprof) in profiles.waits {
+                    let (content_type, body) = upload::multipart(&[
+                        ("profile", "profile.pprof", OCTET_STREAM, pprof.as_slice()),
+                        (
+                            "sample_type_config",
+                            "sample_type_config.json",
+                            "application/json",
+                            family.sample_type_config().as_bytes(),
+                        ),
+                    ]);
+                    uploader.send(Upload {
+                        query: form_query(&name, from, until),
+                        body,
+                        content_type,
                         source,
                     });
                     cuts += 1;
@@ -564,6 +620,7 @@ mod tests {
             app: "shop".into(),
             labels: args::parse_labels("env=prod,host=web1").unwrap(),
             no_trace: false,
+            waits: false,
         };
         let name = series_name(&cfg, &[("host", "box".into()), ("pid", "7".into())]);
         assert_eq!(name, "shop{pid=7,env=prod,host=web1}");
@@ -579,6 +636,21 @@ mod tests {
             "Shop.Api"
         );
         assert_eq!(app(&["./my app"]), "my_app");
+        assert_eq!(
+            form_query(&name, 10, 25),
+            "name=shop%7Bpid%3D7%2Cenv%3Dprod%2Chost%3Dweb1%7D&from=10&until=25&spyName=clrprof"
+        );
+    }
+
+    #[test]
+    fn wait_families_follow_waits_and_the_runtime() {
+        assert_eq!(wait_families(false, Some("10.0.1.0")), []);
+        assert_eq!(wait_families(true, None), [WaitFamily::Mutex]);
+        assert_eq!(wait_families(true, Some("8.0.11.0")), [WaitFamily::Mutex]);
+        assert_eq!(
+            wait_families(true, Some("9.0.2.0")),
+            [WaitFamily::Mutex, WaitFamily::Block]
+        );
     }
 
     #[test]

@@ -20,12 +20,50 @@ const FIRST_PAUSE: Duration = Duration::from_millis(500);
 /// One request's limit, connecting and answering included (a server that hangs).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// One profile to send: the query after `/ingest?` and the gzip'd body, of the followed
-/// trace `source`.
+/// One profile to send: the query after `/ingest?`, the body (a gzip'd pprof, or a
+/// [`multipart`] form) and its `Content-Type`, of the followed trace `source`.
 pub struct Upload {
     pub query: String,
     pub body: Vec<u8>,
+    pub content_type: String,
     pub source: usize,
+}
+
+/// The `Content-Type` of a bare pprof body.
+pub const OCTET_STREAM: &str = "application/octet-stream";
+
+/// A `multipart/form-data` body of file parts `(name, filename, content type, bytes)`, as
+/// Go's `mime/multipart` `CreateFormFile` writes them (Pyroscope's ingest reads the
+/// parts it knows from the form's files: a part without a filename is not read); returns
+/// the `Content-Type` header, with the boundary, and the body.
+pub fn multipart(parts: &[(&str, &str, &str, &[u8])]) -> (String, Vec<u8>) {
+    use std::io::Write as _;
+    // A boundary found in no part.
+    let mut n: u64 = 0x9e37_79b9_7f4a_7c15;
+    let boundary = loop {
+        let b = format!("clrprof-form-{n:016x}");
+        if !parts
+            .iter()
+            .any(|p| p.3.windows(b.len()).any(|w| w == b.as_bytes()))
+        {
+            break b;
+        }
+        n = n
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+    };
+    let mut body = Vec::new();
+    for (name, filename, content_type, data) in parts {
+        // Writing to memory cannot fail.
+        let _ = write!(
+            body,
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"; filename=\"{filename}\"\r\nContent-Type: {content_type}\r\n\r\n"
+        );
+        body.extend_from_slice(data);
+        body.extend_from_slice(b"\r\n");
+    }
+    let _ = write!(body, "--{boundary}--\r\n");
+    (format!("multipart/form-data; boundary={boundary}"), body)
 }
 
 /// Per followed trace: profiles sent, and dropped because the queue was full.
@@ -147,7 +185,7 @@ fn run(rx: Receiver<Upload>, base: &str, auth: Option<&str>, counts: &Counts) {
         let mut pause = FIRST_PAUSE;
         let mut outcome = Err(String::new());
         for attempt in 1..=ATTEMPTS {
-            outcome = post(&agent, &url, auth, &u.body);
+            outcome = post(&agent, &url, auth, &u.content_type, &u.body);
             match &outcome {
                 Ok(()) => break,
                 // The server refused this profile itself: another try would be too.
@@ -181,10 +219,14 @@ fn run(rx: Receiver<Upload>, base: &str, auth: Option<&str>, counts: &Counts) {
     }
 }
 
-fn post(agent: &ureq::Agent, url: &str, auth: Option<&str>, body: &[u8]) -> Result<(), String> {
-    let mut req = agent
-        .post(url)
-        .header("Content-Type", "application/octet-stream");
+fn post(
+    agent: &ureq::Agent,
+    url: &str,
+    auth: Option<&str>,
+    content_type: &str,
+    body: &[u8],
+) -> Result<(), String> {
+    let mut req = agent.post(url).header("Content-Type", content_type);
     if let Some(a) = auth {
         req = req.header("Authorization", a);
     }
@@ -199,5 +241,48 @@ fn post(agent: &ureq::Agent, url: &str, auth: Option<&str>, body: &[u8]) -> Resu
             }
         }
         Err(e) => Err(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_form_holds_each_part_as_a_file_between_boundaries_found_in_no_part() {
+        let (ct, body) = multipart(&[
+            (
+                "profile",
+                "profile.pprof",
+                OCTET_STREAM,
+                b"\x1f\x8b pprof".as_slice(),
+            ),
+            (
+                "sample_type_config",
+                "sample_type_config.json",
+                "application/json",
+                b"{}".as_slice(),
+            ),
+        ]);
+        let boundary = ct
+            .strip_prefix("multipart/form-data; boundary=")
+            .unwrap()
+            .to_string();
+        let text = String::from_utf8_lossy(&body);
+        let parts: Vec<&str> = text.split(&format!("--{boundary}")).collect();
+        // (before the first, the two parts, and the closing `--`)
+        assert_eq!(parts.len(), 4, "{text}");
+        assert_eq!(parts[0], "");
+        assert!(parts[1].starts_with(
+            "\r\nContent-Disposition: form-data; name=\"profile\"; filename=\"profile.pprof\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+        ));
+        assert!(parts[1].ends_with(" pprof\r\n"), "{:?}", parts[1]);
+        assert!(parts[2].contains("name=\"sample_type_config\""));
+        assert!(parts[2].ends_with("\r\n\r\n{}\r\n"), "{:?}", parts[2]);
+        assert_eq!(parts[3], "--\r\n");
+        // A part that holds the first boundary gets another one.
+        let first = boundary.clone();
+        let (ct, _) = multipart(&[("profile", "p", OCTET_STREAM, first.as_bytes())]);
+        assert!(!ct.ends_with(&first), "{ct}");
     }
 }

@@ -8,6 +8,7 @@ use std::process::{Command, Output};
 
 use clrprof_testkit::BuiltApp;
 
+pub mod pyroscope;
 pub mod serve;
 
 /// Held by tests whose assertions depend on timing (rates, CPU shares), so they do not

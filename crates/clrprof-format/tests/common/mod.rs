@@ -360,6 +360,13 @@ pub fn every_kind() -> Vec<Event<'static>> {
             walk_failed: 1,
             no_sampler: 1,
         },
+        // 2.4
+        Event::AllocPositionStats {
+            queued: 40,
+            mapped: 37,
+            queue_full: 2,
+            left_at_end: 1,
+        },
     ]
 }
 
@@ -834,6 +841,12 @@ pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
                     queue_full: _e,
                     walk_failed: _f,
                     no_sampler: u64::from(u32v),
+                },
+                118 => Event::AllocPositionStats {
+                    queued: a,
+                    mapped: b2,
+                    queue_full: c,
+                    left_at_end: d,
                 },
                 _ => unreachable!(),
             }
