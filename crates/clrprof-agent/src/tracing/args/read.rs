@@ -101,6 +101,9 @@ pub(super) unsafe fn write_value(
             let target = unsafe { read::<usize>(addr) };
             if target == 0 {
                 w.null();
+            } else if !(0x1_0000..1 << 47).contains(&target) {
+                // No stack or heap address: never dereferenced.
+                w.address("not a pointer", target as u64);
             } else if matches!(
                 **inner,
                 Kind::Unknown(_) | Kind::ByRef(_) | Kind::TypedByRef
