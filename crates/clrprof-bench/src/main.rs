@@ -998,7 +998,7 @@ fn ms_after(stderr: &str, marker: &str, sep: &str) -> Option<f64> {
         .find_map(|l| l.split(sep).nth(1)?.split(" ms").next()?.parse().ok())
 }
 
-/// `args`: what `--args` costs. Five configurations, alternated run by run, on two
+/// `args`: what `--args` costs. Six configurations, alternated run by run, on two
 /// workloads: `fib 27` (635,621 calls of `int Fib(int)`) and `args bench=N` (N calls of
 /// `int Describe(string, ID)`, a string and a struct split across an integer and a float
 /// register); the figures are the app's own stopwatch around the calls and its thread's CPU
@@ -1068,10 +1068,26 @@ fn args_bench(runs: usize) -> Result<()> {
                 c
             }
         };
-        let configs: [(&str, &dyn Fn() -> Command); 5] = [
+        let slow_fast = {
+            let slow = make(vec![
+                "--mode",
+                "trace",
+                "--include",
+                "Scenarios.*",
+                "--args",
+                "Scenarios.NoSuchMethod",
+            ]);
+            move || {
+                let mut c = slow();
+                c.env("CLRPROF_ARGS_FAST", "1");
+                c
+            }
+        };
+        let configs: [(&str, &dyn Fn() -> Command); 6] = [
             ("events, inlining off", &base),
             ("trace (fast path)", &fast),
             ("trace --args (none match)", &slow),
+            ("  the same, ARGS_FAST=1", &slow_fast),
             ("trace --args (this one)", &with_args),
             ("  the same, ARGS_FAST=1", &fast_args),
         ];
