@@ -22,14 +22,24 @@ mod tests {
         Settings::from_env(|k| map.get(k).cloned(), 42)
     }
 
+    /// `--args` asks for the runtime's slow path, unless `CLRPROF_ARGS_FAST=1` reads the
+    /// registers in the agent's own hooks: then none of the flags that force it (which the
+    /// runtime would refuse beside fast-path hooks).
     #[test]
-    fn args_ask_for_the_elt_slow_path() {
+    fn args_ask_for_the_elt_slow_path_unless_fast() {
         let (low, _) = crate::session::mask::for_settings(
             &parse(&[("CLRPROF_MODE", "trace"), ("CLRPROF_ARGS", "A.*")]).unwrap(),
         );
-        assert_ne!(low & corprof_sys::COR_PRF_ENABLE_FUNCTION_ARGS, 0);
-        assert_ne!(low & corprof_sys::COR_PRF_ENABLE_FUNCTION_RETVAL, 0);
-        assert_ne!(low & corprof_sys::COR_PRF_ENABLE_FRAME_INFO, 0);
+        let slow = corprof_sys::COR_PRF_ENABLE_FUNCTION_ARGS
+            | corprof_sys::COR_PRF_ENABLE_FUNCTION_RETVAL
+            | corprof_sys::COR_PRF_ENABLE_FRAME_INFO;
+        if crate::tracing::args::fast_path() {
+            assert_eq!(low & slow, 0);
+        } else {
+            assert_eq!(low & slow, slow);
+        }
+        assert_ne!(low & corprof_sys::COR_PRF_MONITOR_ENTERLEAVE, 0);
+        assert_ne!(low & corprof_sys::COR_PRF_MONITOR_CLASS_LOADS, 0);
     }
 
     /// `--alloc` asks for EventPipe delivery, the basic GC callbacks and stack snapshots,

@@ -71,7 +71,8 @@ enum What {
         #[arg(long)]
         trace: Option<PathBuf>,
     },
-    /// `--args` (ELT slow path): ns per call with arguments and return value recorded,
+    /// `--args`: ns per call with arguments and return value recorded (through the
+    /// runtime's ELT slow path, and in the assembly hooks of `CLRPROF_ARGS_FAST=1`),
     /// for `int Fib(int)` and for a method taking a string and a struct
     Args,
     /// Attach and detach latency on a running app
@@ -997,7 +998,7 @@ fn ms_after(stderr: &str, marker: &str, sep: &str) -> Option<f64> {
         .find_map(|l| l.split(sep).nth(1)?.split(" ms").next()?.parse().ok())
 }
 
-/// `args`: the ELT slow path's cost. Four configurations, alternated run by run, on two
+/// `args`: what `--args` costs. Six configurations, alternated run by run, on two
 /// workloads: `fib 27` (635,621 calls of `int Fib(int)`) and `args bench=N` (N calls of
 /// `int Describe(string, ID)`, a string and a struct split across an integer and a float
 /// register); the figures are the app's own stopwatch around the calls and its thread's CPU
@@ -1050,11 +1051,45 @@ fn args_bench(runs: usize) -> Result<()> {
             "--args",
             function,
         ]);
-        let configs: [(&str, &dyn Fn() -> Command); 4] = [
+        // The same in the agent's assembly hooks (`CLRPROF_ARGS_FAST=1`), for their gain
+        // over the runtime's slow path.
+        let fast_args = {
+            let with_args = make(vec![
+                "--mode",
+                "trace",
+                "--include",
+                "Scenarios.*",
+                "--args",
+                function,
+            ]);
+            move || {
+                let mut c = with_args();
+                c.env("CLRPROF_ARGS_FAST", "1");
+                c
+            }
+        };
+        let slow_fast = {
+            let slow = make(vec![
+                "--mode",
+                "trace",
+                "--include",
+                "Scenarios.*",
+                "--args",
+                "Scenarios.NoSuchMethod",
+            ]);
+            move || {
+                let mut c = slow();
+                c.env("CLRPROF_ARGS_FAST", "1");
+                c
+            }
+        };
+        let configs: [(&str, &dyn Fn() -> Command); 6] = [
             ("events, inlining off", &base),
             ("trace (fast path)", &fast),
             ("trace --args (none match)", &slow),
+            ("  the same, ARGS_FAST=1", &slow_fast),
             ("trace --args (this one)", &with_args),
+            ("  the same, ARGS_FAST=1", &fast_args),
         ];
         println!(
             "\n{label}: {calls} calls, {runs} runs each (app's stopwatch around the calls, and its \

@@ -413,29 +413,152 @@ fn every_call_of_64_threads_pairs_its_argument_with_its_return_value() {
     }
 }
 
+/// `CLRPROF_ARGS_FAST=1`: the agent's assembly hooks read every value where the SysV
+/// convention put it, with no runtime call. Six rounds of the `abi` set with changing
+/// inputs — integers and floating-point values in registers and on the stack, a 24-byte
+/// struct on the stack between two register arguments, structs split across an integer
+/// and an XMM register, float-only structs, struct results in registers and through a
+/// buffer — and every recorded value is the app's, the app's output unchanged.
 #[test]
-fn the_abi_scenario_computes_the_same_results_with_its_arguments_recorded() {
-    let dir = scratch("args-abi");
+fn values_read_in_the_assembly_hooks_equal_what_the_app_printed() {
+    let rounds = 6;
+    let dir = scratch("args-fast");
     let trace = dir.join("t.clrprof");
-    let plain = scenarios().command(&["abi"]).output().unwrap();
+    let plain = scenarios()
+        .command(&["abi", &format!("rounds={rounds}")])
+        .output()
+        .unwrap();
     assert!(plain.status.success());
-    let traced = record(
+    let traced = record_app_env(
+        &scenarios(),
         &trace,
         &["--mode", "trace", "--args", "Scenarios.Abi.*"],
-        &["abi"],
+        &["abi", &format!("rounds={rounds}")],
+        &[("CLRPROF_ARGS_FAST", "1")],
     );
     assert_eq!(
         String::from_utf8_lossy(&traced.stdout),
         String::from_utf8_lossy(&plain.stdout)
     );
+    let log = String::from_utf8_lossy(&traced.stderr);
+    assert!(log.contains("values read in the assembly hooks"), "{log}");
+    assert!(!log.contains("cannot place"), "{log}");
+    let app = results(&traced);
     let calls = invocations(&trace, "Scenarios.Abi.*");
-    let add = &calls["Scenarios.Abi.AddInt"][0];
-    assert_eq!(add["args"][0]["value"], 40);
-    assert_eq!(add["args"][1]["value"], 2);
-    assert_eq!(add["return"]["value"], 42);
-    // Nothing in these signatures is beyond the decoder.
+    let key = |k: &str, r: usize| {
+        if r == 0 {
+            k.to_string()
+        } else {
+            format!("{k}_r{r}")
+        }
+    };
+    for (function, result) in [
+        ("AddInt", "abi_int"),
+        ("MulLong", "abi_long"),
+        ("MixFloat", "abi_float"),
+        ("MixDouble", "abi_double"),
+        ("Mixed", "abi_mixed"),
+        ("SumS16", "abi_s16_sum"),
+        ("SumS24", "abi_s24_sum"),
+        ("ManyInts", "abi_many_ints"),
+        ("ManyDoubles", "abi_many_doubles"),
+        ("ManyMixed", "abi_many_mixed"),
+        ("Describe", "abi_describe"),
+    ] {
+        let list = &calls[&format!("Scenarios.Abi.{function}")];
+        assert_eq!(list.len(), rounds, "{function}");
+        for (r, inv) in list.iter().enumerate() {
+            assert_eq!(
+                ret(inv).as_f64(),
+                Some(num(&app, &key(result, r))),
+                "{function} round {r}: {inv:#}"
+            );
+        }
+    }
+    for (r, inv) in calls["Scenarios.Abi.ManyInts"].iter().enumerate() {
+        // Six in registers, four on the stack.
+        assert_eq!(arg(inv, "a"), &json!(1 + r), "round {r}");
+        assert_eq!(arg(inv, "g"), &json!(7), "round {r}");
+        assert_eq!(arg(inv, "j"), &json!(10 + r), "round {r}");
+    }
+    for (r, inv) in calls["Scenarios.Abi.ManyDoubles"].iter().enumerate() {
+        // Eight in XMM registers, two on the stack.
+        assert_eq!(arg(inv, "a").as_f64(), Some(0.1 + r as f64), "round {r}");
+        assert_eq!(arg(inv, "i").as_f64(), Some(0.9), "round {r}");
+        assert_eq!(arg(inv, "j").as_f64(), Some(1.0 + r as f64), "round {r}");
+    }
+    for (r, inv) in calls["Scenarios.Abi.SumS24"].iter().enumerate() {
+        assert_eq!(arg(inv, "before"), &json!(7 + r), "round {r}");
+        assert_eq!(arg(inv, "after"), &json!(9), "round {r}");
+        assert_eq!(
+            fields(arg(inv, "s"), &["A", "B", "C"]).join(","),
+            app[&key("abi_s24", r)],
+            "round {r}"
+        );
+    }
+    for (r, inv) in calls["Scenarios.Abi.ManyMixed"].iter().enumerate() {
+        // `k` (S16) no longer fits the general registers: on the stack, then `l` (S24).
+        assert_eq!(
+            fields(arg(inv, "k"), &["A", "B"]).join(","),
+            "6,7",
+            "round {r}"
+        );
+        assert_eq!(
+            fields(arg(inv, "l"), &["A", "B", "C"]).join(","),
+            format!("8,9,{}", 10 + r),
+            "round {r}"
+        );
+        assert_eq!(arg(inv, "j").as_f64(), Some(4.5), "round {r}");
+    }
+    for (r, inv) in calls["Scenarios.Abi.Describe"].iter().enumerate() {
+        // A string in RDI, then `ID(int I, double D)` in RSI and XMM0.
+        assert_eq!(arg(inv, "name"), &json!(format!("order-{r}")), "round {r}");
+        let v = arg(inv, "v");
+        assert_eq!(v["fields"]["I"], json!(7 + r), "round {r}: {inv:#}");
+        assert_eq!(
+            v["fields"]["D"].as_f64(),
+            Some(0.25 * (r + 1) as f64),
+            "round {r}: {inv:#}"
+        );
+    }
+    // Struct results: in RAX and RDX, through the buffer, in XMM0 and RAX, in XMM0 and XMM1.
+    for r in 0..rounds {
+        let swap = ret(&calls["Scenarios.Abi.SwapS16"][r]);
+        assert_eq!(fields(swap, &["A", "B"]).join(","), app[&key("abi_s16", r)]);
+        let rot = ret(&calls["Scenarios.Abi.RotateS24"][r]);
+        assert_eq!(
+            fields(rot, &["A", "B", "C"]).join(","),
+            app[&key("abi_s24", r)]
+        );
+        let mix = &calls["Scenarios.Abi.ScaleMix"][r];
+        assert_eq!(ret(mix)["fields"]["L"], json!(3 * (40 + r)), "{mix:#}");
+        assert_eq!(
+            ret(mix)["fields"]["D"].as_f64(),
+            Some(3.0 * (1.25 + r as f64)),
+            "{mix:#}"
+        );
+        let sf4 = ret(&calls["Scenarios.Abi.AddSF4"][r]);
+        assert_eq!(sf4["fields"]["X"].as_f64(), Some(1.5 + r as f64), "{sf4:#}");
+        assert_eq!(sf4["fields"]["W"].as_f64(), Some(4.0625), "{sf4:#}");
+    }
+    // An object's class is the runtime's to tell, and it refuses outside its callbacks:
+    // the objects the app's own helpers take (`Run`'s arguments, the `object` of its
+    // local `Add`) say so; nothing else is unreadable.
+    let helper = &calls["Scenarios.Abi.<Round>g__Add|2_0"][0];
+    assert_eq!(arg(helper, "key"), &json!("abi_int"), "{helper:#}");
+    assert!(
+        arg(helper, "value")["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("object: its class is asked of the runtime")),
+        "{helper:#}"
+    );
     let text = serde_json::to_string(&calls).unwrap();
-    assert!(!text.contains("unreadable"), "{text}");
+    assert_eq!(
+        text.matches("\"unreadable\"").count(),
+        text.matches("\"reason\":\"object: its class is asked of the runtime")
+            .count(),
+        "{text}"
+    );
 }
 
 /// A function's first calls ask the runtime where its values lie; once its answers agree,
@@ -654,6 +777,74 @@ fn hostile_argument_shapes_leave_the_app_computing_the_same() {
         10 << 20
     );
     assert_eq!(calls["Scenarios.HostileArgs.Throws"].len(), 3);
+
+    // The same shapes through the assembly hooks (`CLRPROF_ARGS_FAST=1`): the app computes
+    // the same, and every value the runtime's answers gave above (shared generic code's
+    // hidden context, 21 arguments, spans, 256-byte and nested structs, `ref`/`in`/`out`,
+    // pointers, struct results) is read alike from the places the agent computed; only
+    // objects, whose class the runtime will not tell outside its callbacks, say so instead.
+    let fast_trace = dir.join("fast.clrprof");
+    let fast = record_app_env(
+        &scenarios(),
+        &fast_trace,
+        &["--mode", "trace", "--args", "Scenarios.HostileArgs.*"],
+        &["hostile-args"],
+        &[("CLRPROF_ARGS_FAST", "1")],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&fast.stdout),
+        String::from_utf8_lossy(&plain.stdout)
+    );
+    assert!(
+        !String::from_utf8_lossy(&fast.stderr).contains("cannot place"),
+        "{}",
+        String::from_utf8_lossy(&fast.stderr)
+    );
+    let fast_calls = invocations(&fast_trace, "Scenarios.HostileArgs.*");
+    // Addresses differ from run to run.
+    fn comparable(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => Value::Object(
+                m.iter()
+                    .filter(|(k, _)| *k != "address" && *k != "id")
+                    .map(|(k, v)| (k.clone(), comparable(v)))
+                    .collect(),
+            ),
+            Value::Array(a) => Value::Array(a.iter().map(comparable).collect()),
+            other => other.clone(),
+        }
+    }
+    // Each argument and result the assembly hooks read (all but those holding an object,
+    // which say why) equals the runtime's.
+    let mut compared = 0;
+    for (function, list) in &calls {
+        let theirs = &fast_calls[function];
+        assert_eq!(list.len(), theirs.len(), "{function}");
+        for (a, b) in list.iter().zip(theirs) {
+            let pairs = a["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .zip(b["args"].as_array().unwrap())
+                .chain(std::iter::once((&a["return"], &b["return"])));
+            for (x, y) in pairs {
+                if comparable(x) == comparable(y) {
+                    compared += 1;
+                } else {
+                    assert!(
+                        y.to_string().contains("object: its class"),
+                        "{function}: runtime {x}, assembly hooks {y}"
+                    );
+                }
+            }
+        }
+    }
+    assert!(compared >= 60, "{compared} values compared");
+    let generic = &fast_calls["Scenarios.HostileArgs.Generic<System.__Canon>"][0];
+    assert_eq!(arg(generic, "times"), 2, "{generic}");
+    let many = &fast_calls["Scenarios.HostileArgs.TwentyOne"][0];
+    assert_eq!(arg(many, "a21"), 21.0, "{many}");
+    assert_eq!(many["return"]["value"], 231, "{many}");
 }
 
 /// A method calling itself, each call with its own argument and return value (#28): each

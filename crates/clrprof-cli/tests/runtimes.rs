@@ -38,6 +38,7 @@ on_every_runtime!(
     names_from_module_images,
     waits,
     args_from_registers,
+    args_in_the_assembly_hooks,
 );
 
 /// The app's own `RESULT runtime=…` names the runtime asked for, and so does the report.
@@ -1223,6 +1224,72 @@ fn args_from_registers(rt: Runtime) {
             assert_eq!(inv["return"]["value"].as_f64(), Some(want), "{inv:#}");
         }
     }
+}
+
+/// `CLRPROF_ARGS_FAST=1`: the JIT's fast-path hooks see the arguments and results where
+/// `arg_slots::Placer` puts them on this runtime too. One round of the `abi` set: a split
+/// struct, a float struct, a struct passed on the stack after the general registers ran
+/// out, struct results in two registers and through a buffer.
+fn args_in_the_assembly_hooks(rt: Runtime) {
+    let app = app_on("Scenarios", rt);
+    let dir = scratch(&format!("rt-args-fast-{}", rt.tfm()));
+    let trace = dir.join("t.clrprof");
+    let out = record_app_env(
+        &app,
+        &trace,
+        &["--mode", "trace", "--args", "Scenarios.Abi.*"],
+        &["abi"],
+        &[("CLRPROF_ARGS_FAST", "1")],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("values read in the assembly hooks"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("cannot place"), "{stderr}");
+    let app_says = results(&out);
+    let calls = invocations(&trace, "Scenarios.Abi.*");
+    let arg = |inv: &Value, name: &str| -> Value {
+        inv["args"]
+            .as_array()
+            .and_then(|a| a.iter().find(|a| a["name"] == name))
+            .map(|a| a["value"].clone())
+            .unwrap_or_else(|| panic!("no argument {name} in {inv:#}"))
+    };
+    let field = |v: &Value, f: &str| v["fields"][f].as_f64().unwrap_or(f64::NAN);
+    let describe = &calls["Scenarios.Abi.Describe"][0];
+    assert_eq!(arg(describe, "name"), "order-0", "{describe:#}");
+    let v = arg(describe, "v");
+    assert_eq!(
+        [field(&v, "I"), field(&v, "D")],
+        [7.0, 0.25],
+        "{describe:#}"
+    );
+    let sf4 = &calls["Scenarios.Abi.AddSF4"][0];
+    let b = arg(sf4, "b");
+    assert_eq!([field(&b, "X"), field(&b, "W")], [0.5, 0.0625], "{sf4:#}");
+    let many = &calls["Scenarios.Abi.ManyMixed"][0];
+    let k = arg(many, "k");
+    assert_eq!([field(&k, "A"), field(&k, "B")], [6.0, 7.0], "{many:#}");
+    assert_eq!(field(&arg(many, "l"), "C"), 10.0, "{many:#}");
+    let mix = &calls["Scenarios.Abi.ScaleMix"][0]["return"]["value"];
+    assert_eq!([field(mix, "D"), field(mix, "L")], [3.75, 120.0], "{mix:#}");
+    let rot = &calls["Scenarios.Abi.RotateS24"][0]["return"]["value"];
+    assert_eq!(
+        format!(
+            "{},{},{}",
+            field(rot, "A"),
+            field(rot, "B"),
+            field(rot, "C")
+        ),
+        app_says["abi_s24"],
+        "{rot:#}"
+    );
+    assert_eq!(
+        calls["Scenarios.Abi.ManyDoubles"][0]["return"]["value"].as_f64(),
+        app_says["abi_many_doubles"].parse().ok(),
+    );
 }
 
 /// The `RESULT runtime=` `serve` printed on its way out.

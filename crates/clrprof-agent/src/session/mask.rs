@@ -68,16 +68,20 @@ pub fn for_settings(s: &Settings) -> (u32, u32) {
             if !s.allow_inlining {
                 low |= sys::COR_PRF_DISABLE_INLINING;
             }
-            // --args: the slow-path hooks with argument and return-value ranges
-            // (immutable; GetFunctionEnter3Info/Leave3Info answer only with these).
             if !s.args.is_empty() {
-                low |= sys::COR_PRF_ENABLE_FUNCTION_ARGS
-                    | sys::COR_PRF_ENABLE_FUNCTION_RETVAL
-                    | sys::COR_PRF_ENABLE_FRAME_INFO
-                    // Exceptions end calls: the unwind callbacks close their invocations.
-                    | sys::COR_PRF_MONITOR_EXCEPTIONS
-                    // Class loads map typedefs to ClassIDs for value-type arguments.
-                    | sys::COR_PRF_MONITOR_CLASS_LOADS;
+                // Exceptions end calls: the unwind callbacks close their invocations.
+                // Class loads map typedefs to ClassIDs for value-type arguments.
+                low |= sys::COR_PRF_MONITOR_EXCEPTIONS | sys::COR_PRF_MONITOR_CLASS_LOADS;
+                // --args through the runtime: the slow-path hooks with argument and
+                // return-value ranges (immutable; GetFunctionEnter3Info/Leave3Info answer
+                // only with these). The assembly hooks of CLRPROF_ARGS_FAST=1 read the
+                // registers themselves and need none of them (the runtime refuses them
+                // beside fast-path hooks).
+                if !crate::tracing::args::fast_path() {
+                    low |= sys::COR_PRF_ENABLE_FUNCTION_ARGS
+                        | sys::COR_PRF_ENABLE_FUNCTION_RETVAL
+                        | sys::COR_PRF_ENABLE_FRAME_INFO;
+                }
             }
         }
     }

@@ -97,13 +97,36 @@ pub(super) fn log_writer(why: &str, output: &Path, stats: &writer::Stats, args: 
     }
     if args {
         let args = crate::tracing::args::stats();
-        log!(
-            "args: {} value lists cut at the per-call bound (CLRPROF_ARG_BYTES); \
-             {} function entries/returns read from learned slots, {} contradicted by the runtime",
-            args.cut,
-            args.slotted,
-            args.slot_mismatches
-        );
+        if !crate::tracing::args::fast_path() {
+            log!(
+                "args: {} value lists cut at the per-call bound (CLRPROF_ARG_BYTES); \
+                 {} function entries/returns read from learned slots, {} contradicted by the runtime",
+                args.cut,
+                args.slotted,
+                args.slot_mismatches
+            );
+        } else {
+            log!(
+                "args: {} value lists cut at the per-call bound (CLRPROF_ARG_BYTES); values \
+                 read in the assembly hooks",
+                args.cut
+            );
+        }
+        if !args.unplaced.is_empty() {
+            const SHOWN: usize = 40;
+            let more = args.unplaced.len().saturating_sub(SHOWN);
+            log!(
+                "args: {} function(s) have values the assembly hooks cannot place (recorded \
+                 as unreadable; without CLRPROF_ARGS_FAST=1 the runtime places them): {}{}",
+                args.unplaced.len(),
+                args.unplaced[..args.unplaced.len().min(SHOWN)].join(", "),
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
+            );
+        }
         if !args.asking.is_empty() {
             const SHOWN: usize = 40;
             let more = args.asking.len().saturating_sub(SHOWN);

@@ -39,7 +39,7 @@ const LAYOUT_KNOWN: bool = cfg!(all(target_arch = "x86_64", target_os = "linux")
 /// Byte offsets inside the stub's saved block (`PROFILE_PLATFORM_SPECIFIC_DATA`, Unix
 /// x64): `rax` at 40, `flt0`…`flt7` at 56…112, `rdi`…`r9` at 120…160, `flags` at 168,
 /// the copy buffer after it.
-const RAX: usize = 40;
+pub const RAX: usize = 40;
 const FLT0: usize = 56;
 const RDI: usize = 120;
 const REGISTERS: std::ops::Range<usize> = 56..168;
@@ -164,6 +164,141 @@ impl Registers {
                 })
                 .collect(),
         )
+    }
+}
+
+/// Places arguments as the SysV convention does, for the assembly `--args` hooks
+/// (`x64.rs`), which save the argument registers at the offsets of the runtime's
+/// `PROFILE_PLATFORM_SPECIFIC_DATA` (so [`Slot::Saved`] means the same there) and pass the
+/// profiled method's caller SP, above which the stack arguments lie in order, each in
+/// whole eightbytes. Once one value cannot be placed (a kind of unknown size, a struct
+/// the classification cannot tell), neither can any after it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Placer {
+    regs: Registers,
+    stack: u32,
+    structs: u8,
+    lost: bool,
+}
+
+impl Placer {
+    fn on_stack(&mut self, size: u32) -> Option<Slot> {
+        let at = self.stack;
+        self.stack = at.checked_add(size.div_ceil(8) * 8)?;
+        if self.stack as usize > STACK_SPAN {
+            self.lost = true;
+            return None;
+        }
+        Some(Slot::Stack(at as u16))
+    }
+
+    /// One integer, reference or pointer (also `this`, a return buffer's address and the
+    /// generic context): the next general register, else the stack.
+    pub fn integer(&mut self) -> Option<Slot> {
+        if self.lost {
+            return None;
+        }
+        if self.regs.general < GEN_REGS {
+            self.regs.general += 1;
+            return Some(Slot::Saved(
+                (RDI + 8 * usize::from(self.regs.general - 1)) as u16,
+            ));
+        }
+        self.on_stack(8)
+    }
+
+    /// One `float`/`double`: the next XMM register, else the stack.
+    pub fn float(&mut self) -> Option<Slot> {
+        if self.lost {
+            return None;
+        }
+        if self.regs.float < FLOAT_REGS {
+            self.regs.float += 1;
+            return Some(Slot::Saved(
+                (FLT0 + 8 * usize::from(self.regs.float - 1)) as u16,
+            ));
+        }
+        self.on_stack(8)
+    }
+
+    /// A struct of `size` bytes passed by value: in the registers its eightbyte
+    /// `classes` give when it has them and they are left, else on the stack whole. A
+    /// struct of at most 16 bytes without classes cannot be placed.
+    pub fn structure(&mut self, size: u32, classes: Option<&[Class]>) -> Option<Slot> {
+        if self.lost {
+            return None;
+        }
+        match classes {
+            Some(c) if !c.is_empty() && c.len() <= 2 && size <= 16 => {
+                if usize::from(self.structs) < MAX_STRUCTS
+                    && let Some(regs) = self.regs.structure(c)
+                {
+                    let mut fixed = [0u16; 2];
+                    fixed[..regs.len()].copy_from_slice(&regs);
+                    self.structs += 1;
+                    return Some(Slot::Struct {
+                        regs: fixed,
+                        count: regs.len() as u8,
+                        copy: self.structs - 1,
+                    });
+                }
+                if usize::from(self.structs) >= MAX_STRUCTS {
+                    self.lost = true;
+                    return None;
+                }
+                self.on_stack(size)
+            }
+            _ if size > 16 => self.on_stack(size),
+            _ => self.unknown(),
+        }
+    }
+
+    /// A value whose place cannot be told: it and every later one are unplaced.
+    pub fn unknown(&mut self) -> Option<Slot> {
+        self.lost = true;
+        None
+    }
+}
+
+/// Where a return value lies when the leave hook runs (offsets of the leave trampoline's
+/// block: `rax` 40, `xmm0` 56, `xmm1` 64, `rdx` 136).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReturnSlot {
+    /// In a saved register, or a struct gathered from two ([`Slot::Saved`] /
+    /// [`Slot::Struct`]).
+    At(Slot),
+    /// Returned through the caller's buffer, whose address the method returns in `rax`.
+    Buffer,
+}
+
+/// The leave block's offset of `rdx` (the second INTEGER return register).
+const RDX: usize = 136;
+
+/// The return value's place for a value of that shape: INTEGER eightbytes come back in
+/// RAX then RDX, SSE ones in XMM0 then XMM1, a struct over 16 bytes through the buffer.
+pub fn return_place(value: Returned, size: u32, classes: Option<&[Class]>) -> Option<ReturnSlot> {
+    match value {
+        Returned::Integer => Some(ReturnSlot::At(Slot::Saved(RAX as u16))),
+        Returned::Float => Some(ReturnSlot::At(Slot::Saved(FLT0 as u16))),
+        Returned::Other => match classes {
+            Some(c) if !c.is_empty() && c.len() <= 2 && size <= 16 => {
+                let (mut ints, mut floats) = ([RAX, RDX].into_iter(), [FLT0, FLT0 + 8].into_iter());
+                let mut regs = [0u16; 2];
+                for (r, class) in regs.iter_mut().zip(c) {
+                    *r = match class {
+                        Class::Integer => ints.next()?,
+                        Class::Sse => floats.next()?,
+                    } as u16;
+                }
+                Some(ReturnSlot::At(Slot::Struct {
+                    regs,
+                    count: c.len() as u8,
+                    copy: 0,
+                }))
+            }
+            _ if size > 16 => Some(ReturnSlot::Buffer),
+            _ => None,
+        },
     }
 }
 
@@ -453,6 +588,91 @@ mod tests {
         assert_eq!(FRAME.address(Slot::Stack(8)), Some(0x7000_2008));
         assert_eq!(FRAME.argument_slot(0x7000_2000 + STACK_SPAN), None);
         assert_eq!(FRAME.argument_slot(0x10), None);
+    }
+
+    #[test]
+    fn the_placer_follows_the_sysv_order_registers_then_the_stack() {
+        use Class::*;
+        // ManyInts(10 ints): six registers, then four eightbytes on the stack.
+        let mut p = Placer::default();
+        let slots: Vec<_> = (0..10).map(|_| p.integer()).collect();
+        assert_eq!(slots[0], Some(Slot::Saved(120)));
+        assert_eq!(slots[5], Some(Slot::Saved(160)));
+        assert_eq!(slots[6], Some(Slot::Stack(0)));
+        assert_eq!(slots[9], Some(Slot::Stack(24)));
+        // SumS24(int before, S24 s, int after): the 24-byte struct on the stack, the
+        // ints in RDI and RSI.
+        let mut p = Placer::default();
+        assert_eq!(p.integer(), Some(Slot::Saved(120)));
+        assert_eq!(p.structure(24, None), Some(Slot::Stack(0)));
+        assert_eq!(p.integer(), Some(Slot::Saved(128)));
+        // Describe(string, ID): RDI, then RSI and XMM0 for the split struct.
+        let mut p = Placer::default();
+        assert_eq!(p.integer(), Some(Slot::Saved(120)));
+        assert_eq!(
+            p.structure(16, Some(&[Integer, Sse])),
+            Some(Slot::Struct {
+                regs: [128, 56],
+                count: 2,
+                copy: 0
+            })
+        );
+        // Nine doubles: eight XMM registers, the ninth on the stack; then a float struct
+        // that no longer fits goes to the stack after it.
+        let mut p = Placer::default();
+        for i in 0..8 {
+            assert_eq!(p.float(), Some(Slot::Saved(56 + 8 * i)));
+        }
+        assert_eq!(p.float(), Some(Slot::Stack(0)));
+        assert_eq!(p.structure(16, Some(&[Sse, Sse])), Some(Slot::Stack(8)));
+        assert_eq!(p.integer(), Some(Slot::Saved(120)));
+        // A struct that cannot be classified: it and everything after are unplaced.
+        let mut p = Placer::default();
+        assert_eq!(p.structure(12, None), None);
+        assert_eq!(p.integer(), None);
+    }
+
+    #[test]
+    fn return_places_follow_the_return_registers() {
+        use Class::*;
+        assert_eq!(
+            return_place(Returned::Integer, 8, None),
+            Some(ReturnSlot::At(Slot::Saved(40)))
+        );
+        assert_eq!(
+            return_place(Returned::Float, 8, None),
+            Some(ReturnSlot::At(Slot::Saved(56)))
+        );
+        // ID(int, double) in RAX and XMM0; SMix(double, long) in XMM0 and RAX; S16 in RAX
+        // and RDX; FFD in XMM0 and XMM1.
+        let at = |regs: [u16; 2]| {
+            Some(ReturnSlot::At(Slot::Struct {
+                regs,
+                count: 2,
+                copy: 0,
+            }))
+        };
+        assert_eq!(
+            return_place(Returned::Other, 16, Some(&[Integer, Sse])),
+            at([40, 56])
+        );
+        assert_eq!(
+            return_place(Returned::Other, 16, Some(&[Sse, Integer])),
+            at([56, 40])
+        );
+        assert_eq!(
+            return_place(Returned::Other, 16, Some(&[Integer, Integer])),
+            at([40, 136])
+        );
+        assert_eq!(
+            return_place(Returned::Other, 16, Some(&[Sse, Sse])),
+            at([56, 64])
+        );
+        assert_eq!(
+            return_place(Returned::Other, 40, None),
+            Some(ReturnSlot::Buffer)
+        );
+        assert_eq!(return_place(Returned::Other, 12, None), None);
     }
 
     #[test]

@@ -37,7 +37,8 @@ pub fn install(
             Some((f, l)) => (Some(f), Some(l)),
             None => (None, None),
         };
-        let slow_path = args.is_some();
+        let with_args = args.is_some();
+        let slow_path = with_args && !super::args::fast_path();
         let _ = MAPPER.set(Mapper {
             info: info.clone(),
             filter,
@@ -52,7 +53,8 @@ pub fn install(
         if let Some(limits) = limits
             && slow_path
         {
-            // --args: the slow path for every hooked function (the two cannot be mixed).
+            // --args through the runtime: the slow path for every hooked function (the
+            // runtime lets a profiler have one kind of hooks, for the whole process).
             super::args::init(info, limits);
             use super::args as a;
             // SAFETY: (A1) the hooks are plain C-ABI functions that catch panics; the runtime's
@@ -82,12 +84,29 @@ pub fn install(
         if fast || counts {
             crate::output::tpmap::enable();
         }
+        if let Some(limits) = limits {
+            super::args::init(info, limits);
+        }
         let (enter, leave, tailcall): (
             unsafe extern "C" fn(),
             unsafe extern "C" fn(),
             unsafe extern "C" fn(),
         ) = if let Some(probe) = probe {
             (probe, probe, probe)
+        } else if with_args && fast {
+            // --args with CLRPROF_ARGS_FAST=1: the trampolines read the values of `ArgsFn`
+            // clients and send indices to the plain hooks.
+            (
+                x::clrprof_args_enter,
+                x::clrprof_args_leave,
+                x::clrprof_args_tailcall,
+            )
+        } else if with_args {
+            (
+                x::clrprof_args_enter_notsc,
+                x::clrprof_args_leave_notsc,
+                x::clrprof_args_tailcall_notsc,
+            )
         } else if counts {
             (
                 x::clrprof_count_enter,
@@ -180,6 +199,8 @@ unsafe extern "system" fn map_function(
         drop(map);
         if stored == client && idx != 0 {
             crate::names::emit_function_info_as(names, idx);
+            // CLRPROF_ARGS_FAST=1: plan it here, inside a callback.
+            super::args::prepare(client);
         }
         (
             if stored != 0 {

@@ -556,6 +556,169 @@ global_asm!(
     leave = sym crate::tracing::hooks::on_leave,
 );
 
+// `--args` (docs/tracing.md): the same JIT conventions, with a client ID that is either a
+// function index (hooked, no values: the plain hooks above, by a tail jump) or the
+// address of the function's `args::ArgsFn` (above any index). For those, the trampoline
+// saves the argument registers (enter) or the return registers (leave, tail call) into a
+// block laid out as the runtime's `PROFILE_PLATFORM_SPECIFIC_DATA` (`rax` at 40, the low
+// eightbyte of `xmm0`…`xmm7` at 56…112, `rdi`…`r9` at 120…160; `rdx` at 136), keeps the
+// whole XMM registers above it (176…), and calls the Rust half with (client ID, caller
+// SP, block address), which reads the values where the SysV convention placed them
+// (`arg_slots::Placer`). Every saved register is restored; the Rust half keeps the
+// callee-saved ones by its own ABI.
+macro_rules! args_enter {
+    ($name:literal, $plain:literal, $target:literal) => {
+        concat!(
+            ".p2align 4\n",
+            ".globl ",
+            $name,
+            "\n",
+            ".type ",
+            $name,
+            ",@function\n",
+            $name,
+            ":\n",
+            ".cfi_startproc\n",
+            "cmp r14, {max_index}\n",
+            "ja 1f\n",
+            "jmp ",
+            $plain,
+            "\n",
+            "1:\n",
+            "push rbp\n",
+            ".cfi_def_cfa_offset 16\n",
+            ".cfi_offset rbp, -16\n",
+            "mov rbp, rsp\n",
+            ".cfi_def_cfa_register rbp\n",
+            "and rsp, -16\n",
+            "sub rsp, 304\n",
+            "mov [rsp + 120], rdi\n",
+            "mov [rsp + 128], rsi\n",
+            "mov [rsp + 136], rdx\n",
+            "mov [rsp + 144], rcx\n",
+            "mov [rsp + 152], r8\n",
+            "mov [rsp + 160], r9\n",
+            "movdqa [rsp + 176], xmm0\n",
+            "movdqa [rsp + 192], xmm1\n",
+            "movdqa [rsp + 208], xmm2\n",
+            "movdqa [rsp + 224], xmm3\n",
+            "movdqa [rsp + 240], xmm4\n",
+            "movdqa [rsp + 256], xmm5\n",
+            "movdqa [rsp + 272], xmm6\n",
+            "movdqa [rsp + 288], xmm7\n",
+            "movq qword ptr [rsp + 56], xmm0\n",
+            "movq qword ptr [rsp + 64], xmm1\n",
+            "movq qword ptr [rsp + 72], xmm2\n",
+            "movq qword ptr [rsp + 80], xmm3\n",
+            "movq qword ptr [rsp + 88], xmm4\n",
+            "movq qword ptr [rsp + 96], xmm5\n",
+            "movq qword ptr [rsp + 104], xmm6\n",
+            "movq qword ptr [rsp + 112], xmm7\n",
+            "mov rdi, r14\n",
+            "mov rsi, r15\n",
+            "mov rdx, rsp\n",
+            "call ",
+            $target,
+            "\n",
+            "mov rdi, [rsp + 120]\n",
+            "mov rsi, [rsp + 128]\n",
+            "mov rdx, [rsp + 136]\n",
+            "mov rcx, [rsp + 144]\n",
+            "mov r8, [rsp + 152]\n",
+            "mov r9, [rsp + 160]\n",
+            "movdqa xmm0, [rsp + 176]\n",
+            "movdqa xmm1, [rsp + 192]\n",
+            "movdqa xmm2, [rsp + 208]\n",
+            "movdqa xmm3, [rsp + 224]\n",
+            "movdqa xmm4, [rsp + 240]\n",
+            "movdqa xmm5, [rsp + 256]\n",
+            "movdqa xmm6, [rsp + 272]\n",
+            "movdqa xmm7, [rsp + 288]\n",
+            "mov rsp, rbp\n",
+            "pop rbp\n",
+            ".cfi_def_cfa rsp, 8\n",
+            "ret\n",
+            ".cfi_endproc\n",
+            ".size ",
+            $name,
+            ", .-",
+            $name,
+            "\n"
+        )
+    };
+}
+
+/// The `--args` leave and tail-call trampolines: id in RDI, caller SP in RSI (as the
+/// JIT passes them), the block in RDX; RAX, RDX, XMM0 and XMM1 kept.
+macro_rules! args_leave {
+    ($name:literal, $plain:literal, $target:literal) => {
+        concat!(
+            ".p2align 4\n",
+            ".globl ",
+            $name,
+            "\n",
+            ".type ",
+            $name,
+            ",@function\n",
+            $name,
+            ":\n",
+            ".cfi_startproc\n",
+            "cmp rdi, {max_index}\n",
+            "ja 1f\n",
+            "jmp ",
+            $plain,
+            "\n",
+            "1:\n",
+            "push rbp\n",
+            ".cfi_def_cfa_offset 16\n",
+            ".cfi_offset rbp, -16\n",
+            "mov rbp, rsp\n",
+            ".cfi_def_cfa_register rbp\n",
+            "and rsp, -16\n",
+            "sub rsp, 208\n",
+            "mov [rsp + 40], rax\n",
+            "mov [rsp + 136], rdx\n",
+            "movq qword ptr [rsp + 56], xmm0\n",
+            "movq qword ptr [rsp + 64], xmm1\n",
+            "movdqa [rsp + 176], xmm0\n",
+            "movdqa [rsp + 192], xmm1\n",
+            "mov rdx, rsp\n",
+            "call ",
+            $target,
+            "\n",
+            "mov rax, [rsp + 40]\n",
+            "mov rdx, [rsp + 136]\n",
+            "movdqa xmm0, [rsp + 176]\n",
+            "movdqa xmm1, [rsp + 192]\n",
+            "mov rsp, rbp\n",
+            "pop rbp\n",
+            ".cfi_def_cfa rsp, 8\n",
+            "ret\n",
+            ".cfi_endproc\n",
+            ".size ",
+            $name,
+            ", .-",
+            $name,
+            "\n"
+        )
+    };
+}
+
+global_asm!(
+    ".text",
+    args_enter!("clrprof_args_enter", "clrprof_elt_enter", "{enter}"),
+    args_leave!("clrprof_args_leave", "clrprof_elt_leave", "{leave}"),
+    args_leave!("clrprof_args_tailcall", "clrprof_elt_tailcall", "{tailcall}"),
+    // Without an invariant TSC the plain hooks are the slow paths.
+    args_enter!("clrprof_args_enter_notsc", "clrprof_elt_enter_slow", "{enter}"),
+    args_leave!("clrprof_args_leave_notsc", "clrprof_elt_leave_slow", "{leave}"),
+    args_leave!("clrprof_args_tailcall_notsc", "clrprof_elt_tailcall_slow", "{tailcall}"),
+    max_index = const crate::output::ring::MAX_INDEX,
+    enter = sym crate::tracing::args::fast_enter,
+    leave = sym crate::tracing::args::fast_leave,
+    tailcall = sym crate::tracing::args::fast_tailcall,
+);
+
 // Benchmark probes (`CLRPROF_TRACE_PROBE`): hooks that record nothing, to measure what
 // the JIT's hook calls cost by themselves (`noop`) and with one TSC read each (`clock`).
 global_asm!(
@@ -605,6 +768,20 @@ unsafe extern "C" {
     pub fn clrprof_probe_enter(index: u64, frame: usize);
     /// IL probe at every exit (as `clrprof_probe_enter`, a Leave event).
     pub fn clrprof_probe_leave(index: u64, frame: usize);
+    /// `--args` enter (JIT convention): an index goes to `clrprof_elt_enter`, an
+    /// `ArgsFn` address to `args::fast_enter` with the saved argument registers.
+    pub fn clrprof_args_enter();
+    /// `--args` leave: as `clrprof_elt_leave`, or `args::fast_leave` with the return
+    /// registers.
+    pub fn clrprof_args_leave();
+    /// `--args` tail call (as the leave).
+    pub fn clrprof_args_tailcall();
+    /// `clrprof_args_enter` over the enter slow path (no invariant TSC).
+    pub fn clrprof_args_enter_notsc();
+    /// `clrprof_args_leave` over the leave slow path.
+    pub fn clrprof_args_leave_notsc();
+    /// `clrprof_args_tailcall` over the tail-call slow path.
+    pub fn clrprof_args_tailcall_notsc();
     /// `--counts` enter fast path (JIT convention, as `clrprof_elt_enter`).
     pub fn clrprof_count_enter();
     /// `--counts` leave fast path (as `clrprof_elt_leave`).

@@ -1,5 +1,8 @@
-//! The hooks the runtime's slow-path stub calls: where the values lie (the stub's frame,
-//! the runtime's ranges, learned slots) and the records they go into.
+//! The hooks: those the runtime's slow-path stub calls (the default: the stub's frame, the
+//! runtime's ranges, learned slots), and with `CLRPROF_ARGS_FAST=1` the Rust half of the
+//! assembly `--args` trampolines (`x64.rs`), which read the values where the SysV
+//! convention placed them in the registers the trampoline saved; and the records both
+//! write.
 
 use std::sync::atomic::Ordering;
 
@@ -13,7 +16,7 @@ use super::{ArgsFn, STATE, State, is_args_client};
 use crate::os::clock;
 use crate::output::buffers;
 use crate::tracing::EltKind;
-use crate::tracing::arg_slots::{self, Returned, Slot, StubFrame};
+use crate::tracing::arg_slots::{self, ReturnSlot, Returned, Slot, StubFrame};
 
 /// The stub's frame of this hook call: the saved register block and the profiled method's
 /// caller SP. `COR_PRF_ELT_INFO` points to the runtime's `COR_PRF_ELT_INFO_INTERNAL`,
@@ -48,6 +51,133 @@ fn stub_frame(elt: usize) -> Result<StubFrame, usize> {
 /// profiled frame for enter and leave alike) stands in.
 fn frame_sp(frame: Result<StubFrame, usize>) -> usize {
     frame.map_or_else(|fallback| fallback, |f| f.profiled_sp)
+}
+
+/// The assembly enter trampoline's call for an `--args` function.
+///
+/// # Safety
+/// Called by `clrprof_args_enter` only (`x64.rs`): `id` is the address of an [`ArgsFn`]
+/// from [`client_id`](super::client_id), `sp` the profiled method's caller SP the JIT
+/// passed, `block` the trampoline's saved argument registers (laid out as
+/// [`arg_slots`] says), live for this call; the thread runs managed code's helper call
+/// in cooperative mode, so no GC moves an object meanwhile.
+pub unsafe extern "C" fn fast_enter(id: usize, sp: usize, block: usize) {
+    let _ = std::panic::catch_unwind(|| on_fast_enter(id, sp, block));
+}
+
+/// The assembly leave trampoline's call for an `--args` function.
+///
+/// # Safety
+/// As for [`fast_enter`], `block` holding the saved return registers.
+pub unsafe extern "C" fn fast_leave(id: usize, sp: usize, block: usize) {
+    let _ = std::panic::catch_unwind(|| on_fast_leave(id, sp, block, EltKind::Leave));
+}
+
+/// The assembly tail-call trampoline's call for an `--args` function (no return value).
+///
+/// # Safety
+/// As for [`fast_leave`].
+pub unsafe extern "C" fn fast_tailcall(id: usize, sp: usize, block: usize) {
+    let _ = std::panic::catch_unwind(|| on_fast_leave(id, sp, block, EltKind::Tailcall));
+}
+
+/// The function's plan, built on its first call (its value names recorded then).
+pub(super) fn plan_of(f: &ArgsFn) -> Option<(&'static State, &FnPlan)> {
+    let s = STATE.get()?;
+    let plan = f.plan.get_or_init(|| {
+        let plan = build_plan(s, f.function);
+        if let Some(plan) = &plan {
+            write_names(f.index, plan);
+        }
+        plan
+    });
+    Some((s, plan.as_ref()?))
+}
+
+fn on_fast_enter(id: usize, sp: usize, block: usize) {
+    // SAFETY: (A1) the trampoline calls this for args client IDs only, addresses of leaked
+    // ArgsFn (client_id), never freed.
+    let f = unsafe { &*(id as *const ArgsFn) };
+    let ts = clock::ticks();
+    // Planned by the FunctionIDMapper (`prepare`): never here, outside a callback.
+    let (Some(s), Some(Some(plan))) = (STATE.get(), f.plan.get()) else {
+        return buffers::emit_elt_at(ts, EltKind::Enter, f.index, sp as u64);
+    };
+    let frame = StubFrame {
+        saved: block,
+        profiled_sp: sp,
+    };
+    // Structs passed in registers are copied together first.
+    let mut copies = [[0u64; 2]; arg_slots::MAX_STRUCTS];
+    for slot in plan.places.iter().flatten() {
+        if let Slot::Struct { regs, count, copy } = *slot {
+            copies[usize::from(copy)] = frame.gather(regs, count);
+        }
+    }
+    let start = |i: usize| {
+        plan.places
+            .get(i)
+            .copied()
+            .flatten()
+            .map(|slot| match slot {
+                Slot::Struct { copy, .. } => copies[usize::from(copy)].as_ptr() as usize,
+                other => frame.address(other).unwrap_or(0),
+            })
+    };
+    // SAFETY: (A7) inside the hook; each address is the trampoline's saved register the
+    // SysV convention assigns the argument (`plan::place`), the caller's stack argument
+    // area above `sp` at its offset, or our copy of a struct's registers (16 bytes, the
+    // struct at most that).
+    unsafe { write_args(s, f, plan, ts, sp as u64, start, "not placed") }
+}
+
+fn on_fast_leave(id: usize, sp: usize, block: usize, kind: EltKind) {
+    // SAFETY: (A1) as in on_fast_enter.
+    let f = unsafe { &*(id as *const ArgsFn) };
+    let ts = clock::ticks();
+    let (Some(s), Some(Some(plan))) = (STATE.get(), f.plan.get()) else {
+        return buffers::emit_elt_at(ts, kind, f.index, sp as u64);
+    };
+    let frame = StubFrame {
+        saved: block,
+        profiled_sp: sp,
+    };
+    // A struct returned in registers is copied together first.
+    let copy = match plan.ret_place {
+        Some(ReturnSlot::At(Slot::Struct { regs, count, .. })) => frame.gather(regs, count),
+        _ => [0u64; 2],
+    };
+    let at = match (kind, plan.ret_place) {
+        (EltKind::Leave, Some(ReturnSlot::At(Slot::Struct { .. }))) => Some(copy.as_ptr() as usize),
+        (EltKind::Leave, Some(ReturnSlot::At(slot))) => frame.address(slot),
+        (EltKind::Leave, Some(ReturnSlot::Buffer)) => {
+            // SAFETY: (A1) `rax`'s slot lies inside the trampoline's block, live for this call.
+            Some(unsafe { std::ptr::read((block + arg_slots::RAX) as *const usize) })
+        }
+        _ => None,
+    };
+    write_bounded(
+        s,
+        |w| {
+            if let (EltKind::Leave, Some(ret)) = (kind, &plan.ret) {
+                w.param(plan.args.len() as u32);
+                match at {
+                    // SAFETY: (A7) inside the hook; the return value lies there: the saved
+                    // return register the convention assigns it, our copy of a struct's
+                    // two, or the caller's buffer whose address the method returned in
+                    // `rax`.
+                    Some(start) if start != 0 => unsafe { write_value(s, w, &ret.kind, start, 0) },
+                    _ => w.unreadable("return value not placed"),
+                }
+            }
+        },
+        ts,
+        Record {
+            kind,
+            function: f.index,
+            sp: sp as u64,
+        },
+    );
 }
 
 /// `FunctionEnter3WithInfo`.
@@ -86,17 +216,7 @@ fn on_enter(id: usize, elt: usize) {
     let f = unsafe { &*(id as *const ArgsFn) };
     // One timestamp for the Enter and its values (a TSC read costs ~11 ns on a VM).
     let ts = clock::ticks();
-    let plan = STATE.get().and_then(|s| {
-        let plan = f.plan.get_or_init(|| {
-            let plan = build_plan(s, f.function);
-            if let Some(plan) = &plan {
-                write_names(f.index, plan);
-            }
-            plan
-        });
-        Some((s, plan.as_ref()?))
-    });
-    let Some((s, plan)) = plan else {
+    let Some((s, plan)) = plan_of(f) else {
         return buffers::emit_elt_at(ts, EltKind::Enter, f.index, sp);
     };
     if let (Ok(frame), Some(slots)) = (frame, f.enter_slots.trusted()) {
@@ -117,7 +237,7 @@ fn on_enter(id: usize, elt: usize) {
         // stack where the runtime's answers for this function agreed its argument lies
         // (`arg_slots::CHECKS` of them, every slot compared), or our copy of the registers
         // those answers placed a struct in (16 bytes, the struct at most that).
-        return unsafe { write_args(s, f, plan, ts, sp, start) };
+        return unsafe { write_args(s, f, plan, ts, sp, start, "no argument range") };
     }
     // Up to 16 ranges without allocating; more (rare) through the allocating call.
     let mut inline = [corprof::ArgumentRange::default(); 16];
@@ -149,7 +269,17 @@ fn on_enter(id: usize, elt: usize) {
     match &asked {
         // SAFETY: (A7) inside the hook; the ranges are the runtime's answer for this call
         // (GetFunctionEnter3Info), one per argument in signature order.
-        Ok(ranges) => unsafe { write_args(s, f, plan, ts, sp, |i| ranges.get(i).map(|r| r.start)) },
+        Ok(ranges) => unsafe {
+            write_args(
+                s,
+                f,
+                plan,
+                ts,
+                sp,
+                |i| ranges.get(i).map(|r| r.start),
+                "no argument range",
+            )
+        },
         Err(e) => write_bounded(
             s,
             |w| {
@@ -166,7 +296,8 @@ fn on_enter(id: usize, elt: usize) {
     }
 }
 
-/// Records a call's arguments; `start(i)` is the address of argument `i`.
+/// Records a call's arguments; `start(i)` is the address of argument `i` (`None` or 0:
+/// recorded as unreadable, for the reason `missing`).
 ///
 /// # Safety
 /// Called inside the hook; `start(i)`, when not `None` or 0, is where argument `i` lies
@@ -178,6 +309,7 @@ unsafe fn write_args(
     ts: u64,
     sp: u64,
     start: impl Fn(usize) -> Option<usize>,
+    missing: &str,
 ) {
     write_bounded(
         s,
@@ -187,7 +319,7 @@ unsafe fn write_args(
                 match start(i) {
                     // SAFETY: (A7) argument `i` lies at `addr` (contract).
                     Some(addr) if addr != 0 => unsafe { write_value(s, w, &p.kind, addr, 0) },
-                    _ => w.unreadable("no argument range"),
+                    _ => w.unreadable(missing),
                 }
             }
         },

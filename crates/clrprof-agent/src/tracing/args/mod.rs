@@ -1,32 +1,50 @@
-//! Trace mode with `--args`: the ELT3 slow path, which reads arguments and return values.
+//! Trace mode with `--args`: reading arguments and return values in the ELT hooks.
 //!
-//! With `SetEnterLeaveFunctionHooks3WithInfo` the JIT calls the runtime's own stub
-//! (`ProfileEnterNaked` in dotnet/runtime `vm/amd64/asmhelpers.S`), which saves the
-//! argument registers into a `PROFILE_PLATFORM_SPECIFIC_DATA` on its stack and calls
-//! `ProfileEnter` (`vm/proftoeeinterfaceimpl.cpp`), an FCALL that asserts cooperative GC
-//! mode, sets up a helper frame and the "in callback" state, and calls our hook as an
-//! ordinary C function `(FunctionIDOrClientID, COR_PRF_ELT_INFO)`. So the hooks here are
-//! plain `extern "system"` functions (catching panics), and no GC can move an object
-//! while they read it (the thread is in cooperative mode and we call nothing that
-//! triggers a GC).
+//! **The runtime's slow path (the default).** With `SetEnterLeaveFunctionHooks3WithInfo`
+//! the JIT calls the runtime's own stub (`ProfileEnterNaked` in dotnet/runtime
+//! `vm/amd64/asmhelpers.S`), which saves the argument registers into a
+//! `PROFILE_PLATFORM_SPECIFIC_DATA` on its stack and calls `ProfileEnter`
+//! (`vm/proftoeeinterfaceimpl.cpp`), an FCALL that asserts cooperative GC mode, sets up a
+//! helper frame and the "in callback" state, and calls our hook as an ordinary C function
+//! `(FunctionIDOrClientID, COR_PRF_ELT_INFO)`. So those hooks are plain `extern "system"`
+//! functions (catching panics), no GC can move an object while they read it, and the
+//! runtime's Info methods answer them. The runtime gives a profiler one kind of hooks for
+//! the whole process (`EEToProfInterfaceImpl::SetEnterLeaveFunctionHooks3` clears the
+//! slow-path ones and `…WithInfo` the fast ones; `SetEventMask` refuses the slow path's
+//! flags once fast hooks are set), so every hooked function takes the slow path then; the
+//! per-call work is one `GetFunctionEnter3Info` (or `Leave3Info`) until the function's
+//! slots are learned (`arg_slots`), raw reads, and one record into the thread's ring.
 //!
-//! Every hooked function takes this path once the slow path is on (the fast and slow
-//! paths cannot be mixed). Functions that only match `--include` record an Enter/Leave
-//! unit as before; functions matching `--args` get a client ID that is a pointer to their
+//! **The assembly hooks (`CLRPROF_ARGS_FAST=1`).** On Linux x64 the JIT calls the
+//! fast-path enter hook with the method's arguments still in RDI…R9 and XMM0–7 and its
+//! caller SP in R15 (the stack arguments above it), and the leave hook with the return
+//! value in RAX, RDX, XMM0 and XMM1 (RAX holding a returned buffer's address), all of
+//! which the hook must keep (`RBM_PROFILER_ENTER_TRASH` / `_LEAVE_TRASH`). The trampolines
+//! in `x64.rs` send indices (functions hooked without values) to the plain recording
+//! hooks and [`ArgsFn`] addresses here with the saved registers ([`fast_enter`],
+//! [`fast_leave`]). Each value's place is computed once by the SysV rules (`plan::place`,
+//! `arg_slots::Placer`). The thread is in cooperative GC mode inside a helper call of JIT
+//! code, so no GC moves an object while the hook reads, but it is in no runtime callback:
+//! the runtime answers its "synchronous" Info methods (`GetModuleMetaData`,
+//! `GetClassFromObject`, …) with `CORPROF_E_UNSUPPORTED_CALL_SEQUENCE` there. So plans
+//! are built in the FunctionIDMapper ([`prepare`]), and an object reference (whose class
+//! only `GetClassFromObject` tells) is recorded as unreadable, saying why; primitives,
+//! strings (whose layout is known from `GetStringLayout2`), enums, structs and `ref`s to
+//! them are read.
+//!
+//! Either way, functions that only match `--include` record an Enter/Leave unit as
+//! before; functions matching `--args` get a client ID that is a pointer to their
 //! [`ArgsFn`] (indices are below 2^30, heap pointers above), and also record a
 //! `CallArgs` / `CallReturn` record of typed values ([`clrprof_format::values`]).
-//!
-//! Planning (signature → per-argument [`plan::Kind`], class layouts) happens once per function
-//! and once per class; the per-call work is one `GetFunctionEnter3Info` (or
-//! `Leave3Info`), raw reads of the ranges it gives and of the objects they reference,
-//! and one record into the thread's ring. Class layouts are shared behind a `RwLock`
-//! taken for reading only when a reference-type value is decoded.
+//! Planning (signature → per-argument [`plan::Kind`], class layouts, places) happens once
+//! per function and once per class. Class layouts are shared behind a `RwLock` taken for
+//! reading only when a reference-type value is decoded.
 //!
 //! The files: this one keeps the per-function and per-process state (client IDs, slot
-//! caches, the closing statistics); `hooks` is the hooks themselves (the stub's frame,
-//! the runtime's ranges or the learned slots, the records); `plan` turns signatures and
-//! loaded classes into [`plan::Kind`]s; `read` reads values at the addresses the hooks
-//! hand it, the one place that dereferences them.
+//! caches, the closing statistics); `hooks` is the hooks themselves (the stub's frame, the
+//! runtime's ranges or the learned slots, or the saved registers; the records); `plan`
+//! turns signatures and loaded classes into [`plan::Kind`]s and places; `read` reads
+//! values at the addresses the hooks hand it, the one place that dereferences them.
 
 mod hooks;
 mod plan;
@@ -44,7 +62,28 @@ use crate::config::ArgLimits;
 use crate::output::buffers;
 use plan::{ClassDesc, FnPlan, LoadedClasses};
 
-pub use hooks::{enter, leave, tailcall};
+pub use hooks::{enter, fast_enter, fast_leave, fast_tailcall, leave, tailcall};
+
+/// Whether `--args` reads the values in the assembly hooks (`CLRPROF_ARGS_FAST=1`, read
+/// once) instead of through the runtime's slow path.
+pub fn fast_path() -> bool {
+    static FAST: OnceLock<bool> = OnceLock::new();
+    *FAST.get_or_init(|| std::env::var_os("CLRPROF_ARGS_FAST").is_some_and(|v| v == "1"))
+}
+
+/// `CLRPROF_ARGS_FAST=1`: plans the `--args` function whose client ID the FunctionIDMapper
+/// just handed out, there and then. The assembly hooks run outside any runtime callback,
+/// where the runtime refuses its "synchronous" Info methods (`GetModuleMetaData`,
+/// `GetClassFromObject`… answer `CORPROF_E_UNSUPPORTED_CALL_SEQUENCE`), so they never
+/// plan; the mapper is a callback.
+pub fn prepare(client: u64) {
+    if !fast_path() || !is_args_client(client as usize) {
+        return;
+    }
+    // SAFETY: (A1) args client IDs are addresses of leaked ArgsFn (client_id), never freed.
+    let f = unsafe { &*(client as usize as *const ArgsFn) };
+    hooks::plan_of(f);
+}
 
 /// One `--args` function; its address is the client ID the JIT passes to the hooks.
 pub struct ArgsFn {
@@ -167,13 +206,24 @@ pub struct ArgStats {
     /// Functions whose entries (or returns) ask the runtime on every call: named, with
     /// `(entry)` / `(return)`.
     pub asking: Vec<String>,
+    /// Assembly hooks: functions called so far with a value that could not be placed
+    /// (recorded as unreadable), named.
+    pub unplaced: Vec<String>,
 }
 
 pub fn stats() -> ArgStats {
     STATE.get().map_or(ArgStats::default(), |s| {
         let functions = s.functions.lock().unwrap_or_else(|p| p.into_inner());
         let mut asking = Vec::new();
+        let mut unplaced = Vec::new();
         for f in functions.iter() {
+            if let Some(Some(plan)) = f.plan.get()
+                && (plan.places.iter().any(Option::is_none)
+                    || (plan.ret.is_some() && plan.ret_place.is_none()))
+                && fast_path()
+            {
+                unplaced.push(f.name.clone());
+            }
             if f.enter_slots.asking() {
                 asking.push(format!("{} (entry)", f.name));
             }
@@ -186,6 +236,7 @@ pub fn stats() -> ArgStats {
             slotted: s.slotted.load(Ordering::Relaxed),
             slot_mismatches: s.slot_mismatches.load(Ordering::Relaxed),
             asking,
+            unplaced,
         }
     })
 }

@@ -9,12 +9,17 @@ use corprof::sig::{self, Type};
 use corprof::{ClassId, FunctionId, MetaDataImport, MetadataRead, ModuleId};
 
 use super::State;
-use crate::tracing::arg_slots::{self, Registers};
+use crate::tracing::arg_slots::{self, Placer, Registers, ReturnSlot, Returned, Slot};
 
 pub(super) struct FnPlan {
     /// `this` first (when the method has one), then the parameters.
     pub(super) args: Vec<Param>,
     pub(super) ret: Option<Param>,
+    /// Where each argument lies when the assembly enter hook runs (`None`: not placed),
+    /// one per `args` entry ([`place`]).
+    pub(super) places: Vec<Option<Slot>>,
+    /// Where the return value lies when the assembly leave hook runs.
+    pub(super) ret_place: Option<ReturnSlot>,
 }
 
 pub(super) struct Param {
@@ -657,15 +662,120 @@ pub(super) fn build_plan(s: &State, function: FunctionId) -> Option<FnPlan> {
         kind: cx.kind(&msig.ret),
         regs: None,
     });
+    let has_this = msig.has_this && !msig.explicit_this;
     // Shared generic code takes a hidden argument whose register is not predicted.
     if class_args.is_empty() && fi.type_args.is_empty() {
-        predict_registers(
-            &mut args,
-            ret.as_ref(),
-            msig.has_this && !msig.explicit_this,
-        );
+        predict_registers(&mut args, ret.as_ref(), has_this);
     }
-    Some(FnPlan { args, ret })
+    // Code shared by instantiations over reference types (`__Canon`) takes the generic
+    // context as a hidden argument after `this` and the return buffer when it is a generic
+    // method, a static method or a value type's method (dotnet/runtime
+    // `MethodDesc::RequiresInstArg`); an instance method of a class finds it in `this`.
+    let canon = |c: &ClassId| crate::names::class_name(info, *c).contains("System.__Canon");
+    let shared = class_args.iter().chain(&fi.type_args).any(canon);
+    let value_type_method =
+        matches!(args.first().map(|p| &p.kind), Some(Kind::ByRef(_)) if has_this);
+    let context = shared && (!fi.type_args.is_empty() || !has_this || value_type_method);
+    let (places, ret_place) = place(&args, ret.as_ref(), has_this, context);
+    Some(FnPlan {
+        args,
+        ret,
+        places,
+        ret_place,
+    })
+}
+
+/// Where each argument lies at the method's entry and the return value at its return, as
+/// the SysV convention and the runtime's hidden arguments put them: `this`, the address
+/// of the buffer a struct over 16 bytes is returned through, the generic context
+/// (`context`), then the parameters ([`Placer`]).
+pub(super) fn place(
+    args: &[Param],
+    ret: Option<&Param>,
+    has_this: bool,
+    context: bool,
+) -> (Vec<Option<Slot>>, Option<ReturnSlot>) {
+    let mut p = Placer::default();
+    let ret_place = match ret.map(|r| &r.kind) {
+        None => None,
+        Some(k) => return_place_of(k),
+    };
+    let buffer = ret_place == Some(ReturnSlot::Buffer);
+    if ret.is_some() && ret_place.is_none() {
+        // A result of unknown shape may take a hidden buffer: nothing can be placed.
+        p.unknown();
+    }
+    let mut places = Vec::with_capacity(args.len());
+    for (i, a) in args.iter().enumerate() {
+        if i == usize::from(has_this) {
+            // Hidden arguments come right after `this` (or first).
+            if buffer {
+                p.integer();
+            }
+            if context {
+                p.integer();
+            }
+        }
+        places.push(place_one(&mut p, &a.kind));
+    }
+    (places, ret_place)
+}
+
+fn place_one(p: &mut Placer, kind: &Kind) -> Option<Slot> {
+    match kind {
+        Kind::Prim(Prim::R4 | Prim::R8) => p.float(),
+        Kind::Prim(_) | Kind::Ref | Kind::Str | Kind::ByRef(_) | Kind::Ptr | Kind::FnPtr => {
+            p.integer()
+        }
+        Kind::Inline(d) => match &d.shape {
+            Shape::Primitive {
+                prim: Prim::R4 | Prim::R8,
+                ..
+            } => p.float(),
+            Shape::Enum { .. } | Shape::Primitive { .. } => p.integer(),
+            Shape::Struct { .. } if special_abi(d) => p.unknown(),
+            Shape::Struct { .. } => {
+                let classes = struct_classes(d).map(|(c, _)| c);
+                p.structure(d.size, classes.as_deref())
+            }
+            _ => p.unknown(),
+        },
+        Kind::TypedByRef | Kind::Unknown(_) => p.unknown(),
+    }
+}
+
+/// Structs the runtime passes by rules of their own rather than by their fields' classes
+/// (SIMD vectors, 128-bit integers): not placed rather than guessed.
+fn special_abi(d: &ClassDesc) -> bool {
+    d.name.starts_with("System.Runtime.Intrinsics.Vector")
+        || d.name.starts_with("System.Numerics.Vector")
+        || d.name == "System.Int128"
+        || d.name == "System.UInt128"
+}
+
+fn return_place_of(kind: &Kind) -> Option<ReturnSlot> {
+    match kind {
+        Kind::Prim(Prim::R4 | Prim::R8) => arg_slots::return_place(Returned::Float, 8, None),
+        Kind::Prim(_) | Kind::Ref | Kind::Str | Kind::ByRef(_) | Kind::Ptr | Kind::FnPtr => {
+            arg_slots::return_place(Returned::Integer, 8, None)
+        }
+        Kind::Inline(d) => match &d.shape {
+            Shape::Primitive {
+                prim: Prim::R4 | Prim::R8,
+                ..
+            } => arg_slots::return_place(Returned::Float, 8, None),
+            Shape::Enum { .. } | Shape::Primitive { .. } => {
+                arg_slots::return_place(Returned::Integer, 8, None)
+            }
+            Shape::Struct { .. } if special_abi(d) => None,
+            Shape::Struct { .. } => {
+                let classes = struct_classes(d).map(|(c, _)| c);
+                arg_slots::return_place(Returned::Other, d.size, classes.as_deref())
+            }
+            _ => None,
+        },
+        Kind::TypedByRef | Kind::Unknown(_) => None,
+    }
 }
 
 /// The SysV registers of each struct argument passed in registers ([`Param::regs`]),
@@ -768,6 +878,83 @@ mod tests {
     fn backing_field_names_are_the_property_names() {
         assert_eq!(field_name("<Sku>k__BackingField"), "Sku");
         assert_eq!(field_name("_count"), "_count");
+    }
+
+    fn param(kind: Kind) -> Param {
+        Param {
+            name: String::new(),
+            ty: String::new(),
+            kind,
+            regs: None,
+        }
+    }
+
+    fn longs(name: &str, n: u32) -> Kind {
+        Kind::Inline(Arc::new(ClassDesc {
+            name: name.into(),
+            size: 8 * n,
+            shape: Shape::Struct {
+                fields: (0..n)
+                    .map(|i| FieldDesc {
+                        name: format!("F{i}"),
+                        offset: 8 * i,
+                        kind: Kind::Prim(Prim::I8),
+                    })
+                    .collect(),
+                box_offset: 8,
+            },
+        }))
+    }
+
+    #[test]
+    fn hidden_arguments_come_first_then_the_parameters() {
+        // An instance method returning a 24-byte struct, shared generic code of a value
+        // type (so with a generic context): this = RDI, buffer = RSI, context = RDX, then
+        // (double, S16, long) in XMM0, RCX + R8, R9.
+        let this = param(Kind::ByRef(Box::new(longs("S16", 2))));
+        let args = [
+            this,
+            param(Kind::Prim(Prim::R8)),
+            param(longs("S16", 2)),
+            param(Kind::Prim(Prim::I8)),
+            param(Kind::Str),
+        ];
+        let ret = param(longs("S24", 3));
+        let (places, ret_place) = place(&args, Some(&ret), true, true);
+        assert_eq!(ret_place, Some(ReturnSlot::Buffer));
+        assert_eq!(
+            places,
+            vec![
+                Some(Slot::Saved(120)),
+                Some(Slot::Saved(56)),
+                Some(Slot::Struct {
+                    regs: [144, 152],
+                    count: 2,
+                    copy: 0
+                }),
+                Some(Slot::Saved(160)),
+                // The general registers are used up: the string is on the stack.
+                Some(Slot::Stack(0)),
+            ]
+        );
+        // A static method without hidden arguments: the first parameter is RDI.
+        let (places, ret_place) = place(&args[1..], None, false, false);
+        assert_eq!(ret_place, None);
+        assert_eq!(
+            places[1],
+            Some(Slot::Struct {
+                regs: [120, 128],
+                count: 2,
+                copy: 0
+            })
+        );
+        // A value of unknown kind: it and every later one are unplaced.
+        let args = [param(Kind::Unknown("?")), param(Kind::Prim(Prim::I4))];
+        assert_eq!(place(&args, None, false, false).0, vec![None, None]);
+        // A result of unknown shape may take a buffer: nothing is placed.
+        let args = [param(Kind::Prim(Prim::I4))];
+        let ret = param(Kind::Unknown("?"));
+        assert_eq!(place(&args, Some(&ret), false, false), (vec![None], None));
     }
 
     #[test]

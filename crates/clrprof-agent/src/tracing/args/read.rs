@@ -101,6 +101,9 @@ pub(super) unsafe fn write_value(
             let target = unsafe { read::<usize>(addr) };
             if target == 0 {
                 w.null();
+            } else if !(0x1_0000..1 << 47).contains(&target) {
+                // No stack or heap address: never dereferenced.
+                w.address("not a pointer", target as u64);
             } else if matches!(
                 **inner,
                 Kind::Unknown(_) | Kind::ByRef(_) | Kind::TypedByRef
@@ -198,6 +201,11 @@ unsafe fn write_object(s: &State, w: &mut ValueWriter<'_>, obj: usize, level: u3
         // Never hand the runtime an address that cannot be an object.
         return w.address("not an object", obj as u64);
     }
+    if super::fast_path() {
+        // Outside a runtime callback the runtime refuses GetClassFromObject (a
+        // "synchronous" Info method): say so rather than ask.
+        return w.unreadable(FAST_OBJECT);
+    }
     let class = match s.info.get_class_from_object(corprof::ObjectId(obj)) {
         Ok(c) => c,
         Err(e) => return w.unreadable(&format!("GetClassFromObject: {e}")),
@@ -251,6 +259,9 @@ unsafe fn write_object(s: &State, w: &mut ValueWriter<'_>, obj: usize, level: u3
         }
     }
 }
+
+/// What an object reference reads as in the assembly hooks (`CLRPROF_ARGS_FAST=1`).
+pub(super) const FAST_OBJECT: &str = "object: its class is asked of the runtime, which refuses outside its callbacks (CLRPROF_ARGS_FAST=1; unset it for objects)";
 
 /// A value whose declared type is `string`: a `System.String` or null, so its class need
 /// not be asked.
