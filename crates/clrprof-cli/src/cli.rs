@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use clrprof_settings::{SamplerKind, limits};
 
 #[derive(Parser, Debug)]
 #[command(name = "clrprof", version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("CLRPROF_COMMIT"), ")"), about = "A profiler for .NET (CoreCLR) processes", long_about = None)]
@@ -95,12 +94,9 @@ pub struct TopArgs {
     /// the window by lock type, with the app method that waited most
     #[arg(long)]
     pub waits: bool,
-    /// Samples per second
-    #[arg(long, default_value_t = 99, value_parser = range(limits::RATE_HZ))]
-    pub rate: u32,
-    /// How stacks are captured [default: signal on Linux x86_64]
-    #[arg(long, value_enum)]
-    pub sampler: Option<SamplerKind>,
+    /// `--rate` and `--sampler`, from the settings table.
+    #[command(flatten)]
+    pub sampling: crate::settings::SettingArgs<crate::settings::Sampling>,
     /// Also keep the samples in this trace file (for `clrprof report`)
     #[arg(short, long)]
     pub output: Option<PathBuf>,
@@ -121,9 +117,9 @@ pub struct DumpArgs {
     /// Print JSON
     #[arg(long)]
     pub json: bool,
-    /// How stacks are captured [default: signal on Linux x86_64]
-    #[arg(long, value_enum)]
-    pub sampler: Option<SamplerKind>,
+    /// `--sampler`, from the settings table.
+    #[command(flatten)]
+    pub sampling: crate::settings::SettingArgs<crate::settings::Stacks>,
     /// The profiler library [default: libclrprof_profiler.so next to this executable]
     #[arg(long)]
     pub profiler: Option<PathBuf>,
@@ -383,11 +379,6 @@ pub struct ReportArgs {
 
 /// Longest `--duration`: a year (the agent refuses more).
 pub use clrprof_settings::MAX_DURATION_S;
-
-/// A `u32` option accepted in the range the agent accepts for its setting.
-fn range((lo, hi): (u64, u64)) -> clap::builder::RangedI64ValueParser<u32> {
-    clap::value_parser!(u32).range(lo as i64..=hi as i64)
-}
 
 /// `--duration`: a number of seconds, more than 0 and at most a year (no NaN, no infinity).
 pub fn parse_duration(s: &str) -> Result<f64, String> {

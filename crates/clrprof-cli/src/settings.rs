@@ -21,21 +21,58 @@ pub const DEFAULT_ALLOC_INTERVAL: u64 = 100 * 1024;
 /// `record`'s mode when `--mode` is not given (the agent alone defaults to events).
 pub const RECORD_MODE: Mode = Mode::Sample;
 
-/// `record`'s options that are agent settings: one `clap` argument per row of the
-/// settings table with a [`Flag`] (`clap::Args` by hand; `record` flattens it).
+/// Which of the table's options a command takes.
+pub trait Selection: Clone + std::fmt::Debug + Send + Sync + 'static {
+    /// The variables whose options it takes; `None`: every variable with a [`Flag`].
+    const ONLY: Option<&'static [&'static str]>;
+}
+
+/// `record`: every option of the table.
 #[derive(Clone, Debug)]
-pub struct SettingArgs {
+pub struct Record;
+
+impl Selection for Record {
+    const ONLY: Option<&'static [&'static str]> = None;
+}
+
+/// `top`: how it samples.
+#[derive(Clone, Debug)]
+pub struct Sampling;
+
+impl Selection for Sampling {
+    const ONLY: Option<&'static [&'static str]> = Some(&[var::RATE_HZ, var::SAMPLER]);
+}
+
+/// `dump`: how it captures stacks.
+#[derive(Clone, Debug)]
+pub struct Stacks;
+
+impl Selection for Stacks {
+    const ONLY: Option<&'static [&'static str]> = Some(&[var::SAMPLER]);
+}
+
+/// The options that are agent settings: one `clap` argument per row of the settings
+/// table with a [`Flag`] (of those `S` selects; `clap::Args` by hand, which the commands
+/// flatten).
+#[derive(Clone, Debug)]
+pub struct SettingArgs<S: Selection = Record> {
     /// What the options ask for, over the defaults of the mode given (or
     /// [`RECORD_MODE`]).
     pub settings: Settings,
     /// The variables of the options given on the command line, in the table's order.
     pub given: Vec<&'static str>,
+    selection: std::marker::PhantomData<S>,
 }
 
-impl SettingArgs {
+impl<S: Selection> SettingArgs<S> {
     /// Whether the option of variable `name` was given.
     pub fn has(&self, name: &str) -> bool {
         self.given.contains(&name)
+    }
+
+    /// `--sampler`, if given.
+    pub fn sampler(&self) -> Option<clrprof_settings::SamplerKind> {
+        self.has(var::SAMPLER).then_some(self.settings.sampler)
     }
 
     /// `--output`, if given.
@@ -48,6 +85,11 @@ impl SettingArgs {
 /// The table's rows that are options.
 fn options() -> impl Iterator<Item = (&'static Variable, Flag)> {
     TABLE.iter().filter_map(|v| Some((v, v.flag?)))
+}
+
+/// The table's rows that are options of `S`.
+fn selected<S: Selection>() -> impl Iterator<Item = (&'static Variable, Flag)> {
+    options().filter(|(v, _)| S::ONLY.is_none_or(|only| only.contains(&v.name)))
 }
 
 /// The value `record` gives an option's setting when it is not given (the options whose
@@ -94,9 +136,9 @@ fn argument(v: &'static Variable, f: Flag) -> Arg {
     }
 }
 
-impl clap::Args for SettingArgs {
+impl<S: Selection> clap::Args for SettingArgs<S> {
     fn augment_args(cmd: clap::Command) -> clap::Command {
-        options().fold(cmd, |cmd, (v, f)| cmd.arg(argument(v, f)))
+        selected::<S>().fold(cmd, |cmd, (v, f)| cmd.arg(argument(v, f)))
     }
 
     fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
@@ -104,11 +146,11 @@ impl clap::Args for SettingArgs {
     }
 }
 
-impl clap::FromArgMatches for SettingArgs {
+impl<S: Selection> clap::FromArgMatches for SettingArgs<S> {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
         // The variable's text of each option given, in the table's order.
         let mut given = Vec::new();
-        for (v, f) in options() {
+        for (v, f) in selected::<S>() {
             if m.value_source(f.long) != Some(ValueSource::CommandLine) {
                 continue;
             }
@@ -145,6 +187,7 @@ impl clap::FromArgMatches for SettingArgs {
         Ok(SettingArgs {
             settings,
             given: given.iter().map(|(v, _, _)| v.name).collect(),
+            selection: std::marker::PhantomData,
         })
     }
 
@@ -320,6 +363,49 @@ mod tests {
         // mode, rate and the three --args limits; buffer-kb, rate, max-depth, the --args
         // limits, alloc-interval and max-size.
         assert_eq!((defaults, bounded), (5, 8));
+    }
+
+    /// `top` and `dump` take the table's sampling options, and refuse what the agent
+    /// refuses, in its words.
+    #[test]
+    fn top_and_dump_take_the_tables_sampling_options() {
+        let top = |line: &[&str]| {
+            let mut argv = vec!["clrprof", "top", "--pid", "1"];
+            argv.extend_from_slice(line);
+            Cli::try_parse_from(argv).map(|c| match c.command {
+                Command::Top(t) => t,
+                _ => unreachable!(),
+            })
+        };
+        let t = top(&[]).unwrap();
+        assert_eq!(
+            (t.sampling.settings.rate_hz, t.sampling.sampler()),
+            (99, None)
+        );
+        let t = top(&["--rate", "250", "--sampler", "suspend"]).unwrap();
+        assert_eq!(t.sampling.settings.rate_hz, 250);
+        assert_eq!(
+            t.sampling.sampler(),
+            Some(clrprof_settings::SamplerKind::Suspend)
+        );
+        let e = top(&["--rate", "1001"]).unwrap_err().to_string();
+        assert!(e.contains("expected a whole number from 1 to 1000"), "{e}");
+        // Only those: `top` has no `--mode`.
+        assert!(top(&["--mode", "trace"]).is_err());
+        let dump = |line: &[&str]| {
+            let mut argv = vec!["clrprof", "dump", "--pid", "1"];
+            argv.extend_from_slice(line);
+            Cli::try_parse_from(argv).map(|c| match c.command {
+                Command::Dump(d) => d,
+                _ => unreachable!(),
+            })
+        };
+        let d = dump(&["--sampler", "signal"]).unwrap();
+        assert_eq!(
+            d.sampling.sampler(),
+            Some(clrprof_settings::SamplerKind::Signal)
+        );
+        assert!(dump(&["--rate", "10"]).is_err());
     }
 
     /// `lo..=hi` in a variable's doc.
