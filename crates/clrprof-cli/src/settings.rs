@@ -118,12 +118,11 @@ fn argument(v: &'static Variable, f: Flag) -> Arg {
         return arg.action(ArgAction::SetTrue);
     }
     // The variable's own reader checks each value, after the option's conversion.
-    let check = move |text: &str| v.option_value(text);
     let parser = match f.values {
         Some(values) => ValueParser::new(
-            PossibleValuesParser::new(values()).try_map(move |text: String| check(&text)),
+            PossibleValuesParser::new(values()).try_map(move |text: String| v.option_value(&text)),
         ),
-        None => ValueParser::new(check),
+        None => ValueParser::new(TableValue(v)),
     };
     arg = arg.value_name(f.value_name).value_parser(parser);
     arg = match f.takes {
@@ -133,6 +132,37 @@ fn argument(v: &'static Variable, f: Flag) -> Arg {
     match shown_default(v.name) {
         Some(d) if f.shows_default => arg.default_value(d),
         _ => arg,
+    }
+}
+
+/// A value of a table option: UTF-8 (settings travel to the agent as text), then what
+/// its variable accepts.
+#[derive(Clone)]
+struct TableValue(&'static Variable);
+
+impl TypedValueParser for TableValue {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        if value.to_str().is_none() {
+            let option = arg.and_then(Arg::get_long).unwrap_or_default();
+            return Err(clap::Error::raw(
+                clap::error::ErrorKind::InvalidUtf8,
+                format!(
+                    "invalid value {:?} for '--{option}': not valid UTF-8, which the settings \
+                     (and the trace header) hold; choose another\n",
+                    value.to_string_lossy()
+                ),
+            )
+            .with_cmd(cmd));
+        }
+        let v = self.0;
+        (move |text: &str| v.option_value(text)).parse_ref(cmd, arg, value)
     }
 }
 
@@ -363,6 +393,30 @@ mod tests {
         // mode, rate and the three --args limits; buffer-kb, rate, max-depth, the --args
         // limits, alloc-interval and max-size.
         assert_eq!((defaults, bounded), (5, 8));
+    }
+
+    /// A value that is not UTF-8 is refused naming its option (the settings, and the
+    /// trace header, hold UTF-8 only).
+    #[test]
+    fn a_value_that_is_not_utf8_names_its_option() {
+        use std::ffi::OsString;
+        use std::os::unix::ffi::OsStringExt;
+        for option in ["-o", "--include"] {
+            let argv: Vec<OsString> = vec![
+                "clrprof".into(),
+                "record".into(),
+                option.into(),
+                OsString::from_vec(b"/tmp/a\xff".to_vec()),
+                "--".into(),
+                "x".into(),
+            ];
+            let e = Cli::try_parse_from(argv).unwrap_err().to_string();
+            let long = if option == "-o" { "--output" } else { option };
+            assert!(
+                e.contains(&format!("for '{long}': not valid UTF-8")),
+                "{option}: {e}"
+            );
+        }
     }
 
     /// `top` and `dump` take the table's sampling options, and refuse what the agent
