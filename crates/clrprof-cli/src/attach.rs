@@ -410,7 +410,8 @@ pub type WhileAttached<'a> =
     &'a dyn Fn(&RecordArgs, u32, &Path, u32) -> Result<Box<dyn std::any::Any>>;
 
 pub fn record(args: RecordArgs, pid: u32, while_attached: WhileAttached<'_>) -> Result<i32> {
-    if !args.args.is_empty() {
+    let asked = &args.settings.settings;
+    if !asked.args.is_empty() {
         bail!(
             "--args cannot attach to a running process (pid {pid} is left untouched): reading arguments needs \
              COR_PRF_ENABLE_FUNCTION_ARGS, _RETVAL and _FRAME_INFO and the ELT slow-path hooks, which the runtime \
@@ -419,7 +420,7 @@ pub fn record(args: RecordArgs, pid: u32, while_attached: WhileAttached<'_>) -> 
              Start the program under the profiler instead: clrprof record --mode trace --args PATTERN -- <command>"
         );
     }
-    if args.counts {
+    if asked.counts {
         bail!(
             "--counts cannot attach to a running process (pid {pid} is left untouched): calls are counted by \
              ELT enter/leave hooks, which the runtime allows only for profilers loaded at startup \
@@ -427,8 +428,8 @@ pub fn record(args: RecordArgs, pid: u32, while_attached: WhileAttached<'_>) -> 
              Start the program under the profiler instead: clrprof record --mode trace --counts -- <command>"
         );
     }
-    if args.mode == Mode::Trace {
-        if args.include.is_empty() {
+    if asked.mode == Mode::Trace {
+        if asked.include.is_empty() {
             bail!(
                 "--mode trace on a running process needs --include: the runtime allows ELT enter/leave hooks \
                  (what trace mode uses at startup) only for profilers loaded at startup, so after attach clrprof \
@@ -452,8 +453,8 @@ pub fn record(args: RecordArgs, pid: u32, while_attached: WhileAttached<'_>) -> 
         );
     }
     let cwd = std::env::current_dir()?;
-    let output = match &args.output {
-        Some(p) if p.is_absolute() => p.clone(),
+    let output = match args.settings.output() {
+        Some(p) if p.is_absolute() => p.to_path_buf(),
         Some(p) => cwd.join(p),
         None => cwd.join(format!("clrprof-{pid}.clrprof")),
     };
@@ -481,20 +482,20 @@ pub fn record(args: RecordArgs, pid: u32, while_attached: WhileAttached<'_>) -> 
         eprintln!(
             "clrprof: attached to pid {pid} in {:.1} ms; recording {} to {} ({})",
             latency.as_secs_f64() * 1e3,
-            args.mode.as_str(),
+            asked.mode.as_str(),
             output.display(),
-            match args.duration {
+            match asked.duration_s {
                 Some(d) => format!("{d} s, or Ctrl-C"),
                 None => "Ctrl-C to stop".into(),
             }
         );
     }
-    let end = args
-        .duration
+    let end = asked
+        .duration_s
         .map(|d| Instant::now() + Duration::from_secs_f64(d));
     let mut last_socket_check = Instant::now();
     // Trace mode: the agent installs the probes once the attach is complete; say how many.
-    let mut probes_said = args.mode != Mode::Trace;
+    let mut probes_said = asked.mode != Mode::Trace;
     while crate::signals::received().is_none() && end.is_none_or(|e| Instant::now() < e) {
         if !alive(pid) {
             eprintln!(

@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use clrprof_settings::{ArgLimits, Mode, OnFull, SamplerKind, limits};
 
 #[derive(Parser, Debug)]
 #[command(name = "clrprof", version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("CLRPROF_COMMIT"), ")"), about = "A profiler for .NET (CoreCLR) processes", long_about = None)]
@@ -95,12 +94,9 @@ pub struct TopArgs {
     /// the window by lock type, with the app method that waited most
     #[arg(long)]
     pub waits: bool,
-    /// Samples per second
-    #[arg(long, default_value_t = 99, value_parser = range(limits::RATE_HZ))]
-    pub rate: u32,
-    /// How stacks are captured [default: signal on Linux x86_64]
-    #[arg(long, value_enum)]
-    pub sampler: Option<SamplerKind>,
+    /// `--rate` and `--sampler`, from the settings table.
+    #[command(flatten)]
+    pub sampling: crate::settings::SettingArgs<crate::settings::Sampling>,
     /// Also keep the samples in this trace file (for `clrprof report`)
     #[arg(short, long)]
     pub output: Option<PathBuf>,
@@ -121,9 +117,9 @@ pub struct DumpArgs {
     /// Print JSON
     #[arg(long)]
     pub json: bool,
-    /// How stacks are captured [default: signal on Linux x86_64]
-    #[arg(long, value_enum)]
-    pub sampler: Option<SamplerKind>,
+    /// `--sampler`, from the settings table.
+    #[command(flatten)]
+    pub sampling: crate::settings::SettingArgs<crate::settings::Stacks>,
     /// The profiler library [default: libclrprof_profiler.so next to this executable]
     #[arg(long)]
     pub profiler: Option<PathBuf>,
@@ -267,75 +263,13 @@ pub struct ConvertArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct RecordArgs {
-    /// Trace file to write; `{pid}` is replaced by the process id. Other .NET processes
-    /// the command starts write `<name>.<pid>.<ext>` beside it [default: clrprof-{pid}.clrprof]
-    #[arg(short, long)]
-    pub output: Option<PathBuf>,
+    /// The options that are agent settings, from the settings table (`--output`, `--mode`,
+    /// `--events`, … `--max-size`).
+    #[command(flatten)]
+    pub settings: crate::settings::SettingArgs,
     /// Replace an existing trace file of yours (never a symbolic link or another user's file)
     #[arg(long)]
     pub force: bool,
-    /// What to record
-    #[arg(long, value_enum, default_value_t = Mode::Sample)]
-    pub mode: Mode,
-    /// Event groups, comma separated: default, all, none, appdomains, assemblies, modules,
-    /// classes, jit, cache-searches, threads, exceptions, suspends, gc, alloc, transitions,
-    /// waits;
-    /// `-group` removes one (e.g. `default,alloc,-classes`)
-    #[arg(long)]
-    pub events: Option<String>,
-    /// Per-thread buffer size in KiB, 4..=65536 [default: 256, trace mode 4096]
-    #[arg(long, value_parser = range(limits::BUFFER_KB))]
-    pub buffer_kb: Option<u32>,
-    /// When a thread's buffer is full: wait for the writer (exact) or drop and count
-    #[arg(long, value_enum)]
-    pub on_full: Option<OnFull>,
-    /// Samples per second (sample mode)
-    #[arg(long, default_value_t = clrprof_settings::Settings::default().rate_hz, value_parser = range(limits::RATE_HZ))]
-    pub rate: u32,
-    /// How stacks are captured (sample mode) [default: signal on Linux x86_64]
-    #[arg(long, value_enum)]
-    pub sampler: Option<SamplerKind>,
-    /// Frames kept per sampled stack, 16..=16384; deeper stacks lose their root-most
-    /// frames and end in a `[truncated: …]` frame, and the report counts them (sample mode)
-    #[arg(long, value_name = "FRAMES", value_parser = range(limits::MAX_DEPTH))]
-    pub max_depth: Option<u32>,
-    /// Stop after this many seconds: sampling stops and the command goes on; an attached
-    /// profiler detaches (it does so itself if clrprof is gone)
-    #[arg(long, value_parser = parse_duration, value_name = "SECONDS")]
-    pub duration: Option<f64>,
-    /// Only trace functions matching these patterns, e.g. `MyApp.*` (trace mode; repeatable;
-    /// required with --pid, where the methods it selects get IL probes through ReJIT)
-    #[arg(long)]
-    pub include: Vec<String>,
-    /// Never trace functions matching these patterns (trace mode; repeatable)
-    #[arg(long)]
-    pub exclude: Vec<String>,
-    /// Let the JIT inline in trace mode (faster; inlined calls are not counted)
-    #[arg(long)]
-    pub allow_inlining: bool,
-    /// Exact call counts per caller→callee edge, without timestamps: per-thread tables in
-    /// the target, written about every second and at the end, no record per call (with
-    /// --mode trace, or beside --mode sample's samples; startup only)
-    #[arg(long)]
-    pub counts: bool,
-    /// With --mode trace at startup: IL probes (through ReJIT) on the methods --include
-    /// selects instead of ELT hooks on every method (after attach trace mode always uses
-    /// them; see docs/tracing.md)
-    #[arg(long)]
-    pub probes: bool,
-    /// Record arguments and return values of functions matching these patterns, e.g.
-    /// `Shop.Cart.*` (trace mode, startup only; repeatable; see docs/tracing.md)
-    #[arg(long = "args", value_name = "PATTERN")]
-    pub args: Vec<String>,
-    /// --args: characters of a string kept (the full length is recorded too)
-    #[arg(long, default_value_t = ArgLimits::DEFAULT.max_len, value_parser = range(limits::ARG_MAX_LEN))]
-    pub arg_max_len: u32,
-    /// --args: levels of object fields read
-    #[arg(long, default_value_t = ArgLimits::DEFAULT.depth, value_parser = range(limits::ARG_DEPTH))]
-    pub arg_depth: u32,
-    /// --args: array elements read
-    #[arg(long, default_value_t = ArgLimits::DEFAULT.items, value_parser = range(limits::ARG_ITEMS))]
-    pub arg_items: u32,
     /// The profiler library [default: libclrprof_profiler.so next to this executable]
     #[arg(long)]
     pub profiler: Option<PathBuf>,
@@ -347,22 +281,10 @@ pub struct RecordArgs {
     /// without them)
     #[arg(long)]
     pub no_lines: bool,
-    /// Take a heap snapshot this many seconds after the start (repeatable; docs/heap.md)
-    #[arg(long, value_name = "SECONDS")]
-    pub heap: Vec<f64>,
     /// Sample allocations with their managed stacks and follow the sampled objects for
     /// the live heap (docs/allocations.md); works with every mode
     #[arg(long)]
     pub alloc: bool,
-    /// --alloc: about one sample per this many bytes allocated [default: 102400]; the
-    /// runtime samples every 100 KiB on average, so smaller values act as 102400
-    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(limits::ALLOC_INTERVAL.0..=limits::ALLOC_INTERVAL.1))]
-    pub alloc_interval: Option<u64>,
-    /// Stop recording once the trace holds this much (`500M`, `2G`, `65536K` or bytes;
-    /// at least 1M): the app runs on, the trace ends with what was written, and the
-    /// report says how much was not
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
-    pub max_size: Option<u64>,
     /// Where threads wait: lock contention with the waiting stack and the holder, the
     /// thread pool's starvation, wait handles (.NET 9+) and GC suspensions (the event
     /// groups `waits` and `suspends`; docs/waits.md); works with every mode
@@ -459,42 +381,12 @@ pub struct ReportArgs {
 /// Longest `--duration`: a year (the agent refuses more).
 pub use clrprof_settings::MAX_DURATION_S;
 
-/// A `u32` option accepted in the range the agent accepts for its setting.
-fn range((lo, hi): (u64, u64)) -> clap::builder::RangedI64ValueParser<u32> {
-    clap::value_parser!(u32).range(lo as i64..=hi as i64)
-}
-
 /// `--duration`: a number of seconds, more than 0 and at most a year (no NaN, no infinity).
 pub fn parse_duration(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(d) if d > 0.0 && d <= MAX_DURATION_S => Ok(d),
         _ => Err(format!(
             "expected a number of seconds, more than 0 and at most {MAX_DURATION_S} (a year)"
-        )),
-    }
-}
-
-/// `--max-size`: bytes, or a number with `K`, `M` or `G` (binary units), in the range the
-/// agent accepts.
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let (num, scale) = match t.char_indices().last() {
-        Some((i, 'K' | 'k')) => (&t[..i], 1u64 << 10),
-        Some((i, 'M' | 'm')) => (&t[..i], 1 << 20),
-        Some((i, 'G' | 'g')) => (&t[..i], 1 << 30),
-        _ => (t, 1),
-    };
-    let (lo, hi) = clrprof_settings::limits::MAX_SIZE;
-    match num
-        .trim()
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(scale))
-    {
-        Some(b) if (lo..=hi).contains(&b) => Ok(b),
-        _ => Err(format!(
-            "expected a size from 1M to {}G: bytes, or a whole number with K, M or G",
-            hi >> 30
         )),
     }
 }
@@ -518,17 +410,6 @@ pub fn parse_offset(s: &str) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_take_binary_units_within_the_agents_range() {
-        assert_eq!(parse_size("8M"), Ok(8 << 20));
-        assert_eq!(parse_size("2g"), Ok(2 << 30));
-        assert_eq!(parse_size("65536K"), Ok(64 << 20));
-        assert_eq!(parse_size("1048576"), Ok(1 << 20));
-        for bad in ["", "M", "1.5G", "512K", "-1M", "99999999999G"] {
-            assert!(parse_size(bad).is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn offsets() {

@@ -104,7 +104,7 @@ pub fn run(args: DumpArgs) -> Result<i32> {
     let started = Instant::now();
     let opts = LiveOptions {
         rate_hz: 100,
-        sampler: args.sampler,
+        sampler: args.sampling.sampler(),
         profiler: args.profiler.as_deref(),
         keep: None,
         alloc: false,

@@ -18,7 +18,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         crate::push::probe(e)?;
     }
     let cwd = std::env::current_dir()?;
-    let output_template = match &args.output {
+    let output_template = match args.settings.output() {
         Some(p) => absolute(&cwd, p),
         // Push only: a file the pusher unlinks as soon as it has it open.
         None if args.no_trace => std::env::temp_dir().join(format!(

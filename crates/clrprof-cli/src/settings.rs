@@ -1,16 +1,231 @@
-//! `record`'s options as the agent's typed settings: one function for starting a command
-//! and for attaching, so that every option means the same in both. How the settings
-//! travel (environment variables, attach client data) is `clrprof_settings`'s business.
+//! `record`'s options as the agent's typed settings: the options that are settings are
+//! made from the settings table (one per variable with a [`Flag`]), and one function turns
+//! them into the settings for starting a command and for attaching, so that every option
+//! means the same in both. How the settings travel (environment variables, attach client
+//! data) is `clrprof_settings`'s business.
 
 use std::path::Path;
+use std::sync::OnceLock;
 
 use anyhow::{Result, anyhow, bail};
-use clrprof_settings::{ArgLimits, EventGroup, EventGroups, Mode, Patterns, Settings, var};
+use clap::builder::{PossibleValuesParser, TypedValueParser, ValueParser};
+use clap::parser::ValueSource;
+use clap::{Arg, ArgAction, ArgMatches};
+use clrprof_settings::{EventGroup, Flag, Mode, Settings, TABLE, Takes, Variable, var};
 
 use crate::cli::RecordArgs;
 
 /// `--alloc` without `--alloc-interval`: the runtime's own mean (100 KiB).
 pub const DEFAULT_ALLOC_INTERVAL: u64 = 100 * 1024;
+
+/// `record`'s mode when `--mode` is not given (the agent alone defaults to events).
+pub const RECORD_MODE: Mode = Mode::Sample;
+
+/// Which of the table's options a command takes.
+pub trait Selection: Clone + std::fmt::Debug + Send + Sync + 'static {
+    /// The variables whose options it takes; `None`: every variable with a [`Flag`].
+    const ONLY: Option<&'static [&'static str]>;
+}
+
+/// `record`: every option of the table.
+#[derive(Clone, Debug)]
+pub struct Record;
+
+impl Selection for Record {
+    const ONLY: Option<&'static [&'static str]> = None;
+}
+
+/// `top`: how it samples.
+#[derive(Clone, Debug)]
+pub struct Sampling;
+
+impl Selection for Sampling {
+    const ONLY: Option<&'static [&'static str]> = Some(&[var::RATE_HZ, var::SAMPLER]);
+}
+
+/// `dump`: how it captures stacks.
+#[derive(Clone, Debug)]
+pub struct Stacks;
+
+impl Selection for Stacks {
+    const ONLY: Option<&'static [&'static str]> = Some(&[var::SAMPLER]);
+}
+
+/// The options that are agent settings: one `clap` argument per row of the settings
+/// table with a [`Flag`] (of those `S` selects; `clap::Args` by hand, which the commands
+/// flatten).
+#[derive(Clone, Debug)]
+pub struct SettingArgs<S: Selection = Record> {
+    /// What the options ask for, over the defaults of the mode given (or
+    /// [`RECORD_MODE`]).
+    pub settings: Settings,
+    /// The variables of the options given on the command line, in the table's order.
+    pub given: Vec<&'static str>,
+    selection: std::marker::PhantomData<S>,
+}
+
+impl<S: Selection> SettingArgs<S> {
+    /// Whether the option of variable `name` was given.
+    pub fn has(&self, name: &str) -> bool {
+        self.given.contains(&name)
+    }
+
+    /// `--sampler`, if given.
+    pub fn sampler(&self) -> Option<clrprof_settings::SamplerKind> {
+        self.has(var::SAMPLER).then_some(self.settings.sampler)
+    }
+
+    /// `--output`, if given.
+    pub fn output(&self) -> Option<&Path> {
+        self.has(var::OUTPUT)
+            .then_some(self.settings.output.as_path())
+    }
+}
+
+/// The table's rows that are options.
+fn options() -> impl Iterator<Item = (&'static Variable, Flag)> {
+    TABLE.iter().filter_map(|v| Some((v, v.flag?)))
+}
+
+/// The table's rows that are options of `S`.
+fn selected<S: Selection>() -> impl Iterator<Item = (&'static Variable, Flag)> {
+    options().filter(|(v, _)| S::ONLY.is_none_or(|only| only.contains(&v.name)))
+}
+
+/// The value `record` gives an option's setting when it is not given (the options whose
+/// help shows it): the table's default for [`RECORD_MODE`]. Made once per process.
+fn shown_default(name: &str) -> Option<&'static str> {
+    static DEFAULTS: OnceLock<Vec<(&'static str, &'static str)>> = OnceLock::new();
+    let defaults = DEFAULTS.get_or_init(|| {
+        Settings::for_mode(RECORD_MODE)
+            .to_env()
+            .into_iter()
+            .filter(|(k, _)| options().any(|(v, f)| v.name == *k && f.shows_default))
+            // `clap` keeps `'static` defaults; these few live as long as the process.
+            .map(|(k, v)| (k, &*Box::leak(v.into_boxed_str())))
+            .collect()
+    });
+    defaults.iter().find(|(k, _)| *k == name).map(|(_, v)| *v)
+}
+
+/// The `clap` argument of a table row. Its id is the long form.
+fn argument(v: &'static Variable, f: Flag) -> Arg {
+    let mut arg = Arg::new(f.long).long(f.long).help(f.help);
+    if let Some(c) = f.short {
+        arg = arg.short(c);
+    }
+    if f.takes == Takes::Switch {
+        return arg.action(ArgAction::SetTrue);
+    }
+    // The variable's own reader checks each value, after the option's conversion.
+    let parser = match f.values {
+        Some(values) => ValueParser::new(
+            PossibleValuesParser::new(values()).try_map(move |text: String| v.option_value(&text)),
+        ),
+        None => ValueParser::new(TableValue(v)),
+    };
+    arg = arg.value_name(f.value_name).value_parser(parser);
+    arg = match f.takes {
+        Takes::Many(_) => arg.action(ArgAction::Append),
+        _ => arg.action(ArgAction::Set),
+    };
+    match shown_default(v.name) {
+        Some(d) if f.shows_default => arg.default_value(d),
+        _ => arg,
+    }
+}
+
+/// A value of a table option: UTF-8 (settings travel to the agent as text), then what
+/// its variable accepts.
+#[derive(Clone)]
+struct TableValue(&'static Variable);
+
+impl TypedValueParser for TableValue {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        if value.to_str().is_none() {
+            let option = arg.and_then(Arg::get_long).unwrap_or_default();
+            return Err(clap::Error::raw(
+                clap::error::ErrorKind::InvalidUtf8,
+                format!(
+                    "invalid value {:?} for '--{option}': not valid UTF-8, which the settings \
+                     (and the trace header) hold; choose another\n",
+                    value.to_string_lossy()
+                ),
+            )
+            .with_cmd(cmd));
+        }
+        let v = self.0;
+        (move |text: &str| v.option_value(text)).parse_ref(cmd, arg, value)
+    }
+}
+
+impl<S: Selection> clap::Args for SettingArgs<S> {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        selected::<S>().fold(cmd, |cmd, (v, f)| cmd.arg(argument(v, f)))
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl<S: Selection> clap::FromArgMatches for SettingArgs<S> {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        // The variable's text of each option given, in the table's order.
+        let mut given = Vec::new();
+        for (v, f) in selected::<S>() {
+            if m.value_source(f.long) != Some(ValueSource::CommandLine) {
+                continue;
+            }
+            let text = match f.takes {
+                Takes::Switch => "1".to_string(),
+                Takes::One => m.get_one::<String>(f.long).cloned().unwrap_or_default(),
+                Takes::Many(separator) => m
+                    .get_many::<String>(f.long)
+                    .map(|values| values.cloned().collect::<Vec<_>>().join(separator))
+                    .unwrap_or_default(),
+            };
+            given.push((v, f, text));
+        }
+        // Each value was checked as it was parsed; over the mode's defaults it reads the
+        // same, except `--events default`, which means the mode's groups.
+        let read = |settings: &mut Settings, v: &Variable, f: &Flag, text: &str| {
+            v.read(settings, text).map_err(|e| {
+                clap::Error::raw(
+                    clap::error::ErrorKind::ValueValidation,
+                    format!("invalid value '{text}' for '--{}': expected {e}\n", f.long),
+                )
+            })
+        };
+        // The mode first: the other defaults depend on it (as the agent reads its
+        // variables).
+        let mut settings = Settings::for_mode(RECORD_MODE);
+        if let Some((v, f, text)) = given.iter().find(|(v, _, _)| v.name == var::MODE) {
+            read(&mut settings, v, f, text)?;
+            settings = Settings::for_mode(settings.mode);
+        }
+        for (v, f, text) in &given {
+            read(&mut settings, v, f, text)?;
+        }
+        Ok(SettingArgs {
+            settings,
+            given: given.iter().map(|(v, _, _)| v.name).collect(),
+            selection: std::marker::PhantomData,
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
 
 /// The settings `args` ask for, writing to `output` (a path, or a `{pid}` template), and
 /// the variables the command line decides: those of the options given, and of the
@@ -18,56 +233,20 @@ pub const DEFAULT_ALLOC_INTERVAL: u64 = 100 * 1024;
 /// `--args`). A setting the command line leaves alone is the agent's default, unless
 /// clrprof's own environment sets its `CLRPROF_*` variable (see [`child_env`]).
 pub fn from_args(args: &RecordArgs, output: &Path) -> Result<(Settings, Vec<&'static str>)> {
-    let mode = args.mode;
-    let mut s = Settings::for_mode(mode);
+    let given = &args.settings;
+    let mut s = given.settings.clone();
+    let mode = s.mode;
     let mut decided = vec![var::OUTPUT, var::MODE, var::RATE_HZ];
-    s.output = output.to_path_buf();
-    s.rate_hz = args.rate;
-    if let Some(e) = &args.events {
-        s.events =
-            EventGroups::parse(e, mode).map_err(|exp| anyhow!("--events {e:?}: expected {exp}"))?;
-        decided.push(var::EVENTS);
-    }
-    if let Some(kb) = args.buffer_kb {
-        s.buffer_bytes = kb as usize * 1024;
-        decided.push(var::BUFFER_KB);
-    }
-    if let Some(f) = args.on_full {
-        s.on_full = f;
-        decided.push(var::ON_FULL);
-    }
-    if let Some(k) = args.sampler {
-        s.sampler = k;
-        decided.push(var::SAMPLER);
-    }
-    if let Some(n) = args.max_depth {
-        s.max_depth = n as usize;
-        decided.push(var::MAX_DEPTH);
-    }
-    if let Some(d) = args.duration {
-        s.duration_s = Some(d);
-        decided.push(var::DURATION_S);
-    }
-    if !args.include.is_empty() {
-        s.include = Patterns::of(&args.include);
-        decided.push(var::INCLUDE);
-    }
-    if !args.exclude.is_empty() {
-        s.exclude = Patterns::of(&args.exclude);
-        decided.push(var::EXCLUDE);
-    }
-    if args.allow_inlining {
-        s.allow_inlining = true;
-        decided.push(var::INLINING);
-    }
-    if !args.heap.is_empty() {
-        if let Some(bad) = args.heap.iter().find(|t| !(t.is_finite() && **t >= 0.0)) {
-            bail!("--heap {bad}: expected a number of seconds, 0 or more");
+    for k in &given.given {
+        if !decided.contains(k) {
+            decided.push(k);
         }
-        s.heap_at = args.heap.clone();
-        s.heap_at.sort_by(f64::total_cmp);
+    }
+    s.output = output.to_path_buf();
+    if !s.heap_at.is_empty() {
+        // Timed snapshots imply snapshots.
         s.heap = true;
-        decided.extend([var::HEAP_AT, var::HEAP]);
+        decided.push(var::HEAP);
     }
     if args.waits {
         s.events.insert(EventGroup::Waits);
@@ -76,59 +255,49 @@ pub fn from_args(args: &RecordArgs, output: &Path) -> Result<(Settings, Vec<&'st
             decided.push(var::EVENTS);
         }
     }
-    if let Some(b) = args.max_size {
-        s.max_size = Some(b);
-        decided.push(var::MAX_SIZE);
+    if args.alloc || s.alloc_interval.is_some() {
+        s.alloc_interval = Some(s.alloc_interval.unwrap_or(DEFAULT_ALLOC_INTERVAL));
+        if !decided.contains(&var::ALLOC_INTERVAL) {
+            decided.push(var::ALLOC_INTERVAL);
+        }
     }
-    if args.alloc || args.alloc_interval.is_some() {
-        s.alloc_interval = Some(args.alloc_interval.unwrap_or(DEFAULT_ALLOC_INTERVAL));
-        decided.push(var::ALLOC_INTERVAL);
-    }
-    if args.counts {
+    if s.counts {
         if mode == Mode::Events {
             bail!(
                 "--counts needs --mode trace or --mode sample: calls are counted by the ELT hooks"
             );
         }
-        if !args.args.is_empty() {
+        if !s.args.is_empty() {
             bail!("--counts and --args cannot be combined: counting records no values");
         }
-        s.counts = true;
-        decided.push(var::COUNTS);
     }
-    if args.probes {
+    if s.probes {
         if mode != Mode::Trace {
             bail!("--probes needs --mode trace: the probes record calls");
         }
-        if args.include.is_empty() {
+        if s.include.is_empty() {
             bail!("--probes needs --include: the probes go on the methods it selects");
         }
-        if args.counts || !args.args.is_empty() {
+        if s.counts || !s.args.is_empty() {
             bail!("--probes cannot be combined with --counts or --args (ELT hooks only)");
         }
         // After attach trace mode always uses the probes: the setting is for startup.
-        if args.pid.is_none() {
-            s.probes = true;
-            decided.push(var::PROBES);
+        if args.pid.is_some() {
+            s.probes = false;
+            decided.retain(|k| *k != var::PROBES);
         }
     }
-    if !args.args.is_empty() {
+    if !s.args.is_empty() {
         if mode != Mode::Trace {
             bail!("--args needs --mode trace: arguments are read by the ELT enter/leave hooks");
         }
-        s.args = Patterns::of(&args.args);
-        decided.push(var::ARGS);
-    }
-    // The limits are read with `--args` only; attaching passes them too (they are part of
-    // the settings the trace header records).
-    s.arg_limits = ArgLimits {
-        max_len: args.arg_max_len,
-        depth: args.arg_depth,
-        items: args.arg_items,
-        ..ArgLimits::DEFAULT
-    };
-    if !args.args.is_empty() {
-        decided.extend([var::ARG_MAX_LEN, var::ARG_DEPTH, var::ARG_ITEMS]);
+        // The limits are read with `--args` only; attaching passes them too (they are
+        // part of the settings the trace header records).
+        for k in [var::ARG_MAX_LEN, var::ARG_DEPTH, var::ARG_ITEMS] {
+            if !decided.contains(&k) {
+                decided.push(k);
+            }
+        }
     }
     // The options are checked as they are parsed; this catches a rule they missed, with
     // the agent's own message, before anything starts.
@@ -153,6 +322,7 @@ mod tests {
     use super::*;
     use crate::cli::{Cli, Command};
     use clap::Parser;
+    use clrprof_settings::{ArgLimits, EventGroups, Patterns};
 
     fn parse(line: &[&str]) -> RecordArgs {
         let mut argv = vec!["clrprof", "record"];
@@ -163,20 +333,23 @@ mod tests {
         }
     }
 
-    /// `record`'s options agree with the settings table: an option with a default of its
-    /// own defaults to what the table gives sample mode (`record`'s mode; the mode itself
-    /// is the exception: the agent alone records events), and an option whose variable
-    /// the table bounds (`lo..=hi` in its doc) accepts at and around the bounds exactly
-    /// what the agent accepts.
+    /// `record`'s options are the settings table's: each row with a flag is an option,
+    /// an option with a default of its own defaults to what the table gives sample mode
+    /// (`record`'s mode), and an option whose variable the table bounds (`lo..=hi` in its
+    /// doc) accepts at and around the bounds exactly what the agent accepts. True by
+    /// construction since the options are made from the table; it keeps the conversion
+    /// from an option's text to its variable's honest.
     #[test]
-    fn records_options_agree_with_the_settings_table() {
+    fn records_options_are_the_settings_tables() {
         use clap::CommandFactory;
         let cli = Cli::command();
         let record = cli.find_subcommand("record").unwrap();
         let sample = Settings::for_mode(Mode::Sample).to_env();
         let (mut defaults, mut bounded) = (0, 0);
         for v in clrprof_settings::TABLE {
-            let Some(flag) = v.flag else { continue };
+            let Some(flag) = v.flag.map(|f| format!("--{}", f.long)) else {
+                continue;
+            };
             let arg = record
                 .get_arguments()
                 .find(|a| a.get_long().is_some_and(|l| flag == format!("--{l}")))
@@ -186,7 +359,7 @@ mod tests {
                 .iter()
                 .map(|d| d.to_string_lossy().into_owned())
                 .collect();
-            if !given.is_empty() && v.name != var::MODE {
+            if !given.is_empty() {
                 let table = sample.iter().find(|(k, _)| *k == v.name).map(|(_, d)| d);
                 assert_eq!(Some(&given.join(",")), table, "{flag}'s default");
                 defaults += 1;
@@ -199,7 +372,7 @@ mod tests {
             values.extend(lo.checked_sub(1));
             for n in values {
                 let value = n.to_string();
-                let line = ["clrprof", "record", flag, &value, "--", "dotnet", "a.dll"];
+                let line = ["clrprof", "record", &flag, &value, "--", "dotnet", "a.dll"];
                 let cli = Cli::try_parse_from(line).is_ok();
                 let env = [(var::MODE, "trace"), (v.name, value.as_str())];
                 let agent = Settings::from_env(
@@ -217,9 +390,76 @@ mod tests {
                 );
             }
         }
-        // rate and the three --args limits; buffer-kb, rate, max-depth, the --args limits,
-        // alloc-interval and max-size.
-        assert_eq!((defaults, bounded), (4, 8));
+        // mode, rate and the three --args limits; buffer-kb, rate, max-depth, the --args
+        // limits, alloc-interval and max-size.
+        assert_eq!((defaults, bounded), (5, 8));
+    }
+
+    /// A value that is not UTF-8 is refused naming its option (the settings, and the
+    /// trace header, hold UTF-8 only).
+    #[test]
+    fn a_value_that_is_not_utf8_names_its_option() {
+        use std::ffi::OsString;
+        use std::os::unix::ffi::OsStringExt;
+        for option in ["-o", "--include"] {
+            let argv: Vec<OsString> = vec![
+                "clrprof".into(),
+                "record".into(),
+                option.into(),
+                OsString::from_vec(b"/tmp/a\xff".to_vec()),
+                "--".into(),
+                "x".into(),
+            ];
+            let e = Cli::try_parse_from(argv).unwrap_err().to_string();
+            let long = if option == "-o" { "--output" } else { option };
+            assert!(
+                e.contains(&format!("for '{long}': not valid UTF-8")),
+                "{option}: {e}"
+            );
+        }
+    }
+
+    /// `top` and `dump` take the table's sampling options, and refuse what the agent
+    /// refuses, in its words.
+    #[test]
+    fn top_and_dump_take_the_tables_sampling_options() {
+        let top = |line: &[&str]| {
+            let mut argv = vec!["clrprof", "top", "--pid", "1"];
+            argv.extend_from_slice(line);
+            Cli::try_parse_from(argv).map(|c| match c.command {
+                Command::Top(t) => t,
+                _ => unreachable!(),
+            })
+        };
+        let t = top(&[]).unwrap();
+        assert_eq!(
+            (t.sampling.settings.rate_hz, t.sampling.sampler()),
+            (99, None)
+        );
+        let t = top(&["--rate", "250", "--sampler", "suspend"]).unwrap();
+        assert_eq!(t.sampling.settings.rate_hz, 250);
+        assert_eq!(
+            t.sampling.sampler(),
+            Some(clrprof_settings::SamplerKind::Suspend)
+        );
+        let e = top(&["--rate", "1001"]).unwrap_err().to_string();
+        assert!(e.contains("expected a whole number from 1 to 1000"), "{e}");
+        // Only those: `top` has no `--mode`.
+        assert!(top(&["--mode", "trace"]).is_err());
+        let dump = |line: &[&str]| {
+            let mut argv = vec!["clrprof", "dump", "--pid", "1"];
+            argv.extend_from_slice(line);
+            Cli::try_parse_from(argv).map(|c| match c.command {
+                Command::Dump(d) => d,
+                _ => unreachable!(),
+            })
+        };
+        let d = dump(&["--sampler", "signal"]).unwrap();
+        assert_eq!(
+            d.sampling.sampler(),
+            Some(clrprof_settings::SamplerKind::Signal)
+        );
+        assert!(dump(&["--rate", "10"]).is_err());
     }
 
     /// `lo..=hi` in a variable's doc.
@@ -276,7 +516,10 @@ mod tests {
         let mut argv = vec!["clrprof", "record"];
         argv.extend_from_slice(&line);
         let err = Cli::try_parse_from(argv).err().unwrap().to_string();
-        assert!(err.contains("1024..=1073741824"), "{err}");
+        assert!(
+            err.contains("expected a whole number from 1024 to 1073741824"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -355,11 +598,13 @@ mod tests {
 
     #[test]
     fn bad_options_are_refused_up_front() {
-        let e = from_args(&parse(&["--events", "bogus", "--", "x"]), Path::new("/t"))
+        // A value the agent refuses is refused as the command line is parsed, in the
+        // agent's words.
+        let e = Cli::try_parse_from(["clrprof", "record", "--events", "bogus", "--", "x"])
             .unwrap_err()
             .to_string();
         assert!(
-            e.starts_with("--events \"bogus\": expected default, all, none"),
+            e.contains("'--events <EVENTS>': expected default, all, none"),
             "{e}"
         );
         let e = from_args(&parse(&["--args", "A.*", "--", "x"]), Path::new("/t"))

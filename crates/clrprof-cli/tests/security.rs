@@ -458,7 +458,10 @@ fn control_socket_floods_delay_neither_status_nor_the_owner_gone_detach() {
     // The status says what its protocol promises: the sampler's count included.
     match parse_answer(&answer) {
         Ok(Response::Status(st)) => {
-            assert!(st.recording && st.mode == "sample", "{st:?}");
+            assert!(
+                st.recording && st.mode == clrprof_settings::Mode::Sample,
+                "{st:?}"
+            );
             assert_eq!(st.output, trace, "{st:?}");
             assert!(st.samples.is_some_and(|n| n > 0), "{st:?}");
             assert!(st.library.is_some(), "{st:?}");

@@ -17,6 +17,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use clrprof_settings::Mode;
 use serde::{Deserialize, Serialize};
 
 /// The protocol version this crate speaks.
@@ -158,8 +159,9 @@ impl Response {
 pub struct Status {
     /// The target's process id, as the target sees it.
     pub pid: u32,
-    /// `events`, `sample` or `trace`.
-    pub mode: String,
+    /// What the agent records; on the wire `events`, `sample` or `trace` (a new mode would
+    /// be a new [`CONTROL_VERSION`]).
+    pub mode: Mode,
     /// The trace file the agent writes.
     pub output: PathBuf,
     /// Whether the writer still runs (false once a detach or the end stopped it).
@@ -385,7 +387,7 @@ mod tests {
         let answers = [
             Response::Status(Status {
                 pid: 42,
-                mode: "sample".into(),
+                mode: Mode::Sample,
                 output: "/tmp/t.clrprof".into(),
                 recording: true,
                 library: Some("/tmp/clrprof-1000/libclrprof_profiler.so.x".into()),
@@ -428,6 +430,29 @@ mod tests {
             line,
             "{\"version\":1,\"answer\":{\"error\":{\"unknown_request\":{\"request\":\"nope\"}}}}\n"
         );
+    }
+
+    /// The status answer's mode is typed and spelled on the wire as before the type.
+    #[test]
+    fn the_status_mode_keeps_its_wire_form() {
+        let line = "{\"version\":1,\"answer\":{\"status\":{\"pid\":4242,\"mode\":\"trace\",\
+                    \"output\":\"/tmp/t.clrprof\",\"recording\":true,\"library\":null,\
+                    \"samples\":null}}}\n";
+        let Ok(Response::Status(status)) = parse_answer(line) else {
+            panic!("{line}")
+        };
+        assert_eq!(status.mode, Mode::Trace);
+        for mode in Mode::ALL {
+            let line = Response::Status(Status {
+                mode,
+                ..status.clone()
+            })
+            .to_line();
+            assert!(
+                line.contains(&format!("\"mode\":\"{}\"", mode.as_str())),
+                "{line}"
+            );
+        }
     }
 
     #[test]

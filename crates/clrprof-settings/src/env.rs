@@ -32,8 +32,9 @@ pub const MAX_DURATION_S: f64 = 31_536_000.0;
 /// [`Settings`].
 pub struct Variable {
     pub name: &'static str,
-    /// The `clrprof record` option (its long form) that decides this variable.
-    pub flag: Option<&'static str>,
+    /// The `clrprof record` option that decides this variable: the CLI's arguments are
+    /// made from it.
+    pub flag: Option<Flag>,
     /// Puts the setting's default for a mode into settings ([`Settings::for_mode`]: the
     /// defaults are the table's).
     default: fn(&mut Settings, Mode),
@@ -45,6 +46,157 @@ pub struct Variable {
     read: fn(&mut Settings, &str) -> Result<(), String>,
     /// The value that reads back to these settings; `None`: left unset.
     write: fn(&Settings) -> Option<String>,
+}
+
+/// The `clrprof record` option of a variable: how it is spelled, shown and given. Its
+/// value is read by the variable's own reader ([`Variable::read`]), so the option refuses
+/// exactly what the agent refuses, with the same words; `clrprof` makes a `clap` argument
+/// of each.
+#[derive(Clone, Copy)]
+pub struct Flag {
+    /// The long form, without `--`.
+    pub long: &'static str,
+    pub short: Option<char>,
+    /// The value's name in the help (none for a switch).
+    pub value_name: &'static str,
+    /// The option's help: its own words, not the variable's doc, since its syntax differs
+    /// (a repeatable option, not a `;`-joined list; a switch, not `0 | 1`).
+    pub help: &'static str,
+    pub takes: Takes,
+    /// Turns the option's text into the variable's (`64M` into bytes); `None`: the same.
+    pub convert: Option<Convert>,
+    /// The values an enumerated setting takes, with their help.
+    pub values: Option<fn() -> Vec<clap::builder::PossibleValue>>,
+    /// The help shows the value `clrprof record` gives the setting when the option is not
+    /// given: the table's default for sample mode (`record`'s mode).
+    pub shows_default: bool,
+}
+
+/// Turns an option's text into its variable's; `Err` says what is accepted.
+pub type Convert = fn(&str) -> Result<String, String>;
+
+/// What a `record` option takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Takes {
+    /// Nothing: given, the variable is `1`.
+    Switch,
+    /// One value.
+    One,
+    /// One value each time it is given; the values are joined with this separator.
+    Many(&'static str),
+}
+
+impl Flag {
+    const fn new(long: &'static str, value_name: &'static str, help: &'static str) -> Flag {
+        Flag {
+            long,
+            short: None,
+            value_name,
+            help,
+            takes: Takes::One,
+            convert: None,
+            values: None,
+            shows_default: false,
+        }
+    }
+    /// A switch.
+    const fn switch(long: &'static str, help: &'static str) -> Flag {
+        Flag {
+            takes: Takes::Switch,
+            ..Flag::new(long, "", help)
+        }
+    }
+    const fn short(self, c: char) -> Flag {
+        Flag {
+            short: Some(c),
+            ..self
+        }
+    }
+    const fn many(self, separator: &'static str) -> Flag {
+        Flag {
+            takes: Takes::Many(separator),
+            ..self
+        }
+    }
+    const fn convert(self, f: Convert) -> Flag {
+        Flag {
+            convert: Some(f),
+            ..self
+        }
+    }
+    const fn values(self, f: fn() -> Vec<clap::builder::PossibleValue>) -> Flag {
+        Flag {
+            values: Some(f),
+            ..self
+        }
+    }
+    const fn shows_default(self) -> Flag {
+        Flag {
+            shows_default: true,
+            ..self
+        }
+    }
+}
+
+/// The values of a `clap::ValueEnum`, with their help (their doc comments).
+fn variants<E: clap::ValueEnum>() -> Vec<clap::builder::PossibleValue> {
+    E::value_variants()
+        .iter()
+        .filter_map(E::to_possible_value)
+        .collect()
+}
+
+impl Variable {
+    /// Reads `value` (the variable's text) into `s`, as [`Settings::from_env`] does (`s`
+    /// holds its mode and the mode's defaults); `Err` says what is accepted.
+    pub fn read(&self, s: &mut Settings, value: &str) -> Result<(), String> {
+        (self.read)(s, value)
+    }
+
+    /// The text an option's value gives this variable, if the variable accepts it (read
+    /// over any mode's defaults: only what `default` means in `--events` depends on it);
+    /// `Err` says what is accepted, starting `expected`.
+    pub fn option_value(&self, text: &str) -> Result<String, String> {
+        let value = match self.flag.and_then(|f| f.convert) {
+            Some(convert) => convert(text).map_err(|e| format!("expected {e}"))?,
+            None => text.to_string(),
+        };
+        self.read(&mut Settings::for_mode(Mode::Trace), &value)
+            .map_err(|e| format!("expected {e}"))?;
+        Ok(value)
+    }
+}
+
+/// `--max-size`: bytes, or a whole number with `K`, `M` or `G` (binary units), as bytes.
+pub fn size_option(s: &str) -> Result<String, String> {
+    let t = s.trim();
+    let (num, scale) = match t.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&t[..i], 1u64 << 10),
+        Some((i, 'M' | 'm')) => (&t[..i], 1 << 20),
+        Some((i, 'G' | 'g')) => (&t[..i], 1 << 30),
+        _ => (t, 1),
+    };
+    let (lo, hi) = limits::MAX_SIZE;
+    match num
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+    {
+        Some(b) if (lo..=hi).contains(&b) => Ok(b.to_string()),
+        _ => Err(format!(
+            "a size from 1M to {}G: bytes, or a whole number with K, M or G",
+            hi >> 30
+        )),
+    }
+}
+
+/// `--heap`: one number of seconds, 0 or more (the variable takes a `,`-list).
+fn seconds_option(s: &str) -> Result<String, String> {
+    match s.trim().parse::<f64>() {
+        Ok(t) if t.is_finite() && t >= 0.0 => Ok(s.trim().to_string()),
+        _ => Err("a number of seconds, 0 or more".into()),
+    }
 }
 
 /// The table of variables: each line declares one, and the `var` names, [`VARIABLES`],
@@ -77,7 +229,7 @@ macro_rules! variables {
 }
 
 variables! {
-    OUTPUT = "CLRPROF_OUTPUT", flag Some("--output"),
+    OUTPUT = "CLRPROF_OUTPUT", flag Some(Flag::new("output", "OUTPUT", "Trace file to write; `{pid}` is replaced by the process id. Other .NET processes the command starts write `<name>.<pid>.<ext>` beside it [default: clrprof-{pid}.clrprof]").short('o')),
         default |s, _| s.output = PathBuf::from("clrprof-{pid}.clrprof"),
         "trace file path; `{pid}` is replaced by the process id (default clrprof-{pid}.clrprof)",
         read |s, v| {
@@ -85,7 +237,7 @@ variables! {
             Ok(())
         },
         write |s| Some(s.output.to_string_lossy().into_owned());
-    MODE = "CLRPROF_MODE", flag Some("--mode"),
+    MODE = "CLRPROF_MODE", flag Some(Flag::new("mode", "MODE", "What to record").values(variants::<Mode>).shows_default()),
         default |s, m| s.mode = m,
         "events | sample | trace (default events)",
         read |s, v| {
@@ -98,7 +250,7 @@ variables! {
             Ok(())
         },
         write |s| Some(s.mode.as_str().into());
-    EVENTS = "CLRPROF_EVENTS", flag Some("--events"),
+    EVENTS = "CLRPROF_EVENTS", flag Some(Flag::new("events", "EVENTS", "Event groups, comma separated: default, all, none, appdomains, assemblies, modules, classes, jit, cache-searches, threads, exceptions, suspends, gc, alloc, transitions, waits; `-group` removes one (e.g. `default,alloc,-classes`)")),
         default |s, m| s.events = EventGroups::mode_default(m),
         "comma list of event groups; `default`, `all`, a group name, or `-group` to remove one",
         read |s, v| {
@@ -106,7 +258,7 @@ variables! {
             Ok(())
         },
         write |s| Some(s.events.list());
-    BUFFER_KB = "CLRPROF_BUFFER_KB", flag Some("--buffer-kb"),
+    BUFFER_KB = "CLRPROF_BUFFER_KB", flag Some(Flag::new("buffer-kb", "BUFFER_KB", "Per-thread buffer size in KiB, 4..=65536 [default: 256, trace mode 4096]")),
         default |s, m| {
             // Trace mode: a traced thread can make ~80 M events/s (1.3 GB/s of units). A
             // ring well beyond the L2 lets the writer read lines the thread has already
@@ -120,7 +272,7 @@ variables! {
             Ok(())
         },
         write |s| Some((s.buffer_bytes / 1024).to_string());
-    ON_FULL = "CLRPROF_ON_FULL", flag Some("--on-full"),
+    ON_FULL = "CLRPROF_ON_FULL", flag Some(Flag::new("on-full", "ON_FULL", "When a thread's buffer is full: wait for the writer (exact) or drop and count").values(variants::<OnFull>)),
         default |s, _| s.on_full = OnFull::Wait,
         "wait | drop: what a thread does when its buffer is full (default wait)",
         read |s, v| {
@@ -164,7 +316,7 @@ variables! {
             LogTarget::Off => "off".into(),
             LogTarget::File(p) => p.to_string_lossy().into_owned(),
         });
-    RATE_HZ = "CLRPROF_RATE_HZ", flag Some("--rate"),
+    RATE_HZ = "CLRPROF_RATE_HZ", flag Some(Flag::new("rate", "RATE", "Samples per second (sample mode)").shows_default()),
         default |s, _| s.rate_hz = 99,
         "sample mode: samples per second, 1..=1000 (default 99)",
         read |s, v| {
@@ -172,7 +324,7 @@ variables! {
             Ok(())
         },
         write |s| Some(s.rate_hz.to_string());
-    SAMPLER = "CLRPROF_SAMPLER", flag Some("--sampler"),
+    SAMPLER = "CLRPROF_SAMPLER", flag Some(Flag::new("sampler", "SAMPLER", "How stacks are captured (sample mode) [default: signal on Linux x86_64]").values(variants::<SamplerKind>)),
         default |s, _| s.sampler = SamplerKind::DEFAULT,
         "sample mode: signal (SIGPROF + frame-pointer walk) | suspend (SuspendRuntime + DoStackSnapshot) (default signal on Linux x86_64, else suspend)",
         read |s, v| {
@@ -184,7 +336,7 @@ variables! {
             Ok(())
         },
         write |s| Some(s.sampler.as_str().into());
-    DURATION_S = "CLRPROF_DURATION_S", flag Some("--duration"),
+    DURATION_S = "CLRPROF_DURATION_S", flag Some(Flag::new("duration", "SECONDS", "Stop after this many seconds: sampling stops and the command goes on; an attached profiler detaches (it does so itself if clrprof is gone)")),
         default |s, _| s.duration_s = None,
         "stop after this many seconds, more than 0 and at most 31536000: sample mode stops sampling, an attached profiler detaches (default: until exit)",
         read |s, v| match v.trim().parse::<f64>() {
@@ -196,7 +348,7 @@ variables! {
         },
         // f64's Display is the shortest text that parses back to the same number.
         write |s| s.duration_s.map(|d| d.to_string());
-    MAX_DEPTH = "CLRPROF_MAX_DEPTH", flag Some("--max-depth"),
+    MAX_DEPTH = "CLRPROF_MAX_DEPTH", flag Some(Flag::new("max-depth", "FRAMES", "Frames kept per sampled stack, 16..=16384; deeper stacks lose their root-most frames and end in a `[truncated: …]` frame, and the report counts them (sample mode)")),
         default |s, _| s.max_depth = 512,
         "sample mode: frames kept per stack, 16..=16384 (default 512); deeper stacks lose their root-most frames and end in a `[truncated: …]` frame",
         read |s, v| {
@@ -256,7 +408,7 @@ variables! {
             Ok(())
         },
         write |s| s.trace_probe.map(|p| p.as_str().to_string());
-    INCLUDE = "CLRPROF_INCLUDE", flag Some("--include"),
+    INCLUDE = "CLRPROF_INCLUDE", flag Some(Flag::new("include", "INCLUDE", "Only trace functions matching these patterns, e.g. `MyApp.*` (trace mode; repeatable; required with --pid, where the methods it selects get IL probes through ReJIT)").many(";")),
         default |s, _| s.include = Patterns::default(),
         "trace mode: `;`-separated name patterns (`*`, `?`) of functions to hook (default all)",
         read |s, v| {
@@ -264,7 +416,7 @@ variables! {
             Ok(())
         },
         write |s| s.include.joined();
-    EXCLUDE = "CLRPROF_EXCLUDE", flag Some("--exclude"),
+    EXCLUDE = "CLRPROF_EXCLUDE", flag Some(Flag::new("exclude", "EXCLUDE", "Never trace functions matching these patterns (trace mode; repeatable)").many(";")),
         default |s, _| s.exclude = Patterns::default(),
         "trace mode: `;`-separated name patterns of functions never to hook",
         read |s, v| {
@@ -272,7 +424,7 @@ variables! {
             Ok(())
         },
         write |s| s.exclude.joined();
-    INLINING = "CLRPROF_INLINING", flag Some("--allow-inlining"),
+    INLINING = "CLRPROF_INLINING", flag Some(Flag::switch("allow-inlining", "Let the JIT inline in trace mode (faster; inlined calls are not counted)")),
         default |s, _| s.allow_inlining = false,
         "trace mode: 1 lets the JIT inline (inlined calls are then not seen; default 0)",
         read |s, v| {
@@ -280,7 +432,7 @@ variables! {
             Ok(())
         },
         write |s| Some(bit(s.allow_inlining));
-    COUNTS = "CLRPROF_COUNTS", flag Some("--counts"),
+    COUNTS = "CLRPROF_COUNTS", flag Some(Flag::switch("counts", "Exact call counts per caller→callee edge, without timestamps: per-thread tables in the target, written about every second and at the end, no record per call (with --mode trace, or beside --mode sample's samples; startup only)")),
         default |s, _| s.counts = false,
         "trace or sample mode: 1 counts calls per caller→callee edge in per-thread tables instead of recording each call (no timestamps; default 0)",
         read |s, v| {
@@ -288,7 +440,7 @@ variables! {
             Ok(())
         },
         write |s| Some(bit(s.counts));
-    PROBES = "CLRPROF_PROBES", flag Some("--probes"),
+    PROBES = "CLRPROF_PROBES", flag Some(Flag::switch("probes", "With --mode trace at startup: IL probes (through ReJIT) on the methods --include selects instead of ELT hooks on every method (after attach trace mode always uses them; see docs/tracing.md)")),
         default |s, _| s.probes = false,
         "trace mode at startup: 1 puts IL probes (ReJIT) on the selected methods instead of ELT hooks on every method (default 0; after attach always probes)",
         read |s, v| {
@@ -304,7 +456,7 @@ variables! {
             Ok(())
         },
         write |s| Some(bit(s.heap));
-    HEAP_AT = "CLRPROF_HEAP_AT", flag Some("--heap"),
+    HEAP_AT = "CLRPROF_HEAP_AT", flag Some(Flag::new("heap", "SECONDS", "Take a heap snapshot this many seconds after the start (repeatable; docs/heap.md)").many(",").convert(seconds_option)),
         default |s, _| s.heap_at = Vec::new(),
         "`,`-separated seconds after startup at which to take a heap snapshot (docs/heap.md)",
         read |s, v| {
@@ -324,7 +476,7 @@ variables! {
             Ok(())
         },
         write |s| Some(bit(s.exception_stacks));
-    ARGS = "CLRPROF_ARGS", flag Some("--args"),
+    ARGS = "CLRPROF_ARGS", flag Some(Flag::new("args", "PATTERN", "Record arguments and return values of functions matching these patterns, e.g. `Shop.Cart.*` (trace mode, startup only; repeatable; see docs/tracing.md)").many(";")),
         default |s, _| s.args = Patterns::default(),
         "trace mode: `;`-separated name patterns of functions whose arguments and return values are recorded (ELT slow path)",
         read |s, v| {
@@ -332,7 +484,7 @@ variables! {
             Ok(())
         },
         write |s| s.args.joined();
-    ARG_MAX_LEN = "CLRPROF_ARG_MAX_LEN", flag Some("--arg-max-len"),
+    ARG_MAX_LEN = "CLRPROF_ARG_MAX_LEN", flag Some(Flag::new("arg-max-len", "ARG_MAX_LEN", "--args: characters of a string kept (the full length is recorded too)").shows_default()),
         default |s, _| s.arg_limits.max_len = ArgLimits::DEFAULT.max_len,
         "--args: characters of a string kept, 0..=65536 (default 256)",
         read |s, v| {
@@ -340,7 +492,7 @@ variables! {
             Ok(())
         },
         write |s| Some(s.arg_limits.max_len.to_string());
-    ARG_DEPTH = "CLRPROF_ARG_DEPTH", flag Some("--arg-depth"),
+    ARG_DEPTH = "CLRPROF_ARG_DEPTH", flag Some(Flag::new("arg-depth", "ARG_DEPTH", "--args: levels of object fields read").shows_default()),
         default |s, _| s.arg_limits.depth = ArgLimits::DEFAULT.depth,
         "--args: levels of object fields read, 0..=4 (default 1)",
         read |s, v| {
@@ -348,7 +500,7 @@ variables! {
             Ok(())
         },
         write |s| Some(s.arg_limits.depth.to_string());
-    ARG_ITEMS = "CLRPROF_ARG_ITEMS", flag Some("--arg-items"),
+    ARG_ITEMS = "CLRPROF_ARG_ITEMS", flag Some(Flag::new("arg-items", "ARG_ITEMS", "--args: array elements read").shows_default()),
         default |s, _| s.arg_limits.items = ArgLimits::DEFAULT.items,
         "--args: array elements read, 0..=1024 (default 8)",
         read |s, v| {
@@ -364,7 +516,7 @@ variables! {
             Ok(())
         },
         write |s| Some(s.arg_limits.bytes.to_string());
-    ALLOC_INTERVAL = "CLRPROF_ALLOC_INTERVAL", flag Some("--alloc-interval"),
+    ALLOC_INTERVAL = "CLRPROF_ALLOC_INTERVAL", flag Some(Flag::new("alloc-interval", "BYTES", "--alloc: about one sample per this many bytes allocated [default: 102400]; the runtime samples every 100 KiB on average, so smaller values act as 102400")),
         default |s, _| s.alloc_interval = None,
         "sample allocations with stacks, about one per this many bytes, 1024..=1073741824 (unset = off; the runtime samples at least every 100 KiB, docs/allocations.md)",
         read |s, v| {
@@ -372,7 +524,7 @@ variables! {
             Ok(())
         },
         write |s| s.alloc_interval.map(|i| i.to_string());
-    MAX_SIZE = "CLRPROF_MAX_SIZE", flag Some("--max-size"),
+    MAX_SIZE = "CLRPROF_MAX_SIZE", flag Some(Flag::new("max-size", "SIZE", "Stop recording once the trace holds this much (`500M`, `2G`, `65536K` or bytes; at least 1M): the app runs on, the trace ends with what was written, and the report says how much was not").convert(size_option)),
         default |s, _| s.max_size = None,
         "stop recording (the app runs on) once the trace holds this many bytes of blocks, 1048576..=1125899906842624 (unset = no bound)",
         read |s, v| {
@@ -812,6 +964,17 @@ mod tests {
         assert_eq!((s.arg_limits.max_len, s.arg_limits.depth), (10, 2));
         let e = parse(&[("CLRPROF_MODE", "trace"), ("CLRPROF_ARG_BYTES", "100000")]).unwrap_err();
         assert!(e.0.contains("CLRPROF_ARG_BYTES"), "{e}");
+    }
+
+    #[test]
+    fn sizes_take_binary_units_within_the_agents_range() {
+        assert_eq!(size_option("8M").as_deref(), Ok("8388608"));
+        assert_eq!(size_option("2g").as_deref(), Ok("2147483648"));
+        assert_eq!(size_option("65536K").as_deref(), Ok("67108864"));
+        assert_eq!(size_option("1048576").as_deref(), Ok("1048576"));
+        for bad in ["", "M", "1.5G", "512K", "-1M", "99999999999G"] {
+            assert!(size_option(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

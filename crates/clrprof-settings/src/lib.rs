@@ -4,8 +4,8 @@
 //! - the `CLRPROF_*` environment it travels in, declared once in a table ([`TABLE`]: each
 //!   variable's name, `record` option, default, meaning, and how it reads and writes its
 //!   setting), from which the defaults ([`Settings::for_mode`]), [`Settings::to_env`],
-//!   [`Settings::from_env`], [`VARIABLES`] and the messages a bad value or a conflict is
-//!   refused with come;
+//!   [`Settings::from_env`], [`VARIABLES`], the messages a bad value or a conflict is
+//!   refused with, and `clrprof record`'s options ([`Flag`]) come;
 //! - the attach client data, which carries the same variables ([`attach`]);
 //! - the trace header's `settings` object, which is `Settings` serialized (serde); a
 //!   header that leaves a setting out is read as [`Settings::unrecorded`] has it;
@@ -26,7 +26,10 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-pub use env::{MAX_DURATION_S, SettingsError, TABLE, VARIABLES, Variable, check_utf8, limits, var};
+pub use env::{
+    Flag, MAX_DURATION_S, SettingsError, TABLE, Takes, VARIABLES, Variable, check_utf8, limits,
+    size_option, var,
+};
 pub use groups::{EventGroup, EventGroups};
 pub use kinds::{ArgLimits, LogTarget, Mode, OnFull, SamplerKind, TraceProbe};
 pub use pattern::Patterns;

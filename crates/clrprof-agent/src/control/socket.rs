@@ -447,7 +447,7 @@ mod tests {
         fn status(&self) -> Status {
             Status {
                 pid: 1,
-                mode: "events".into(),
+                mode: clrprof_settings::Mode::Events,
                 output: "/tmp/t.clrprof".into(),
                 recording: true,
                 library: None,

@@ -42,7 +42,7 @@ impl Controlled for Session {
     fn status(&self) -> Status {
         Status {
             pid: std::process::id(),
-            mode: self.settings.mode.as_str().to_string(),
+            mode: self.settings.mode,
             output: self.settings.output.clone(),
             recording: self.services.is_running("trace writer"),
             library: crate::os::process::own_library_path(),

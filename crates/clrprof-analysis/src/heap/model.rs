@@ -6,16 +6,74 @@
 use std::collections::{HashMap, HashSet};
 
 use super::dominators::{self, Graph, Successors};
-use super::snapshot::{
-    HeapSnapshot, ROOT_FINALIZER, ROOT_HANDLE, ROOT_PINNING, ROOT_REFCOUNTED, ROOT_STACK, ROOT_WEAK,
-};
+use super::snapshot::{GcRootKind, HeapSnapshot, ROOT_PINNING, ROOT_REFCOUNTED, ROOT_WEAK};
+
+/// What holds a root group's objects, as the report names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RootKind {
+    /// A static field.
+    Static,
+    /// A `[ThreadStatic]` field of one thread.
+    ThreadStatic,
+    /// A stack frame's function.
+    Stack,
+    /// A GC handle (strong, weak, pinning or ref-counted).
+    Handle,
+    /// The finalizer queue.
+    Finalizer,
+    /// A root the runtime reports as neither of the above.
+    Other,
+    /// The non-GC (frozen) heap, which the runtime keeps alive itself.
+    NonGc,
+    /// Objects no reported root reaches.
+    Unrooted,
+}
+
+impl RootKind {
+    /// Its name in the report (text and JSON).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RootKind::Static => "static",
+            RootKind::ThreadStatic => "thread-static",
+            RootKind::Stack => "stack",
+            RootKind::Handle => "handle",
+            RootKind::Finalizer => "finalizer",
+            RootKind::Other => "other",
+            RootKind::NonGc => "nongc",
+            RootKind::Unrooted => "unrooted",
+        }
+    }
+}
+
+impl std::fmt::Display for RootKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl serde::Serialize for RootKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// Ordered by name, as the report breaks ties between roots.
+impl Ord for RootKind {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl PartialOrd for RootKind {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
 
 /// A set of roots shown as one: e.g. every stack root of one function.
 #[derive(Debug, Clone)]
 pub struct Group {
-    /// `static`, `thread-static`, `stack`, `handle`, `finalizer`, `other`, `nongc`,
-    /// `unrooted`.
-    pub kind: String,
+    pub kind: RootKind,
     pub name: String,
     pub objects: Vec<u32>,
     /// Weak handles: listed, but they keep nothing alive.
@@ -166,12 +224,12 @@ fn handle_name(flags: u32) -> &'static str {
 /// Root groups in the order paths prefer them: statics first, then stacks, handles.
 fn groups(s: &HeapSnapshot) -> Vec<Group> {
     let mut out: Vec<Group> = Vec::new();
-    let mut index: HashMap<(String, String), usize> = HashMap::new();
-    let mut add = |out: &mut Vec<Group>, kind: &str, name: String, object: u32, weak: bool| {
-        let key = (kind.to_string(), name);
+    let mut index: HashMap<(RootKind, String), usize> = HashMap::new();
+    let mut add = |out: &mut Vec<Group>, kind: RootKind, name: String, object: u32, weak: bool| {
+        let key = (kind, name);
         let i = *index.entry(key.clone()).or_insert_with(|| {
             out.push(Group {
-                kind: key.0.clone(),
+                kind,
                 name: key.1.clone(),
                 objects: Vec::new(),
                 weak,
@@ -183,9 +241,9 @@ fn groups(s: &HeapSnapshot) -> Vec<Group> {
     for st in &s.statics {
         if let Some(o) = st.object {
             let kind = if st.thread != 0 {
-                "thread-static"
+                RootKind::ThreadStatic
             } else {
-                "static"
+                RootKind::Static
             };
             add(
                 &mut out,
@@ -198,28 +256,32 @@ fn groups(s: &HeapSnapshot) -> Vec<Group> {
     }
     for r in &s.roots {
         let (kind, name, weak) = match r.kind {
-            ROOT_STACK => (
-                "stack",
+            GcRootKind::Stack => (
+                RootKind::Stack,
                 s.functions
                     .get(&r.id)
                     .cloned()
                     .unwrap_or_else(|| "?".into()),
                 false,
             ),
-            ROOT_FINALIZER => ("finalizer", "finalizer queue".to_string(), false),
-            ROOT_HANDLE => (
-                "handle",
+            GcRootKind::Finalizer => (RootKind::Finalizer, "finalizer queue".to_string(), false),
+            GcRootKind::Handle => (
+                RootKind::Handle,
                 handle_name(r.flags).to_string(),
                 r.flags & ROOT_WEAK != 0,
             ),
-            _ => ("other", "other".to_string(), r.flags & ROOT_WEAK != 0),
+            GcRootKind::Other => (
+                RootKind::Other,
+                "other".to_string(),
+                r.flags & ROOT_WEAK != 0,
+            ),
         };
         add(&mut out, kind, name, r.object, weak);
     }
     // The runtime keeps every non-GC heap object alive itself (never collected): they are
     // roots of their own, after the reported ones so that paths prefer those.
     for o in (0..s.len() as u32).filter(|&o| s.is_non_gc(o)) {
-        add(&mut out, "nongc", "non-GC heap".into(), o, false);
+        add(&mut out, RootKind::NonGc, "non-GC heap".into(), o, false);
     }
     out
 }
@@ -231,7 +293,7 @@ fn groups(s: &HeapSnapshot) -> Vec<Group> {
 fn static_storage_edges(s: &HeapSnapshot, groups: &[Group]) -> HashSet<(u32, u32)> {
     let held: HashSet<u32> = groups
         .iter()
-        .filter(|g| g.kind == "static" || g.kind == "thread-static")
+        .filter(|g| matches!(g.kind, RootKind::Static | RootKind::ThreadStatic))
         .flat_map(|g| g.objects.iter().copied())
         .collect();
     let mut out = HashSet::new();
@@ -288,7 +350,7 @@ impl<'s> Model<'s> {
         } else {
             drop((order, spare));
             groups.push(Group {
-                kind: "unrooted".into(),
+                kind: RootKind::Unrooted,
                 name: "no reported root".into(),
                 objects: unreached,
                 weak: false,
@@ -599,13 +661,13 @@ mod tests {
         s.roots = vec![
             Root {
                 object: 0,
-                kind: ROOT_HANDLE,
+                kind: GcRootKind::Handle,
                 flags: 0,
                 id: 1,
             },
             Root {
                 object: 4,
-                kind: ROOT_STACK,
+                kind: GcRootKind::Stack,
                 flags: 0,
                 id: 77,
             },
@@ -619,6 +681,44 @@ mod tests {
             value: String::new(),
         });
         s
+    }
+
+    /// The kinds read as the report has always spelled them, and order by those names
+    /// (the report breaks ties between roots by kind).
+    #[test]
+    fn root_kinds_keep_their_report_names_and_order() {
+        let mut kinds = [
+            RootKind::Static,
+            RootKind::ThreadStatic,
+            RootKind::Stack,
+            RootKind::Handle,
+            RootKind::Finalizer,
+            RootKind::Other,
+            RootKind::NonGc,
+            RootKind::Unrooted,
+        ];
+        kinds.sort();
+        let names: Vec<String> = kinds.iter().map(|k| format!("{k}")).collect();
+        assert_eq!(
+            names,
+            [
+                "finalizer",
+                "handle",
+                "nongc",
+                "other",
+                "stack",
+                "static",
+                "thread-static",
+                "unrooted"
+            ]
+        );
+        assert_eq!(
+            serde_json::to_string(&RootKind::ThreadStatic).unwrap(),
+            "\"thread-static\""
+        );
+        assert_eq!(format!("[{:<8}]", RootKind::Stack), "[stack   ]");
+        assert_eq!(GcRootKind::from_raw(3), GcRootKind::Handle);
+        assert_eq!(GcRootKind::from_raw(9), GcRootKind::Other);
     }
 
     #[test]
@@ -637,18 +737,22 @@ mod tests {
     fn a_static_retains_what_its_storage_array_also_references() {
         let s = snapshot();
         let m = Model::build(&s);
-        let group = |kind: &str| m.groups.iter().position(|g| g.kind == kind).unwrap();
-        let list = group("static");
+        let group = |kind: RootKind| m.groups.iter().position(|g| g.kind == kind).unwrap();
+        let list = group(RootKind::Static);
         assert_eq!(m.groups[list].name, "App.Holder.List");
         assert_eq!(m.retained_of_group(list), 96, "the three nodes");
-        assert_eq!(m.retained_of_group(group("handle")), 100, "the array only");
-        assert_eq!(m.groups[group("stack")].name, "App.Hold");
-        assert_eq!(m.retained_of_group(group("stack")), 64);
-        let unrooted = group("unrooted");
+        assert_eq!(
+            m.retained_of_group(group(RootKind::Handle)),
+            100,
+            "the array only"
+        );
+        assert_eq!(m.groups[group(RootKind::Stack)].name, "App.Hold");
+        assert_eq!(m.retained_of_group(group(RootKind::Stack)), 64);
+        let unrooted = group(RootKind::Unrooted);
         assert_eq!(m.groups[unrooted].objects, vec![6]);
         let by_class = m.retained_by_class();
         assert_eq!(by_class, vec![100, 96, 64, 48]);
-        assert!(m.groups.iter().all(|g| g.kind != "nongc"));
+        assert!(m.groups.iter().all(|g| g.kind != RootKind::NonGc));
     }
 
     /// GC objects: 0 `App.Config` (static `App.Config.Instance`) → 2 the literal; 1 an
@@ -690,26 +794,29 @@ mod tests {
     fn non_gc_objects_are_held_by_their_own_root_and_are_never_unrooted() {
         let s = with_non_gc();
         let m = Model::build(&s);
-        let group = |kind: &str, name: &str| {
+        let group = |kind: RootKind, name: &str| {
             m.groups
                 .iter()
                 .position(|g| g.kind == kind && g.name == name)
                 .unwrap_or_else(|| panic!("no {kind} {name}"))
         };
-        let nongc = group("nongc", "non-GC heap");
+        let nongc = group(RootKind::NonGc, "non-GC heap");
         assert_eq!(m.groups[nongc].objects, vec![2, 3, 4]);
         assert_eq!(nongc, m.groups.len() - 2, "after the reported roots");
         // Only the GC object that nothing references is unrooted.
         assert_eq!(
-            m.groups[group("unrooted", "no reported root")].objects,
+            m.groups[group(RootKind::Unrooted, "no reported root")].objects,
             vec![1]
         );
         // The literal stays whatever the statics do: neither it nor they retain it.
         assert_eq!(
-            m.retained_of_group(group("static", "App.Config.Instance")),
+            m.retained_of_group(group(RootKind::Static, "App.Config.Instance")),
             32
         );
-        assert_eq!(m.retained_of_group(group("static", "App.Config.Name")), 0);
+        assert_eq!(
+            m.retained_of_group(group(RootKind::Static, "App.Config.Name")),
+            0
+        );
         assert_eq!(m.idom_of(m.node_of(2)), Some(0), "the virtual root");
         // Every non-GC object hangs from the group itself: the RuntimeType and the object
         // it references are siblings there.

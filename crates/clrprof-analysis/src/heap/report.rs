@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use clrprof_settings::pattern::matches_or_short_name;
 
-use super::model::Model;
+use super::model::{Model, RootKind};
 use super::snapshot::{HeapSnapshot, NON_GC};
 
 #[derive(Debug, Clone, Default)]
@@ -32,7 +32,7 @@ pub struct TypeRow {
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct RootRow {
-    pub kind: String,
+    pub kind: RootKind,
     pub name: String,
     pub objects: u64,
     pub retained_bytes: u64,
@@ -53,7 +53,7 @@ pub struct DominatorRow {
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct PathRoot {
-    pub kind: String,
+    pub kind: RootKind,
     pub name: String,
 }
 
@@ -262,7 +262,7 @@ fn report(mut m: Model<'_>, opts: &HeapOptions, references: u64) -> HeapReport {
         .iter()
         .enumerate()
         .map(|(i, g)| RootRow {
-            kind: g.kind.clone(),
+            kind: g.kind,
             name: g.name.clone(),
             objects: g.objects.len() as u64,
             retained_bytes: m.retained_of_group(i),
@@ -384,7 +384,7 @@ pub fn paths_to(m: &Model<'_>, pattern: &str, top: usize) -> Vec<PathRow> {
         .into_iter()
         .map(|((g, edges, target), count)| PathRow {
             root: PathRoot {
-                kind: m.groups[g as usize].kind.clone(),
+                kind: m.groups[g as usize].kind,
                 name: m.groups[g as usize].name.clone(),
             },
             edges,
@@ -465,7 +465,7 @@ mod tests {
         assert_eq!(st.type_name.as_deref(), Some("System.String"));
         // Paths prefer the static to the non-GC heap's own root.
         let p = &r.paths.as_ref().unwrap()[0];
-        assert_eq!((p.root.kind.as_str(), p.edges.len()), ("static", 0));
+        assert_eq!((p.root.kind, p.edges.len()), (RootKind::Static, 0));
         let text = crate::text::render_heap(&r);
         assert!(text.contains("non-GC heap: 1 objects, 40 B"), "{text}");
         assert!(text.contains("(retains 40 bytes, non-GC heap)"), "{text}");

@@ -8,11 +8,30 @@ use std::collections::HashMap;
 
 use clrprof_format::{Event, FormatError, TraceReader};
 
-/// `COR_PRF_GC_ROOT_KIND` values (`COR_PRF_GC_ROOT_OTHER` is 0).
-pub const ROOT_OTHER: u8 = 0;
-pub const ROOT_STACK: u8 = 1;
-pub const ROOT_FINALIZER: u8 = 2;
-pub const ROOT_HANDLE: u8 = 3;
+/// A root as the runtime reported it (`COR_PRF_GC_ROOT_KIND`, recorded in 4 bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GcRootKind {
+    /// `COR_PRF_GC_ROOT_STACK` (1): a stack slot of a frame, with its FunctionID.
+    Stack,
+    /// `COR_PRF_GC_ROOT_FINALIZER` (2): the finalizer queue.
+    Finalizer,
+    /// `COR_PRF_GC_ROOT_HANDLE` (3): a GC handle, with its GCHandleID.
+    Handle,
+    /// `COR_PRF_GC_ROOT_OTHER` (0), and any value this reader does not know.
+    Other,
+}
+
+impl GcRootKind {
+    /// The recorded value.
+    pub fn from_raw(kind: u8) -> GcRootKind {
+        match kind {
+            1 => GcRootKind::Stack,
+            2 => GcRootKind::Finalizer,
+            3 => GcRootKind::Handle,
+            _ => GcRootKind::Other,
+        }
+    }
+}
 /// `COR_PRF_GC_ROOT_FLAGS` bits.
 pub const ROOT_PINNING: u32 = 0x1;
 pub const ROOT_WEAK: u32 = 0x2;
@@ -34,7 +53,7 @@ pub const CONTINUATION: u64 = u32::MAX as u64;
 pub struct Root {
     /// Index of the object.
     pub object: u32,
-    pub kind: u8,
+    pub kind: GcRootKind,
     pub flags: u32,
     /// FunctionID (stack), GCHandleID (handle) or 0.
     pub id: u64,
@@ -298,7 +317,7 @@ struct Raw {
     /// References from continuation entries that do not follow their object (another
     /// thread's batch came between): (object id, target id, field).
     more: Vec<(u64, u64, u32)>,
-    roots: Vec<(u64, u8, u32, u64)>,
+    roots: Vec<(u64, GcRootKind, u32, u64)>,
     statics: Vec<(String, String, u64, u64, String)>,
 }
 
@@ -419,9 +438,9 @@ pub fn load_releasing(
             }
             Event::HeapRoots { snapshot: n, roots } if n == snapshot => {
                 for r in roots.chunks_exact(3) {
-                    let kind = (r[1] & 0xf) as u8;
+                    let kind = GcRootKind::from_raw((r[1] & 0xf) as u8);
                     raw.roots.push((r[0], kind, (r[1] >> 4) as u32, r[2]));
-                    if kind == ROOT_STACK {
+                    if kind == GcRootKind::Stack {
                         stack_ids.push(r[2]);
                     }
                 }
@@ -703,8 +722,8 @@ mod tests {
         assert!(raw.objects(&[zz(1000), CONTINUATION, 0, 1, zz(24), 0]));
         assert_eq!(raw.ids.len(), 2, "a continuation is not an object");
         let mut s = HeapSnapshot::default();
-        raw.roots.push((1024, ROOT_HANDLE, 0, 7));
-        raw.roots.push((5, ROOT_HANDLE, 0, 7));
+        raw.roots.push((1024, GcRootKind::Handle, 0, 7));
+        raw.roots.push((5, GcRootKind::Handle, 0, 7));
         finish(raw, &mut s);
         assert_eq!(s.targets, vec![1, 1, 0]);
         assert_eq!(s.edge_start, vec![0, 2, 3]);
@@ -755,7 +774,7 @@ mod tests {
         assert!(raw.objects(&[zz(1024), 1, 32 << 3, 1, zz(-24), 0]));
         assert!(raw.objects(&[zz(1000), 0, 24 << 3 | 2, 1, zz(24), 8]));
         assert!(raw.objects(&[zz(1024), 1, 32 << 3, 1, zz(-24), 0]));
-        raw.roots.push((1000, ROOT_HANDLE, 0, 7));
+        raw.roots.push((1000, GcRootKind::Handle, 0, 7));
         let mut s = HeapSnapshot::default();
         finish(raw, &mut s);
         assert_eq!(

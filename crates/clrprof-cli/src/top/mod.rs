@@ -32,8 +32,8 @@ pub fn run(args: TopArgs) -> Result<i32> {
         );
     }
     let opts = LiveOptions {
-        rate_hz: args.rate,
-        sampler: args.sampler,
+        rate_hz: args.sampling.settings.rate_hz,
+        sampler: args.sampling.sampler(),
         profiler: args.profiler.as_deref(),
         keep: args.output.as_deref(),
         alloc: args.alloc,
