@@ -8,7 +8,7 @@ use clrprof_format::Header;
 pub struct TraceInfo {
     pub pid: u32,
     pub command_line: Vec<String>,
-    pub mode: String,
+    pub mode: clrprof_settings::Mode,
     pub runtime_version: Option<String>,
     pub agent_version: String,
     pub format_version: String,
@@ -23,7 +23,7 @@ impl TraceInfo {
         TraceInfo {
             pid: meta.pid,
             command_line: meta.command_line.clone(),
-            mode: meta.settings.mode.as_str().into(),
+            mode: meta.settings.mode,
             runtime_version: meta.runtime_version.clone(),
             agent_version: meta.agent_version.clone(),
             format_version: format!("{}.{}", header.major, header.minor),

@@ -14,7 +14,7 @@ pub fn trace(o: &mut String, t: &TraceInfo) {
         o,
         "clrprof report — pid {} ({} mode{})",
         t.pid,
-        t.mode,
+        t.mode.as_str(),
         if t.attached { ", attached" } else { "" }
     );
     // Each argument escaped on its own: a line break inside one stays visible as `\n`.
@@ -153,7 +153,7 @@ mod tests {
         let t = TraceInfo {
             pid: 42,
             command_line: vec!["dotnet".into(), "app.dll".into()],
-            mode: "sample".into(),
+            mode: clrprof_settings::Mode::Sample,
             runtime_version: None,
             agent_version: "0.1.0".into(),
             format_version: "1.2".into(),
