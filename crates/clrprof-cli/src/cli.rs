@@ -96,7 +96,7 @@ pub struct TopArgs {
     pub waits: bool,
     /// `--rate` and `--sampler`, from the settings table.
     #[command(flatten)]
-    pub sampling: crate::settings::SettingArgs<crate::settings::Sampling>,
+    pub sampling: crate::setting_args::SettingArgs<crate::setting_args::Sampling>,
     /// Also keep the samples in this trace file (for `clrprof report`)
     #[arg(short, long)]
     pub output: Option<PathBuf>,
@@ -119,7 +119,7 @@ pub struct DumpArgs {
     pub json: bool,
     /// `--sampler`, from the settings table.
     #[command(flatten)]
-    pub sampling: crate::settings::SettingArgs<crate::settings::Stacks>,
+    pub sampling: crate::setting_args::SettingArgs<crate::setting_args::Stacks>,
     /// The profiler library [default: libclrprof_profiler.so next to this executable]
     #[arg(long)]
     pub profiler: Option<PathBuf>,
@@ -266,7 +266,7 @@ pub struct RecordArgs {
     /// The options that are agent settings, from the settings table (`--output`, `--mode`,
     /// `--events`, … `--max-size`).
     #[command(flatten)]
-    pub settings: crate::settings::SettingArgs,
+    pub settings: crate::setting_args::SettingArgs,
     /// Replace an existing trace file of yours (never a symbolic link or another user's file)
     #[arg(long)]
     pub force: bool,

@@ -25,6 +25,7 @@ mod push_args;
 mod record;
 mod record_rate;
 mod report;
+mod setting_args;
 mod settings;
 mod signals;
 mod stdout;

@@ -54,7 +54,7 @@ fn settings(opts: &LiveOptions<'_>, output: PathBuf) -> Settings {
         s.sampler = k;
     }
     if opts.alloc {
-        s.alloc_interval = Some(crate::settings::DEFAULT_ALLOC_INTERVAL);
+        s.alloc_interval = Some(crate::setting_args::DEFAULT_ALLOC_INTERVAL);
     }
     if opts.waits {
         s.events.insert(clrprof_settings::EventGroup::Waits);
