@@ -4,12 +4,15 @@
 //! sampler sees), but not for arbitrary words: on .NET 10 an address inside a code range
 //! that is not code made the runtime's code-map lookup fault (found under gdb with a
 //! stack word mistaken for a return address). So every *return address* candidate must
-//! first pass two checks before the runtime sees it:
+//! first pass these checks before the runtime sees it:
 //! - it lies in an executable mapping of this process (`/proc/self/maps`, re-read at most
 //!   once a second, and within 20 ms after a sampled IP shows that the JIT mapped new code);
 //! - the bytes just before it encode a `call` (`E8 rel32` or `FF /2` in its register and
 //!   memory forms), read with `process_vm_readv` so that a mapping that disappeared in the
-//!   meantime yields "no" instead of a fault.
+//!   meantime yields "no" instead of a fault;
+//! - in a ReadyToRun image, it lies inside a method's code and is a live frame's return
+//!   address ([`Found::Chain`]) or at or above a method the runtime already answered for
+//!   (`r2r.rs`: the runtime's lookup there walks down without a lower bound and faults).
 //!
 //! The interrupted IP itself comes from the signal context: it is executing code.
 
@@ -235,7 +238,7 @@ pub struct Symbolizer {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct R2rStats {
     /// Distinct return-address candidates in ReadyToRun images outside every method's
-    /// code (headers, metadata, tables): never asked.
+    /// code (the padding between methods, anything past the last): never asked.
     pub outside_code: u64,
     /// Distinct guessed candidates inside the code of a ReadyToRun method at or below
     /// which no method was known to have run: not asked (then).
