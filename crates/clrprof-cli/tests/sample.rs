@@ -640,3 +640,35 @@ fn dynamic_methods_and_il_stubs_are_named() {
         "{folded}"
     );
 }
+
+/// Issue #26 item 3, the rare segfault of the sampler thread inside libcoreclr: the
+/// runtime's code lookup for an address in a ReadyToRun image walks down the image's
+/// method table to a method that has run, with no lower bound, and faults in an image
+/// none of whose methods at or below the address has run. The signal sampler asked it
+/// about words of a thread's stack that merely looked like return addresses (executable
+/// memory after a call byte). `r2r-words` fills a stack with such words pointing into
+/// System.Private.Xml,
+/// none of whose code runs, behind an RBP of 0, where the walk scans for frame records:
+/// before the check, the first such lookup crashed the target.
+#[test]
+fn guessed_return_addresses_into_readytorun_code_that_never_ran_are_not_asked() {
+    let dir = scratch("sample-r2r-words");
+    let trace = dir.join("t.clrprof");
+    let out = record_sampled(&trace, "signal", &["--rate", "999"], &["r2r-words", "1"]);
+    let res = results(&out);
+    assert_eq!(res["r2r_words_ok"], "1", "{res:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let logged = |what: &str| -> u64 {
+        stderr
+            .split(what)
+            .next()
+            .and_then(|s| s.rsplit(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no `{what}` count in the agent's log:\n{stderr}"))
+    };
+    let kept = logged(" outside methods' code") + logged(" in methods not known to have run");
+    assert!(
+        kept > 0,
+        "no guessed return address into the image was met, the test proves nothing:\n{stderr}"
+    );
+}
