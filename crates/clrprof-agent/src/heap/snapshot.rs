@@ -19,7 +19,7 @@ use std::time::Instant;
 use clrprof_format::{Event, HeapReason};
 use corprof::{ClassId, FunctionId, ObjectId, ProfilerInfo};
 
-use crate::output::buffers::{emit, emit_waiting};
+use crate::output::buffers::{emit, emit_encoded_waiting, emit_waiting};
 
 const IDLE: u8 = 0;
 /// A snapshot asked for a GC; the next full GC is walked.
@@ -77,7 +77,7 @@ struct Walk {
     /// Non-GC objects listed at the start of the GC that the walk has not reported yet.
     frozen: HashSet<usize>,
     batch_values: usize,
-    objects: Vec<u64>,
+    objects: Batch,
     objects_in_batch: u64,
     previous: u64,
     roots: Vec<u64>,
@@ -128,7 +128,7 @@ impl Walk {
             info,
             frozen: HashSet::new(),
             batch_values: batch_values(),
-            objects: Vec::with_capacity(BATCH_VALUES + 64),
+            objects: Batch::default(),
             objects_in_batch: 0,
             previous: 0,
             roots: Vec::with_capacity(BATCH_VALUES + 64),
@@ -311,8 +311,9 @@ impl Walk {
                     o
                 } else if scan {
                     // SAFETY: (A7) called from ObjectReferences: the runtime is suspended for
-                    // the GC and `object` is a live object of `size` bytes
-                    // (GetObjectSize2), whose fields lie between id + 8 and id + size - 8.
+                    // the GC and `object` is a live object of `size` bytes (GetObjectSize2,
+                    // or the method table's same figure), whose fields lie between id + 8
+                    // and id + size - 8.
                     match unsafe { find_slot(object.0, size, r.0, from) } {
                         Some(o) => {
                             from = o + 8;
@@ -391,9 +392,19 @@ impl Walk {
         if self.objects.is_empty() {
             return;
         }
-        let ok = emit_waiting(&Event::HeapObjects {
-            snapshot: self.snapshot,
-            objects: Cow::Borrowed(&self.objects),
+        let mut head = [0u8; clrprof_format::U64_LIST_HEADER_MAX];
+        let n = clrprof_format::encode_u64_list_header(
+            &mut head,
+            HEAP_OBJECTS,
+            0,
+            self.snapshot,
+            self.objects.values,
+            self.objects.bytes.len(),
+        );
+        let (snapshot, batch) = (self.snapshot, &self.objects);
+        let ok = emit_encoded_waiting(&head[..n], &batch.bytes, || Event::HeapObjects {
+            snapshot,
+            objects: Cow::Owned(batch.decoded()),
         });
         if !ok {
             // A batch of continuations only: count its object once.
@@ -442,6 +453,56 @@ impl Walk {
         }
         self.roots.clear();
         self.roots_in_batch = 0;
+    }
+}
+
+/// The kind byte of a `HeapObjects` record (`clrprof_format::events`).
+const HEAP_OBJECTS: u8 = 66;
+
+/// A batch of values as a `HeapObjects` record holds them: each one LEB128-encoded once,
+/// as the walk appends it.
+#[derive(Default)]
+struct Batch {
+    bytes: Vec<u8>,
+    values: usize,
+}
+
+impl Batch {
+    #[inline]
+    fn push(&mut self, mut v: u64) {
+        self.values += 1;
+        while v >= 0x80 {
+            self.bytes.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        self.bytes.push(v as u8);
+    }
+
+    /// Values, not bytes: the batch's bound.
+    fn len(&self) -> usize {
+        self.values
+    }
+
+    fn is_empty(&self) -> bool {
+        self.values == 0
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.values = 0;
+    }
+
+    /// The values back (for a thread without a ring of its own, which records events).
+    fn decoded(&self) -> Vec<u64> {
+        let mut out = Vec::with_capacity(self.values);
+        let mut at = 0;
+        while at < self.bytes.len() {
+            match clrprof_format::leb128::read_u64(&self.bytes, &mut at) {
+                Ok(v) => out.push(v),
+                Err(_) => break,
+            }
+        }
+        out
     }
 }
 
@@ -927,6 +988,47 @@ mod tests {
         assert_eq!(zigzag(1), 2);
         assert_eq!(zigzag(24), 48);
         assert_eq!(zigzag(i64::MIN), u64::MAX);
+    }
+
+    #[test]
+    fn a_batch_is_the_heap_objects_record_the_format_encodes() {
+        let values = [
+            zigzag(-24),
+            3,
+            32 << 3 | 2,
+            1,
+            zigzag(1 << 40),
+            8,
+            CONTINUATION,
+            0,
+        ];
+        let mut batch = Batch::default();
+        for &v in &values {
+            batch.push(v);
+        }
+        assert_eq!(batch.len(), values.len());
+        assert_eq!(batch.decoded(), values);
+        let mut head = [0u8; clrprof_format::U64_LIST_HEADER_MAX];
+        let n = clrprof_format::encode_u64_list_header(
+            &mut head,
+            HEAP_OBJECTS,
+            0,
+            9,
+            batch.len(),
+            batch.bytes.len(),
+        );
+        let mut got = head[..n].to_vec();
+        got.extend_from_slice(&batch.bytes);
+        let mut want = Vec::new();
+        clrprof_format::encode(
+            &mut want,
+            0,
+            &Event::HeapObjects {
+                snapshot: 9,
+                objects: Cow::Borrowed(&values),
+            },
+        );
+        assert_eq!(got, want);
     }
 
     #[test]
