@@ -506,17 +506,80 @@ pub fn load_releasing(
     Ok(s)
 }
 
+/// A stretch of objects, in recorded order, whose ids increase: the walk reports a region
+/// (or segment) of the heap at a time, in address order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Run {
+    first_id: u64,
+    last_id: u64,
+    /// Object indexes `start..end`.
+    start: u32,
+    end: u32,
+}
+
+/// The runs of increasing ids, ordered by id, when there are few of them and their id
+/// ranges do not overlap (so no id is recorded twice): then an id is found by two binary
+/// searches, with no sorted copy of the ids. `None` otherwise.
+fn increasing_runs(ids: &[u64]) -> Option<Vec<Run>> {
+    let most = (ids.len() / 64).max(1024);
+    let mut runs: Vec<Run> = Vec::new();
+    let mut start = 0usize;
+    for i in 1..=ids.len() {
+        if i == ids.len() || ids[i] <= ids[i - 1] {
+            if runs.len() == most {
+                return None;
+            }
+            runs.push(Run {
+                first_id: ids[start],
+                last_id: ids[i - 1],
+                start: start as u32,
+                end: i as u32,
+            });
+            start = i;
+        }
+    }
+    runs.sort_unstable_by_key(|r| r.first_id);
+    runs.windows(2)
+        .all(|w| w[0].last_id < w[1].first_id)
+        .then_some(runs)
+}
+
+/// Finds an object's index by its id.
+enum Lookup {
+    /// Few runs of increasing ids (the usual walk).
+    Runs(Vec<Run>),
+    /// Object indexes sorted by id.
+    Sorted(Vec<u32>),
+}
+
+impl Lookup {
+    fn find(&self, ids: &[u64], id: u64) -> Option<u32> {
+        match self {
+            Lookup::Runs(runs) => {
+                let r = runs[..runs.partition_point(|r| r.first_id <= id)].last()?;
+                let at = ids[r.start as usize..r.end as usize]
+                    .binary_search(&id)
+                    .ok()?;
+                Some(r.start + at as u32)
+            }
+            Lookup::Sorted(by_id) => by_id
+                .binary_search_by_key(&id, |&i| ids[i as usize])
+                .ok()
+                .map(|k| by_id[k]),
+        }
+    }
+}
+
 /// Drops objects recorded twice, turns reference ids into indexes, resolves roots and
-/// statics. Objects keep their recorded order; when the ids are not in order, a
-/// permutation sorted by id finds them.
+/// statics. Objects keep their recorded order; they are found by id through their runs of
+/// increasing ids, or, when those are many or overlap, through a permutation sorted by id.
 fn finish(mut raw: Raw, s: &mut HeapSnapshot) {
     raw.edge_start.push(raw.target_ids.len as u32);
-    let sorted = raw.ids.windows(2).all(|w| w[0] < w[1]);
-    // Object indexes by id (empty: the ids are in order). Duplicate ids (a batch
-    // recorded twice) keep one copy, a non-GC one if there is one.
-    let mut by_id: Vec<u32> = Vec::new();
-    if !sorted || !raw.more.is_empty() {
-        by_id = (0..raw.ids.len() as u32).collect();
+    let mut lookup = increasing_runs(&raw.ids).map(Lookup::Runs);
+    if lookup.is_none() || !raw.more.is_empty() {
+        // Object indexes by id. Duplicate ids (a batch recorded twice) keep one copy, a
+        // non-GC one if there is one.
+        let mut by_id: Vec<u32> = (0..raw.ids.len() as u32).collect();
         by_id.sort_unstable_by_key(|&i| {
             (raw.ids[i as usize], raw.generation[i as usize] != NON_GC, i)
         });
@@ -525,21 +588,14 @@ fn finish(mut raw: Raw, s: &mut HeapSnapshot) {
         if by_id.len() != before || !raw.more.is_empty() {
             regroup(&mut raw, &mut by_id);
         }
-        if sorted {
-            by_id = Vec::new();
-        }
+        lookup = Some(match increasing_runs(&raw.ids) {
+            Some(runs) => Lookup::Runs(runs),
+            None => Lookup::Sorted(by_id),
+        });
     }
+    let lookup = lookup.unwrap_or(Lookup::Sorted(Vec::new()));
     let n = raw.ids.len();
-    let find = |id: u64| {
-        if by_id.is_empty() {
-            raw.ids.binary_search(&id).ok().map(|i| i as u32)
-        } else {
-            by_id
-                .binary_search_by_key(&id, |&i| raw.ids[i as usize])
-                .ok()
-                .map(|k| by_id[k])
-        }
-    };
+    let find = |id: u64| lookup.find(&raw.ids, id);
     // References: read back from the stream object by object and resolved, those to no
     // recorded object dropped (counted).
     let mut targets: Vec<u32> = Vec::with_capacity(raw.target_ids.len);
@@ -588,7 +644,7 @@ fn finish(mut raw: Raw, s: &mut HeapSnapshot) {
             value,
         });
     }
-    drop(by_id);
+    drop(lookup);
     s.class = std::mem::take(&mut raw.class);
     s.size = std::mem::take(&mut raw.size);
     s.large_sizes = std::mem::take(&mut raw.large);
@@ -766,6 +822,57 @@ mod tests {
         assert_eq!(s.targets, vec![1, 0]);
         assert_eq!(s.edge_start, vec![0, 1, 2]);
         assert_eq!(s.roots[0].object, 1);
+    }
+
+    #[test]
+    fn ids_are_found_through_their_increasing_runs() {
+        // Regions walked out of address order (the second and third read as one run, as
+        // they follow each other upwards), then the non-GC heap below them.
+        let ids = [500, 510, 520, 100, 110, 300, 310, 320, 10, 20];
+        let runs = increasing_runs(&ids).unwrap();
+        assert_eq!(
+            runs.iter().map(|r| (r.start, r.end)).collect::<Vec<_>>(),
+            vec![(8, 10), (3, 8), (0, 3)]
+        );
+        let lookup = Lookup::Runs(runs);
+        for (i, &id) in ids.iter().enumerate() {
+            assert_eq!(lookup.find(&ids, id), Some(i as u32), "{id}");
+        }
+        for id in [0, 15, 105, 200, 315, 505, 600] {
+            assert_eq!(lookup.find(&ids, id), None, "{id}");
+        }
+        // Overlapping runs (an id range walked twice) or a run per object: no runs.
+        assert_eq!(increasing_runs(&[100, 200, 150, 250]), None);
+        let reversed: Vec<u64> = (0..2000).rev().collect();
+        assert_eq!(increasing_runs(&reversed), None);
+        assert_eq!(increasing_runs(&[]), Some(Vec::new()));
+    }
+
+    #[test]
+    fn references_resolve_the_same_through_runs_as_through_a_sorted_copy() {
+        // Two regions out of order, references across them.
+        let mut raw = Raw::default();
+        assert!(raw.objects(&[
+            zz(2000),
+            0,
+            24 << 3,
+            1,
+            zz(-1000),
+            0,
+            zz(24),
+            0,
+            24 << 3,
+            1,
+            zz(-1024),
+            0
+        ]));
+        assert!(raw.objects(&[zz(1000), 1, 32 << 3, 1, zz(1000), 0]));
+        raw.roots.push((1000, ROOT_HANDLE, 0, 7));
+        let mut s = HeapSnapshot::default();
+        finish(raw, &mut s);
+        assert_eq!(s.targets, vec![2, 2, 0]);
+        assert_eq!(s.roots[0].object, 2);
+        assert_eq!(s.dangling, 0);
     }
 
     #[test]
