@@ -298,6 +298,8 @@ struct Raw {
     /// References from continuation entries that do not follow their object (another
     /// thread's batch came between): (object id, target id, field).
     more: Vec<(u64, u64, u32)>,
+    /// Object indexes sorted by id, when the ids are not in few runs ([`finish`]).
+    by_id: Vec<u32>,
     roots: Vec<(u64, u8, u32, u64)>,
     statics: Vec<(String, String, u64, u64, String)>,
 }
@@ -506,8 +508,9 @@ pub fn load_releasing(
     Ok(s)
 }
 
-/// A stretch of objects, in recorded order, whose ids increase: the walk reports a region
-/// (or segment) of the heap at a time, in address order.
+/// A stretch of objects, in recorded order, whose ids increase and lie within 4 GiB of
+/// its first: the walk reports a region (or segment) of the heap at a time, in address
+/// order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Run {
     first_id: u64,
@@ -517,15 +520,14 @@ struct Run {
     end: u32,
 }
 
-/// The runs of increasing ids, ordered by id, when there are few of them and their id
-/// ranges do not overlap (so no id is recorded twice): then an id is found by two binary
-/// searches, with no sorted copy of the ids. `None` otherwise.
+/// The runs of increasing ids, in recorded order, when there are few of them and their
+/// id ranges do not overlap (so no id is recorded twice); `None` otherwise.
 fn increasing_runs(ids: &[u64]) -> Option<Vec<Run>> {
     let most = (ids.len() / 64).max(1024);
     let mut runs: Vec<Run> = Vec::new();
     let mut start = 0usize;
     for i in 1..=ids.len() {
-        if i == ids.len() || ids[i] <= ids[i - 1] {
+        if i == ids.len() || ids[i] <= ids[i - 1] || ids[i] - ids[start] > u64::from(u32::MAX) {
             if runs.len() == most {
                 return None;
             }
@@ -538,34 +540,96 @@ fn increasing_runs(ids: &[u64]) -> Option<Vec<Run>> {
             start = i;
         }
     }
-    runs.sort_unstable_by_key(|r| r.first_id);
-    runs.windows(2)
+    let mut by_id: Vec<&Run> = runs.iter().collect();
+    by_id.sort_unstable_by_key(|r| r.first_id);
+    by_id
+        .windows(2)
         .all(|w| w[0].last_id < w[1].first_id)
         .then_some(runs)
 }
 
-/// Finds an object's index by its id.
+/// Finds an object's index by its id, and an object's id by its index.
 enum Lookup {
-    /// Few runs of increasing ids (the usual walk).
-    Runs(Vec<Run>),
-    /// Object indexes sorted by id.
-    Sorted(Vec<u32>),
+    /// Few runs of increasing ids (the usual walk): each object's id as 32 bits, its
+    /// distance from its run's first id (4 bytes an object where the ids took 8).
+    Runs {
+        /// In recorded order.
+        runs: Vec<Run>,
+        /// Run indexes by first id.
+        by_id: Vec<u32>,
+        offsets: Vec<u32>,
+    },
+    /// The ids, and the object indexes sorted by id.
+    Sorted { ids: Vec<u64>, by_id: Vec<u32> },
 }
 
 impl Lookup {
-    fn find(&self, ids: &[u64], id: u64) -> Option<u32> {
+    /// Keeps `ids` in runs when [`increasing_runs`] finds them (the ids are then given
+    /// back), else with `by_id`, the indexes sorted by id.
+    fn new(ids: Vec<u64>, by_id: impl FnOnce(&[u64]) -> Vec<u32>) -> Lookup {
+        let Some(runs) = increasing_runs(&ids) else {
+            let by_id = by_id(&ids);
+            return Lookup::Sorted { ids, by_id };
+        };
+        let mut offsets = Vec::with_capacity(ids.len());
+        for r in &runs {
+            offsets.extend(
+                ids[r.start as usize..r.end as usize]
+                    .iter()
+                    .map(|&id| (id - r.first_id) as u32),
+            );
+        }
+        drop(ids);
+        let mut by_id: Vec<u32> = (0..runs.len() as u32).collect();
+        by_id.sort_unstable_by_key(|&k| runs[k as usize].first_id);
+        Lookup::Runs {
+            runs,
+            by_id,
+            offsets,
+        }
+    }
+
+    fn len(&self) -> usize {
         match self {
-            Lookup::Runs(runs) => {
-                let r = runs[..runs.partition_point(|r| r.first_id <= id)].last()?;
-                let at = ids[r.start as usize..r.end as usize]
-                    .binary_search(&id)
+            Lookup::Runs { offsets, .. } => offsets.len(),
+            Lookup::Sorted { ids, .. } => ids.len(),
+        }
+    }
+
+    fn find(&self, id: u64) -> Option<u32> {
+        match self {
+            Lookup::Runs {
+                runs,
+                by_id,
+                offsets,
+            } => {
+                let k =
+                    by_id[..by_id.partition_point(|&k| runs[k as usize].first_id <= id)].last()?;
+                let r = &runs[*k as usize];
+                if id > r.last_id {
+                    return None;
+                }
+                let at = offsets[r.start as usize..r.end as usize]
+                    .binary_search(&((id - r.first_id) as u32))
                     .ok()?;
                 Some(r.start + at as u32)
             }
-            Lookup::Sorted(by_id) => by_id
+            Lookup::Sorted { ids, by_id } => by_id
                 .binary_search_by_key(&id, |&i| ids[i as usize])
                 .ok()
                 .map(|k| by_id[k]),
+        }
+    }
+
+    /// The ids of the objects in order.
+    fn ids(&self) -> Box<dyn Iterator<Item = u64> + '_> {
+        match self {
+            Lookup::Runs { runs, offsets, .. } => Box::new(runs.iter().flat_map(move |r| {
+                offsets[r.start as usize..r.end as usize]
+                    .iter()
+                    .map(move |&o| r.first_id + u64::from(o))
+            })),
+            Lookup::Sorted { ids, .. } => Box::new(ids.iter().copied()),
         }
     }
 }
@@ -575,8 +639,11 @@ impl Lookup {
 /// increasing ids, or, when those are many or overlap, through a permutation sorted by id.
 fn finish(mut raw: Raw, s: &mut HeapSnapshot) {
     raw.edge_start.push(raw.target_ids.len as u32);
-    let mut lookup = increasing_runs(&raw.ids).map(Lookup::Runs);
-    if lookup.is_none() || !raw.more.is_empty() {
+    let mut runs_found = false;
+    if raw.more.is_empty() {
+        runs_found = increasing_runs(&raw.ids).is_some();
+    }
+    if !runs_found {
         // Object indexes by id. Duplicate ids (a batch recorded twice) keep one copy, a
         // non-GC one if there is one.
         let mut by_id: Vec<u32> = (0..raw.ids.len() as u32).collect();
@@ -588,23 +655,21 @@ fn finish(mut raw: Raw, s: &mut HeapSnapshot) {
         if by_id.len() != before || !raw.more.is_empty() {
             regroup(&mut raw, &mut by_id);
         }
-        lookup = Some(match increasing_runs(&raw.ids) {
-            Some(runs) => Lookup::Runs(runs),
-            None => Lookup::Sorted(by_id),
-        });
+        raw.by_id = by_id;
     }
-    let lookup = lookup.unwrap_or(Lookup::Sorted(Vec::new()));
-    let n = raw.ids.len();
-    let find = |id: u64| lookup.find(&raw.ids, id);
+    let by_id = std::mem::take(&mut raw.by_id);
+    let lookup = Lookup::new(std::mem::take(&mut raw.ids), |_| by_id);
+    let n = lookup.len();
+    let find = |id: u64| lookup.find(id);
     // References: read back from the stream object by object and resolved, those to no
     // recorded object dropped (counted).
     let mut targets: Vec<u32> = Vec::with_capacity(raw.target_ids.len);
     let mut reader = raw.target_ids.reader();
     let mut begin = raw.edge_start[0] as usize;
-    for o in 0..n {
+    for (o, id) in lookup.ids().enumerate() {
         let end = raw.edge_start[o + 1] as usize;
         raw.edge_start[o] = targets.len() as u32;
-        reader.start(raw.ids[o]);
+        reader.start(id);
         for e in begin..end {
             match find(reader.next()) {
                 Some(t) => {
@@ -828,23 +893,37 @@ mod tests {
     fn ids_are_found_through_their_increasing_runs() {
         // Regions walked out of address order (the second and third read as one run, as
         // they follow each other upwards), then the non-GC heap below them.
-        let ids = [500, 510, 520, 100, 110, 300, 310, 320, 10, 20];
+        let ids = vec![500, 510, 520, 100, 110, 300, 310, 320, 10, 20];
         let runs = increasing_runs(&ids).unwrap();
         assert_eq!(
             runs.iter().map(|r| (r.start, r.end)).collect::<Vec<_>>(),
-            vec![(8, 10), (3, 8), (0, 3)]
+            vec![(0, 3), (3, 8), (8, 10)]
         );
-        let lookup = Lookup::Runs(runs);
+        let lookup = Lookup::new(ids.clone(), |_| unreachable!("runs were found"));
+        assert!(matches!(&lookup, Lookup::Runs { offsets, .. } if offsets[..3] == [0, 10, 20]));
+        assert_eq!(lookup.ids().collect::<Vec<_>>(), ids);
         for (i, &id) in ids.iter().enumerate() {
-            assert_eq!(lookup.find(&ids, id), Some(i as u32), "{id}");
+            assert_eq!(lookup.find(id), Some(i as u32), "{id}");
         }
         for id in [0, 15, 105, 200, 315, 505, 600] {
-            assert_eq!(lookup.find(&ids, id), None, "{id}");
+            assert_eq!(lookup.find(id), None, "{id}");
         }
+        // Ids more than 4 GiB apart start a new run (an offset holds 32 bits).
+        let far = [8, 16, 8 + (5 << 30), 16 + (5 << 30)];
+        assert_eq!(increasing_runs(&far).unwrap().len(), 2);
+        let lookup = Lookup::new(far.to_vec(), |_| unreachable!());
+        assert_eq!(lookup.find(16 + (5 << 30)), Some(3));
+        assert_eq!(lookup.find(8 + (1 << 32)), None);
         // Overlapping runs (an id range walked twice) or a run per object: no runs.
         assert_eq!(increasing_runs(&[100, 200, 150, 250]), None);
         let reversed: Vec<u64> = (0..2000).rev().collect();
         assert_eq!(increasing_runs(&reversed), None);
+        let lookup = Lookup::new(reversed, |ids| {
+            let mut by_id: Vec<u32> = (0..ids.len() as u32).collect();
+            by_id.sort_unstable_by_key(|&i| ids[i as usize]);
+            by_id
+        });
+        assert_eq!(lookup.find(0), Some(1999));
         assert_eq!(increasing_runs(&[]), Some(Vec::new()));
     }
 
