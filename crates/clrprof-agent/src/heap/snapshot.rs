@@ -289,22 +289,20 @@ impl Walk {
         let mut first = true;
         while first || parts.peek().is_some() {
             let part = parts.next().unwrap_or(&[]);
-            self.objects
-                .push(zigzag(id.wrapping_sub(self.previous) as i64));
+            let delta = zigzag(id.wrapping_sub(self.previous) as i64);
             self.previous = id;
             if first {
-                self.objects.push(u64::from(index));
-                self.objects.push((size as u64) << 3 | generation);
+                let size_generation = (size as u64) << 3 | generation;
+                self.objects
+                    .extend(&[delta, u64::from(index), size_generation, part.len() as u64]);
                 self.objects_in_batch += 1;
             } else {
-                self.objects.push(CONTINUATION);
-                self.objects.push(0);
+                self.objects
+                    .extend(&[delta, CONTINUATION, 0, part.len() as u64]);
             }
             first = false;
-            self.objects.push(part.len() as u64);
             for r in part {
-                self.objects
-                    .push(zigzag((r.0 as u64).wrapping_sub(id) as i64));
+                let target = zigzag((r.0 as u64).wrapping_sub(id) as i64);
                 let known = offsets.and_then(|o| o.get(done)).filter(|_| !array);
                 done += 1;
                 let offset = if let Some(&o) = known {
@@ -332,7 +330,7 @@ impl Walk {
                 } else {
                     0
                 };
-                self.objects.push(offset);
+                self.objects.extend(&[target, offset]);
             }
             if self.objects.len() >= self.batch_values {
                 self.flush_objects();
@@ -469,13 +467,22 @@ struct Batch {
 
 impl Batch {
     #[inline]
-    fn push(&mut self, mut v: u64) {
-        self.values += 1;
-        while v >= 0x80 {
-            self.bytes.push(v as u8 | 0x80);
-            v >>= 7;
+    fn push(&mut self, v: u64) {
+        self.extend(&[v]);
+    }
+
+    /// Appends a few values (an entry's head, one reference): encoded on the stack, then
+    /// copied in with one check of the capacity.
+    #[inline]
+    fn extend<const N: usize>(&mut self, values: &[u64; N]) {
+        const { assert!(N <= 4, "at most 4 values (40 bytes) at a time") };
+        let mut buf = [0u8; 40];
+        let mut n = 0;
+        for &v in values {
+            n += clrprof_format::leb128::write_u64(&mut buf[n..n + 10], v);
         }
-        self.bytes.push(v as u8);
+        self.bytes.extend_from_slice(&buf[..n]);
+        self.values += N;
     }
 
     /// Values, not bytes: the batch's bound.
