@@ -466,11 +466,6 @@ struct Batch {
 }
 
 impl Batch {
-    #[inline]
-    fn push(&mut self, v: u64) {
-        self.extend(&[v]);
-    }
-
     /// Appends a few values (an entry's head, one reference): encoded on the stack, then
     /// copied in with one check of the capacity.
     #[inline]
@@ -1010,8 +1005,9 @@ mod tests {
             0,
         ];
         let mut batch = Batch::default();
-        for &v in &values {
-            batch.push(v);
+        batch.extend(&[values[0], values[1], values[2], values[3]]);
+        for &v in &values[4..] {
+            batch.extend(&[v]);
         }
         assert_eq!(batch.len(), values.len());
         assert_eq!(batch.decoded(), values);
