@@ -520,6 +520,11 @@ struct Run {
     end: u32,
 }
 
+/// A run also ends at a gap of more than this between two ids: one run then covers one
+/// stretch of live objects, not the space between two regions, which a region walked later
+/// may lie in.
+const RUN_GAP: u64 = 1 << 20;
+
 /// The runs of increasing ids, in recorded order, when there are few of them and their
 /// id ranges do not overlap (so no id is recorded twice); `None` otherwise.
 fn increasing_runs(ids: &[u64]) -> Option<Vec<Run>> {
@@ -527,7 +532,11 @@ fn increasing_runs(ids: &[u64]) -> Option<Vec<Run>> {
     let mut runs: Vec<Run> = Vec::new();
     let mut start = 0usize;
     for i in 1..=ids.len() {
-        if i == ids.len() || ids[i] <= ids[i - 1] || ids[i] - ids[start] > u64::from(u32::MAX) {
+        if i == ids.len()
+            || ids[i] <= ids[i - 1]
+            || ids[i] - ids[i - 1] > RUN_GAP
+            || ids[i] - ids[start] > u64::from(u32::MAX)
+        {
             if runs.len() == most {
                 return None;
             }
@@ -914,6 +923,13 @@ mod tests {
         let lookup = Lookup::new(far.to_vec(), |_| unreachable!());
         assert_eq!(lookup.find(16 + (5 << 30)), Some(3));
         assert_eq!(lookup.find(8 + (1 << 32)), None);
+        // Two regions walked upwards, then one between them: the gap splits the first run,
+        // so the runs do not overlap.
+        let (a, b, c) = (1 << 30, (1 << 30) + (4 << 20), (1 << 30) + (2 << 20));
+        let regions = [a, a + 16, b, b + 16, c, c + 16];
+        let lookup = Lookup::new(regions.to_vec(), |_| unreachable!("runs were found"));
+        assert_eq!(lookup.find(c + 16), Some(5));
+        assert_eq!(lookup.find(b), Some(2));
         // Overlapping runs (an id range walked twice) or a run per object: no runs.
         assert_eq!(increasing_runs(&[100, 200, 150, 250]), None);
         let reversed: Vec<u64> = (0..2000).rev().collect();
