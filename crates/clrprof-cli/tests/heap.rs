@@ -169,6 +169,38 @@ fn assert_non_gc_heap(h: &Value, t: &Target) -> u64 {
     nongc
 }
 
+/// The walk's own accounting (the agent's `heap_walk` record): the generations come from
+/// the runtime's ranges and the sizes from the method tables, not from a runtime call per
+/// object, and every such answer is the runtime's own (the tests' debug agent asks the
+/// runtime for each one too and counts those that differ).
+fn assert_walk_answers_are_the_runtimes(trace: &Path, nongc_objects: u64) {
+    let bytes = std::fs::read(trace).unwrap();
+    let mut reader = clrprof_format::TraceReader::new(&bytes).unwrap();
+    let walk: Value = reader
+        .events_without_calls()
+        .find_map(|d| match d.event {
+            clrprof_format::Event::Meta { key, json } if key == "heap_walk" => {
+                Some(serde_json::from_str(&json).unwrap())
+            }
+            _ => None,
+        })
+        .expect("a heap_walk record");
+    let n = |k: &str| walk[k].as_u64().unwrap();
+    assert_eq!(n("differed"), 0, "{walk}");
+    // Each object's generation and size not asked of the runtime was compared.
+    let walked = n("walked");
+    assert_eq!(
+        n("compared"),
+        2 * walked - n("generations_asked") - n("sizes_asked"),
+        "{walk}"
+    );
+    // Generations asked once per range (a few in a small heap) and per non-GC object
+    // (which has none), sizes at most 16 times per class.
+    assert!(n("generations_asked") <= nongc_objects + 32, "{walk}");
+    assert!(n("sizes_asked") <= 16 * n("classes"), "{walk}");
+    eprintln!("heap walk: {walk}");
+}
+
 #[test]
 fn heap_snapshot_of_a_known_graph_then_diff_after_freeing_half() {
     let dir = scratch("heap-known-graph");
@@ -253,6 +285,7 @@ fn heap_snapshot_of_a_known_graph_then_diff_after_freeing_half() {
     );
     let nongc = assert_non_gc_heap(&h, &t);
     eprintln!("non-GC heap: {nongc} objects, {} bytes", h["nongc_bytes"]);
+    assert_walk_answers_are_the_runtimes(&s1, nongc);
 
     // Every local is reached through the array on Hold's frame.
     let locals = report_heap(&s1, &["--paths-to", "Scenarios.HeapLocal"]);
@@ -370,13 +403,11 @@ fn the_non_gc_heap_on_net8() {
     let dir = scratch("heap-nongc-net8");
     let app = clrprof_testkit::app_on("Scenarios", clrprof_testkit::Runtime::Net8);
     let t = Target::start_on(&app, &["heap", "100"]);
-    let h = heap_json(
-        t.pid,
-        &dir.join("s.clrprof"),
-        &["--statics", "Scenarios.HeapHolder"],
-    );
+    let trace = dir.join("s.clrprof");
+    let h = heap_json(t.pid, &trace, &["--statics", "Scenarios.HeapHolder"]);
     assert_eq!(h["complete"], true);
     let nongc = assert_non_gc_heap(&h, &t);
+    assert_walk_answers_are_the_runtimes(&trace, nongc);
     eprintln!(
         "non-GC heap on .NET 8: {nongc} objects, {} bytes",
         h["nongc_bytes"]

@@ -99,6 +99,34 @@ pub fn encode_call_values_header(
     1 + len + n
 }
 
+/// Longest header [`encode_u64_list_header`] writes: kind, the length, and three LEB128s
+/// (timestamp, snapshot, item count).
+pub const U64_LIST_HEADER_MAX: usize = 1 + 4 * leb128::MAX_LEN;
+
+/// Writes the start of a `HeapObjects` or `HeapRoots` record (`kind` 66 or 67) of
+/// snapshot `snapshot` whose `items` values follow it already LEB128-encoded
+/// (`items_len` bytes): header then items is byte-identical to [`encode`] of the event
+/// (at most [`crate::MAX_LIST_ITEMS`] items, as it writes). Returns the header's length.
+/// For the heap walk, which encodes each value once, as it goes.
+#[inline]
+pub fn encode_u64_list_header(
+    out: &mut [u8; U64_LIST_HEADER_MAX],
+    kind: u8,
+    ts: u64,
+    snapshot: u64,
+    items: usize,
+    items_len: usize,
+) -> usize {
+    let mut fields = [0u8; 3 * leb128::MAX_LEN];
+    let mut n = leb128::write_u64(&mut fields, ts);
+    n += leb128::write_u64(&mut fields[n..], snapshot);
+    n += leb128::write_u64(&mut fields[n..], items as u64);
+    out[0] = kind;
+    let len = leb128::write_u64(&mut out[1..], (n + items_len) as u64);
+    out[1 + len..1 + len + n].copy_from_slice(&fields[..n]);
+    1 + len + n
+}
+
 /// Appends a Sample record (kind 31) without building an [`Event`]. Byte-identical to
 /// [`encode`] of the same event.
 #[inline]
@@ -184,6 +212,48 @@ fn finish(out: &mut Vec<u8>, start: usize) {
 mod call_values_tests {
     use super::*;
     use std::borrow::Cow;
+
+    #[test]
+    fn u64_list_header_then_encoded_items_is_the_encoded_record() {
+        for (ts, snapshot, items) in [
+            (0u64, 1u64, vec![]),
+            (123_456_789, 2, vec![0u64, 127, 128, u64::MAX]),
+            (u64::MAX, 7, (0..2048u64).map(|i| i * 1_000_003).collect()),
+        ] {
+            let mut encoded = Vec::new();
+            for &v in &items {
+                leb128::put_u64(&mut encoded, v);
+            }
+            for kind in [66u8, 67] {
+                let mut head = [0u8; U64_LIST_HEADER_MAX];
+                let n = encode_u64_list_header(
+                    &mut head,
+                    kind,
+                    ts,
+                    snapshot,
+                    items.len(),
+                    encoded.len(),
+                );
+                let mut got = head[..n].to_vec();
+                got.extend_from_slice(&encoded);
+                let list = Cow::Borrowed(&items[..]);
+                let ev = if kind == 66 {
+                    Event::HeapObjects {
+                        snapshot,
+                        objects: list,
+                    }
+                } else {
+                    Event::HeapRoots {
+                        snapshot,
+                        roots: list,
+                    }
+                };
+                let mut want = Vec::new();
+                encode(&mut want, ts, &ev);
+                assert_eq!(got, want, "kind {kind}, {} items", items.len());
+            }
+        }
+    }
 
     #[test]
     fn call_values_header_then_values_is_the_encoded_record() {

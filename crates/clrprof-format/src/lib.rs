@@ -61,8 +61,9 @@ pub use block_writer::{
 pub use clock::ClockConverter;
 pub use decoded::DecodedEvent;
 pub use encode::{
-    CALL_VALUES_HEADER_MAX, ELT_RECORD_MAX, count_records, count_records_with_ts, encode,
-    encode_call_values_header, encode_elt, encode_sample_into, rebase_ts,
+    CALL_VALUES_HEADER_MAX, ELT_RECORD_MAX, U64_LIST_HEADER_MAX, count_records,
+    count_records_with_ts, encode, encode_call_values_header, encode_elt, encode_sample_into,
+    encode_u64_list_header, rebase_ts,
 };
 pub use error::FormatError;
 pub use events::{

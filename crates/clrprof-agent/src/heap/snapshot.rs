@@ -11,6 +11,7 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::time::Instant;
@@ -18,7 +19,7 @@ use std::time::Instant;
 use clrprof_format::{Event, HeapReason};
 use corprof::{ClassId, FunctionId, ObjectId, ProfilerInfo};
 
-use crate::output::buffers::{emit, emit_waiting};
+use crate::output::buffers::{emit, emit_encoded_waiting, emit_waiting};
 
 const IDLE: u8 = 0;
 /// A snapshot asked for a GC; the next full GC is walked.
@@ -76,16 +77,35 @@ struct Walk {
     /// Non-GC objects listed at the start of the GC that the walk has not reported yet.
     frozen: HashSet<usize>,
     batch_values: usize,
-    objects: Vec<u64>,
+    objects: Batch,
     objects_in_batch: u64,
     previous: u64,
     roots: Vec<u64>,
     roots_in_batch: u64,
     /// ClassID → index, and per index (ClassID, is an array).
-    classes: HashMap<usize, u32>,
+    classes: HashMap<usize, u32, BuildHasherDefault<IdHasher>>,
     class_list: Vec<(usize, bool)>,
     /// Per index, for an array of structs: the element's class and size.
     struct_elements: Vec<Option<(usize, u64)>>,
+    /// Per index, how its objects' sizes are found.
+    sizes: Vec<SizeSource>,
+    /// The class of the object before (ClassID, index): a run of objects of one class
+    /// needs no map look-up.
+    last_class: (usize, u32),
+    /// The generation range of the last object asked for (start, end, generation): the
+    /// runtime's answer names a block of memory within one generation that holds the
+    /// object, so the objects that follow it there are not asked again.
+    generation_range: (usize, usize, u64),
+    /// Objects whose generation / size was asked of the runtime (the rest came from the
+    /// range or the method table).
+    generations_asked: u64,
+    sizes_asked: u64,
+    /// Objects the walk reported (ObjectReferences).
+    walked: u64,
+    /// Debug builds ask the runtime for every answer that did not come from it and count
+    /// the answers compared and those that differed (the `heap_walk` meta record).
+    compared: u64,
+    differed: u64,
     stack_functions: HashSet<usize>,
     n_objects: u64,
     n_references: u64,
@@ -108,14 +128,22 @@ impl Walk {
             info,
             frozen: HashSet::new(),
             batch_values: batch_values(),
-            objects: Vec::with_capacity(BATCH_VALUES + 64),
+            objects: Batch::default(),
             objects_in_batch: 0,
             previous: 0,
             roots: Vec::with_capacity(BATCH_VALUES + 64),
             roots_in_batch: 0,
-            classes: HashMap::new(),
+            classes: HashMap::default(),
             class_list: Vec::new(),
             struct_elements: Vec::new(),
+            sizes: Vec::new(),
+            last_class: (0, 0),
+            generation_range: (0, 0, 0),
+            generations_asked: 0,
+            sizes_asked: 0,
+            walked: 0,
+            compared: 0,
+            differed: 0,
             stack_functions: HashSet::new(),
             n_objects: 0,
             n_references: 0,
@@ -127,9 +155,13 @@ impl Walk {
         }
     }
 
-    fn class_index(&mut self, info: &ProfilerInfo, class: ClassId) -> (u32, bool) {
+    fn class_index(&mut self, info: &ProfilerInfo, class: ClassId) -> u32 {
+        if self.last_class.0 == class.0 && class.0 != 0 {
+            return self.last_class.1;
+        }
         if let Some(&i) = self.classes.get(&class.0) {
-            return (i, self.class_list[i as usize].1);
+            self.last_class = (class.0, i);
+            return i;
         }
         let info_array = info.is_array_class(class);
         let array = matches!(info_array, Ok(Some(_)));
@@ -147,40 +179,101 @@ impl Walk {
         self.classes.insert(class.0, i);
         self.class_list.push((class.0, array));
         self.struct_elements.push(element);
-        (i, array)
+        self.sizes.push(SizeSource::Check(0));
+        self.last_class = (class.0, i);
+        i
+    }
+
+    /// The size of `object`, of class index `index`: from its method table once that has
+    /// given the runtime's own answer (`GetObjectSize2`) for an object of the class.
+    fn size(&mut self, info: &ProfilerInfo, object: ObjectId, index: u32) -> usize {
+        let source = self.sizes[index as usize];
+        if source == SizeSource::MethodTable {
+            // SAFETY: (A7) called from ObjectReferences: the runtime is suspended for the
+            // GC and `object` is a live object; the class's layout was checked.
+            let read = unsafe { size_from_method_table(object.0) }.0;
+            if cfg!(debug_assertions) {
+                self.compare(
+                    read as u64,
+                    info.get_object_size2(object).ok().map(|s| s as u64),
+                );
+            }
+            return read;
+        }
+        self.sizes_asked += 1;
+        let asked = info.get_object_size2(object).unwrap_or(0);
+        if let SizeSource::Check(checked) = source {
+            // SAFETY: (A7) as above: a live object during the walk.
+            let (read, word) = unsafe { size_from_method_table(object.0) };
+            self.sizes[index as usize] = size_check(asked, read, word, checked);
+        }
+        asked
+    }
+
+    /// Debug builds: an answer not asked of the runtime, beside the runtime's.
+    fn compare(&mut self, ours: u64, runtime: Option<u64>) {
+        self.compared += 1;
+        if runtime != Some(ours) {
+            self.differed += 1;
+        }
+    }
+
+    /// The generation of `object` (0–4); else what to record when it is not a listed
+    /// non-GC object: 6 (the runtime answered another value) or 7 (it failed).
+    fn generation(&mut self, info: &ProfilerInfo, object: ObjectId) -> Result<u64, u64> {
+        let (start, end, generation) = self.generation_range;
+        if (start..end).contains(&object.0) {
+            if cfg!(debug_assertions) {
+                let runtime = info.get_object_generation(object).ok();
+                self.compare(generation, runtime.map(|r| u64::from(r.generation)));
+            }
+            return Ok(generation);
+        }
+        self.generations_asked += 1;
+        match info.get_object_generation(object) {
+            Ok(r) if r.generation <= 4 => {
+                let generation = u64::from(r.generation);
+                let end = r.start.saturating_add(r.length);
+                if (r.start..end).contains(&object.0) {
+                    self.generation_range = (r.start, end, generation);
+                }
+                Ok(generation)
+            }
+            Ok(_) => Err(6),
+            Err(_) => Err(7),
+        }
     }
 
     fn object(&mut self, info: &ProfilerInfo, object: ObjectId, class: ClassId, refs: &[ObjectId]) {
-        let size = info.get_object_size2(object).unwrap_or(0);
+        self.walked += 1;
+        let index = self.class_index(info, class);
+        let size = self.size(info, object, index);
         // The walk reports non-GC objects too (.NET 8 and 10), whose generation the
         // runtime does not give (CORPROF_E_NOT_GC_OBJECT / E_FAIL).
-        let generation = match info.get_object_generation(object) {
-            Ok(r) if r.generation <= 4 => u64::from(r.generation),
+        let generation = match self.generation(info, object) {
+            Ok(g) => g,
             _ if self.frozen.remove(&object.0) => {
                 self.nongc_objects += 1;
                 self.nongc_bytes += size as u64;
                 NON_GC
             }
-            Ok(_) => 6,
-            Err(_) => 7,
+            Err(other) => other,
         };
-        self.entry(info, object, class, size, generation, refs, None);
+        self.entry(object, index, size, generation, refs, None);
     }
 
     /// Appends one object; `offsets` (per reference) when known, else they are found by
     /// scanning the object.
-    #[allow(clippy::too_many_arguments)]
     fn entry(
         &mut self,
-        info: &ProfilerInfo,
         object: ObjectId,
-        class: ClassId,
+        index: u32,
         size: usize,
         generation: u64,
         refs: &[ObjectId],
         offsets: Option<&[u64]>,
     ) {
-        let (index, array) = self.class_index(info, class);
+        let array = self.class_list[index as usize].1;
         let element = self.struct_elements[index as usize];
         let id = object.0 as u64;
         let scan = offsets.is_none()
@@ -196,30 +289,29 @@ impl Walk {
         let mut first = true;
         while first || parts.peek().is_some() {
             let part = parts.next().unwrap_or(&[]);
-            self.objects
-                .push(zigzag(id.wrapping_sub(self.previous) as i64));
+            let delta = zigzag(id.wrapping_sub(self.previous) as i64);
             self.previous = id;
             if first {
-                self.objects.push(u64::from(index));
-                self.objects.push((size as u64) << 3 | generation);
+                let size_generation = (size as u64) << 3 | generation;
+                self.objects
+                    .extend(&[delta, u64::from(index), size_generation, part.len() as u64]);
                 self.objects_in_batch += 1;
             } else {
-                self.objects.push(CONTINUATION);
-                self.objects.push(0);
+                self.objects
+                    .extend(&[delta, CONTINUATION, 0, part.len() as u64]);
             }
             first = false;
-            self.objects.push(part.len() as u64);
             for r in part {
-                self.objects
-                    .push(zigzag((r.0 as u64).wrapping_sub(id) as i64));
+                let target = zigzag((r.0 as u64).wrapping_sub(id) as i64);
                 let known = offsets.and_then(|o| o.get(done)).filter(|_| !array);
                 done += 1;
                 let offset = if let Some(&o) = known {
                     o
                 } else if scan {
                     // SAFETY: (A7) called from ObjectReferences: the runtime is suspended for
-                    // the GC and `object` is a live object of `size` bytes
-                    // (GetObjectSize2), whose fields lie between id + 8 and id + size - 8.
+                    // the GC and `object` is a live object of `size` bytes (GetObjectSize2,
+                    // or the method table's same figure), whose fields lie between id + 8
+                    // and id + size - 8.
                     match unsafe { find_slot(object.0, size, r.0, from) } {
                         Some(o) => {
                             from = o + 8;
@@ -238,7 +330,7 @@ impl Walk {
                 } else {
                     0
                 };
-                self.objects.push(offset);
+                self.objects.extend(&[target, offset]);
             }
             if self.objects.len() >= self.batch_values {
                 self.flush_objects();
@@ -287,7 +379,8 @@ impl Walk {
                 offsets.push(if offset < size { offset as u64 } else { 0 });
                 true
             });
-            self.entry(&info, object, class, size, NON_GC, &refs, Some(&offsets));
+            let index = self.class_index(&info, class);
+            self.entry(object, index, size, NON_GC, &refs, Some(&offsets));
             self.nongc_objects += 1;
             self.nongc_bytes += size as u64;
         }
@@ -297,9 +390,19 @@ impl Walk {
         if self.objects.is_empty() {
             return;
         }
-        let ok = emit_waiting(&Event::HeapObjects {
-            snapshot: self.snapshot,
-            objects: Cow::Borrowed(&self.objects),
+        let mut head = [0u8; clrprof_format::U64_LIST_HEADER_MAX];
+        let n = clrprof_format::encode_u64_list_header(
+            &mut head,
+            HEAP_OBJECTS,
+            0,
+            self.snapshot,
+            self.objects.values,
+            self.objects.bytes.len(),
+        );
+        let (snapshot, batch) = (self.snapshot, &self.objects);
+        let ok = emit_encoded_waiting(&head[..n], &batch.bytes, || Event::HeapObjects {
+            snapshot,
+            objects: Cow::Owned(batch.decoded()),
         });
         if !ok {
             // A batch of continuations only: count its object once.
@@ -348,6 +451,142 @@ impl Walk {
         }
         self.roots.clear();
         self.roots_in_batch = 0;
+    }
+}
+
+/// The kind byte of a `HeapObjects` record (`clrprof_format::events`).
+const HEAP_OBJECTS: u8 = 66;
+
+/// A batch of values as a `HeapObjects` record holds them: each one LEB128-encoded once,
+/// as the walk appends it.
+#[derive(Default)]
+struct Batch {
+    bytes: Vec<u8>,
+    values: usize,
+}
+
+impl Batch {
+    /// Appends a few values (an entry's head, one reference): encoded on the stack, then
+    /// copied in with one check of the capacity.
+    #[inline]
+    fn extend<const N: usize>(&mut self, values: &[u64; N]) {
+        const { assert!(N <= 4, "at most 4 values (40 bytes) at a time") };
+        let mut buf = [0u8; 40];
+        let mut n = 0;
+        for &v in values {
+            n += clrprof_format::leb128::write_u64(&mut buf[n..n + 10], v);
+        }
+        self.bytes.extend_from_slice(&buf[..n]);
+        self.values += N;
+    }
+
+    /// Values, not bytes: the batch's bound.
+    fn len(&self) -> usize {
+        self.values
+    }
+
+    fn is_empty(&self) -> bool {
+        self.values == 0
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.values = 0;
+    }
+
+    /// The values back (for a thread without a ring of its own, which records events).
+    fn decoded(&self) -> Vec<u64> {
+        let mut out = Vec::with_capacity(self.values);
+        let mut at = 0;
+        while at < self.bytes.len() {
+            match clrprof_format::leb128::read_u64(&self.bytes, &mut at) {
+                Ok(v) => out.push(v),
+                Err(_) => break,
+            }
+        }
+        out
+    }
+}
+
+/// How the walk finds the sizes of a class's objects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SizeSource {
+    /// Asks the runtime and compares with the method table's figures; the count is of
+    /// the objects that agreed without telling much (a zero count or first field).
+    Check(u8),
+    /// Reads the method table: it agreed with the runtime on an object whose count (or
+    /// first field) was not zero.
+    MethodTable,
+    /// Asks the runtime (`GetObjectSize2`): the method table disagreed once.
+    Ask,
+}
+
+/// Objects of a class checked with a zero count before its sizes are asked for good.
+const SIZE_CHECKS: u8 = 16;
+
+/// What one object's check says about its class: `asked` is the runtime's size, `read`
+/// the method table's, `word` the 32 bits after the method-table pointer (an array's or
+/// string's length).
+fn size_check(asked: usize, read: usize, word: u32, checked: u8) -> SizeSource {
+    if asked != read {
+        SizeSource::Ask
+    } else if word != 0 {
+        SizeSource::MethodTable
+    } else if checked + 1 >= SIZE_CHECKS {
+        SizeSource::Ask
+    } else {
+        SizeSource::Check(checked + 1)
+    }
+}
+
+/// An object's size as the runtime computes it (`Object::GetSize`, and the GC from its
+/// own view of a method table, `gcenv.object.h`): the method table (the object's first
+/// word, low bits masked) holds 32 bits of flags, whose top bit says that the low 16 are
+/// a component size (arrays, strings), then the base size; a component count is the 32
+/// bits after the method-table pointer. Returns the size and that word.
+///
+/// # Safety
+/// `object` must be a live object (at least 24 bytes: its header, method-table pointer
+/// and one word) that the GC does not move meanwhile.
+unsafe fn size_from_method_table(object: usize) -> (usize, u32) {
+    // SAFETY: (A7) the object's first word is its method-table pointer (contract).
+    let mt = unsafe { std::ptr::read_unaligned(object as *const usize) } & !7;
+    // SAFETY: (A7) a live object's method table is loaded memory; these are its first
+    // 8 bytes (flags and base size).
+    let (flags, base) = unsafe {
+        (
+            std::ptr::read_unaligned(mt as *const u32),
+            std::ptr::read_unaligned((mt + 4) as *const u32),
+        )
+    };
+    // SAFETY: (A7) bytes 8..12 of an object of at least 24 bytes (contract).
+    let word = unsafe { std::ptr::read_unaligned((object + 8) as *const u32) };
+    let size = if flags & 0x8000_0000 != 0 {
+        base as usize + word as usize * (flags & 0xffff) as usize
+    } else {
+        base as usize
+    };
+    (size, word)
+}
+
+/// Hashes a ClassID (an aligned address) for the walk's class map: one multiplication
+/// instead of SipHash, per object of a class other than the one before.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (n as u64 ^ (n as u64 >> 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 32)
     }
 }
 
@@ -573,6 +812,29 @@ pub fn take(info: &ProfilerInfo, reason: HeapReason) -> Result<Summary, String> 
             .to_string(),
         ),
     });
+    emit(&Event::Meta {
+        key: Cow::Borrowed("heap_walk"),
+        json: Cow::Owned(
+            serde_json::json!({
+                "snapshot": snapshot,
+                "walked": walk.walked,
+                "classes": walk.class_list.len(),
+                "generations_asked": walk.generations_asked,
+                "sizes_asked": walk.sizes_asked,
+                "compared": walk.compared,
+                "differed": walk.differed,
+            })
+            .to_string(),
+        ),
+    });
+    if walk.differed > 0 {
+        log!(
+            "heap snapshot {snapshot}: {} of {} generations or sizes not asked of the runtime \
+             differ from its answer",
+            walk.differed,
+            walk.compared
+        );
+    }
     if let Some(e) = &walk.nongc_error {
         log!("heap snapshot {snapshot}: no non-GC heap objects: {e}");
     }
@@ -728,6 +990,85 @@ mod tests {
         assert_eq!(zigzag(1), 2);
         assert_eq!(zigzag(24), 48);
         assert_eq!(zigzag(i64::MIN), u64::MAX);
+    }
+
+    #[test]
+    fn a_batch_is_the_heap_objects_record_the_format_encodes() {
+        let values = [
+            zigzag(-24),
+            3,
+            32 << 3 | 2,
+            1,
+            zigzag(1 << 40),
+            8,
+            CONTINUATION,
+            0,
+        ];
+        let mut batch = Batch::default();
+        batch.extend(&[values[0], values[1], values[2], values[3]]);
+        for &v in &values[4..] {
+            batch.extend(&[v]);
+        }
+        assert_eq!(batch.len(), values.len());
+        assert_eq!(batch.decoded(), values);
+        let mut head = [0u8; clrprof_format::U64_LIST_HEADER_MAX];
+        let n = clrprof_format::encode_u64_list_header(
+            &mut head,
+            HEAP_OBJECTS,
+            0,
+            9,
+            batch.len(),
+            batch.bytes.len(),
+        );
+        let mut got = head[..n].to_vec();
+        got.extend_from_slice(&batch.bytes);
+        let mut want = Vec::new();
+        clrprof_format::encode(
+            &mut want,
+            0,
+            &Event::HeapObjects {
+                snapshot: 9,
+                objects: Cow::Borrowed(&values),
+            },
+        );
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn sizes_come_from_the_method_table_as_the_runtime_computes_them() {
+        // A method table: flags (component size 2 in the low 16 bits, the top bit set),
+        // base size 22, as System.String's.
+        // Little-endian words, 8-byte aligned: the flags, then the base size.
+        let string_mt: [u64; 2] = [22 << 32 | 0x8000_0002, 0];
+        let plain_mt: [u64; 2] = [32 << 32 | 0x0000_1000, 0];
+        // Objects (from the method-table pointer): a string of 5 characters, a plain
+        // object whose first field is 7; low bits of the pointer set as the GC may.
+        let string: [usize; 3] = [string_mt.as_ptr() as usize | 1, 5, 0];
+        let plain: [usize; 3] = [plain_mt.as_ptr() as usize, 7, 0];
+        // SAFETY: (A7) each array outlives the call and is 24 bytes from its start.
+        unsafe {
+            assert_eq!(size_from_method_table(string.as_ptr() as usize), (32, 5));
+            assert_eq!(size_from_method_table(plain.as_ptr() as usize), (32, 7));
+        }
+    }
+
+    #[test]
+    fn a_class_is_read_from_its_method_table_only_after_a_telling_agreement() {
+        assert_eq!(size_check(32, 32, 7, 0), SizeSource::MethodTable);
+        assert_eq!(size_check(32, 24, 7, 0), SizeSource::Ask);
+        // An empty array agrees whatever its component size: asked again.
+        assert_eq!(size_check(24, 24, 0, 0), SizeSource::Check(1));
+        assert_eq!(size_check(24, 24, 0, SIZE_CHECKS - 1), SizeSource::Ask);
+    }
+
+    #[test]
+    fn the_class_map_hashes_aligned_ids_apart() {
+        let mut map: HashMap<usize, u32, BuildHasherDefault<IdHasher>> = HashMap::default();
+        for i in 0..10_000usize {
+            map.insert(0x7f00_0000_0000 + i * 64, i as u32);
+        }
+        assert_eq!(map.get(&(0x7f00_0000_0000 + 640)), Some(&10));
+        assert_eq!(map.len(), 10_000);
     }
 
     #[test]

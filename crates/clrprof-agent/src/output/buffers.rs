@@ -285,6 +285,26 @@ pub fn emit_waiting(ev: &Event<'_>) -> bool {
     emit_with(clock::ticks(), ev, true)
 }
 
+/// [`emit_waiting`] of a record already encoded as `head` then `tail` (with a zero
+/// timestamp, as [`clrprof_format::encode_u64_list_header`] writes it), copied into the
+/// ring without joining them; `event` builds the same event for a thread that has no
+/// ring of its own (the fallback).
+pub fn emit_encoded_waiting(
+    head: &[u8],
+    tail: &[u8],
+    event: impl FnOnce() -> Event<'static>,
+) -> bool {
+    let ts = clock::ticks();
+    with_own_ring(
+        || emit_fallback(ts, &event()),
+        |slot, limit| {
+            write_waiting(slot, limit, true, |ring, limit| {
+                ring.try_write_record_parts(limit, ts, head, tail)
+            })
+        },
+    )
+}
+
 fn emit_with(ts: u64, ev: &Event<'_>, always_wait: bool) -> bool {
     with_own_ring(
         || emit_fallback(ts, ev),

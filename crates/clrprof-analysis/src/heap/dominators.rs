@@ -1,9 +1,9 @@
 //! Immediate dominators of a graph rooted at node 0, by the iterative algorithm of
 //! Cooper, Harvey and Kennedy ("A Simple, Fast Dominance Algorithm", 2001): number the
 //! nodes in reverse postorder, then refine `idom` with the two-finger intersection until
-//! nothing changes. On heap graphs it converges in two or three passes. Memory: three
-//! `u32`s per node (order, rank, idom) and the DFS stack; the edges are read where they
-//! are, with no predecessor lists.
+//! nothing changes. On heap graphs it converges in two or three passes. Memory: two
+//! `u32`s per node (order, and idom, held as ranks while it iterates) and the DFS stack;
+//! the edges are read where they are, with no predecessor lists.
 
 /// A directed graph in compressed sparse rows: the successors of `n` are
 /// `targets[start[n]..start[n + 1]]`.
@@ -119,26 +119,31 @@ pub fn dominators(g: &impl Successors) -> Dominators {
 }
 
 /// [`dominators`] from a [`reverse_postorder`] already computed (its two arrays).
+///
+/// While it iterates, each node's dominator is held as its rank (its position in
+/// `order`), so that the two fingers compare ranks directly and climb through `order`:
+/// no array of every node's rank (4 bytes a node) is needed beside `order` and `idom`.
+/// The dominators become node numbers again at the end, in place.
 pub fn dominators_from(g: &impl Successors, order: Vec<u32>, spare: Vec<u32>) -> Dominators {
     let n = g.nodes();
+    // Per node, the rank of its dominator found so far; UNREACHABLE: none yet.
     let mut idom = spare;
     idom.clear();
     idom.resize(n, UNREACHABLE);
     if n == 0 {
         return Dominators { idom, order };
     }
-    let mut rank = vec![u32::MAX; n];
-    for (i, &v) in order.iter().enumerate() {
-        rank[v as usize] = i as u32;
-    }
+    // Node 0 comes first in reverse postorder: rank 0, its own dominator.
     idom[0] = 0;
+    // The nearest common dominator of the nodes of ranks `a` and `b`, as a rank: a node's
+    // dominator comes before it in reverse postorder, so the deeper finger climbs.
     let intersect = |idom: &[u32], mut a: u32, mut b: u32| {
         while a != b {
-            while rank[a as usize] > rank[b as usize] {
-                a = idom[a as usize];
+            while a > b {
+                a = idom[order[a as usize] as usize];
             }
-            while rank[b as usize] > rank[a as usize] {
-                b = idom[b as usize];
+            while b > a {
+                b = idom[order[b as usize] as usize];
             }
         }
         a
@@ -146,12 +151,13 @@ pub fn dominators_from(g: &impl Successors, order: Vec<u32>, spare: Vec<u32>) ->
     let mut changed = true;
     while changed {
         changed = false;
-        for &u in &order {
+        for (rank, &u) in order.iter().enumerate() {
             // Every reachable node has its DFS parent, which comes before it in reverse
             // postorder, so it has a dominator when its turn comes.
             if idom[u as usize] == UNREACHABLE {
                 continue;
             }
+            let rank = rank as u32;
             for e in g.edges(u) {
                 let Some(v) = g.successor(u, e) else { continue };
                 if v == 0 {
@@ -159,15 +165,20 @@ pub fn dominators_from(g: &impl Successors, order: Vec<u32>, spare: Vec<u32>) ->
                 }
                 let old = idom[v as usize];
                 let new = if old == UNREACHABLE {
-                    u
+                    rank
                 } else {
-                    intersect(&idom, u, old)
+                    intersect(&idom, rank, old)
                 };
                 if new != old {
                     idom[v as usize] = new;
                     changed = true;
                 }
             }
+        }
+    }
+    for d in idom.iter_mut() {
+        if *d != UNREACHABLE {
+            *d = order[*d as usize];
         }
     }
     Dominators { idom, order }

@@ -317,6 +317,8 @@ struct Raw {
     /// References from continuation entries that do not follow their object (another
     /// thread's batch came between): (object id, target id, field).
     more: Vec<(u64, u64, u32)>,
+    /// Object indexes sorted by id, when the ids are not in few runs ([`finish`]).
+    by_id: Vec<u32>,
     roots: Vec<(u64, GcRootKind, u32, u64)>,
     statics: Vec<(String, String, u64, u64, String)>,
 }
@@ -525,17 +527,154 @@ pub fn load_releasing(
     Ok(s)
 }
 
+/// A stretch of objects, in recorded order, whose ids increase and lie within 4 GiB of
+/// its first: the walk reports a region (or segment) of the heap at a time, in address
+/// order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Run {
+    first_id: u64,
+    last_id: u64,
+    /// Object indexes `start..end`.
+    start: u32,
+    end: u32,
+}
+
+/// A run also ends at a gap of more than this between two ids: one run then covers one
+/// stretch of live objects, not the space between two regions, which a region walked later
+/// may lie in.
+const RUN_GAP: u64 = 1 << 20;
+
+/// The runs of increasing ids, in recorded order, when there are few of them and their
+/// id ranges do not overlap (so no id is recorded twice); `None` otherwise.
+fn increasing_runs(ids: &[u64]) -> Option<Vec<Run>> {
+    let most = (ids.len() / 64).max(1024);
+    let mut runs: Vec<Run> = Vec::new();
+    let mut start = 0usize;
+    for i in 1..=ids.len() {
+        if i == ids.len()
+            || ids[i] <= ids[i - 1]
+            || ids[i] - ids[i - 1] > RUN_GAP
+            || ids[i] - ids[start] > u64::from(u32::MAX)
+        {
+            if runs.len() == most {
+                return None;
+            }
+            runs.push(Run {
+                first_id: ids[start],
+                last_id: ids[i - 1],
+                start: start as u32,
+                end: i as u32,
+            });
+            start = i;
+        }
+    }
+    let mut by_id: Vec<&Run> = runs.iter().collect();
+    by_id.sort_unstable_by_key(|r| r.first_id);
+    by_id
+        .windows(2)
+        .all(|w| w[0].last_id < w[1].first_id)
+        .then_some(runs)
+}
+
+/// Finds an object's index by its id, and an object's id by its index.
+enum Lookup {
+    /// Few runs of increasing ids (the usual walk): each object's id as 32 bits, its
+    /// distance from its run's first id (4 bytes an object where the ids took 8).
+    Runs {
+        /// In recorded order.
+        runs: Vec<Run>,
+        /// Run indexes by first id.
+        by_id: Vec<u32>,
+        offsets: Vec<u32>,
+    },
+    /// The ids, and the object indexes sorted by id.
+    Sorted { ids: Vec<u64>, by_id: Vec<u32> },
+}
+
+impl Lookup {
+    /// Keeps `ids` in runs when [`increasing_runs`] finds them (the ids are then given
+    /// back), else with `by_id`, the indexes sorted by id.
+    fn new(ids: Vec<u64>, by_id: impl FnOnce(&[u64]) -> Vec<u32>) -> Lookup {
+        let Some(runs) = increasing_runs(&ids) else {
+            let by_id = by_id(&ids);
+            return Lookup::Sorted { ids, by_id };
+        };
+        let mut offsets = Vec::with_capacity(ids.len());
+        for r in &runs {
+            offsets.extend(
+                ids[r.start as usize..r.end as usize]
+                    .iter()
+                    .map(|&id| (id - r.first_id) as u32),
+            );
+        }
+        drop(ids);
+        let mut by_id: Vec<u32> = (0..runs.len() as u32).collect();
+        by_id.sort_unstable_by_key(|&k| runs[k as usize].first_id);
+        Lookup::Runs {
+            runs,
+            by_id,
+            offsets,
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Lookup::Runs { offsets, .. } => offsets.len(),
+            Lookup::Sorted { ids, .. } => ids.len(),
+        }
+    }
+
+    fn find(&self, id: u64) -> Option<u32> {
+        match self {
+            Lookup::Runs {
+                runs,
+                by_id,
+                offsets,
+            } => {
+                let k =
+                    by_id[..by_id.partition_point(|&k| runs[k as usize].first_id <= id)].last()?;
+                let r = &runs[*k as usize];
+                if id > r.last_id {
+                    return None;
+                }
+                let at = offsets[r.start as usize..r.end as usize]
+                    .binary_search(&((id - r.first_id) as u32))
+                    .ok()?;
+                Some(r.start + at as u32)
+            }
+            Lookup::Sorted { ids, by_id } => by_id
+                .binary_search_by_key(&id, |&i| ids[i as usize])
+                .ok()
+                .map(|k| by_id[k]),
+        }
+    }
+
+    /// The ids of the objects in order.
+    fn ids(&self) -> Box<dyn Iterator<Item = u64> + '_> {
+        match self {
+            Lookup::Runs { runs, offsets, .. } => Box::new(runs.iter().flat_map(move |r| {
+                offsets[r.start as usize..r.end as usize]
+                    .iter()
+                    .map(move |&o| r.first_id + u64::from(o))
+            })),
+            Lookup::Sorted { ids, .. } => Box::new(ids.iter().copied()),
+        }
+    }
+}
+
 /// Drops objects recorded twice, turns reference ids into indexes, resolves roots and
-/// statics. Objects keep their recorded order; when the ids are not in order, a
-/// permutation sorted by id finds them.
+/// statics. Objects keep their recorded order; they are found by id through their runs of
+/// increasing ids, or, when those are many or overlap, through a permutation sorted by id.
 fn finish(mut raw: Raw, s: &mut HeapSnapshot) {
     raw.edge_start.push(raw.target_ids.len as u32);
-    let sorted = raw.ids.windows(2).all(|w| w[0] < w[1]);
-    // Object indexes by id (empty: the ids are in order). Duplicate ids (a batch
-    // recorded twice) keep one copy, a non-GC one if there is one.
-    let mut by_id: Vec<u32> = Vec::new();
-    if !sorted || !raw.more.is_empty() {
-        by_id = (0..raw.ids.len() as u32).collect();
+    let mut runs_found = false;
+    if raw.more.is_empty() {
+        runs_found = increasing_runs(&raw.ids).is_some();
+    }
+    if !runs_found {
+        // Object indexes by id. Duplicate ids (a batch recorded twice) keep one copy, a
+        // non-GC one if there is one.
+        let mut by_id: Vec<u32> = (0..raw.ids.len() as u32).collect();
         by_id.sort_unstable_by_key(|&i| {
             (raw.ids[i as usize], raw.generation[i as usize] != NON_GC, i)
         });
@@ -544,30 +683,21 @@ fn finish(mut raw: Raw, s: &mut HeapSnapshot) {
         if by_id.len() != before || !raw.more.is_empty() {
             regroup(&mut raw, &mut by_id);
         }
-        if sorted {
-            by_id = Vec::new();
-        }
+        raw.by_id = by_id;
     }
-    let n = raw.ids.len();
-    let find = |id: u64| {
-        if by_id.is_empty() {
-            raw.ids.binary_search(&id).ok().map(|i| i as u32)
-        } else {
-            by_id
-                .binary_search_by_key(&id, |&i| raw.ids[i as usize])
-                .ok()
-                .map(|k| by_id[k])
-        }
-    };
+    let by_id = std::mem::take(&mut raw.by_id);
+    let lookup = Lookup::new(std::mem::take(&mut raw.ids), |_| by_id);
+    let n = lookup.len();
+    let find = |id: u64| lookup.find(id);
     // References: read back from the stream object by object and resolved, those to no
     // recorded object dropped (counted).
     let mut targets: Vec<u32> = Vec::with_capacity(raw.target_ids.len);
     let mut reader = raw.target_ids.reader();
     let mut begin = raw.edge_start[0] as usize;
-    for o in 0..n {
+    for (o, id) in lookup.ids().enumerate() {
         let end = raw.edge_start[o + 1] as usize;
         raw.edge_start[o] = targets.len() as u32;
-        reader.start(raw.ids[o]);
+        reader.start(id);
         for e in begin..end {
             match find(reader.next()) {
                 Some(t) => {
@@ -607,7 +737,7 @@ fn finish(mut raw: Raw, s: &mut HeapSnapshot) {
             value,
         });
     }
-    drop(by_id);
+    drop(lookup);
     s.class = std::mem::take(&mut raw.class);
     s.size = std::mem::take(&mut raw.size);
     s.large_sizes = std::mem::take(&mut raw.large);
@@ -785,6 +915,78 @@ mod tests {
         assert_eq!(s.targets, vec![1, 0]);
         assert_eq!(s.edge_start, vec![0, 1, 2]);
         assert_eq!(s.roots[0].object, 1);
+    }
+
+    #[test]
+    fn ids_are_found_through_their_increasing_runs() {
+        // Regions walked out of address order (the second and third read as one run, as
+        // they follow each other upwards), then the non-GC heap below them.
+        let ids = vec![500, 510, 520, 100, 110, 300, 310, 320, 10, 20];
+        let runs = increasing_runs(&ids).unwrap();
+        assert_eq!(
+            runs.iter().map(|r| (r.start, r.end)).collect::<Vec<_>>(),
+            vec![(0, 3), (3, 8), (8, 10)]
+        );
+        let lookup = Lookup::new(ids.clone(), |_| unreachable!("runs were found"));
+        assert!(matches!(&lookup, Lookup::Runs { offsets, .. } if offsets[..3] == [0, 10, 20]));
+        assert_eq!(lookup.ids().collect::<Vec<_>>(), ids);
+        for (i, &id) in ids.iter().enumerate() {
+            assert_eq!(lookup.find(id), Some(i as u32), "{id}");
+        }
+        for id in [0, 15, 105, 200, 315, 505, 600] {
+            assert_eq!(lookup.find(id), None, "{id}");
+        }
+        // Ids more than 4 GiB apart start a new run (an offset holds 32 bits).
+        let far = [8, 16, 8 + (5 << 30), 16 + (5 << 30)];
+        assert_eq!(increasing_runs(&far).unwrap().len(), 2);
+        let lookup = Lookup::new(far.to_vec(), |_| unreachable!());
+        assert_eq!(lookup.find(16 + (5 << 30)), Some(3));
+        assert_eq!(lookup.find(8 + (1 << 32)), None);
+        // Two regions walked upwards, then one between them: the gap splits the first run,
+        // so the runs do not overlap.
+        let (a, b, c) = (1 << 30, (1 << 30) + (4 << 20), (1 << 30) + (2 << 20));
+        let regions = [a, a + 16, b, b + 16, c, c + 16];
+        let lookup = Lookup::new(regions.to_vec(), |_| unreachable!("runs were found"));
+        assert_eq!(lookup.find(c + 16), Some(5));
+        assert_eq!(lookup.find(b), Some(2));
+        // Overlapping runs (an id range walked twice) or a run per object: no runs.
+        assert_eq!(increasing_runs(&[100, 200, 150, 250]), None);
+        let reversed: Vec<u64> = (0..2000).rev().collect();
+        assert_eq!(increasing_runs(&reversed), None);
+        let lookup = Lookup::new(reversed, |ids| {
+            let mut by_id: Vec<u32> = (0..ids.len() as u32).collect();
+            by_id.sort_unstable_by_key(|&i| ids[i as usize]);
+            by_id
+        });
+        assert_eq!(lookup.find(0), Some(1999));
+        assert_eq!(increasing_runs(&[]), Some(Vec::new()));
+    }
+
+    #[test]
+    fn references_resolve_the_same_through_runs_as_through_a_sorted_copy() {
+        // Two regions out of order, references across them.
+        let mut raw = Raw::default();
+        assert!(raw.objects(&[
+            zz(2000),
+            0,
+            24 << 3,
+            1,
+            zz(-1000),
+            0,
+            zz(24),
+            0,
+            24 << 3,
+            1,
+            zz(-1024),
+            0
+        ]));
+        assert!(raw.objects(&[zz(1000), 1, 32 << 3, 1, zz(1000), 0]));
+        raw.roots.push((1000, GcRootKind::Handle, 0, 7));
+        let mut s = HeapSnapshot::default();
+        finish(raw, &mut s);
+        assert_eq!(s.targets, vec![2, 2, 0]);
+        assert_eq!(s.roots[0].object, 2);
+        assert_eq!(s.dangling, 0);
     }
 
     #[test]
