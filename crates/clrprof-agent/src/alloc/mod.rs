@@ -454,10 +454,7 @@ pub fn on_event(
                 walked.as_slice(),
                 snap_positions.as_slice(),
                 complete && walked.exact,
-                |a| {
-                    info.get_function_from_ip(a as usize)
-                        .map_or(0, |f| f.0 as u64)
-                },
+                |a, f| in_code_of(maps, f, a),
             );
         }
         if hit {
@@ -555,10 +552,7 @@ fn own_stack(
                 walked.as_slice(),
                 positions.as_slice(),
                 complete && walked.exact,
-                |a| {
-                    info.get_function_from_ip(a as usize)
-                        .map_or(0, |f| f.0 as u64)
-                },
+                |a, f| in_code_of(maps, f, a),
             );
         }
     }
@@ -622,6 +616,12 @@ fn map_positions(
         );
     }
     out.n == frames.n
+}
+
+/// Whether `addr` lies in `function`'s code, from the maps' code ranges only (the lock
+/// only tried; no runtime call on a guessed address).
+fn in_code_of(maps: &Mutex<IlMaps>, function: u64, addr: u64) -> bool {
+    maps.try_lock().is_ok_and(|m| m.in_code_of(function, addr))
 }
 
 /// Where in its method each frame of a walk is, from what the shared maps know already

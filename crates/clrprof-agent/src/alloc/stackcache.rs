@@ -218,15 +218,20 @@ pub struct Walked {
 /// Keeps a stack DoStackSnapshot walked (all of it: `complete`), if every frame's slot
 /// below its SP holds a return address into that frame's function: the IP the runtime
 /// reported, or, for a frame the runtime reached through a transition frame (a P/Invoke's
-/// `InlinedCallFrame` records an IP of its own), another address that `owner` (code
-/// address → FunctionID, 0: none) places in the same function. `positions`: where in
-/// its method each frame is (one item per frame), handed out with the frames.
+/// `InlinedCallFrame` records an IP of its own), another address that `in_function`
+/// (code address, FunctionID) places in that frame's function. `positions`: where in its
+/// method each frame is (one item per frame), handed out with the frames.
+///
+/// `in_function` must not ask the runtime: the word it is handed is only a guess, and
+/// `GetFunctionFromIP` on a guess inside a ReadyToRun image none of whose methods at or
+/// below it has run faults inside the runtime (docs/safety.md, "The sampler's calls into
+/// the runtime"). The caller answers from the code ranges the agent has read already.
 pub fn keep(
     stack: &OwnStack,
     frames: &[Walked],
     positions: &[u64],
     complete: bool,
-    owner: impl Fn(u64) -> u64,
+    in_function: impl Fn(u64, u64) -> bool,
 ) {
     if !complete
         || frames.is_empty()
@@ -241,7 +246,7 @@ pub fn keep(
         let slot = f.sp.checked_sub(8).and_then(|at| stack.offset_of(at));
         let word = slot.and_then(|o| stack.word(o));
         match (slot, word) {
-            (Some(o), Some(w)) if w == f.ip || (w > 1 && owner(w - 1) == f.function) => {
+            (Some(o), Some(w)) if w == f.ip || (w > 1 && in_function(w - 1, f.function)) => {
                 offsets[i] = o;
                 rets[i] = w;
             }
@@ -313,7 +318,7 @@ mod tests {
                 sp: at(6),
             },
         ];
-        keep(&s, &frames, &[0x14, 0x2a], true, |_| 0);
+        keep(&s, &frames, &[0x14, 0x2a], true, |_, _| false);
         let (mut out, mut positions) = (FrameBuf::<8>::new(), FrameBuf::<8>::new());
         let mut rets = FrameBuf::<8>::new();
         assert!(find(&s, &mut out, &mut positions, &mut rets));
@@ -329,6 +334,34 @@ mod tests {
     }
 
     #[test]
+    fn a_transition_frame_is_kept_only_when_its_word_is_in_its_function_code() {
+        // The runtime reports the InlinedCallFrame's IP; the word below the SP is another
+        // return address into the same function, which only the code ranges can confirm.
+        let words = [0u64, 0x7200_0010, 0, 0];
+        let s = stack_of(&words);
+        let frames = [Walked {
+            function: 7,
+            ip: 0x7200_0042,
+            sp: s.anchor + 16,
+        }];
+        let asked = std::cell::Cell::new(None);
+        let before = NOT_KEPT[0].load(Ordering::Relaxed);
+        keep(&s, &frames, &[0], true, |a, f| {
+            asked.set(Some((a, f)));
+            false
+        });
+        assert_eq!(asked.get(), Some((0x7200_000f, 7)));
+        assert_eq!(NOT_KEPT[0].load(Ordering::Relaxed), before + 1);
+        keep(&s, &frames, &[0x33], true, |a, f| {
+            (0x7200_0000..0x7200_0100).contains(&a) && f == 7
+        });
+        let (mut out, mut positions) = (FrameBuf::<8>::new(), FrameBuf::<8>::new());
+        let mut rets = FrameBuf::<8>::new();
+        assert!(find(&s, &mut out, &mut positions, &mut rets));
+        assert_eq!(out.as_slice(), &[7]);
+    }
+
+    #[test]
     fn frames_whose_return_address_is_elsewhere_are_not_kept() {
         let words = [0u64, 0x7100_0001, 0, 0];
         let s = stack_of(&words);
@@ -338,7 +371,7 @@ mod tests {
             ip: 0x7100_0002,
             sp: s.anchor + 16,
         }];
-        keep(&s, &frames, &[0], true, |_| 0);
+        keep(&s, &frames, &[0], true, |_, _| false);
         assert_eq!(NOT_KEPT[0].load(Ordering::Relaxed), before + 1);
     }
 

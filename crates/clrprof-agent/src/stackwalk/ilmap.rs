@@ -152,6 +152,14 @@ impl IlMaps {
         self.lookup(function, addr).map(Some)
     }
 
+    /// Whether `addr` lies in the code of one of `function`'s versions read already (no
+    /// runtime call: false when they were not read).
+    pub fn in_code_of(&self, function: u64, addr: u64) -> bool {
+        self.bodies
+            .get(&function)
+            .is_some_and(|v| v.iter().any(|b| b.offset_of(addr).is_some()))
+    }
+
     fn lookup(&self, function: u64, addr: u64) -> Option<IlPosition> {
         self.bodies.get(&function)?.iter().find_map(|b| {
             let off = b.offset_of(addr)?;
