@@ -1,4 +1,4 @@
-//! Reading on two cores (#35 item 3): `report` and `convert` decode the trace's blocks on
+//! Reading on two cores (#35 item 3; `CLRPROF_READ_THREADS=2`): `report` and `convert` decode the trace's blocks on
 //! a second thread while the first builds the report. What they print must not change:
 //! every golden trace and a trace of many blocks from three threads (compact call chains
 //! carried from block to block, some blocks compressed, one damaged) read the same with

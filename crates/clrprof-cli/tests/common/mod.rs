@@ -393,17 +393,17 @@ pub fn coverage_app(
     (out, json)
 }
 
-/// `report --json` and `convert -f folded` of `trace`, decoding on a second thread (when
-/// the machine has two CPUs) and with `CLRPROF_READ_THREADS=1` (on the caller's thread
-/// only): the two must be the same, byte for byte. Returns the report's JSON.
+/// `report --json` and `convert -f folded` of `trace`, decoding on a second thread
+/// (`CLRPROF_READ_THREADS=2`, when the machine has two CPUs) and on the caller's thread
+/// only (the default): the two must be the same, byte for byte. Returns the report's JSON.
 pub fn reads_the_same_on_one_and_two_threads(trace: &Path) -> serde_json::Value {
     let run = |args: &[&str], one: bool| -> Vec<u8> {
         let mut cmd = clrprof();
         cmd.args(args).arg(trace);
         if one {
-            cmd.env(clrprof_format::READ_THREADS_ENV, "1");
-        } else {
             cmd.env_remove(clrprof_format::READ_THREADS_ENV);
+        } else {
+            cmd.env(clrprof_format::READ_THREADS_ENV, "2");
         }
         let out = cmd.output().unwrap();
         assert!(
@@ -420,7 +420,7 @@ pub fn reads_the_same_on_one_and_two_threads(trace: &Path) -> serde_json::Value 
     let report = run(&["report", "--json"], false);
     assert!(
         report == run(&["report", "--json"], true),
-        "report --json of {} differs with {}=1",
+        "report --json of {} differs with {}=2",
         trace.display(),
         clrprof_format::READ_THREADS_ENV
     );
@@ -439,7 +439,7 @@ pub fn reads_the_same_on_one_and_two_threads(trace: &Path) -> serde_json::Value 
     };
     assert!(
         folded(false) == folded(true),
-        "convert -f folded of {} differs with {}=1",
+        "convert -f folded of {} differs with {}=2",
         trace.display(),
         clrprof_format::READ_THREADS_ENV
     );

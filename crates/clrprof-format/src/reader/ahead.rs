@@ -1,4 +1,5 @@
-//! Decoding on a second core: [`Events::for_each_ahead`] runs the event iterator (finding
+//! Decoding on a second core, when `CLRPROF_READ_THREADS=2` asks for it
+//! ([`decode_ahead`]): [`Events::for_each_ahead`] runs the event iterator (finding
 //! blocks, checking their CRCs, decompressing, decoding each thread's compact call chain)
 //! on a thread of its own and hands its events over in batches, through a bounded queue,
 //! to the caller's thread, which does the rest (the call tree, the counts) meanwhile.
@@ -19,14 +20,18 @@ pub const BATCH: usize = 4096;
 /// Decoded batches waiting for the caller's thread, at most.
 pub const QUEUE: usize = 4;
 
-/// Set to `1` to decode on the caller's thread only (the single-core path, for comparing).
+/// Set to `2` to decode on a second thread (when this process may run on two CPUs).
 pub const READ_THREADS_ENV: &str = "CLRPROF_READ_THREADS";
 
-/// Whether a pass decodes on a second thread: when this process may run on two CPUs or
-/// more (its affinity mask and cgroup quota: under `taskset -c 0` it does not) and
-/// `CLRPROF_READ_THREADS` is not `1`.
+/// Whether a pass decodes on a second thread: only when `CLRPROF_READ_THREADS=2` asks and
+/// this process may run on two CPUs or more (its affinity mask and cgroup quota: under
+/// `taskset -c 0` it does not). One thread is the default: since the event loop calls its
+/// consumer inline, decoding is about a third of a pass, and handing each event over
+/// (112 bytes, stored by one thread and read by the other) costs more than that third on
+/// the 2-core machine of docs/performance.md (`clrprof-bench read`: 0.61 s on one thread,
+/// 0.71 s on two, for 28.2 M events).
 pub fn decode_ahead() -> bool {
-    if std::env::var(READ_THREADS_ENV).is_ok_and(|v| v.trim() == "1") {
+    if !std::env::var(READ_THREADS_ENV).is_ok_and(|v| v.trim() == "2") {
         return false;
     }
     std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)
