@@ -47,16 +47,7 @@ pub(super) struct SignalCapture {
     pending: Vec<Target>,
     pending_deadline: u64,
     addrs: Vec<u64>,
-    /// The ReadyToRun images' proofs taken from the runtime's own walk ([`calibrate`]):
-    /// when the last was taken (0: never) and the refusals counted by then.
-    calibrated_at: u64,
-    unproven_then: u64,
-    calibrations: u64,
 }
-
-/// How often at most the runtime's own walk is asked again for proofs, and only when
-/// guesses were refused since the last one.
-const CALIBRATE_EVERY_NS: u64 = 10_000_000_000;
 
 /// A thread signalled at a tick: its ids, the tick's timestamp and its CPU clock then.
 #[derive(Clone, Copy)]
@@ -83,61 +74,6 @@ impl SignalCapture {
             pending: Vec::with_capacity(sigprof::BATCH),
             pending_deadline: 0,
             addrs: Vec::with_capacity(max_depth()),
-            calibrated_at: 0,
-            unproven_then: 0,
-            calibrations: 0,
-        }
-    }
-
-    /// Proofs for the ReadyToRun checks from the runtime's own walk: one suspend-mode
-    /// capture (SuspendRuntime, DoStackSnapshot of every managed thread, ResumeRuntime)
-    /// whose frames are, by the runtime's word, in methods that have run. A guessed return
-    /// address at or above one of them in its image may then be asked about
-    /// (`stackwalk/r2r.rs`): without it, a thread blocked in native code under framework
-    /// code (`Thread.Sleep`, `Monitor.Enter`) would lose those frames until a live frame
-    /// proved them. Taken at the first tick, then at most every
-    /// [`CALIBRATE_EVERY_NS`] while guesses are refused. Nothing is recorded from it.
-    fn calibrate(&mut self, info: &ProfilerInfo, ts_ns: u64) {
-        let refused = self.symbols.r2r.unproven;
-        let due = self.calibrated_at == 0
-            || (refused > self.unproven_then
-                && ts_ns.saturating_sub(self.calibrated_at) >= CALIBRATE_EVERY_NS);
-        if !due {
-            return;
-        }
-        self.calibrated_at = ts_ns.max(1);
-        self.unproven_then = refused;
-        if self.calibrations == 0 {
-            super::suspend::warm_up(info);
-        }
-        self.calibrations += 1;
-        let mut frames = Vec::with_capacity(16 * 1024);
-        let mut at = Vec::with_capacity(16 * 1024);
-        let mut walked = Vec::new();
-        // (Its counters are not the sampler's: nothing of this capture is a sample.)
-        let quiet = SamplerStats::default();
-        if !super::suspend::take_suspended(
-            info,
-            &quiet,
-            false,
-            &mut false,
-            &mut frames,
-            &mut at,
-            &mut walked,
-        ) {
-            return;
-        }
-        let mut proved = 0u32;
-        for (&f, &a) in frames.iter().zip(&at) {
-            if f != 0 && a != 0 && self.symbols.prove_from_runtime(a) {
-                proved += 1;
-            }
-        }
-        if self.calibrations == 1 {
-            crate::log!(
-                "ReadyToRun checks: the runtime's own walk of {} threads proved {proved} frames in ReadyToRun code",
-                walked.len()
-            );
         }
     }
 
@@ -159,7 +95,6 @@ impl SignalCapture {
         walked: &mut Vec<Walked>,
     ) {
         self.collect(info, stats, frames, at, walked);
-        self.calibrate(info, clock::monotonic_ns());
         self.threads.clear();
         threads::copy_into(&mut self.threads);
         // Long enough for a thread this sampler preempted to be scheduled again.

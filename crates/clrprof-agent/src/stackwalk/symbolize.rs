@@ -63,15 +63,7 @@ impl ExecMap {
                 let (a, b) = range.split_once('-')?;
                 let start = u64::from_str_radix(a, 16).ok()?;
                 let end = u64::from_str_radix(b, 16).ok()?;
-                // An executable mapping at offset 0 is the load address only when no
-                // headers mapping came before it: the runtime maps a ReadyToRun image's
-                // headers (one page, `r--p` at offset 0) and then its code from file
-                // offset 0 again at the code's RVA (`r-xp` at offset 0, 64 KiB above on
-                // .NET 10's framework images), which is not where its RVAs start.
-                if path.starts_with('/')
-                    && u64::from_str_radix(offset, 16) == Ok(0)
-                    && (!perms.contains('x') || !starts.contains_key(path))
-                {
+                if path.starts_with('/') && u64::from_str_radix(offset, 16) == Ok(0) {
                     starts.insert(path, start);
                 }
                 if !perms.contains('x') {
@@ -311,23 +303,6 @@ impl Symbolizer {
         }
         self.cache.insert(ip, s);
         s
-    }
-
-    /// An address the runtime's own stack walk reported in a managed frame (a leaf's IP, a
-    /// caller's return address − 1): its method has run, which proves the ReadyToRun
-    /// checks for guesses at or above it in its image. The runtime is not asked.
-    pub fn prove_from_runtime(&mut self, addr: u64) -> bool {
-        if self.exec.file_at(addr).is_none() {
-            // The image may be mapped since the map was read (or it was never read).
-            self.stale = true;
-            self.refresh_if_due();
-        }
-        let g = self.gate(addr, Found::Chain);
-        if let Gate::Ask(Some((base, k))) = g {
-            self.prove(base, k);
-            return true;
-        }
-        false
     }
 
     /// The managed function containing `ret_minus_1` (a return address − 1 found on a
@@ -617,24 +592,6 @@ mod tests {
         assert_eq!(m.image_base(0x7f0000010008), None);
         assert_eq!(m.image_base(0x7f0000001008), None);
         assert_eq!(m.image_base(0x55d0c0a00008), None);
-    }
-
-    /// .NET 10 maps a framework ReadyToRun image's headers (`r--p`, offset 0) and, 64 KiB
-    /// above, its code from file offset 0 again (`r-xp`); a flat copy of the whole file
-    /// (`r--s`, offset 0) lies elsewhere. The load address is the headers' mapping.
-    #[test]
-    fn a_readytorun_image_s_load_address_is_its_headers_mapping() {
-        let maps = "\
-7f46e2800000-7f46e36db000 r--s 00000000 fe:00 350922 /d/System.Private.CoreLib.dll
-7f52dae60000-7f52dae61000 r--p 00000000 fe:00 350922 /d/System.Private.CoreLib.dll
-7f52dae70000-7f52db9bc000 r-xp 00000000 fe:00 350922 /d/System.Private.CoreLib.dll
-7f52db9dc000-7f52dbd5e000 rw-p 00b4c000 fe:00 350922 /d/System.Private.CoreLib.dll
-7f52dc000000-7f52dc001000 r-xp 00000000 fe:00 350923 /d/only-code.dll
-";
-        let m = ExecMap::parse(maps);
-        assert_eq!(m.image_base(0x7f52dae71234), Some(0x7f52dae60000));
-        // An executable mapping at offset 0 with no headers mapping before it is its own.
-        assert_eq!(m.image_base(0x7f52dc000010), Some(0x7f52dc000000));
     }
 
     /// A return-address candidate in a ReadyToRun image is asked of the runtime only
