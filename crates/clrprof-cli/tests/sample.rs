@@ -646,8 +646,8 @@ fn dynamic_methods_and_il_stubs_are_named() {
 /// method table to a method that has run, with no lower bound, and faults in an image
 /// none of whose methods at or below the address has run. The signal sampler asked it
 /// about words of a thread's stack that merely looked like return addresses (executable
-/// memory after a call byte). `r2r-words` fills a stack with such words pointing into
-/// System.Private.Xml,
+/// memory after a call byte: the image's metadata and tables are in its executable
+/// section). `r2r-words` fills a stack with such words pointing into System.Private.Xml,
 /// none of whose code runs, behind an RBP of 0, where the walk scans for frame records:
 /// before the check, the first such lookup crashed the target.
 #[test]

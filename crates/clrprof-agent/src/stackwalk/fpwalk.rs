@@ -551,7 +551,7 @@ mod tests {
         );
         // From a native leaf, whose RBP may be anything, nothing is.
         let mut seen = vec![];
-        walk(&c, Code::NONE, &mut vec![], 64, |_, found| {
+        walk(&c, Code::NONE, &mut vec![], 64, |a, found| {
             seen.push(found);
             record(1)
         });

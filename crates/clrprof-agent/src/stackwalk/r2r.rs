@@ -7,11 +7,10 @@
 //! walks *down* the table to the nearest method whose entry point the runtime has handed
 //! out (`GetMethodDescForEntryPoint`), with no lower bound. For an address in an image none
 //! of whose methods at or below it has run, the walk reads past the start of the table
-//! until it faults: a segfault in libcoreclr on the thread that asked, the sampler's. A
-//! live frame's return address is safe (its method runs), but the walk also asks about
-//! words it only guesses are return addresses (executable memory after a call byte), and
-//! the image's whole mapping is its code range to the runtime: a guess in the padding
-//! after a method, or in a method that never ran, takes the walk down from there.
+//! until it faults: a segfault in libcoreclr on the thread that asked, the sampler's. The
+//! image's whole mapping is its code range there, so an address in its headers, metadata
+//! or tables after the last method (all in the executable `.text` section of an image
+//! crossgen2 wrote) takes the same path from the last method down.
 //!
 //! So for an address in a ReadyToRun image the sampler finds the method-table entry
 //! itself (the `RuntimeFunctions` section, through the PE and ReadyToRun headers) and asks
