@@ -651,6 +651,7 @@ fn dynamic_methods_and_il_stubs_are_named() {
 /// none of whose code runs, behind an RBP of 0, where the walk scans for frame records:
 /// before the check, the first such lookup crashed the target.
 #[test]
+#[ignore = "reproduces issue #26's sampler crash in libcoreclr: the guard is not in yet (docs/safety.md)"]
 fn guessed_return_addresses_into_readytorun_code_that_never_ran_are_not_asked() {
     let dir = scratch("sample-r2r-words");
     let trace = dir.join("t.clrprof");

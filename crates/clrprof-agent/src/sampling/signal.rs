@@ -213,18 +213,6 @@ impl SignalCapture {
         }
     }
 
-    /// The ReadyToRun checks' counts, for the agent's log at the end.
-    pub(super) fn log_checks(&self) {
-        let r = self.symbols.r2r;
-        crate::log!(
-            "ReadyToRun checks: return-address guesses not asked of the runtime: {} outside methods' code, \
-             {} in methods not known to have run ({} of those asked later, once known)",
-            r.outside_code,
-            r.unproven,
-            r.proven_later
-        );
-    }
-
     fn send(&mut self, batch: &[Target]) {
         self.tids.clear();
         self.tids.extend(batch.iter().map(|t| t.os_tid));
@@ -275,8 +263,8 @@ impl SignalCapture {
             bounds.learn(thread, os_tid, c.sp, sig.thread_pointer(i));
             addrs.clear();
             let leaf = symbols.leaf(info, c.ip).code();
-            let walk = fpwalk::walk(&c, leaf, addrs, max_depth(), |a, found| {
-                symbols.caller(info, a, found).code()
+            let walk = fpwalk::walk(&c, leaf, addrs, max_depth(), |a| {
+                symbols.caller(info, a).code()
             });
             stats
                 .osr_frames
@@ -306,9 +294,7 @@ impl SignalCapture {
                 let this = if k == 0 {
                     symbols.leaf(info, a)
                 } else {
-                    // (Asked already by the walk, as found there: the answer is cached,
-                    // or, for a guess not yet safe to ask about, still is not.)
-                    symbols.caller(info, a, fpwalk::Found::Guess)
+                    symbols.caller(info, a)
                 };
                 let mut f = this.function;
                 if f == 0 {

@@ -132,20 +132,6 @@ impl FrameKind {
     }
 }
 
-/// How a return-address candidate was found, for the classifier: whether the runtime
-/// may be asked about it unchecked (`symbolize.rs`, `r2r.rs`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Found {
-    /// The return slot of a frame record on the RBP chain from a managed leaf, with every
-    /// frame before it managed: a live frame's return address (managed code never uses
-    /// RBP for anything but its frame, so the chain is the real one).
-    Chain,
-    /// Anything else: the word at SP or above a pushed RBP, a word in a gap, a scan for a
-    /// record after a broken link or under an OSR frame, or a record reached through
-    /// native code, which may keep anything in RBP.
-    Guess,
-}
-
 /// A code address as `walk` sees it: the managed function holding it (0: not managed)
 /// and the shape of that code version's frame.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -162,8 +148,7 @@ impl Code {
 }
 
 /// `leaf` is the code at the interrupted IP; `is_code` classifies a return address − 1
-/// (function 0: not managed code) found as [`Found`] says. Appends code addresses to
-/// `out`, leaf first: the
+/// (function 0: not managed code). Appends code addresses to `out`, leaf first: the
 /// interrupted IP, then one *return address minus one* per caller (so that a call at the
 /// very end of a method still maps to that method). At most `max` addresses.
 pub fn walk<M: Memory>(
@@ -171,7 +156,7 @@ pub fn walk<M: Memory>(
     leaf: Code,
     out: &mut impl Sink,
     max: usize,
-    mut is_code: impl FnMut(u64, Found) -> Code,
+    mut is_code: impl FnMut(u64) -> Code,
 ) -> Walk {
     let mut w = Walk {
         end: WalkEnd::Root,
@@ -186,7 +171,7 @@ fn walk_frames<M: Memory>(
     leaf: Option<Code>,
     out: &mut impl Sink,
     max: usize,
-    is_code: &mut impl FnMut(u64, Found) -> Code,
+    is_code: &mut impl FnMut(u64) -> Code,
     w: &mut Walk,
 ) -> WalkEnd {
     if max == 0 {
@@ -196,8 +181,6 @@ fn walk_frames<M: Memory>(
     // The code whose frame record RBP points at, as far as the walk knows.
     let mut inner = Code::NONE;
     let mut fp = 0;
-    // Still on the RBP chain from a managed leaf, through managed frames only.
-    let mut chain = leaf.is_some_and(|l| l.function != 0);
     if let Some(leaf) = leaf {
         out.push(c.ip);
         inner = leaf;
@@ -207,7 +190,7 @@ fn walk_frames<M: Memory>(
             .flatten()
             .filter(|&r0| r0 > 1 && Some(r0) != first_return)
             .find_map(|r0| {
-                let code = is_code(r0 - 1, Found::Guess);
+                let code = is_code(r0 - 1);
                 (code.function != 0).then_some((r0, code))
             });
         if let Some((r0, code)) = caller {
@@ -262,7 +245,6 @@ fn walk_frames<M: Memory>(
                 None
             };
             if let Some((ret0, caller)) = tier0 {
-                // (The Tier-0 record was searched for: a guess; the chain goes on.)
                 // An OSR frame: its return slot is not a return address. The Tier-0 frame it
                 // continues lies in the gap, and that frame's record returns to the real
                 // caller; the Tier-0 frame itself is the same call as the OSR one.
@@ -282,9 +264,7 @@ fn walk_frames<M: Memory>(
                 return WalkEnd::Limit;
             }
             out.push(ret - 1);
-            let owner = is_code(ret - 1, if chain { Found::Chain } else { Found::Guess });
-            // Past native code, RBP may hold anything (code built without frame pointers).
-            chain &= owner.function != 0;
+            let owner = is_code(ret - 1);
             inner = owner;
             let frameless_managed = owner.function != 0
                 && matches!(owner.frame, FrameKind::Frameless | FrameKind::Unknown);
@@ -301,7 +281,7 @@ fn walk_frames<M: Memory>(
                 while at < gap_end {
                     if let Some(w) = c.word(at)
                         && (4096..0x8000_0000_0000).contains(&w)
-                        && let code = is_code(w - 1, Found::Guess)
+                        && let code = is_code(w - 1)
                         && code.function != 0
                         && code.function != last
                     {
@@ -327,8 +307,6 @@ fn walk_frames<M: Memory>(
             fp = next;
             continue 'walk;
         }
-        // Whatever the scan finds is a guess, and so is the chain from there.
-        chain = false;
         match resume_walk(c, floor, &mut resumes, is_code) {
             Some(at) => {
                 fp = at;
@@ -346,7 +324,7 @@ fn resume_walk<M: Memory>(
     c: &Captured<M>,
     floor: u64,
     resumes: &mut u32,
-    is_code: &mut impl FnMut(u64, Found) -> Code,
+    is_code: &mut impl FnMut(u64) -> Code,
 ) -> Option<u64> {
     if *resumes >= MAX_RESUMES {
         return None;
@@ -393,7 +371,7 @@ fn tier0_record<M: Memory>(
     c: &Captured<M>,
     floor: u64,
     next: u64,
-    is_code: &mut impl FnMut(u64, Found) -> Code,
+    is_code: &mut impl FnMut(u64) -> Code,
 ) -> Option<(u64, Code)> {
     let low = floor.max(next.saturating_sub(SCAN_BYTES));
     let mut at = next.checked_sub(16)? & !7;
@@ -401,7 +379,7 @@ fn tier0_record<M: Memory>(
         if c.word(at) == Some(next)
             && let Some(ret) = c.word(at.wrapping_add(8))
             && (4096..0x8000_0000_0000).contains(&ret)
-            && let code = is_code(ret - 1, Found::Guess)
+            && let code = is_code(ret - 1)
             && code.function != 0
         {
             return Some((ret, code));
@@ -416,7 +394,7 @@ fn tier0_record<M: Memory>(
 fn resume<M: Memory>(
     c: &Captured<M>,
     from: u64,
-    is_code: &mut impl FnMut(u64, Found) -> Code,
+    is_code: &mut impl FnMut(u64) -> Code,
 ) -> Option<u64> {
     let mut at = from.checked_add(7)? & !7;
     let end = from.saturating_add(SCAN_BYTES);
@@ -428,7 +406,7 @@ fn resume<M: Memory>(
             && saved.is_multiple_of(8)
             && saved.wrapping_sub(c.sp) < c.len()
             && (4096..0x8000_0000_0000).contains(&ret)
-            && is_code(ret - 1, Found::Guess).function != 0
+            && is_code(ret - 1).function != 0
         {
             return Some(at);
         }
@@ -469,14 +447,8 @@ mod tests {
             stack: s,
         };
         let mut out = vec![];
-        let mut is_code = is_code;
-        let w = walk(&c, leaf, &mut out, 64, |a, _| is_code(a));
+        let w = walk(&c, leaf, &mut out, 64, is_code);
         (out, w)
-    }
-
-    /// A classifier that ignores how an address was found.
-    fn guess(mut f: impl FnMut(u64) -> Code) -> impl FnMut(u64, Found) -> Code {
-        move |a, _| f(a)
     }
 
     /// A classifier that knows functions but not their frames (`FrameKind::Unknown`).
@@ -504,77 +476,6 @@ mod tests {
         let (out, w) = walk_stack(&s, 0x9999, SP + 0x20, Code::NONE, managed(|_| 0));
         assert_eq!(out, vec![0x9999, 0x1110, 0x2221, 0x3332]);
         assert_eq!(w.end, WalkEnd::Root);
-    }
-
-    /// What the classifier is told: return slots of the RBP chain from a managed leaf are
-    /// live frames' (`Chain`) until the chain passes native code; everything found
-    /// otherwise is a guess.
-    #[test]
-    fn chain_return_addresses_are_told_from_guesses() {
-        // A managed leaf; the word at SP (0x4444) is not its caller; its RBP chain returns
-        // into managed code (0x1111), native code (0x2222), managed code (0x3333).
-        let s = stack(
-            0x100,
-            &[
-                (0x0, 0x4444),
-                (0x20, SP + 0x60),
-                (0x28, 0x1111),
-                (0x60, SP + 0xa0),
-                (0x68, 0x2222),
-                (0xa0, 0),
-                (0xa8, 0x3333),
-            ],
-        );
-        let c = Captured {
-            ip: 0x9999,
-            sp: SP,
-            fp: SP + 0x20,
-            stack: &s[..],
-        };
-        let record = |function| Code {
-            function,
-            frame: FrameKind::Record,
-        };
-        let mut seen = vec![];
-        walk(&c, record(9), &mut vec![], 64, |a, found| {
-            seen.push((a, found));
-            record(u64::from(a != 0x2221 && a != 0x4443))
-        });
-        assert_eq!(
-            seen,
-            [
-                (0x4443, Found::Guess),
-                (0x1110, Found::Chain),
-                (0x2221, Found::Chain),
-                (0x3332, Found::Guess),
-            ]
-        );
-        // From a native leaf, whose RBP may be anything, nothing is.
-        let mut seen = vec![];
-        walk(&c, Code::NONE, &mut vec![], 64, |a, found| {
-            seen.push(found);
-            record(1)
-        });
-        assert!(!seen.is_empty() && seen.iter().all(|&f| f == Found::Guess));
-        // Nor after a scan for a record (RBP 0 at the interrupted point).
-        let s = stack(
-            0x100,
-            &[(0x10, SP + 0x40), (0x18, 0x5555), (0x40, 0), (0x48, 0x6666)],
-        );
-        let c = Captured {
-            ip: 0x9999,
-            sp: SP,
-            fp: 0,
-            stack: &s[..],
-        };
-        let mut seen = vec![];
-        let mut out = vec![];
-        walk(&c, record(9), &mut out, 64, |a, found| {
-            seen.push((a, found));
-            record(1)
-        });
-        assert_eq!(out, [0x9999, 0x5554, 0x6665]);
-        assert!(seen.iter().all(|&(_, f)| f == Found::Guess), "{seen:?}");
     }
 
     #[test]
@@ -702,7 +603,7 @@ mod tests {
         };
         let mut out = vec![];
         assert_eq!(
-            walk(&c, Code::NONE, &mut out, 64, guess(managed(|_| 0))).end,
+            walk(&c, Code::NONE, &mut out, 64, managed(|_| 0)).end,
             WalkEnd::OutsideCopy
         );
         assert_eq!(out, vec![1, 0x1110]);
@@ -722,7 +623,7 @@ mod tests {
         };
         let mut out = vec![];
         assert_eq!(
-            walk(&c, Code::NONE, &mut out, 2, guess(managed(|_| 0))).end,
+            walk(&c, Code::NONE, &mut out, 2, managed(|_| 0)).end,
             WalkEnd::Limit
         );
         assert_eq!(out.len(), 2);
@@ -832,7 +733,7 @@ mod tests {
             stack: &s[0x30..],
         };
         let mut out = vec![];
-        walk(&c, shaped(0x7050), &mut out, 64, |a, _| shaped(a));
+        walk(&c, shaped(0x7050), &mut out, 64, shaped);
         assert_eq!(out, vec![0x7050, 0x3000, 0x1000]);
     }
 
@@ -872,7 +773,7 @@ mod tests {
                 FrameKind::Osr,
                 FrameKind::Frameless,
             ];
-            walk(&c, Code::NONE, &mut out, max, |a, _| Code {
+            walk(&c, Code::NONE, &mut out, max, |a| Code {
                 function: a % 3,
                 frame: KINDS[(a % 4) as usize],
             });

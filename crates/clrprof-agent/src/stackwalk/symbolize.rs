@@ -4,15 +4,12 @@
 //! sampler sees), but not for arbitrary words: on .NET 10 an address inside a code range
 //! that is not code made the runtime's code-map lookup fault (found under gdb with a
 //! stack word mistaken for a return address). So every *return address* candidate must
-//! first pass these checks before the runtime sees it:
+//! first pass two checks before the runtime sees it:
 //! - it lies in an executable mapping of this process (`/proc/self/maps`, re-read at most
 //!   once a second, and within 20 ms after a sampled IP shows that the JIT mapped new code);
 //! - the bytes just before it encode a `call` (`E8 rel32` or `FF /2` in its register and
 //!   memory forms), read with `process_vm_readv` so that a mapping that disappeared in the
-//!   meantime yields "no" instead of a fault;
-//! - in a ReadyToRun image, it lies inside a method's code and is a live frame's return
-//!   address ([`Found::Chain`]) or at or above a method the runtime already answered for
-//!   (`r2r.rs`: the runtime's lookup there walks down without a lower bound and faults).
+//!   meantime yields "no" instead of a fault.
 //!
 //! The interrupted IP itself comes from the signal context: it is executing code.
 
@@ -20,8 +17,7 @@ use std::collections::HashMap;
 
 use corprof::ProfilerInfo;
 
-use super::fpwalk::{Code, Found, FrameKind};
-use super::r2r::{Image, Place};
+use super::fpwalk::{Code, FrameKind};
 
 use crate::os::clock;
 use crate::os::process::copy_own_memory;
@@ -39,36 +35,25 @@ pub struct ExecMap {
     ranges: Vec<(u64, u64)>,
     /// Per range: the mapped file's name (no directory), empty for anonymous memory.
     files: Vec<String>,
-    /// Per range: where the same file's mapping at offset 0 starts, at or below the range
-    /// (0 if none): a PE image's load address, whose headers say what the runtime's code
-    /// lookup does with the range (`r2r.rs`).
-    bases: Vec<u64>,
 }
 
 impl ExecMap {
     /// Parses `/proc/PID/maps` text: every range whose permissions include `x`.
     pub fn parse(maps: &str) -> ExecMap {
-        // The last mapping at file offset 0 of each file, in address order (the kernel
-        // lists mappings by address).
-        let mut starts: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
-        let mut ranges: Vec<((u64, u64), String, u64)> = maps
+        let mut ranges: Vec<((u64, u64), String)> = maps
             .lines()
             .filter_map(|line| {
                 let mut parts = line.split_whitespace();
                 let range = parts.next()?;
                 let perms = parts.next()?;
-                let offset = parts.next()?;
-                // device, inode, then the path (absent for anonymous memory).
-                let path = parts.nth(2).unwrap_or("");
-                let (a, b) = range.split_once('-')?;
-                let start = u64::from_str_radix(a, 16).ok()?;
-                let end = u64::from_str_radix(b, 16).ok()?;
-                if path.starts_with('/') && u64::from_str_radix(offset, 16) == Ok(0) {
-                    starts.insert(path, start);
-                }
                 if !perms.contains('x') {
                     return None;
                 }
+                let (a, b) = range.split_once('-')?;
+                let start = u64::from_str_radix(a, 16).ok()?;
+                let end = u64::from_str_radix(b, 16).ok()?;
+                // offset, device, inode, then the path (absent for anonymous memory).
+                let path = parts.nth(3).unwrap_or("");
                 // The runtime's double-mapped code (`/memfd:doublemapper (deleted)`) holds
                 // stubs, not a library: left unnamed like anonymous memory.
                 let file = if path.starts_with('/') && !path.starts_with("/memfd:") {
@@ -76,41 +61,12 @@ impl ExecMap {
                 } else {
                     String::new()
                 };
-                let base = if file.is_empty() {
-                    0
-                } else {
-                    starts
-                        .get(path)
-                        .copied()
-                        .filter(|&b| b <= start)
-                        .unwrap_or(0)
-                };
-                (start < end).then_some(((start, end), file, base))
+                (start < end).then_some(((start, end), file))
             })
             .collect();
         ranges.sort_unstable();
-        let mut map = ExecMap::default();
-        for (range, file, base) in ranges {
-            map.ranges.push(range);
-            map.files.push(file);
-            map.bases.push(base);
-        }
-        map
-    }
-
-    /// The load address of the file mapped at `addr` (executable, file-backed, with a
-    /// mapping at offset 0 at or below it), if any.
-    pub fn image_base(&self, addr: u64) -> Option<u64> {
-        let i = self.ranges.partition_point(|r| r.0 <= addr);
-        if i == 0 || addr >= self.ranges[i - 1].1 {
-            return None;
-        }
-        Some(self.bases[i - 1]).filter(|&b| b != 0)
-    }
-
-    /// Every load address [`image_base`](Self::image_base) can give.
-    fn has_base(&self, base: u64) -> bool {
-        self.bases.contains(&base)
+        let (ranges, files) = ranges.into_iter().unzip();
+        ExecMap { ranges, files }
     }
 
     /// The path of the file mapped at `addr`, if it is executable and file-backed.
@@ -225,36 +181,6 @@ pub struct Symbolizer {
     /// Set when executing managed code was seen outside the known executable ranges.
     stale: bool,
     pid: u32,
-    /// ReadyToRun images (and other file mappings) by load address: what the runtime's
-    /// code lookup does with an address in them (`r2r.rs`).
-    images: HashMap<u64, Image>,
-    /// Guessed return addresses − 1 inside ReadyToRun methods that were not yet safe to
-    /// ask about: the image's load address and the method-table entry.
-    unproven: HashMap<u64, (u64, u32)>,
-    pub r2r: R2rStats,
-}
-
-/// What the ReadyToRun checks kept from the runtime, for the agent's log.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct R2rStats {
-    /// Distinct return-address candidates in ReadyToRun images outside every method's
-    /// code (the padding between methods, anything past the last): never asked.
-    pub outside_code: u64,
-    /// Distinct guessed candidates inside the code of a ReadyToRun method at or below
-    /// which no method was known to have run: not asked (then).
-    pub unproven: u64,
-    /// Of those, asked later, once a method at or below them was known to have run.
-    pub proven_later: u64,
-}
-
-/// Whether a return-address candidate may be asked of the runtime.
-enum Gate {
-    /// Yes; in a ReadyToRun image, its load address and method-table entry.
-    Ask(Option<(u64, u32)>),
-    /// In a ReadyToRun image but outside every method's code: not a return address.
-    Outside,
-    /// A guess inside a ReadyToRun method not yet known to be safe (image, entry).
-    Unproven(u64, u32),
 }
 
 impl Default for Symbolizer {
@@ -274,9 +200,6 @@ impl Symbolizer {
             refreshed_ns: 0,
             stale: true,
             pid: crate::os::process::pid(),
-            images: HashMap::new(),
-            unproven: HashMap::new(),
-            r2r: R2rStats::default(),
         }
     }
 
@@ -294,23 +217,15 @@ impl Symbolizer {
             // Managed code the map does not know yet: a new code heap. Re-read soon.
             self.stale = true;
         }
-        if s.function != 0
-            && let Gate::Ask(Some((base, k))) = self.gate(ip, Found::Chain)
-        {
-            // Executing ReadyToRun code: its method has run, so guesses at or above it in
-            // the same image are safe to ask about.
-            self.prove(base, k);
-        }
         self.cache.insert(ip, s);
         s
     }
 
     /// The managed function containing `ret_minus_1` (a return address − 1 found on a
-    /// stack as `found` says), or function 0; checked to be plausible code before the
-    /// runtime is asked.
-    pub fn caller(&mut self, info: &ProfilerInfo, ret_minus_1: u64, found: Found) -> Sym {
+    /// stack), or function 0; checked to be plausible code before the runtime is asked.
+    pub fn caller(&mut self, info: &ProfilerInfo, ret_minus_1: u64) -> Sym {
         let pid = self.pid;
-        self.caller_lasting(ret_minus_1, found, |addr, anonymous| {
+        self.caller_lasting(ret_minus_1, |addr, anonymous| {
             lookup(info, pid, addr, anonymous)
         })
         .map(|(s, _)| s)
@@ -318,16 +233,14 @@ impl Symbolizer {
     }
 
     /// As [`caller`](Self::caller), but `None` when the answer may change (the address
-    /// is not in a known executable mapping yet: the JIT may map a new code heap there;
-    /// or it is a guess in ReadyToRun code not yet safe to ask about), which is then not
-    /// cached. With it, whether a `call` precedes the address in executable code (a
-    /// return address, managed or not). `lookup` (the runtime's answer: the address,
-    /// whether it is in anonymous memory) is asked only for an address a `call` precedes
-    /// and that the ReadyToRun checks let through ([`r2r`](super::r2r)).
+    /// is not in a known executable mapping yet: the JIT may map a new code heap there),
+    /// which is then not cached. With it, whether a `call` precedes the address in
+    /// executable code (a return address, managed or not). `lookup` (the runtime's
+    /// answer: the address, whether it is in anonymous memory) is asked only for an
+    /// address a `call` precedes.
     fn caller_lasting(
         &mut self,
         ret_minus_1: u64,
-        found: Found,
         lookup: impl FnOnce(u64, bool) -> Sym,
     ) -> Option<(Sym, bool)> {
         if ret_minus_1 < 4096 {
@@ -337,85 +250,19 @@ impl Symbolizer {
         if let Some(&s) = self.returns.get(&ret_minus_1) {
             return Some(s);
         }
-        let proof = if let Some(&(base, k)) = self.unproven.get(&ret_minus_1) {
-            // Met before as a guess: executable, after a call, inside a method.
-            if found == Found::Guess && !self.may_ask_guess(base, k) {
-                return None;
-            }
-            self.unproven.remove(&ret_minus_1);
-            self.r2r.proven_later += 1;
-            Some((base, k))
+        let ret = ret_minus_1 + 1;
+        if !self.executable(ret - 8, ret) {
+            // Not cached: the address may become code when the JIT maps a new heap.
+            return None;
+        }
+        let call = self.call_before(ret);
+        let s = if call {
+            lookup(ret_minus_1, self.exec.file_at(ret).is_none())
         } else {
-            let ret = ret_minus_1 + 1;
-            if !self.executable(ret - 8, ret) {
-                // Not cached: the address may become code when the JIT maps a new heap.
-                return None;
-            }
-            if !self.call_before(ret) {
-                self.returns.insert(ret_minus_1, (Sym::default(), false));
-                return Some((Sym::default(), false));
-            }
-            match self.gate(ret_minus_1, found) {
-                Gate::Ask(proof) => proof,
-                Gate::Outside => {
-                    self.r2r.outside_code += 1;
-                    self.returns.insert(ret_minus_1, (Sym::default(), false));
-                    return Some((Sym::default(), false));
-                }
-                Gate::Unproven(base, k) => {
-                    self.r2r.unproven += 1;
-                    self.unproven.insert(ret_minus_1, (base, k));
-                    return None;
-                }
-            }
+            Sym::default()
         };
-        let s = lookup(ret_minus_1, self.exec.file_at(ret_minus_1 + 1).is_none());
-        if s.function != 0
-            && let Some((base, k)) = proof
-        {
-            self.prove(base, k);
-        }
-        self.returns.insert(ret_minus_1, (s, true));
-        Some((s, true))
-    }
-
-    /// Whether the runtime may be asked about `addr` (a return address − 1 found as
-    /// `found` says, or an interrupted IP as `Found::Chain`): anywhere but in a ReadyToRun
-    /// image, where only inside a method's code, and for a guess only at or above a
-    /// method known to have run (`r2r.rs` says why).
-    fn gate(&mut self, addr: u64, found: Found) -> Gate {
-        let Some(base) = self.exec.image_base(addr) else {
-            return Gate::Ask(None);
-        };
-        let pid = self.pid;
-        let image = *self
-            .images
-            .entry(base)
-            .or_insert_with(|| Image::read(pid, base));
-        match image {
-            Image::Other => Gate::Ask(None),
-            Image::Opaque if found == Found::Chain => Gate::Ask(None),
-            Image::Opaque => Gate::Unproven(base, 0),
-            Image::ReadyToRun(r) => match r.place(pid, addr) {
-                Place::Outside => Gate::Outside,
-                Place::Code(k) if found == Found::Chain || r.may_ask_guess(k) => {
-                    Gate::Ask(Some((base, k)))
-                }
-                Place::Code(k) => Gate::Unproven(base, k),
-            },
-        }
-    }
-
-    fn may_ask_guess(&self, base: u64, k: u32) -> bool {
-        matches!(self.images.get(&base), Some(Image::ReadyToRun(r)) if r.may_ask_guess(k))
-    }
-
-    /// The runtime answered for an address in method-table entry `k` of the image at
-    /// `base`: a method at or below it has run.
-    fn prove(&mut self, base: u64, k: u32) {
-        if let Some(Image::ReadyToRun(r)) = self.images.get_mut(&base) {
-            r.prove(k);
-        }
+        self.returns.insert(ret_minus_1, (s, call));
+        Some((s, call))
     }
 
     /// Whether `ret_minus_1`, met as a caller, lies in executable memory that no call
@@ -462,9 +309,6 @@ impl Symbolizer {
         if self.returns.len() > MAX_CACHED {
             self.returns.clear();
         }
-        if self.unproven.len() > MAX_CACHED {
-            self.unproven.clear();
-        }
     }
 
     fn executable(&mut self, from: u64, to: u64) -> bool {
@@ -490,14 +334,6 @@ impl Symbolizer {
             self.stale = false;
             if let Ok(text) = std::fs::read_to_string("/proc/self/maps") {
                 self.exec = ExecMap::parse(&text);
-                // An image no longer mapped there takes what was known of it along (a
-                // collectible assembly's image can be unmapped and another mapped there).
-                let exec = &self.exec;
-                let before = self.images.len();
-                self.images.retain(|base, _| exec.has_base(*base));
-                if self.images.len() != before {
-                    self.unproven.retain(|_, (base, _)| exec.has_base(*base));
-                }
             }
             return true;
         }
@@ -586,81 +422,6 @@ mod tests {
         assert!(!m.just_past_code(0x7f0000000800));
         assert!(!m.just_past_code(0x7f0000020010));
         assert!(!m.just_past_code(0x7f0000200000));
-        // A file's load address: its mapping at offset 0 (dotnet's); none for a file mapped
-        // only from further in (libc here) or for anonymous memory.
-        assert_eq!(m.image_base(0x55d0c0a10008), Some(0x55d0c0a00000));
-        assert_eq!(m.image_base(0x7f0000010008), None);
-        assert_eq!(m.image_base(0x7f0000001008), None);
-        assert_eq!(m.image_base(0x55d0c0a00008), None);
-    }
-
-    /// A return-address candidate in a ReadyToRun image is asked of the runtime only
-    /// inside a method's code, and a guess only at or above a method known to have run:
-    /// the runtime's lookup walks down the image's method table to one, with no lower
-    /// bound (`r2r.rs`).
-    #[test]
-    fn guesses_in_readytorun_code_wait_for_a_method_that_ran() {
-        let methods = [(0x1000, 0x1100), (0x1100, 0x1200), (0x1800, 0x1900)];
-        let mut img = super::super::r2r::tests::fake_image(&methods, false);
-        for at in [0x104B, 0x114B, 0x13FB, 0x184B, 0x2FFB] {
-            img[at] = 0xE8;
-        }
-        let base = img.as_ptr() as u64;
-        let mut s = Symbolizer::new();
-        s.exec = ExecMap::parse(&format!(
-            "{base:x}-{:x} r--p 00000000 08:01 77 /x/Fake.dll\n\
-             {:x}-{:x} r-xp 00001000 08:01 77 /x/Fake.dll\n",
-            base + 0x1000,
-            base + 0x1000,
-            base + 0x4000
-        ));
-        assert_eq!(s.exec.image_base(base + 0x1150), Some(base));
-        let managed = Sym {
-            function: 7,
-            body: 0,
-            frame: FrameKind::Record,
-        };
-        let mut asked = Vec::new();
-        let mut ask = |s: &mut Symbolizer, ret: u64, found: Found| {
-            s.caller_lasting(ret - 1, found, |a, _| {
-                asked.push(a - base);
-                managed
-            })
-        };
-        // Outside every method's code (after the last, between two): never asked, however
-        // found, and counted as a rejected return address.
-        assert_eq!(
-            ask(&mut s, base + 0x3000, Found::Chain),
-            Some((Sym::default(), false))
-        );
-        assert_eq!(
-            ask(&mut s, base + 0x1400, Found::Guess),
-            Some((Sym::default(), false))
-        );
-        assert!(s.rejected_return(base + 0x13FF));
-        // Guesses inside methods before any is known to have run: not asked, not cached.
-        assert_eq!(ask(&mut s, base + 0x1150, Found::Guess), None);
-        assert_eq!(ask(&mut s, base + 0x1150, Found::Guess), None);
-        assert_eq!(ask(&mut s, base + 0x1050, Found::Guess), None);
-        // A live frame's return address is asked; its method (entry 2) ran, which makes
-        // guesses at or above entry 2 safe, not those below.
-        assert_eq!(
-            ask(&mut s, base + 0x1850, Found::Chain),
-            Some((managed, true))
-        );
-        assert_eq!(ask(&mut s, base + 0x1150, Found::Guess), None);
-        // Met on a live chain, the one in entry 0 is asked; then the guess in entry 1 too.
-        assert_eq!(
-            ask(&mut s, base + 0x1050, Found::Chain),
-            Some((managed, true))
-        );
-        assert_eq!(
-            ask(&mut s, base + 0x1150, Found::Guess),
-            Some((managed, true))
-        );
-        assert_eq!(asked, [0x184F, 0x104F, 0x114F]);
-        let r = s.r2r;
-        assert_eq!((r.outside_code, r.unproven, r.proven_later), (2, 2, 2));
     }
 
     #[test]
@@ -740,7 +501,7 @@ mod tests {
         };
         let mut asked = Vec::new();
         let mut ask = |s: &mut Symbolizer, ret: u64| {
-            s.caller_lasting(ret - 1, Found::Guess, |a, anonymous| {
+            s.caller_lasting(ret - 1, |a, anonymous| {
                 asked.push((a, anonymous));
                 managed
             })
