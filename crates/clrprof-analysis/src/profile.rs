@@ -192,16 +192,7 @@ pub fn of_samples(
     for s in &all {
         let stack = tables.stack(s.stack.iter().rev().copied(), |t, f| t.id(f, names));
         per.entry(s.os_tid)
-            .or_insert_with(|| ThreadProfile {
-                name: threads.name(s.os_tid),
-                os_tid: s.os_tid,
-                samples: Vec::new(),
-                calls: Vec::new(),
-                call_values: Vec::new(),
-                call_paths: Vec::new(),
-                allocations: Vec::new(),
-                waits: Vec::new(),
-            })
+            .or_insert_with(|| ThreadProfile::new(threads.name(s.os_tid), s.os_tid))
             .samples
             .push(Sample {
                 time_ns: 0,
@@ -237,16 +228,7 @@ pub fn of_allocations<'a>(
         let stack = tables.stack(p.frames.iter().rev().copied(), |t, f| t.id(f, names));
         let (bytes, objects) = (p.bytes.round() as u64, p.objects.round() as u64);
         per.entry(p.os_tid)
-            .or_insert_with(|| ThreadProfile {
-                name: threads.name(p.os_tid),
-                os_tid: p.os_tid,
-                samples: Vec::new(),
-                calls: Vec::new(),
-                call_paths: Vec::new(),
-                call_values: Vec::new(),
-                allocations: Vec::new(),
-                waits: Vec::new(),
-            })
+            .or_insert_with(|| ThreadProfile::new(threads.name(p.os_tid), p.os_tid))
             .allocations
             .push(AllocationSample {
                 time_ns: 0,
@@ -279,16 +261,7 @@ pub fn of_waits(
     for w in waits {
         let stack = tables.stack(w.frames.iter().rev().copied(), |t, f| t.id(f, names));
         per.entry(w.os_tid)
-            .or_insert_with(|| ThreadProfile {
-                name: threads.name(w.os_tid),
-                os_tid: w.os_tid,
-                samples: Vec::new(),
-                calls: Vec::new(),
-                call_values: Vec::new(),
-                call_paths: Vec::new(),
-                allocations: Vec::new(),
-                waits: Vec::new(),
-            })
+            .or_insert_with(|| ThreadProfile::new(threads.name(w.os_tid), w.os_tid))
             .samples
             .push(Sample {
                 time_ns: 0,
@@ -326,16 +299,8 @@ pub fn build_with_lines(
     let mut tables = Tables::default();
     let mut per: BTreeMap<u64, ThreadProfile> = BTreeMap::new();
     let thread = |per: &mut BTreeMap<u64, ThreadProfile>, tid: u64| {
-        per.entry(tid).or_insert_with(|| ThreadProfile {
-            name: threads.name(tid),
-            os_tid: tid,
-            samples: Vec::new(),
-            calls: Vec::new(),
-            call_values: Vec::new(),
-            call_paths: Vec::new(),
-            allocations: Vec::new(),
-            waits: Vec::new(),
-        });
+        per.entry(tid)
+            .or_insert_with(|| ThreadProfile::new(threads.name(tid), tid));
     };
     // The report's CPU rules: GC-poll frames folded into the polling method, no CPU for a
     // sample parked in a wait, and each thread's CPU shared among its samples that ran

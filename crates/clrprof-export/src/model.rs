@@ -480,6 +480,15 @@ impl std::fmt::Display for Weight {
 }
 
 impl ThreadProfile {
+    /// A thread with nothing recorded yet.
+    pub fn new(name: String, os_tid: u64) -> ThreadProfile {
+        ThreadProfile {
+            name,
+            os_tid,
+            ..ThreadProfile::default()
+        }
+    }
+
     /// The label threads of one name share (folded and SVG merge them): the name, or
     /// `thread <tid>` for an unnamed thread.
     pub fn group_label(&self) -> String {
