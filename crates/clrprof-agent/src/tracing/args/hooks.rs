@@ -1,5 +1,5 @@
-//! The hooks: those the runtime's slow-path stub calls (the default: the stub's frame, the
-//! runtime's ranges, learned slots), and with `CLRPROF_ARGS_FAST=1` the Rust half of the
+//! The hooks: those the runtime's slow-path stub calls (`CLRPROF_ARGS_FAST=0`: the stub's
+//! frame, the runtime's ranges, learned slots), and by default the Rust half of the
 //! assembly `--args` trampolines (`x64.rs`), which read the values where the SysV
 //! convention placed them in the registers the trampoline saved; and the records both
 //! write.
