@@ -307,6 +307,19 @@ fn is_args_client(id: usize) -> bool {
     id as u64 > u64::from(crate::output::ring::MAX_INDEX)
 }
 
+/// ClassUnloadFinished: the class's method table (and those of arrays of it, which get no
+/// event of their own) may be reused by a later class, so their descriptions go.
+pub fn class_unloaded(class: ClassId) {
+    let Some(s) = STATE.get() else { return };
+    s.classes
+        .write()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&class.0);
+    if let Some(t) = table::existing() {
+        t.withdraw(|c, d| c == class.0 || matches!(d.shape, plan::Shape::Array { .. }));
+    }
+}
+
 /// ClassLoadFinished: remembers value types (and CoreLib's, for generic arguments).
 pub fn class_loaded(class: ClassId, module: ModuleId, token: u32, type_args: Vec<ClassId>) {
     let Some(s) = STATE.get() else { return };

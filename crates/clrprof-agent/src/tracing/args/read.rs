@@ -304,9 +304,11 @@ unsafe fn write_described(
                 return w.object_ref(&d.name, obj as u64);
             }
             let (length, data) = if header {
-                // SAFETY: (A7) every array has its element count in the 32 bits after
-                // its method table (within the 24 bytes every object has).
-                unsafe { array_header(obj, *rank) }
+                // SAFETY: (A7) `obj` is a live array of this class (contract).
+                match unsafe { array_header(obj, *rank) } {
+                    Some(h) => h,
+                    None => return w.unreadable("array layout not as expected"),
+                }
             } else {
                 match s.info.get_array_object_info(corprof::ObjectId(obj), *rank) {
                     Ok(a) => (
@@ -350,19 +352,31 @@ unsafe fn write_described(
     }
 }
 
-/// An array's element count and the address of its first element, from the object:
-/// CoreCLR's `ArrayBase` is the method table, a 32-bit count and 32 bits of padding on
-/// 64-bit targets; a multi-dimensional array then holds its `rank` lengths and `rank`
-/// lower bounds (32 bits each) before the data (`ArrayBase::GetDataPtrOffset`). The
-/// count is the product of the lengths, as `GetArrayObjectInfo` gives them.
+/// An array's element count and the address of its first element, from the object and
+/// its method table: CoreCLR's `ArrayBase` is the method table and a 32-bit count (the
+/// product of the lengths, as `GetArrayObjectInfo` gives them), and the data starts at
+/// the class's base size less the 8-byte object header (`ArrayBase::GetDataPtrOffset`):
+/// 16 bytes in for a one-dimensional array, after the `rank` lengths and lower bounds
+/// (32 bits each) for a multi-dimensional one, `T[*]` included. `None` when the base size
+/// is not one of those.
 ///
 /// # Safety
-/// `obj` is a live array of rank `rank` (a rank above 1 is a multi-dimensional array).
-unsafe fn array_header(obj: usize, rank: u32) -> (u64, usize) {
-    // SAFETY: (A7) per the contract, the count lies right after the method table.
+/// `obj` is a live array of rank `rank`.
+unsafe fn array_header(obj: usize, rank: u32) -> Option<(u64, usize)> {
+    // SAFETY: (A7) a live object starts with its method table pointer, loaded runtime
+    // memory whose second 32 bits are the base size (as the heap walk reads them).
+    let mt = unsafe { read::<usize>(obj) } & !7;
+    // SAFETY: (A7) as above.
+    let base = unsafe { read::<u32>(mt + 4) } as usize;
+    let bounds = 8 * rank as usize;
+    // One-dimensional: 24 (`T[]`) or 32 (`T[*]`); else 24 and the lengths and bounds.
+    if base != 24 + bounds && !(rank == 1 && base == 24) {
+        return None;
+    }
+    // SAFETY: (A7) the count lies right after the method table, within the 24 bytes
+    // every object has.
     let count = unsafe { read::<u32>(obj + 8) };
-    let bounds = if rank > 1 { 8 * rank as usize } else { 0 };
-    (u64::from(count), obj + 16 + bounds)
+    Some((u64::from(count), obj + base - 8))
 }
 
 /// A value whose declared type is `string`: a `System.String` or null, so its class need

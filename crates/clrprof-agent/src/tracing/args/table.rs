@@ -117,6 +117,19 @@ impl ClassTable {
         false
     }
 
+    /// Withdraws the descriptions `drop_it` picks (a class unloads: its method table may
+    /// be reused). The key stays; a later [`ClassTable::insert`] of it publishes anew. The
+    /// description itself is not freed (a hook may be reading it).
+    pub(super) fn withdraw(&self, drop_it: impl Fn(usize, &ClassDesc) -> bool) {
+        for (k, d) in self.keys.iter().zip(self.descs.iter()) {
+            let p = d.load(Ordering::Acquire);
+            // SAFETY: (A1) published pointers are never released (see `get`).
+            if !p.is_null() && drop_it(k.load(Ordering::Acquire), unsafe { &*p }) {
+                d.store(std::ptr::null_mut(), Ordering::Release);
+            }
+        }
+    }
+
     pub(super) fn full(&self) -> u64 {
         self.full.load(Ordering::Relaxed)
     }
@@ -164,6 +177,12 @@ mod tests {
         assert!(t.get(0x7f00_0000_3000).is_none());
         assert!(t.get(0).is_none());
         assert!(!t.insert(0, &desc("zero")));
+        // A class that unloads is withdrawn; its method table may be described anew.
+        t.withdraw(|class, _| class == 0x7f00_0000_1000);
+        assert!(t.get(0x7f00_0000_1000).is_none());
+        assert_eq!(t.get(0x7f00_0000_2000).unwrap().name, "B");
+        assert!(t.insert(0x7f00_0000_1000, &desc("C")));
+        assert_eq!(t.get(0x7f00_0000_1000).unwrap().name, "C");
     }
 
     #[test]
