@@ -433,6 +433,32 @@ mod tests {
         assert!(plausible_object(0x7f12_3456_7000));
     }
 
+    /// An array's count and data come from the object and its method table's base size:
+    /// 24 for `T[]` (data 16 bytes in), 24 plus 8 a dimension for multi-dimensional
+    /// arrays and `T[*]`; any other base size is refused.
+    #[test]
+    fn array_data_follows_the_base_size() {
+        // A method table: 32 bits of flags, then the base size.
+        let mut mt = [0u64; 2];
+        let mut obj = [0u64; 8];
+        for (base, rank, offset) in [(24u64, 1u32, 16usize), (32, 1, 24), (40, 2, 32)] {
+            mt[0] = base << 32;
+            obj[0] = mt.as_ptr() as u64;
+            obj[1] = 5;
+            let at = obj.as_ptr() as usize;
+            // SAFETY: (A7) `obj` is a local laid out as an array object whose first word
+            // points at the local method table `mt`.
+            let got = unsafe { array_header(at, rank) };
+            assert_eq!(got, Some((5, at + offset)), "base {base} rank {rank}");
+        }
+        mt[0] = 48 << 32;
+        // SAFETY: (A7) as above.
+        assert_eq!(unsafe { array_header(obj.as_ptr() as usize, 2) }, None);
+        mt[0] = 24 << 32;
+        // SAFETY: (A7) as above.
+        assert_eq!(unsafe { array_header(obj.as_ptr() as usize, 2) }, None);
+    }
+
     /// Each primitive is read at an unaligned address, as the width its type names.
     #[test]
     fn primitives_are_read_as_their_width() {
