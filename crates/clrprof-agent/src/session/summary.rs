@@ -109,10 +109,13 @@ pub(super) fn log_writer(why: &str, output: &Path, stats: &writer::Stats, args: 
             log!(
                 "args: {} value lists cut at the per-call bound (CLRPROF_ARG_BYTES); values \
                  read in the assembly hooks; {} object(s) whose class was not described yet, \
-                 {} class(es) the class table had no room for",
+                 {} class(es) the class table had no room for; {} class load(s) described \
+                 for it in {:.1} ms of thread CPU",
                 args.cut,
                 args.undescribed,
-                args.table_full
+                args.table_full,
+                args.described,
+                args.describing_ns as f64 / 1e6
             );
         }
         if !args.unplaced.is_empty() {

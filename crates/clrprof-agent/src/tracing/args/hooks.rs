@@ -457,6 +457,20 @@ fn write_bounded(s: &State, write: impl Fn(&mut ValueWriter<'_>), ts: u64, recor
     if !w.was_cut() || bound <= 64 {
         return finish(s, w, ts, record);
     }
+    write_larger(s, write, ts, record, bound);
+}
+
+/// [`write_bounded`]'s values that did not fit 64 bytes: in a frame of their own, so that
+/// the common call's frame holds no 8 KiB buffer (whose stack probe every call paid).
+#[cold]
+#[inline(never)]
+fn write_larger(
+    s: &State,
+    write: impl Fn(&mut ValueWriter<'_>),
+    ts: u64,
+    record: Record,
+    bound: usize,
+) {
     let mut small = [0u8; 256];
     let mut w = ValueWriter::new(&mut small[..bound.min(256)]);
     write(&mut w);

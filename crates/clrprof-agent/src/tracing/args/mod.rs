@@ -184,6 +184,9 @@ struct State {
     /// Classes whose description waits for a value type to be reported loaded
     /// ([`plan::describe_loaded`]).
     pending: Mutex<Vec<(ClassId, u8)>>,
+    /// Class loads described for the table, and the thread CPU time that took.
+    described: AtomicU64,
+    describing_ns: AtomicU64,
 }
 
 static STATE: OnceLock<State> = OnceLock::new();
@@ -204,6 +207,8 @@ pub fn init(info: &ProfilerInfo, limits: ArgLimits) {
         slot_mismatches: AtomicU64::new(0),
         undescribed: AtomicU64::new(0),
         pending: Mutex::new(Vec::new()),
+        described: AtomicU64::new(0),
+        describing_ns: AtomicU64::new(0),
     });
     if fast_path() {
         // Made here, in Initialize, so that the hooks only ever read it.
@@ -230,6 +235,10 @@ pub struct ArgStats {
     pub undescribed: u64,
     /// Assembly hooks: classes the class table had no room for.
     pub table_full: u64,
+    /// Assembly hooks: class loads described for the table, and the thread CPU time
+    /// (ns) the describing took in ClassLoadFinished.
+    pub described: u64,
+    pub describing_ns: u64,
 }
 
 pub fn stats() -> ArgStats {
@@ -260,6 +269,8 @@ pub fn stats() -> ArgStats {
             unplaced,
             undescribed: s.undescribed.load(Ordering::Relaxed),
             table_full: table::existing().map_or(0, |t| t.full()),
+            described: s.described.load(Ordering::Relaxed),
+            describing_ns: s.describing_ns.load(Ordering::Relaxed),
         }
     })
 }
@@ -333,6 +344,10 @@ pub fn class_loaded(class: ClassId, module: ModuleId, token: u32, type_args: Vec
     if fast_path() {
         // The assembly hooks cannot ask the runtime an object's class: describe each
         // class here, where it answers, for them to find by the object's first word.
+        let t0 = crate::os::clock::own_thread_cpu_ns();
         plan::describe_loaded(s, class);
+        let spent = crate::os::clock::own_thread_cpu_ns().saturating_sub(t0);
+        s.described.fetch_add(1, Ordering::Relaxed);
+        s.describing_ns.fetch_add(spent, Ordering::Relaxed);
     }
 }

@@ -438,25 +438,22 @@ mod tests {
     /// arrays and `T[*]`; any other base size is refused.
     #[test]
     fn array_data_follows_the_base_size() {
-        // A method table: 32 bits of flags, then the base size.
-        let mut mt = [0u64; 2];
-        let mut obj = [0u64; 8];
-        for (base, rank, offset) in [(24u64, 1u32, 16usize), (32, 1, 24), (40, 2, 32)] {
-            mt[0] = base << 32;
-            obj[0] = mt.as_ptr() as u64;
-            obj[1] = 5;
+        // A method table (32 bits of flags, then the base size) and an array object whose
+        // first word points at it and whose count is 5.
+        let header = |base: u64, rank: u32| {
+            let mt = [base << 32, 0u64];
+            let obj = [mt.as_ptr() as u64, 5, 0, 0, 0, 0, 0, 0];
             let at = obj.as_ptr() as usize;
-            // SAFETY: (A7) `obj` is a local laid out as an array object whose first word
-            // points at the local method table `mt`.
+            // SAFETY: (A7) `obj` is a live local laid out as an array object whose first
+            // word points at the live local method table `mt`.
             let got = unsafe { array_header(at, rank) };
-            assert_eq!(got, Some((5, at + offset)), "base {base} rank {rank}");
-        }
-        mt[0] = 48 << 32;
-        // SAFETY: (A7) as above.
-        assert_eq!(unsafe { array_header(obj.as_ptr() as usize, 2) }, None);
-        mt[0] = 24 << 32;
-        // SAFETY: (A7) as above.
-        assert_eq!(unsafe { array_header(obj.as_ptr() as usize, 2) }, None);
+            got.map(|(n, data)| (n, data - at))
+        };
+        assert_eq!(header(24, 1), Some((5, 16)));
+        assert_eq!(header(32, 1), Some((5, 24)));
+        assert_eq!(header(40, 2), Some((5, 32)));
+        assert_eq!(header(48, 2), None);
+        assert_eq!(header(24, 2), None);
     }
 
     /// Each primitive is read at an unaligned address, as the width its type names.
