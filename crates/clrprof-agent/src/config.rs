@@ -22,9 +22,9 @@ mod tests {
         Settings::from_env(|k| map.get(k).cloned(), 42)
     }
 
-    /// `--args` asks for the runtime's slow path, unless `CLRPROF_ARGS_FAST=1` reads the
-    /// registers in the agent's own hooks: then none of the flags that force it (which the
-    /// runtime would refuse beside fast-path hooks).
+    /// `--args` asks for the runtime's slow path with `CLRPROF_ARGS_FAST=0`; by default the
+    /// agent's own hooks read the registers: then none of the flags that force it (which
+    /// the runtime would refuse beside fast-path hooks).
     #[test]
     fn args_ask_for_the_elt_slow_path_unless_fast() {
         let (low, _) = crate::session::mask::for_settings(

@@ -413,10 +413,10 @@ pub fn record(args: RecordArgs, pid: u32, while_attached: WhileAttached<'_>) -> 
     let asked = &args.settings.settings;
     if !asked.args.is_empty() {
         bail!(
-            "--args cannot attach to a running process (pid {pid} is left untouched): reading arguments needs \
-             COR_PRF_ENABLE_FUNCTION_ARGS, _RETVAL and _FRAME_INFO and the ELT slow-path hooks, which the runtime \
-             allows only for profilers loaded at startup; an attaching profiler gets \
-             CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER (0x8013136F). \
+            "--args cannot attach to a running process (pid {pid} is left untouched): arguments are read in \
+             the ELT hooks (COR_PRF_MONITOR_ENTERLEAVE; with CLRPROF_ARGS_FAST=0 also COR_PRF_ENABLE_FUNCTION_ARGS, \
+             _RETVAL and _FRAME_INFO), which the runtime allows only for profilers loaded at startup; an attaching \
+             profiler gets CORPROF_E_UNSUPPORTED_FOR_ATTACHING_PROFILER (0x8013136F). \
              Start the program under the profiler instead: clrprof record --mode trace --args PATTERN -- <command>"
         );
     }

@@ -1121,11 +1121,12 @@ fn args_from_registers(rt: Runtime) {
     let dir = scratch(&format!("rt-args-regs-{}", rt.tfm()));
     let trace = dir.join("t.clrprof");
     let rounds_arg = format!("rounds={rounds}");
-    let out = record_app(
+    let out = record_app_env(
         &app,
         &trace,
         &["--mode", "trace", "--args", "Scenarios.Abi.*"],
         &["abi", &rounds_arg],
+        &[("CLRPROF_ARGS_FAST", "0")],
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
@@ -1226,20 +1227,20 @@ fn args_from_registers(rt: Runtime) {
     }
 }
 
-/// `CLRPROF_ARGS_FAST=1`: the JIT's fast-path hooks see the arguments and results where
-/// `arg_slots::Placer` puts them on this runtime too. One round of the `abi` set: a split
-/// struct, a float struct, a struct passed on the stack after the general registers ran
-/// out, struct results in two registers and through a buffer.
+/// The assembly hooks (`--args`' default): the JIT's fast-path hooks see the arguments and
+/// results where `arg_slots::Placer` puts them on this runtime too, and an object's first
+/// word is its ClassID (its method table). One round of the `abi` set: a split struct, a
+/// float struct, a struct passed on the stack after the general registers ran out, struct
+/// results in two registers and through a buffer, a boxed value passed as `object`.
 fn args_in_the_assembly_hooks(rt: Runtime) {
     let app = app_on("Scenarios", rt);
     let dir = scratch(&format!("rt-args-fast-{}", rt.tfm()));
     let trace = dir.join("t.clrprof");
-    let out = record_app_env(
+    let out = record_app(
         &app,
         &trace,
         &["--mode", "trace", "--args", "Scenarios.Abi.*"],
         &["abi"],
-        &[("CLRPROF_ARGS_FAST", "1")],
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
@@ -1290,6 +1291,16 @@ fn args_in_the_assembly_hooks(rt: Runtime) {
         calls["Scenarios.Abi.ManyDoubles"][0]["return"]["value"].as_f64(),
         app_says["abi_many_doubles"].parse().ok(),
     );
+    let helper = &calls["Scenarios.Abi.<Round>g__Add|2_0"][0];
+    let boxed = arg(helper, "value");
+    assert_eq!(boxed["type"], "System.Int32", "{helper:#}");
+    assert_eq!(
+        boxed["value"].as_f64(),
+        app_says["abi_int"].parse().ok(),
+        "{helper:#}"
+    );
+    let text = serde_json::to_string(&calls).unwrap();
+    assert!(!text.contains("\"unreadable\""), "{text}");
 }
 
 /// The `RESULT runtime=` `serve` printed on its way out.

@@ -252,6 +252,9 @@ impl ProfilerCallback for Profiler {
     }
 
     fn class_unload_finished(&self, id: ClassId, _status: HResult) -> Result<()> {
+        if self.active().is_some_and(|a| !a.settings.args.is_empty()) {
+            crate::tracing::args::class_unloaded(id);
+        }
         emit(&Event::ClassUnloaded { id: id.0 as u64 });
         Ok(())
     }

@@ -74,7 +74,7 @@ pub fn for_settings(s: &Settings) -> (u32, u32) {
                 low |= sys::COR_PRF_MONITOR_EXCEPTIONS | sys::COR_PRF_MONITOR_CLASS_LOADS;
                 // --args through the runtime: the slow-path hooks with argument and
                 // return-value ranges (immutable; GetFunctionEnter3Info/Leave3Info answer
-                // only with these). The assembly hooks of CLRPROF_ARGS_FAST=1 read the
+                // only with these). The assembly hooks (the default) read the
                 // registers themselves and need none of them (the runtime refuses them
                 // beside fast-path hooks).
                 if !crate::tracing::args::fast_path() {

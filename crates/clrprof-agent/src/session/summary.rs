@@ -108,8 +108,14 @@ pub(super) fn log_writer(why: &str, output: &Path, stats: &writer::Stats, args: 
         } else {
             log!(
                 "args: {} value lists cut at the per-call bound (CLRPROF_ARG_BYTES); values \
-                 read in the assembly hooks",
-                args.cut
+                 read in the assembly hooks; {} object(s) whose class was not described yet, \
+                 {} class(es) the class table had no room for; {} class load(s) described \
+                 for it in {:.1} ms of thread CPU",
+                args.cut,
+                args.undescribed,
+                args.table_full,
+                args.described,
+                args.describing_ns as f64 / 1e6
             );
         }
         if !args.unplaced.is_empty() {
@@ -117,7 +123,7 @@ pub(super) fn log_writer(why: &str, output: &Path, stats: &writer::Stats, args: 
             let more = args.unplaced.len().saturating_sub(SHOWN);
             log!(
                 "args: {} function(s) have values the assembly hooks cannot place (recorded \
-                 as unreadable; without CLRPROF_ARGS_FAST=1 the runtime places them): {}{}",
+                 as unreadable; with CLRPROF_ARGS_FAST=0 the runtime places them): {}{}",
                 args.unplaced.len(),
                 args.unplaced[..args.unplaced.len().min(SHOWN)].join(", "),
                 if more > 0 {

@@ -94,7 +94,7 @@ pub fn install(
         ) = if let Some(probe) = probe {
             (probe, probe, probe)
         } else if with_args && fast {
-            // --args with CLRPROF_ARGS_FAST=1: the trampolines read the values of `ArgsFn`
+            // --args in the assembly hooks (the default): the trampolines read the values of `ArgsFn`
             // clients and send indices to the plain hooks.
             (
                 x::clrprof_args_enter,
@@ -199,7 +199,7 @@ unsafe extern "system" fn map_function(
         drop(map);
         if stored == client && idx != 0 {
             crate::names::emit_function_info_as(names, idx);
-            // CLRPROF_ARGS_FAST=1: plan it here, inside a callback.
+            // --args in the assembly hooks: plan it here, inside a callback.
             super::args::prepare(client);
         }
         (

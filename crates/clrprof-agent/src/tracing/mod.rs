@@ -14,8 +14,8 @@
 //! (include/exclude patterns), `x64` (the assembly trampolines), `hooks` (their Rust
 //! half: the slow path), `counts` (`--counts`: the Rust half of the counting hooks,
 //! which update the thread's call-count table instead of recording), `args` (`--args`: the
-//! runtime's slow-path hooks that also record argument and return values, and with
-//! `CLRPROF_ARGS_FAST=1` the Rust half of trampolines that read them from the registers)
+//! Rust half of trampolines that read argument and return values from the registers, and
+//! with `CLRPROF_ARGS_FAST=0` the runtime's slow-path hooks that read them instead)
 //! and `arg_slots` (where those values lie, learned from the runtime's first answers or
 //! placed by the SysV rules). After attach, where the runtime refuses ELT hooks, `probes`
 //! records the same events from IL probes installed through ReJIT.

@@ -28,27 +28,62 @@
 
 use core::arch::global_asm;
 
-/// The leave and tailcall trampolines are the same code around a different target: keep
-/// RAX, RDX, XMM0, XMM1 (the return registers), call `target(id in RDI, caller SP in RSI)`.
-macro_rules! leave_like {
-    ($name:literal, $target:literal) => {
+/// A trampoline's start: aligned, global, typed as a function, with unwind info opened.
+macro_rules! begin {
+    ($name:literal) => {
         concat!(
-            ".p2align 4\n",
-            ".globl ",
+            ".p2align 4\n.globl ",
             $name,
-            "\n",
-            ".type ",
+            "\n.type ",
             $name,
             ",@function\n",
             $name,
-            ":\n",
-            ".cfi_startproc\n",
+            ":\n.cfi_startproc\n"
+        )
+    };
+}
+
+/// A frame on RBP with the stack aligned to 16 bytes below it (for `movdqa` and calls).
+macro_rules! frame {
+    () => {
+        concat!(
             "push rbp\n",
             ".cfi_def_cfa_offset 16\n",
             ".cfi_offset rbp, -16\n",
             "mov rbp, rsp\n",
             ".cfi_def_cfa_register rbp\n",
-            "and rsp, -16\n",
+            "and rsp, -16\n"
+        )
+    };
+}
+
+/// A trampoline's end: unwind info closed and its symbol's size.
+macro_rules! end {
+    ($name:literal) => {
+        concat!(".cfi_endproc\n.size ", $name, ", .-", $name, "\n")
+    };
+}
+
+/// Leaves a [`frame!`] and returns, then [`end!`]: every trampoline that calls Rust.
+macro_rules! epilogue {
+    ($name:literal) => {
+        concat!(
+            "mov rsp, rbp\n",
+            "pop rbp\n",
+            ".cfi_def_cfa rsp, 8\n",
+            "ret\n",
+            end!($name)
+        )
+    };
+}
+
+/// The leave and tailcall trampolines are the same code around a different target: keep
+/// RAX, RDX, XMM0, XMM1 (the return registers), call `target(id in RDI, caller SP in RSI)`.
+macro_rules! leave_like {
+    ($name:literal, $target:literal) => {
+        concat!(
+            begin!($name),
+            frame!(),
             "sub rsp, 48\n",
             "mov [rsp + 0], rax\n",
             "mov [rsp + 8], rdx\n",
@@ -61,16 +96,7 @@ macro_rules! leave_like {
             "mov rdx, [rsp + 8]\n",
             "movdqa xmm0, [rsp + 16]\n",
             "movdqa xmm1, [rsp + 32]\n",
-            "mov rsp, rbp\n",
-            "pop rbp\n",
-            ".cfi_def_cfa rsp, 8\n",
-            "ret\n",
-            ".cfi_endproc\n",
-            ".size ",
-            $name,
-            ", .-",
-            $name,
-            "\n"
+            epilogue!($name)
         )
     };
 }
@@ -79,16 +105,7 @@ macro_rules! leave_like {
 macro_rules! leave_like_fast {
     ($name:literal, $tag:literal, $slow:literal) => {
         concat!(
-            ".p2align 4\n",
-            ".globl ",
-            $name,
-            "\n",
-            ".type ",
-            $name,
-            ",@function\n",
-            $name,
-            ":\n",
-            ".cfi_startproc\n",
+            begin!($name),
             "cmp byte ptr [rip + {accepting}], 0\n",
             "je 9f\n",
             // RAX and RDX hold the return value; R8 and R9 may be trashed. RDI and RSI
@@ -145,12 +162,7 @@ macro_rules! leave_like_fast {
             "jmp ",
             $slow,
             "\n",
-            ".cfi_endproc\n",
-            ".size ",
-            $name,
-            ", .-",
-            $name,
-            "\n"
+            end!($name)
         )
     };
 }
@@ -233,22 +245,8 @@ global_asm!(
 macro_rules! enter_like {
     ($name:literal, $target:literal) => {
         concat!(
-            ".p2align 4\n",
-            ".globl ",
-            $name,
-            "\n",
-            ".type ",
-            $name,
-            ",@function\n",
-            $name,
-            ":\n",
-            ".cfi_startproc\n",
-            "push rbp\n",
-            ".cfi_def_cfa_offset 16\n",
-            ".cfi_offset rbp, -16\n",
-            "mov rbp, rsp\n",
-            ".cfi_def_cfa_register rbp\n",
-            "and rsp, -16\n",
+            begin!($name),
+            frame!(),
             "sub rsp, 176\n",
             "mov [rsp + 0], rdi\n",
             "mov [rsp + 8], rsi\n",
@@ -283,16 +281,7 @@ macro_rules! enter_like {
             "movdqa xmm5, [rsp + 128]\n",
             "movdqa xmm6, [rsp + 144]\n",
             "movdqa xmm7, [rsp + 160]\n",
-            "mov rsp, rbp\n",
-            "pop rbp\n",
-            ".cfi_def_cfa rsp, 8\n",
-            "ret\n",
-            ".cfi_endproc\n",
-            ".size ",
-            $name,
-            ", .-",
-            $name,
-            "\n"
+            epilogue!($name)
         )
     };
 }
@@ -316,16 +305,7 @@ global_asm!(
 macro_rules! count_leave_fast {
     ($name:literal) => {
         concat!(
-            ".p2align 4\n",
-            ".globl ",
-            $name,
-            "\n",
-            ".type ",
-            $name,
-            ",@function\n",
-            $name,
-            ":\n",
-            ".cfi_startproc\n",
+            begin!($name),
             "cmp byte ptr [rip + {accepting}], 0\n",
             "je 9f\n",
             // RAX holds the return value: parked in R8. RDX is not touched.
@@ -360,12 +340,7 @@ macro_rules! count_leave_fast {
             "mov rax, r8\n",
             "9:\n",
             "jmp clrprof_count_leave_slow\n",
-            ".cfi_endproc\n",
-            ".size ",
-            $name,
-            ", .-",
-            $name,
-            "\n"
+            end!($name)
         )
     };
 }
@@ -478,16 +453,7 @@ global_asm!(
 macro_rules! probe_fast {
     ($name:literal, $tag:literal, $slow:literal) => {
         concat!(
-            ".p2align 4\n",
-            ".globl ",
-            $name,
-            "\n",
-            ".type ",
-            $name,
-            ",@function\n",
-            $name,
-            ":\n",
-            ".cfi_startproc\n",
+            begin!($name),
             "and rsi, -8\n",
             "cmp byte ptr [rip + {accepting}], 0\n",
             "je 9f\n",
@@ -536,12 +502,7 @@ macro_rules! probe_fast {
             "jmp ",
             $slow,
             "\n",
-            ".cfi_endproc\n",
-            ".size ",
-            $name,
-            ", .-",
-            $name,
-            "\n"
+            end!($name)
         )
     };
 }
@@ -569,28 +530,14 @@ global_asm!(
 macro_rules! args_enter {
     ($name:literal, $plain:literal, $target:literal) => {
         concat!(
-            ".p2align 4\n",
-            ".globl ",
-            $name,
-            "\n",
-            ".type ",
-            $name,
-            ",@function\n",
-            $name,
-            ":\n",
-            ".cfi_startproc\n",
+            begin!($name),
             "cmp r14, {max_index}\n",
             "ja 1f\n",
             "jmp ",
             $plain,
             "\n",
             "1:\n",
-            "push rbp\n",
-            ".cfi_def_cfa_offset 16\n",
-            ".cfi_offset rbp, -16\n",
-            "mov rbp, rsp\n",
-            ".cfi_def_cfa_register rbp\n",
-            "and rsp, -16\n",
+            frame!(),
             "sub rsp, 304\n",
             "mov [rsp + 120], rdi\n",
             "mov [rsp + 128], rsi\n",
@@ -634,16 +581,7 @@ macro_rules! args_enter {
             "movdqa xmm5, [rsp + 256]\n",
             "movdqa xmm6, [rsp + 272]\n",
             "movdqa xmm7, [rsp + 288]\n",
-            "mov rsp, rbp\n",
-            "pop rbp\n",
-            ".cfi_def_cfa rsp, 8\n",
-            "ret\n",
-            ".cfi_endproc\n",
-            ".size ",
-            $name,
-            ", .-",
-            $name,
-            "\n"
+            epilogue!($name)
         )
     };
 }
@@ -653,28 +591,14 @@ macro_rules! args_enter {
 macro_rules! args_leave {
     ($name:literal, $plain:literal, $target:literal) => {
         concat!(
-            ".p2align 4\n",
-            ".globl ",
-            $name,
-            "\n",
-            ".type ",
-            $name,
-            ",@function\n",
-            $name,
-            ":\n",
-            ".cfi_startproc\n",
+            begin!($name),
             "cmp rdi, {max_index}\n",
             "ja 1f\n",
             "jmp ",
             $plain,
             "\n",
             "1:\n",
-            "push rbp\n",
-            ".cfi_def_cfa_offset 16\n",
-            ".cfi_offset rbp, -16\n",
-            "mov rbp, rsp\n",
-            ".cfi_def_cfa_register rbp\n",
-            "and rsp, -16\n",
+            frame!(),
             "sub rsp, 208\n",
             "mov [rsp + 40], rax\n",
             "mov [rsp + 136], rdx\n",
@@ -690,16 +614,7 @@ macro_rules! args_leave {
             "mov rdx, [rsp + 136]\n",
             "movdqa xmm0, [rsp + 176]\n",
             "movdqa xmm1, [rsp + 192]\n",
-            "mov rsp, rbp\n",
-            "pop rbp\n",
-            ".cfi_def_cfa rsp, 8\n",
-            "ret\n",
-            ".cfi_endproc\n",
-            ".size ",
-            $name,
-            ", .-",
-            $name,
-            "\n"
+            epilogue!($name)
         )
     };
 }

@@ -1,5 +1,5 @@
-//! The hooks: those the runtime's slow-path stub calls (the default: the stub's frame, the
-//! runtime's ranges, learned slots), and with `CLRPROF_ARGS_FAST=1` the Rust half of the
+//! The hooks: those the runtime's slow-path stub calls (`CLRPROF_ARGS_FAST=0`: the stub's
+//! frame, the runtime's ranges, learned slots), and by default the Rust half of the
 //! assembly `--args` trampolines (`x64.rs`), which read the values where the SysV
 //! convention placed them in the registers the trampoline saved; and the records both
 //! write.
@@ -457,6 +457,20 @@ fn write_bounded(s: &State, write: impl Fn(&mut ValueWriter<'_>), ts: u64, recor
     if !w.was_cut() || bound <= 64 {
         return finish(s, w, ts, record);
     }
+    write_larger(s, write, ts, record, bound);
+}
+
+/// [`write_bounded`]'s values that did not fit 64 bytes: in a frame of their own, so that
+/// the common call's frame holds no 8 KiB buffer (whose stack probe every call paid).
+#[cold]
+#[inline(never)]
+fn write_larger(
+    s: &State,
+    write: impl Fn(&mut ValueWriter<'_>),
+    ts: u64,
+    record: Record,
+    bound: usize,
+) {
     let mut small = [0u8; 256];
     let mut w = ValueWriter::new(&mut small[..bound.min(256)]);
     write(&mut w);

@@ -1,6 +1,6 @@
 //! Trace mode with `--args`: reading arguments and return values in the ELT hooks.
 //!
-//! **The runtime's slow path (the default).** With `SetEnterLeaveFunctionHooks3WithInfo`
+//! **The runtime's slow path (`CLRPROF_ARGS_FAST=0`).** With `SetEnterLeaveFunctionHooks3WithInfo`
 //! the JIT calls the runtime's own stub (`ProfileEnterNaked` in dotnet/runtime
 //! `vm/amd64/asmhelpers.S`), which saves the argument registers into a
 //! `PROFILE_PLATFORM_SPECIFIC_DATA` on its stack and calls `ProfileEnter`
@@ -15,7 +15,7 @@
 //! per-call work is one `GetFunctionEnter3Info` (or `Leave3Info`) until the function's
 //! slots are learned (`arg_slots`), raw reads, and one record into the thread's ring.
 //!
-//! **The assembly hooks (`CLRPROF_ARGS_FAST=1`).** On Linux x64 the JIT calls the
+//! **The assembly hooks (the default).** On Linux x64 the JIT calls the
 //! fast-path enter hook with the method's arguments still in RDI…R9 and XMM0–7 and its
 //! caller SP in R15 (the stack arguments above it), and the leave hook with the return
 //! value in RAX, RDX, XMM0 and XMM1 (RAX holding a returned buffer's address), all of
@@ -27,10 +27,13 @@
 //! code, so no GC moves an object while the hook reads, but it is in no runtime callback:
 //! the runtime answers its "synchronous" Info methods (`GetModuleMetaData`,
 //! `GetClassFromObject`, …) with `CORPROF_E_UNSUPPORTED_CALL_SEQUENCE` there. So plans
-//! are built in the FunctionIDMapper ([`prepare`]), and an object reference (whose class
-//! only `GetClassFromObject` tells) is recorded as unreadable, saying why; primitives,
-//! strings (whose layout is known from `GetStringLayout2`), enums, structs and `ref`s to
-//! them are read.
+//! are built in the FunctionIDMapper ([`prepare`]), and an object's class is found
+//! without the runtime: its first word is its method table, which is its ClassID, looked
+//! up in a lock-free table (`table`) of the classes described in ClassLoadFinished and
+//! while planning (arrays, which get no ClassLoadFinished, from `IsArrayClass`, an
+//! asynchronous method, the first time one is met). A class not described yet reads so,
+//! and is counted; primitives, strings (whose layout is known from `GetStringLayout2`),
+//! enums, structs, objects, arrays and `ref`s to them are read.
 //!
 //! Either way, functions that only match `--include` record an Enter/Leave unit as
 //! before; functions matching `--args` get a client ID that is a pointer to their
@@ -38,7 +41,8 @@
 //! `CallArgs` / `CallReturn` record of typed values ([`clrprof_format::values`]).
 //! Planning (signature → per-argument [`plan::Kind`], class layouts, places) happens once
 //! per function and once per class. Class layouts are shared behind a `RwLock` taken for
-//! reading only when a reference-type value is decoded.
+//! reading only when the slow path decodes a reference-type value; the assembly hooks
+//! read the lock-free table instead.
 //!
 //! The files: this one keeps the per-function and per-process state (client IDs, slot
 //! caches, the closing statistics); `hooks` is the hooks themselves (the stub's frame, the
@@ -49,6 +53,7 @@
 mod hooks;
 mod plan;
 mod read;
+mod table;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -64,14 +69,14 @@ use plan::{ClassDesc, FnPlan, LoadedClasses};
 
 pub use hooks::{enter, fast_enter, fast_leave, fast_tailcall, leave, tailcall};
 
-/// Whether `--args` reads the values in the assembly hooks (`CLRPROF_ARGS_FAST=1`, read
-/// once) instead of through the runtime's slow path.
+/// Whether `--args` reads the values in the assembly hooks (the default) instead of
+/// through the runtime's slow path (`CLRPROF_ARGS_FAST=0`, read once).
 pub fn fast_path() -> bool {
     static FAST: OnceLock<bool> = OnceLock::new();
-    *FAST.get_or_init(|| std::env::var_os("CLRPROF_ARGS_FAST").is_some_and(|v| v == "1"))
+    *FAST.get_or_init(|| std::env::var_os("CLRPROF_ARGS_FAST").is_none_or(|v| v != "0"))
 }
 
-/// `CLRPROF_ARGS_FAST=1`: plans the `--args` function whose client ID the FunctionIDMapper
+/// The assembly hooks: plans the `--args` function whose client ID the FunctionIDMapper
 /// just handed out, there and then. The assembly hooks run outside any runtime callback,
 /// where the runtime refuses its "synchronous" Info methods (`GetModuleMetaData`,
 /// `GetClassFromObject`… answer `CORPROF_E_UNSUPPORTED_CALL_SEQUENCE`), so they never
@@ -173,6 +178,15 @@ struct State {
     slotted: AtomicU64,
     /// ... and those whose learned slots the runtime later contradicted.
     slot_mismatches: AtomicU64,
+    /// Assembly hooks: objects whose class the table did not describe (a rare path, so
+    /// a shared counter costs nothing on the common one).
+    undescribed: AtomicU64,
+    /// Classes whose description waits for a value type to be reported loaded
+    /// ([`plan::describe_loaded`]).
+    pending: Mutex<Vec<(ClassId, u8)>>,
+    /// Class loads described for the table, and the thread CPU time that took.
+    described: AtomicU64,
+    describing_ns: AtomicU64,
 }
 
 static STATE: OnceLock<State> = OnceLock::new();
@@ -191,7 +205,15 @@ pub fn init(info: &ProfilerInfo, limits: ArgLimits) {
         cut: AtomicU64::new(0),
         slotted: AtomicU64::new(0),
         slot_mismatches: AtomicU64::new(0),
+        undescribed: AtomicU64::new(0),
+        pending: Mutex::new(Vec::new()),
+        described: AtomicU64::new(0),
+        describing_ns: AtomicU64::new(0),
     });
+    if fast_path() {
+        // Made here, in Initialize, so that the hooks only ever read it.
+        table::table();
+    }
 }
 
 /// What `--args` did, for the agent's closing log line.
@@ -209,6 +231,14 @@ pub struct ArgStats {
     /// Assembly hooks: functions called so far with a value that could not be placed
     /// (recorded as unreadable), named.
     pub unplaced: Vec<String>,
+    /// Assembly hooks: objects whose class was not described yet (recorded as such).
+    pub undescribed: u64,
+    /// Assembly hooks: classes the class table had no room for.
+    pub table_full: u64,
+    /// Assembly hooks: class loads described for the table, and the thread CPU time
+    /// (ns) the describing took in ClassLoadFinished.
+    pub described: u64,
+    pub describing_ns: u64,
 }
 
 pub fn stats() -> ArgStats {
@@ -237,6 +267,10 @@ pub fn stats() -> ArgStats {
             slot_mismatches: s.slot_mismatches.load(Ordering::Relaxed),
             asking,
             unplaced,
+            undescribed: s.undescribed.load(Ordering::Relaxed),
+            table_full: table::existing().map_or(0, |t| t.full()),
+            described: s.described.load(Ordering::Relaxed),
+            describing_ns: s.describing_ns.load(Ordering::Relaxed),
         }
     })
 }
@@ -284,12 +318,36 @@ fn is_args_client(id: usize) -> bool {
     id as u64 > u64::from(crate::output::ring::MAX_INDEX)
 }
 
+/// ClassUnloadFinished: the class's method table (and those of arrays of it, which get no
+/// event of their own) may be reused by a later class, so their descriptions go.
+pub fn class_unloaded(class: ClassId) {
+    let Some(s) = STATE.get() else { return };
+    s.classes
+        .write()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&class.0);
+    if let Some(t) = table::existing() {
+        t.withdraw(|c, d| c == class.0 || matches!(d.shape, plan::Shape::Array { .. }));
+    }
+}
+
 /// ClassLoadFinished: remembers value types (and CoreLib's, for generic arguments).
 pub fn class_loaded(class: ClassId, module: ModuleId, token: u32, type_args: Vec<ClassId>) {
     let Some(s) = STATE.get() else { return };
-    let mut m = s.loaded.lock().unwrap_or_else(|p| p.into_inner());
-    let v = m.entry((module.0, token)).or_default();
-    if !v.iter().any(|(_, c)| *c == class) {
-        v.push((type_args, class));
+    {
+        let mut m = s.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        let v = m.entry((module.0, token)).or_default();
+        if !v.iter().any(|(_, c)| *c == class) {
+            v.push((type_args, class));
+        }
+    }
+    if fast_path() {
+        // The assembly hooks cannot ask the runtime an object's class: describe each
+        // class here, where it answers, for them to find by the object's first word.
+        let t0 = crate::os::clock::own_thread_cpu_ns();
+        plan::describe_loaded(s, class);
+        let spent = crate::os::clock::own_thread_cpu_ns().saturating_sub(t0);
+        s.described.fetch_add(1, Ordering::Relaxed);
+        s.describing_ns.fetch_add(spent, Ordering::Relaxed);
     }
 }

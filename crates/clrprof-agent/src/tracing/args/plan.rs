@@ -200,7 +200,61 @@ pub(super) fn class_desc(s: &State, class: ClassId) -> Arc<ClassDesc> {
     }
     let d = Arc::new(build_class(s, class, 0));
     let mut m = s.classes.write().unwrap_or_else(|p| p.into_inner());
-    m.entry(class.0).or_insert(d).clone()
+    let d = m.entry(class.0).or_insert(d).clone();
+    drop(m);
+    publish(class, &d);
+    d
+}
+
+/// Class loads a description of a pending class waits for before it is kept as it is.
+const PENDING_TRIES: u8 = 16;
+/// Classes waiting at most (the oldest are kept as they are beyond that).
+const PENDING_MAX: usize = 1024;
+
+/// ClassLoadFinished with the assembly hooks: describes `class` for the class table they
+/// read objects' classes from. The runtime may report a class loaded before a value type
+/// among its fields; such a description is not kept but built again at the next class
+/// loads (up to [`PENDING_TRIES`] of them, then kept as it is: that field reads
+/// `value type not resolved`), so that no guess is ever published.
+pub(super) fn describe_loaded(s: &State, class: ClassId) {
+    let mut retry = std::mem::take(&mut *s.pending.lock().unwrap_or_else(|p| p.into_inner()));
+    retry.push((class, 0));
+    let mut still = Vec::new();
+    for (c, tries) in retry {
+        if s.classes.read().ok().is_some_and(|m| m.contains_key(&c.0)) {
+            class_desc(s, c);
+            continue;
+        }
+        let d = Arc::new(build_class(s, c, 0));
+        if unresolved(&d, 0) && tries < PENDING_TRIES {
+            still.push((c, tries + 1));
+            continue;
+        }
+        let mut m = s.classes.write().unwrap_or_else(|p| p.into_inner());
+        let d = m.entry(c.0).or_insert(d).clone();
+        drop(m);
+        publish(c, &d);
+    }
+    let mut p = s.pending.lock().unwrap_or_else(|p| p.into_inner());
+    p.extend(still);
+    while p.len() > PENDING_MAX {
+        let (c, _) = p.remove(0);
+        drop(p);
+        let d = Arc::new(build_class(s, c, 0));
+        let mut m = s.classes.write().unwrap_or_else(|p| p.into_inner());
+        let d = m.entry(c.0).or_insert(d).clone();
+        drop(m);
+        publish(c, &d);
+        p = s.pending.lock().unwrap_or_else(|p| p.into_inner());
+    }
+}
+
+/// With the assembly hooks, a described class goes into the table they read objects'
+/// classes from ([`super::table`]).
+fn publish(class: ClassId, d: &Arc<ClassDesc>) {
+    if super::fast_path() {
+        super::table::table().insert(class.0, d);
+    }
 }
 
 pub(super) fn md_of(s: &State, module: ModuleId) -> Option<MetaDataImport> {
@@ -223,7 +277,7 @@ pub(super) fn build_class(s: &State, class: ClassId, depth: u32) -> ClassDesc {
         size: 0,
         shape: Shape::Unknown(why),
     };
-    if depth > 6 {
+    if depth > MAX_DEPTH {
         return unknown(name, TOO_DEEP);
     }
     if let Ok(Some(a)) = info.is_array_class(class) {
@@ -342,30 +396,74 @@ pub(super) fn build_class(s: &State, class: ClassId, depth: u32) -> ClassDesc {
     }
 }
 
+/// The depth below which no value type is described ([`build_class`]).
+const MAX_DEPTH: u32 = 6;
+
+/// How many levels of value types nest inside `d`'s values (its inline fields', or an
+/// array's inline elements', recursively).
+fn height(d: &ClassDesc, level: u32) -> u32 {
+    fn of(k: &Kind, level: u32) -> u32 {
+        match k {
+            Kind::Inline(d) => 1 + height(d, level + 1),
+            Kind::ByRef(inner) => of(inner, level),
+            _ => 0,
+        }
+    }
+    if level > 16 {
+        return level;
+    }
+    match &d.shape {
+        Shape::Struct { fields, .. } | Shape::Object(fields) => {
+            fields.iter().map(|f| of(&f.kind, level)).max().unwrap_or(0)
+        }
+        Shape::Array { kind, .. } => of(kind, level),
+        _ => 0,
+    }
+}
+
 /// A class met while describing another (element, field type): cached like any, unless
 /// the depth limit cut its description short (met again nearer the top, it is described
-/// further).
+/// further) or a value type in it was not reported loaded yet.
 pub(super) fn class_desc_nested(s: &State, class: ClassId, depth: u32) -> Arc<ClassDesc> {
-    if let Some(d) = s.classes.read().ok().and_then(|m| m.get(&class.0).cloned()) {
+    if let Some(d) = s.classes.read().ok().and_then(|m| m.get(&class.0).cloned())
+        // The kept description (made at depth 0) fits below `depth`; else it is made
+        // again, cut where the depth limit cuts it, whichever class was described first.
+        && depth + height(&d, 0) <= MAX_DEPTH
+    {
         return d;
     }
     let d = Arc::new(build_class(s, class, depth));
-    if cut_by_depth(&d, 0) {
+    if incomplete(&d, 0) {
         return d;
     }
     let mut m = s.classes.write().unwrap_or_else(|p| p.into_inner());
-    m.entry(class.0).or_insert(d).clone()
+    let d = m.entry(class.0).or_insert(d).clone();
+    drop(m);
+    publish(class, &d);
+    d
 }
 
 pub(super) const TOO_DEEP: &str = "types nested too deeply";
+pub(super) const UNRESOLVED: &str = "value type not resolved";
 
-/// Whether the depth limit left part of `d` undescribed.
-pub(super) fn cut_by_depth(d: &ClassDesc, level: u32) -> bool {
-    fn kind_cut(k: &Kind, level: u32) -> bool {
+/// Whether the depth limit, or a value type not reported loaded yet, left part of `d`
+/// undescribed: a description to build again later rather than keep.
+pub(super) fn incomplete(d: &ClassDesc, level: u32) -> bool {
+    missing(d, level, &[TOO_DEEP, UNRESOLVED])
+}
+
+/// Whether a value type in `d` was not reported loaded yet.
+pub(super) fn unresolved(d: &ClassDesc, level: u32) -> bool {
+    missing(d, level, &[UNRESOLVED])
+}
+
+/// Whether part of `d` is unreadable for one of `reasons`.
+fn missing(d: &ClassDesc, level: u32, reasons: &[&str]) -> bool {
+    fn kind_cut(k: &Kind, level: u32, reasons: &[&str]) -> bool {
         match k {
-            Kind::Unknown(why) => *why == TOO_DEEP,
-            Kind::Inline(d) => cut_by_depth(d, level + 1),
-            Kind::ByRef(inner) => kind_cut(inner, level),
+            Kind::Unknown(why) => reasons.contains(why),
+            Kind::Inline(d) => missing(d, level + 1, reasons),
+            Kind::ByRef(inner) => kind_cut(inner, level, reasons),
             _ => false,
         }
     }
@@ -373,11 +471,11 @@ pub(super) fn cut_by_depth(d: &ClassDesc, level: u32) -> bool {
         return true;
     }
     match &d.shape {
-        Shape::Unknown(why) => *why == TOO_DEEP,
+        Shape::Unknown(why) => reasons.contains(why),
         Shape::Struct { fields, .. } | Shape::Object(fields) => {
-            fields.iter().any(|f| kind_cut(&f.kind, level))
+            fields.iter().any(|f| kind_cut(&f.kind, level, reasons))
         }
-        Shape::Array { kind, .. } => kind_cut(kind, level),
+        Shape::Array { kind, .. } => kind_cut(kind, level, reasons),
         _ => false,
     }
 }
@@ -483,7 +581,7 @@ impl Cx<'_> {
                 value_type: true, ..
             } => match self.class_of(t) {
                 Some(c) => self.kind_of_class(c),
-                None => Kind::Unknown("value type not resolved"),
+                None => Kind::Unknown(UNRESOLVED),
             },
             Type::Var(n) => self
                 .class_args

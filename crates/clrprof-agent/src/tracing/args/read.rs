@@ -3,8 +3,12 @@
 
 use clrprof_format::values::ValueWriter;
 
+use std::sync::Arc;
+
+use corprof::ClassId;
+
 use super::State;
-use super::plan::{ClassDesc, FieldDesc, Kind, Prim, Shape, class_desc};
+use super::plan::{ClassDesc, FieldDesc, Kind, Prim, Shape, class_desc, is_inline};
 
 /// Reads a `T` at `addr`.
 ///
@@ -191,28 +195,105 @@ unsafe fn write_fields(
 /// # Safety
 /// Called inside an `--args` hook; `obj` is 0 or the ObjectID of an object live during it
 /// (read from a reference-typed slot). A value that cannot be an ObjectID is refused
-/// before the runtime is asked ([`plausible_object`]), but a plausible one that is no
-/// object would reach `GetClassFromObject`.
+/// before it is read or the runtime is asked ([`plausible_object`]), but a plausible one
+/// that is no object would be read as one.
 unsafe fn write_object(s: &State, w: &mut ValueWriter<'_>, obj: usize, level: u32) {
     if obj == 0 {
         return w.null();
     }
     if !plausible_object(obj) {
-        // Never hand the runtime an address that cannot be an object.
+        // Never read or hand the runtime an address that cannot be an object.
         return w.address("not an object", obj as u64);
     }
     if super::fast_path() {
-        // Outside a runtime callback the runtime refuses GetClassFromObject (a
-        // "synchronous" Info method): say so rather than ask.
-        return w.unreadable(FAST_OBJECT);
+        // Outside a runtime callback the runtime refuses GetClassFromObject: the object's
+        // first word is its method table, which is its ClassID in CoreCLR (the low bits
+        // masked, as the GC does), and the table holds the classes described so far.
+        // SAFETY: (A7) a live object (contract) starts with its method table pointer.
+        let class = unsafe { read::<usize>(obj) } & !7;
+        let Some(d) = described(s, class, 0) else {
+            s.undescribed
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return w.unreadable(NOT_DESCRIBED);
+        };
+        // SAFETY: (A7) `d` describes the live object's own class (its method table).
+        return unsafe { write_described(s, w, obj, d, level, true) };
     }
     let class = match s.info.get_class_from_object(corprof::ObjectId(obj)) {
         Ok(c) => c,
         Err(e) => return w.unreadable(&format!("GetClassFromObject: {e}")),
     };
     let d = class_desc(s, class);
+    // SAFETY: (A7) `d` describes the class the runtime says the live object has.
+    unsafe { write_described(s, w, obj, &d, level, false) }
+}
+
+/// What an object whose class the table does not describe reads as (assembly hooks).
+pub(super) const NOT_DESCRIBED: &str = "class not described yet";
+
+/// The description of the class `class` (an object's method table) from the table the
+/// callbacks fill. Arrays get no ClassLoadFinished: the first time one is met, its
+/// element class and rank come from `IsArrayClass` (one of the runtime's asynchronous
+/// methods, allowed on any thread: no lock, no GC) and its description is added.
+fn described(s: &State, class: usize, depth: u32) -> Option<&'static ClassDesc> {
+    let t = super::table::existing()?;
+    if let Some(d) = t.get(class) {
+        return Some(d);
+    }
+    // A method table lies where objects may (loaded runtime memory); anything else is
+    // never handed to the runtime.
+    if depth > 4 || !plausible_object(class) {
+        return None;
+    }
+    let a = s.info.is_array_class(ClassId(class)).ok()??;
+    let element_class = a.element_class.0;
+    let known = element_class != 0 && described(s, element_class, depth + 1).is_some();
+    let (element, kind) = match Prim::from_element_type(a.element_type) {
+        _ if known => {
+            let ed = t.get_arc(element_class)?;
+            let kind = match &ed.shape {
+                Shape::Unknown(why) => Kind::Unknown(why),
+                _ if is_inline(&ed) => Kind::Inline(ed.clone()),
+                _ => Kind::Ref,
+            };
+            (ed.name.clone(), kind)
+        }
+        // A primitive element whose class was loaded before the profiler: the value
+        // reads the same either way.
+        Some(p) => (p.corelib_name().to_string(), Kind::Prim(p)),
+        // ELEMENT_TYPE_STRING
+        None if a.element_type == 0x0e => ("System.String".to_string(), Kind::Str),
+        None => return None,
+    };
+    let commas = ",".repeat(a.rank.saturating_sub(1) as usize);
+    let d = Arc::new(ClassDesc {
+        name: format!("{element}[{commas}]"),
+        size: 0,
+        shape: Shape::Array {
+            element,
+            kind,
+            rank: a.rank,
+        },
+    });
+    t.insert(class, &d);
+    t.get(class)
+}
+
+/// Writes the object `obj` whose class `d` describes; `header` reads an array's length
+/// and data from the object itself (assembly hooks) rather than `GetArrayObjectInfo`.
+///
+/// # Safety
+/// As for [`write_object`], and `d` describes `obj`'s own class.
+unsafe fn write_described(
+    s: &State,
+    w: &mut ValueWriter<'_>,
+    obj: usize,
+    d: &ClassDesc,
+    level: u32,
+    header: bool,
+) {
     match &d.shape {
-        // SAFETY: (A7) the runtime says the live object `obj` is a System.String.
+        // SAFETY: (A7) the live object `obj` is a System.String (its class says so).
         Shape::String => unsafe { write_string(s, w, obj) },
         Shape::Array {
             element,
@@ -222,17 +303,28 @@ unsafe fn write_object(s: &State, w: &mut ValueWriter<'_>, obj: usize, level: u3
             if level > s.limits.depth {
                 return w.object_ref(&d.name, obj as u64);
             }
-            let a = match s.info.get_array_object_info(corprof::ObjectId(obj), *rank) {
-                Ok(a) => a,
-                Err(e) => return w.unreadable(&format!("GetArrayObjectInfo: {e}")),
+            let (length, data) = if header {
+                // SAFETY: (A7) `obj` is a live array of this class (contract).
+                match unsafe { array_header(obj, *rank) } {
+                    Some(h) => h,
+                    None => return w.unreadable("array layout not as expected"),
+                }
+            } else {
+                match s.info.get_array_object_info(corprof::ObjectId(obj), *rank) {
+                    Ok(a) => (
+                        a.dimensions.iter().map(|(n, _)| u64::from(*n)).product(),
+                        a.data,
+                    ),
+                    Err(e) => return w.unreadable(&format!("GetArrayObjectInfo: {e}")),
+                }
             };
-            let length: u64 = a.dimensions.iter().map(|(n, _)| u64::from(*n)).product();
             w.array(element, *rank, length);
             let size = kind.size();
             for i in 0..length.min(u64::from(s.limits.items)) {
-                // SAFETY: (A7) the array's `length` elements of `size` bytes lie from the
-                // runtime's data address (GetArrayObjectInfo); `i < length`.
-                unsafe { write_value(s, w, kind, a.data + i as usize * size, level + 1) };
+                // SAFETY: (A7) the array's `length` elements of `size` bytes lie from its
+                // data address (the runtime's, or the layout `array_header` reads);
+                // `i < length`.
+                unsafe { write_value(s, w, kind, data + i as usize * size, level + 1) };
             }
             w.end();
         }
@@ -251,7 +343,7 @@ unsafe fn write_object(s: &State, w: &mut ValueWriter<'_>, obj: usize, level: u3
             w.boxed(&d.name, obj as u64);
             // SAFETY: (A7) a boxed value lies at the runtime's box offset (GetBoxClassLayout)
             // inside the live object.
-            unsafe { write_inline(s, w, &d, obj + *box_offset as usize, level) };
+            unsafe { write_inline(s, w, d, obj + *box_offset as usize, level) };
         }
         Shape::Unknown(why) => {
             w.object_ref(&d.name, obj as u64);
@@ -260,8 +352,32 @@ unsafe fn write_object(s: &State, w: &mut ValueWriter<'_>, obj: usize, level: u3
     }
 }
 
-/// What an object reference reads as in the assembly hooks (`CLRPROF_ARGS_FAST=1`).
-pub(super) const FAST_OBJECT: &str = "object: its class is asked of the runtime, which refuses outside its callbacks (CLRPROF_ARGS_FAST=1; unset it for objects)";
+/// An array's element count and the address of its first element, from the object and
+/// its method table: CoreCLR's `ArrayBase` is the method table and a 32-bit count (the
+/// product of the lengths, as `GetArrayObjectInfo` gives them), and the data starts at
+/// the class's base size less the 8-byte object header (`ArrayBase::GetDataPtrOffset`):
+/// 16 bytes in for a one-dimensional array, after the `rank` lengths and lower bounds
+/// (32 bits each) for a multi-dimensional one, `T[*]` included. `None` when the base size
+/// is not one of those.
+///
+/// # Safety
+/// `obj` is a live array of rank `rank`.
+unsafe fn array_header(obj: usize, rank: u32) -> Option<(u64, usize)> {
+    // SAFETY: (A7) a live object starts with its method table pointer, loaded runtime
+    // memory whose second 32 bits are the base size (as the heap walk reads them).
+    let mt = unsafe { read::<usize>(obj) } & !7;
+    // SAFETY: (A7) as above.
+    let base = unsafe { read::<u32>(mt + 4) } as usize;
+    let bounds = 8 * rank as usize;
+    // One-dimensional: 24 (`T[]`) or 32 (`T[*]`); else 24 and the lengths and bounds.
+    if base != 24 + bounds && !(rank == 1 && base == 24) {
+        return None;
+    }
+    // SAFETY: (A7) the count lies right after the method table, within the 24 bytes
+    // every object has.
+    let count = unsafe { read::<u32>(obj + 8) };
+    Some((u64::from(count), obj + base - 8))
+}
 
 /// A value whose declared type is `string`: a `System.String` or null, so its class need
 /// not be asked.
@@ -315,6 +431,29 @@ mod tests {
         assert!(!plausible_object(0x8000));
         assert!(!plausible_object(1 << 47));
         assert!(plausible_object(0x7f12_3456_7000));
+    }
+
+    /// An array's count and data come from the object and its method table's base size:
+    /// 24 for `T[]` (data 16 bytes in), 24 plus 8 a dimension for multi-dimensional
+    /// arrays and `T[*]`; any other base size is refused.
+    #[test]
+    fn array_data_follows_the_base_size() {
+        // A method table (32 bits of flags, then the base size) and an array object whose
+        // first word points at it and whose count is 5.
+        let header = |base: u64, rank: u32| {
+            let mt = [base << 32, 0u64];
+            let obj = [mt.as_ptr() as u64, 5, 0, 0, 0, 0, 0, 0];
+            let at = obj.as_ptr() as usize;
+            // SAFETY: (A7) `obj` is a live local laid out as an array object whose first
+            // word points at the live local method table `mt`.
+            let got = unsafe { array_header(at, rank) };
+            got.map(|(n, data)| (n, data - at))
+        };
+        assert_eq!(header(24, 1), Some((5, 16)));
+        assert_eq!(header(32, 1), Some((5, 24)));
+        assert_eq!(header(40, 2), Some((5, 32)));
+        assert_eq!(header(48, 2), None);
+        assert_eq!(header(24, 2), None);
     }
 
     /// Each primitive is read at an unaligned address, as the width its type names.
