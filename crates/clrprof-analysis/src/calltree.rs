@@ -14,11 +14,11 @@ use rustc_hash::FxHashMap as HashMap;
 
 use serde::Serialize;
 
-use clrprof_format::{Event, ExceptionPhase};
+use clrprof_format::{EltKind, Event, ExceptionPhase};
 
 use crate::names::Names;
 use crate::threads::ThreadNames;
-use crate::timeline::TimedEvent;
+use crate::timeline::{TimedCall, TimedEvent};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct FunctionStats {
@@ -452,10 +452,12 @@ impl Builder {
 
     /// Takes one event; only calls and exception catches matter, others are ignored.
     pub fn push(&mut self, e: &TimedEvent<'_>) {
-        let (kind, func, sp) = match &e.event {
-            Event::Enter { function, sp } => (0, *function, *sp as u32),
-            Event::Leave { function, sp } => (1, *function, *sp as u32),
-            Event::Tailcall { function, sp } => (1, *function, *sp as u32),
+        match &e.event {
+            Event::Enter { .. } | Event::Leave { .. } | Event::Tailcall { .. } => {
+                if let Some(c) = TimedCall::of(e) {
+                    self.push_call(&c);
+                }
+            }
             Event::CallCounts {
                 os_tid,
                 missed,
@@ -518,10 +520,16 @@ impl Builder {
                 {
                     self.shared.values[i as usize].unwound = true;
                 }
-                return;
             }
-            _ => return,
-        };
+            _ => {}
+        }
+    }
+
+    /// Takes one Enter, Leave or Tailcall (what [`push`](Self::push) does with their
+    /// events, without building one).
+    #[inline]
+    pub fn push_call(&mut self, e: &TimedCall) {
+        let (func, sp) = (e.function, e.sp as u32);
         let keep = self.keep_intervals;
         let i = match self.last_thread {
             Some((tid, i)) if tid == e.os_tid => i,
@@ -537,7 +545,7 @@ impl Builder {
         };
         let st = &mut self.states[i];
         st.last = e.ns;
-        if kind == 0 {
+        if e.kind == EltKind::Enter {
             st.enter(func, sp, e.ns, &mut self.shared);
         } else {
             st.leave(func, sp, e.ns, &mut self.shared);
@@ -658,6 +666,18 @@ impl Builder {
         trees.paths = paths;
         trees.values = values;
         trees
+    }
+}
+
+/// The builder takes a streamed pass's records as they come: the calls as plain numbers.
+impl<'a> crate::timeline::StreamSink<'a> for Builder {
+    #[inline(always)]
+    fn call(&mut self, c: &TimedCall) {
+        self.push_call(c);
+    }
+
+    fn event(&mut self, e: &TimedEvent<'a>) {
+        self.push(e);
     }
 }
 

@@ -17,7 +17,7 @@ mod ahead;
 mod events;
 mod incremental;
 pub use ahead::{READ_THREADS_ENV, decode_ahead};
-pub use events::Events;
+pub use events::{Events, SplitSink};
 pub use incremental::{IncrementalReader, SEEN_WINDOW};
 
 /// Reads a trace held in memory (e.g. a memory-mapped file).
