@@ -261,6 +261,7 @@ impl ThreadState {
         }
     }
 
+    #[inline]
     fn enter(&mut self, func: u64, sp: u32, ns: u64, sh: &mut Shared) {
         while let Some(top) = self.stack.last() {
             if (top.sp.wrapping_sub(sp) as i32) <= 0 {
@@ -317,6 +318,7 @@ impl ThreadState {
         sh.stats.calls += 1;
     }
 
+    #[inline]
     fn leave(&mut self, func: u64, sp: u32, ns: u64, sh: &mut Shared) {
         let Some(k) = self
             .stack
@@ -527,7 +529,7 @@ impl Builder {
 
     /// Takes one Enter, Leave or Tailcall (what [`push`](Self::push) does with their
     /// events, without building one).
-    #[inline]
+    #[inline(always)]
     pub fn push_call(&mut self, e: &TimedCall) {
         let (func, sp) = (e.function, e.sp as u32);
         let keep = self.keep_intervals;

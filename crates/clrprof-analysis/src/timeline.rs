@@ -8,8 +8,8 @@
 //! same pass as the calls.
 
 use clrprof_format::{
-    ClockConverter, DecodedCall, DecodedEvent, EltKind, Event, ExceptionPhase, FormatError, Header,
-    SplitSink, TraceReader,
+    CheckedBlocks, ClockConverter, DecodedCall, DecodedEvent, EltKind, Event, ExceptionPhase,
+    FormatError, Header, SplitSink, TraceReader,
 };
 
 /// An event with its thread and its time in nanoseconds since the trace started.
@@ -91,6 +91,8 @@ pub struct Trace<'a> {
     pub exception_records: u64,
     bytes: &'a [u8],
     clock: ClockConverter,
+    /// The compact blocks `load` checked: the later passes do not check them again.
+    checked: CheckedBlocks,
 }
 
 fn is_call(e: &Event<'_>) -> bool {
@@ -166,6 +168,7 @@ impl<'a> Trace<'a> {
             last = last.max(st.calls_last_ts);
         }
         let warnings = reader.warnings().iter().map(|w| w.to_string()).collect();
+        let checked = reader.checked_blocks().clone();
         let earliest = if first == u64::MAX { 0 } else { first };
         let clock =
             ClockConverter::from_clock_info(&header.meta.clock, &syncs).with_origin_ticks(earliest);
@@ -193,6 +196,7 @@ impl<'a> Trace<'a> {
             exception_records,
             bytes,
             clock,
+            checked,
         })
     }
 
@@ -266,6 +270,7 @@ impl<'a> Trace<'a> {
         let Ok(mut reader) = TraceReader::new(self.bytes) else {
             return;
         };
+        reader.trust(self.checked.clone());
         let values = which.call_values;
         let wanted = |e: &Event<'_>| {
             (exceptions && is_exception(e))

@@ -78,8 +78,8 @@ pub use header::{
 };
 pub use phases::{EltKind, ExceptionPhase, HeapReason, SuspendPhase};
 pub use reader::{
-    Block, Blocks, Events, IncrementalReader, READ_THREADS_ENV, ReadStats, SEEN_WINDOW, SplitSink,
-    TraceReader, decode_ahead, read_all,
+    Block, Blocks, CheckedBlocks, Events, IncrementalReader, READ_THREADS_ENV, ReadStats,
+    SEEN_WINDOW, SplitSink, TraceReader, decode_ahead, read_all,
 };
 pub use records::{Record, RecordError, Records};
 pub use warning::{DamageCause, Warning};

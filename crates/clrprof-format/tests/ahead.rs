@@ -3,7 +3,7 @@
 //! single-threaded pass gives, and `for_each` what `next` gives: the same events in the
 //! same order, the same warnings and counters, for every golden file and for a trace of
 //! many compact blocks whose call chains carry from block to block on three threads,
-//! with damage in it.
+//! with damage in it; so does a pass that trusts the blocks an earlier pass checked.
 
 mod common;
 
@@ -47,6 +47,8 @@ enum Mode {
     Split,
     /// `for_each_split_decoded_ahead`.
     SplitAhead,
+    /// `for_each_split` by a reader that trusts the blocks an earlier pass checked.
+    SplitTrusted,
 }
 
 /// Collects a split pass's events, the calls turned back into events.
@@ -73,6 +75,11 @@ fn pass(
     mode: Mode,
 ) -> (Vec<DecodedEvent<'static>>, Vec<String>, ReadStats) {
     let mut reader = TraceReader::new(bytes).unwrap();
+    if mode == Mode::SplitTrusted {
+        reader.events_without_calls().for_each(drop);
+        let checked = reader.checked_blocks().clone();
+        reader.trust(checked);
+    }
     let mut got = Vec::new();
     {
         let events = if skip_calls {
@@ -95,7 +102,7 @@ fn pass(
                 }
             }
             Mode::Ahead => events.for_each_decoded_ahead(each),
-            Mode::Split => events.for_each_split(&mut Collect(&mut got)),
+            Mode::Split | Mode::SplitTrusted => events.for_each_split(&mut Collect(&mut got)),
             Mode::SplitAhead => events.for_each_split_decoded_ahead(&mut Collect(&mut got)),
         }
     }
@@ -107,7 +114,13 @@ fn same_both_ways(name: &str, bytes: &[u8]) -> usize {
     let mut n = 0;
     for skip_calls in [false, true] {
         let one = pass(bytes, skip_calls, Mode::Plain);
-        for mode in [Mode::Next, Mode::Ahead, Mode::Split, Mode::SplitAhead] {
+        for mode in [
+            Mode::Next,
+            Mode::Ahead,
+            Mode::Split,
+            Mode::SplitAhead,
+            Mode::SplitTrusted,
+        ] {
             let two = pass(bytes, skip_calls, mode);
             assert_eq!(
                 one.1, two.1,

@@ -257,10 +257,15 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
         calls: &'s mut Option<Calls>,
         filter: &'s Filter,
         thread_names: &'s ThreadNames,
+        /// No `--from`, `--to` or `--thread`: every call is kept.
+        all: bool,
     }
     impl Streaming<'_> {
+        #[inline(always)]
         fn kept(&self, ns: u64, os_tid: u64) -> bool {
-            self.filter.keeps_time(ns) && self.filter.keeps_thread(os_tid, self.thread_names)
+            self.all
+                || (self.filter.keeps_time(ns)
+                    && self.filter.keeps_thread(os_tid, self.thread_names))
         }
     }
     impl<'a> StreamSink<'a> for Streaming<'_> {
@@ -303,6 +308,7 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
             calls: &mut calls,
             filter,
             thread_names: &thread_names,
+            all: filter.is_empty(),
         },
     );
     let calls = calls.map(|calls| {
