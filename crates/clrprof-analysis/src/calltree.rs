@@ -300,8 +300,8 @@ impl ThreadState {
         } else {
             self.nodes[node].acc
         };
+        // A function's calls, and all calls, are its nodes' summed at the end.
         self.nodes[node].calls += 1;
-        sh.accs[id as usize].1.calls += 1;
         if self.active.len() <= id as usize {
             self.active.resize(id as usize + 1, 0);
         }
@@ -315,7 +315,6 @@ impl ThreadState {
             node,
             values: None,
         });
-        sh.stats.calls += 1;
     }
 
     #[inline]
@@ -597,6 +596,13 @@ impl Builder {
                 shared.stats.open_at_end += 1;
                 let last = st.last;
                 st.close(last, &mut shared);
+            }
+        }
+        // Calls per function and in all: the nodes' (counted once per call).
+        for st in states.values() {
+            for n in st.nodes.iter().skip(1) {
+                shared.accs[n.acc as usize].1.calls += n.calls;
+                shared.stats.calls += n.calls;
             }
         }
         // Edge counts: a node's calls are calls of its function by its parent's.

@@ -307,7 +307,6 @@ impl<'a> Events<'_, 'a> {
     /// [`next`](Iterator::next), so both see the same events.
     #[inline(always)]
     fn drive(mut self, sink: &mut impl SplitSink<'a>) {
-        use crate::units::Unit;
         loop {
             if !self.skip_calls
                 && let Some(block) = self.block.as_mut()
@@ -317,31 +316,20 @@ impl<'a> Events<'_, 'a> {
                 let os_tid = block.os_tid;
                 let mut n = 0u32;
                 let mut last_ts = None;
-                loop {
-                    let (pos, chain) = (block.pos, block.chain);
-                    match crate::compact::next_unit(payload, &mut block.pos, &mut block.chain) {
-                        Some(Ok(Unit::Elt {
-                            ts,
-                            kind,
-                            value,
-                            sp,
-                        })) => {
-                            n += 1;
-                            last_ts = Some(last_ts.map_or(ts, |t: u64| t.max(ts)));
-                            sink.call(DecodedCall {
-                                os_tid,
-                                ts,
-                                kind,
-                                function: u64::from(value),
-                                sp: u64::from(sp),
-                            });
-                        }
-                        // A record, the end or damage: `next` takes it from here.
-                        _ => {
-                            (block.pos, block.chain) = (pos, chain);
-                            break;
-                        }
-                    }
+                // Up to the first thing that is not a call (a record, the end, damage),
+                // which `next` takes from the same place.
+                while let Some((ts, kind, value, sp)) =
+                    crate::compact::next_call(payload, &mut block.pos, &mut block.chain)
+                {
+                    n += 1;
+                    last_ts = Some(last_ts.map_or(ts, |t: u64| t.max(ts)));
+                    sink.call(DecodedCall {
+                        os_tid,
+                        ts,
+                        kind,
+                        function: u64::from(value),
+                        sp: u64::from(sp),
+                    });
                 }
                 if let Some(ts) = last_ts {
                     let end = &mut self.reader.end;
