@@ -468,7 +468,6 @@ impl Builder {
                 // Cumulative: a thread's last record holds its totals.
                 self.counted
                     .insert(*os_tid, (*missed, *deep, edges.to_vec()));
-                return;
             }
             Event::ExceptionPhase {
                 phase: ExceptionPhase::CatcherEnter,
@@ -477,7 +476,6 @@ impl Builder {
                 if let Some(&i) = self.index.get(&e.os_tid) {
                     self.states[i].unwound_at = Some(e.ns);
                 }
-                return;
             }
             // `--args`: the values go to the call they belong to, the innermost open call
             // of the function with the same stack pointer (an unwind names no SP).
@@ -498,7 +496,6 @@ impl Builder {
                         ..Default::default()
                     });
                 }
-                return;
             }
             Event::CallReturn {
                 function,
@@ -512,7 +509,6 @@ impl Builder {
                 {
                     self.shared.values[i as usize].ret = Some(values.to_vec());
                 }
-                return;
             }
             Event::CallUnwound { function } if self.keep_intervals => {
                 if let Some(i) = self
