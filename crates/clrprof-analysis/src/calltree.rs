@@ -14,11 +14,11 @@ use rustc_hash::FxHashMap as HashMap;
 
 use serde::Serialize;
 
-use clrprof_format::{Event, ExceptionPhase};
+use clrprof_format::{EltKind, Event, ExceptionPhase};
 
 use crate::names::Names;
 use crate::threads::ThreadNames;
-use crate::timeline::TimedEvent;
+use crate::timeline::{TimedCall, TimedEvent};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct FunctionStats {
@@ -261,6 +261,7 @@ impl ThreadState {
         }
     }
 
+    #[inline]
     fn enter(&mut self, func: u64, sp: u32, ns: u64, sh: &mut Shared) {
         while let Some(top) = self.stack.last() {
             if (top.sp.wrapping_sub(sp) as i32) <= 0 {
@@ -299,8 +300,8 @@ impl ThreadState {
         } else {
             self.nodes[node].acc
         };
+        // A function's calls, and all calls, are its nodes' summed at the end.
         self.nodes[node].calls += 1;
-        sh.accs[id as usize].1.calls += 1;
         if self.active.len() <= id as usize {
             self.active.resize(id as usize + 1, 0);
         }
@@ -314,9 +315,9 @@ impl ThreadState {
             node,
             values: None,
         });
-        sh.stats.calls += 1;
     }
 
+    #[inline]
     fn leave(&mut self, func: u64, sp: u32, ns: u64, sh: &mut Shared) {
         let Some(k) = self
             .stack
@@ -452,10 +453,12 @@ impl Builder {
 
     /// Takes one event; only calls and exception catches matter, others are ignored.
     pub fn push(&mut self, e: &TimedEvent<'_>) {
-        let (kind, func, sp) = match &e.event {
-            Event::Enter { function, sp } => (0, *function, *sp as u32),
-            Event::Leave { function, sp } => (1, *function, *sp as u32),
-            Event::Tailcall { function, sp } => (1, *function, *sp as u32),
+        match &e.event {
+            Event::Enter { .. } | Event::Leave { .. } | Event::Tailcall { .. } => {
+                if let Some(c) = TimedCall::of(e) {
+                    self.push_call(&c);
+                }
+            }
             Event::CallCounts {
                 os_tid,
                 missed,
@@ -465,7 +468,6 @@ impl Builder {
                 // Cumulative: a thread's last record holds its totals.
                 self.counted
                     .insert(*os_tid, (*missed, *deep, edges.to_vec()));
-                return;
             }
             Event::ExceptionPhase {
                 phase: ExceptionPhase::CatcherEnter,
@@ -474,7 +476,6 @@ impl Builder {
                 if let Some(&i) = self.index.get(&e.os_tid) {
                     self.states[i].unwound_at = Some(e.ns);
                 }
-                return;
             }
             // `--args`: the values go to the call they belong to, the innermost open call
             // of the function with the same stack pointer (an unwind names no SP).
@@ -495,7 +496,6 @@ impl Builder {
                         ..Default::default()
                     });
                 }
-                return;
             }
             Event::CallReturn {
                 function,
@@ -509,7 +509,6 @@ impl Builder {
                 {
                     self.shared.values[i as usize].ret = Some(values.to_vec());
                 }
-                return;
             }
             Event::CallUnwound { function } if self.keep_intervals => {
                 if let Some(i) = self
@@ -518,10 +517,16 @@ impl Builder {
                 {
                     self.shared.values[i as usize].unwound = true;
                 }
-                return;
             }
-            _ => return,
-        };
+            _ => {}
+        }
+    }
+
+    /// Takes one Enter, Leave or Tailcall (what [`push`](Self::push) does with their
+    /// events, without building one).
+    #[inline(always)]
+    pub fn push_call(&mut self, e: &TimedCall) {
+        let (func, sp) = (e.function, e.sp as u32);
         let keep = self.keep_intervals;
         let i = match self.last_thread {
             Some((tid, i)) if tid == e.os_tid => i,
@@ -537,7 +542,7 @@ impl Builder {
         };
         let st = &mut self.states[i];
         st.last = e.ns;
-        if kind == 0 {
+        if e.kind == EltKind::Enter {
             st.enter(func, sp, e.ns, &mut self.shared);
         } else {
             st.leave(func, sp, e.ns, &mut self.shared);
@@ -587,6 +592,13 @@ impl Builder {
                 shared.stats.open_at_end += 1;
                 let last = st.last;
                 st.close(last, &mut shared);
+            }
+        }
+        // Calls per function and in all: the nodes' (counted once per call).
+        for st in states.values() {
+            for n in st.nodes.iter().skip(1) {
+                shared.accs[n.acc as usize].1.calls += n.calls;
+                shared.stats.calls += n.calls;
             }
         }
         // Edge counts: a node's calls are calls of its function by its parent's.
@@ -658,6 +670,18 @@ impl Builder {
         trees.paths = paths;
         trees.values = values;
         trees
+    }
+}
+
+/// The builder takes a streamed pass's records as they come: the calls as plain numbers.
+impl<'a> crate::timeline::StreamSink<'a> for Builder {
+    #[inline(always)]
+    fn call(&mut self, c: &TimedCall) {
+        self.push_call(c);
+    }
+
+    fn event(&mut self, e: &TimedEvent<'a>) {
+        self.push(e);
     }
 }
 

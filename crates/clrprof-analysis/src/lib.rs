@@ -28,4 +28,4 @@ pub mod units;
 pub mod waits;
 
 pub use report::{Options, Report, build, build_with};
-pub use timeline::{TimedEvent, Trace};
+pub use timeline::{StreamSink, TimedCall, TimedEvent, Trace};

@@ -387,12 +387,13 @@ pub fn build_with_lines(
         } else {
             b = b.with_paths();
         }
-        if wanted.timeline {
-            // With each call's recorded values (`--args`).
-            trace.for_each_call_with_values(|e| b.push(e));
-        } else {
-            trace.for_each_call(|e| b.push(e));
-        }
+        // With each call's recorded values (`--args`) for a timeline.
+        let which = crate::timeline::Streamed {
+            calls: true,
+            exceptions: false,
+            call_values: wanted.timeline,
+        };
+        trace.for_each_streamed_into(which, &mut b);
         let trees = b.finish(&names, &threads, 0);
         let decoder =
             (!trees.values.is_empty()).then(|| crate::invocations::CallValuesDecoder::new(trace));

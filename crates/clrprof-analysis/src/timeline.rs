@@ -8,7 +8,8 @@
 //! same pass as the calls.
 
 use clrprof_format::{
-    ClockConverter, DecodedEvent, Event, ExceptionPhase, FormatError, Header, TraceReader,
+    CheckedBlocks, ClockConverter, DecodedCall, DecodedEvent, EltKind, Event, ExceptionPhase,
+    FormatError, Header, SplitSink, TraceReader,
 };
 
 /// An event with its thread and its time in nanoseconds since the trace started.
@@ -17,6 +18,61 @@ pub struct TimedEvent<'a> {
     pub ns: u64,
     pub os_tid: u64,
     pub event: Event<'a>,
+}
+
+/// A call record (Enter, Leave or Tailcall) with its thread and its time in nanoseconds:
+/// plain numbers, what the call-tree builder takes per call (trace mode has tens of
+/// millions of them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimedCall {
+    pub ns: u64,
+    pub os_tid: u64,
+    pub kind: EltKind,
+    pub function: u64,
+    pub sp: u64,
+}
+
+impl TimedCall {
+    /// The call of an Enter, Leave or Tailcall event.
+    #[inline]
+    pub fn of(e: &TimedEvent<'_>) -> Option<TimedCall> {
+        let (kind, function, sp) = match e.event {
+            Event::Enter { function, sp } => (EltKind::Enter, function, sp),
+            Event::Leave { function, sp } => (EltKind::Leave, function, sp),
+            Event::Tailcall { function, sp } => (EltKind::Tailcall, function, sp),
+            _ => return None,
+        };
+        Some(TimedCall {
+            ns: e.ns,
+            os_tid: e.os_tid,
+            kind,
+            function,
+            sp,
+        })
+    }
+
+    /// The same call as an event.
+    pub fn event(&self) -> TimedEvent<'static> {
+        let (function, sp) = (self.function, self.sp);
+        TimedEvent {
+            ns: self.ns,
+            os_tid: self.os_tid,
+            event: match self.kind {
+                EltKind::Enter => Event::Enter { function, sp },
+                EltKind::Leave => Event::Leave { function, sp },
+                EltKind::Tailcall => Event::Tailcall { function, sp },
+            },
+        }
+    }
+}
+
+/// Where [`Trace::for_each_streamed_into`] hands the records: the calls apart, as
+/// [`TimedCall`]s, in their place among the others.
+pub trait StreamSink<'a> {
+    /// An Enter, Leave or Tailcall.
+    fn call(&mut self, c: &TimedCall);
+    /// Any other record asked for.
+    fn event(&mut self, e: &TimedEvent<'a>);
 }
 
 /// A decoded trace.
@@ -35,6 +91,8 @@ pub struct Trace<'a> {
     pub exception_records: u64,
     bytes: &'a [u8],
     clock: ClockConverter,
+    /// The compact blocks `load` checked: the later passes do not check them again.
+    checked: CheckedBlocks,
 }
 
 fn is_call(e: &Event<'_>) -> bool {
@@ -110,6 +168,7 @@ impl<'a> Trace<'a> {
             last = last.max(st.calls_last_ts);
         }
         let warnings = reader.warnings().iter().map(|w| w.to_string()).collect();
+        let checked = reader.checked_blocks().clone();
         let earliest = if first == u64::MAX { 0 } else { first };
         let clock =
             ClockConverter::from_clock_info(&header.meta.clock, &syncs).with_origin_ticks(earliest);
@@ -137,6 +196,7 @@ impl<'a> Trace<'a> {
             exception_records,
             bytes,
             clock,
+            checked,
         })
     }
 
@@ -183,7 +243,25 @@ impl<'a> Trace<'a> {
 
     /// The records the timeline does not hold, in one pass over the file: what `which`
     /// asks for. A catch (`CatcherEnter`) is handed over once when both are asked for.
-    pub fn for_each_streamed(&self, which: Streamed, mut f: impl FnMut(&TimedEvent<'a>)) {
+    pub fn for_each_streamed(&self, which: Streamed, f: impl FnMut(&TimedEvent<'a>)) {
+        struct One<F>(F);
+        impl<'a, F: FnMut(&TimedEvent<'a>)> StreamSink<'a> for One<F> {
+            #[inline(always)]
+            fn call(&mut self, c: &TimedCall) {
+                (self.0)(&c.event())
+            }
+            #[inline(always)]
+            fn event(&mut self, e: &TimedEvent<'a>) {
+                (self.0)(e)
+            }
+        }
+        self.for_each_streamed_into(which, &mut One(f));
+    }
+
+    /// [`for_each_streamed`](Self::for_each_streamed) with the calls apart: each Enter,
+    /// Leave and Tailcall goes to `sink.call` as a [`TimedCall`] straight from the
+    /// decoding loop, the other records to `sink.event`, all in the same order.
+    pub fn for_each_streamed_into(&self, which: Streamed, sink: &mut impl StreamSink<'a>) {
         let calls = which.calls && self.call_records > 0;
         let exceptions = which.exceptions && self.exception_records > 0;
         if !calls && !exceptions {
@@ -192,6 +270,7 @@ impl<'a> Trace<'a> {
         let Ok(mut reader) = TraceReader::new(self.bytes) else {
             return;
         };
+        reader.trust(self.checked.clone());
         let values = which.call_values;
         let wanted = |e: &Event<'_>| {
             (exceptions && is_exception(e))
@@ -212,34 +291,56 @@ impl<'a> Trace<'a> {
                             }
                         )))
         };
-        // The consumer is called out of line, so that this closure stays small enough to be
-        // inlined into the decoding loop: a call record then goes from the decoder's
-        // registers to `f`'s argument without being stored whole and read back (which
-        // stalls on the store buffer, and took half of `report`'s time in trace mode).
+        // Out of line: the other records are few in trace mode, and each is a
+        // 112-byte event that would make the decoding loop's frame larger.
         #[inline(never)]
-        fn hand<'a, F: FnMut(&TimedEvent<'a>)>(f: &mut F, e: &TimedEvent<'a>) {
-            f(e)
+        fn hand<'a, S: StreamSink<'a>>(sink: &mut S, e: &TimedEvent<'a>) {
+            sink.event(e)
         }
-        let each = |d: DecodedEvent<'a>| {
-            if wanted(&d.event) {
-                hand(
-                    &mut f,
-                    &TimedEvent {
-                        ns: self.clock.to_ns(d.ts),
-                        os_tid: d.os_tid,
-                        event: d.event,
-                    },
-                );
+        struct Split<'s, S, W> {
+            sink: &'s mut S,
+            clock: &'s ClockConverter,
+            calls: bool,
+            wanted: W,
+        }
+        impl<'a, S: StreamSink<'a>, W: Fn(&Event<'_>) -> bool> SplitSink<'a> for Split<'_, S, W> {
+            #[inline(always)]
+            fn call(&mut self, c: DecodedCall) {
+                if self.calls {
+                    self.sink.call(&TimedCall {
+                        ns: self.clock.to_ns(c.ts),
+                        os_tid: c.os_tid,
+                        kind: c.kind,
+                        function: c.function,
+                        sp: c.sp,
+                    });
+                }
             }
+            #[inline(always)]
+            fn event(&mut self, d: DecodedEvent<'a>) {
+                if (self.wanted)(&d.event) {
+                    hand(
+                        self.sink,
+                        &TimedEvent {
+                            ns: self.clock.to_ns(d.ts),
+                            os_tid: d.os_tid,
+                            event: d.event,
+                        },
+                    );
+                }
+            }
+        }
+        let mut split = Split {
+            sink,
+            clock: &self.clock,
+            calls,
+            wanted,
         };
-        // `for_each`, not `for`: the reader hands a block's calls over in a tight loop,
-        // on a second core while this one runs `f` (the call tree, the counts).
-        // `each` by value: through `&mut each` the decoding loop called it out of line.
         let events = if calls {
             reader.events()
         } else {
             reader.events_without_calls()
         };
-        events.for_each_ahead(each);
+        events.for_each_split_ahead(&mut split);
     }
 }

@@ -70,6 +70,10 @@ enum What {
         /// A trace to read instead of recording `fib 32 threads=2`
         #[arg(long)]
         trace: Option<PathBuf>,
+        /// Another build's `clrprof`: adds its one-CPU rows, interleaved with these, and
+        /// the paired ratios of CPU and wall time (this build's over it)
+        #[arg(long)]
+        compare_with: Option<PathBuf>,
     },
     /// `--args`: ns per call with arguments and return value recorded (in the agent's
     /// assembly hooks, the default, and through the runtime's ELT slow path of
@@ -165,7 +169,10 @@ fn main() -> Result<()> {
         What::Events => events(args.runs),
         What::Sample { only, compare_with } => sample(args.runs, &only, compare_with.as_deref()),
         What::Trace => trace(args.runs),
-        What::Read { trace } => read_bench(args.runs, trace),
+        What::Read {
+            trace,
+            compare_with,
+        } => read_bench(args.runs, trace, compare_with),
         What::Args => args_bench(args.runs),
         What::Attach => attach(args.runs),
         What::Soak {
@@ -779,7 +786,7 @@ fn read_speed(clrprof: &Path, trace: &Path, runs: usize) -> Result<()> {
 
 /// `clrprof-bench read`: the two-thread Fib trace (recorded unless given) read by
 /// `report` and `convert -f folded` on one CPU and on two, alternated round by round.
-fn read_bench(runs: usize, given: Option<PathBuf>) -> Result<()> {
+fn read_bench(runs: usize, given: Option<PathBuf>, other: Option<PathBuf>) -> Result<()> {
     let clrprof = clrprof()?;
     let trace = match given {
         Some(t) => t,
@@ -838,12 +845,35 @@ fn read_bench(runs: usize, given: Option<PathBuf>) -> Result<()> {
         || rounds::pinned(&report(), "0"),
         || rounds::pinned(&convert(), "0"),
     );
-    let configs: [(&str, &dyn Fn() -> Command); 4] = [
+    // The other build's one-CPU rows (its own output file: the two run in turn).
+    let other = other.unwrap_or_default();
+    let other_folded = scratch().join("read-other.folded");
+    let (report_other, convert_other) = (
+        || {
+            let mut c = Command::new(&other);
+            c.arg("report").arg(&trace);
+            rounds::pinned(&c, "0")
+        },
+        || {
+            let mut c = Command::new(&other);
+            c.args(["convert", "-f", "folded", "-o"])
+                .arg(&other_folded)
+                .arg(&trace);
+            rounds::pinned(&c, "0")
+        },
+    );
+    let mut configs: Vec<(&str, &dyn Fn() -> Command)> = vec![
         ("report, one CPU", &report1),
         ("report, two CPUs", &report),
         ("convert -f folded, one CPU", &convert1),
         ("convert -f folded, two CPUs", &convert),
     ];
+    let compared = !other.as_os_str().is_empty();
+    if compared {
+        println!("compared with {}", other.display());
+        configs.push(("report, one CPU, other", &report_other));
+        configs.push(("convert, one CPU, other", &convert_other));
+    }
     let runs = rounds::interleaved(runs, &configs, None)?;
     let wall = |i: usize| -> Vec<f64> { runs[i].iter().map(|r| r.wall.as_secs_f64()).collect() };
     println!(
@@ -868,6 +898,18 @@ fn read_bench(runs: usize, given: Option<PathBuf>) -> Result<()> {
             "{what}: one CPU's wall time over two CPUs', paired round by round: median {m:.2} \
              (p25–p75 {lo:.2}–{hi:.2}, min–max {min:.2}–{max:.2})"
         );
+    }
+    if compared {
+        let cpu = |i: usize| -> Vec<f64> { runs[i].iter().map(|r| r.cpu.as_secs_f64()).collect() };
+        for (this, that, what) in [(0, 4, "report"), (2, 5, "convert -f folded")] {
+            let (c, clo, chi) = rounds::spread(&rounds::paired(&cpu(this), &cpu(that)));
+            let (w, wlo, whi) = rounds::spread(&rounds::paired(&wall(this), &wall(that)));
+            println!(
+                "{what}, one CPU: this build over the other, paired round by round: CPU {c:.3} \
+                 (p25–p75 {clo:.3}–{chi:.3}), wall {w:.3} ({wlo:.3}–{whi:.3})"
+            );
+        }
+        let _ = std::fs::remove_file(other_folded);
     }
     let _ = std::fs::remove_file(folded);
     Ok(())

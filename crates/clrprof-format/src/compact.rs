@@ -200,6 +200,52 @@ pub fn next_unit<'a>(
     }
 }
 
+/// [`next_unit`] for the calls alone, for a reader's tight loop: the Enter, Leave or
+/// Tailcall at `*pos` as `(ts, kind, function index, sp)` (after any `TIME` words), or
+/// `None`, with `*pos` left at the word, when the next thing there is not one (a record,
+/// a pad, damage, the end): [`next_unit`] takes it from there.
+#[inline(always)]
+pub fn next_call(p: &[u8], pos: &mut usize, chain: &mut Chain) -> Option<(u64, EltKind, u32, u32)> {
+    loop {
+        let i = *pos;
+        let w = word_at(p, i)?;
+        let (tag, lo) = ((w >> 32) as u32, w as u32);
+        let kind = match tag >> 30 {
+            0 => EltKind::Enter,
+            1 => EltKind::Leave,
+            2 => EltKind::Tailcall,
+            _ => {
+                let value = tag & VALUE_MAX;
+                match value {
+                    TIME => {
+                        chain.hi = lo;
+                        *pos = i + WORD;
+                        continue;
+                    }
+                    LONG_TAILCALL..=LONG_ENTER => {
+                        let second = word_at(p, i + WORD)?;
+                        let kind = match value {
+                            LONG_ENTER => EltKind::Enter,
+                            LONG_LEAVE => EltKind::Leave,
+                            _ => EltKind::Tailcall,
+                        };
+                        chain.sp = (second >> 32) as u32;
+                        *pos = i + 2 * WORD;
+                        let ts = (u64::from(chain.hi) << 32) | u64::from(lo);
+                        return Some((ts, kind, second as u32, chain.sp));
+                    }
+                    _ => return None,
+                }
+            }
+        };
+        let delta = ((tag & ((1 << SP_BITS) - 1)) as i32 - SP_BIAS) << SP_SHIFT;
+        chain.sp = chain.sp.wrapping_add(delta as u32);
+        *pos = i + WORD;
+        let ts = (u64::from(chain.hi) << 32) | u64::from(lo);
+        return Some((ts, kind, (tag >> SP_BITS) & SHORT_FUNCTION_MAX, chain.sp));
+    }
+}
+
 /// Calls seen by [`skip_calls`]: how many, and the first and last of their timestamps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SkippedCalls {
@@ -502,6 +548,60 @@ mod tests {
                 last_ts: (7 << 32) + 5
             }
         );
+    }
+
+    #[test]
+    fn next_call_reads_the_calls_and_stops_before_anything_else() {
+        let mut rec = Vec::new();
+        encode(&mut rec, 0, &Event::ThreadCreated { thread: 9 });
+        let mut w = CompactWriter::new();
+        w.elt(100, EltKind::Enter, 1, 0x1000);
+        w.elt(110, EltKind::Enter, SHORT_FUNCTION_MAX + 3, 0x0f00); // long
+        w.elt((7 << 32) + 5, EltKind::Leave, 1, 0x1000); // after a TIME word
+        w.record(120, &rec);
+        w.elt((7 << 32) + 9, EltKind::Tailcall, 2, 0x1000);
+        let long_at = w.bytes.len();
+        w.elt(
+            (7 << 32) + 10,
+            EltKind::Enter,
+            SHORT_FUNCTION_MAX + 4,
+            0x0f00,
+        );
+        let (mut pos, mut chain) = (0, Chain::default());
+        let mut got = Vec::new();
+        while let Some(c) = next_call(&w.bytes, &mut pos, &mut chain) {
+            got.push(c);
+        }
+        assert_eq!(
+            got,
+            [
+                (100, EltKind::Enter, 1, 0x1000),
+                (110, EltKind::Enter, SHORT_FUNCTION_MAX + 3, 0x0f00),
+                ((7 << 32) + 5, EltKind::Leave, 1, 0x1000),
+            ]
+        );
+        // At the record: `next_unit` reads it from the same place and chain.
+        let at = pos;
+        assert!(matches!(
+            next_unit(&w.bytes, &mut pos, &mut chain),
+            Some(Ok(crate::units::Unit::Other { ts: 120, .. }))
+        ));
+        assert!(pos > at);
+        assert_eq!(
+            next_call(&w.bytes, &mut pos, &mut chain),
+            Some(((7 << 32) + 9, EltKind::Tailcall, 2, 0x1000))
+        );
+        // A long word cut in half is left to `next_unit`, which reports it.
+        let mut cut = w.bytes[..long_at + WORD].to_vec();
+        let before = pos;
+        assert_eq!(next_call(&cut, &mut pos, &mut chain), None);
+        assert_eq!(pos, before);
+        assert!(matches!(
+            next_unit(&cut, &mut pos, &mut chain),
+            Some(Err(e)) if e.contains("past the payload")
+        ));
+        cut.clear();
+        assert_eq!(next_call(&cut, &mut 0, &mut chain), None);
     }
 
     #[test]

@@ -59,7 +59,7 @@ pub use block_writer::{
     write_units_block,
 };
 pub use clock::ClockConverter;
-pub use decoded::DecodedEvent;
+pub use decoded::{DecodedCall, DecodedEvent};
 pub use encode::{
     CALL_VALUES_HEADER_MAX, ELT_RECORD_MAX, U64_LIST_HEADER_MAX, count_records,
     count_records_with_ts, encode, encode_call_values_header, encode_elt, encode_sample_into,
@@ -78,8 +78,8 @@ pub use header::{
 };
 pub use phases::{EltKind, ExceptionPhase, HeapReason, SuspendPhase};
 pub use reader::{
-    Block, Blocks, Events, IncrementalReader, READ_THREADS_ENV, ReadStats, SEEN_WINDOW,
-    TraceReader, decode_ahead, read_all,
+    Block, Blocks, CheckedBlocks, Events, IncrementalReader, READ_THREADS_ENV, ReadStats,
+    SEEN_WINDOW, SplitSink, TraceReader, decode_ahead, read_all,
 };
 pub use records::{Record, RecordError, Records};
 pub use warning::{DamageCause, Warning};

@@ -17,7 +17,8 @@ mod ahead;
 mod events;
 mod incremental;
 pub use ahead::{READ_THREADS_ENV, decode_ahead};
-pub use events::Events;
+pub use events::{Events, SplitSink};
+
 pub use incremental::{IncrementalReader, SEEN_WINDOW};
 
 /// Reads a trace held in memory (e.g. a memory-mapped file).
@@ -42,6 +43,23 @@ pub struct TraceReader<'a> {
     /// Where the last pass's scan stopped (the end of the bytes, or in a partial pass the
     /// start of the block they end inside).
     pub(crate) stopped_at: usize,
+    /// The compact blocks whose structure the last pass checked, and those an earlier
+    /// pass over the same bytes did ([`trust`](Self::trust)), which are not checked again.
+    checked: CheckedBlocks,
+    trusted: CheckedBlocks,
+}
+
+/// Compact blocks whose structure a pass checked (`compact::validate`, a walk over every
+/// word before the block's first event is handed out): their file offsets and record
+/// counts, in file order; 16 bytes per block. See [`TraceReader::checked_blocks`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CheckedBlocks(Vec<(u64, u32)>);
+
+impl CheckedBlocks {
+    fn count_at(&self, offset: u64) -> Option<u32> {
+        let i = self.0.binary_search_by_key(&offset, |b| b.0).ok()?;
+        Some(self.0[i].1)
+    }
 }
 
 /// For the end-of-file check: a `TraceEnd` was read; the last timestamp read; the first
@@ -141,6 +159,8 @@ impl<'a> TraceReader<'a> {
             seen_seqs: HashSet::new(),
             end: EndCheck::default(),
             stopped_at: body_offset,
+            checked: CheckedBlocks::default(),
+            trusted: CheckedBlocks::default(),
         };
         reader.reset();
         reader
@@ -181,6 +201,18 @@ impl<'a> TraceReader<'a> {
         self.events().skipping_calls()
     }
 
+    /// The compact blocks the last pass found well-formed.
+    pub fn checked_blocks(&self) -> &CheckedBlocks {
+        &self.checked
+    }
+
+    /// Takes `blocks`, what [`checked_blocks`](Self::checked_blocks) said after a pass
+    /// over these same bytes, as checked: a later pass does not walk their words twice
+    /// (trace mode's second pass over tens of millions of calls).
+    pub fn trust(&mut self, blocks: CheckedBlocks) {
+        self.trusted = blocks;
+    }
+
     /// Problems met during the last pass (complete once its iterator has finished).
     pub fn warnings(&self) -> &[Warning] {
         self.warnings.list()
@@ -203,6 +235,7 @@ impl<'a> TraceReader<'a> {
         self.seen_seqs.clear();
         self.end = EndCheck::default();
         self.stopped_at = self.body_offset;
+        self.checked.0.clear();
         let known = if self.header.major == FORMAT_MAJOR {
             FORMAT_MINOR
         } else {
@@ -275,7 +308,12 @@ impl<'a> TraceReader<'a> {
             if header.compact() {
                 let words = if inflated { &buf[..] } else { payload };
                 if keep_units {
-                    header.record_count = crate::compact::validate(words)?;
+                    let at = offset as u64;
+                    header.record_count = match self.trusted.count_at(at) {
+                        Some(count) => count,
+                        None => crate::compact::validate(words)?,
+                    };
+                    self.checked.0.push((at, header.record_count));
                     header.records_len = words.len() as u32;
                     return Ok(inflated);
                 }

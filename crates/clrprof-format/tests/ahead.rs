@@ -1,7 +1,9 @@
-//! Decoding on a second thread (`Events::for_each_decoded_ahead`) gives exactly what a
-//! single-threaded pass gives: the same events in the same order, the same warnings and
-//! counters, for every golden file and for a trace of many compact blocks whose call
-//! chains carry from block to block on three threads, with damage in it.
+//! Decoding on a second thread (`Events::for_each_decoded_ahead`), and the calls handed
+//! over apart (`Events::for_each_split`, on one thread or two), give exactly what a
+//! single-threaded pass gives, and `for_each` what `next` gives: the same events in the
+//! same order, the same warnings and counters, for every golden file and for a trace of
+//! many compact blocks whose call chains carry from block to block on three threads,
+//! with damage in it; so does a pass that trusts the blocks an earlier pass checked.
 
 mod common;
 
@@ -32,13 +34,52 @@ fn golden_files() -> Vec<(String, Vec<u8>)> {
     files
 }
 
+/// How a pass takes the events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// `for_each` on this thread.
+    Plain,
+    /// `next`, one by one.
+    Next,
+    /// `for_each_decoded_ahead`.
+    Ahead,
+    /// `for_each_split`.
+    Split,
+    /// `for_each_split_decoded_ahead`.
+    SplitAhead,
+    /// `for_each_split` by a reader that trusts the blocks an earlier pass checked.
+    SplitTrusted,
+}
+
+/// Collects a split pass's events, the calls turned back into events.
+struct Collect<'g>(&'g mut Vec<DecodedEvent<'static>>);
+
+impl<'a> SplitSink<'a> for Collect<'_> {
+    fn call(&mut self, c: DecodedCall) {
+        self.0.push(c.event());
+    }
+    fn event(&mut self, e: DecodedEvent<'a>) {
+        assert!(e.call().is_none(), "a call among the other events: {e:?}");
+        self.0.push(DecodedEvent {
+            os_tid: e.os_tid,
+            ts: e.ts,
+            event: e.event.into_owned(),
+        });
+    }
+}
+
 /// One pass: the events, the warnings and the counters.
 fn pass(
     bytes: &[u8],
     skip_calls: bool,
-    ahead: bool,
+    mode: Mode,
 ) -> (Vec<DecodedEvent<'static>>, Vec<String>, ReadStats) {
     let mut reader = TraceReader::new(bytes).unwrap();
+    if mode == Mode::SplitTrusted {
+        reader.events_without_calls().for_each(drop);
+        let checked = reader.checked_blocks().clone();
+        reader.trust(checked);
+    }
     let mut got = Vec::new();
     {
         let events = if skip_calls {
@@ -46,17 +87,23 @@ fn pass(
         } else {
             reader.events()
         };
-        let each = |d: DecodedEvent<'_>| {
+        let mut each = |d: DecodedEvent<'_>| {
             got.push(DecodedEvent {
                 os_tid: d.os_tid,
                 ts: d.ts,
                 event: d.event.into_owned(),
             })
         };
-        if ahead {
-            events.for_each_decoded_ahead(each);
-        } else {
-            events.for_each(each);
+        match mode {
+            Mode::Plain => events.for_each(each),
+            Mode::Next => {
+                for d in events {
+                    each(d);
+                }
+            }
+            Mode::Ahead => events.for_each_decoded_ahead(each),
+            Mode::Split | Mode::SplitTrusted => events.for_each_split(&mut Collect(&mut got)),
+            Mode::SplitAhead => events.for_each_split_decoded_ahead(&mut Collect(&mut got)),
         }
     }
     let warnings = reader.warnings().iter().map(|w| w.to_string()).collect();
@@ -66,14 +113,28 @@ fn pass(
 fn same_both_ways(name: &str, bytes: &[u8]) -> usize {
     let mut n = 0;
     for skip_calls in [false, true] {
-        let one = pass(bytes, skip_calls, false);
-        let two = pass(bytes, skip_calls, true);
-        assert_eq!(one.1, two.1, "{name} (skip calls {skip_calls}): warnings");
-        assert_eq!(one.2, two.2, "{name} (skip calls {skip_calls}): counters");
-        assert!(
-            one.0 == two.0,
-            "{name} (skip calls {skip_calls}): events differ"
-        );
+        let one = pass(bytes, skip_calls, Mode::Plain);
+        for mode in [
+            Mode::Next,
+            Mode::Ahead,
+            Mode::Split,
+            Mode::SplitAhead,
+            Mode::SplitTrusted,
+        ] {
+            let two = pass(bytes, skip_calls, mode);
+            assert_eq!(
+                one.1, two.1,
+                "{name} (skip calls {skip_calls}, {mode:?}): warnings"
+            );
+            assert_eq!(
+                one.2, two.2,
+                "{name} (skip calls {skip_calls}, {mode:?}): counters"
+            );
+            assert!(
+                one.0 == two.0,
+                "{name} (skip calls {skip_calls}, {mode:?}): events differ"
+            );
+        }
         n = n.max(one.0.len());
     }
     n
@@ -146,7 +207,7 @@ fn many_compact_blocks_with_damage_read_the_same_decoded_ahead() {
     let dup = clean[ranges[60].clone()].to_vec();
     damaged.splice(ranges[61].start..ranges[61].start, dup);
     damaged.truncate(damaged.len() - 100);
-    let (_, warnings, _) = pass(&damaged, false, false);
+    let (_, warnings, _) = pass(&damaged, false, Mode::Plain);
     assert!(warnings.len() >= 3, "{warnings:?}");
     same_both_ways("damaged", &damaged);
 }

@@ -5,7 +5,7 @@
 use crate::calltree::{self, FunctionStats, ThreadTree, TraceStats, TreeNode};
 use crate::names::Names;
 use crate::threads::ThreadNames;
-use crate::timeline::TimedEvent;
+use crate::timeline::{TimedCall, TimedEvent};
 
 /// What [`Calls::finish`] found.
 #[derive(Debug)]
@@ -33,6 +33,12 @@ impl Calls {
     /// Takes one call record or exception catch, in its thread's recorded order.
     pub fn observe(&mut self, e: &TimedEvent<'_>) {
         self.builder.push(e);
+    }
+
+    /// Takes one Enter, Leave or Tailcall, in its thread's recorded order.
+    #[inline]
+    pub fn observe_call(&mut self, e: &TimedCall) {
+        self.builder.push_call(e);
     }
 
     /// The trees go `depth` calls deep at most.

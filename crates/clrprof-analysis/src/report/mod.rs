@@ -32,7 +32,7 @@ use crate::names::Names;
 use crate::runtime_frames::Windows;
 use crate::samples::{Filter, FunctionSamples, SampleTotals, View};
 use crate::threads::{ThreadLifetimes, ThreadNames};
-use crate::timeline::{Streamed, TimedEvent, Trace, is_exception};
+use crate::timeline::{StreamSink, Streamed, TimedCall, TimedEvent, Trace, is_exception};
 
 pub use crate::threads::ThreadInfo;
 pub use alloc_samples::{
@@ -250,33 +250,67 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
         exceptions: true,
         call_values: false,
     };
-    // Out of line: the closure below runs once per call record (tens of millions in trace
-    // mode) and must stay small enough to be inlined into the decoding loop.
-    #[inline(never)]
-    fn exception(c: &mut Collectors, e: &TimedEvent<'_>) {
-        c.counts.observe(&e.event);
-        c.exceptions.observe(e);
+    // The calls come apart from the other records (`TimedCall`: plain numbers), in
+    // their place among them.
+    struct Streaming<'s> {
+        c: &'s mut Collectors,
+        calls: &'s mut Option<Calls>,
+        filter: &'s Filter,
+        thread_names: &'s ThreadNames,
+        /// No `--from`, `--to` or `--thread`: every call is kept.
+        all: bool,
     }
-    trace.for_each_streamed(which, |e| {
-        if is_exception(&e.event) {
-            exception(&mut c, e);
+    impl Streaming<'_> {
+        #[inline(always)]
+        fn kept(&self, ns: u64, os_tid: u64) -> bool {
+            self.all
+                || (self.filter.keeps_time(ns)
+                    && self.filter.keeps_thread(os_tid, self.thread_names))
         }
-        let for_calls = !is_exception(&e.event)
-            || matches!(
-                e.event,
-                clrprof_format::Event::ExceptionPhase {
-                    phase: clrprof_format::ExceptionPhase::CatcherEnter,
-                    ..
-                }
-            );
-        if let Some(calls) = &mut calls
-            && for_calls
-            && filter.keeps_time(e.ns)
-            && filter.keeps_thread(e.os_tid, &thread_names)
-        {
-            calls.observe(e);
+    }
+    impl<'a> StreamSink<'a> for Streaming<'_> {
+        #[inline(always)]
+        fn call(&mut self, e: &TimedCall) {
+            if self.calls.is_some()
+                && self.kept(e.ns, e.os_tid)
+                && let Some(calls) = self.calls.as_mut()
+            {
+                calls.observe_call(e);
+            }
         }
-    });
+        fn event(&mut self, e: &TimedEvent<'a>) {
+            let exception = is_exception(&e.event);
+            if exception {
+                self.c.counts.observe(&e.event);
+                self.c.exceptions.observe(e);
+            }
+            let for_calls = !exception
+                || matches!(
+                    e.event,
+                    clrprof_format::Event::ExceptionPhase {
+                        phase: clrprof_format::ExceptionPhase::CatcherEnter,
+                        ..
+                    }
+                );
+            if for_calls
+                && self.calls.is_some()
+                && self.kept(e.ns, e.os_tid)
+                && let Some(calls) = self.calls.as_mut()
+            {
+                calls.observe(e);
+            }
+        }
+    }
+    trace.for_each_streamed_into(
+        which,
+        &mut Streaming {
+            c: &mut c,
+            calls: &mut calls,
+            filter,
+            thread_names: &thread_names,
+            all: filter.is_empty(),
+        },
+    );
     let calls = calls.map(|calls| {
         // The butterfly needs the whole tree; the report's trees are cut after.
         let depth = if opts.function.is_some() {

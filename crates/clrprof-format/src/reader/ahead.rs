@@ -50,6 +50,25 @@ impl<'a> Events<'_, 'a> {
         }
     }
 
+    /// [`for_each_split`](Self::for_each_split), decoding on a second thread when
+    /// [`decode_ahead`] says so (the events then cross whole, and are split on this one).
+    pub fn for_each_split_ahead(self, sink: &mut impl super::events::SplitSink<'a>) {
+        if decode_ahead() {
+            self.for_each_split_decoded_ahead(sink);
+        } else {
+            self.for_each_split(sink);
+        }
+    }
+
+    /// [`for_each_split_ahead`](Self::for_each_split_ahead) on two threads whatever the
+    /// machine.
+    pub fn for_each_split_decoded_ahead(self, sink: &mut impl super::events::SplitSink<'a>) {
+        self.for_each_decoded_ahead(|e| match e.call() {
+            Some(c) => sink.call(c),
+            None => sink.event(e),
+        });
+    }
+
     /// [`for_each_ahead`](Self::for_each_ahead) on two threads whatever the machine (on
     /// one CPU they take turns).
     pub fn for_each_decoded_ahead(self, mut f: impl FnMut(DecodedEvent<'a>)) {

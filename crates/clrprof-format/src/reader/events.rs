@@ -1,7 +1,7 @@
 //! The event iterator: every record of every intact block, in file order.
 
 use super::TraceReader;
-use crate::decoded::DecodedEvent;
+use crate::decoded::{DecodedCall, DecodedEvent};
 use crate::events::{Event, kind_name};
 use crate::records::{Record, RecordError, Records};
 use crate::scan::{Scanner, Step};
@@ -270,18 +270,43 @@ impl<'r, 'a> Events<'r, 'a> {
     }
 }
 
-impl<'a> Iterator for Events<'_, 'a> {
-    type Item = DecodedEvent<'a>;
+/// Where [`Events::for_each_split`] hands the events: the Enter, Leave and Tailcall events
+/// apart from the rest.
+pub trait SplitSink<'a> {
+    /// An Enter, Leave or Tailcall, as plain numbers.
+    fn call(&mut self, c: DecodedCall);
+    /// Any other event.
+    fn event(&mut self, e: DecodedEvent<'a>);
+}
 
-    /// `for_each` and friends: the calls of an uncompressed compact block (trace mode's
-    /// tens of millions of events) go to `f` from a tight loop; everything else comes
-    /// from [`next`](Iterator::next), so both see the same events.
-    fn fold<B, F>(mut self, init: B, mut f: F) -> B
-    where
-        F: FnMut(B, DecodedEvent<'a>) -> B,
-    {
-        use crate::units::Unit;
-        let mut acc = init;
+impl<'a> Events<'_, 'a> {
+    /// [`for_each`](Iterator::for_each) with the Enter, Leave and Tailcall events apart:
+    /// each goes to `sink.call` as a [`DecodedCall`] (no 112-byte event built, stored and
+    /// dropped per call), every other event to `sink.event`, in the order `for_each`
+    /// gives them.
+    pub fn for_each_split(self, sink: &mut impl SplitSink<'a>) {
+        struct Calls<'s, S>(&'s mut S);
+        impl<'a, S: SplitSink<'a>> SplitSink<'a> for Calls<'_, S> {
+            #[inline(always)]
+            fn call(&mut self, c: DecodedCall) {
+                self.0.call(c)
+            }
+            #[inline(always)]
+            fn event(&mut self, e: DecodedEvent<'a>) {
+                match e.call() {
+                    Some(c) => self.0.call(c),
+                    None => self.0.event(e),
+                }
+            }
+        }
+        self.drive(&mut Calls(sink));
+    }
+
+    /// Every event to `sink`: the calls of an uncompressed compact block (trace mode's
+    /// tens of millions of events) from a tight loop; everything else from
+    /// [`next`](Iterator::next), so both see the same events.
+    #[inline(always)]
+    fn drive(mut self, sink: &mut impl SplitSink<'a>) {
         loop {
             if !self.skip_calls
                 && let Some(block) = self.block.as_mut()
@@ -290,42 +315,59 @@ impl<'a> Iterator for Events<'_, 'a> {
             {
                 let os_tid = block.os_tid;
                 let mut n = 0u32;
-                loop {
-                    let (pos, chain) = (block.pos, block.chain);
-                    match crate::compact::next_unit(payload, &mut block.pos, &mut block.chain) {
-                        Some(Ok(Unit::Elt {
-                            ts,
-                            kind,
-                            value,
-                            sp,
-                        })) => {
-                            n += 1;
-                            let end = &mut self.reader.end;
-                            end.last_ts = Some(end.last_ts.map_or(ts, |t| t.max(ts)));
-                            acc = f(
-                                acc,
-                                DecodedEvent {
-                                    os_tid,
-                                    ts,
-                                    event: elt_event(kind, value, sp),
-                                },
-                            );
-                        }
-                        // A record, the end or damage: `next` takes it from here.
-                        _ => {
-                            (block.pos, block.chain) = (pos, chain);
-                            break;
-                        }
-                    }
+                let mut last_ts = None;
+                // Up to the first thing that is not a call (a record, the end, damage),
+                // which `next` takes from the same place.
+                while let Some((ts, kind, value, sp)) =
+                    crate::compact::next_call(payload, &mut block.pos, &mut block.chain)
+                {
+                    n += 1;
+                    last_ts = Some(last_ts.map_or(ts, |t: u64| t.max(ts)));
+                    sink.call(DecodedCall {
+                        os_tid,
+                        ts,
+                        kind,
+                        function: u64::from(value),
+                        sp: u64::from(sp),
+                    });
+                }
+                if let Some(ts) = last_ts {
+                    let end = &mut self.reader.end;
+                    end.last_ts = Some(end.last_ts.map_or(ts, |t| t.max(ts)));
                 }
                 block.found = block.found.saturating_add(n);
                 self.reader.stats.events += u64::from(n);
             }
             match self.next() {
-                Some(e) => acc = f(acc, e),
-                None => return acc,
+                Some(e) => sink.event(e),
+                None => return,
             }
         }
+    }
+}
+
+impl<'a> Iterator for Events<'_, 'a> {
+    type Item = DecodedEvent<'a>;
+
+    /// `for_each`: the calls of an uncompressed compact block (trace mode's tens of
+    /// millions of events) go to `f` from a tight loop; everything else comes from
+    /// [`next`](Iterator::next), so both see the same events.
+    fn for_each<F>(self, f: F)
+    where
+        F: FnMut(DecodedEvent<'a>),
+    {
+        struct One<F>(F);
+        impl<'a, F: FnMut(DecodedEvent<'a>)> SplitSink<'a> for One<F> {
+            #[inline(always)]
+            fn call(&mut self, c: DecodedCall) {
+                (self.0)(c.event())
+            }
+            #[inline(always)]
+            fn event(&mut self, e: DecodedEvent<'a>) {
+                (self.0)(e)
+            }
+        }
+        self.drive(&mut One(f));
     }
 
     fn next(&mut self) -> Option<DecodedEvent<'a>> {
