@@ -332,11 +332,38 @@ impl Walk {
             && (!array || element.is_some())
             && size <= SCAN_MAX_BYTES
             && refs.len() <= SCAN_MAX_REFS;
-        let mut done = 0usize;
         // References per entry: a large array is split into continuation entries so that
         // no record outgrows the ring.
         let chunk = entry_chunk(self.batch_values);
         let mut from = 8usize;
+        if offsets.is_none() && refs.len() <= chunk {
+            // What the walk reports all along: an object whose references fit one entry.
+            let delta = zigzag(id.wrapping_sub(self.previous) as i64);
+            self.previous = id;
+            let size_generation = (size as u64) << 3 | generation;
+            self.objects
+                .extend(&[delta, u64::from(index), size_generation, refs.len() as u64]);
+            self.objects_in_batch += 1;
+            for r in refs {
+                let target = zigzag((r.0 as u64).wrapping_sub(id) as i64);
+                let offset = if scan {
+                    // SAFETY: (A7) called from ObjectReferences: the runtime is suspended
+                    // for the GC and `object` is a live object of `size` bytes (the `scan`
+                    // condition).
+                    unsafe { scanned_offset(object.0, size, r.0, &mut from, element) }
+                } else {
+                    0
+                };
+                self.objects.extend(&[target, offset]);
+            }
+            if self.objects.len() >= self.batch_values {
+                self.flush_objects();
+            }
+            self.n_objects += 1;
+            self.n_references += refs.len() as u64;
+            return;
+        }
+        let mut done = 0usize;
         let mut parts = refs.chunks(chunk).peekable();
         let mut first = true;
         while first || parts.peek().is_some() {
@@ -360,25 +387,10 @@ impl Walk {
                 let offset = if let Some(&o) = known {
                     o
                 } else if scan {
-                    // SAFETY: (A7) called from ObjectReferences: the runtime is suspended for
-                    // the GC and `object` is a live object of `size` bytes (GetObjectSize2,
-                    // or the method table's same figure), whose fields lie between id + 8
-                    // and id + size - 8.
-                    match unsafe { find_slot(object.0, size, r.0, from) } {
-                        Some(o) => {
-                            from = o + 8;
-                            match element {
-                                // In an array of structs: 1 + the offset in its element (0
-                                // stays "an element"), as the element's fields are listed.
-                                Some((_, elem_size)) if o >= SZ_ARRAY_DATA => {
-                                    (o - SZ_ARRAY_DATA) as u64 % elem_size + 1
-                                }
-                                Some(_) => 0,
-                                None => o as u64,
-                            }
-                        }
-                        None => 0,
-                    }
+                    // SAFETY: (A7) called from ObjectReferences (or GarbageCollectionFinished):
+                    // the runtime is suspended for the GC and `object` is a live object of
+                    // `size` bytes (the `scan` condition).
+                    unsafe { scanned_offset(object.0, size, r.0, &mut from, element) }
                 } else {
                     0
                 };
@@ -536,7 +548,7 @@ impl Batch {
 
     /// Appends a few values (an entry's head, one reference), encoded straight into the
     /// batch's room.
-    #[inline]
+    #[inline(always)]
     fn extend<const N: usize>(&mut self, values: &[u64; N]) {
         const { assert!(N <= 4, "at most 4 values (40 bytes) at a time") };
         if self.bytes.len() - self.used < EXTEND_ROOM {
@@ -686,6 +698,38 @@ impl Hasher for IdHasher {
 
     fn finish(&self) -> u64 {
         self.0 ^ (self.0 >> 32)
+    }
+}
+
+/// The field offset to record for the reference to `target` in `object` of `size` bytes
+/// (0 when not found): its slot's offset, or in an array of structs 1 + the offset in its
+/// element (0 stays "an element"), as the element's fields are listed. `from` is where
+/// the search starts, moved past the slot found.
+///
+/// # Safety
+/// As [`find_slot`]: `object` must be a live object of `size` bytes that the GC does not
+/// move meanwhile; its fields lie between `object + 8` and `object + size - 8`.
+#[inline(always)]
+unsafe fn scanned_offset(
+    object: usize,
+    size: usize,
+    target: usize,
+    from: &mut usize,
+    element: Option<(usize, u64)>,
+) -> u64 {
+    // SAFETY: (A7) the caller's contract is find_slot's.
+    match unsafe { find_slot(object, size, target, *from) } {
+        Some(o) => {
+            *from = o + 8;
+            match element {
+                Some((_, elem_size)) if o >= SZ_ARRAY_DATA => {
+                    (o - SZ_ARRAY_DATA) as u64 % elem_size + 1
+                }
+                Some(_) => 0,
+                None => o as u64,
+            }
+        }
+        None => 0,
     }
 }
 
