@@ -42,16 +42,37 @@ impl App {
     }
 }
 
-/// One snapshot: the app's longest stop, the tool's own pause figure (clrprof), the tool's
-/// wall time and the file's size.
+/// One snapshot: the app's longest stop, the CPU time the target spent meanwhile (all its
+/// threads: the GC and the walk, the agent's writer or the runtime's EventPipe thread; a
+/// figure the other processes of a loaded host do not stretch, as they do the stop), the
+/// tool's own pause figure (clrprof), the tool's wall time and the file's size.
 struct Snapshot {
     stop_ms: f64,
+    cpu_ms: f64,
     pause_ms: Option<f64>,
     wall: Duration,
     bytes: u64,
 }
 
+/// The CPU time (user and system) process `pid` has used, in ms (`/proc/PID/stat`).
+fn cpu_ms(pid: u32) -> Result<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // After the command's closing parenthesis: state is field 3, utime and stime 14 and 15.
+    let rest = stat.rsplit_once(')').context("/proc/PID/stat")?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| -> Result<f64> {
+        Ok(fields
+            .get(i - 3)
+            .context("/proc/PID/stat")?
+            .parse::<f64>()?)
+    };
+    // In clock ticks of USER_HZ, which Linux fixes at 100 on x86-64 whatever its CONFIG_HZ.
+    Ok((ticks(14)? + ticks(15)?) * 10.0)
+}
+
+/// The median of the figures that are numbers (a failed round's are NaN).
 fn median(v: &mut [f64]) -> f64 {
+    let mut v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
     v.sort_by(|a, b| a.total_cmp(b));
     if v.is_empty() {
         f64::NAN
@@ -89,6 +110,7 @@ pub fn run(objects: u64, runs: usize) -> Result<()> {
         // The bench's own file from a previous run: `clrprof heap` never writes over one.
         let _ = std::fs::remove_file(&trace);
         app_io.gap_ms()?;
+        let cpu = cpu_ms(pid)?;
         let t = Instant::now();
         let out = Command::new(&clrprof)
             .args([
@@ -103,6 +125,7 @@ pub fn run(objects: u64, runs: usize) -> Result<()> {
             .arg(&trace)
             .output()?;
         let wall = t.elapsed();
+        let cpu_ms = cpu_ms(pid)? - cpu;
         let stop_ms = app_io.gap_ms()?;
         if !out.status.success() {
             bail!(
@@ -121,6 +144,7 @@ pub fn run(objects: u64, runs: usize) -> Result<()> {
         Ok((
             Snapshot {
                 stop_ms,
+                cpu_ms,
                 pause_ms: h["pause_ms"].as_f64(),
                 wall,
                 bytes,
@@ -135,12 +159,14 @@ pub fn run(objects: u64, runs: usize) -> Result<()> {
         let file = dir.join(format!("heap-{round}.gcdump"));
         let _ = std::fs::remove_file(&file);
         app_io.gap_ms()?;
+        let cpu = cpu_ms(pid)?;
         let t = Instant::now();
         let out = Command::new(gcdump)
             .args(["collect", "-p", &pid.to_string(), "-o"])
             .arg(&file)
             .output()?;
         let wall = t.elapsed();
+        let cpu_ms = cpu_ms(pid)? - cpu;
         let stop_ms = app_io.gap_ms()?;
         if !out.status.success() {
             bail!(
@@ -153,6 +179,7 @@ pub fn run(objects: u64, runs: usize) -> Result<()> {
         let _ = std::fs::remove_file(&file);
         Ok(Snapshot {
             stop_ms,
+            cpu_ms,
             pause_ms: None,
             wall,
             bytes,
@@ -170,14 +197,19 @@ pub fn run(objects: u64, runs: usize) -> Result<()> {
             "(dotnet-gcdump not found: `dotnet tool install --tool-path target/tools dotnet-gcdump` adds it)"
         );
     }
-    println!("| round | tool | app stopped, ms | tool's pause, ms | tool's wall, s | file, MB |");
-    println!("|---|---|---:|---:|---:|---:|");
+    println!(
+        "| round | tool | app stopped, ms | target's CPU, ms | tool's pause, ms | tool's wall, s | file, MB |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|");
     let (mut our_stops, mut their_stops, mut our_pauses) = (Vec::new(), Vec::new(), Vec::new());
+    // Per round, clrprof's stop and CPU over dotnet-gcdump's.
+    let (mut our_cpus, mut their_cpus) = (Vec::new(), Vec::new());
     let mut last = None;
     let print = |round: usize, tool: &str, s: &Snapshot| {
         println!(
-            "| {round} | {tool} | {:.0} | {} | {:.1} | {:.1} |",
+            "| {round} | {tool} | {:.0} | {:.0} | {} | {:.1} | {:.1} |",
             s.stop_ms,
+            s.cpu_ms,
             s.pause_ms.map_or("—".to_string(), |p| format!("{p:.0}")),
             s.wall.as_secs_f64(),
             s.bytes as f64 / 1e6
@@ -190,6 +222,7 @@ pub fn run(objects: u64, runs: usize) -> Result<()> {
                 let (s, trace, objects, references, lost) = ours(round, &mut app_io)?;
                 print(round, "clrprof heap", &s);
                 our_stops.push(s.stop_ms);
+                our_cpus.push(s.cpu_ms);
                 our_pauses.push(s.pause_ms.unwrap_or(f64::NAN));
                 if let Some((old, ..)) = last.replace((trace, objects, references, lost, s.bytes)) {
                     let _ = std::fs::remove_file(old);
@@ -199,8 +232,13 @@ pub fn run(objects: u64, runs: usize) -> Result<()> {
                     Ok(s) => {
                         print(round, "dotnet-gcdump", &s);
                         their_stops.push(s.stop_ms);
+                        their_cpus.push(s.cpu_ms);
                     }
-                    Err(e) => println!("| {round} | dotnet-gcdump | failed: {e} | | | |"),
+                    Err(e) => {
+                        println!("| {round} | dotnet-gcdump | failed: {e} | | | | |");
+                        their_stops.push(f64::NAN);
+                        their_cpus.push(f64::NAN);
+                    }
                 }
             }
         }
@@ -208,11 +246,34 @@ pub fn run(objects: u64, runs: usize) -> Result<()> {
     drop(app_io);
     let _ = child.wait();
     let (trace, recorded, references, lost, bytes) = last.context("no snapshot")?;
+    // Ratios of the same round (a round whose dotnet-gcdump failed has none: NaN).
+    let ratios = |ours: &[f64], theirs: &[f64]| -> String {
+        let mut r: Vec<f64> = ours
+            .iter()
+            .zip(theirs)
+            .map(|(a, b)| a / b)
+            .filter(|x| x.is_finite())
+            .collect();
+        let (lo, hi) = r
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| {
+                (l.min(x), h.max(x))
+            });
+        format!("median {:.2} ({lo:.2}–{hi:.2})", median(&mut r))
+    };
     println!(
-        "app stopped, median: clrprof heap {:.0} ms (its own pause figure {:.0} ms), dotnet-gcdump {:.0} ms",
+        "clrprof over dotnet-gcdump, same round: app stopped {}, target's CPU {}",
+        ratios(&our_stops, &their_stops),
+        ratios(&our_cpus, &their_cpus)
+    );
+    println!(
+        "app stopped, median: clrprof heap {:.0} ms (its own pause figure {:.0} ms), dotnet-gcdump {:.0} ms; \
+         target's CPU, median: clrprof heap {:.0} ms, dotnet-gcdump {:.0} ms",
         median(&mut our_stops),
         median(&mut our_pauses),
-        median(&mut their_stops)
+        median(&mut their_stops),
+        median(&mut our_cpus),
+        median(&mut their_cpus)
     );
     println!(
         "snapshot of {recorded} objects, {references} references, {lost} lost; file {:.1} MB, \

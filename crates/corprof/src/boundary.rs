@@ -57,15 +57,24 @@ fn drop_payload(payload: Box<dyn core::any::Any + Send>) {
 }
 
 /// Runs `f`; a panic becomes `Err(E_FAIL)` after being reported once.
+///
+/// Inlined into each entry point (a callback the runtime makes once per object of a heap
+/// walk included): without a panic it costs the call of `f`; the report is out of line.
+#[inline(always)]
 pub(crate) fn catch<R>(place: &str, f: impl FnOnce() -> Result<R>) -> Result<R> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
-        Err(payload) => {
-            report_panic(place, &*payload);
-            drop_payload(payload);
-            Err(HResult::E_FAIL)
-        }
+        Err(payload) => Err(caught(place, payload)),
     }
+}
+
+/// A panic stopped at `place`: reported once, its payload dropped.
+#[cold]
+#[inline(never)]
+fn caught(place: &str, payload: Box<dyn core::any::Any + Send>) -> HResult {
+    report_panic(place, &*payload);
+    drop_payload(payload);
+    HResult::E_FAIL
 }
 
 /// Borrows `len` elements at `ptr` for the duration of a callback; null or empty gives an

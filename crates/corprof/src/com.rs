@@ -14,6 +14,7 @@ use crate::boundary::{borrowed, catch};
 use crate::callback::ProfilerCallback;
 use crate::hresult::{HResult, Result, to_hresult};
 
+#[inline(always)]
 fn guard(place: &str, f: impl FnOnce() -> Result<()>) -> HRESULT {
     to_hresult(catch(place, f))
 }

@@ -6,6 +6,7 @@ use corprof_sys as sys;
 pub use clrprof_metadata::hresult::{HResult, Result, check};
 
 /// What a fallible callback result becomes at the COM boundary.
+#[inline]
 pub(crate) fn to_hresult(r: Result<()>) -> i32 {
     match r {
         Ok(()) => sys::S_OK,

@@ -10,6 +10,7 @@
 //! for the classes the walk met.
 
 use std::borrow::Cow;
+use std::cell::UnsafeCell;
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Mutex;
@@ -34,7 +35,11 @@ static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 /// GCs started since load (while GC callbacks are on): statics read after the walk are
 /// valid only if no GC ran in between.
 static GCS: AtomicU64 = AtomicU64::new(0);
+/// The snapshot's walk outside its GC: put here by `take` before the GC, moved into
+/// [`OWNED`] by `GarbageCollectionStarted`, back by `GarbageCollectionFinished`.
 static WALK: Mutex<Option<Walk>> = Mutex::new(None);
+/// The walk during its GC (docs/safety.md A13).
+static OWNED: OwnedWalk = OwnedWalk(UnsafeCell::new(None));
 /// One snapshot at a time (control socket and `--heap` timer may race).
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
@@ -45,6 +50,44 @@ pub fn reset_for_session() {
     SEQUENCE.store(0, Ordering::Relaxed);
     GCS.store(0, Ordering::Relaxed);
     *WALK.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    // SAFETY: (A13) between sessions no callback of ours runs (A11), so no GC callback
+    // holds the walk: a walk whose GarbageCollectionFinished never came is dropped here.
+    unsafe { OWNED.replace(None) };
+}
+
+/// The walk while the runtime's GC callbacks of the walked GC use it, with no lock: the
+/// runtime calls `GarbageCollectionStarted`, `RootReferences2`, `ObjectReferences` and
+/// `GarbageCollectionFinished` of one GC one after another, never two at once (the rule
+/// and the runtime's side of it: docs/safety.md A13).
+struct OwnedWalk(UnsafeCell<Option<Walk>>);
+
+// SAFETY: (A13) the cell is reached only through `get` and `replace`, whose callers are
+// the runtime's GC callbacks of one GC (never two at once, each one after the last) or a
+// session's reset (no callback runs, A11); `Walk` itself is `Send`.
+unsafe impl Sync for OwnedWalk {}
+
+impl OwnedWalk {
+    /// The walk, for one GC callback of the walked GC.
+    ///
+    /// # Safety
+    /// (A13) Only from a GC callback of the GC that moved the walk in (`STATE` is
+    /// `WALKING`), and the reference must not outlive the callback.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn get(&self) -> Option<&mut Walk> {
+        // SAFETY: (A13) the runtime calls the GC callbacks of one GC one at a time, so no
+        // other reference to the cell's contents is live (contract).
+        unsafe { (*self.0.get()).as_mut() }
+    }
+
+    /// Puts `walk` in, returning what was there.
+    ///
+    /// # Safety
+    /// (A13) As [`OwnedWalk::get`], or between sessions (A11): no other reference to the
+    /// cell's contents is live.
+    unsafe fn replace(&self, walk: Option<Walk>) -> Option<Walk> {
+        // SAFETY: (A13) no other reference is live (contract).
+        unsafe { std::mem::replace(&mut *self.0.get(), walk) }
+    }
 }
 
 /// Values per batch record at most (each value takes ≤ 10 bytes); less with small rings
@@ -61,6 +104,12 @@ pub const NON_GC: u64 = 5;
 fn batch_values() -> usize {
     (crate::output::buffers::buffer_bytes() / 2 / 10 / 2).clamp(64, BATCH_VALUES)
 }
+/// References per entry in a batch of `batch_values`: a large array continues in further
+/// entries, so that no record outgrows the ring.
+fn entry_chunk(batch_values: usize) -> usize {
+    (batch_values / 4).max(8)
+}
+
 /// Objects larger than this, or with more references, get no field offsets (arrays
 /// never do: their references are elements).
 const SCAN_MAX_BYTES: usize = 4096;
@@ -123,12 +172,15 @@ fn zigzag(v: i64) -> u64 {
 
 impl Walk {
     fn new(snapshot: u64, info: ProfilerInfo) -> Walk {
+        let batch_values = batch_values();
         Walk {
             snapshot,
             info,
             frozen: HashSet::new(),
-            batch_values: batch_values(),
-            objects: Batch::default(),
+            batch_values,
+            // A batch is flushed once it holds `batch_values`; the entry that got it there
+            // added at most a head and a chunk of references (`entry`): it never grows.
+            objects: Batch::with_room(batch_values + 2 * entry_chunk(batch_values) + 4),
             objects_in_batch: 0,
             previous: 0,
             roots: Vec::with_capacity(BATCH_VALUES + 64),
@@ -280,11 +332,38 @@ impl Walk {
             && (!array || element.is_some())
             && size <= SCAN_MAX_BYTES
             && refs.len() <= SCAN_MAX_REFS;
-        let mut done = 0usize;
         // References per entry: a large array is split into continuation entries so that
         // no record outgrows the ring.
-        let chunk = (self.batch_values / 4).max(8);
+        let chunk = entry_chunk(self.batch_values);
         let mut from = 8usize;
+        if offsets.is_none() && refs.len() <= chunk {
+            // What the walk reports all along: an object whose references fit one entry.
+            let delta = zigzag(id.wrapping_sub(self.previous) as i64);
+            self.previous = id;
+            let size_generation = (size as u64) << 3 | generation;
+            self.objects
+                .extend(&[delta, u64::from(index), size_generation, refs.len() as u64]);
+            self.objects_in_batch += 1;
+            for r in refs {
+                let target = zigzag((r.0 as u64).wrapping_sub(id) as i64);
+                let offset = if scan {
+                    // SAFETY: (A7) called from ObjectReferences: the runtime is suspended
+                    // for the GC and `object` is a live object of `size` bytes (the `scan`
+                    // condition).
+                    unsafe { scanned_offset(object.0, size, r.0, &mut from, element) }
+                } else {
+                    0
+                };
+                self.objects.extend(&[target, offset]);
+            }
+            if self.objects.len() >= self.batch_values {
+                self.flush_objects();
+            }
+            self.n_objects += 1;
+            self.n_references += refs.len() as u64;
+            return;
+        }
+        let mut done = 0usize;
         let mut parts = refs.chunks(chunk).peekable();
         let mut first = true;
         while first || parts.peek().is_some() {
@@ -308,25 +387,10 @@ impl Walk {
                 let offset = if let Some(&o) = known {
                     o
                 } else if scan {
-                    // SAFETY: (A7) called from ObjectReferences: the runtime is suspended for
-                    // the GC and `object` is a live object of `size` bytes (GetObjectSize2,
-                    // or the method table's same figure), whose fields lie between id + 8
-                    // and id + size - 8.
-                    match unsafe { find_slot(object.0, size, r.0, from) } {
-                        Some(o) => {
-                            from = o + 8;
-                            match element {
-                                // In an array of structs: 1 + the offset in its element (0
-                                // stays "an element"), as the element's fields are listed.
-                                Some((_, elem_size)) if o >= SZ_ARRAY_DATA => {
-                                    (o - SZ_ARRAY_DATA) as u64 % elem_size + 1
-                                }
-                                Some(_) => 0,
-                                None => o as u64,
-                            }
-                        }
-                        None => 0,
-                    }
+                    // SAFETY: (A7) called from ObjectReferences (or GarbageCollectionFinished):
+                    // the runtime is suspended for the GC and `object` is a live object of
+                    // `size` bytes (the `scan` condition).
+                    unsafe { scanned_offset(object.0, size, r.0, &mut from, element) }
                 } else {
                     0
                 };
@@ -397,10 +461,10 @@ impl Walk {
             0,
             self.snapshot,
             self.objects.values,
-            self.objects.bytes.len(),
+            self.objects.used,
         );
         let (snapshot, batch) = (self.snapshot, &self.objects);
-        let ok = emit_encoded_waiting(&head[..n], &batch.bytes, || Event::HeapObjects {
+        let ok = emit_encoded_waiting(&head[..n], batch.encoded(), || Event::HeapObjects {
             snapshot,
             objects: Cow::Owned(batch.decoded()),
         });
@@ -458,26 +522,58 @@ impl Walk {
 const HEAP_OBJECTS: u8 = 66;
 
 /// A batch of values as a `HeapObjects` record holds them: each one LEB128-encoded once,
-/// as the walk appends it.
-#[derive(Default)]
+/// as the walk appends it, in place: `bytes[..used]` is the batch, the rest is room written
+/// over byte by byte (an append that went through a small buffer and `extend_from_slice`
+/// called libc's `memcpy` for each object and each reference: 13 % of the GC thread's time
+/// in a 10 M-object snapshot).
 struct Batch {
     bytes: Vec<u8>,
+    used: usize,
     values: usize,
 }
 
+/// Room one [`Batch::extend`] needs: four values of at most 10 bytes.
+const EXTEND_ROOM: usize = 4 * clrprof_format::leb128::MAX_LEN;
+
 impl Batch {
-    /// Appends a few values (an entry's head, one reference): encoded on the stack, then
-    /// copied in with one check of the capacity.
-    #[inline]
+    /// A batch with room for `values` values of the longest encoding (it grows if an entry
+    /// ever needs more).
+    fn with_room(values: usize) -> Batch {
+        Batch {
+            bytes: vec![0; values * clrprof_format::leb128::MAX_LEN + EXTEND_ROOM],
+            used: 0,
+            values: 0,
+        }
+    }
+
+    /// Appends a few values (an entry's head, one reference), encoded straight into the
+    /// batch's room.
+    #[inline(always)]
     fn extend<const N: usize>(&mut self, values: &[u64; N]) {
         const { assert!(N <= 4, "at most 4 values (40 bytes) at a time") };
-        let mut buf = [0u8; 40];
+        if self.bytes.len() - self.used < EXTEND_ROOM {
+            self.grow();
+        }
+        let Some(room) = self.bytes.get_mut(self.used..self.used + EXTEND_ROOM) else {
+            return;
+        };
         let mut n = 0;
         for &v in values {
-            n += clrprof_format::leb128::write_u64(&mut buf[n..n + 10], v);
+            n += leb128_into(&mut room[n..], v);
         }
-        self.bytes.extend_from_slice(&buf[..n]);
+        self.used += n;
         self.values += N;
+    }
+
+    #[cold]
+    fn grow(&mut self) {
+        let more = self.bytes.len().max(EXTEND_ROOM);
+        self.bytes.resize(self.bytes.len() + more, 0);
+    }
+
+    /// The encoded values.
+    fn encoded(&self) -> &[u8] {
+        &self.bytes[..self.used]
     }
 
     /// Values, not bytes: the batch's bound.
@@ -490,22 +586,37 @@ impl Batch {
     }
 
     fn clear(&mut self) {
-        self.bytes.clear();
+        self.used = 0;
         self.values = 0;
     }
 
     /// The values back (for a thread without a ring of its own, which records events).
     fn decoded(&self) -> Vec<u64> {
         let mut out = Vec::with_capacity(self.values);
+        let bytes = self.encoded();
         let mut at = 0;
-        while at < self.bytes.len() {
-            match clrprof_format::leb128::read_u64(&self.bytes, &mut at) {
+        while at < bytes.len() {
+            match clrprof_format::leb128::read_u64(bytes, &mut at) {
                 Ok(v) => out.push(v),
                 Err(_) => break,
             }
         }
         out
     }
+}
+
+/// Writes `v` as LEB128 at the start of `out` (which has room for it, else it is cut short
+/// as [`clrprof_format::leb128::write_u64`] does) and returns the bytes written; a value
+/// below 128 (most of a heap's: class indexes, counts, offsets, deltas) takes one store.
+#[inline(always)]
+fn leb128_into(out: &mut [u8], v: u64) -> usize {
+    if v < 0x80
+        && let Some(first) = out.first_mut()
+    {
+        *first = v as u8;
+        return 1;
+    }
+    clrprof_format::leb128::write_u64(out, v)
 }
 
 /// How the walk finds the sizes of a class's objects.
@@ -590,6 +701,38 @@ impl Hasher for IdHasher {
     }
 }
 
+/// The field offset to record for the reference to `target` in `object` of `size` bytes
+/// (0 when not found): its slot's offset, or in an array of structs 1 + the offset in its
+/// element (0 stays "an element"), as the element's fields are listed. `from` is where
+/// the search starts, moved past the slot found.
+///
+/// # Safety
+/// As [`find_slot`]: `object` must be a live object of `size` bytes that the GC does not
+/// move meanwhile; its fields lie between `object + 8` and `object + size - 8`.
+#[inline(always)]
+unsafe fn scanned_offset(
+    object: usize,
+    size: usize,
+    target: usize,
+    from: &mut usize,
+    element: Option<(usize, u64)>,
+) -> u64 {
+    // SAFETY: (A7) the caller's contract is find_slot's.
+    match unsafe { find_slot(object, size, target, *from) } {
+        Some(o) => {
+            *from = o + 8;
+            match element {
+                Some((_, elem_size)) if o >= SZ_ARRAY_DATA => {
+                    (o - SZ_ARRAY_DATA) as u64 % elem_size + 1
+                }
+                Some(_) => 0,
+                None => o as u64,
+            }
+        }
+        None => 0,
+    }
+}
+
 /// The offset of the pointer-sized slot of `object` that holds `target`, searching from
 /// `from` to the end and then from the start.
 ///
@@ -605,7 +748,8 @@ unsafe fn find_slot(object: usize, size: usize, target: usize, from: usize) -> O
     first.or_else(|| (8..from.min(end)).step_by(8).find(|&o| read(o) == target))
 }
 
-/// GarbageCollectionStarted: an armed snapshot walks the first full GC.
+/// GarbageCollectionStarted: an armed snapshot walks the first full GC, whose callbacks
+/// own the walk until its GarbageCollectionFinished (moved out of [`WALK`] once, here).
 pub fn gc_started(generation_collected: &[bool]) {
     GCS.fetch_add(1, Ordering::Relaxed);
     if STATE.load(Ordering::Acquire) == ARMED
@@ -613,36 +757,41 @@ pub fn gc_started(generation_collected: &[bool]) {
         && STATE
             .compare_exchange(ARMED, WALKING, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
-        && let Ok(mut w) = WALK.lock()
-        && let Some(w) = w.as_mut()
     {
-        w.list_non_gc();
+        let mut walk = WALK.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(w) = walk.as_mut() {
+            w.list_non_gc();
+        }
+        // SAFETY: (A13) a GC callback of the GC that just became the walked one.
+        unsafe { OWNED.replace(walk) };
     }
 }
 
-/// GarbageCollectionFinished: the walk is over; flush what is batched.
+/// GarbageCollectionFinished: the walk is over; flush what is batched and hand the walk
+/// back to `take`.
 pub fn gc_finished() {
     if STATE.load(Ordering::Acquire) != WALKING {
         return;
     }
-    if let Ok(mut w) = WALK.lock()
-        && let Some(w) = w.as_mut()
-    {
+    // SAFETY: (A13) the last GC callback of the walked GC.
+    let mut walk = unsafe { OWNED.replace(None) };
+    if let Some(w) = walk.as_mut() {
         w.non_gc();
         w.flush_objects();
         w.flush_roots();
     }
+    *WALK.lock().unwrap_or_else(|p| p.into_inner()) = walk;
     STATE.store(DONE, Ordering::Release);
 }
 
-/// ObjectReferences.
+/// ObjectReferences: once per live object, on the thread doing the GC.
+#[inline]
 pub fn object_references(info: &ProfilerInfo, object: ObjectId, class: ClassId, refs: &[ObjectId]) {
     if STATE.load(Ordering::Acquire) != WALKING {
         return;
     }
-    if let Ok(mut w) = WALK.lock()
-        && let Some(w) = w.as_mut()
-    {
+    // SAFETY: (A13) a GC callback of the walked GC; the borrow ends with it.
+    if let Some(w) = unsafe { OWNED.get() } {
         w.object(info, object, class, refs);
     }
 }
@@ -652,9 +801,8 @@ pub fn root_references(roots: &[ObjectId], kinds: &[u32], flags: &[u32], ids: &[
     if STATE.load(Ordering::Acquire) != WALKING {
         return;
     }
-    if let Ok(mut w) = WALK.lock()
-        && let Some(w) = w.as_mut()
-    {
+    // SAFETY: (A13) a GC callback of the walked GC; the borrow ends with it.
+    if let Some(w) = unsafe { OWNED.get() } {
         w.roots(roots, kinds, flags, ids);
     }
 }
@@ -1004,7 +1152,7 @@ mod tests {
             CONTINUATION,
             0,
         ];
-        let mut batch = Batch::default();
+        let mut batch = Batch::with_room(1);
         batch.extend(&[values[0], values[1], values[2], values[3]]);
         for &v in &values[4..] {
             batch.extend(&[v]);
@@ -1018,10 +1166,10 @@ mod tests {
             0,
             9,
             batch.len(),
-            batch.bytes.len(),
+            batch.used,
         );
         let mut got = head[..n].to_vec();
-        got.extend_from_slice(&batch.bytes);
+        got.extend_from_slice(batch.encoded());
         let mut want = Vec::new();
         clrprof_format::encode(
             &mut want,
@@ -1032,6 +1180,26 @@ mod tests {
             },
         );
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_walk_batch_never_grows_while_the_gc_runs() {
+        // The longest values, in entries of the longest chunk, up to the flush: the room
+        // the walk gives its batch holds them (a batch that grew would allocate in the GC).
+        for batch_values in [64, 700, BATCH_VALUES] {
+            let chunk = entry_chunk(batch_values);
+            let mut batch = Batch::with_room(batch_values + 2 * chunk + 4);
+            let room = batch.bytes.len();
+            while batch.len() < batch_values {
+                batch.extend(&[u64::MAX; 4]);
+                for _ in 0..chunk {
+                    batch.extend(&[u64::MAX; 2]);
+                }
+            }
+            assert_eq!(batch.bytes.len(), room, "{batch_values}");
+            assert_eq!(batch.decoded().len(), batch.len());
+            assert!(batch.decoded().iter().all(|&v| v == u64::MAX));
+        }
     }
 
     #[test]
