@@ -69,6 +69,15 @@ use plan::{ClassDesc, FnPlan, LoadedClasses};
 
 pub use hooks::{enter, fast_enter, fast_leave, fast_tailcall, leave, tailcall};
 
+/// With the assembly hooks, a described class goes into the table they read objects'
+/// classes from ([`table`]). Here, not in `plan`, so that `plan` (which describes classes)
+/// and `table` (which the hooks read) need not import each other.
+fn publish(class: ClassId, d: &Arc<ClassDesc>) {
+    if fast_path() {
+        table::table().insert(class.0, d);
+    }
+}
+
 /// Whether `--args` reads the values in the assembly hooks (the default) instead of
 /// through the runtime's slow path (`CLRPROF_ARGS_FAST=0`, read once).
 pub fn fast_path() -> bool {

@@ -202,7 +202,7 @@ pub(super) fn class_desc(s: &State, class: ClassId) -> Arc<ClassDesc> {
     let mut m = s.classes.write().unwrap_or_else(|p| p.into_inner());
     let d = m.entry(class.0).or_insert(d).clone();
     drop(m);
-    publish(class, &d);
+    super::publish(class, &d);
     d
 }
 
@@ -233,7 +233,7 @@ pub(super) fn describe_loaded(s: &State, class: ClassId) {
         let mut m = s.classes.write().unwrap_or_else(|p| p.into_inner());
         let d = m.entry(c.0).or_insert(d).clone();
         drop(m);
-        publish(c, &d);
+        super::publish(c, &d);
     }
     let mut p = s.pending.lock().unwrap_or_else(|p| p.into_inner());
     p.extend(still);
@@ -244,16 +244,8 @@ pub(super) fn describe_loaded(s: &State, class: ClassId) {
         let mut m = s.classes.write().unwrap_or_else(|p| p.into_inner());
         let d = m.entry(c.0).or_insert(d).clone();
         drop(m);
-        publish(c, &d);
+        super::publish(c, &d);
         p = s.pending.lock().unwrap_or_else(|p| p.into_inner());
-    }
-}
-
-/// With the assembly hooks, a described class goes into the table they read objects'
-/// classes from ([`super::table`]).
-fn publish(class: ClassId, d: &Arc<ClassDesc>) {
-    if super::fast_path() {
-        super::table::table().insert(class.0, d);
     }
 }
 
@@ -439,7 +431,7 @@ pub(super) fn class_desc_nested(s: &State, class: ClassId, depth: u32) -> Arc<Cl
     let mut m = s.classes.write().unwrap_or_else(|p| p.into_inner());
     let d = m.entry(class.0).or_insert(d).clone();
     drop(m);
-    publish(class, &d);
+    super::publish(class, &d);
     d
 }
 
