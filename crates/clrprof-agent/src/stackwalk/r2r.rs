@@ -576,7 +576,7 @@ impl Guard {
                 if cfg!(debug_assertions) {
                     let name = info.get_module_info2(id).map(|m| m.name).unwrap_or_default();
                     crate::log!(
-                        "ReadyToRun image {name} at {base:#x} (headers mapped at {headers:#x?}): {} method-table entries, {} methods with precompiled code, hot/cold {}, proven {:?} at first",
+                        "ReadyToRun image {name} at {base:#x} (headers mapped at {headers:x?}): {} method-table entries, {} methods with precompiled code, hot/cold {}, proven {:?} at first",
                         r.count,
                         r.defs.len(),
                         r.hot_cold,
