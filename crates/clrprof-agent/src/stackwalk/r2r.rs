@@ -559,6 +559,7 @@ impl Guard {
         };
         let (base, _, id) = module;
         let image = self.images.entry(base).or_insert_with(|| {
+            let t0 = crate::os::clock::monotonic_ns();
             let mut image = Image::read(pid, base);
             if let Image::ReadyToRun(r) = &mut image {
                 for k in 0..r.defs.len().min(SEED_METHODS) {
@@ -576,11 +577,12 @@ impl Guard {
                 if cfg!(debug_assertions) {
                     let name = info.get_module_info2(id).map(|m| m.name).unwrap_or_default();
                     crate::log!(
-                        "ReadyToRun image {name} at {base:#x} (headers mapped at {headers:x?}): {} method-table entries, {} methods with precompiled code, hot/cold {}, proven {:?} at first",
+                        "ReadyToRun image {name} at {base:#x} (headers mapped at {headers:x?}): {} method-table entries, {} methods with precompiled code, hot/cold {}, proven {:?} at first; read in {} µs",
                         r.count,
                         r.defs.len(),
                         r.hot_cold,
-                        r.proven
+                        r.proven,
+                        crate::os::clock::monotonic_ns().saturating_sub(t0) / 1000
                     );
                 }
             }
@@ -892,7 +894,7 @@ pub(crate) mod tests {
         b.extend([0u8, 0]);
         let block0 = b.len() - 1;
         // Block 0: a special leaf for index 5.
-        b.push(((5u8 << 2) << 1) as u8);
+        b.push((5u8 << 2) << 1);
         // Element 5's id: method-table entry 7, no fixups (7 << 1), one byte.
         b.push((7u8 << 1) << 1);
         let block1 = b.len() - 1;
