@@ -483,7 +483,8 @@ pub struct Guard {
     /// just loaded), for one already met at most every [`ENUMERATE_NS`].
     unknown: std::collections::HashMap<u64, u64>,
     /// Images read, by load address.
-    images: std::collections::HashMap<u64, Image>,
+    /// (Keyed by load address and module: an unloaded assembly's place may be reused.)
+    images: std::collections::HashMap<(u64, usize), Image>,
     /// Methods found not to have run (image, entry) and when.
     not_run: std::collections::HashMap<(u64, u32), u64>,
     /// Addresses dropped and when: judged again only after [`RECHECK_NS`] (the scans meet
@@ -529,36 +530,42 @@ impl Guard {
         headers: Option<u64>,
         now: u64,
     ) -> Verdict {
-        let module = match self.module_at(addr) {
-            Some(m) => m,
-            None => {
-                // A PE image ("MZ") no loaded module names (yet): the runtime may have
-                // registered its code already; a library (ELF) has no method table.
-                let Some(h) = headers.filter(|&h| read_u16(pid, h) == Some(0x5A4D)) else {
-                    return Verdict::Ask;
-                };
-                if self
-                    .unknown
-                    .get(&h)
-                    .is_none_or(|&t| now.saturating_sub(t) > ENUMERATE_NS)
-                {
-                    self.enumerate(info, pid);
-                    if self.unknown.len() > MAX_MODULES {
-                        self.unknown.clear();
-                    }
-                    self.unknown.insert(h, now);
+        // A PE image's headers ("MZ") at the file's first mapping: the image the address
+        // lies in. A library (ELF) has no method table.
+        let pe = headers.filter(|&h| read_u16(pid, h) == Some(0x5A4D));
+        // Known where no module was loaded, or a module's range now holding another image
+        // (an unloaded assembly's place reused): the module list is stale.
+        let stale = |m: Option<(u64, u64, corprof::ModuleId)>| match m {
+            None => pe.is_some(),
+            Some((base, _, _)) => pe.is_some_and(|h| h != base),
+        };
+        let mut module = self.module_at(addr);
+        if stale(module) {
+            let h = pe.unwrap_or(0);
+            if self
+                .unknown
+                .get(&h)
+                .is_none_or(|&t| now.saturating_sub(t) > ENUMERATE_NS)
+            {
+                // The runtime may have registered the image's code already, before the
+                // module shows in the list: read it again at once for a new image.
+                self.enumerate(info, pid);
+                if self.unknown.len() > MAX_MODULES {
+                    self.unknown.clear();
                 }
-                match self.module_at(addr) {
-                    Some(m) => m,
-                    None => {
-                        self.stats.unproven += 1;
-                        return Verdict::Drop;
-                    }
-                }
+                self.unknown.insert(h, now);
+                module = self.module_at(addr);
             }
+            if stale(module) {
+                self.stats.unproven += 1;
+                return Verdict::Drop;
+            }
+        }
+        let Some(module) = module else {
+            return Verdict::Ask;
         };
         let (base, _, id) = module;
-        let image = self.images.entry(base).or_insert_with(|| {
+        let image = self.images.entry((base, id.0)).or_insert_with(|| {
             let t0 = crate::os::clock::monotonic_ns();
             let mut image = Image::read(pid, base);
             if let Image::ReadyToRun(r) = &mut image {
@@ -667,10 +674,10 @@ impl Guard {
     /// method's entry point the runtime handed out, so its walk down stopped at or below
     /// the IP's entry; entries at or above it are bounded too.
     pub fn prove_executing(&mut self, pid: u32, ip: u64) {
-        let Some((base, _, _)) = self.module_at(ip) else {
+        let Some((base, _, id)) = self.module_at(ip) else {
             return;
         };
-        if let Some(Image::ReadyToRun(r)) = self.images.get_mut(&base)
+        if let Some(Image::ReadyToRun(r)) = self.images.get_mut(&(base, id.0))
             && !r.hot_cold
             && let Place::Code(i) = r.place(pid, ip)
         {
@@ -705,7 +712,8 @@ impl Guard {
             })
             .collect();
         modules.sort_unstable_by_key(|m| m.0);
-        self.images.retain(|b, _| modules.iter().any(|m| m.0 == *b));
+        self.images
+            .retain(|k, _| modules.iter().any(|m| (m.0, m.2.0) == *k));
         self.not_run
             .retain(|(b, _), _| modules.iter().any(|m| m.0 == *b));
         self.dropped.clear();
