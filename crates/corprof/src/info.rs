@@ -845,6 +845,19 @@ impl ProfilerInfo {
         })
     }
 
+    /// `GetFunctionFromToken`: the function a MethodDef token of `module` names, if the
+    /// runtime has created it (`Module::LookupMethodDef`, a table read that takes no lock
+    /// and loads nothing: a method whose type never loaded gives an error, or function 0).
+    /// **Info1 · sync · after attach**
+    pub fn get_function_from_token(&self, module: ModuleId, token: u32) -> Result<FunctionId> {
+        let mut id = 0;
+        check(vcall!(
+            self,
+            ICorProfilerInfo::GetFunctionFromToken(module.0, token, &mut id)
+        ))?;
+        Ok(FunctionId(id))
+    }
+
     /// `GetFunctionFromIP`: the managed function containing `ip` (error for native code).
     /// Not async-signal-safe. **Info1 · async · after attach**
     pub fn get_function_from_ip(&self, ip: usize) -> Result<FunctionId> {

@@ -213,6 +213,22 @@ impl SignalCapture {
         }
     }
 
+    /// The ReadyToRun guard's counts, for the agent's log at the end.
+    pub(super) fn log_checks(&self) {
+        let r = self.symbols.guard.stats;
+        crate::log!(
+            "ReadyToRun guard: {} answered from method-def tables, {} asked above a method that ran; dropped: {} outside methods' code, {} in methods that never ran, {} unproven, {} unverified; checked against GetFunctionFromIP: {} compared, {} disagreed",
+            r.answered,
+            r.asked,
+            r.outside_code,
+            r.never_ran,
+            r.unproven,
+            r.unverified,
+            r.compared,
+            r.disagreed
+        );
+    }
+
     fn send(&mut self, batch: &[Target]) {
         self.tids.clear();
         self.tids.extend(batch.iter().map(|t| t.os_tid));

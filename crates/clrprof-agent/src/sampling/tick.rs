@@ -560,7 +560,10 @@ impl Capture {
         match self {
             Capture::Suspend => {}
             #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-            Capture::Signal(s) => s.sig.uninstall(),
+            Capture::Signal(s) => {
+                s.log_checks();
+                s.sig.uninstall();
+            }
         }
     }
 }

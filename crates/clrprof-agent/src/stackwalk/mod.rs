@@ -5,10 +5,15 @@
 //!   frames, resumption after a broken link;
 //! - `symbolize`: code address → FunctionID and frame kind, with the checks that keep
 //!   arbitrary stack words away from the runtime (Linux x86_64);
+//! - `r2r`: ReadyToRun images' method tables and method-def entry points, read from our
+//!   own memory: which addresses the runtime may be asked about, and the answers the
+//!   sampler gives itself (Linux x86_64);
 //! - `ilmap`: code address → IL offset through each code version's IL → native map (both
 //!   samplers, on the sampler thread).
 
 pub(crate) mod fpwalk;
 pub(crate) mod ilmap;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub(crate) mod r2r;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub(crate) mod symbolize;

@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use corprof::ProfilerInfo;
 
 use super::fpwalk::{Code, FrameKind};
+use super::r2r::{Guard, Verdict};
 
 use crate::os::clock;
 use crate::os::process::copy_own_memory;
@@ -35,25 +36,42 @@ pub struct ExecMap {
     ranges: Vec<(u64, u64)>,
     /// Per range: the mapped file's name (no directory), empty for anonymous memory.
     files: Vec<String>,
+    /// Per range: the file's load address (its first mapping at file offset 0), 0 if none.
+    bases: Vec<u64>,
 }
 
 impl ExecMap {
     /// Parses `/proc/PID/maps` text: every range whose permissions include `x`.
     pub fn parse(maps: &str) -> ExecMap {
-        let mut ranges: Vec<((u64, u64), String)> = maps
+        // Per file, the first mapping at file offset 0 (in address order, as the kernel
+        // lists them): its load address.
+        let mut starts: HashMap<&str, u64> = HashMap::new();
+        let mut ranges: Vec<((u64, u64), String, u64)> = maps
             .lines()
             .filter_map(|line| {
                 let mut parts = line.split_whitespace();
                 let range = parts.next()?;
                 let perms = parts.next()?;
-                if !perms.contains('x') {
-                    return None;
-                }
+                let offset = parts.next()?;
+                // device, inode, then the path (absent for anonymous memory).
+                let path = parts.nth(2).unwrap_or("");
                 let (a, b) = range.split_once('-')?;
                 let start = u64::from_str_radix(a, 16).ok()?;
                 let end = u64::from_str_radix(b, 16).ok()?;
-                // offset, device, inode, then the path (absent for anonymous memory).
-                let path = parts.nth(3).unwrap_or("");
+                // An executable mapping at offset 0 is the load address only when no
+                // headers mapping came before it: the runtime maps a ReadyToRun image's
+                // headers (`r--p` at offset 0) and then its code from file offset 0 again
+                // at the code's RVA (`r-xp` at offset 0, 64 KiB above on .NET 10's
+                // framework images), which is not where its RVAs start.
+                if path.starts_with('/')
+                    && u64::from_str_radix(offset, 16) == Ok(0)
+                    && (!perms.contains('x') || !starts.contains_key(path))
+                {
+                    starts.insert(path, start);
+                }
+                if !perms.contains('x') {
+                    return None;
+                }
                 // The runtime's double-mapped code (`/memfd:doublemapper (deleted)`) holds
                 // stubs, not a library: left unnamed like anonymous memory.
                 let file = if path.starts_with('/') && !path.starts_with("/memfd:") {
@@ -61,12 +79,36 @@ impl ExecMap {
                 } else {
                     String::new()
                 };
-                (start < end).then_some(((start, end), file))
+                let base = if file.is_empty() {
+                    0
+                } else {
+                    starts
+                        .get(path)
+                        .copied()
+                        .filter(|&b| b <= start)
+                        .unwrap_or(0)
+                };
+                (start < end).then_some(((start, end), file, base))
             })
             .collect();
         ranges.sort_unstable();
-        let (ranges, files) = ranges.into_iter().unzip();
-        ExecMap { ranges, files }
+        let mut map = ExecMap::default();
+        for (range, file, base) in ranges {
+            map.ranges.push(range);
+            map.files.push(file);
+            map.bases.push(base);
+        }
+        map
+    }
+
+    /// The load address of the file mapped at `addr` (executable, file-backed, with a
+    /// mapping at offset 0 at or below it), if any.
+    pub fn image_base(&self, addr: u64) -> Option<u64> {
+        let i = self.ranges.partition_point(|r| r.0 <= addr);
+        if i == 0 || addr >= self.ranges[i - 1].1 {
+            return None;
+        }
+        Some(self.bases[i - 1]).filter(|&b| b != 0)
     }
 
     /// The path of the file mapped at `addr`, if it is executable and file-backed.
@@ -181,6 +223,19 @@ pub struct Symbolizer {
     /// Set when executing managed code was seen outside the known executable ranges.
     stale: bool,
     pid: u32,
+    /// What the runtime may be asked about addresses in ReadyToRun images (`r2r.rs`).
+    pub guard: Guard,
+}
+
+/// What became of a return-address candidate a `call` precedes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Answer {
+    /// The function holding it (function 0: not managed code).
+    Sym(Sym),
+    /// Not a return address into code (outside every ReadyToRun method's code).
+    NotCode,
+    /// Not known now (not safe to ask about yet, or a stale word): not cached.
+    NotNow,
 }
 
 impl Default for Symbolizer {
@@ -200,6 +255,7 @@ impl Symbolizer {
             refreshed_ns: 0,
             stale: true,
             pid: crate::os::process::pid(),
+            guard: Guard::default(),
         }
     }
 
@@ -217,6 +273,9 @@ impl Symbolizer {
             // Managed code the map does not know yet: a new code heap. Re-read soon.
             self.stale = true;
         }
+        if s.function != 0 && self.exec.file_at(ip).is_some() {
+            self.guard.prove_executing(self.pid, ip);
+        }
         self.cache.insert(ip, s);
         s
     }
@@ -225,23 +284,24 @@ impl Symbolizer {
     /// stack), or function 0; checked to be plausible code before the runtime is asked.
     pub fn caller(&mut self, info: &ProfilerInfo, ret_minus_1: u64) -> Sym {
         let pid = self.pid;
-        self.caller_lasting(ret_minus_1, |addr, anonymous| {
-            lookup(info, pid, addr, anonymous)
+        self.caller_lasting(ret_minus_1, |guard, addr, anonymous, headers| {
+            answer(info, guard, pid, addr, anonymous, headers)
         })
         .map(|(s, _)| s)
         .unwrap_or_default()
     }
 
     /// As [`caller`](Self::caller), but `None` when the answer may change (the address
-    /// is not in a known executable mapping yet: the JIT may map a new code heap there),
-    /// which is then not cached. With it, whether a `call` precedes the address in
-    /// executable code (a return address, managed or not). `lookup` (the runtime's
-    /// answer: the address, whether it is in anonymous memory) is asked only for an
+    /// is not in a known executable mapping yet: the JIT may map a new code heap there;
+    /// or it lies in ReadyToRun code not safe to ask about now), which is then not cached.
+    /// With it, whether a `call` precedes the address in executable code (a return
+    /// address, managed or not). `lookup` (the answer for the address, given the guard,
+    /// whether it is in anonymous memory and its file's load address) is asked only for an
     /// address a `call` precedes.
     fn caller_lasting(
         &mut self,
         ret_minus_1: u64,
-        lookup: impl FnOnce(u64, bool) -> Sym,
+        lookup: impl FnOnce(&mut Guard, u64, bool, Option<u64>) -> Answer,
     ) -> Option<(Sym, bool)> {
         if ret_minus_1 < 4096 {
             return Some((Sym::default(), false));
@@ -255,14 +315,19 @@ impl Symbolizer {
             // Not cached: the address may become code when the JIT maps a new heap.
             return None;
         }
-        let call = self.call_before(ret);
-        let s = if call {
-            lookup(ret_minus_1, self.exec.file_at(ret).is_none())
+        let s = if self.call_before(ret) {
+            let anonymous = self.exec.file_at(ret).is_none();
+            let headers = self.exec.image_base(ret_minus_1);
+            match lookup(&mut self.guard, ret_minus_1, anonymous, headers) {
+                Answer::Sym(s) => (s, true),
+                Answer::NotCode => (Sym::default(), false),
+                Answer::NotNow => return None,
+            }
         } else {
-            Sym::default()
+            (Sym::default(), false)
         };
-        self.returns.insert(ret_minus_1, (s, call));
-        Some((s, call))
+        self.returns.insert(ret_minus_1, s);
+        Some(s)
     }
 
     /// Whether `ret_minus_1`, met as a caller, lies in executable memory that no call
@@ -348,6 +413,40 @@ impl Symbolizer {
     }
 }
 
+/// The answer for a return address − 1 a `call` precedes: in a ReadyToRun image as the
+/// guard says (`r2r.rs`), anywhere else the runtime's.
+fn answer(
+    info: &ProfilerInfo,
+    guard: &mut Guard,
+    pid: u32,
+    addr: u64,
+    anonymous: bool,
+    headers: Option<u64>,
+) -> Answer {
+    if anonymous {
+        return Answer::Sym(lookup(info, pid, addr, true));
+    }
+    match guard.verdict(info, pid, addr, headers) {
+        Verdict::Ask => Answer::Sym(lookup(info, pid, addr, false)),
+        Verdict::Known { function, start } => Answer::Sym(Sym {
+            function,
+            body: start,
+            frame: frame_of(pid, start),
+        }),
+        Verdict::AskChecked { parent } => {
+            let s = lookup(info, pid, addr, false);
+            if s.function == 0 || s.function == parent || s.body != 0 {
+                Answer::Sym(s)
+            } else {
+                guard.stats.unverified += 1;
+                Answer::NotNow
+            }
+        }
+        Verdict::NotCode => Answer::NotCode,
+        Verdict::Drop => Answer::NotNow,
+    }
+}
+
 /// The function at `addr` and the start of its code version that holds `addr`. Runs once
 /// per distinct address (cached): GetFunctionFromIP, then the function's code versions.
 /// GetFunctionFromIP refuses dynamic methods (LCG: `DynamicMethod`, compiled expressions;
@@ -375,18 +474,21 @@ fn lookup(info: &ProfilerInfo, pid: u32, addr: u64, anonymous: bool) -> Sym {
             })
         })
         .unwrap_or(0);
-    let mut frame = FrameKind::Unknown;
-    if body != 0 {
-        let mut prolog = [0u8; 5];
-        // SAFETY: (A8) `prolog` is a local buffer of the 5 bytes asked for.
-        if unsafe { copy_own_memory(pid, prolog.as_mut_ptr(), body as u64, 5) } == 5 {
-            frame = FrameKind::of_prolog(&prolog);
-        }
-    }
     Sym {
         function: function.0 as u64,
         body: body as u64,
-        frame,
+        frame: frame_of(pid, body as u64),
+    }
+}
+
+/// How the code version starting at `body` builds its frame (0: unknown).
+fn frame_of(pid: u32, body: u64) -> FrameKind {
+    let mut prolog = [0u8; 5];
+    // SAFETY: (A8) `prolog` is a local buffer of the 5 bytes asked for.
+    if body != 0 && unsafe { copy_own_memory(pid, prolog.as_mut_ptr(), body, 5) } == 5 {
+        FrameKind::of_prolog(&prolog)
+    } else {
+        FrameKind::Unknown
     }
 }
 
@@ -422,6 +524,30 @@ mod tests {
         assert!(!m.just_past_code(0x7f0000000800));
         assert!(!m.just_past_code(0x7f0000020010));
         assert!(!m.just_past_code(0x7f0000200000));
+    }
+
+    /// .NET 10 maps a framework ReadyToRun image's headers (`r--p`, offset 0) and, 64 KiB
+    /// above, its code from file offset 0 again (`r-xp`); a flat copy of the whole file
+    /// (`r--s`, offset 0) lies elsewhere. The load address is the headers' mapping; a
+    /// library mapped only from further in has none.
+    #[test]
+    fn a_readytorun_image_s_load_address_is_its_headers_mapping() {
+        let maps = "\
+7f46e2800000-7f46e36db000 r--s 00000000 fe:00 350922 /d/System.Private.CoreLib.dll
+7f52dae60000-7f52dae61000 r--p 00000000 fe:00 350922 /d/System.Private.CoreLib.dll
+7f52dae70000-7f52db9bc000 r-xp 00000000 fe:00 350922 /d/System.Private.CoreLib.dll
+7f52db9dc000-7f52dbd5e000 rw-p 00b4c000 fe:00 350922 /d/System.Private.CoreLib.dll
+7f52dc000000-7f52dc001000 r-xp 00000000 fe:00 350923 /d/only-code.dll
+";
+        let m = ExecMap::parse(maps);
+        assert_eq!(m.image_base(0x7f52dae71234), Some(0x7f52dae60000));
+        // An executable mapping at offset 0 with no headers mapping before it is its own.
+        assert_eq!(m.image_base(0x7f52dc000010), Some(0x7f52dc000000));
+        let m = ExecMap::parse(MAPS);
+        assert_eq!(m.image_base(0x55d0c0a10008), Some(0x55d0c0a00000));
+        assert_eq!(m.image_base(0x7f0000010008), None);
+        assert_eq!(m.image_base(0x7f0000001008), None);
+        assert_eq!(m.image_base(0x55d0c0a00008), None);
     }
 
     #[test]
@@ -501,9 +627,9 @@ mod tests {
         };
         let mut asked = Vec::new();
         let mut ask = |s: &mut Symbolizer, ret: u64| {
-            s.caller_lasting(ret - 1, |a, anonymous| {
+            s.caller_lasting(ret - 1, |_, a, anonymous, _| {
                 asked.push((a, anonymous));
-                managed
+                Answer::Sym(managed)
             })
         };
         // After a call: taken, the runtime asked once (then the answer is cached).
