@@ -215,6 +215,9 @@ impl SignalCapture {
 
     /// The ReadyToRun guard's counts, for the agent's log at the end.
     pub(super) fn log_checks(&self) {
+        for line in &self.symbols.guard.read_log {
+            crate::log!("{line}");
+        }
         let r = self.symbols.guard.stats;
         crate::log!(
             "ReadyToRun guard: {} answered from method-def tables, {} asked above a method that ran; dropped: {} outside methods' code, {} in methods that never ran, {} unproven, {} unverified; checked against GetFunctionFromIP: {} compared, {} disagreed",

@@ -473,6 +473,9 @@ pub enum Verdict {
     Drop,
 }
 
+/// How many images' read lines debug builds keep for the log.
+const MAX_READ_LOG: usize = 64;
+
 /// The loaded modules' ReadyToRun images and what is known of them, on the sampler thread.
 #[derive(Default)]
 pub struct Guard {
@@ -491,6 +494,9 @@ pub struct Guard {
     /// the same stale words at every sample).
     dropped: std::collections::HashMap<u64, u64>,
     pub stats: R2rStats,
+    /// Debug builds: one line per image read (at most [`MAX_READ_LOG`]), for the agent's
+    /// log at the end (the sampler logs them: this room sits below the log's).
+    pub read_log: Vec<String>,
 }
 
 impl Guard {
@@ -565,6 +571,7 @@ impl Guard {
             return Verdict::Ask;
         };
         let (base, _, id) = module;
+        let read_log = &mut self.read_log;
         let image = self.images.entry((base, id.0)).or_insert_with(|| {
             let t0 = crate::os::clock::monotonic_ns();
             let mut image = Image::read(pid, base);
@@ -583,14 +590,16 @@ impl Guard {
                 }
                 if cfg!(debug_assertions) {
                     let name = info.get_module_info2(id).map(|m| m.name).unwrap_or_default();
-                    crate::log!(
-                        "ReadyToRun image {name} at {base:#x} (headers mapped at {headers:x?}): {} method-table entries, {} methods with precompiled code, hot/cold {}, proven {:?} at first; read in {} µs",
-                        r.count,
-                        r.defs.len(),
-                        r.hot_cold,
-                        r.proven,
-                        crate::os::clock::monotonic_ns().saturating_sub(t0) / 1000
-                    );
+                    if read_log.len() < MAX_READ_LOG {
+                        read_log.push(format!(
+                            "ReadyToRun image {name} at {base:#x} (headers mapped at {headers:x?}): {} method-table entries, {} methods with precompiled code, hot/cold {}, proven {:?} at first; read in {} µs",
+                            r.count,
+                            r.defs.len(),
+                            r.hot_cold,
+                            r.proven,
+                            crate::os::clock::monotonic_ns().saturating_sub(t0) / 1000
+                        ));
+                    }
                 }
             }
             image
