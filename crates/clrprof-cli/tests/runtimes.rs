@@ -937,28 +937,8 @@ fn idle_attach_cycles_cost_little_memory(rt: Runtime) {
         .unwrap();
     let child = std::cell::RefCell::new(child);
     let pid = child.borrow().id();
-    // Resident KiB outside the agent library's own mapping (the one resident copy, its
-    // code pages the same from the first cycle on): what the agent leaves elsewhere.
-    let rss = || -> u64 {
-        let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
-        let mut total = 0;
-        let mut in_copy = false;
-        for l in smaps.lines() {
-            if let Some(kb) = l.strip_prefix("Rss:") {
-                if !in_copy {
-                    total += kb
-                        .trim()
-                        .trim_end_matches("kB")
-                        .trim()
-                        .parse::<u64>()
-                        .unwrap();
-                }
-            } else if l.split_whitespace().next().is_some_and(|f| f.contains('-')) {
-                in_copy = l.contains("libclrprof_profiler");
-            }
-        }
-        total
-    };
+    // Resident KiB outside the agent library's own mapping: what the agent leaves elsewhere.
+    let rss = || clrprof_testkit::rss_outside_agent(pid);
     let trace = dir.join("t.clrprof");
     let cycle = |i: usize| {
         let out = attach_record(pid, &trace, &["--duration", "0.2", "-q", "--force"]);
