@@ -42,6 +42,7 @@ const ITEMS: &[&str] = &[
     "socket flood + slow client, then owner killed (6, 8)",
     "kill -9 / Ctrl-C of the CLI during attach (9)",
     "sampled `exceptions 2` at 99 Hz, nice'd (3)",
+    "sampled `dynamic-churn` at 999 Hz: LCG code freed under the sampler",
 ];
 
 /// One idle `sleeper` per runtime, restarted when one dies (the death is the crash of the
@@ -74,7 +75,8 @@ impl Targets {
 }
 
 /// `n` rounds, or as many as start within `minutes` (0: no limit).
-pub fn run(clrprof: &Path, n: usize, minutes: u64) -> Result<()> {
+/// With `only`, just the items whose name contains one of its words.
+pub fn run(clrprof: &Path, n: usize, minutes: u64, only: &[String]) -> Result<()> {
     let dir = crate::scratch().join("hostile");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
@@ -106,6 +108,9 @@ pub fn run(clrprof: &Path, n: usize, minutes: u64) -> Result<()> {
         rounds += 1;
         let r = i % Runtime::ALL.len();
         for (k, t) in tally.iter_mut().enumerate() {
+            if !only.is_empty() && !only.iter().any(|w| ITEMS[k].contains(w.as_str())) {
+                continue;
+            }
             let t0 = Instant::now();
             let mut outcome = match k {
                 0 => ctx.refused(&mut targets, r, i)?,
@@ -119,10 +124,17 @@ pub fn run(clrprof: &Path, n: usize, minutes: u64) -> Result<()> {
                 2 => ctx.recorded(&targets.apps[r], &[], &["threads"], Some(ctx.fifo), 90)?,
                 3 => ctx.flood(&mut targets, r)?,
                 4 => ctx.killed_during_attach(&mut targets, r, i)?,
-                _ => ctx.recorded(
+                5 => ctx.recorded(
                     &targets.apps[r],
                     &["--rate", "99"],
                     &["exceptions", "2"],
+                    None,
+                    120,
+                )?,
+                _ => ctx.recorded(
+                    &targets.apps[r],
+                    &["--rate", "999"],
+                    &["dynamic-churn", "seconds=2"],
                     None,
                     120,
                 )?,
@@ -160,6 +172,9 @@ pub fn run(clrprof: &Path, n: usize, minutes: u64) -> Result<()> {
         started.elapsed().as_secs_f64()
     );
     for (name, t) in ITEMS.iter().zip(&tally) {
+        if t.runs == 0 {
+            continue;
+        }
         println!(
             "{name:<55} runs {:>4}  crashes {}  hangs {}  leaks {}  {:>5.1} s a run{}",
             t.runs,

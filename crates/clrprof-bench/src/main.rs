@@ -106,8 +106,8 @@ enum What {
     /// Issue #26's hostile campaign, rerun: N runs of each item (refused second attach with
     /// a planted PID.error then re-attach, hostile `--args` shapes, a FIFO at CLRPROF_LOG,
     /// control-socket floods then the owner killed, the CLI killed during attach, sampled
-    /// `exceptions 2`) on .NET 8, 9, 10 in turn; one line per item: runs, crashes, hangs,
-    /// leaks, the first failure
+    /// `exceptions 2`, and LCG methods freed under a 999 Hz sampler: `dynamic-churn`) on
+    /// .NET 8, 9, 10 in turn; one line per item: runs, crashes, hangs, leaks, the first failure
     Hostile {
         /// Rounds (each runs every item once)
         #[arg(long, default_value_t = 30)]
@@ -115,6 +115,9 @@ enum What {
         /// Start no round after this many minutes (0: no limit)
         #[arg(long, default_value_t = 0)]
         minutes: u64,
+        /// Only the items whose name contains one of these (comma-separated, e.g. `churn`)
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
     },
     /// `record --alloc` at the default interval on an allocation-heavy workload and on
     /// the Demo app, against no profiler and dotnet-trace (wall and CPU time)
@@ -208,7 +211,7 @@ fn main() -> Result<()> {
         } => soak::run(&clrprof()?, cycles),
         What::Soak { sampler_runs, .. } => soak::sampler_runs(&clrprof()?, sampler_runs),
         What::Heap { objects } => heap::run(objects, args.runs),
-        What::Hostile { n, minutes } => hostile::run(&clrprof()?, n, minutes),
+        What::Hostile { n, minutes, only } => hostile::run(&clrprof()?, n, minutes, &only),
         What::Coverage => coverage::run(&clrprof()?, args.runs),
         What::Probes {
             runtimes,
