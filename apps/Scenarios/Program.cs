@@ -44,6 +44,7 @@ public static class Program
         ("jit-storm", "jit-storm [n=2000]", JitStorm.Run),
         ("pool-hot", "pool-hot [seconds=2] [workers=4]", PoolHot.Run),
         ("dynamic", "dynamic [seconds=2]", Dynamic.Run),
+        ("dynamic-churn", "dynamic-churn [seconds=3] [threads=2]", DynamicChurn.Run),
         ("r2r-words", "r2r-words [seconds=1]", R2rWords.Run),
     ];
 

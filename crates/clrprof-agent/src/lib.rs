@@ -31,6 +31,11 @@ pub(crate) mod tracing;
 
 use std::ffi::c_void;
 
+/// Large blocks from pages of our own, returned at their free, so that no session leaves
+/// them in the target's malloc arenas (os/allocator.rs).
+#[global_allocator]
+static ALLOCATOR: os::allocator::AgentAlloc = os::allocator::AgentAlloc;
+
 use corprof_sys::{GUID, HRESULT};
 
 /// The CLSID the runtime is told to create (`CORECLR_PROFILER`).

@@ -31,6 +31,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 
 mod heap;
+mod hostile;
 mod live;
 mod machine;
 mod probes;
@@ -94,6 +95,34 @@ enum What {
         /// rare sampler-thread segfault inside libcoreclr, issue #26 item 3)
         #[arg(long, default_value_t = 0)]
         sampler_runs: usize,
+        /// Instead: this many attach/detach cycles on an idle `sleeper` on .NET 8, 9 and 10
+        /// (after 20 that settle), the target's resident growth per cycle outside the
+        /// agent library and what malloc's thread arenas hold (issue #26 item 10)
+        #[arg(long, default_value_t = 0)]
+        idle_cycles: usize,
+        /// With --idle-cycles: a busy loop (`yes > /dev/null`) beside the targets
+        #[arg(long)]
+        busy: bool,
+        /// With --idle-cycles: another build's `clrprof` (its agent next to it), cycled on
+        /// a second target of each runtime, interleaved cycle by cycle with this build's
+        #[arg(long)]
+        compare_with: Option<PathBuf>,
+    },
+    /// Issue #26's hostile campaign, rerun: N runs of each item (refused second attach with
+    /// a planted PID.error then re-attach, hostile `--args` shapes, a FIFO at CLRPROF_LOG,
+    /// control-socket floods then the owner killed, the CLI killed during attach, sampled
+    /// `exceptions 2`, and LCG methods freed under a 999 Hz sampler: `dynamic-churn`) on
+    /// .NET 8, 9, 10 in turn; one line per item: runs, crashes, hangs, leaks, the first failure
+    Hostile {
+        /// Rounds (each runs every item once)
+        #[arg(long, default_value_t = 30)]
+        n: usize,
+        /// Start no round after this many minutes (0: no limit)
+        #[arg(long, default_value_t = 0)]
+        minutes: u64,
+        /// Only the items whose name contains one of these (comma-separated, e.g. `churn`)
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
     },
     /// `record --alloc` at the default interval on an allocation-heavy workload and on
     /// the Demo app, against no profiler and dotnet-trace (wall and CPU time)
@@ -176,11 +205,21 @@ fn main() -> Result<()> {
         What::Args => args_bench(args.runs),
         What::Attach => attach(args.runs),
         What::Soak {
+            idle_cycles,
+            busy,
+            compare_with,
+            ..
+        } if idle_cycles > 0 => {
+            soak::idle_cycles(&clrprof()?, compare_with.as_deref(), idle_cycles, busy)
+        }
+        What::Soak {
             cycles,
             sampler_runs: 0,
+            ..
         } => soak::run(&clrprof()?, cycles),
         What::Soak { sampler_runs, .. } => soak::sampler_runs(&clrprof()?, sampler_runs),
         What::Heap { objects } => heap::run(objects, args.runs),
+        What::Hostile { n, minutes, only } => hostile::run(&clrprof()?, n, minutes, &only),
         What::Coverage => coverage::run(&clrprof()?, args.runs),
         What::Probes {
             runtimes,

@@ -339,6 +339,112 @@ fn idle_and_refused_cycles(
     Ok(())
 }
 
+/// `cycles` attach/detach cycles (`record --pid --duration 0.2`) on an idle `sleeper` of
+/// each runtime, after 20 that settle the runtime's and malloc's state; with `other`, a
+/// second target of the same runtime cycled by that build, one cycle each in turn. Per
+/// build: the target's resident KiB outside the agent library after the warm-up and after
+/// each third of the cycles, the growth per cycle overall and over the smallest third (the
+/// CI test's figure), and malloc's thread arenas (count, resident KiB) before the first
+/// attach and after the last.
+pub fn idle_cycles(clrprof: &Path, other: Option<&Path>, cycles: usize, busy: bool) -> Result<()> {
+    let mut load = if busy {
+        Some(
+            Command::new("yes")
+                .stdout(Stdio::null())
+                .spawn()
+                .context("yes")?,
+        )
+    } else {
+        None
+    };
+    let dir = crate::scratch().join("idle-cycles");
+    std::fs::create_dir_all(&dir)?;
+    let builds: Vec<(&str, &Path)> = std::iter::once(("this build", clrprof))
+        .chain(other.map(|o| ("other build", o)))
+        .collect();
+    let warm = 20;
+    let third = cycles.div_ceil(3).max(1);
+    for rt in clrprof_testkit::Runtime::ALL {
+        let app = clrprof_testkit::app_on("Scenarios", rt);
+        let mut targets = Vec::new();
+        for _ in &builds {
+            targets.push(
+                app.command(&["sleeper", "seconds=3600"])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()?,
+            );
+        }
+        std::thread::sleep(Duration::from_millis(700));
+        let pids: Vec<u32> = targets.iter().map(Child::id).collect();
+        let arenas_before: Vec<_> = pids
+            .iter()
+            .map(|&p| clrprof_testkit::malloc_arenas(p))
+            .collect();
+        let mut marks: Vec<Vec<u64>> = vec![Vec::new(); builds.len()];
+        let mut failed = vec![0usize; builds.len()];
+        let started = Instant::now();
+        for i in 0..warm + 3 * third {
+            if i >= warm && (i - warm).is_multiple_of(third) {
+                for (b, &pid) in pids.iter().enumerate() {
+                    marks[b].push(clrprof_testkit::rss_outside_agent(pid));
+                }
+            }
+            for (b, (_, exe)) in builds.iter().enumerate() {
+                let child = Command::new(exe)
+                    .args(["record", "--pid", &pids[b].to_string(), "--duration", "0.2"])
+                    .args(["-q", "--force", "-o"])
+                    .arg(dir.join(format!("t{b}.clrprof")))
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()?;
+                if !matches!(wait_limited(child, Duration::from_secs(60))?, Some(s) if s.success())
+                {
+                    failed[b] += 1;
+                }
+            }
+        }
+        for (b, (name, _)) in builds.iter().enumerate() {
+            marks[b].push(clrprof_testkit::rss_outside_agent(pids[b]));
+            let m = &marks[b];
+            let slopes: Vec<f64> = m
+                .windows(2)
+                .map(|w| (w[1] as f64 - w[0] as f64) / third as f64)
+                .collect();
+            let smallest = slopes.iter().copied().fold(f64::INFINITY, f64::min);
+            let after = clrprof_testkit::malloc_arenas(pids[b]);
+            println!(
+                "{} {name}: {} idle cycles after {warm}, {} failed, {:.0} s; RSS outside the agent \
+                 {} KiB: {:+.1} KiB a cycle overall, {smallest:+.1} over the smallest third; \
+                 malloc thread arenas {} holding {} KiB before the first attach, {} holding {} KiB after",
+                rt.tfm(),
+                3 * third,
+                failed[b],
+                started.elapsed().as_secs_f64(),
+                m.iter().map(u64::to_string).collect::<Vec<_>>().join(" → "),
+                (m[m.len() - 1] as f64 - m[0] as f64) / (3 * third) as f64,
+                arenas_before[b].0,
+                arenas_before[b].1,
+                after.0,
+                after.1
+            );
+        }
+        for mut t in targets {
+            let alive = matches!(t.try_wait(), Ok(None));
+            if !alive {
+                println!("{}: a target died: {:?}", rt.tfm(), t.try_wait());
+            }
+            let _ = t.kill();
+            let _ = t.wait();
+        }
+    }
+    if let Some(l) = load.as_mut() {
+        let _ = l.kill();
+        let _ = l.wait();
+    }
+    Ok(())
+}
+
 /// Waits for `child` at most `limit`; kills it and returns `None` past that.
 fn wait_limited(mut child: Child, limit: Duration) -> Result<Option<std::process::ExitStatus>> {
     let end = Instant::now() + limit;

@@ -918,9 +918,11 @@ mod idle_attach_cycles {
 
 /// Each attach/detach cycle on an idle target leaves little behind in it (16 KiB or less,
 /// the smallest of three runs' slopes, on a loaded machine too): the
-/// agent frees the memory its statics kept (the unload of a library drops none) and gives
-/// its threads' freed heap back (`malloc_trim`) at detach. Without that, an idle target
-/// grew by 46-190 KiB a cycle, still rising after 40. The first cycles settle the
+/// agent frees the memory its statics kept (the unload of a library drops none), its large
+/// blocks are pages of its own rather than malloc's (os/allocator.rs), and it gives its
+/// threads' freed heap back (`malloc_trim`) at detach. Without those, an idle target grew
+/// by 46-190 KiB a cycle, still rising after 40; and malloc's thread arenas, which the
+/// slope alone let settle, are held too. The first cycles settle the
 /// runtime's and malloc's own state, so the figure is taken over the cycles after them.
 fn idle_attach_cycles_cost_little_memory(rt: Runtime) {
     let dir = scratch(&format!("rt-attach-idle-{}", rt.tfm()));
@@ -935,28 +937,8 @@ fn idle_attach_cycles_cost_little_memory(rt: Runtime) {
         .unwrap();
     let child = std::cell::RefCell::new(child);
     let pid = child.borrow().id();
-    // Resident KiB outside the agent library's own mapping (the one resident copy, its
-    // code pages the same from the first cycle on): what the agent leaves elsewhere.
-    let rss = || -> u64 {
-        let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
-        let mut total = 0;
-        let mut in_copy = false;
-        for l in smaps.lines() {
-            if let Some(kb) = l.strip_prefix("Rss:") {
-                if !in_copy {
-                    total += kb
-                        .trim()
-                        .trim_end_matches("kB")
-                        .trim()
-                        .parse::<u64>()
-                        .unwrap();
-                }
-            } else if l.split_whitespace().next().is_some_and(|f| f.contains('-')) {
-                in_copy = l.contains("libclrprof_profiler");
-            }
-        }
-        total
-    };
+    // Resident KiB outside the agent library's own mapping: what the agent leaves elsewhere.
+    let rss = || clrprof_testkit::rss_outside_agent(pid);
     let trace = dir.join("t.clrprof");
     let cycle = |i: usize| {
         let out = attach_record(pid, &trace, &["--duration", "0.2", "-q", "--force"]);
@@ -973,6 +955,7 @@ fn idle_attach_cycles_cost_little_memory(rt: Runtime) {
         }
     };
     std::thread::sleep(Duration::from_millis(500));
+    let arenas_before = malloc_arenas(pid);
     // One run by hand (.NET 10, idle `sleeper`, debug build), RSS per cycle over nine
     // groups of five cycles: +54, +32, +30, +7, +12, +10, +2, −2, +6 KiB: the first twenty
     // settle (the runtime's and malloc's own state), so the slope is taken after 24.
@@ -998,6 +981,7 @@ fn idle_attach_cycles_cost_little_memory(rt: Runtime) {
         cycle(warm + i);
     }
     let last = rss();
+    let arenas_after = malloc_arenas(pid);
     assert_eq!(
         agent_copies(pid),
         1,
@@ -1013,6 +997,30 @@ fn idle_attach_cycles_cost_little_memory(rt: Runtime) {
     eprintln!(
         "{}: {before} -> {middle} -> {after} -> {last} KiB over three runs of {half} cycles: {per_cycle} KiB a cycle",
         rt.tfm()
+    );
+    // The agent's threads get glibc arenas of their own (a few, reused from one session to
+    // the next); a large block freed there stayed resident in the arena's top, which
+    // `malloc_trim` does not reach: four arenas of ~1.2 MiB each, most of it free, after 48
+    // cycles. The agent's large blocks are its own pages now (os/allocator.rs), and its
+    // arenas stay near glibc's first 132 KiB.
+    let arena_growth = arenas_after.1.saturating_sub(arenas_before.1);
+    eprintln!(
+        "{}: thread arenas {} holding {} KiB before the first attach, {} holding {} KiB after the last",
+        rt.tfm(),
+        arenas_before.0,
+        arenas_before.1,
+        arenas_after.0,
+        arenas_after.1
+    );
+    assert!(
+        arena_growth <= 1024,
+        "{}: malloc's thread arenas grew from {} ({} KiB resident) to {} ({} KiB) over {} attach cycles",
+        rt.tfm(),
+        arenas_before.0,
+        arenas_before.1,
+        arenas_after.0,
+        arenas_after.1,
+        warm + 3 * half
     );
     // With one copy of the library per process the slope read 0 KiB on 8, 9 and 10 beside
     // a busy core and another attach loop (single halves: up to 42 KiB, the runtime's own

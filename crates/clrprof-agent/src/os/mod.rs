@@ -7,6 +7,7 @@
 //! stop them being inlined into it; `clock::ticks`, on every event's path, is
 //! `#[inline(always)]` as before.
 
+pub(crate) mod allocator;
 pub(crate) mod clock;
 pub(crate) mod futex;
 pub(crate) mod net;

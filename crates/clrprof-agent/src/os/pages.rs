@@ -67,10 +67,28 @@ pub unsafe fn unmap(p: NonNull<u8>, len: usize) {
     unsafe { libc::munmap(p.as_ptr() as *mut libc::c_void, len) };
 }
 
-/// Gives the free memory of every malloc arena back to the kernel (`malloc_trim(0)`: the
-/// top of each heap, and whole free pages inside them with `MADV_DONTNEED`). Called once
-/// at detach: the agent's threads freed what they allocated, but glibc keeps freed chunks
-/// in their arenas, and each attach cycle left tens of KiB resident in an idle target.
+/// Resizes one mapping from [`map`] (`mremap`, moving it if it must): the new address, or
+/// `None` with the old mapping untouched.
+///
+/// # Safety
+/// `p` and `old` must be exactly what one `map` (or `remap`) call returned and was given;
+/// on success the old address is gone, so no reference into it may be used after.
+pub unsafe fn remap(p: *mut u8, old: usize, new: usize) -> Option<NonNull<u8>> {
+    // SAFETY: (A5) per the function's contract; MREMAP_MAYMOVE without a fixed address
+    // replaces no other mapping.
+    let q = unsafe { libc::mremap(p as *mut libc::c_void, old, new, libc::MREMAP_MAYMOVE) };
+    if q == libc::MAP_FAILED {
+        None
+    } else {
+        NonNull::new(q as *mut u8)
+    }
+}
+
+/// Gives the free memory of the malloc arenas back to the kernel (`malloc_trim(0)`: whole
+/// free pages inside every arena's heap with `MADV_DONTNEED`, and the main arena's top;
+/// glibc never trims a thread arena's top chunk here, which is why the agent's large
+/// blocks are not `malloc`'s at all: `os::allocator`). Called once at detach: the agent's
+/// threads freed what they allocated, but glibc keeps freed chunks in their arenas.
 pub fn trim_heap() {
     // SAFETY: (A8) malloc_trim takes glibc's arena locks itself and has no preconditions.
     unsafe {

@@ -287,6 +287,9 @@ pub fn agent_copies(pid: u32) -> usize {
     copies.len()
 }
 
+/// glibc's thread arenas in `pid`: `(count, resident KiB)` (the bench reads them too).
+pub use clrprof_testkit::malloc_arenas;
+
 /// Whether the agent has left `pid`: none of its threads runs, and at most its one
 /// resident copy is mapped, inert (the agent stays loaded between sessions, every attach
 /// after the first names the same copy: docs/attach.md).
