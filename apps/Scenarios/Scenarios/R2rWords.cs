@@ -1,5 +1,6 @@
 using System.Diagnostics;
 using System.Globalization;
+using System.Reflection.Metadata;
 using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
 
@@ -68,9 +69,12 @@ public static unsafe class R2rWords
     public static int Run(ScenarioArgs args)
     {
         int seconds = args.Int("seconds", 1);
-        // Loads System.Private.Xml and one of its types; runs none of its code.
-        string file = Path.GetFileName(typeof(System.Xml.XmlDocument).Assembly.Location);
-        var (lo, hi) = ExecutableMapping(file);
+        // Loads System.Private.Xml and one of its types; runs none of its code. Its image
+        // is found by where its metadata lies, so that a single-file app (its images mapped
+        // from inside the app's own file, `Assembly.Location` empty) finds it too.
+        var assembly = typeof(System.Xml.XmlDocument).Assembly;
+        ulong metadata = assembly.TryGetRawMetadata(out byte* blob, out _) ? (ulong)blob : 0;
+        var (lo, hi, file) = ExecutableMapping(metadata);
         if (lo == 0)
         {
             Results.Print(("r2r_words_ok", false), ("r2r_file", file));
@@ -105,22 +109,48 @@ public static unsafe class R2rWords
         return 0;
     }
 
-    /// <summary>The executable mapping of <paramref name="file"/> in /proc/self/maps.</summary>
-    private static (ulong Lo, ulong Hi) ExecutableMapping(string file)
+    /// <summary>
+    /// The executable mapping in /proc/self/maps of the image whose metadata lies at
+    /// <paramref name="metadata"/>, and its file's name: the metadata's offset in the file
+    /// it is mapped from (the image's own mapping, or a flat copy of the file) lies in the
+    /// file range the executable mapping maps.
+    /// </summary>
+    private static (ulong Lo, ulong Hi, string File) ExecutableMapping(ulong metadata)
     {
+        var maps = new List<(ulong Lo, ulong Hi, string Perms, ulong Offset, string Path)>();
         foreach (string line in File.ReadLines("/proc/self/maps"))
         {
             string[] parts = line.Split(' ', StringSplitOptions.RemoveEmptyEntries);
-            if (parts.Length < 6 || !parts[1].Contains('x') || !parts[5].EndsWith("/" + file, StringComparison.Ordinal))
+            if (parts.Length < 6)
             {
                 continue;
             }
             string[] range = parts[0].Split('-');
-            return (
+            maps.Add((
                 ulong.Parse(range[0], NumberStyles.HexNumber, CultureInfo.InvariantCulture),
-                ulong.Parse(range[1], NumberStyles.HexNumber, CultureInfo.InvariantCulture));
+                ulong.Parse(range[1], NumberStyles.HexNumber, CultureInfo.InvariantCulture),
+                parts[1],
+                ulong.Parse(parts[2], NumberStyles.HexNumber, CultureInfo.InvariantCulture),
+                parts[5]));
         }
-        return (0, 0);
+        foreach (var m in maps)
+        {
+            if (m.Lo > metadata || metadata >= m.Hi)
+            {
+                continue;
+            }
+            ulong fileOffset = m.Offset + (metadata - m.Lo);
+            foreach (var x in maps)
+            {
+                if (x.Path == m.Path && x.Perms.Contains('x')
+                    && x.Offset <= fileOffset && fileOffset < x.Offset + (x.Hi - x.Lo))
+                {
+                    return (x.Lo, x.Hi, Path.GetFileName(x.Path));
+                }
+            }
+            return (0, 0, "metadata-in-" + Path.GetFileName(m.Path));
+        }
+        return (0, 0, "no-metadata-mapping");
     }
 
     /// <summary>

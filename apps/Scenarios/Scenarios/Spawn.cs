@@ -20,7 +20,15 @@ public static class Spawn
             UseShellExecute = false,
             RedirectStandardOutput = true,
         };
-        psi.ArgumentList.Add(typeof(Spawn).Assembly.Location);
+        // A single-file app is its own executable (its assembly has no location): nothing
+        // to name after it.
+#pragma warning disable IL3000
+        string dll = typeof(Spawn).Assembly.Location;
+#pragma warning restore IL3000
+        if (dll.Length > 0)
+        {
+            psi.ArgumentList.Add(dll);
+        }
         psi.ArgumentList.Add("exceptions");
         psi.ArgumentList.Add($"n={n * 2}");
         using var child = Process.Start(psi)!;

@@ -500,15 +500,16 @@ pub struct Guard {
 }
 
 impl Guard {
-    /// What to do with `addr` (a return address − 1 a `call` precedes, in a file-backed
-    /// executable mapping whose headers, if it has a mapping at file offset 0 below, are
-    /// at `headers`).
+    /// What to do with `addr` (a return address − 1 a `call` precedes, in an executable
+    /// mapping of a file or of a PE image in anonymous memory, whose image's headers, if
+    /// found, are at `headers`; `native`: an ELF file's own code, no PE image).
     pub fn verdict(
         &mut self,
         info: &corprof::ProfilerInfo,
         pid: u32,
         addr: u64,
         headers: Option<u64>,
+        native: bool,
     ) -> Verdict {
         let now = crate::os::clock::monotonic_ns();
         if self
@@ -518,7 +519,7 @@ impl Guard {
         {
             return Verdict::Drop;
         }
-        let v = self.judge(info, pid, addr, headers, now);
+        let v = self.judge(info, pid, addr, headers, native, now);
         if v == Verdict::Drop {
             if self.dropped.len() > MAX_NOT_RUN {
                 self.dropped.clear();
@@ -534,20 +535,23 @@ impl Guard {
         pid: u32,
         addr: u64,
         headers: Option<u64>,
+        native: bool,
         now: u64,
     ) -> Verdict {
-        // A PE image's headers ("MZ") at the file's first mapping: the image the address
-        // lies in. A library (ELF) has no method table.
+        // A PE image's headers ("MZ") found below the address: the image it lies in. A
+        // library's own code (`native`: an ELF executable segment) has no method table.
         let pe = headers.filter(|&h| read_u16(pid, h) == Some(0x5A4D));
         // Known where no module was loaded, or a module's range now holding another image
-        // (an unloaded assembly's place reused): the module list is stale.
+        // (an unloaded assembly's place reused): the module list is stale. So is an
+        // address no module holds that is not proven a library's own code: a PE image
+        // may lie there whose headers were not found (it is never asked about).
         let stale = |m: Option<(u64, u64, corprof::ModuleId)>| match m {
-            None => pe.is_some(),
+            None => pe.is_some() || !native,
             Some((base, _, _)) => pe.is_some_and(|h| h != base),
         };
         let mut module = self.module_at(addr);
         if stale(module) {
-            let h = pe.unwrap_or(0);
+            let h = pe.or(headers).unwrap_or(0);
             if self
                 .unknown
                 .get(&h)

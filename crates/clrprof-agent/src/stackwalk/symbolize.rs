@@ -36,17 +36,170 @@ pub struct ExecMap {
     ranges: Vec<(u64, u64)>,
     /// Per range: the mapped file's name (no directory), empty for anonymous memory.
     files: Vec<String>,
-    /// Per range: the file's load address (its first mapping at file offset 0), 0 if none.
+    /// Per range: the load address of the image it belongs to (a PE image's headers, else
+    /// its file's first mapping at file offset 0), 0 if none.
     bases: Vec<u64>,
+    /// Per range: native code for certain, an ELF file's own executable segment (by its
+    /// program headers), not a PE image mapped from inside the file.
+    native: Vec<bool>,
+}
+
+/// The runtime reserves memory (and so places images) at 64 KiB boundaries.
+const PROBE_ALIGN: u64 = 1 << 16;
+/// The most 64 KiB boundaries of one anonymous read-only mapping probed for PE headers.
+const MAX_PROBES: u64 = 64;
+/// The most program headers of an ELF file read.
+const MAX_PHDRS: u64 = 64;
+
+/// The process's memory as [`ExecMap::parse_with`] reads it (in the agent, our own,
+/// through `process_vm_readv`: an unmapped address is "no", never a fault).
+pub trait Memory {
+    /// Fills `buf` from `at`; false unless every byte could be read.
+    fn read(&self, at: u64, buf: &mut [u8]) -> bool;
+
+    fn u16_at(&self, at: u64) -> Option<u16> {
+        let mut b = [0u8; 2];
+        self.read(at, &mut b).then(|| u16::from_le_bytes(b))
+    }
+
+    fn u32_at(&self, at: u64) -> Option<u32> {
+        let mut b = [0u8; 4];
+        self.read(at, &mut b).then(|| u32::from_le_bytes(b))
+    }
+
+    fn u64_at(&self, at: u64) -> Option<u64> {
+        let mut b = [0u8; 8];
+        self.read(at, &mut b).then(|| u64::from_le_bytes(b))
+    }
+}
+
+/// Our own memory, read with `process_vm_readv`.
+pub struct OwnMemory(pub u32);
+
+impl Memory for OwnMemory {
+    fn read(&self, at: u64, buf: &mut [u8]) -> bool {
+        // SAFETY: (A8) `buf` is a live buffer of `buf.len()` bytes.
+        let n = unsafe { copy_own_memory(self.0, buf.as_mut_ptr(), at, buf.len()) };
+        n == buf.len()
+    }
+}
+
+/// No memory: nothing is a PE image or an ELF file.
+#[cfg(test)]
+pub struct NoMemory;
+
+#[cfg(test)]
+impl Memory for NoMemory {
+    fn read(&self, _: u64, _: &mut [u8]) -> bool {
+        false
+    }
+}
+
+/// The `SizeOfImage` of a PE32+ image whose headers lie at `at`, if they do.
+fn pe_size(mem: &impl Memory, at: u64) -> Option<u64> {
+    if mem.u16_at(at)? != 0x5A4D {
+        return None;
+    }
+    let lfanew = mem.u32_at(at + 0x3C)?;
+    let pe = at + u64::from(lfanew);
+    if lfanew > 0x1000 || mem.u32_at(pe)? != 0x0000_4550 || mem.u16_at(pe + 24)? != 0x20B {
+        return None;
+    }
+    Some(u64::from(mem.u32_at(pe + 24 + 56)?)).filter(|&s| s > 0)
+}
+
+/// PE headers in the first page of a mapping at `start` (`len` bytes): a single-file
+/// bundle's assemblies lie at 16-byte aligned offsets in the app's file, so the runtime
+/// maps an image's first page from the page its offset falls in and the headers start
+/// that far into the mapping. (their address, the image's end).
+fn pe_in_first_page(mem: &impl Memory, start: u64, len: u64) -> Option<(u64, u64)> {
+    let mut page = [0u8; 4096];
+    let n = len.min(4096) as usize;
+    if !mem.read(start, &mut page[..n]) {
+        return None;
+    }
+    (0..n.saturating_sub(1))
+        .step_by(16)
+        .filter(|&i| page[i] == b'M' && page[i + 1] == b'Z')
+        .find_map(|i| {
+            let at = start + i as u64;
+            Some((at, at.checked_add(pe_size(mem, at)?)?))
+        })
+}
+
+/// The file offset ranges (page-aligned) of an ELF file's executable `PT_LOAD` segments,
+/// from its headers mapped at `base`; empty if `base` holds no 64-bit ELF header.
+fn elf_exec_segments(mem: &impl Memory, base: u64) -> Vec<(u64, u64)> {
+    let mut segments = Vec::new();
+    if mem.u32_at(base) != Some(0x464C_457F) {
+        return segments;
+    }
+    let (Some(phoff), Some(size), Some(count)) = (
+        mem.u64_at(base + 0x20),
+        mem.u16_at(base + 0x36),
+        mem.u16_at(base + 0x38),
+    ) else {
+        return segments;
+    };
+    if phoff > 1 << 20 || size < 56 {
+        return segments;
+    }
+    for i in 0..u64::from(count).min(MAX_PHDRS) {
+        let ph = base + phoff + i * u64::from(size);
+        let (Some(kind), Some(flags), Some(offset), Some(filesz)) = (
+            mem.u32_at(ph),
+            mem.u32_at(ph + 4),
+            mem.u64_at(ph + 8),
+            mem.u64_at(ph + 32),
+        ) else {
+            return Vec::new();
+        };
+        // PT_LOAD, PF_X.
+        if kind == 1 && flags & 1 != 0 {
+            let end = offset.saturating_add(filesz).next_multiple_of(4096);
+            segments.push((offset & !4095, end));
+        }
+    }
+    segments
 }
 
 impl ExecMap {
-    /// Parses `/proc/PID/maps` text: every range whose permissions include `x`.
+    /// Parses `/proc/PID/maps` text: every range whose permissions include `x`, each with
+    /// its file's load address where a mapping at file offset 0 gives it.
+    #[cfg(test)]
     pub fn parse(maps: &str) -> ExecMap {
+        ExecMap::parse_with(maps, &NoMemory)
+    }
+
+    /// [`parse`](Self::parse), also finding, in `mem`, PE images mapped from inside a file
+    /// or copied into anonymous memory, and which executable ranges are an ELF file's own
+    /// code.
+    ///
+    /// A single-file app's bundled assemblies are mapped from the app's own file (the
+    /// runtime's `MAPMapPEFile` with the assembly's offset): each image's first page on a
+    /// read-only mapping at a 64 KiB boundary, its headers as far into it as the
+    /// assembly's offset is into its page (the bundler aligns them to 16 bytes), its code
+    /// above; the file's offset-0 mapping is the host's ELF header, not theirs. A
+    /// compressed bundle's assemblies are copied into anonymous memory (the runtime's
+    /// converted layout: the headers on a read-only page at a 64 KiB boundary, each section
+    /// at its RVA, the whole image reserved at once). So the first page of a read-only
+    /// file mapping at a 64 KiB boundary and a file offset other than 0 is searched for PE
+    /// headers, and a read-only anonymous mapping is probed at every 64 KiB boundary (the
+    /// runtime's reservation granularity; at most [`MAX_PROBES`] per mapping). The
+    /// executable ranges within a found image's `SizeOfImage` above its headers are that
+    /// image's, and their load address is the headers'. An executable range that no image
+    /// holds and that starts inside an executable `PT_LOAD` segment of the ELF file whose
+    /// header is the file's offset-0 mapping is that file's own code (`native`).
+    pub fn parse_with(maps: &str, mem: &impl Memory) -> ExecMap {
         // Per file, the first mapping at file offset 0 (in address order, as the kernel
         // lists them): its load address.
         let mut starts: HashMap<&str, u64> = HashMap::new();
-        let mut ranges: Vec<((u64, u64), String, u64)> = maps
+        // Per file ("" for anonymous memory), the last PE headers met inside it: (their
+        // address, the image's end).
+        let mut images: HashMap<&str, (u64, u64)> = HashMap::new();
+        // Per ELF header address, its executable segments' file ranges.
+        let mut segments: HashMap<u64, Vec<(u64, u64)>> = HashMap::new();
+        let mut ranges: Vec<((u64, u64), String, u64, bool)> = maps
             .lines()
             .filter_map(|line| {
                 let mut parts = line.split_whitespace();
@@ -58,18 +211,39 @@ impl ExecMap {
                 let (a, b) = range.split_once('-')?;
                 let start = u64::from_str_radix(a, 16).ok()?;
                 let end = u64::from_str_radix(b, 16).ok()?;
+                let offset = u64::from_str_radix(offset, 16).ok()?;
                 // An executable mapping at offset 0 is the load address only when no
                 // headers mapping came before it: the runtime maps a ReadyToRun image's
                 // headers (`r--p` at offset 0) and then its code from file offset 0 again
                 // at the code's RVA (`r-xp` at offset 0, 64 KiB above on .NET 10's
                 // framework images), which is not where its RVAs start.
                 if path.starts_with('/')
-                    && u64::from_str_radix(offset, 16) == Ok(0)
+                    && offset == 0
                     && (!perms.contains('x') || !starts.contains_key(path))
                 {
                     starts.insert(path, start);
                 }
-                if !perms.contains('x') {
+                if perms == "r--p" && start < end {
+                    if path.starts_with('/')
+                        && !path.starts_with("/memfd:")
+                        && offset != 0
+                        && start % PROBE_ALIGN == 0
+                    {
+                        if let Some(image) = pe_in_first_page(mem, start, end - start) {
+                            images.insert(path, image);
+                        }
+                    } else if path.is_empty() {
+                        let first = start.next_multiple_of(PROBE_ALIGN);
+                        let mut at = first;
+                        while at < end && at - first < MAX_PROBES * PROBE_ALIGN {
+                            if let Some(size) = pe_size(mem, at) {
+                                images.insert("", (at, at.saturating_add(size)));
+                            }
+                            at += PROBE_ALIGN;
+                        }
+                    }
+                }
+                if !perms.contains('x') || start >= end {
                     return None;
                 }
                 // The runtime's double-mapped code (`/memfd:doublemapper (deleted)`) holds
@@ -79,30 +253,56 @@ impl ExecMap {
                 } else {
                     String::new()
                 };
-                let base = if file.is_empty() {
-                    0
+                // The nearest headers below: a PE image's found inside the file (or in
+                // anonymous memory) whose image holds this range, else the file's
+                // offset-0 mapping.
+                let image = if file.is_empty() && !path.is_empty() {
+                    None
                 } else {
-                    starts
+                    images
                         .get(path)
                         .copied()
-                        .filter(|&b| b <= start)
-                        .unwrap_or(0)
+                        .filter(|&(h, e)| h <= start && end <= e)
+                        .map(|(h, _)| h)
                 };
-                (start < end).then_some(((start, end), file, base))
+                let at_zero = if file.is_empty() {
+                    None
+                } else {
+                    starts.get(path).copied().filter(|&b| b <= start)
+                };
+                let native = image.is_none()
+                    && at_zero.is_some_and(|b| {
+                        segments
+                            .entry(b)
+                            .or_insert_with(|| elf_exec_segments(mem, b))
+                            .iter()
+                            .any(|&(from, to)| from <= offset && offset < to)
+                    });
+                let base = image.max(at_zero).unwrap_or(0);
+                Some(((start, end), file, base, native))
             })
             .collect();
         ranges.sort_unstable();
         let mut map = ExecMap::default();
-        for (range, file, base) in ranges {
+        for (range, file, base, native) in ranges {
             map.ranges.push(range);
             map.files.push(file);
             map.bases.push(base);
+            map.native.push(native);
         }
         map
     }
 
-    /// The load address of the file mapped at `addr` (executable, file-backed, with a
-    /// mapping at offset 0 at or below it), if any.
+    /// Whether `addr` lies in an ELF file's own executable segment (see
+    /// [`parse_with`](Self::parse_with)): native code, no PE image.
+    pub fn native_at(&self, addr: u64) -> bool {
+        let i = self.ranges.partition_point(|r| r.0 <= addr);
+        i > 0 && addr < self.ranges[i - 1].1 && self.native[i - 1]
+    }
+
+    /// The load address of the image mapped at `addr` (executable, and inside a PE image's
+    /// `SizeOfImage` above its headers, or file-backed with a mapping at offset 0 at or
+    /// below it), if any.
     pub fn image_base(&self, addr: u64) -> Option<u64> {
         let i = self.ranges.partition_point(|r| r.0 <= addr);
         if i == 0 || addr >= self.ranges[i - 1].1 {
@@ -227,6 +427,15 @@ pub struct Symbolizer {
     pub guard: Guard,
 }
 
+/// What the executable map says of the mapping a return-address candidate lies in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Image {
+    /// The load address of the image it belongs to ([`ExecMap::image_base`]).
+    pub headers: Option<u64>,
+    /// An ELF file's own code ([`ExecMap::native_at`]).
+    pub native: bool,
+}
+
 /// What became of a return-address candidate a `call` precedes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Answer {
@@ -273,7 +482,7 @@ impl Symbolizer {
             // Managed code the map does not know yet: a new code heap. Re-read soon.
             self.stale = true;
         }
-        if s.function != 0 && self.exec.file_at(ip).is_some() {
+        if s.function != 0 && self.exec.image_base(ip).is_some() {
             self.guard.prove_executing(self.pid, ip);
         }
         self.cache.insert(ip, s);
@@ -284,8 +493,8 @@ impl Symbolizer {
     /// stack), or function 0; checked to be plausible code before the runtime is asked.
     pub fn caller(&mut self, info: &ProfilerInfo, ret_minus_1: u64) -> Sym {
         let pid = self.pid;
-        self.caller_lasting(ret_minus_1, |guard, addr, anonymous, headers| {
-            answer(info, guard, pid, addr, anonymous, headers)
+        self.caller_lasting(ret_minus_1, |guard, addr, anonymous, image| {
+            answer(info, guard, pid, addr, anonymous, image)
         })
         .map(|(s, _)| s)
         .unwrap_or_default()
@@ -301,7 +510,7 @@ impl Symbolizer {
     fn caller_lasting(
         &mut self,
         ret_minus_1: u64,
-        lookup: impl FnOnce(&mut Guard, u64, bool, Option<u64>) -> Answer,
+        lookup: impl FnOnce(&mut Guard, u64, bool, Image) -> Answer,
     ) -> Option<(Sym, bool)> {
         if ret_minus_1 < 4096 {
             return Some((Sym::default(), false));
@@ -317,8 +526,11 @@ impl Symbolizer {
         }
         let s = if self.call_before(ret) {
             let anonymous = self.exec.file_at(ret).is_none();
-            let headers = self.exec.image_base(ret_minus_1);
-            match lookup(&mut self.guard, ret_minus_1, anonymous, headers) {
+            let image = Image {
+                headers: self.exec.image_base(ret_minus_1),
+                native: self.exec.native_at(ret_minus_1),
+            };
+            match lookup(&mut self.guard, ret_minus_1, anonymous, image) {
                 Answer::Sym(s) => (s, true),
                 Answer::NotCode => (Sym::default(), false),
                 Answer::NotNow => return None,
@@ -398,7 +610,7 @@ impl Symbolizer {
             self.refreshed_ns = now;
             self.stale = false;
             if let Ok(text) = std::fs::read_to_string("/proc/self/maps") {
-                self.exec = ExecMap::parse(&text);
+                self.exec = ExecMap::parse_with(&text, &OwnMemory(self.pid));
             }
             return true;
         }
@@ -421,12 +633,16 @@ fn answer(
     pid: u32,
     addr: u64,
     anonymous: bool,
-    headers: Option<u64>,
+    image: Image,
 ) -> Answer {
-    if anonymous {
+    let headers = image.headers;
+    // Anonymous memory outside every PE image found there: the JIT's code heaps, dynamic
+    // methods' and stubs' code. An image copied into anonymous memory (a compressed
+    // single-file bundle's) has headers below: the guard judges it like a mapped one.
+    if anonymous && headers.is_none() {
         return Answer::Sym(lookup(info, pid, addr, true));
     }
-    match guard.verdict(info, pid, addr, headers) {
+    match guard.verdict(info, pid, addr, headers, image.native) {
         Verdict::Ask => Answer::Sym(lookup(info, pid, addr, false)),
         Verdict::Known { function, start } => Answer::Sym(Sym {
             function,
@@ -548,6 +764,107 @@ mod tests {
         assert_eq!(m.image_base(0x7f0000010008), None);
         assert_eq!(m.image_base(0x7f0000001008), None);
         assert_eq!(m.image_base(0x55d0c0a00008), None);
+    }
+
+    /// Memory made of a few byte regions, for [`ExecMap::parse_with`].
+    struct FakeMemory(Vec<(u64, Vec<u8>)>);
+
+    impl Memory for FakeMemory {
+        fn read(&self, at: u64, buf: &mut [u8]) -> bool {
+            self.0.iter().any(|(start, bytes)| {
+                let Some(from) = at.checked_sub(*start).map(|o| o as usize) else {
+                    return false;
+                };
+                let Some(src) = bytes.get(from..from + buf.len()) else {
+                    return false;
+                };
+                buf.copy_from_slice(src);
+                true
+            })
+        }
+    }
+
+    /// PE32+ headers of an image of `size` bytes.
+    fn pe_headers(size: u32) -> Vec<u8> {
+        let mut h = vec![0u8; 0x200];
+        h[0..2].copy_from_slice(b"MZ");
+        h[0x3C..0x40].copy_from_slice(&0x80u32.to_le_bytes());
+        h[0x80..0x84].copy_from_slice(b"PE\0\0");
+        h[0x98..0x9A].copy_from_slice(&0x20Bu16.to_le_bytes());
+        h[0x98 + 56..0x98 + 60].copy_from_slice(&size.to_le_bytes());
+        h
+    }
+
+    /// An ELF header with one executable PT_LOAD segment over file offsets
+    /// [0x30e000, 0xb03000) and one read-only one.
+    fn elf_headers() -> Vec<u8> {
+        let mut h = vec![0u8; 0x200];
+        h[0..4].copy_from_slice(b"\x7fELF");
+        h[0x20..0x28].copy_from_slice(&0x40u64.to_le_bytes());
+        h[0x36..0x38].copy_from_slice(&56u16.to_le_bytes());
+        h[0x38..0x3A].copy_from_slice(&2u16.to_le_bytes());
+        for (i, (flags, offset, size)) in [(4u32, 0u64, 0x30e000u64), (5, 0x30e000, 0x7f4a10)]
+            .into_iter()
+            .enumerate()
+        {
+            let ph = 0x40 + i * 56;
+            h[ph..ph + 4].copy_from_slice(&1u32.to_le_bytes());
+            h[ph + 4..ph + 8].copy_from_slice(&flags.to_le_bytes());
+            h[ph + 8..ph + 16].copy_from_slice(&offset.to_le_bytes());
+            h[ph + 32..ph + 40].copy_from_slice(&size.to_le_bytes());
+        }
+        h
+    }
+
+    /// A single-file app (maps as .NET 10 lays it out): bundled images mapped from inside
+    /// the app's file, their headers 16-byte aligned into a read-only first page at a
+    /// 64 KiB boundary, the host's own ELF code at the file's offset-0 mapping above; and
+    /// a compressed bundle's image copied into anonymous memory. Each image's code has its
+    /// headers as load address; the host's code is native, proven by its program headers;
+    /// code of the file neither explains is neither.
+    #[test]
+    fn bundled_and_copied_images_are_found_by_their_headers() {
+        let maps = "\
+55e14cb10000-55e14cb12000 r--p 01c86000 fe:00 11731688 /app/Scenarios
+55e14cb20000-55e14cb3c000 r-xp 01c86000 fe:00 11731688 /app/Scenarios
+55e14cb5b000-55e14cb64000 rw-p 01ca1000 fe:00 11731688 /app/Scenarios
+55e14cd50000-55e14cd5d000 r-xp 04565000 fe:00 11731688 /app/Scenarios
+56458fd40000-56458fd41000 r--p 00000000 00:00 0
+56458fd41000-56458fd50000 rw-p 00000000 00:00 0
+56458fd50000-56459089c000 r-xp 00000000 00:00 0
+5645a0000000-5645a0010000 r-xp 00000000 00:00 0
+55e1ca998000-55e1caa95000 r--p 00000000 fe:00 11731688 /app/Scenarios
+55e1caa95000-55e1caa96000 r--p 000fd000 fe:00 11731688 /app/Scenarios
+55e1caca7000-55e1cb49c000 r-xp 0030e000 fe:00 11731688 /app/Scenarios
+";
+        let mut first_page = vec![0x11u8; 0x2000];
+        first_page[0x140..0x340].copy_from_slice(&pe_headers(0x60000));
+        let mem = FakeMemory(vec![
+            (0x55e14cb10000, first_page),
+            (0x56458fd40000, pe_headers(0xf30000)),
+            (0x55e1ca998000, elf_headers()),
+        ]);
+        let m = ExecMap::parse_with(maps, &mem);
+        // The bundled image: its headers 0x140 into the first page.
+        assert_eq!(m.image_base(0x55e14cb20100), Some(0x55e14cb10140));
+        assert!(!m.native_at(0x55e14cb20100));
+        // The copied image in anonymous memory, and JIT code elsewhere.
+        assert_eq!(m.image_base(0x56458fd50100), Some(0x56458fd40000));
+        assert!(!m.native_at(0x56458fd50100));
+        assert_eq!(m.image_base(0x5645a0000100), None);
+        assert_eq!(m.file_at(0x56458fd50100), None);
+        // The host's own code.
+        assert_eq!(m.image_base(0x55e1caca7100), Some(0x55e1ca998000));
+        assert!(m.native_at(0x55e1caca7100));
+        // Code of the file whose headers were not found (outside the host's segments):
+        // not native, so never asked about while no module holds it.
+        assert_eq!(m.image_base(0x55e14cd50100), None);
+        assert!(!m.native_at(0x55e14cd50100));
+        // Without memory to read, nothing is proven.
+        let m = ExecMap::parse(maps);
+        assert_eq!(m.image_base(0x55e14cb20100), None);
+        assert!(!m.native_at(0x55e1caca7100));
+        assert_eq!(m.image_base(0x56458fd50100), None);
     }
 
     #[test]
