@@ -121,7 +121,7 @@ public static unsafe class R2rWords
         foreach (string line in File.ReadLines("/proc/self/maps"))
         {
             string[] parts = line.Split(' ', StringSplitOptions.RemoveEmptyEntries);
-            if (parts.Length < 6)
+            if (parts.Length < 5)
             {
                 continue;
             }
@@ -131,13 +131,19 @@ public static unsafe class R2rWords
                 ulong.Parse(range[1], NumberStyles.HexNumber, CultureInfo.InvariantCulture),
                 parts[1],
                 ulong.Parse(parts[2], NumberStyles.HexNumber, CultureInfo.InvariantCulture),
-                parts[5]));
+                parts.Length > 5 ? parts[5] : ""));
         }
         foreach (var m in maps)
         {
             if (m.Lo > metadata || metadata >= m.Hi)
             {
                 continue;
+            }
+            if (m.Path.Length == 0)
+            {
+                // An image copied into anonymous memory (a compressed single-file app's):
+                // its metadata lies in its executable section, if anywhere.
+                return m.Perms.Contains('x') ? (m.Lo, m.Hi, "anonymous") : (0, 0, "metadata-in-anonymous-" + m.Perms);
             }
             ulong fileOffset = m.Offset + (metadata - m.Lo);
             foreach (var x in maps)

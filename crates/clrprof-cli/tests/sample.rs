@@ -694,3 +694,71 @@ fn guessed_return_addresses_into_readytorun_code_that_never_ran_are_not_asked() 
         assert_eq!(logged(" disagreed"), 0, "{stderr}");
     }
 }
+
+/// A single-file app (self-contained, .NET 10): its assemblies are bundled in the app's
+/// own file and the runtime maps each image from inside it, headers 16-byte aligned into a
+/// page, while the file's offset-0 mapping is the host's ELF header. The guard took that
+/// ELF header for the images' and handed `GetFunctionFromIP` every guessed address there:
+/// `r2r-words` killed the target with SIGSEGV in every run. Now the bundled images are
+/// found by their headers and judged like the framework's files, and code no loaded
+/// module holds is asked about only if it is an ELF file's own executable segment. One run
+/// (~2 s; the publish, once per source change, ~40 s).
+#[test]
+fn a_single_file_app_s_bundled_readytorun_images_are_guarded() {
+    let dir = scratch("sample-r2r-words-single-file");
+    let trace = dir.join("t.clrprof");
+    let app = clrprof_testkit::app_single_file("Scenarios");
+    let out = clrprof()
+        .arg("record")
+        .arg("-o")
+        .arg(&trace)
+        .args(["--rate", "999", "--sampler", "signal", "--"])
+        .arg(&app.dll)
+        .args(["r2r-words", "1"])
+        .output()
+        .expect("run clrprof record");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}\n{stderr}", out.status);
+    let res = results(&out);
+    // The words point into System.Private.Xml's code, mapped from the app's own file.
+    assert_eq!(res["r2r_words_ok"], "1", "{res:?}");
+    assert_eq!(res["r2r_file"], "Scenarios", "{res:?}");
+    assert!(stderr.contains("sampler (signal):"), "{stderr}");
+    // The bundled images were read as ReadyToRun images at the headers the runtime names
+    // as their load address (not page-aligned: the assembly's offset in the file).
+    let read = stderr
+        .lines()
+        .find(|l| l.contains("ReadyToRun image System.Private.Xml.dll at "))
+        .unwrap_or_else(|| panic!("System.Private.Xml's image was not read:\n{stderr}"));
+    let base = read
+        .split(" at 0x")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|h| u64::from_str_radix(h, 16).ok())
+        .unwrap_or_else(|| panic!("{read}"));
+    assert_ne!(base % 4096, 0, "{read}");
+    assert!(
+        stderr.contains("ReadyToRun image System.Private.CoreLib.dll at "),
+        "{stderr}"
+    );
+    let logged = |what: &str| -> u64 {
+        stderr
+            .split(what)
+            .next()
+            .and_then(|s| s.rsplit(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no `{what}` count in the agent's log:\n{stderr}"))
+    };
+    // The planted words were judged, not asked; frames at methods that ran were kept,
+    // and match the runtime's own answer where asking was safe.
+    assert!(logged(" in methods that never ran") > 0, "{stderr}");
+    assert!(logged(" answered from method-def tables") > 0, "{stderr}");
+    assert!(logged(" compared") > 0, "{stderr}");
+    assert_eq!(logged(" disagreed"), 0, "{stderr}");
+    // Samples name the app's own method, bundled too.
+    let r = report_json(&trace);
+    assert!(
+        function(&r, "Scenarios.R2rWords.Run").is_some(),
+        "no samples in R2rWords.Run"
+    );
+}

@@ -6,6 +6,8 @@
 //! `<target>/testapps/Scenarios.net8.0` and runs it with the provisioned .NET 8 (see
 //! `runtimes.rs`). A fingerprint of the app's sources is stored next to the output after a successful
 //! build; later calls, from this process or any other, skip the build while it matches. An
+//! `app_single_file("Scenarios")` publishes it as a self-contained single-file executable
+//! into `<target>/testapps/Scenarios.single-file`. An
 //! `app_embedded_pdb("Scenarios")` builds the same app with its portable PDB embedded in
 //! the DLL (`-p:DebugType=embedded`) into `<target>/testapps/Scenarios.embedded-pdb`. An
 //! exclusive file lock (`<target>/testapps/<name>.lock`) makes concurrently running test
@@ -82,7 +84,7 @@ pub fn app(name: &str) -> BuiltApp {
 /// [`app`] for a chosen runtime; .NET 8 and 9 are provisioned on first use (see
 /// `scripts/provision-runtimes.sh`).
 pub fn app_on(name: &str, runtime: Runtime) -> BuiltApp {
-    app_variant(name, runtime, false)
+    app_variant(name, runtime, Variant::Plain)
 }
 
 /// [`app`] with the portable PDB embedded in the DLL (debug directory entry type 17)
@@ -93,41 +95,58 @@ pub fn app_embedded_pdb(name: &str) -> BuiltApp {
 
 /// [`app_embedded_pdb`] for a chosen runtime.
 pub fn app_embedded_pdb_on(name: &str, runtime: Runtime) -> BuiltApp {
-    app_variant(name, runtime, true)
+    app_variant(name, runtime, Variant::EmbeddedPdb)
 }
 
-fn app_variant(name: &str, runtime: Runtime, embedded_pdb: bool) -> BuiltApp {
+/// `apps/<name>` published as one self-contained single-file executable for .NET 10
+/// (`dotnet publish -r linux-x64 --self-contained -p:PublishSingleFile=true`) into
+/// `<target>/testapps/<name>.single-file`; its `dll` is that executable, run as itself
+/// (not through `dotnet`). Its assemblies are bundled in the file, the runtime maps them
+/// from inside it.
+pub fn app_single_file(name: &str) -> BuiltApp {
+    app_variant(name, Runtime::Net10, Variant::SingleFile)
+}
+
+/// How an app is built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Variant {
+    Plain,
+    EmbeddedPdb,
+    SingleFile,
+}
+
+fn app_variant(name: &str, runtime: Runtime, variant: Variant) -> BuiltApp {
     type Cell = Arc<OnceLock<Result<BuiltApp, String>>>;
-    static CELLS: Mutex<BTreeMap<(String, Runtime, bool), Cell>> = Mutex::new(BTreeMap::new());
+    static CELLS: Mutex<BTreeMap<(String, Runtime, Variant), Cell>> = Mutex::new(BTreeMap::new());
     let cell = CELLS
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .entry((name.to_owned(), runtime, embedded_pdb))
+        .entry((name.to_owned(), runtime, variant))
         .or_default()
         .clone();
     // Other threads asking for the same app wait here; a failure is remembered, so every
     // test that needs the app fails fast with the same message.
-    match cell.get_or_init(|| build_if_changed(name, runtime, embedded_pdb)) {
+    match cell.get_or_init(|| build_if_changed(name, runtime, variant)) {
         Ok(app) => app.clone(),
         Err(message) => panic!("{message}"),
     }
 }
 
 /// The output folder's name: the app's for .NET 10 (as before), `<name>.net8.0` otherwise;
-/// `.embedded-pdb` appended for that variant.
-fn output_name(name: &str, runtime: Runtime, embedded_pdb: bool) -> String {
+/// `.embedded-pdb` or `.single-file` appended for those variants.
+fn output_name(name: &str, runtime: Runtime, variant: Variant) -> String {
     let base = match runtime {
         Runtime::Net10 => name.to_owned(),
         other => format!("{name}.{}", other.tfm()),
     };
-    if embedded_pdb {
-        format!("{base}.embedded-pdb")
-    } else {
-        base
+    match variant {
+        Variant::Plain => base,
+        Variant::EmbeddedPdb => format!("{base}.embedded-pdb"),
+        Variant::SingleFile => format!("{base}.single-file"),
     }
 }
 
-fn build_if_changed(name: &str, runtime: Runtime, embedded_pdb: bool) -> Result<BuiltApp, String> {
+fn build_if_changed(name: &str, runtime: Runtime, variant: Variant) -> Result<BuiltApp, String> {
     let fail = |what: &str, err: &dyn std::fmt::Display| {
         format!("clrprof-testkit: apps/{name}: {what}: {err}")
     };
@@ -140,14 +159,18 @@ fn build_if_changed(name: &str, runtime: Runtime, embedded_pdb: bool) -> Result<
     let assembly = assembly_name(&project);
 
     let testapps = target_dir().join("testapps");
-    let out_name = output_name(name, runtime, embedded_pdb);
+    let out_name = output_name(name, runtime, variant);
     let out = testapps.join(&out_name);
     let artifacts = testapps.join(".artifacts").join(&out_name);
     let stamp = testapps.join(format!("{out_name}.stamp"));
     let log = testapps.join(format!("{out_name}.build.log"));
     let (host, dotnet_root) = runtime.host();
     let built = BuiltApp {
-        dll: out.join(format!("{assembly}.dll")),
+        dll: if variant == Variant::SingleFile {
+            out.join(&assembly)
+        } else {
+            out.join(format!("{assembly}.dll"))
+        },
         dir: out.clone(),
         runtime,
         dotnet: host,
@@ -168,8 +191,18 @@ fn build_if_changed(name: &str, runtime: Runtime, embedded_pdb: bool) -> Result<
         .map_err(|e| fail(&format!("lock {}", lock_path.display()), &e))?;
 
     let mut properties = vec![format!("-p:AppFramework={}", runtime.tfm())];
-    if embedded_pdb {
-        properties.push("-p:DebugType=embedded".to_owned());
+    match variant {
+        Variant::Plain => {}
+        Variant::EmbeddedPdb => properties.push("-p:DebugType=embedded".to_owned()),
+        Variant::SingleFile => properties.extend(
+            [
+                "-r",
+                "linux-x64",
+                "--self-contained",
+                "-p:PublishSingleFile=true",
+            ]
+            .map(String::from),
+        ),
     }
     // The same recipe as before for the usual variant, so existing builds stay valid.
     let recipe = format!(
@@ -186,6 +219,11 @@ fn build_if_changed(name: &str, runtime: Runtime, embedded_pdb: bool) -> Result<
 
     run_build(
         name,
+        if variant == Variant::SingleFile {
+            "publish"
+        } else {
+            "build"
+        },
         &properties,
         &app_dir,
         &project,
@@ -253,6 +291,7 @@ fn assembly_name(project: &Path) -> String {
 
 fn run_build(
     name: &str,
+    verb: &str,
     properties: &[String],
     app_dir: &Path,
     project: &Path,
@@ -266,7 +305,7 @@ fn run_build(
         .try_clone()
         .map_err(|e| format!("clrprof-testkit: {e}"))?;
     let mut cmd = Command::new(dotnet());
-    cmd.arg("build")
+    cmd.arg(verb)
         .arg(project)
         .args(BUILD_ARGS)
         .args(properties)
