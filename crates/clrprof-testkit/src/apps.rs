@@ -219,11 +219,6 @@ fn build_if_changed(name: &str, runtime: Runtime, variant: Variant) -> Result<Bu
 
     run_build(
         name,
-        if variant == Variant::SingleFile {
-            "publish"
-        } else {
-            "build"
-        },
         &properties,
         &app_dir,
         &project,
@@ -291,7 +286,6 @@ fn assembly_name(project: &Path) -> String {
 
 fn run_build(
     name: &str,
-    verb: &str,
     properties: &[String],
     app_dir: &Path,
     project: &Path,
@@ -305,6 +299,12 @@ fn run_build(
         .try_clone()
         .map_err(|e| format!("clrprof-testkit: {e}"))?;
     let mut cmd = Command::new(dotnet());
+    // A single-file app is published (`PublishSingleFile` takes effect only there).
+    let verb = if properties.iter().any(|p| p == "-p:PublishSingleFile=true") {
+        "publish"
+    } else {
+        "build"
+    };
     cmd.arg(verb)
         .arg(project)
         .args(BUILD_ARGS)
