@@ -490,30 +490,6 @@ pub fn event_kind_table() -> Vec<EventKindDesc> {
     Event::describe()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn table_ids_are_unique_and_named() {
-        let table = event_kind_table();
-        // Ids need not be consecutive (ranges are handed out per feature): unique, nonzero.
-        let mut ids: Vec<u8> = table.iter().map(|k| k.id).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        assert_eq!(ids.len(), table.len(), "duplicate kind ids");
-        assert!(!ids.contains(&0));
-        assert!(table.len() >= 36);
-        for k in &table {
-            assert_eq!(kind_name(k.id), Some(k.name.as_str()));
-        }
-        assert!(ids.starts_with(&(1..=34).collect::<Vec<u8>>()));
-        assert_eq!(kind_name(0), None);
-        assert_eq!(kind_name(u8::MAX), None);
-        assert_eq!(kind_name(65), Some("HeapStart"));
-    }
-}
-
 impl<'a> Event<'a> {
     /// A record that holds two events (`EnterArgs`, `ReturnLeave`) as those two, in the
     /// order they happened: the Enter then its `CallArgs`, the `CallReturn` then its Leave.
@@ -552,5 +528,29 @@ impl<'a> Event<'a> {
     #[inline]
     pub fn is_pair(&self) -> bool {
         matches!(self, Event::EnterArgs { .. } | Event::ReturnLeave { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_ids_are_unique_and_named() {
+        let table = event_kind_table();
+        // Ids need not be consecutive (ranges are handed out per feature): unique, nonzero.
+        let mut ids: Vec<u8> = table.iter().map(|k| k.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), table.len(), "duplicate kind ids");
+        assert!(!ids.contains(&0));
+        assert!(table.len() >= 36);
+        for k in &table {
+            assert_eq!(kind_name(k.id), Some(k.name.as_str()));
+        }
+        assert!(ids.starts_with(&(1..=34).collect::<Vec<u8>>()));
+        assert_eq!(kind_name(0), None);
+        assert_eq!(kind_name(u8::MAX), None);
+        assert_eq!(kind_name(65), Some("HeapStart"));
     }
 }
