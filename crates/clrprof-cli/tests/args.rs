@@ -644,6 +644,15 @@ fn values_read_in_the_assembly_hooks_equal_what_the_app_printed() {
         log.contains("0 object(s) whose class was not described yet"),
         "{log}"
     );
+    // One record per hook: each call's Enter with its arguments (`EnterArgs`) and its
+    // return value with its Leave (`ReturnLeave`), never an Enter and a `CallArgs` apart.
+    let kinds = record_kinds(&trace);
+    let valued: usize = calls.values().map(Vec::len).sum();
+    assert!(valued >= 12 * rounds, "{valued} calls with values");
+    assert_eq!(kinds.get(&44).copied(), Some(valued as u64), "{kinds:?}");
+    assert_eq!(kinds.get(&45).copied(), Some(valued as u64), "{kinds:?}");
+    assert_eq!(kinds.get(&40), None, "{kinds:?}");
+    assert_eq!(kinds.get(&41), None, "{kinds:?}");
 }
 
 /// A function's first calls ask the runtime where its values lie; once its answers agree,

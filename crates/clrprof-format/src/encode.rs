@@ -74,14 +74,19 @@ fn fields_start(record: &[u8]) -> Option<(u8, usize)> {
 /// LEB128s (timestamp, function, SP, values length).
 pub const CALL_VALUES_HEADER_MAX: usize = 1 + 5 * leb128::MAX_LEN;
 
-/// Writes the start of a `CallArgs` (`returned` false) or `CallReturn` record whose
-/// `values` (`values_len` bytes, at most 8192) follow it unchanged: header then values is
-/// byte-identical to [`encode`] of the event. Returns the header's length. For `--args`,
-/// which writes both parts into the ring without building the record in between.
+/// The kinds [`encode_call_values_header`] writes: `CallArgs`, `CallReturn`, `EnterArgs`,
+/// `ReturnLeave`.
+pub const CALL_VALUES_KINDS: [u8; 4] = [40, 41, 44, 45];
+
+/// Writes the start of a record of kind `kind` whose fields are a function, an SP and a
+/// value list (`CallArgs`, `CallReturn`, `EnterArgs` or `ReturnLeave`: [`CALL_VALUES_KINDS`])
+/// whose `values` (`values_len` bytes, at most 8192) follow it unchanged: header then
+/// values is byte-identical to [`encode`] of the event. Returns the header's length. For
+/// `--args`, which writes both parts into the ring without building the record in between.
 #[inline]
 pub fn encode_call_values_header(
     out: &mut [u8; CALL_VALUES_HEADER_MAX],
-    returned: bool,
+    kind: u8,
     ts: u64,
     function: u64,
     sp: u64,
@@ -93,7 +98,8 @@ pub fn encode_call_values_header(
     n += leb128::write_u64(&mut fields[n..], function);
     n += leb128::write_u64(&mut fields[n..], sp);
     n += leb128::write_u64(&mut fields[n..], values_len as u64);
-    out[0] = if returned { 41 } else { 40 };
+    debug_assert!(CALL_VALUES_KINDS.contains(&kind));
+    out[0] = kind;
     let len = leb128::write_u64(&mut out[1..], (n + values_len) as u64);
     out[1 + len..1 + len + n].copy_from_slice(&fields[..n]);
     1 + len + n
@@ -257,34 +263,46 @@ mod call_values_tests {
 
     #[test]
     fn call_values_header_then_values_is_the_encoded_record() {
-        for (returned, ts, function, sp, len) in [
-            (false, 0, 3, 0x7ffe_1230, 4),
-            (true, 123_456_789, 1 << 29, 0xffff_ffff, 0),
-            (false, u64::MAX, u64::MAX, 1, 127),
-            (true, 5, 7, 9, 8192),
-        ] {
-            let values: Vec<u8> = (0..len).map(|i| i as u8).collect();
-            let mut head = [0u8; CALL_VALUES_HEADER_MAX];
-            let n = encode_call_values_header(&mut head, returned, ts, function, sp, len);
-            let mut got = head[..n].to_vec();
-            got.extend_from_slice(&values);
-            let values = Cow::Borrowed(&values[..]);
-            let ev = if returned {
-                Event::CallReturn {
-                    function,
-                    sp,
-                    values,
-                }
-            } else {
-                Event::CallArgs {
-                    function,
-                    sp,
-                    values,
-                }
-            };
-            let mut want = Vec::new();
-            encode(&mut want, ts, &ev);
-            assert_eq!(got, want, "returned {returned}, {len} value bytes");
+        for kind in CALL_VALUES_KINDS {
+            for (ts, function, sp, len) in [
+                (0, 3, 0x7ffe_1230, 4),
+                (123_456_789, 1 << 29, 0xffff_ffff, 0),
+                (u64::MAX, u64::MAX, 1, 127),
+                (5, 7, 9, 8192),
+            ] {
+                let values: Vec<u8> = (0..len).map(|i| i as u8).collect();
+                let mut head = [0u8; CALL_VALUES_HEADER_MAX];
+                let n = encode_call_values_header(&mut head, kind, ts, function, sp, len);
+                let mut got = head[..n].to_vec();
+                got.extend_from_slice(&values);
+                let values = Cow::Borrowed(&values[..]);
+                let ev = match kind {
+                    40 => Event::CallArgs {
+                        function,
+                        sp,
+                        values,
+                    },
+                    41 => Event::CallReturn {
+                        function,
+                        sp,
+                        values,
+                    },
+                    44 => Event::EnterArgs {
+                        function,
+                        sp,
+                        values,
+                    },
+                    _ => Event::ReturnLeave {
+                        function,
+                        sp,
+                        values,
+                    },
+                };
+                assert_eq!(ev.kind(), kind);
+                let mut want = Vec::new();
+                encode(&mut want, ts, &ev);
+                assert_eq!(got, want, "kind {kind}, {len} value bytes");
+            }
         }
     }
 }

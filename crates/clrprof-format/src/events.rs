@@ -248,6 +248,12 @@ events! {
     /// the return value unless it is `void` ([`values::encode_names`](crate::values::encode_names)).
     /// `CallArgs`/`CallReturn` items then refer to them by index (`PARAM`).
     43 ArgNames { function: u64, params: u64, names: Cow<'a, [u8]> }
+    /// `--args` (2.5): a call's Enter and its `CallArgs` in one record, as the agent writes
+    /// them: the reader returns them as those two events ([`Event::split_call`]).
+    44 EnterArgs { function: u64, sp: u64, values: Cow<'a, [u8]> }
+    /// `--args` (2.5): a call's `CallReturn` and its Leave in one record, returned by the
+    /// reader as those two events.
+    45 ReturnLeave { function: u64, sp: u64, values: Cow<'a, [u8]> }
     /// A class's name, written once per class id by events that refer to classes the
     /// runtime did not announce with `ClassLoaded` (allocations). Since 1.2; before, a
     /// `Meta` record with key `class_name` and JSON `{"id", "name"}` said the same.
@@ -482,6 +488,47 @@ pub const LOST_MAX_SIZE: u8 = 4;
 /// its fields in wire order.
 pub fn event_kind_table() -> Vec<EventKindDesc> {
     Event::describe()
+}
+
+impl<'a> Event<'a> {
+    /// A record that holds two events (`EnterArgs`, `ReturnLeave`) as those two, in the
+    /// order they happened: the Enter then its `CallArgs`, the `CallReturn` then its Leave.
+    /// Any other event comes back unchanged as `Err`.
+    pub fn split_call(self) -> Result<(Event<'a>, Event<'a>), Event<'a>> {
+        match self {
+            Event::EnterArgs {
+                function,
+                sp,
+                values,
+            } => Ok((
+                Event::Enter { function, sp },
+                Event::CallArgs {
+                    function,
+                    sp,
+                    values,
+                },
+            )),
+            Event::ReturnLeave {
+                function,
+                sp,
+                values,
+            } => Ok((
+                Event::CallReturn {
+                    function,
+                    sp,
+                    values,
+                },
+                Event::Leave { function, sp },
+            )),
+            other => Err(other),
+        }
+    }
+
+    /// Whether this record holds two events ([`split_call`](Self::split_call)).
+    #[inline]
+    pub fn is_pair(&self) -> bool {
+        matches!(self, Event::EnterArgs { .. } | Event::ReturnLeave { .. })
+    }
 }
 
 #[cfg(test)]

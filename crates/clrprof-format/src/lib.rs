@@ -61,7 +61,7 @@ pub use block_writer::{
 pub use clock::ClockConverter;
 pub use decoded::{DecodedCall, DecodedEvent};
 pub use encode::{
-    CALL_VALUES_HEADER_MAX, ELT_RECORD_MAX, U64_LIST_HEADER_MAX, count_records,
+    CALL_VALUES_HEADER_MAX, CALL_VALUES_KINDS, ELT_RECORD_MAX, U64_LIST_HEADER_MAX, count_records,
     count_records_with_ts, encode, encode_call_values_header, encode_elt, encode_sample_into,
     encode_u64_list_header, rebase_ts,
 };

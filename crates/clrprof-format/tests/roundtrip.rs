@@ -60,7 +60,10 @@ fn multi_block_file_round_trips() {
 
     // A second pass gives the same events and counts them.
     let n = reader.events().count();
-    assert_eq!(n, every_kind().len() + 40);
+    // Each record that holds two events (EnterArgs, ReturnLeave) reads as two.
+    let pairs = every_kind().iter().filter(|e| e.is_pair()).count();
+    assert_eq!(pairs, 2);
+    assert_eq!(n, every_kind().len() + pairs + 40);
     assert_eq!(reader.stats().events, n as u64);
     assert!(reader.warnings().is_empty());
 }
@@ -249,4 +252,91 @@ fn unit_blocks_with_framed_records_pads_and_damage() {
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].to_string().contains("past the payload"), "{}", w[0]);
     }
+}
+
+/// `--args` writes a call's Enter and values (`EnterArgs`) and its return value and Leave
+/// (`ReturnLeave`) as one record each, between compact call words: every way of reading
+/// gives the two events of each in place, in order (the tight call loop of `for_each`
+/// included), counts the record once in its block, and a reader without the calls
+/// counts their Enter and Leave as skipped calls.
+#[test]
+fn paired_call_records_read_as_two_events_in_place() {
+    let (function, sp) = (7u64, 0x7ffd_1200u64);
+    let values: &[u8] = &[0x40, 1, b'n', 3, b'i', b'n', b't', 3, 50];
+    let mut w = compact::CompactWriter::new();
+    let mut want = Vec::new();
+    let call = |kind, f: u32, ts: u64| {
+        let (function, sp) = (u64::from(f), sp + 64);
+        let event = match kind {
+            EltKind::Enter => Event::Enter { function, sp },
+            _ => Event::Leave { function, sp },
+        };
+        (ts, event)
+    };
+    for (ts, kind, f) in [(1_000u64, EltKind::Enter, 1u32), (1_010, EltKind::Enter, 2)] {
+        w.elt(ts, kind, f, sp as u32 + 64);
+        want.push(call(kind, f, ts));
+    }
+    for (ts, pair) in [
+        (
+            1_020u64,
+            Event::EnterArgs {
+                function,
+                sp,
+                values: values.into(),
+            },
+        ),
+        (
+            1_030,
+            Event::ReturnLeave {
+                function,
+                sp,
+                values: values[..4].into(),
+            },
+        ),
+    ] {
+        let mut rec = Vec::new();
+        encode(&mut rec, 0, &pair);
+        w.record(ts, &rec);
+        let (a, b) = pair.split_call().unwrap();
+        want.push((ts, a));
+        want.push((ts, b));
+    }
+    for (ts, kind, f) in [(1_040u64, EltKind::Leave, 2u32), (1_050, EltKind::Leave, 1)] {
+        w.elt(ts, kind, f, sp as u32 + 64);
+        want.push(call(kind, f, ts));
+    }
+    let mut file = Vec::new();
+    write_file_header(&mut file, &fixed_header()).unwrap();
+    write_compact_block(&mut file, &mut Vec::new(), 0, 42, &w.bytes, false).unwrap();
+    let mut reader = TraceReader::new(&file).unwrap();
+    let by_next: Vec<_> = reader
+        .events()
+        .map(|e| (e.ts, e.event.into_owned()))
+        .collect();
+    assert_eq!(by_next, want);
+    assert!(reader.warnings().is_empty(), "{:?}", reader.warnings());
+    assert_eq!(reader.stats().events, want.len() as u64);
+    let mut by_for_each = Vec::new();
+    reader
+        .events()
+        .for_each(|e| by_for_each.push((e.ts, e.event.into_owned())));
+    assert_eq!(by_for_each, want);
+    assert!(reader.warnings().is_empty(), "{:?}", reader.warnings());
+    let without: Vec<_> = reader
+        .events_without_calls()
+        .map(|e| (e.ts, e.event.into_owned()))
+        .collect();
+    let values_only: Vec<_> = want
+        .iter()
+        .filter(|(_, e)| matches!(e, Event::CallArgs { .. } | Event::CallReturn { .. }))
+        .cloned()
+        .collect();
+    assert_eq!(without, values_only);
+    assert_eq!(reader.stats().skipped_calls, 6);
+    assert_eq!(
+        (reader.stats().calls_first_ts, reader.stats().calls_last_ts),
+        (1_000, 1_050)
+    );
+    assert!(reader.warnings().is_empty(), "{:?}", reader.warnings());
 }

@@ -374,7 +374,7 @@ pub fn emit_call_values(ts: u64, returned: bool, function: u64, sp: u64, values:
         let mut head = [0u8; clrprof_format::CALL_VALUES_HEADER_MAX];
         let n = clrprof_format::encode_call_values_header(
             &mut head,
-            returned,
+            if returned { 41 } else { 40 },
             0,
             function,
             sp,
@@ -415,10 +415,12 @@ pub fn emit_elt_at(ts: u64, kind: clrprof_format::EltKind, function: u64, caller
     }
 }
 
-/// `--args`: an ELT event and the call's value list (`CallArgs` after an Enter,
-/// `CallReturn` before a Leave or Tailcall, as [`emit_elt_at`] and [`emit_call_values`]
-/// would write them one after the other), with one look-up of the thread's ring and one
-/// `enter`/`leave` of it for both: the per-call path of every `--args` function.
+/// `--args`: an ELT event and the call's value list in one record: `EnterArgs` for an
+/// Enter (its `CallArgs`), `ReturnLeave` for a Leave (its `CallReturn`), which the reader
+/// returns as those two events; a tail call (rare) as its `CallReturn` then its Tailcall.
+/// One look-up of the thread's ring, one `enter`/`leave` of it and one write: the per-call
+/// path of every `--args` function. The record leaves the ring's ELT chain (last SP, high
+/// half of the timestamp) as it was, as the reader does.
 pub fn emit_elt_with_values(
     ts: u64,
     kind: clrprof_format::EltKind,
@@ -426,8 +428,17 @@ pub fn emit_elt_with_values(
     caller_sp: u64,
     values: &[u8],
 ) {
-    let returned = kind != clrprof_format::EltKind::Enter;
+    use clrprof_format::EltKind;
     let sp = caller_sp & 0xffff_ffff;
+    let record = match kind {
+        EltKind::Enter => 44,
+        EltKind::Leave => 45,
+        EltKind::Tailcall => {
+            emit_call_values(ts, true, function, sp, values);
+            emit_elt_at(ts, kind, function, caller_sp);
+            return;
+        }
+    };
     let written = ACCEPTING.load(Ordering::Acquire)
         && with_elt_slot(|slot| {
             let Some(mut limit) = slot.ring.enter() else {
@@ -436,38 +447,23 @@ pub fn emit_elt_with_values(
             let mut head = [0u8; clrprof_format::CALL_VALUES_HEADER_MAX];
             let n = clrprof_format::encode_call_values_header(
                 &mut head,
-                returned,
+                record,
                 0,
                 function,
                 sp,
                 values.len(),
             );
-            let index = u32::try_from(function).unwrap_or(u32::MAX);
-            let elt = |limit: &mut u64| {
-                write_waiting(slot, limit, false, |ring, limit| {
-                    ring.try_write_elt(limit, ts, kind, index, caller_sp as u32)
-                });
-            };
-            let vals = |limit: &mut u64| {
-                write_waiting(slot, limit, false, |ring, limit| {
-                    ring.try_write_record_parts(limit, ts, &head[..n], values)
-                });
-            };
-            if returned {
-                vals(&mut limit);
-                elt(&mut limit);
-            } else {
-                elt(&mut limit);
-                vals(&mut limit);
-            }
+            write_waiting(slot, &mut limit, false, |ring, limit| {
+                ring.try_write_record_parts(limit, ts, &head[..n], values)
+            });
             slot.ring.leave(limit);
             true
         })
         .unwrap_or(false);
     if !written {
-        // No ring to write (not accepting, no slot, re-entered): each record takes its
-        // own way, which counts or keeps it.
-        if returned {
+        // No ring to write (not accepting, no slot, re-entered): each event takes its own
+        // way, which counts or keeps it.
+        if kind == EltKind::Leave {
             emit_call_values(ts, true, function, sp, values);
             emit_elt_at(ts, kind, function, caller_sp);
         } else {
@@ -481,6 +477,15 @@ pub fn emit_elt_with_values(
 /// published in the thread-pointer table (for the assembly fast path) once.
 #[inline]
 fn with_elt_slot<R>(f: impl FnOnce(&Slot) -> R) -> Option<R> {
+    // The thread's entry in the thread-pointer table first: `fs:0` and one compare, where
+    // the thread-local `current` costs a `__tls_get_addr` call in a `dlopen`ed library.
+    let published = super::tpmap::lookup();
+    if !published.is_null() {
+        // SAFETY: (A3) the calling thread's own tpmap entry holds a reference to its live
+        // slot until the thread's exit destructor or the session's end removes it, and
+        // neither runs while this thread is inside a hook.
+        return Some(f(unsafe { &*published }));
+    }
     let mut slot = current();
     if slot.is_null() {
         slot = register();

@@ -109,7 +109,7 @@ pub(super) fn log_writer(why: &str, output: &Path, stats: &writer::Stats, args: 
             log!(
                 "args: {} value lists cut at the per-call bound (CLRPROF_ARG_BYTES); values \
                  read in the assembly hooks; {} object(s) whose class was not described yet, \
-                 {} class(es) the class table had no room for; {} class load(s) described \
+                 {} class(es) the class table had no room for (or past its limit of descriptions); {} class load(s) described \
                  for it in {:.1} ms of thread CPU",
                 args.cut,
                 args.undescribed,

@@ -191,6 +191,20 @@ pub fn convert_with(trace: &Path, args: &[&str]) -> String {
     stderr
 }
 
+/// How many records of each kind the trace's intact blocks hold, as written (a record
+/// that holds two events, such as `--args`' `EnterArgs`, counts once under its own kind).
+pub fn record_kinds(trace: &Path) -> std::collections::BTreeMap<u8, u64> {
+    let file = std::fs::read(trace).unwrap();
+    let mut reader = clrprof_format::TraceReader::new(&file).unwrap();
+    let mut kinds = std::collections::BTreeMap::new();
+    for b in reader.blocks() {
+        for r in b.unwrap().records() {
+            *kinds.entry(r.unwrap().event.kind()).or_insert(0) += 1;
+        }
+    }
+    kinds
+}
+
 /// `report --calls PATTERN --json`: the invocations, grouped by function, in call order.
 pub fn invocations(
     trace: &Path,

@@ -18,6 +18,9 @@ pub struct Events<'r, 'a> {
     /// first and last timestamps, in [`ReadStats`](crate::ReadStats)) instead of returned.
     skip_calls: bool,
     finished: bool,
+    /// The second event of a record that holds two (`EnterArgs`, `ReturnLeave`), returned
+    /// next.
+    pending: Option<DecodedEvent<'a>>,
 }
 
 struct OpenBlock<'a> {
@@ -48,6 +51,7 @@ impl<'r, 'a> Events<'r, 'a> {
             buf: Vec::new(),
             skip_calls: false,
             finished: false,
+            pending: None,
         }
     }
 
@@ -309,6 +313,7 @@ impl<'a> Events<'_, 'a> {
     fn drive(mut self, sink: &mut impl SplitSink<'a>) {
         loop {
             if !self.skip_calls
+                && self.pending.is_none()
                 && let Some(block) = self.block.as_mut()
                 && block.compact
                 && let Some(payload) = block.borrowed
@@ -371,6 +376,10 @@ impl<'a> Iterator for Events<'_, 'a> {
     }
 
     fn next(&mut self) -> Option<DecodedEvent<'a>> {
+        if let Some(e) = self.pending.take() {
+            self.reader.stats.events += 1;
+            return Some(e);
+        }
         loop {
             let Some(block) = self.block.as_mut() else {
                 if !self.next_block() {
@@ -425,6 +434,9 @@ impl<'a> Iterator for Events<'_, 'a> {
                     if let Some(b) = self.block.as_mut() {
                         b.found = b.found.saturating_add(1);
                     }
+                    if e.event.is_pair() {
+                        return self.split(e);
+                    }
                     self.reader.stats.events += 1;
                     self.observe(&e);
                     return Some(e);
@@ -432,6 +444,47 @@ impl<'a> Iterator for Events<'_, 'a> {
                 Some(Err(err)) => self.skip_record(err),
             }
         }
+    }
+}
+
+impl<'a> Events<'_, 'a> {
+    /// A record that holds two events (one record in the block's count): the first now,
+    /// the second next. Without the calls, the Enter or Leave is counted as skipped.
+    #[cold]
+    fn split(&mut self, e: DecodedEvent<'a>) -> Option<DecodedEvent<'a>> {
+        let DecodedEvent { os_tid, ts, event } = e;
+        let Ok((first, second)) = event.split_call() else {
+            unreachable!("is_pair");
+        };
+        let (first, second) = (
+            DecodedEvent {
+                os_tid,
+                ts,
+                event: first,
+            },
+            DecodedEvent {
+                os_tid,
+                ts,
+                event: second,
+            },
+        );
+        self.observe(&first);
+        if self.skip_calls {
+            let stats = &mut self.reader.stats;
+            stats.skipped_calls += 1;
+            stats.calls_first_ts = stats.calls_first_ts.min(ts);
+            stats.calls_last_ts = stats.calls_last_ts.max(ts);
+            let values = if first.call().is_some() {
+                second
+            } else {
+                first
+            };
+            stats.events += 1;
+            return Some(values);
+        }
+        self.reader.stats.events += 1;
+        self.pending = Some(second);
+        Some(first)
     }
 }
 

@@ -367,6 +367,17 @@ pub fn every_kind() -> Vec<Event<'static>> {
             queue_full: 2,
             left_at_end: 1,
         },
+        // 2.5
+        Event::EnterArgs {
+            function: 3,
+            sp: 0x7ffe_1230,
+            values: Cow::Borrowed(&[0x40, 1, b'n', 3, b'i', b'n', b't', 3, 50]),
+        },
+        Event::ReturnLeave {
+            function: 3,
+            sp: 0x7ffe_1230,
+            values: Cow::Borrowed(&[0x40, 2, 3, 100]),
+        },
     ]
 }
 
@@ -437,10 +448,17 @@ pub fn expected(blocks: &[&TestBlock]) -> Vec<DecodedEvent<'static>> {
     blocks
         .iter()
         .flat_map(|b| {
-            b.events.iter().map(|(ts, ev)| DecodedEvent {
-                os_tid: b.os_tid,
-                ts: *ts,
-                event: ev.clone(),
+            b.events.iter().flat_map(|(ts, ev)| {
+                // A record that holds two events reads as those two.
+                let events = match ev.clone().split_call() {
+                    Ok((first, second)) => vec![first, second],
+                    Err(one) => vec![one],
+                };
+                events.into_iter().map(|event| DecodedEvent {
+                    os_tid: b.os_tid,
+                    ts: *ts,
+                    event,
+                })
             })
         })
         .collect()
@@ -847,6 +865,16 @@ pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
                     mapped: b2,
                     queue_full: c,
                     left_at_end: d,
+                },
+                44 => Event::EnterArgs {
+                    function: a,
+                    sp: b2,
+                    values: Cow::Owned(s1.as_bytes().to_vec()),
+                },
+                45 => Event::ReturnLeave {
+                    function: a,
+                    sp: c,
+                    values: Cow::Owned(s2.as_bytes().to_vec()),
                 },
                 _ => unreachable!(),
             }

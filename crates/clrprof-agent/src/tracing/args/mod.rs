@@ -242,7 +242,8 @@ pub struct ArgStats {
     pub unplaced: Vec<String>,
     /// Assembly hooks: objects whose class was not described yet (recorded as such).
     pub undescribed: u64,
-    /// Assembly hooks: classes the class table had no room for.
+    /// Assembly hooks: classes the class table had no room for, or that came after its
+    /// limit of descriptions (`table::PUBLISHED_MAX`, reloaded classes included).
     pub table_full: u64,
     /// Assembly hooks: class loads described for the table, and the thread CPU time
     /// (ns) the describing took in ClassLoadFinished.

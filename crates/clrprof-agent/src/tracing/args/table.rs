@@ -8,8 +8,11 @@
 //!
 //! Bounded: [`SLOTS`] classes at most (open addressing, [`PROBES`] probes); a class that
 //! finds no slot is counted ([`ClassTable::full`]) and its objects read as "class not
-//! described yet". Descriptions are leaked on insertion and never freed (one per class,
-//! bounded by the table), so a reader's `&'static` stays valid.
+//! described yet". Descriptions are leaked on insertion and never freed, so a reader's
+//! `&'static` stays valid: a class that unloads is withdrawn, but a hook may still be
+//! reading its description. So the descriptions ever published are bounded too
+//! ([`PUBLISHED_MAX`]): an app that loads and unloads collectible classes forever stops
+//! having new ones described there, each counted with the classes that found no slot.
 
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -20,18 +23,25 @@ use super::plan::ClassDesc;
 pub(super) const SLOTS: usize = 1 << 16;
 /// Slots probed from a class's home before giving up.
 const PROBES: usize = 32;
+/// Descriptions published at most over the process's life (withdrawn ones included, whose
+/// memory stays): four times the table.
+pub(super) const PUBLISHED_MAX: u64 = 4 * SLOTS as u64;
 
 pub(super) struct ClassTable {
     /// ClassIDs; 0 is a free slot. A key once set never changes.
     keys: Box<[AtomicUsize]>,
     /// The key's description, null until it is published (Release; readers Acquire).
     descs: Box<[AtomicPtr<ClassDesc>]>,
-    /// Classes that found no slot.
+    /// Classes that found no slot, or came after `limit` descriptions.
     full: AtomicU64,
+    /// Descriptions published so far (each one's memory is kept for good).
+    published: AtomicU64,
+    limit: u64,
 }
 
 impl ClassTable {
-    pub(super) fn new(slots: usize) -> ClassTable {
+    /// A table of `slots` entries that publishes at most `limit` descriptions in all.
+    pub(super) fn new(slots: usize, limit: u64) -> ClassTable {
         assert!(slots.is_power_of_two());
         ClassTable {
             keys: (0..slots).map(|_| AtomicUsize::new(0)).collect(),
@@ -39,6 +49,8 @@ impl ClassTable {
                 .map(|_| AtomicPtr::new(std::ptr::null_mut()))
                 .collect(),
             full: AtomicU64::new(0),
+            published: AtomicU64::new(0),
+            limit,
         }
     }
 
@@ -84,9 +96,19 @@ impl ClassTable {
     }
 
     /// Publishes `desc` for `class` (the first description wins; later ones are dropped).
-    /// Returns whether the table holds a description of `class` now.
+    /// Returns whether the table holds a description of `class` now. Past the table's
+    /// limit of descriptions, a class not published yet is refused and counted.
     pub(super) fn insert(&self, class: usize, desc: &Arc<ClassDesc>) -> bool {
         if class == 0 {
+            return false;
+        }
+        if self.get(class).is_some() {
+            return true;
+        }
+        // Callbacks insert one class at a time per thread; two racing past the limit by
+        // one each are still bounded (by the number of threads).
+        if self.published.load(Ordering::Relaxed) >= self.limit {
+            self.full.fetch_add(1, Ordering::Relaxed);
             return false;
         }
         let mask = self.keys.len() - 1;
@@ -110,6 +132,8 @@ impl ClassTable {
                 // SAFETY: (A1) `p` came from `Arc::into_raw` just above and was not
                 // published: give the count back.
                 drop(unsafe { Arc::from_raw(p) });
+            } else {
+                self.published.fetch_add(1, Ordering::Relaxed);
             }
             return true;
         }
@@ -137,7 +161,7 @@ impl ClassTable {
 
 /// The process's table, made on first use (by a callback: the hooks only read it).
 pub(super) fn table() -> &'static ClassTable {
-    static_table().get_or_init(|| ClassTable::new(SLOTS))
+    static_table().get_or_init(|| ClassTable::new(SLOTS, PUBLISHED_MAX))
 }
 
 /// The table if it exists yet: what the hooks use, so they never build it.
@@ -166,7 +190,7 @@ mod tests {
 
     #[test]
     fn published_classes_are_found_and_others_are_not() {
-        let t = ClassTable::new(64);
+        let t = ClassTable::new(64, 100);
         assert!(t.get(0x7f00_0000_1000).is_none());
         assert!(t.insert(0x7f00_0000_1000, &desc("A")));
         assert!(t.insert(0x7f00_0000_2000, &desc("B")));
@@ -187,7 +211,7 @@ mod tests {
 
     #[test]
     fn a_full_table_counts_what_it_could_not_hold() {
-        let t = ClassTable::new(8);
+        let t = ClassTable::new(8, 100);
         for i in 1..=8usize {
             assert!(t.insert(i << 3, &desc("x")));
         }
@@ -197,5 +221,29 @@ mod tests {
             assert!(t.get(i << 3).is_some(), "{i}");
         }
         assert!(t.get(9 << 3).is_none());
+    }
+    /// A class that unloads is withdrawn but its description stays (a hook may be reading
+    /// it): an app that loads and unloads classes forever would grow without bound, so
+    /// past the limit new classes are refused and counted, and the table stays usable.
+    #[test]
+    fn reloaded_classes_stop_being_described_at_the_limit() {
+        let t = ClassTable::new(8, 12);
+        let class = 0x7f00_0000_1000;
+        for round in 0..12 {
+            assert!(t.insert(class, &desc("gen")), "round {round}");
+            assert!(
+                t.insert(class, &desc("again")),
+                "already there: no new description"
+            );
+            t.withdraw(|c, _| c == class);
+            assert!(t.get(class).is_none());
+        }
+        assert_eq!(t.full(), 0);
+        for round in 0..5 {
+            assert!(!t.insert(class, &desc("gen")), "round {round}");
+        }
+        assert!(!t.insert(0x7f00_0000_2000, &desc("other")));
+        assert_eq!(t.full(), 6);
+        assert!(t.get(class).is_none());
     }
 }
