@@ -498,6 +498,35 @@ fn missed_ticks_are_counted_by_reason_on_a_busy_app() {
     assert!(achieved > 0.0 && achieved <= 1000.0, "{timing}");
     assert!(timing.contains("999.0 Hz asked"), "{timing}");
 
+    // The handlers copy only as much stack as the walks read (plus a margin): above the
+    // crunch threads' first frames lie 4 KiB of TLS and thread control block that whole
+    // copies took every time (5.7 KiB copied on average, 1.6 read).
+    let copies = stderr
+        .lines()
+        .find(|l| l.contains("stack copies:"))
+        .unwrap_or_else(|| panic!("no stack copies line:\n{stderr}"));
+    let kib_before = |what: &str| -> f64 {
+        let head = &copies[..copies
+            .find(what)
+            .unwrap_or_else(|| panic!("{what:?} in {copies}"))];
+        head.trim_end()
+            .rsplit(' ')
+            .next()
+            .and_then(|n| n.trim_start_matches('(').parse().ok())
+            .unwrap_or_else(|| panic!("a number before {what:?} in {copies}"))
+    };
+    let (copied, read) = (
+        kib_before(" KiB on average,"),
+        kib_before(" KiB of them on average"),
+    );
+    let n = number_before(copies, " (");
+    if n >= 100 {
+        assert!(copied <= read + 1.5, "{copies}");
+    } else {
+        eprintln!("too few copies to compare on this machine: {copies}");
+    }
+    assert!(number_before(copies, " cut short") <= n / 100, "{copies}");
+
     // The trace carries the same figures (format 2.3): the report says why, not the log.
     let j = report_json(&trace);
     let rejected = number_before(sampler, " rejected walks");

@@ -279,16 +279,46 @@ impl SignalCapture {
             let Some(c) = sig.captured(i) else {
                 continue;
             };
+            let copied = c.stack.len() as u64;
+            stats.copies.fetch_add(1, Ordering::Relaxed);
+            stats.copied_bytes.fetch_add(copied, Ordering::Relaxed);
+            stats.copied_max.fetch_max(copied, Ordering::Relaxed);
+            if sig.by_syscall(i) {
+                stats.copies_by_syscall.fetch_add(1, Ordering::Relaxed);
+            }
             bounds.learn(thread, os_tid, c.sp, sig.thread_pointer(i));
             addrs.clear();
             let leaf = symbols.leaf(info, c.ip).code();
-            let walk = fpwalk::walk(&c, leaf, addrs, max_depth(), |a| {
+            let read = fpwalk::Reach::new(c.stack);
+            let tracked = fpwalk::Captured {
+                ip: c.ip,
+                sp: c.sp,
+                fp: c.fp,
+                stack: &read,
+            };
+            let walk = fpwalk::walk(&tracked, leaf, addrs, max_depth(), |a| {
                 symbols.caller(info, a).code()
             });
+            stats
+                .walk_reach_bytes
+                .fetch_add(read.reach() as u64, Ordering::Relaxed);
             stats
                 .osr_frames
                 .fetch_add(u64::from(walk.osr_frames), Ordering::Relaxed);
             let end = walk.end;
+            let cut_short = bounds.walked(
+                thread,
+                os_tid,
+                stackmap::Walked {
+                    sp: c.sp,
+                    copied: c.stack.len(),
+                    reach: read.reach(),
+                    end,
+                },
+            );
+            if cut_short {
+                stats.copies_cut_short.fetch_add(1, Ordering::Relaxed);
+            }
             let want = wants[i];
             let copy_max = stack_copy_bytes();
             let cut = end == fpwalk::WalkEnd::Limit

@@ -52,6 +52,8 @@ struct Slot {
     sp: AtomicU64,
     fp: AtomicU64,
     copied: AtomicUsize,
+    /// Whether the copy took `process_vm_readv` (1) rather than a `memcpy` (0).
+    by_syscall: AtomicU32,
     /// The thread's CPU clock at the end of the copy (its own, read by the handler).
     cpu_after: AtomicU64,
     /// The thread's stack mapping and thread pointer, when known (set when arming; 0:
@@ -59,6 +61,9 @@ struct Slot {
     stack_lo: AtomicU64,
     stack_hi: AtomicU64,
     stack_tp: AtomicU64,
+    /// Where a `memcpy` copy stops, below `stack_hi` (0: at `stack_hi`): the sampler
+    /// learnt that the thread's walks never read above it (`stackmap.rs`).
+    stack_top: AtomicU64,
     /// The thread pointer of the thread the handler ran on (so the sampler can learn it).
     seen_tp: AtomicU64,
     /// Bytes the handler should copy this time (≤ cap), set by the sampler when arming.
@@ -138,10 +143,12 @@ impl SignalSampler {
                 sp: AtomicU64::new(0),
                 fp: AtomicU64::new(0),
                 copied: AtomicUsize::new(0),
+                by_syscall: AtomicU32::new(0),
                 cpu_after: AtomicU64::new(0),
                 stack_lo: AtomicU64::new(0),
                 stack_hi: AtomicU64::new(0),
                 stack_tp: AtomicU64::new(0),
+                stack_top: AtomicU64::new(0),
                 seen_tp: AtomicU64::new(0),
                 want: AtomicUsize::new(copy_bytes),
                 buf: buf.as_ptr(),
@@ -206,6 +213,7 @@ impl SignalSampler {
             slot.stack_lo.store(b.lo, Ordering::Relaxed);
             slot.stack_hi.store(b.hi, Ordering::Relaxed);
             slot.stack_tp.store(b.tp, Ordering::Relaxed);
+            slot.stack_top.store(b.top, Ordering::Relaxed);
             slot.seq.store(self.seq, Ordering::Relaxed);
             slot.state.store(ARMED, Ordering::Release);
             let value = (u64::from(self.seq) << 32) | i as u64;
@@ -301,6 +309,14 @@ impl SignalSampler {
         self.slots
             .get(i)
             .map_or(0, |s| s.seen_tp.load(Ordering::Relaxed))
+    }
+
+    /// Whether the `i`-th thread's copy took `process_vm_readv` (not a `memcpy`); valid
+    /// where [`SignalSampler::captured`] is.
+    pub fn by_syscall(&self, i: usize) -> bool {
+        self.slots
+            .get(i)
+            .is_some_and(|s| s.by_syscall.load(Ordering::Relaxed) != 0)
     }
 
     /// The CPU clock of the `i`-th thread of the last batch at the end of its handler
@@ -436,12 +452,22 @@ fn handle(info: *mut libc::siginfo_t, ctx: *mut c_void) {
         slot.stack_lo.load(Ordering::Relaxed),
         slot.stack_hi.load(Ordering::Relaxed),
     );
-    let copied = if tp != 0 && tp == slot.stack_tp.load(Ordering::Relaxed) && lo <= sp && sp < hi {
-        let len = want.min((hi - sp) as usize);
+    let memcpy = tp != 0 && tp == slot.stack_tp.load(Ordering::Relaxed) && lo <= sp && sp < hi;
+    slot.by_syscall.store(u32::from(!memcpy), Ordering::Relaxed);
+    let copied = if memcpy {
+        // Only as far as this thread's walks read, unless RBP points above that (code
+        // that keeps something else in RBP, e.g. an address in the thread's TLS, which
+        // lies above its first frame): then up to the mapping's end, as the walk may read
+        // there.
+        let end = match slot.stack_top.load(Ordering::Relaxed) {
+            top if sp < top && top < hi && fp < top => top,
+            _ => hi,
+        };
+        let len = want.min((end - sp) as usize);
         // SAFETY: (A6) this handler won ARMED→WRITING, so it alone writes the slot's buffer,
         // `len <= want <= cap` bytes of it; it runs on the thread whose own stack mapping
         // is [lo, hi) (same thread pointer: stackmap.rs), which stays mapped while the
-        // thread lives, and [sp, sp + len) lies inside it.
+        // thread lives, and [sp, sp + len) lies inside it (sp + len <= end <= hi).
         unsafe { std::ptr::copy_nonoverlapping(sp as *const u8, slot.buf, len) };
         len
     } else {

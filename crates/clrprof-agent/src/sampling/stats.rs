@@ -47,6 +47,17 @@ pub struct SamplerStats {
     /// Signal mode: walks that met a frame record whose return address no call
     /// instruction precedes (that frame was not taken for managed code).
     pub rejected_walks: AtomicU64,
+    /// Signal mode: stacks copied by the handlers, the bytes copied (summed, and the
+    /// largest copy), and the copies that took `process_vm_readv` instead of a `memcpy`.
+    pub copies: AtomicU64,
+    pub copied_bytes: AtomicU64,
+    pub copied_max: AtomicU64,
+    pub copies_by_syscall: AtomicU64,
+    /// Signal mode: how far into the copies the walks read (bytes from SP, summed).
+    pub walk_reach_bytes: AtomicU64,
+    /// Signal mode: walks that ran out of a copy stopped where the thread's earlier
+    /// walks had ended (`stackmap.rs`); the thread then learnt again with whole copies.
+    pub copies_cut_short: AtomicU64,
 }
 
 /// Why a tick came late: how much of the delay between its deadline and the sampler's

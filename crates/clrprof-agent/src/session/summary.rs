@@ -32,6 +32,18 @@ pub(super) fn log_sampler(st: &SamplerStats) {
         get(&st.suspended_ns) as f64 / ticks as f64 / 1e3,
         get(&st.busy_ns) as f64 / ticks as f64 / 1e3
     );
+    let copies = get(&st.copies);
+    if copies > 0 {
+        log!(
+            "stack copies: {} ({:.1} KiB on average, largest {:.1} KiB; the walks read {:.1} KiB of them on average), {} with process_vm_readv, {} cut short at a learnt top",
+            copies,
+            get(&st.copied_bytes) as f64 / copies as f64 / 1024.0,
+            get(&st.copied_max) as f64 / 1024.0,
+            get(&st.walk_reach_bytes) as f64 / copies as f64 / 1024.0,
+            get(&st.copies_by_syscall),
+            get(&st.copies_cut_short)
+        );
+    }
     let (interval, run) = (get(&st.interval_ns), get(&st.run_ns));
     if interval > 0 && run > 0 {
         let expected = run / interval;

@@ -55,6 +55,41 @@ impl<T: AsRef<[u8]>> Memory for T {
     }
 }
 
+/// A copy that remembers how far into it a walk read: the end of the highest word asked
+/// for, up to the copy's end.
+pub struct Reach<'a> {
+    bytes: &'a [u8],
+    reach: std::cell::Cell<usize>,
+}
+
+impl<'a> Reach<'a> {
+    pub fn new(bytes: &'a [u8]) -> Reach<'a> {
+        Reach {
+            bytes,
+            reach: std::cell::Cell::new(0),
+        }
+    }
+
+    /// Bytes from SP up to the end of the highest word read so far.
+    pub fn reach(&self) -> usize {
+        self.reach.get()
+    }
+}
+
+impl Memory for &Reach<'_> {
+    fn bytes(&self) -> usize {
+        self.bytes.len()
+    }
+
+    fn word_at(&self, off: usize) -> Option<u64> {
+        let end = off.checked_add(8)?.min(self.bytes.len());
+        if end > self.reach.get() {
+            self.reach.set(end);
+        }
+        self.bytes.word_at(off)
+    }
+}
+
 /// Where a walk puts its addresses: a `Vec` (the sampler thread), or a fixed buffer
 /// (`--alloc`, on the allocating thread, which must not allocate).
 pub trait Sink {
