@@ -233,9 +233,10 @@ pub struct Symbolizer {
     pub guard: Guard,
     /// Dynamic code's frame kinds, by (code start, FunctionID): read once, not per sample.
     dyn_frames: HashMap<(u64, u64), FrameKind>,
-    /// Whether a `call` precedes a return address in dynamic code (not cached in `returns`,
-    /// whose answers outlive the method).
-    dyn_calls: HashMap<u64, bool>,
+    /// Whether a `call` precedes a return address in dynamic code, by (address, the
+    /// method's code start, FunctionID): not cached in `returns`, whose answers outlive
+    /// the method, and keyed so that code reused by another method is read again.
+    dyn_calls: HashMap<(u64, u64, u64), bool>,
 }
 
 /// What became of a return-address candidate a `call` precedes.
@@ -341,11 +342,12 @@ impl Symbolizer {
                     if !self.executable(ret - 8, ret) {
                         return None;
                     }
-                    let call = match self.dyn_calls.get(&ret_minus_1) {
+                    let key = (ret_minus_1, start, function);
+                    let call = match self.dyn_calls.get(&key) {
                         Some(&c) => c,
                         None => {
                             let c = self.call_before(ret);
-                            self.dyn_calls.insert(ret_minus_1, c);
+                            self.dyn_calls.insert(key, c);
                             c
                         }
                     };
