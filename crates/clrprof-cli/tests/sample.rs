@@ -650,28 +650,121 @@ fn folded_merges_a_thread_pools_workers_unless_per_thread() {
 
 /// Code without metadata is named, not `[native]`: a `DynamicMethod` and a compiled
 /// expression (LCG) as `[dynamic] NAME`, the P/Invoke marshalling IL stub as
-/// `[stub] IL_STUB_PInvoke`, in the function table and the exports.
+/// `[stub] IL_STUB_PInvoke`, in the function table and the exports, on .NET 8, 9 and 10.
+/// The signal sampler names them from its own table of live dynamic code
+/// (`DynamicMethodJITCompilationFinished`, IL stubs included) and never asks the runtime
+/// about them (its lookup takes no lock for a thread like the sampler's while the
+/// finalizer frees such code; docs/safety.md): the agent's log counts the frames named
+/// from the table and the dynamic methods asked of the runtime, which must be none.
 #[test]
 fn dynamic_methods_and_il_stubs_are_named() {
     let _serial = timing_lock();
-    let dir = scratch("sample-dynamic");
+    for rt in clrprof_testkit::Runtime::ALL {
+        let dir = scratch(&format!("sample-dynamic-{}", rt.major()));
+        let trace = dir.join("t.clrprof");
+        // The default runtime's run as before; 8 and 9 for a second (~2 s a run).
+        let seconds = if rt == clrprof_testkit::Runtime::Net10 {
+            "2"
+        } else {
+            "1"
+        };
+        let app = clrprof_testkit::app_on("Scenarios", rt);
+        let out = record_app(
+            &app,
+            &trace,
+            &["--sampler", "signal"],
+            &["dynamic", seconds],
+        );
+        let on = format!(".NET {}", rt.major());
+        let res = results(&out);
+        let lambda = format!("[dynamic] {}", res["dynamic_lambda_name"]);
+        let r = report_json(&trace);
+        let spin = function(&r, "[dynamic] DynSpin").expect("the DynamicMethod is named");
+        // It spins for half the run: most of the main thread's CPU.
+        assert!(
+            spin["self_cpu_ns"].as_f64().unwrap() > 100e6,
+            "{on}: {spin}"
+        );
+        let stub = function(&r, "[stub] IL_STUB_PInvoke").expect("the IL stub is named");
+        assert!(stub["total_cpu_ns"].as_f64().unwrap() > 0.0, "{on}: {stub}");
+        convert(&trace, "folded");
+        let folded = std::fs::read_to_string(dir.join("t.folded")).unwrap();
+        let want = format!("Scenarios.Dynamic.Run;{lambda};[dynamic] DynSpin ");
+        assert!(folded.contains(&want), "{on}: no `{want}` in:\n{folded}");
+        assert!(
+            folded.contains("Scenarios.Dynamic.Marshalled;[stub] IL_STUB_PInvoke"),
+            "{on}: {folded}"
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let line = stderr
+            .lines()
+            .find(|l| l.contains("dynamic code:"))
+            .unwrap_or_else(|| {
+                panic!("{on}: no `dynamic code:` line in the agent's log:\n{stderr}")
+            });
+        // The lambda, DynSpin and the stub: all three in the table, the samples' frames
+        // in them named from it.
+        assert!(number_after(line, "dynamic code: ") >= 3, "{on}: {line}");
+        assert!(
+            count_before(line, " sampled addresses named") > 100,
+            "{on}: {line}"
+        );
+        assert_eq!(
+            count_before(line, " dynamic methods asked"),
+            0,
+            "{on}: {line}"
+        );
+    }
+}
+
+/// The figure right before `after` in a log line ("… 5794 sampled addresses named …").
+fn count_before(line: &str, after: &str) -> u64 {
+    let at = line
+        .find(after)
+        .unwrap_or_else(|| panic!("{after:?} in {line}"));
+    line[..at]
+        .rsplit(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a number before {after:?} in {line}"))
+}
+
+/// LCG methods compiled, run for a millisecond and freed under the 999 Hz sampler, their
+/// code heaps released by the GCs between (`dynamic-churn`): each unload reaches the
+/// sampler's table before the runtime frees the code, so no dynamic method is asked of
+/// the runtime and a sample that meets freed code drops the frame (~2 s).
+#[test]
+fn freed_dynamic_methods_leave_the_samplers_table_first() {
+    let dir = scratch("sample-dynamic-churn");
     let trace = dir.join("t.clrprof");
-    let out = record_sampled(&trace, "signal", &[], &["dynamic", "2"]);
-    let app = results(&out);
-    let lambda = format!("[dynamic] {}", app["dynamic_lambda_name"]);
-    let r = report_json(&trace);
-    let spin = function(&r, "[dynamic] DynSpin").expect("the DynamicMethod is named");
-    // It spins for half the run: most of the main thread's CPU.
-    assert!(spin["self_cpu_ns"].as_f64().unwrap() > 100e6, "{spin}");
-    let stub = function(&r, "[stub] IL_STUB_PInvoke").expect("the IL stub is named");
-    assert!(stub["total_cpu_ns"].as_f64().unwrap() > 0.0, "{stub}");
-    convert(&trace, "folded");
-    let folded = std::fs::read_to_string(dir.join("t.folded")).unwrap();
-    let want = format!("Scenarios.Dynamic.Run;{lambda};[dynamic] DynSpin ");
-    assert!(folded.contains(&want), "no `{want}` in:\n{folded}");
+    let out = record_sampled(
+        &trace,
+        "signal",
+        &["--rate", "999"],
+        &["dynamic-churn", "seconds=1"],
+    );
+    let res = results(&out);
+    let made: u64 = res["dynamic_churn_methods"].parse().unwrap();
+    assert!(made > 20, "{res:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("dynamic code:"))
+        .unwrap_or_else(|| panic!("no `dynamic code:` line in the agent's log:\n{stderr}"));
+    // Every method the app made was compiled into the table; at least half were
+    // unloaded (their resolvers finalized) while the recording ran.
     assert!(
-        folded.contains("Scenarios.Dynamic.Marshalled;[stub] IL_STUB_PInvoke"),
-        "{folded}"
+        number_after(line, "dynamic code: ") >= made,
+        "{made} made: {line}"
+    );
+    assert!(
+        count_before(line, " methods unloaded") >= made / 2,
+        "{made} made: {line}"
+    );
+    assert_eq!(count_before(line, " dynamic methods asked"), 0, "{line}");
+    assert!(
+        line.contains("0 not in the full table, 0 pages not marked"),
+        "{line}"
     );
 }
 

@@ -12,6 +12,7 @@ use corprof::{
 use super::{Profiler, hr, phase, suspend};
 use crate::config::{AttachConflict, EventGroup};
 use crate::output::buffers::emit;
+use crate::stackwalk::dyncode;
 use crate::{inspect, names, sampling, session};
 
 impl ProfilerCallback for Profiler {
@@ -293,7 +294,7 @@ impl ProfilerCallback for Profiler {
             c.jit_started(function);
             return Ok(());
         }
-        let Some(a) = self.active() else {
+        let Some(a) = self.active().filter(|a| a.jit_events) else {
             return Ok(());
         };
         self.name_function(a, function);
@@ -310,10 +311,50 @@ impl ProfilerCallback for Profiler {
         status: HResult,
         _is_safe_to_block: bool,
     ) -> Result<()> {
-        emit(&Event::JitFinished {
-            function: function.0 as u64,
-            hr: hr(status),
-        });
+        if self.active().is_some_and(|a| a.jit_events) {
+            emit(&Event::JitFinished {
+                function: function.0 as u64,
+                hr: hr(status),
+            });
+        }
+        Ok(())
+    }
+
+    /// An LCG method or IL stub was compiled, its code published: named now (its id is
+    /// valid here, maybe not when a sample meets it), its code ranges put in the signal
+    /// sampler's table of live dynamic code (`stackwalk/dyncode.rs`).
+    fn dynamic_method_jit_compilation_finished(
+        &self,
+        function: FunctionId,
+        status: HResult,
+        _is_safe_to_block: bool,
+    ) -> Result<()> {
+        let Some(a) = self.active() else {
+            return Ok(());
+        };
+        if status.0 < 0 {
+            return Ok(());
+        }
+        self.name_function(a, function);
+        let mut ranges = [(0u64, 0u64); 4];
+        let n = dynamic_code(&a.info, function, &mut ranges);
+        for &(start, end) in &ranges[..n] {
+            dyncode::TABLE.insert(start, end, function.0 as u64);
+        }
+        Ok(())
+    }
+
+    /// An LCG method is about to be freed (the runtime frees its code when this returns):
+    /// the sampler's table forgets it first, and its pages are marked freed.
+    fn dynamic_method_unloaded(&self, function: FunctionId) -> Result<()> {
+        let Some(a) = self.active() else {
+            return Ok(());
+        };
+        // Its code as the runtime still gives it: a method compiled before the callbacks
+        // were on (an attach) is not in the table, its pages are marked all the same.
+        let mut ranges = [(0u64, 0u64); 4];
+        let n = dynamic_code(&a.info, function, &mut ranges);
+        dyncode::TABLE.unload(function.0 as u64, &ranges[..n]);
         Ok(())
     }
 
@@ -617,4 +658,22 @@ impl ProfilerCallback for Profiler {
         });
         Ok(())
     }
+}
+
+/// A dynamic method's code ranges `[start, end)` (one native code version: dynamic methods
+/// are not tiered), from the runtime, into `out`; how many.
+fn dynamic_code(info: &ProfilerInfo, function: FunctionId, out: &mut [(u64, u64)]) -> usize {
+    let mut n = 0;
+    let starts = info
+        .get_native_code_start_addresses(function, corprof::ReJitId(0))
+        .unwrap_or_default();
+    for start in starts {
+        for r in info.get_code_info4(start).unwrap_or_default() {
+            if n < out.len() && r.size > 0 {
+                out[n] = (r.start as u64, (r.start + r.size) as u64);
+                n += 1;
+            }
+        }
+    }
+    n
 }

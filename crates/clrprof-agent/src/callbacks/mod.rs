@@ -35,6 +35,9 @@ pub struct Active {
     modules_seen: Seen,
     assemblies_seen: Seen,
     attached: bool,
+    /// Whether the JIT callbacks record their events (`session::mask::jit_events`); the
+    /// signal sampler turns them on for dynamic methods' code alone.
+    jit_events: bool,
     /// The IL maps of the methods on the stacks the runtime's own threads record (exception
     /// stacks, allocation samples), for their positions: taken with `try_lock` only (a
     /// throw or a walked allocation stack that finds it busy records no positions). Shared
@@ -45,6 +48,7 @@ pub struct Active {
 impl Active {
     fn new(info: ProfilerInfo, session: Arc<Session>, attached: bool) -> Active {
         let thread_ilmaps = session.ilmaps().clone();
+        let jit_events = crate::session::mask::jit_events(session.settings());
         Active {
             info,
             settings: session.settings().clone(),
@@ -54,6 +58,7 @@ impl Active {
             modules_seen: Seen::new(),
             assemblies_seen: Seen::new(),
             attached,
+            jit_events,
             thread_ilmaps,
         }
     }

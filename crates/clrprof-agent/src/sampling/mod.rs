@@ -35,6 +35,7 @@ pub fn reset_for_session() {
     threads::release_at_detach();
     stacks::reset_for_session();
     crate::output::ondemand::reset_for_session();
+    crate::stackwalk::dyncode::TABLE.reset();
 }
 pub(crate) use threads::{thread_assigned, thread_gone};
 pub(crate) use tick::Sampler;

@@ -230,6 +230,19 @@ impl SignalCapture {
             r.compared,
             r.disagreed
         );
+        let d = crate::stackwalk::dyncode::TABLE.stats();
+        crate::log!(
+            "dynamic code: {} ranges compiled, {} methods unloaded; {} sampled addresses named from the table, {} dropped (freed dynamic code, table busy); {} dynamic methods asked of the runtime (compiled before the callbacks); {} not in the full table, {} pages not marked (page set full); unloads waited for a lookup {} times, {} timed out",
+            d.compiled,
+            d.unloaded,
+            d.named,
+            d.dropped,
+            d.asked_dynamic,
+            d.table_full,
+            d.pages_full,
+            d.waited,
+            d.wait_timeouts
+        );
     }
 
     fn send(&mut self, batch: &[Target]) {

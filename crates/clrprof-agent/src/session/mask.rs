@@ -3,7 +3,14 @@
 
 use corprof_sys as sys;
 
-use crate::config::{EventGroup, Mode, Settings};
+use crate::config::{EventGroup, Mode, SamplerKind, Settings};
+
+/// Whether the JIT callbacks' own events (`JitStarted`, `JitFinished`) are recorded: with
+/// the `jit` group, and for trace mode's startup probes, which asked for them first. The
+/// signal sampler turns the JIT callbacks on for dynamic methods' code ranges only.
+pub fn jit_events(s: &Settings) -> bool {
+    s.events.contains(EventGroup::Jit) || (s.mode == Mode::Trace && s.probes)
+}
 
 /// (low COR_PRF_MONITOR bits, high COR_PRF_HIGH_MONITOR bits).
 pub fn for_settings(s: &Settings) -> (u32, u32) {
@@ -48,6 +55,16 @@ pub fn for_settings(s: &Settings) -> (u32, u32) {
         // thread.
         Mode::Sample => {
             low |= sys::COR_PRF_ENABLE_STACK_SNAPSHOT | sys::COR_PRF_MONITOR_THREADS;
+            // The signal sampler names dynamic methods (LCG, IL stubs) from their code
+            // ranges, which DynamicMethodJITCompilationFinished gives (it comes with the
+            // JIT callbacks; their events are recorded only with the `jit` group,
+            // `jit_events`), and forgets them at DynamicMethodUnloaded, before the runtime
+            // frees their code: it never asks the runtime about dynamic code
+            // (`stackwalk/dyncode.rs`). Both allowed after attach.
+            if s.sampler == SamplerKind::Signal {
+                low |= sys::COR_PRF_MONITOR_JIT_COMPILATION;
+                high |= sys::COR_PRF_HIGH_MONITOR_DYNAMIC_FUNCTION_UNLOADS;
+            }
             // --counts: exact call counts beside the samples, from the ELT hooks.
             if s.counts {
                 low |= sys::COR_PRF_MONITOR_ENTERLEAVE;

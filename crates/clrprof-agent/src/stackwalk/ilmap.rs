@@ -114,6 +114,11 @@ impl IlMaps {
         if !self.enabled {
             return None;
         }
+        // Dynamic methods' code (live, or freed since): the runtime is never asked about
+        // it (`dyncode`), and such methods have no source lines to map to.
+        if super::dyncode::TABLE.find(addr) != super::dyncode::Found::Unknown {
+            return None;
+        }
         if let Some(&p) = self.positions.get(&addr) {
             return p;
         }

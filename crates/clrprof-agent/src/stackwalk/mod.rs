@@ -8,9 +8,12 @@
 //! - `r2r`: ReadyToRun images' method tables and method-def entry points, read from our
 //!   own memory: which addresses the runtime may be asked about, and the answers the
 //!   sampler gives itself (Linux x86_64);
+//! - `dyncode`: dynamic methods' code (LCG methods, IL stubs) as the callbacks report it:
+//!   the sampler names it from this table and never asks the runtime about it;
 //! - `ilmap`: code address → IL offset through each code version's IL → native map (both
 //!   samplers, on the sampler thread).
 
+pub(crate) mod dyncode;
 pub(crate) mod fpwalk;
 pub(crate) mod ilmap;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]

@@ -12,11 +12,17 @@
 //!   meantime yields "no" instead of a fault.
 //!
 //! The interrupted IP itself comes from the signal context: it is executing code.
+//!
+//! Dynamic methods' code (LCG methods, IL stubs) is never asked about: an address in
+//! anonymous memory is first looked up in the callbacks' table of live dynamic code
+//! (`dyncode`), before any cache; a live method is named from it, freed dynamic code is
+//! dropped, and only what the table does not know goes to the runtime.
 
 use std::collections::HashMap;
 
 use corprof::ProfilerInfo;
 
+use super::dyncode::{Found, TABLE as DYNAMIC};
 use super::fpwalk::{Code, FrameKind};
 use super::r2r::{Guard, Verdict};
 
@@ -425,6 +431,12 @@ pub struct Symbolizer {
     pid: u32,
     /// What the runtime may be asked about addresses in ReadyToRun images (`r2r.rs`).
     pub guard: Guard,
+    /// Dynamic code's frame kinds, by (code start, FunctionID): read once, not per sample.
+    dyn_frames: HashMap<(u64, u64), FrameKind>,
+    /// Whether a `call` precedes a return address in dynamic code, by (address, the
+    /// method's code start, FunctionID): not cached in `returns`, whose answers outlive
+    /// the method, and keyed so that code reused by another method is read again.
+    dyn_calls: HashMap<(u64, u64, u64), bool>,
 }
 
 /// What the executable map says of the mapping a return-address candidate lies in.
@@ -445,6 +457,9 @@ enum Answer {
     NotCode,
     /// Not known now (not safe to ask about yet, or a stale word): not cached.
     NotNow,
+    /// The function holding it, as the runtime named a dynamic method the table did not
+    /// hold: not cached (its code may be freed and reused).
+    Passing(Sym),
 }
 
 impl Default for Symbolizer {
@@ -465,6 +480,8 @@ impl Symbolizer {
             stale: true,
             pid: crate::os::process::pid(),
             guard: Guard::default(),
+            dyn_frames: HashMap::new(),
+            dyn_calls: HashMap::new(),
         }
     }
 
@@ -474,10 +491,21 @@ impl Symbolizer {
             return Sym::default();
         }
         self.trim();
+        let anonymous = self.exec.file_at(ip).is_none();
+        if anonymous && let Some(s) = self.table_answer(ip) {
+            if s.function != 0 && !self.exec.contains(ip, ip + 1) {
+                // Live dynamic code the map does not know yet: a new code heap.
+                self.stale = true;
+            }
+            return s;
+        }
         if let Some(&s) = self.cache.get(&ip) {
             return s;
         }
-        let s = lookup(info, self.pid, ip, self.exec.file_at(ip).is_none());
+        let (s, lasting) = lookup(info, self.pid, ip, anonymous);
+        if !lasting {
+            return s;
+        }
         if s.function != 0 && !self.exec.contains(ip, ip + 1) {
             // Managed code the map does not know yet: a new code heap. Re-read soon.
             self.stale = true;
@@ -516,10 +544,38 @@ impl Symbolizer {
             return Some((Sym::default(), false));
         }
         self.trim();
+        let ret = ret_minus_1 + 1;
+        if self.exec.file_at(ret_minus_1).is_none() {
+            match DYNAMIC.find(ret_minus_1) {
+                Found::Live { function, start } => {
+                    if !self.executable(ret - 8, ret) {
+                        return None;
+                    }
+                    let key = (ret_minus_1, start, function);
+                    let call = match self.dyn_calls.get(&key) {
+                        Some(&c) => c,
+                        None => {
+                            let c = self.call_before(ret);
+                            self.dyn_calls.insert(key, c);
+                            c
+                        }
+                    };
+                    if !call {
+                        return Some((Sym::default(), false));
+                    }
+                    DYNAMIC.count_named();
+                    return Some((self.dynamic_sym(function, start), true));
+                }
+                Found::Freed | Found::Busy => {
+                    DYNAMIC.count_dropped();
+                    return None;
+                }
+                Found::Unknown => {}
+            }
+        }
         if let Some(&s) = self.returns.get(&ret_minus_1) {
             return Some(s);
         }
-        let ret = ret_minus_1 + 1;
         if !self.executable(ret - 8, ret) {
             // Not cached: the address may become code when the JIT maps a new heap.
             return None;
@@ -534,6 +590,7 @@ impl Symbolizer {
                 Answer::Sym(s) => (s, true),
                 Answer::NotCode => (Sym::default(), false),
                 Answer::NotNow => return None,
+                Answer::Passing(s) => return Some((s, true)),
             }
         } else {
             (Sym::default(), false)
@@ -585,6 +642,44 @@ impl Symbolizer {
         }
         if self.returns.len() > MAX_CACHED {
             self.returns.clear();
+        }
+        if self.dyn_frames.len() > MAX_CACHED {
+            self.dyn_frames.clear();
+        }
+        if self.dyn_calls.len() > MAX_CACHED {
+            self.dyn_calls.clear();
+        }
+    }
+
+    /// The table's answer for an interrupted IP in anonymous memory: the live dynamic
+    /// method holding it, or nothing (function 0) on freed dynamic code; `None` when the
+    /// table does not know the address (the runtime may be asked).
+    fn table_answer(&mut self, addr: u64) -> Option<Sym> {
+        match DYNAMIC.find(addr) {
+            Found::Live { function, start } => {
+                DYNAMIC.count_named();
+                Some(self.dynamic_sym(function, start))
+            }
+            Found::Freed | Found::Busy => {
+                DYNAMIC.count_dropped();
+                Some(Sym::default())
+            }
+            Found::Unknown => None,
+        }
+    }
+
+    /// A live dynamic method's frame: its one code version starts at `start` (dynamic
+    /// methods are not tiered); the prolog is read from our own memory, once.
+    fn dynamic_sym(&mut self, function: u64, start: u64) -> Sym {
+        let pid = self.pid;
+        let frame = *self
+            .dyn_frames
+            .entry((start, function))
+            .or_insert_with(|| frame_of(pid, start));
+        Sym {
+            function,
+            body: start,
+            frame,
         }
     }
 
@@ -640,17 +735,20 @@ fn answer(
     // methods' and stubs' code. An image copied into anonymous memory (a compressed
     // single-file bundle's) has headers below: the guard judges it like a mapped one.
     if anonymous && headers.is_none() {
-        return Answer::Sym(lookup(info, pid, addr, true));
+        return match lookup(info, pid, addr, true) {
+            (s, true) => Answer::Sym(s),
+            (s, false) => Answer::Passing(s),
+        };
     }
     match guard.verdict(info, pid, addr, headers, image.native) {
-        Verdict::Ask => Answer::Sym(lookup(info, pid, addr, false)),
+        Verdict::Ask => Answer::Sym(lookup(info, pid, addr, false).0),
         Verdict::Known { function, start } => Answer::Sym(Sym {
             function,
             body: start,
             frame: frame_of(pid, start),
         }),
         Verdict::AskChecked { parent } => {
-            let s = lookup(info, pid, addr, false);
+            let (s, _) = lookup(info, pid, addr, false);
             if s.function == 0 || s.function == parent || s.body != 0 {
                 Answer::Sym(s)
             } else {
@@ -663,22 +761,45 @@ fn answer(
     }
 }
 
-/// The function at `addr` and the start of its code version that holds `addr`. Runs once
-/// per distinct address (cached): GetFunctionFromIP, then the function's code versions.
-/// GetFunctionFromIP refuses dynamic methods (LCG: `DynamicMethod`, compiled expressions;
-/// IL stubs), so for code in anonymous memory (`anonymous`: where the JIT puts them, and
-/// no library is) GetFunctionFromIP3, which names them too, is asked next.
-fn lookup(info: &ProfilerInfo, pid: u32, addr: u64, anonymous: bool) -> Sym {
+/// The function at `addr` and the start of its code version that holds `addr`, and
+/// whether the answer lasts (may be cached). Runs once per distinct address (cached):
+/// GetFunctionFromIP, then the function's code versions. GetFunctionFromIP refuses dynamic
+/// methods (LCG: `DynamicMethod`, compiled expressions; IL stubs); those compiled while
+/// the callbacks were on are answered from the `dyncode` table before this is reached,
+/// so for code in anonymous memory (`anonymous`: where the JIT puts them, and no library
+/// is) GetFunctionFromIP3, which names them too, is asked next only for dynamic methods
+/// compiled before (an attach), and that answer is counted and not cached. A lookup in
+/// anonymous memory is announced to `dyncode` first (an unload waits for it to end) and
+/// refused if the address lies on freed dynamic code's pages.
+fn lookup(info: &ProfilerInfo, pid: u32, addr: u64, anonymous: bool) -> (Sym, bool) {
+    if anonymous && !DYNAMIC.begin_ask(addr) {
+        DYNAMIC.count_dropped();
+        return (Sym::default(), false);
+    }
+    let sym = ask(info, pid, addr, anonymous);
+    if anonymous {
+        DYNAMIC.end_ask();
+    }
+    if let Some((s, true)) = sym {
+        DYNAMIC.count_asked_dynamic();
+        return (s, false);
+    }
+    (sym.map(|(s, _)| s).unwrap_or_default(), true)
+}
+
+/// The runtime's answer for `addr` (see [`lookup`]), and whether only GetFunctionFromIP3
+/// named it (a dynamic method).
+fn ask(info: &ProfilerInfo, pid: u32, addr: u64, anonymous: bool) -> Option<(Sym, bool)> {
+    let mut dynamic = false;
     let found = info.get_function_from_ip(addr as usize).or_else(|e| {
         if anonymous {
+            dynamic = true;
             info.get_function_from_ip3(addr as usize)
         } else {
             Err(e)
         }
     });
-    let Ok(function) = found else {
-        return Sym::default();
-    };
+    let function = found.ok()?;
     let a = addr as usize;
     let body = info
         .get_native_code_start_addresses(function, corprof::ReJitId(0))
@@ -690,11 +811,12 @@ fn lookup(info: &ProfilerInfo, pid: u32, addr: u64, anonymous: bool) -> Sym {
             })
         })
         .unwrap_or(0);
-    Sym {
+    let sym = Sym {
         function: function.0 as u64,
         body: body as u64,
         frame: frame_of(pid, body as u64),
-    }
+    };
+    Some((sym, dynamic))
 }
 
 /// How the code version starting at `body` builds its frame (0: unknown).
