@@ -117,6 +117,46 @@ fn word_at(p: &[u8], i: usize) -> Option<u64> {
     Some(u64::from_le_bytes(p.get(i..i + WORD)?.try_into().ok()?))
 }
 
+/// The call a short word's tag holds (top two bits 0, 1 or 2), or `None` for an "other"
+/// word (3): one decoding for [`next_unit`] and [`next_call`].
+#[inline(always)]
+fn short_kind(tag: u32) -> Option<EltKind> {
+    match tag >> 30 {
+        0 => Some(EltKind::Enter),
+        1 => Some(EltKind::Leave),
+        2 => Some(EltKind::Tailcall),
+        _ => None,
+    }
+}
+
+/// The call of a long word's value (one of `LONG_TAILCALL..=LONG_ENTER`).
+#[inline(always)]
+fn long_kind(value: u32) -> EltKind {
+    match value {
+        LONG_ENTER => EltKind::Enter,
+        LONG_LEAVE => EltKind::Leave,
+        _ => EltKind::Tailcall,
+    }
+}
+
+/// A short word's `(ts, function index, sp)`, the chain's SP moved by its delta.
+#[inline(always)]
+fn short_call(tag: u32, lo: u32, chain: &mut Chain) -> (u64, u32, u32) {
+    let delta = ((tag & ((1 << SP_BITS) - 1)) as i32 - SP_BIAS) << SP_SHIFT;
+    chain.sp = chain.sp.wrapping_add(delta as u32);
+    let ts = (u64::from(chain.hi) << 32) | u64::from(lo);
+    (ts, (tag >> SP_BITS) & SHORT_FUNCTION_MAX, chain.sp)
+}
+
+/// A long word's `(ts, function index, sp)` from its `lo` and its second word, the chain's
+/// SP set from it.
+#[inline(always)]
+fn long_call(lo: u32, second: u64, chain: &mut Chain) -> (u64, u32, u32) {
+    chain.sp = (second >> 32) as u32;
+    let ts = (u64::from(chain.hi) << 32) | u64::from(lo);
+    (ts, second as u32, chain.sp)
+}
+
 /// Reads the event at `*pos`, advancing the chain, and moves past it. `None` at the end
 /// of the payload or at a pad word. Reuses [`units::Unit`](crate::units::Unit).
 #[inline]
@@ -130,11 +170,9 @@ pub fn next_unit<'a>(
         let i = *pos;
         let w = word_at(p, i)?;
         let (tag, lo) = ((w >> 32) as u32, w as u32);
-        let kind = match tag >> 30 {
-            0 => EltKind::Enter,
-            1 => EltKind::Leave,
-            2 => EltKind::Tailcall,
-            _ => {
+        let kind = match short_kind(tag) {
+            Some(kind) => kind,
+            None => {
                 let value = tag & VALUE_MAX;
                 match value {
                     PAD => {
@@ -154,18 +192,13 @@ pub fn next_unit<'a>(
                                 i / WORD
                             )));
                         };
-                        let kind = match value {
-                            LONG_ENTER => EltKind::Enter,
-                            LONG_LEAVE => EltKind::Leave,
-                            _ => EltKind::Tailcall,
-                        };
-                        chain.sp = (second >> 32) as u32;
+                        let (ts, function, sp) = long_call(lo, second, chain);
                         *pos = i + 2 * WORD;
                         return Some(Ok(Unit::Elt {
-                            ts: (u64::from(chain.hi) << 32) | u64::from(lo),
-                            kind,
-                            value: second as u32,
-                            sp: chain.sp,
+                            ts,
+                            kind: long_kind(value),
+                            value: function,
+                            sp,
                         }));
                     }
                     len => {
@@ -188,14 +221,13 @@ pub fn next_unit<'a>(
                 }
             }
         };
-        let delta = ((tag & ((1 << SP_BITS) - 1)) as i32 - SP_BIAS) << SP_SHIFT;
-        chain.sp = chain.sp.wrapping_add(delta as u32);
+        let (ts, function, sp) = short_call(tag, lo, chain);
         *pos = i + WORD;
         return Some(Ok(Unit::Elt {
-            ts: (u64::from(chain.hi) << 32) | u64::from(lo),
+            ts,
             kind,
-            value: (tag >> SP_BITS) & SHORT_FUNCTION_MAX,
-            sp: chain.sp,
+            value: function,
+            sp,
         }));
     }
 }
@@ -210,11 +242,9 @@ pub fn next_call(p: &[u8], pos: &mut usize, chain: &mut Chain) -> Option<(u64, E
         let i = *pos;
         let w = word_at(p, i)?;
         let (tag, lo) = ((w >> 32) as u32, w as u32);
-        let kind = match tag >> 30 {
-            0 => EltKind::Enter,
-            1 => EltKind::Leave,
-            2 => EltKind::Tailcall,
-            _ => {
+        let kind = match short_kind(tag) {
+            Some(kind) => kind,
+            None => {
                 let value = tag & VALUE_MAX;
                 match value {
                     TIME => {
@@ -224,25 +254,17 @@ pub fn next_call(p: &[u8], pos: &mut usize, chain: &mut Chain) -> Option<(u64, E
                     }
                     LONG_TAILCALL..=LONG_ENTER => {
                         let second = word_at(p, i + WORD)?;
-                        let kind = match value {
-                            LONG_ENTER => EltKind::Enter,
-                            LONG_LEAVE => EltKind::Leave,
-                            _ => EltKind::Tailcall,
-                        };
-                        chain.sp = (second >> 32) as u32;
+                        let (ts, function, sp) = long_call(lo, second, chain);
                         *pos = i + 2 * WORD;
-                        let ts = (u64::from(chain.hi) << 32) | u64::from(lo);
-                        return Some((ts, kind, second as u32, chain.sp));
+                        return Some((ts, long_kind(value), function, sp));
                     }
                     _ => return None,
                 }
             }
         };
-        let delta = ((tag & ((1 << SP_BITS) - 1)) as i32 - SP_BIAS) << SP_SHIFT;
-        chain.sp = chain.sp.wrapping_add(delta as u32);
+        let (ts, function, sp) = short_call(tag, lo, chain);
         *pos = i + WORD;
-        let ts = (u64::from(chain.hi) << 32) | u64::from(lo);
-        return Some((ts, kind, (tag >> SP_BITS) & SHORT_FUNCTION_MAX, chain.sp));
+        return Some((ts, kind, function, sp));
     }
 }
 

@@ -336,6 +336,16 @@ impl Walk {
         // no record outgrows the ring.
         let chunk = entry_chunk(self.batch_values);
         let mut from = 8usize;
+        // The field offset recorded for the reference to `target`: the runtime's when
+        // `known`, else the slot a scan finds where `scan` allows one, else 0.
+        let mut offset_of = |known: Option<u64>, target: usize| match known {
+            Some(o) => o,
+            // SAFETY: (A7) called from ObjectReferences (or GarbageCollectionFinished): the
+            // runtime is suspended for the GC and `object` is a live object of `size` bytes
+            // (the `scan` condition).
+            None if scan => unsafe { scanned_offset(object.0, size, target, &mut from, element) },
+            None => 0,
+        };
         if offsets.is_none() && refs.len() <= chunk {
             // What the walk reports all along: an object whose references fit one entry.
             let delta = zigzag(id.wrapping_sub(self.previous) as i64);
@@ -346,14 +356,7 @@ impl Walk {
             self.objects_in_batch += 1;
             for r in refs {
                 let target = zigzag((r.0 as u64).wrapping_sub(id) as i64);
-                let offset = if scan {
-                    // SAFETY: (A7) called from ObjectReferences: the runtime is suspended
-                    // for the GC and `object` is a live object of `size` bytes (the `scan`
-                    // condition).
-                    unsafe { scanned_offset(object.0, size, r.0, &mut from, element) }
-                } else {
-                    0
-                };
+                let offset = offset_of(None, r.0);
                 self.objects.extend(&[target, offset]);
             }
             if self.objects.len() >= self.batch_values {
@@ -384,16 +387,7 @@ impl Walk {
                 let target = zigzag((r.0 as u64).wrapping_sub(id) as i64);
                 let known = offsets.and_then(|o| o.get(done)).filter(|_| !array);
                 done += 1;
-                let offset = if let Some(&o) = known {
-                    o
-                } else if scan {
-                    // SAFETY: (A7) called from ObjectReferences (or GarbageCollectionFinished):
-                    // the runtime is suspended for the GC and `object` is a live object of
-                    // `size` bytes (the `scan` condition).
-                    unsafe { scanned_offset(object.0, size, r.0, &mut from, element) }
-                } else {
-                    0
-                };
+                let offset = offset_of(known.copied(), r.0);
                 self.objects.extend(&[target, offset]);
             }
             if self.objects.len() >= self.batch_values {
