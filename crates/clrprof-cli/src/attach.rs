@@ -193,11 +193,30 @@ pub fn control_request(pid: u32, request: Request, timeout: Duration) -> Result<
     check_peer(&stream, pid, &path)?;
     stream.set_read_timeout(Some(timeout))?;
     let mut w = stream.try_clone()?;
+    let asked = format!("{request:?}");
+    let asked = asked
+        .split([' ', '(', '{'])
+        .next()
+        .unwrap_or_default()
+        .to_string();
     w.write_all(request.to_line().as_bytes())?;
     let mut line = String::new();
-    BufReader::new(stream)
-        .read_line(&mut line)
-        .context("reading the profiler's answer")?;
+    if let Err(e) = BufReader::new(stream).read_line(&mut line) {
+        // The read timeout ends as EAGAIN (WouldBlock) or ETIMEDOUT: name the wait.
+        if matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ) {
+            bail!(
+                "the profiler in pid {pid} did not answer `{asked}` within {:.1} s ({e}): its \
+                 control thread had no core to run on, or it is busy (a heap snapshot, a detach \
+                 waiting for the runtime); try again, and look for `clrprof[{pid}]:` lines in the \
+                 target's stderr",
+                timeout.as_secs_f64()
+            );
+        }
+        return Err(anyhow::Error::new(e).context("reading the profiler's answer"));
+    }
     let escape = clrprof_analysis::text::escape_controls;
     if line.trim().is_empty() {
         bail!("the profiler in pid {pid} closed the connection without answering");
@@ -872,6 +891,32 @@ mod tests {
     fn me() -> u32 {
         // SAFETY: geteuid has no preconditions.
         unsafe { libc::geteuid() }
+    }
+
+    #[test]
+    fn an_agent_that_does_not_answer_in_time_is_named_with_the_request_and_the_wait() {
+        // A control socket served by this process (the peer check passes) that reads the
+        // request and never answers.
+        let pid = std::process::id();
+        let path = control_socket(pid);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let server = std::thread::spawn(move || {
+            let (conn, _) = listener.accept().unwrap();
+            std::thread::sleep(Duration::from_millis(1500));
+            drop(conn);
+        });
+        let e = control_request(pid, Request::Status, Duration::from_millis(200)).unwrap_err();
+        let _ = std::fs::remove_file(&path);
+        server.join().unwrap();
+        let e = format!("{e:#}");
+        assert!(
+            e.contains(&format!(
+                "the profiler in pid {pid} did not answer `Status` within 0.2 s"
+            )),
+            "{e}"
+        );
     }
 
     #[test]
