@@ -3,13 +3,15 @@
 
 use std::io::Write;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::config::LogTarget;
 
 static TARGET: Mutex<Option<LogTarget>> = Mutex::new(None);
 /// Whether the log file was refused once already (said once on stderr).
 static REFUSED: AtomicBool = AtomicBool::new(false);
+/// Lines stderr did not take (a full pipe nobody reads): said with the next line it takes.
+static DROPPED: AtomicU64 = AtomicU64::new(0);
 
 /// Set in the .NET SDK's own processes: MSBuild turns every line a tool it runs writes on
 /// stderr into a build error, so there the log goes to its file or nowhere.
@@ -46,7 +48,7 @@ pub fn line(msg: &str) {
         LogTarget::Off => {}
         LogTarget::Stderr => {
             if stderr_ok {
-                let _ = std::io::stderr().write_all(text.as_bytes());
+                to_stderr(&text);
             }
         }
         LogTarget::File(path) => {
@@ -61,11 +63,39 @@ pub fn line(msg: &str) {
                         "clrprof[{}]: CLRPROF_LOG not used ({e}); logging to stderr\n",
                         std::process::id()
                     );
-                    let _ = std::io::stderr().write_all(why.as_bytes());
+                    to_stderr(&why);
                 }
-                let _ = std::io::stderr().write_all(text.as_bytes());
+                to_stderr(&text);
             }
         }
+    }
+}
+
+/// One line to stderr, never blocking (`os::stderr`): a line a full pipe does not take is
+/// counted, and the next line that goes through is preceded by the count.
+fn to_stderr(text: &str) {
+    #[cfg(unix)]
+    {
+        use crate::os::stderr::{Outcome, write};
+        let dropped = DROPPED.load(Ordering::Relaxed);
+        if dropped > 0 {
+            let note = format!(
+                "clrprof[{}]: {dropped} earlier log line(s) not written: stderr was full (a pipe nobody read)\n",
+                std::process::id()
+            );
+            if write(note.as_bytes()) == Outcome::Dropped {
+                DROPPED.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            DROPPED.fetch_sub(dropped, Ordering::Relaxed);
+        }
+        if write(text.as_bytes()) == Outcome::Dropped {
+            DROPPED.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = std::io::stderr().write_all(text.as_bytes());
     }
 }
 

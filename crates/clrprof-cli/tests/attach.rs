@@ -378,6 +378,85 @@ fn fails_with(out: &std::process::Output, needle: &str) {
     assert!(stderr.contains(needle), "expected {needle:?} in: {stderr}");
 }
 
+/// A target whose stderr is a pipe nobody reads (a supervisor that piped it and stalled):
+/// the agent logs from InitializeForAttach, on the runtime's diagnostics server thread, and a
+/// blocking write there hung the attach (and every later diagnostics client) for good. The
+/// dump and an attached recording must go through, the app run on, and the lines the pipe
+/// did not take be counted once it has room again.
+#[test]
+fn a_target_whose_stderr_nobody_reads_is_attached_all_the_same() {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = scratch("attach-stderr-full");
+    let (reader, writer) = std::io::pipe().unwrap();
+    // Filled through a non-blocking descriptor of its own: the app's stays blocking.
+    let mut filler = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(format!("/proc/self/fd/{}", writer.as_raw_fd()))
+        .unwrap();
+    while filler.write(&[b'x'; 4096]).is_ok() {}
+    drop(filler);
+    let mut t = Serve::start_with_stderr(&scenarios(), &[], writer.into());
+    let pid = t.pid.to_string();
+
+    let dump = clrprof().args(["dump", "--pid", &pid]).output().unwrap();
+    assert_ok(&dump);
+    let stacks = String::from_utf8_lossy(&dump.stdout);
+    assert!(stacks.contains("Scenarios.Serve"), "{stacks}");
+    let trace = dir.join("t.clrprof");
+    let out = attach_record(t.pid, &trace, &["--duration", "1"]);
+    assert_ok(&out);
+    let r = report_json(&trace);
+    assert!(
+        r["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["name"] == "Scenarios.Serve.ServeWork"),
+        "ServeWork never sampled"
+    );
+    t.burst(10);
+
+    // Room again: the next session's first line is preceded by the count of those dropped.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut reader = reader;
+        let mut buf = vec![0u8; 1 << 16];
+        while let Ok(n @ 1..) = reader.read(&mut buf) {
+            let _ = tx.send(String::from_utf8_lossy(&buf[..n]).into_owned());
+        }
+    });
+    let dump = clrprof().args(["dump", "--pid", &pid]).output().unwrap();
+    assert_ok(&dump);
+    let mut seen = String::new();
+    let end = std::time::Instant::now() + Duration::from_secs(30);
+    let counted = loop {
+        if let Ok(s) = rx.recv_timeout(Duration::from_millis(200)) {
+            seen.push_str(&s);
+        }
+        if let Some(at) = seen.find("earlier log line(s) not written: stderr was full") {
+            break seen[..at]
+                .rsplit(": ")
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_string();
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "no count of the dropped lines: {:?}",
+            seen.trim_start_matches('x')
+        );
+    };
+    let dropped: u64 = counted
+        .parse()
+        .unwrap_or_else(|_| panic!("{counted:?} in {:?}", seen.trim_start_matches('x')));
+    assert!(dropped >= 2, "{dropped}");
+    t.quit();
+}
+
 #[test]
 fn attach_errors_say_what_to_do() {
     let dir = scratch("attach-errors");

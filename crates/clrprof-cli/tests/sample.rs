@@ -413,14 +413,7 @@ fn osr_methods_appear_once_in_signal_stacks() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    let logged = |what: &str| -> u64 {
-        stderr
-            .split(what)
-            .next()
-            .and_then(|s| s.rsplit(' ').next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("no `{what}` count in the agent's log:\n{stderr}"))
-    };
+    let logged = |what: &str| number_before(&stderr, what);
     assert!(
         logged(" OSR frames walked") > 0,
         "no OSR frame met, the test proves nothing:\n{stderr}"
@@ -794,14 +787,7 @@ fn guessed_return_addresses_into_readytorun_code_that_never_ran_are_not_asked() 
         assert_eq!(res["r2r_words_ok"], "1", ".NET {}: {res:?}", rt.major());
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains("sampler (signal):"), "{stderr}");
-        let logged = |what: &str| -> u64 {
-            stderr
-                .split(what)
-                .next()
-                .and_then(|s| s.rsplit(' ').next())
-                .and_then(|n| n.parse().ok())
-                .unwrap_or_else(|| panic!("no `{what}` count in the agent's log:\n{stderr}"))
-        };
+        let logged = |what: &str| number_before(&stderr, what);
         let kept = logged(" outside methods' code")
             + logged(" in methods that never ran")
             + logged(" unproven");
@@ -863,14 +849,7 @@ fn a_single_file_app_s_bundled_readytorun_images_are_guarded() {
         stderr.contains("ReadyToRun image System.Private.CoreLib.dll at "),
         "{stderr}"
     );
-    let logged = |what: &str| -> u64 {
-        stderr
-            .split(what)
-            .next()
-            .and_then(|s| s.rsplit(' ').next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("no `{what}` count in the agent's log:\n{stderr}"))
-    };
+    let logged = |what: &str| number_before(&stderr, what);
     // The planted words were judged, not asked; frames at methods that ran were kept,
     // and match the runtime's own answer where asking was safe.
     assert!(logged(" in methods that never ran") > 0, "{stderr}");

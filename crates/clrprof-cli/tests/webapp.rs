@@ -107,6 +107,9 @@ struct Server {
     child: Child,
     pid: u32,
     port: u16,
+    /// The app's stderr, drained as it comes (a pipe nobody read would fill), its last
+    /// 64 KiB kept for failure messages: the agent's `clrprof[pid]:` lines.
+    stderr: Arc<std::sync::Mutex<Vec<u8>>>,
 }
 
 impl Server {
@@ -127,13 +130,39 @@ impl Server {
             .strip_prefix("LISTENING ")
             .unwrap_or_else(|| panic!("no LISTENING line: {line:?}"));
         let port = url.rsplit(':').next().unwrap().parse().unwrap();
-        // Keep draining stdout so the app never blocks on it.
+        // Keep draining stdout and stderr so the app never blocks on them.
         std::thread::spawn(move || {
             let mut sink = String::new();
             let _ = out.read_to_string(&mut sink);
         });
+        let stderr = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut err = child.stderr.take().unwrap();
+        let kept = stderr.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            while let Ok(n @ 1..) = err.read(&mut buf) {
+                let mut kept = kept.lock().unwrap();
+                kept.extend_from_slice(&buf[..n]);
+                let excess = kept.len().saturating_sub(64 * 1024);
+                kept.drain(..excess);
+            }
+        });
         let pid = child.id();
-        Server { child, pid, port }
+        Server {
+            child,
+            pid,
+            port,
+            stderr,
+        }
+    }
+
+    /// What the app wrote on stderr lately, for a failure message.
+    fn stderr(&self) -> String {
+        let kept = self.stderr.lock().unwrap();
+        format!(
+            "\n--- the app's stderr (last 64 KiB) ---\n{}",
+            String::from_utf8_lossy(&kept)
+        )
     }
 
     /// One GET on a fresh connection.
@@ -297,7 +326,12 @@ fn an_aspnet_core_app_from_the_web_template_reads_right_under_load() {
             .args(["dump", "--pid", &server.pid.to_string()])
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", stderr_of(&out));
+        assert!(
+            out.status.success(),
+            "{}{}",
+            stderr_of(&out),
+            server.stderr()
+        );
         let stacks = String::from_utf8_lossy(&out.stdout).into_owned();
         let hit = stacks
             .split("\n\n")
@@ -332,7 +366,12 @@ fn an_aspnet_core_app_from_the_web_template_reads_right_under_load() {
         .arg(&trace)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(
+        out.status.success(),
+        "{}{}",
+        stderr_of(&out),
+        server.stderr()
+    );
     std::thread::sleep(Duration::from_millis(300));
     let (ok, failed, errors) = load.finish();
     assert_eq!(failed, 0, "requests failed while profiled: {errors:?}");

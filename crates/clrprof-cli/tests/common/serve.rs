@@ -39,17 +39,26 @@ fn lines(r: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
 impl Serve {
     /// Starts `app serve` with `env` added and waits for its `READY <pid>` line.
     pub fn start(app: &BuiltApp, env: &[(&str, &str)]) -> Serve {
+        Self::start_with_stderr(app, env, Stdio::piped())
+    }
+
+    /// [`start`](Self::start) with the app's stderr given: when it is not piped here,
+    /// [`err`](Self::err) stays empty.
+    pub fn start_with_stderr(app: &BuiltApp, env: &[(&str, &str)], stderr: Stdio) -> Serve {
         let mut cmd = app.command(&["serve"]);
         cmd.envs(env.iter().copied());
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stderr(stderr)
             .spawn()
             .unwrap();
         let stdin = child.stdin.take().unwrap();
         let out = lines(child.stdout.take().unwrap());
-        let err = lines(child.stderr.take().unwrap());
+        let err = match child.stderr.take() {
+            Some(e) => lines(e),
+            None => mpsc::channel().1,
+        };
         let ready = out.recv_timeout(READY_WITHIN).expect("READY line");
         let pid = ready
             .trim()
