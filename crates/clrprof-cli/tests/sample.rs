@@ -863,3 +863,43 @@ fn a_single_file_app_s_bundled_readytorun_images_are_guarded() {
         "no samples in R2rWords.Run"
     );
 }
+
+/// A composite ReadyToRun app (`PublishReadyToRunComposite`): the code of its assemblies
+/// lies in one image, `Scenarios.r2r.dll`, that no loaded module names (the assembly's own
+/// module holds only IL and metadata), so its frames were dropped and shown as the file
+/// (`[Scenarios.r2r.dll]`). The guard now reads the composite's method table and each
+/// component's method-def table, finds the component's module by the manifest's name, and
+/// names them: `Main` and `FibScenario.Run`, precompiled and called once, run in the
+/// composite's code all along. One run (~2 s; the publish, once per source change, ~40 s).
+#[test]
+fn a_composite_readytorun_app_s_frames_are_named() {
+    let dir = scratch("sample-composite");
+    let trace = dir.join("t.clrprof");
+    let app = clrprof_testkit::app_composite("Scenarios");
+    assert!(app.dir.join("Scenarios.r2r.dll").is_file(), "{:?}", app.dir);
+    let out = record_app(
+        &app,
+        &trace,
+        &["--rate", "999", "--sampler", "signal"],
+        &["fib", "34"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("ReadyToRun image (composite of 1 assemblies, 1 loaded)"),
+        "the composite was not read:\n{stderr}"
+    );
+    let logged = |what: &str| number_before(&stderr, what);
+    assert!(logged(" answered from method-def tables") > 0, "{stderr}");
+    assert!(logged(" compared") > 0, "{stderr}");
+    assert_eq!(logged(" disagreed"), 0, "{stderr}");
+    let folded = dir.join("t.folded");
+    let _ = convert_with(&trace, &["-f", "folded", "-o", folded.to_str().unwrap()]);
+    let folded = std::fs::read_to_string(&folded).unwrap();
+    assert!(
+        folded.lines().any(|l| l.contains(
+            "Scenarios.Program.Main;Scenarios.FibScenario.Run;Scenarios.FibScenario.Fib"
+        )),
+        "the composite's frames are not named:\n{folded}"
+    );
+    assert!(!folded.contains("r2r.dll"), "{folded}");
+}

@@ -107,12 +107,22 @@ pub fn app_single_file(name: &str) -> BuiltApp {
     app_variant(name, Runtime::Net10, Variant::SingleFile)
 }
 
+/// `apps/<name>` published framework-dependent for .NET 10 with its assemblies' code
+/// precompiled into one composite ReadyToRun image (`dotnet publish -r linux-x64
+/// --self-contained false -p:PublishReadyToRun=true -p:PublishReadyToRunComposite=true`)
+/// into `<target>/testapps/<name>.composite`: `<name>.r2r.dll` holds the code, each
+/// assembly only its IL and metadata.
+pub fn app_composite(name: &str) -> BuiltApp {
+    app_variant(name, Runtime::Net10, Variant::Composite)
+}
+
 /// How an app is built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Variant {
     Plain,
     EmbeddedPdb,
     SingleFile,
+    Composite,
 }
 
 fn app_variant(name: &str, runtime: Runtime, variant: Variant) -> BuiltApp {
@@ -143,6 +153,7 @@ fn output_name(name: &str, runtime: Runtime, variant: Variant) -> String {
         Variant::Plain => base,
         Variant::EmbeddedPdb => format!("{base}.embedded-pdb"),
         Variant::SingleFile => format!("{base}.single-file"),
+        Variant::Composite => format!("{base}.composite"),
     }
 }
 
@@ -200,6 +211,17 @@ fn build_if_changed(name: &str, runtime: Runtime, variant: Variant) -> Result<Bu
                 "linux-x64",
                 "--self-contained",
                 "-p:PublishSingleFile=true",
+            ]
+            .map(String::from),
+        ),
+        Variant::Composite => properties.extend(
+            [
+                "-r",
+                "linux-x64",
+                "--self-contained",
+                "false",
+                "-p:PublishReadyToRun=true",
+                "-p:PublishReadyToRunComposite=true",
             ]
             .map(String::from),
         ),
@@ -299,8 +321,8 @@ fn run_build(
         .try_clone()
         .map_err(|e| format!("clrprof-testkit: {e}"))?;
     let mut cmd = Command::new(dotnet());
-    // A single-file app is published (`PublishSingleFile` takes effect only there).
-    let verb = if properties.iter().any(|p| p == "-p:PublishSingleFile=true") {
+    // A single-file or ReadyToRun app is published (those properties take effect only there).
+    let verb = if properties.iter().any(|p| p.starts_with("-p:Publish")) {
         "publish"
     } else {
         "build"

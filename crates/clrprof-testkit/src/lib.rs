@@ -20,7 +20,9 @@ mod snapshot_json;
 mod source_hash;
 
 pub use agent::{LIBRARY, profiler_library};
-pub use apps::{BuiltApp, app, app_embedded_pdb, app_embedded_pdb_on, app_on, app_single_file};
+pub use apps::{
+    BuiltApp, app, app_composite, app_embedded_pdb, app_embedded_pdb_on, app_on, app_single_file,
+};
 pub use paths::{dotnet, target_dir, workspace_root};
 pub use procmem::{malloc_arenas, rss_outside_agent};
 pub use results::parse_results;

@@ -34,12 +34,18 @@ const ENTRY: u64 = 12;
 const SECTION_RUNTIME_FUNCTIONS: u32 = 102;
 const SECTION_METHODDEF_ENTRYPOINTS: u32 = 103;
 const SECTION_HOT_COLD_MAP: u32 = 120;
+const SECTION_MANIFEST_METADATA: u32 = 112;
+const SECTION_COMPONENT_ASSEMBLIES: u32 = 115;
 /// `READYTORUN_SIGNATURE`: "RTR".
 const R2R_SIGNATURE: u32 = 0x0052_5452;
 /// The largest `MethodDefEntryPoints` section read (System.Private.CoreLib's is < 1 MiB),
 /// and the most methods kept per image (8 bytes each).
 const MAX_ENTRY_POINTS_BYTES: u64 = 16 << 20;
 const MAX_DEFS: usize = 1 << 20;
+/// A composite image's components kept (their index is packed into the tokens of
+/// [`R2r::defs`]: the high byte), and the largest manifest metadata read.
+const MAX_COMPONENTS: usize = 255;
+const MAX_MANIFEST_BYTES: u64 = 16 << 20;
 
 /// What a mapped PE image (or any file mapping) is to the runtime's code lookup.
 #[derive(Debug, PartialEq, Eq)]
@@ -64,11 +70,29 @@ pub struct R2r {
     /// nothing is asked.
     pub hot_cold: bool,
     /// (method-table entry, MethodDef token) of every method with precompiled code, sorted
-    /// by entry; entries two methods share are left out.
+    /// by entry; entries two methods share are left out. In a composite image the token's
+    /// high byte (the MethodDef table's, 0x06, in a single assembly's image) is the index of
+    /// the component the method belongs to ([`R2r::components`]).
     pub defs: Vec<(u32, u32)>,
+    /// A composite image's component assemblies (`PublishReadyToRunComposite`: one image
+    /// holds the precompiled code of several assemblies, each loaded as a module of its own
+    /// whose image holds only its IL and metadata), in the order of its
+    /// `ComponentAssemblies` section; empty for a single assembly's image.
+    pub components: Vec<Component>,
     /// A method at or below this entry has run (its entry point is in the runtime's map):
     /// the runtime's walk down from any entry at or above stops there.
     pub proven: Option<u32>,
+}
+
+/// One assembly of a composite image.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Component {
+    /// Its simple name, from the composite's manifest metadata (the runtime finds a
+    /// component's header by it: `NativeImage::GetComponentAssemblyHeader`).
+    pub name: String,
+    /// Its loaded module, once the module list names it (none: not loaded yet, so none of
+    /// its code has run).
+    pub module: Option<corprof::ModuleId>,
 }
 
 /// Where an address lies in a ReadyToRun image's method table.
@@ -161,6 +185,33 @@ impl R2r {
         self.proven = Some(self.proven.map_or(index, |p| p.min(index)));
     }
 
+    /// The module and MethodDef token a [`R2r::defs`] token stands for: in a single
+    /// assembly's image, `module` and the token itself; in a composite, its component's
+    /// module (none until loaded) and the token with the MethodDef table's byte back.
+    pub fn method_of(
+        &self,
+        module: corprof::ModuleId,
+        token: u32,
+    ) -> Option<(corprof::ModuleId, u32)> {
+        if self.components.is_empty() {
+            return Some((module, token));
+        }
+        let c = self.components.get((token >> 24) as usize)?;
+        Some((c.module?, 0x0600_0000 | (token & 0x00FF_FFFF)))
+    }
+
+    /// A composite's components matched to the loaded modules (`modules`: each module's
+    /// simple name, lower case, and id); true if any is.
+    pub fn resolve(&mut self, modules: &[(String, corprof::ModuleId)]) -> bool {
+        for c in &mut self.components {
+            c.module = modules
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(&c.name))
+                .map(|m| m.1);
+        }
+        self.components.iter().any(|c| c.module.is_some())
+    }
+
     /// The address entry `e` begins at.
     pub fn start_of(&self, pid: u32, e: u32) -> Option<u64> {
         Some(self.base + u64::from(self.entry(pid, e)?.0))
@@ -214,7 +265,10 @@ fn optional_header(pid: u32, base: u64) -> Option<(u64, u64)> {
 }
 
 /// `Ok(None)`: not a ReadyToRun image. `Err`: a ReadyToRun image whose method table could
-/// not be read or lies outside the image.
+/// not be read or lies outside the image. The ReadyToRun header is at the CLI header's
+/// `ManagedNativeHeader`, or, in an image without one, exported as `RTR_HEADER` (how the
+/// runtime finds a composite's: `NativeImage::Open`); a composite is the image whose
+/// header lists `ComponentAssemblies`.
 fn read_r2r(pid: u32, base: u64) -> Result<Option<R2r>, Unreadable> {
     let Some((opt, _)) = optional_header(pid, base) else {
         return Ok(None);
@@ -222,60 +276,70 @@ fn read_r2r(pid: u32, base: u64) -> Result<Option<R2r>, Unreadable> {
     let size_of_image = u64::from(read_u32(pid, opt + 56).unwrap_or(0));
     let dirs = read_u32(pid, opt + 108).unwrap_or(0);
     // Directory 14: the CLI header.
-    if dirs <= 14 {
-        return Ok(None);
-    }
-    let cli = u64::from(read_u32(pid, opt + 112 + 14 * 8).unwrap_or(0));
-    if cli == 0 || cli + 72 > size_of_image {
-        return Ok(None);
-    }
-    // IMAGE_COR20_HEADER.ManagedNativeHeader (offset 64): the ReadyToRun header.
-    let header = u64::from(read_u32(pid, base + cli + 64).unwrap_or(0));
+    let cli = if dirs > 14 {
+        u64::from(read_u32(pid, opt + 112 + 14 * 8).unwrap_or(0))
+    } else {
+        0
+    };
+    let header = if cli != 0 {
+        if cli + 72 > size_of_image {
+            return Ok(None);
+        }
+        // IMAGE_COR20_HEADER.ManagedNativeHeader (offset 64): the ReadyToRun header.
+        u64::from(read_u32(pid, base + cli + 64).unwrap_or(0))
+    } else {
+        exported_header(pid, base, opt, dirs, size_of_image)
+    };
     if header == 0 {
         return Ok(None);
     }
     if header + 16 > size_of_image || read_u32(pid, base + header) != Some(R2R_SIGNATURE) {
         return Err(Unreadable);
     }
-    // READYTORUN_HEADER: signature, major, minor, flags, number of sections, then the
-    // sections (type, RVA, size).
-    let sections = read_u32(pid, base + header + 12).ok_or(Unreadable)?;
-    if sections > 256 {
-        return Err(Unreadable);
-    }
-    let mut functions = None;
-    let mut entry_points = None;
-    let mut hot_cold = false;
-    for i in 0..u64::from(sections) {
-        let s = base + header + 16 + i * 12;
-        let (Some(kind), Some(rva), Some(size)) =
-            (read_u32(pid, s), read_u32(pid, s + 4), read_u32(pid, s + 8))
-        else {
-            return Err(Unreadable);
-        };
-        match kind {
-            SECTION_RUNTIME_FUNCTIONS => functions = Some((u64::from(rva), u64::from(size))),
-            SECTION_METHODDEF_ENTRYPOINTS => entry_points = Some((u64::from(rva), u64::from(size))),
-            SECTION_HOT_COLD_MAP => hot_cold = size > 0,
-            _ => {}
-        }
-    }
-    let (rva, size) = functions.ok_or(Unreadable)?;
+    // READYTORUN_HEADER: signature, major, minor, flags, then the core header: number of
+    // sections, the sections (type, RVA, size).
+    let listed = sections(pid, base + header + 12)?;
+    let find = |kind: u32| listed.iter().find(|s| s.0 == kind).map(|s| (s.1, s.2));
+    let hot_cold = find(SECTION_HOT_COLD_MAP).is_some_and(|s| s.1 > 0);
+    let (rva, size) = find(SECTION_RUNTIME_FUNCTIONS).ok_or(Unreadable)?;
     let count = size / ENTRY;
     if rva == 0 || count == 0 || rva + size > size_of_image {
         return Err(Unreadable);
     }
     let count = u32::try_from(count).map_err(|_| Unreadable)?;
-    let defs = match entry_points {
-        Some((at, size)) if at + size <= size_of_image && size <= MAX_ENTRY_POINTS_BYTES => {
-            let mut bytes = vec![0u8; size as usize];
-            if copy_all(pid, &mut bytes, base + at) {
-                method_defs(&bytes, at as u32, count)
-            } else {
-                Vec::new()
-            }
+    let mut components = Vec::new();
+    let defs = if let Some((at, size)) = find(SECTION_COMPONENT_ASSEMBLIES) {
+        // Each component's own core header holds its MethodDefEntryPoints, whose entries
+        // index the composite's one method table; its name is the manifest metadata's
+        // AssemblyRef of the same index.
+        let n = (size / 16).min(MAX_COMPONENTS as u64);
+        let names = manifest_names(pid, base, find(SECTION_MANIFEST_METADATA), size_of_image)
+            .ok_or(Unreadable)?;
+        let mut defs = Vec::new();
+        for i in 0..n {
+            let core = read_u32(pid, base + at + i * 16 + 8).ok_or(Unreadable)?;
+            let own = sections(pid, base + u64::from(core) + 4)?;
+            let mut d = own
+                .iter()
+                .find(|s| s.0 == SECTION_METHODDEF_ENTRYPOINTS)
+                .map(|s| entry_points(pid, base, (s.1, s.2), size_of_image, count))
+                .unwrap_or_default();
+            d.truncate(MAX_DEFS.saturating_sub(defs.len()));
+            defs.extend(
+                d.into_iter()
+                    .map(|(e, t)| (e, (i as u32) << 24 | (t & 0x00FF_FFFF))),
+            );
+            components.push(Component {
+                name: names.get(i as usize).cloned().unwrap_or_default(),
+                module: None,
+            });
         }
-        _ => Vec::new(),
+        defs.sort_unstable();
+        defs
+    } else {
+        find(SECTION_METHODDEF_ENTRYPOINTS)
+            .map(|s| entry_points(pid, base, s, size_of_image, count))
+            .unwrap_or_default()
     };
     Ok(Some(R2r {
         base,
@@ -283,8 +347,105 @@ fn read_r2r(pid: u32, base: u64) -> Result<Option<R2r>, Unreadable> {
         count,
         hot_cold,
         defs,
+        components,
         proven: None,
     }))
+}
+
+/// A core header's sections at `at` (its section count, then (type, RVA, size) each); each
+/// is checked against the image's size where it is used.
+fn sections(pid: u32, at: u64) -> Result<Vec<(u32, u64, u64)>, Unreadable> {
+    let count = read_u32(pid, at).ok_or(Unreadable)?;
+    if count > 256 {
+        return Err(Unreadable);
+    }
+    (0..u64::from(count))
+        .map(|i| {
+            let s = at + 4 + i * 12;
+            match (read_u32(pid, s), read_u32(pid, s + 4), read_u32(pid, s + 8)) {
+                (Some(kind), Some(rva), Some(size)) => Ok((kind, u64::from(rva), u64::from(size))),
+                _ => Err(Unreadable),
+            }
+        })
+        .collect()
+}
+
+/// A `MethodDefEntryPoints` section (RVA, size) read and decoded ([`method_defs`]).
+fn entry_points(
+    pid: u32,
+    base: u64,
+    (at, size): (u64, u64),
+    size_of_image: u64,
+    count: u32,
+) -> Vec<(u32, u32)> {
+    if at + size > size_of_image || size > MAX_ENTRY_POINTS_BYTES {
+        return Vec::new();
+    }
+    let mut bytes = vec![0u8; size as usize];
+    if copy_all(pid, &mut bytes, base + at) {
+        method_defs(&bytes, at as u32, count)
+    } else {
+        Vec::new()
+    }
+}
+
+/// The RVA of the ReadyToRun header a composite image exports as `RTR_HEADER`, or 0.
+fn exported_header(pid: u32, base: u64, opt: u64, dirs: u32, size_of_image: u64) -> u64 {
+    // Directory 0: the export directory (IMAGE_EXPORT_DIRECTORY).
+    if dirs == 0 {
+        return 0;
+    }
+    let Some(dir) = read_u32(pid, opt + 112).map(u64::from) else {
+        return 0;
+    };
+    if dir == 0 || dir + 40 > size_of_image {
+        return 0;
+    }
+    let field = |off: u64| read_u32(pid, base + dir + off).map(u64::from);
+    let (Some(functions), Some(names), Some(fns), Some(name_rvas), Some(ordinals)) =
+        (field(20), field(24), field(28), field(32), field(36))
+    else {
+        return 0;
+    };
+    for i in 0..names.min(64) {
+        let Some(name) = read_u32(pid, base + name_rvas + 4 * i).map(u64::from) else {
+            return 0;
+        };
+        let mut text = [0u8; 11];
+        // SAFETY: (A8) `text` is a local buffer of the 11 bytes asked for.
+        let n = unsafe { copy_own_memory(pid, text.as_mut_ptr(), base + name, 11) };
+        if n != 11 || &text != b"RTR_HEADER\0" {
+            continue;
+        }
+        let Some(ordinal) = read_u16(pid, base + ordinals + 2 * i).map(u64::from) else {
+            return 0;
+        };
+        if ordinal >= functions {
+            return 0;
+        }
+        return read_u32(pid, base + fns + 4 * ordinal).map_or(0, u64::from);
+    }
+    0
+}
+
+/// The simple names of a composite's manifest AssemblyRefs, in table order (component `i`
+/// is the `i`-th: `NativeImage::Initialize`).
+fn manifest_names(
+    pid: u32,
+    base: u64,
+    section: Option<(u64, u64)>,
+    size_of_image: u64,
+) -> Option<Vec<String>> {
+    let (at, size) = section?;
+    if at + size > size_of_image || size > MAX_MANIFEST_BYTES {
+        return None;
+    }
+    let mut bytes = vec![0u8; size as usize];
+    if !copy_all(pid, &mut bytes, base + at) {
+        return None;
+    }
+    let md = clrprof_metadata::RawMetadata::parse(&bytes).ok()?;
+    Some(md.assembly_ref_names())
 }
 
 /// Copies `buf.len()` bytes from `from` in our own memory; false on a short read.
@@ -428,6 +589,7 @@ const ENUMERATE_NS: u64 = 1_000_000_000;
 /// Bounds on what the guard keeps.
 const MAX_MODULES: usize = 8192;
 const MAX_NOT_RUN: usize = 1 << 16;
+const MAX_COMPOSITES: usize = 16;
 
 /// What the guard kept from the runtime, and what it answered itself, for the agent's log.
 #[derive(Debug, Default, Clone, Copy)]
@@ -488,6 +650,12 @@ pub struct Guard {
     /// Images read, by load address.
     /// (Keyed by load address and module: an unloaded assembly's place may be reused.)
     images: std::collections::HashMap<(u64, usize), Image>,
+    /// Composite images (no module's load address: their components are modules of their
+    /// own), by their headers' address; read once, their components matched to modules
+    /// at every enumeration.
+    composites: std::collections::HashMap<u64, Image>,
+    /// The loaded modules' simple names (lower case) at the last enumeration.
+    names: Vec<(String, corprof::ModuleId)>,
     /// Methods found not to have run (image, entry) and when.
     not_run: std::collections::HashMap<(u64, u32), u64>,
     /// Addresses dropped and when: judged again only after [`RECHECK_NS`] (the scans meet
@@ -567,6 +735,13 @@ impl Guard {
                 module = self.module_at(addr);
             }
             if stale(module) {
+                // No module's: a composite image's code, whose methods belong to the
+                // modules of its components.
+                if module.is_none()
+                    && let Some(h) = pe
+                {
+                    return self.judge_composite(info, pid, addr, h, now);
+                }
                 self.stats.unproven += 1;
                 return Verdict::Drop;
             }
@@ -577,108 +752,69 @@ impl Guard {
         let (base, _, id) = module;
         let read_log = &mut self.read_log;
         let image = self.images.entry((base, id.0)).or_insert_with(|| {
-            let t0 = crate::os::clock::monotonic_ns();
-            let mut image = Image::read(pid, base);
-            if let Image::ReadyToRun(r) = &mut image {
-                for k in 0..r.defs.len().min(SEED_METHODS) {
-                    let (e, token) = r.defs[k];
-                    if info
-                        .get_function_from_token(id, token)
-                        .is_ok_and(|f| f.0 != 0)
-                        && let Some(start) = r.start_of(pid, e)
-                        && ran(info, id, token, start).is_some()
-                    {
-                        r.prove(e);
-                        break;
-                    }
-                }
-                if cfg!(debug_assertions) {
-                    let name = info.get_module_info2(id).map(|m| m.name).unwrap_or_default();
-                    if read_log.len() < MAX_READ_LOG {
-                        read_log.push(format!(
-                            "ReadyToRun image {name} at {base:#x} (headers mapped at {headers:x?}): {} method-table entries, {} methods with precompiled code, hot/cold {}, proven {:?} at first; read in {} µs",
-                            r.count,
-                            r.defs.len(),
-                            r.hot_cold,
-                            r.proven,
-                            crate::os::clock::monotonic_ns().saturating_sub(t0) / 1000
-                        ));
-                    }
-                }
-            }
-            image
+            let image = Image::read(pid, base);
+            seed(info, pid, image, id, base, headers, read_log)
         });
-        let r = match image {
-            Image::Other => return Verdict::Ask,
-            Image::Opaque => {
+        decide(
+            &mut self.stats,
+            &mut self.not_run,
+            info,
+            pid,
+            addr,
+            (base, id),
+            image,
+            now,
+        )
+    }
+
+    /// [`judge`](Self::judge) for an address in the PE image whose headers are at `h` and
+    /// that no loaded module is: a composite image's, or dropped.
+    fn judge_composite(
+        &mut self,
+        info: &corprof::ProfilerInfo,
+        pid: u32,
+        addr: u64,
+        h: u64,
+        now: u64,
+    ) -> Verdict {
+        if !self.composites.contains_key(&h) {
+            if self.composites.len() >= MAX_COMPOSITES {
                 self.stats.unproven += 1;
                 return Verdict::Drop;
             }
-            Image::ReadyToRun(r) => r,
-        };
-        let not_run = &mut self.not_run;
-        if not_run.len() > MAX_NOT_RUN {
-            not_run.clear();
+            let mut image = Image::read(pid, h);
+            if let Image::ReadyToRun(r) = &mut image {
+                r.resolve(&self.names);
+            }
+            let image = seed(
+                info,
+                pid,
+                image,
+                corprof::ModuleId(0),
+                h,
+                Some(h),
+                &mut self.read_log,
+            );
+            self.composites.insert(h, image);
         }
-        // The method starting at entry `e`, if the runtime handed its code out.
-        let mut method = |r: &mut R2r, e: u32, token: u32, start: u64| -> Option<u64> {
-            if not_run
-                .get(&(base, e))
-                .is_some_and(|&t| now.saturating_sub(t) < RECHECK_NS)
-            {
-                return None;
-            }
-            match ran(info, id, token, start) {
-                Some(f) => {
-                    not_run.remove(&(base, e));
-                    r.prove(e);
-                    Some(f)
-                }
-                None => {
-                    not_run.insert((base, e), now);
-                    None
-                }
-            }
+        let Some(image) = self.composites.get_mut(&h) else {
+            return Verdict::Drop;
         };
-        match r.judge(pid, addr) {
-            Judgement::NotCode => {
-                self.stats.outside_code += 1;
-                Verdict::NotCode
-            }
-            Judgement::Method {
-                index,
-                token,
-                start,
-            } => match method(r, index, token, start) {
-                Some(function) => {
-                    self.stats.answered += 1;
-                    if cfg!(debug_assertions) && r.may_ask(index) {
-                        // The walk is bounded: the runtime's answer must be the same.
-                        self.stats.compared += 1;
-                        if info.get_function_from_ip(addr as usize).map(|f| f.0 as u64)
-                            != Ok(function)
-                        {
-                            self.stats.disagreed += 1;
-                        }
-                    }
-                    Verdict::Known { function, start }
-                }
-                None => {
-                    self.stats.never_ran += 1;
-                    Verdict::Drop
-                }
-            },
-            Judgement::Inside { index, parent } => {
-                let parent = parent
-                    .and_then(|(e, token, start)| method(r, e, token, start))
-                    .unwrap_or(0);
-                if r.may_ask(index) {
-                    self.stats.asked += 1;
-                    Verdict::AskChecked { parent }
-                } else {
-                    self.stats.unproven += 1;
-                    Verdict::Drop
-                }
+        match image {
+            Image::ReadyToRun(r) if !r.components.is_empty() => decide(
+                &mut self.stats,
+                &mut self.not_run,
+                info,
+                pid,
+                addr,
+                (h, corprof::ModuleId(0)),
+                image,
+                now,
+            ),
+            // Not a composite: an image no loaded module names.
+            _ => {
+                self.stats.unproven += 1;
+                Verdict::Drop
             }
         }
     }
@@ -688,6 +824,15 @@ impl Guard {
     /// the IP's entry; entries at or above it are bounded too.
     pub fn prove_executing(&mut self, pid: u32, ip: u64) {
         let Some((base, _, id)) = self.module_at(ip) else {
+            // A composite's code (no module's): its one method table is proven the same.
+            for image in self.composites.values_mut() {
+                if let Image::ReadyToRun(r) = image
+                    && !r.hot_cold
+                    && let Place::Code(i) = r.place(pid, ip)
+                {
+                    r.prove(i);
+                }
+            }
             return;
         };
         if let Some(Image::ReadyToRun(r)) = self.images.get_mut(&(base, id.0))
@@ -710,11 +855,19 @@ impl Guard {
         let Ok(ids) = info.enum_modules() else {
             return;
         };
+        let mut names = Vec::new();
         let mut modules: Vec<(u64, u64, corprof::ModuleId)> = ids
             .into_iter()
             .take(MAX_MODULES)
             .filter_map(|id| {
                 let m = info.get_module_info2(id).ok()?;
+                // A composite's component is found by its simple name: the file's.
+                let file = m.name.rsplit(['/', '\\']).next().unwrap_or_default();
+                let simple = file
+                    .strip_suffix(".dll")
+                    .or_else(|| file.strip_suffix(".exe"))
+                    .unwrap_or(file);
+                names.push((simple.to_ascii_lowercase(), id));
                 // A flat layout (the file as it lies on disk) is not where code runs.
                 if m.flags & corprof::sys::COR_PRF_MODULE_FLAT_LAYOUT != 0 {
                     return None;
@@ -731,6 +884,152 @@ impl Guard {
             .retain(|(b, _), _| modules.iter().any(|m| m.0 == *b));
         self.dropped.clear();
         self.modules = modules;
+        for image in self.composites.values_mut() {
+            if let Image::ReadyToRun(r) = image {
+                r.resolve(&names);
+            }
+        }
+        self.names = names;
+    }
+}
+
+/// A just-read image, its `proven` seeded with the lowest of its first [`SEED_METHODS`]
+/// methods that ran (`module`: the image's module; a composite's methods name their
+/// components'); debug builds log a line of it.
+fn seed(
+    info: &corprof::ProfilerInfo,
+    pid: u32,
+    mut image: Image,
+    module: corprof::ModuleId,
+    base: u64,
+    headers: Option<u64>,
+    read_log: &mut Vec<String>,
+) -> Image {
+    let t0 = crate::os::clock::monotonic_ns();
+    if let Image::ReadyToRun(r) = &mut image {
+        for k in 0..r.defs.len().min(SEED_METHODS) {
+            let (e, token) = r.defs[k];
+            if let Some((m, t)) = r.method_of(module, token)
+                && info.get_function_from_token(m, t).is_ok_and(|f| f.0 != 0)
+                && let Some(start) = r.start_of(pid, e)
+                && ran(info, m, t, start).is_some()
+            {
+                r.prove(e);
+                break;
+            }
+        }
+        if cfg!(debug_assertions) && read_log.len() < MAX_READ_LOG {
+            let name = if r.components.is_empty() {
+                info.get_module_info2(module)
+                    .map(|m| m.name)
+                    .unwrap_or_default()
+            } else {
+                format!(
+                    "(composite of {} assemblies, {} loaded)",
+                    r.components.len(),
+                    r.components.iter().filter(|c| c.module.is_some()).count()
+                )
+            };
+            read_log.push(format!(
+                "ReadyToRun image {name} at {base:#x} (headers mapped at {headers:x?}): {} method-table entries, {} methods with precompiled code, hot/cold {}, proven {:?} at first; read in {} µs",
+                r.count,
+                r.defs.len(),
+                r.hot_cold,
+                r.proven,
+                crate::os::clock::monotonic_ns().saturating_sub(t0) / 1000
+            ));
+        }
+    }
+    image
+}
+
+/// The verdict on `addr` in `image` (read at `key.0`; `key.1` its module, or 0 for a
+/// composite's, whose methods name their components').
+#[allow(clippy::too_many_arguments)]
+fn decide(
+    stats: &mut R2rStats,
+    not_run: &mut std::collections::HashMap<(u64, u32), u64>,
+    info: &corprof::ProfilerInfo,
+    pid: u32,
+    addr: u64,
+    (base, id): (u64, corprof::ModuleId),
+    image: &mut Image,
+    now: u64,
+) -> Verdict {
+    let r = match image {
+        Image::Other => return Verdict::Ask,
+        Image::Opaque => {
+            stats.unproven += 1;
+            return Verdict::Drop;
+        }
+        Image::ReadyToRun(r) => r,
+    };
+    if not_run.len() > MAX_NOT_RUN {
+        not_run.clear();
+    }
+    // The method starting at entry `e`, if the runtime handed its code out.
+    let mut method = |r: &mut R2r, e: u32, token: u32, start: u64| -> Option<u64> {
+        if not_run
+            .get(&(base, e))
+            .is_some_and(|&t| now.saturating_sub(t) < RECHECK_NS)
+        {
+            return None;
+        }
+        // A composite's component not loaded yet: none of its code ran.
+        let found = r
+            .method_of(id, token)
+            .and_then(|(m, t)| ran(info, m, t, start));
+        match found {
+            Some(f) => {
+                not_run.remove(&(base, e));
+                r.prove(e);
+                Some(f)
+            }
+            None => {
+                not_run.insert((base, e), now);
+                None
+            }
+        }
+    };
+    match r.judge(pid, addr) {
+        Judgement::NotCode => {
+            stats.outside_code += 1;
+            Verdict::NotCode
+        }
+        Judgement::Method {
+            index,
+            token,
+            start,
+        } => match method(r, index, token, start) {
+            Some(function) => {
+                stats.answered += 1;
+                if cfg!(debug_assertions) && r.may_ask(index) {
+                    // The walk is bounded: the runtime's answer must be the same.
+                    stats.compared += 1;
+                    if info.get_function_from_ip(addr as usize).map(|f| f.0 as u64) != Ok(function)
+                    {
+                        stats.disagreed += 1;
+                    }
+                }
+                Verdict::Known { function, start }
+            }
+            None => {
+                stats.never_ran += 1;
+                Verdict::Drop
+            }
+        },
+        Judgement::Inside { index, parent } => {
+            let parent = parent
+                .and_then(|(e, token, start)| method(r, e, token, start))
+                .unwrap_or(0);
+            if r.may_ask(index) {
+                stats.asked += 1;
+                Verdict::AskChecked { parent }
+            } else {
+                stats.unproven += 1;
+                Verdict::Drop
+            }
+        }
     }
 }
 

@@ -218,6 +218,18 @@ impl<'a> RawMetadata<'a> {
         Ok(start..end)
     }
 
+    /// Every `AssemblyRef`'s name, in table order (an unreadable one as "").
+    pub fn assembly_ref_names(&self) -> Vec<String> {
+        let t = schema::ASSEMBLY_REF;
+        (1..=self.rows(t))
+            .map(|row| {
+                self.cell(t, row, 6)
+                    .and_then(|at| self.string(at))
+                    .unwrap_or_default()
+            })
+            .collect()
+    }
+
     /// The first `AssemblyRef` token whose name is one of `names` (tried in their order).
     pub fn find_assembly_ref(&self, names: &[&str]) -> Option<u32> {
         let t = schema::ASSEMBLY_REF;
