@@ -884,11 +884,12 @@ impl Guard {
             .retain(|(b, _), _| modules.iter().any(|m| m.0 == *b));
         self.dropped.clear();
         self.modules = modules;
-        for image in self.composites.values_mut() {
-            if let Image::ReadyToRun(r) = image {
-                r.resolve(&names);
-            }
-        }
+        // A composite none of whose components is loaded any more went with them (an
+        // unloaded context's): what was known of it must not judge another image there.
+        self.composites.retain(|_, image| match image {
+            Image::ReadyToRun(r) => r.resolve(&names),
+            _ => true,
+        });
         self.names = names;
     }
 }
