@@ -22,6 +22,7 @@ use std::collections::HashMap;
 
 use corprof::ProfilerInfo;
 
+use super::addrhash::AddrMap;
 use super::dyncode::{Found, TABLE as DYNAMIC};
 use super::fpwalk::{Code, FrameKind};
 use super::r2r::{Guard, Verdict};
@@ -417,9 +418,9 @@ pub fn is_osr_pair(inner: Sym, outer: Sym) -> bool {
 
 pub struct Symbolizer {
     /// Interrupted IPs (`leaf`).
-    cache: HashMap<u64, Sym>,
+    cache: AddrMap<u64, Sym>,
     /// Return addresses − 1 (`caller`), with whether a call precedes them.
-    returns: HashMap<u64, (Sym, bool)>,
+    returns: AddrMap<u64, (Sym, bool)>,
     /// Module file name → its native frame id ([`NATIVE_MODULE`] | n).
     modules: HashMap<String, u64>,
     /// Modules given an id since the last [`take_new_modules`](Self::take_new_modules).
@@ -432,11 +433,11 @@ pub struct Symbolizer {
     /// What the runtime may be asked about addresses in ReadyToRun images (`r2r.rs`).
     pub guard: Guard,
     /// Dynamic code's frame kinds, by (code start, FunctionID): read once, not per sample.
-    dyn_frames: HashMap<(u64, u64), FrameKind>,
+    dyn_frames: AddrMap<(u64, u64), FrameKind>,
     /// Whether a `call` precedes a return address in dynamic code, by (address, the
     /// method's code start, FunctionID): not cached in `returns`, whose answers outlive
     /// the method, and keyed so that code reused by another method is read again.
-    dyn_calls: HashMap<(u64, u64, u64), bool>,
+    dyn_calls: AddrMap<(u64, u64, u64), bool>,
 }
 
 /// What the executable map says of the mapping a return-address candidate lies in.
@@ -471,8 +472,8 @@ impl Default for Symbolizer {
 impl Symbolizer {
     pub fn new() -> Symbolizer {
         Symbolizer {
-            cache: HashMap::with_capacity(4096),
-            returns: HashMap::with_capacity(4096),
+            cache: AddrMap::with_capacity_and_hasher(4096, Default::default()),
+            returns: AddrMap::with_capacity_and_hasher(4096, Default::default()),
             modules: HashMap::new(),
             new_modules: Vec::new(),
             exec: ExecMap::default(),
@@ -480,8 +481,8 @@ impl Symbolizer {
             stale: true,
             pid: crate::os::process::pid(),
             guard: Guard::default(),
-            dyn_frames: HashMap::new(),
-            dyn_calls: HashMap::new(),
+            dyn_frames: AddrMap::default(),
+            dyn_calls: AddrMap::default(),
         }
     }
 
