@@ -12,6 +12,7 @@ use super::stacks::{Walked, mark_truncated, max_depth, stack_copy_bytes};
 use super::stats::SamplerStats;
 use super::{sigprof, stackmap, threads};
 use crate::os::clock;
+use crate::stackwalk::addrhash::AddrMap;
 use crate::stackwalk::{fpwalk, symbolize};
 
 /// What a thread's first sample copies; each thread's amount then adapts: doubled after
@@ -36,10 +37,10 @@ pub(super) struct SignalCapture {
     /// Per thread: its own stack mapping, for a `memcpy` copy in the handler.
     bounds: stackmap::StackBounds,
     /// Per OS thread: bytes of stack to copy next time.
-    copy_bytes: std::collections::HashMap<u32, usize>,
+    copy_bytes: AddrMap<u32, usize>,
     /// Per OS thread: CPU time at its last capture, the frames captured then and their
     /// code addresses (for their IL offsets).
-    last: std::collections::HashMap<u32, (u64, Vec<u64>, Vec<u64>)>,
+    last: AddrMap<u32, (u64, Vec<u64>, Vec<u64>)>,
     /// This tick's threads that ran since their last capture (the others reuse it).
     to_signal: Vec<Target>,
     /// The batch signalled last and not yet collected (the tick's last batch is collected
@@ -68,8 +69,8 @@ impl SignalCapture {
             wants: Vec::with_capacity(sigprof::BATCH),
             stacks: Vec::with_capacity(sigprof::BATCH),
             bounds: stackmap::StackBounds::default(),
-            copy_bytes: std::collections::HashMap::new(),
-            last: std::collections::HashMap::new(),
+            copy_bytes: AddrMap::default(),
+            last: AddrMap::default(),
             to_signal: Vec::with_capacity(256),
             pending: Vec::with_capacity(sigprof::BATCH),
             pending_deadline: 0,

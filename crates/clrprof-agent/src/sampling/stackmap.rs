@@ -19,8 +19,7 @@
 //! on the `crunch` scenario's threads 2 KiB instead of 5.7. A walk that runs out of such
 //! a copy makes the thread learn again with whole copies.
 
-use std::collections::HashMap;
-
+use crate::stackwalk::addrhash::AddrMap;
 use crate::stackwalk::fpwalk::WalkEnd;
 
 /// Walks ending at the thread's first frame, with whole copies, before copies stop at
@@ -55,7 +54,7 @@ struct Known {
 /// Per (managed thread, OS thread id): its stack's bounds, learnt once.
 #[derive(Default)]
 pub(super) struct StackBounds {
-    known: HashMap<(u64, u32), Known>,
+    known: AddrMap<(u64, u32), Known>,
 }
 
 /// One walk of a copy taken with a thread's [`Bounds`]: where the copy began (SP), how

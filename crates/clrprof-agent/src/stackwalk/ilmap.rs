@@ -10,10 +10,10 @@
 //! Tier-0, Tier-1 and OSR frames of one method give the same IL offsets for the same
 //! statement.
 
-use std::collections::HashMap;
-
 use clrprof_format::{IlPosition, position_of_il_offset};
 use corprof::{FunctionId, IlToNative, ProfilerInfo, ReJitId};
+
+use super::addrhash::AddrMap;
 
 /// Methods whose versions are cached before the cache is cleared.
 const MAX_FUNCTIONS: usize = 1 << 14;
@@ -90,8 +90,8 @@ pub struct IlMapStats {
 pub struct IlMaps {
     /// False: positions are not asked for (every answer is `None`).
     enabled: bool,
-    bodies: HashMap<u64, Vec<Body>>,
-    positions: HashMap<u64, Option<IlPosition>>,
+    bodies: AddrMap<u64, Vec<Body>>,
+    positions: AddrMap<u64, Option<IlPosition>>,
     pub stats: IlMapStats,
 }
 

@@ -11,8 +11,10 @@
 //! - `dyncode`: dynamic methods' code (LCG methods, IL stubs) as the callbacks report it:
 //!   the sampler names it from this table and never asks the runtime about it;
 //! - `ilmap`: code address → IL offset through each code version's IL → native map (both
-//!   samplers, on the sampler thread).
+//!   samplers, on the sampler thread);
+//! - `addrhash`: the hash of the sampler's caches (integer keys, no SipHash).
 
+pub(crate) mod addrhash;
 pub(crate) mod dyncode;
 pub(crate) mod fpwalk;
 pub(crate) mod ilmap;

@@ -22,6 +22,7 @@ use std::collections::HashMap;
 
 use corprof::ProfilerInfo;
 
+use super::addrhash::AddrMap;
 use super::dyncode::{Found, TABLE as DYNAMIC};
 use super::fpwalk::{Code, FrameKind};
 use super::r2r::{Guard, Verdict};
@@ -135,6 +136,42 @@ fn pe_in_first_page(mem: &impl Memory, start: u64, len: u64) -> Option<(u64, u64
 
 /// The file offset ranges (page-aligned) of an ELF file's executable `PT_LOAD` segments,
 /// from its headers mapped at `base`; empty if `base` holds no 64-bit ELF header.
+/// ELF files' executable segments (file ranges) by the address of their header, kept
+/// from one read of the map to the next (see [`ExecMap::parse_cached`]).
+#[derive(Default)]
+pub struct ElfCache(HashMap<u64, ElfFile>);
+
+/// One ELF file's executable segments, with the path and inode it was read for.
+struct ElfFile {
+    path: String,
+    inode: String,
+    segments: Vec<(u64, u64)>,
+}
+
+/// ELF headers remembered before the cache is cleared.
+const MAX_ELF_CACHED: usize = 4096;
+
+impl ElfCache {
+    /// The executable segments of the ELF file `path` (inode `inode`) whose header is
+    /// mapped at `base`, read from memory unless this file was read there before.
+    fn segments(&mut self, mem: &impl Memory, base: u64, path: &str, inode: &str) -> &[(u64, u64)] {
+        let known = self
+            .0
+            .get(&base)
+            .is_some_and(|f| f.path == path && f.inode == inode);
+        if !known {
+            let segments = elf_exec_segments(mem, base);
+            let file = ElfFile {
+                path: path.to_string(),
+                inode: inode.to_string(),
+                segments,
+            };
+            self.0.insert(base, file);
+        }
+        self.0.get(&base).map_or(&[], |f| f.segments.as_slice())
+    }
+}
+
 fn elf_exec_segments(mem: &impl Memory, base: u64) -> Vec<(u64, u64)> {
     let mut segments = Vec::new();
     if mem.u32_at(base) != Some(0x464C_457F) {
@@ -196,15 +233,25 @@ impl ExecMap {
     /// image's, and their load address is the headers'. An executable range that no image
     /// holds and that starts inside an executable `PT_LOAD` segment of the ELF file whose
     /// header is the file's offset-0 mapping is that file's own code (`native`).
+    #[cfg(test)]
     pub fn parse_with(maps: &str, mem: &impl Memory) -> ExecMap {
+        ExecMap::parse_cached(maps, mem, &mut ElfCache::default())
+    }
+
+    /// [`parse_with`](Self::parse_with), taking each ELF file's executable segments from
+    /// `elf` when the same file (path and inode) is mapped at the same address as when it
+    /// was read: a re-read of the map then reads no ELF headers again (each file's took
+    /// some 40 `process_vm_readv` calls; one re-read of the map took ~300 of them).
+    pub fn parse_cached(maps: &str, mem: &impl Memory, elf: &mut ElfCache) -> ExecMap {
+        if elf.0.len() > MAX_ELF_CACHED {
+            elf.0.clear();
+        }
         // Per file, the first mapping at file offset 0 (in address order, as the kernel
         // lists them): its load address.
         let mut starts: HashMap<&str, u64> = HashMap::new();
         // Per file ("" for anonymous memory), the last PE headers met inside it: (their
         // address, the image's end).
         let mut images: HashMap<&str, (u64, u64)> = HashMap::new();
-        // Per ELF header address, its executable segments' file ranges.
-        let mut segments: HashMap<u64, Vec<(u64, u64)>> = HashMap::new();
         let mut ranges: Vec<((u64, u64), String, u64, bool)> = maps
             .lines()
             .filter_map(|line| {
@@ -213,7 +260,8 @@ impl ExecMap {
                 let perms = parts.next()?;
                 let offset = parts.next()?;
                 // device, inode, then the path (absent for anonymous memory).
-                let path = parts.nth(2).unwrap_or("");
+                let inode = parts.nth(1).unwrap_or("0");
+                let path = parts.next().unwrap_or("");
                 let (a, b) = range.split_once('-')?;
                 let start = u64::from_str_radix(a, 16).ok()?;
                 let end = u64::from_str_radix(b, 16).ok()?;
@@ -278,9 +326,7 @@ impl ExecMap {
                 };
                 let native = image.is_none()
                     && at_zero.is_some_and(|b| {
-                        segments
-                            .entry(b)
-                            .or_insert_with(|| elf_exec_segments(mem, b))
+                        elf.segments(mem, b, path, inode)
                             .iter()
                             .any(|&(from, to)| from <= offset && offset < to)
                     });
@@ -417,14 +463,16 @@ pub fn is_osr_pair(inner: Sym, outer: Sym) -> bool {
 
 pub struct Symbolizer {
     /// Interrupted IPs (`leaf`).
-    cache: HashMap<u64, Sym>,
+    cache: AddrMap<u64, Sym>,
     /// Return addresses − 1 (`caller`), with whether a call precedes them.
-    returns: HashMap<u64, (Sym, bool)>,
+    returns: AddrMap<u64, (Sym, bool)>,
     /// Module file name → its native frame id ([`NATIVE_MODULE`] | n).
     modules: HashMap<String, u64>,
     /// Modules given an id since the last [`take_new_modules`](Self::take_new_modules).
     new_modules: Vec<(u64, String)>,
     exec: ExecMap,
+    /// ELF headers read by earlier reads of the map.
+    elf: ElfCache,
     refreshed_ns: u64,
     /// Set when executing managed code was seen outside the known executable ranges.
     stale: bool,
@@ -432,11 +480,11 @@ pub struct Symbolizer {
     /// What the runtime may be asked about addresses in ReadyToRun images (`r2r.rs`).
     pub guard: Guard,
     /// Dynamic code's frame kinds, by (code start, FunctionID): read once, not per sample.
-    dyn_frames: HashMap<(u64, u64), FrameKind>,
+    dyn_frames: AddrMap<(u64, u64), FrameKind>,
     /// Whether a `call` precedes a return address in dynamic code, by (address, the
     /// method's code start, FunctionID): not cached in `returns`, whose answers outlive
     /// the method, and keyed so that code reused by another method is read again.
-    dyn_calls: HashMap<(u64, u64, u64), bool>,
+    dyn_calls: AddrMap<(u64, u64, u64), bool>,
 }
 
 /// What the executable map says of the mapping a return-address candidate lies in.
@@ -471,17 +519,18 @@ impl Default for Symbolizer {
 impl Symbolizer {
     pub fn new() -> Symbolizer {
         Symbolizer {
-            cache: HashMap::with_capacity(4096),
-            returns: HashMap::with_capacity(4096),
+            cache: AddrMap::with_capacity_and_hasher(4096, Default::default()),
+            returns: AddrMap::with_capacity_and_hasher(4096, Default::default()),
             modules: HashMap::new(),
             new_modules: Vec::new(),
             exec: ExecMap::default(),
+            elf: ElfCache::default(),
             refreshed_ns: 0,
             stale: true,
             pid: crate::os::process::pid(),
             guard: Guard::default(),
-            dyn_frames: HashMap::new(),
-            dyn_calls: HashMap::new(),
+            dyn_frames: AddrMap::default(),
+            dyn_calls: AddrMap::default(),
         }
     }
 
@@ -697,7 +746,7 @@ impl Symbolizer {
     /// Reads the executable map again if it is stale and was read more than 20 ms ago,
     /// or was read more than a second ago; true if it did.
     fn refresh_if_due(&mut self) -> bool {
-        // Re-reading /proc/self/maps costs ~0.2 ms: only when a running IP showed the map
+        // Re-reading /proc/self/maps costs ~0.2 ms (the ELF headers read once): only when a running IP showed the map
         // is stale (new JIT code heap), at most every 20 ms, and otherwise once a second.
         let now = clock::monotonic_ns();
         let age = now.saturating_sub(self.refreshed_ns);
@@ -705,7 +754,7 @@ impl Symbolizer {
             self.refreshed_ns = now;
             self.stale = false;
             if let Ok(text) = std::fs::read_to_string("/proc/self/maps") {
-                self.exec = ExecMap::parse_with(&text, &OwnMemory(self.pid));
+                self.exec = ExecMap::parse_cached(&text, &OwnMemory(self.pid), &mut self.elf);
             }
             return true;
         }
@@ -987,6 +1036,38 @@ mod tests {
         assert_eq!(m.image_base(0x55e14cb20100), None);
         assert!(!m.native_at(0x55e1caca7100));
         assert_eq!(m.image_base(0x56458fd50100), None);
+    }
+
+    /// A re-read of the map reads no ELF header again while the same file stays at the
+    /// same address; another file (or inode) there is read afresh.
+    #[test]
+    fn elf_headers_are_read_once_per_file_and_address() {
+        struct Counting<'a>(&'a FakeMemory, std::cell::Cell<usize>);
+        impl Memory for Counting<'_> {
+            fn read(&self, at: u64, buf: &mut [u8]) -> bool {
+                self.1.set(self.1.get() + 1);
+                self.0.read(at, buf)
+            }
+        }
+        let maps = |inode: &str| {
+            format!(
+                "55e1ca998000-55e1caa95000 r--p 00000000 fe:00 {inode} /usr/bin/app\n\
+                 55e1caca7000-55e1cb49c000 r-xp 0030e000 fe:00 {inode} /usr/bin/app\n"
+            )
+        };
+        let fake = FakeMemory(vec![(0x55e1ca998000, elf_headers())]);
+        let mem = Counting(&fake, std::cell::Cell::new(0));
+        let mut elf = ElfCache::default();
+        let m = ExecMap::parse_cached(&maps("11"), &mem, &mut elf);
+        assert!(m.native_at(0x55e1caca7100));
+        let first = mem.1.get();
+        assert!(first > 0);
+        let m = ExecMap::parse_cached(&maps("11"), &mem, &mut elf);
+        assert!(m.native_at(0x55e1caca7100));
+        assert_eq!(mem.1.get(), first, "read again");
+        let m = ExecMap::parse_cached(&maps("12"), &mem, &mut elf);
+        assert!(m.native_at(0x55e1caca7100));
+        assert_eq!(mem.1.get(), 2 * first, "another inode is another file");
     }
 
     #[test]
