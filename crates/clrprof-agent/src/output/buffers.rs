@@ -473,6 +473,127 @@ pub fn emit_elt_with_values(
     }
 }
 
+/// `--args`, the common path of every `--args` Enter and Leave: the record
+/// [`emit_elt_with_values`] writes (`EnterArgs`, `ReturnLeave`), with the values written
+/// by `write` (within `bound` bytes, at most 8192) straight into the thread's ring, the
+/// header around them, and the clock read last. `None`, with nothing written, when it
+/// cannot: not accepting, the thread not yet in the thread-pointer table (its first
+/// event), re-entered, or a ring too small for the bound; the caller then encodes into a
+/// buffer of its own and calls [`emit_elt_with_values`], which counts or keeps the
+/// events. Otherwise whether the values were cut (also when the record was dropped, full
+/// in `--on-full drop` mode, and counted lost).
+#[inline]
+pub fn emit_elt_with_values_in_place(
+    kind: clrprof_format::EltKind,
+    function: u64,
+    caller_sp: u64,
+    bound: usize,
+    write: impl FnOnce(&mut clrprof_format::values::ValueWriter<'_>),
+) -> Option<bool> {
+    let record = match kind {
+        clrprof_format::EltKind::Enter => 44,
+        clrprof_format::EltKind::Leave => 45,
+        clrprof_format::EltKind::Tailcall => return None,
+    };
+    if !ACCEPTING.load(Ordering::Acquire) {
+        return None;
+    }
+    let published = super::tpmap::lookup();
+    if published.is_null() {
+        return None;
+    }
+    // SAFETY: (A3) the calling thread's own tpmap entry holds a reference to its live slot
+    // until the thread's exit destructor or the session's end removes it, and neither runs
+    // while this thread is inside a hook.
+    let slot = unsafe { &*published };
+    let sp = caller_sp & 0xffff_ffff;
+    // The header, the values, and two bytes for the header's two lengths to take two
+    // bytes each (8192 bytes of values at most) instead of one.
+    let cap = bound.min(8192);
+    let max_len = call_values_start(function, sp) + cap + 2;
+    if !slot.ring.fits_record(max_len) {
+        return None;
+    }
+    let mut limit = slot.ring.enter()?;
+    let reserved = match slot.ring.try_reserve_record(&mut limit, max_len) {
+        Ok(at) => Some(at),
+        Err(_) => reserve_waiting(slot, &mut limit, max_len),
+    };
+    let mut cut = false;
+    if let Some(at) = reserved {
+        // SAFETY: (A4) `at` and `max_len` are the reservation just made; the slice is
+        // dropped before the commit, and nothing else writes this ring meanwhile (it is
+        // entered: a re-entrant write takes the fallback).
+        let body = unsafe { slot.ring.record_body(at, max_len) };
+        let len;
+        (len, cut) = call_values_in_place(body, record, function, sp, cap, write);
+        // SAFETY: (A4) the reservation made above, for `max_len >= len` bytes.
+        unsafe { slot.ring.commit_record(at, len, clock::ticks) };
+    }
+    slot.ring.leave(limit);
+    Some(cut)
+}
+
+/// Encodes the record `record` (`EnterArgs` or `ReturnLeave`, a zero timestamp) of
+/// `function`, `sp` and the values `write` writes (within `cap` bytes) into `body`, which
+/// holds at least [`call_values_start`]` + cap + 2` bytes: the values first, where a header
+/// whose two lengths take a byte each ends, moved on when they take more; then the header.
+/// The same bytes as `clrprof_format::encode` of the event. Returns the record's length
+/// and whether the values were cut.
+#[inline(always)]
+fn call_values_in_place(
+    body: &mut [u8],
+    record: u8,
+    function: u64,
+    sp: u64,
+    cap: usize,
+    write: impl FnOnce(&mut clrprof_format::values::ValueWriter<'_>),
+) -> (usize, bool) {
+    use clrprof_format::leb128::{len_u64, write_u64};
+    let start = call_values_start(function, sp);
+    let mut w = clrprof_format::values::ValueWriter::new(&mut body[start..start + cap]);
+    write(&mut w);
+    let (values, cut) = w.finish();
+    let n = values.len();
+    let vl = len_u64(n as u64);
+    let body_len = start - 3 + vl + n;
+    let bl = len_u64(body_len as u64);
+    let shift = vl + bl - 2;
+    if shift > 0 {
+        body.copy_within(start..start + n, start + shift);
+    }
+    body[0] = record;
+    let mut p = 1 + write_u64(&mut body[1..], body_len as u64);
+    body[p] = 0;
+    p += 1;
+    p += write_u64(&mut body[p..], function);
+    p += write_u64(&mut body[p..], sp);
+    p += write_u64(&mut body[p..], n as u64);
+    debug_assert_eq!(p, start + shift);
+    (p + n, cut)
+}
+
+/// Where [`call_values_in_place`] writes the values: after the kind, a one-byte body
+/// length, the zero timestamp, `function`, `sp` and a one-byte values length.
+#[inline(always)]
+fn call_values_start(function: u64, sp: u64) -> usize {
+    use clrprof_format::leb128::len_u64;
+    4 + len_u64(function) + len_u64(sp)
+}
+
+/// [`emit_elt_with_values_in_place`]'s reservation when the ring had no room: waits for
+/// the writer (exact mode) or drops and counts.
+#[cold]
+#[inline(never)]
+fn reserve_waiting(slot: &Slot, limit: &mut u64, max_len: usize) -> Option<u64> {
+    let mut at = None;
+    write_waiting(slot, limit, false, |ring, limit| {
+        at = Some(ring.try_reserve_record(limit, max_len)?);
+        Ok(())
+    });
+    at
+}
+
 /// Runs `f` with the calling thread's slot for an ELT event: made at its first event, and
 /// published in the thread-pointer table (for the assembly fast path) once.
 #[inline]
@@ -621,4 +742,56 @@ fn emit_fallback(ts: u64, ev: &Event<'_>) -> bool {
     f.last_ts = ts;
     clrprof_format::encode(&mut f.bytes, delta, ev);
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    /// Values written in place, whatever their length (the header's two lengths taking
+    /// one or two bytes) or the bound, give the bytes `encode` gives the event.
+    #[test]
+    fn call_values_in_place_are_what_encode_writes() {
+        for record in [44u8, 45] {
+            for (function, sp) in [(1u64, 0u64), (300, 0x7fff_ffff), (200_000, 0xffff_ffff)] {
+                for text in [0usize, 50, 105, 110, 115, 120, 125, 130, 200, 5000, 8100] {
+                    for cap in [64usize, 2048, 8192] {
+                        let s = "x".repeat(text);
+                        let put = |w: &mut clrprof_format::values::ValueWriter<'_>| {
+                            w.param(0);
+                            w.string(&s);
+                            w.param(1);
+                            w.int(-5);
+                        };
+                        let mut body = vec![0xAAu8; call_values_start(function, sp) + cap + 2];
+                        let (len, cut) =
+                            call_values_in_place(&mut body, record, function, sp, cap, put);
+                        let mut buf = vec![0u8; cap];
+                        let mut w = clrprof_format::values::ValueWriter::new(&mut buf);
+                        put(&mut w);
+                        let (values, want_cut) = w.finish();
+                        assert_eq!(cut, want_cut);
+                        let values = Cow::Borrowed(values);
+                        let ev = if record == 44 {
+                            Event::EnterArgs {
+                                function,
+                                sp,
+                                values,
+                            }
+                        } else {
+                            Event::ReturnLeave {
+                                function,
+                                sp,
+                                values,
+                            }
+                        };
+                        let mut want = Vec::new();
+                        clrprof_format::encode(&mut want, 0, &ev);
+                        assert_eq!(&body[..len], &want[..], "{record} {function} {text} {cap}");
+                    }
+                }
+            }
+        }
+    }
 }
