@@ -551,10 +551,28 @@ fn call_values_in_place(
 ) -> (usize, bool) {
     use clrprof_format::leb128::{len_u64, write_u64};
     let start = call_values_start(function, sp);
+    // The function and the SP (below 2^35, as indices and 32-bit SPs are) where a one-byte
+    // body length puts them, before the values, whose first bytes the wide stores would
+    // otherwise overwrite.
+    let narrow = function < 1 << 35 && sp < 1 << 35;
+    if narrow {
+        body[2] = 0;
+        let lf = put_leb_u35(&mut body[3..], function);
+        put_leb_u35(&mut body[3 + lf..], sp);
+    }
     let mut w = clrprof_format::values::ValueWriter::new(&mut body[start..start + cap]);
     write(&mut w);
     let (values, cut) = w.finish();
     let n = values.len();
+    body[0] = record;
+    // The body's length with a one-byte values length; below 128, both lengths take one
+    // byte (one compare, not two LEB128 lengths in a row on the way to the store).
+    let short_body = start - 2 + n;
+    if narrow && short_body < 0x80 {
+        body[1] = short_body as u8;
+        body[start - 1] = n as u8;
+        return (start + n, cut);
+    }
     let vl = len_u64(n as u64);
     let body_len = start - 3 + vl + n;
     let bl = len_u64(body_len as u64);
@@ -562,7 +580,6 @@ fn call_values_in_place(
     if shift > 0 {
         body.copy_within(start..start + n, start + shift);
     }
-    body[0] = record;
     let mut p = 1 + write_u64(&mut body[1..], body_len as u64);
     body[p] = 0;
     p += 1;
@@ -571,6 +588,24 @@ fn call_values_in_place(
     p += write_u64(&mut body[p..], n as u64);
     debug_assert_eq!(p, start + shift);
     (p + n, cut)
+}
+
+/// Writes `v` (below 2^35) as LEB128 at the start of `out` without a loop: its five
+/// 7-bit groups spread into one little-endian word, continuation bits on all but the
+/// last byte used, stored whole (`out` holds at least 8 bytes; those after the encoding
+/// are left for the caller to overwrite). Returns the bytes the encoding takes.
+#[inline(always)]
+fn put_leb_u35(out: &mut [u8], v: u64) -> usize {
+    debug_assert!(v < 1 << 35);
+    let n = clrprof_format::leb128::len_u64(v);
+    let groups = (v & 0x7f)
+        | ((v << 1) & 0x7f00)
+        | ((v << 2) & 0x7f_0000)
+        | ((v << 3) & 0x7f00_0000)
+        | ((v << 4) & 0x7f_0000_0000);
+    let more = 0x80_8080_8080u64 & ((1u64 << (8 * (n - 1))) - 1);
+    out[..8].copy_from_slice(&(groups | more).to_le_bytes());
+    n
 }
 
 /// Where [`call_values_in_place`] writes the values: after the kind, a one-byte body
@@ -749,12 +784,32 @@ mod tests {
     use super::*;
     use std::borrow::Cow;
 
+    #[test]
+    fn wide_leb_stores_encode_as_leb128() {
+        let mut values: Vec<u64> = (0..35).map(|b| 1u64 << b).collect();
+        values.extend((1..36).map(|b| (1u64 << b) - 1));
+        values.extend([0, 0x1234_5678, 0x7_ffff_ffff, 0x5_5555_5555]);
+        for v in values {
+            let mut got = [0xAAu8; 12];
+            let n = put_leb_u35(&mut got, v);
+            let mut want = [0u8; 10];
+            let m = clrprof_format::leb128::write_u64(&mut want, v);
+            assert_eq!(&got[..n], &want[..m], "{v:#x}");
+        }
+    }
+
     /// Values written in place, whatever their length (the header's two lengths taking
     /// one or two bytes) or the bound, give the bytes `encode` gives the event.
     #[test]
     fn call_values_in_place_are_what_encode_writes() {
         for record in [44u8, 45] {
-            for (function, sp) in [(1u64, 0u64), (300, 0x7fff_ffff), (200_000, 0xffff_ffff)] {
+            for (function, sp) in [
+                (1u64, 0u64),
+                (127, 128),
+                (300, 0x7fff_ffff),
+                (200_000, 0xffff_ffff),
+                (1 << 40, 0x1234_5678),
+            ] {
                 for text in [0usize, 50, 105, 110, 115, 120, 125, 130, 200, 5000, 8100] {
                     for cap in [64usize, 2048, 8192] {
                         let s = "x".repeat(text);
