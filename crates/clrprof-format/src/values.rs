@@ -103,7 +103,7 @@ impl<'b> ValueWriter<'b> {
     #[inline]
     fn bytes(&mut self, b: &[u8]) {
         if self.room(b.len()) {
-            self.buf[self.pos..self.pos + b.len()].copy_from_slice(b);
+            copy_short(&mut self.buf[self.pos..self.pos + b.len()], b);
             self.pos += b.len();
         } else {
             self.cut = true;
@@ -120,15 +120,22 @@ impl<'b> ValueWriter<'b> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn uleb(&mut self, v: u64) {
-        // One byte (small ints, indices, lengths) without the copy below.
+        // One byte (small ints, indices, lengths) inline, without the copy below.
         if v < 0x80 {
             return self.byte(v as u8);
         }
-        let mut tmp = [0u8; leb128::MAX_LEN];
-        let n = leb128::write_u64(&mut tmp, v);
-        self.bytes(&tmp[..n]);
+        self.uleb_long(v);
+    }
+
+    #[inline(never)]
+    fn uleb_long(&mut self, v: u64) {
+        if !self.room(leb128::len_u64(v)) {
+            self.cut = true;
+            return;
+        }
+        self.pos += leb128::write_u64(&mut self.buf[self.pos..], v);
     }
 
     #[inline]
@@ -369,6 +376,26 @@ impl<'b> ValueWriter<'b> {
             }
         }
         (&self.buf[..pos], cut)
+    }
+}
+
+/// `dst.copy_from_slice(src)` (equal lengths) without a call to `memcpy` for the short
+/// names and values most lists hold: two overlapping 8- or 4-byte moves, or bytes.
+#[inline(always)]
+fn copy_short(dst: &mut [u8], src: &[u8]) {
+    let n = src.len();
+    if n > 16 || dst.len() != n {
+        dst.copy_from_slice(src);
+    } else if n >= 8 {
+        dst[..8].copy_from_slice(&src[..8]);
+        dst[n - 8..].copy_from_slice(&src[n - 8..]);
+    } else if n >= 4 {
+        dst[..4].copy_from_slice(&src[..4]);
+        dst[n - 4..].copy_from_slice(&src[n - 4..]);
+    } else {
+        for (d, s) in dst.iter_mut().zip(src) {
+            *d = *s;
+        }
     }
 }
 
@@ -696,6 +723,17 @@ pub fn decode_names(bytes: &[u8]) -> Result<Vec<(String, String)>, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn short_copies_copy_every_length() {
+        let src: Vec<u8> = (1..=40).collect();
+        for n in 0..=40 {
+            let mut dst = [0u8; 48];
+            super::copy_short(&mut dst[3..3 + n], &src[..n]);
+            assert_eq!(&dst[3..3 + n], &src[..n], "{n}");
+            assert!(dst[..3].iter().chain(&dst[3 + n..]).all(|b| *b == 0), "{n}");
+        }
+    }
+
     #[test]
     fn strings_from_units_encode_as_from_an_iterator() {
         let texts: [&[u16]; 4] = [

@@ -473,6 +473,162 @@ pub fn emit_elt_with_values(
     }
 }
 
+/// `--args`, the common path of every `--args` Enter and Leave: the record
+/// [`emit_elt_with_values`] writes (`EnterArgs`, `ReturnLeave`), with the values written
+/// by `write` (within `bound` bytes, at most 8192) straight into the thread's ring, the
+/// header around them, and the clock read last. `None`, with nothing written, when it
+/// cannot: not accepting, the thread not yet in the thread-pointer table (its first
+/// event), re-entered, or a ring too small for the bound; the caller then encodes into a
+/// buffer of its own and calls [`emit_elt_with_values`], which counts or keeps the
+/// events. Otherwise whether the values were cut (also when the record was dropped, full
+/// in `--on-full drop` mode, and counted lost).
+#[inline]
+pub fn emit_elt_with_values_in_place(
+    kind: clrprof_format::EltKind,
+    function: u64,
+    caller_sp: u64,
+    bound: usize,
+    write: impl FnOnce(&mut clrprof_format::values::ValueWriter<'_>),
+) -> Option<bool> {
+    let record = match kind {
+        clrprof_format::EltKind::Enter => 44,
+        clrprof_format::EltKind::Leave => 45,
+        clrprof_format::EltKind::Tailcall => return None,
+    };
+    if !ACCEPTING.load(Ordering::Acquire) {
+        return None;
+    }
+    let published = super::tpmap::lookup();
+    if published.is_null() {
+        return None;
+    }
+    // SAFETY: (A3) the calling thread's own tpmap entry holds a reference to its live slot
+    // until the thread's exit destructor or the session's end removes it, and neither runs
+    // while this thread is inside a hook.
+    let slot = unsafe { &*published };
+    let sp = caller_sp & 0xffff_ffff;
+    // The header, the values, and two bytes for the header's two lengths to take two
+    // bytes each (8192 bytes of values at most) instead of one.
+    let cap = bound.min(8192);
+    let max_len = call_values_start(function, sp) + cap + 2;
+    if !slot.ring.fits_record(max_len) {
+        return None;
+    }
+    let mut limit = slot.ring.enter()?;
+    let reserved = match slot.ring.try_reserve_record(&mut limit, max_len) {
+        Ok(at) => Some(at),
+        Err(_) => reserve_waiting(slot, &mut limit, max_len),
+    };
+    let mut cut = false;
+    if let Some(at) = reserved {
+        // SAFETY: (A4) `at` and `max_len` are the reservation just made; the slice is
+        // dropped before the commit, and nothing else writes this ring meanwhile (it is
+        // entered: a re-entrant write takes the fallback).
+        let body = unsafe { slot.ring.record_body(at, max_len) };
+        let len;
+        (len, cut) = call_values_in_place(body, record, function, sp, cap, write);
+        // SAFETY: (A4) the reservation made above, for `max_len >= len` bytes.
+        unsafe { slot.ring.commit_record(at, len, clock::ticks) };
+    }
+    slot.ring.leave(limit);
+    Some(cut)
+}
+
+/// Encodes the record `record` (`EnterArgs` or `ReturnLeave`, a zero timestamp) of
+/// `function`, `sp` and the values `write` writes (within `cap` bytes) into `body`, which
+/// holds at least [`call_values_start`]` + cap + 2` bytes: the values first, where a header
+/// whose two lengths take a byte each ends, moved on when they take more; then the header.
+/// The same bytes as `clrprof_format::encode` of the event. Returns the record's length
+/// and whether the values were cut.
+#[inline(always)]
+fn call_values_in_place(
+    body: &mut [u8],
+    record: u8,
+    function: u64,
+    sp: u64,
+    cap: usize,
+    write: impl FnOnce(&mut clrprof_format::values::ValueWriter<'_>),
+) -> (usize, bool) {
+    use clrprof_format::leb128::{len_u64, write_u64};
+    let start = call_values_start(function, sp);
+    // The function and the SP (below 2^35, as indices and 32-bit SPs are) where a one-byte
+    // body length puts them, before the values, whose first bytes the wide stores would
+    // otherwise overwrite.
+    let narrow = function < 1 << 35 && sp < 1 << 35;
+    if narrow {
+        body[2] = 0;
+        let lf = put_leb_u35(&mut body[3..], function);
+        put_leb_u35(&mut body[3 + lf..], sp);
+    }
+    let mut w = clrprof_format::values::ValueWriter::new(&mut body[start..start + cap]);
+    write(&mut w);
+    let (values, cut) = w.finish();
+    let n = values.len();
+    body[0] = record;
+    // The body's length with a one-byte values length; below 128, both lengths take one
+    // byte (one compare, not two LEB128 lengths in a row on the way to the store).
+    let short_body = start - 2 + n;
+    if narrow && short_body < 0x80 {
+        body[1] = short_body as u8;
+        body[start - 1] = n as u8;
+        return (start + n, cut);
+    }
+    let vl = len_u64(n as u64);
+    let body_len = start - 3 + vl + n;
+    let bl = len_u64(body_len as u64);
+    let shift = vl + bl - 2;
+    if shift > 0 {
+        body.copy_within(start..start + n, start + shift);
+    }
+    let mut p = 1 + write_u64(&mut body[1..], body_len as u64);
+    body[p] = 0;
+    p += 1;
+    p += write_u64(&mut body[p..], function);
+    p += write_u64(&mut body[p..], sp);
+    p += write_u64(&mut body[p..], n as u64);
+    debug_assert_eq!(p, start + shift);
+    (p + n, cut)
+}
+
+/// Writes `v` (below 2^35) as LEB128 at the start of `out` without a loop: its five
+/// 7-bit groups spread into one little-endian word, continuation bits on all but the
+/// last byte used, stored whole (`out` holds at least 8 bytes; those after the encoding
+/// are left for the caller to overwrite). Returns the bytes the encoding takes.
+#[inline(always)]
+fn put_leb_u35(out: &mut [u8], v: u64) -> usize {
+    debug_assert!(v < 1 << 35);
+    let n = clrprof_format::leb128::len_u64(v);
+    let groups = (v & 0x7f)
+        | ((v << 1) & 0x7f00)
+        | ((v << 2) & 0x7f_0000)
+        | ((v << 3) & 0x7f00_0000)
+        | ((v << 4) & 0x7f_0000_0000);
+    let more = 0x80_8080_8080u64 & ((1u64 << (8 * (n - 1))) - 1);
+    out[..8].copy_from_slice(&(groups | more).to_le_bytes());
+    n
+}
+
+/// Where [`call_values_in_place`] writes the values: after the kind, a one-byte body
+/// length, the zero timestamp, `function`, `sp` and a one-byte values length.
+#[inline(always)]
+fn call_values_start(function: u64, sp: u64) -> usize {
+    use clrprof_format::leb128::len_u64;
+    4 + len_u64(function) + len_u64(sp)
+}
+
+/// [`emit_elt_with_values_in_place`]'s reservation when the ring had no room: waits for
+/// the writer (exact mode) or drops and counts.
+#[cold]
+#[inline(never)]
+fn reserve_waiting(slot: &Slot, limit: &mut u64, max_len: usize) -> Option<u64> {
+    let mut at = None;
+    write_waiting(slot, limit, false, |ring, limit| {
+        at = Some(ring.try_reserve_record(limit, max_len)?);
+        Ok(())
+    });
+    at
+}
+
 /// Runs `f` with the calling thread's slot for an ELT event: made at its first event, and
 /// published in the thread-pointer table (for the assembly fast path) once.
 #[inline]
@@ -621,4 +777,76 @@ fn emit_fallback(ts: u64, ev: &Event<'_>) -> bool {
     f.last_ts = ts;
     clrprof_format::encode(&mut f.bytes, delta, ev);
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    #[test]
+    fn wide_leb_stores_encode_as_leb128() {
+        let mut values: Vec<u64> = (0..35).map(|b| 1u64 << b).collect();
+        values.extend((1..36).map(|b| (1u64 << b) - 1));
+        values.extend([0, 0x1234_5678, 0x7_ffff_ffff, 0x5_5555_5555]);
+        for v in values {
+            let mut got = [0xAAu8; 12];
+            let n = put_leb_u35(&mut got, v);
+            let mut want = [0u8; 10];
+            let m = clrprof_format::leb128::write_u64(&mut want, v);
+            assert_eq!(&got[..n], &want[..m], "{v:#x}");
+        }
+    }
+
+    /// Values written in place, whatever their length (the header's two lengths taking
+    /// one or two bytes) or the bound, give the bytes `encode` gives the event.
+    #[test]
+    fn call_values_in_place_are_what_encode_writes() {
+        for record in [44u8, 45] {
+            for (function, sp) in [
+                (1u64, 0u64),
+                (127, 128),
+                (300, 0x7fff_ffff),
+                (200_000, 0xffff_ffff),
+                (1 << 40, 0x1234_5678),
+            ] {
+                for text in [0usize, 50, 105, 110, 115, 120, 125, 130, 200, 5000, 8100] {
+                    for cap in [64usize, 2048, 8192] {
+                        let s = "x".repeat(text);
+                        let put = |w: &mut clrprof_format::values::ValueWriter<'_>| {
+                            w.param(0);
+                            w.string(&s);
+                            w.param(1);
+                            w.int(-5);
+                        };
+                        let mut body = vec![0xAAu8; call_values_start(function, sp) + cap + 2];
+                        let (len, cut) =
+                            call_values_in_place(&mut body, record, function, sp, cap, put);
+                        let mut buf = vec![0u8; cap];
+                        let mut w = clrprof_format::values::ValueWriter::new(&mut buf);
+                        put(&mut w);
+                        let (values, want_cut) = w.finish();
+                        assert_eq!(cut, want_cut);
+                        let values = Cow::Borrowed(values);
+                        let ev = if record == 44 {
+                            Event::EnterArgs {
+                                function,
+                                sp,
+                                values,
+                            }
+                        } else {
+                            Event::ReturnLeave {
+                                function,
+                                sp,
+                                values,
+                            }
+                        };
+                        let mut want = Vec::new();
+                        clrprof_format::encode(&mut want, 0, &ev);
+                        assert_eq!(&body[..len], &want[..], "{record} {function} {text} {cap}");
+                    }
+                }
+            }
+        }
+    }
 }

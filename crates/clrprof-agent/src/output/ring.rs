@@ -232,6 +232,86 @@ impl Ring {
         Ok(())
     }
 
+    /// Whether a record of `len` bytes can ever be written (at most half the ring).
+    #[inline]
+    pub fn fits_record(&self, len: usize) -> bool {
+        compact::words_for_record(len) as u64 * W <= self.size / 2
+            && (len as u64) < u64::from(compact::RECORD_LEN_LIMIT)
+    }
+
+    /// Owner, between `enter` and `leave`: room for one record of at most `max_len`
+    /// bytes, contiguous (a `PAD` word first when it would wrap), to be written in place
+    /// through [`record_body`](Self::record_body) and published by
+    /// [`commit_record`](Self::commit_record), if `*limit` allows. Returns the record's
+    /// position. Nothing is published until the commit: a reservation not committed is
+    /// simply written over by the next record.
+    #[inline]
+    pub fn try_reserve_record(&self, limit: &mut u64, max_len: usize) -> Result<u64, Full> {
+        if !self.fits_record(max_len) {
+            return Err(Full::TooLarge);
+        }
+        let words = compact::words_for_record(max_len) as u64;
+        let pos = self.head.wpos.load(Ordering::Relaxed);
+        let off = pos & self.head.mask;
+        let pad = if off + words * W > self.size {
+            self.size - off
+        } else {
+            0
+        };
+        let need = pad + words * W;
+        if pos + need > *limit {
+            *limit = self.refreshed_limit(pos + need);
+            if pos + need > *limit {
+                return Err(Full::NoRoom);
+            }
+        }
+        if pad > 0 {
+            // SAFETY: (A4) the padding word lies inside the room reserved above, at `pos`
+            // (8-aligned), which the writer does not read until wpos says so.
+            unsafe { self.put_word(pos, word(TAG_OTHER | PAD, 0)) };
+        }
+        Ok(pos + pad)
+    }
+
+    /// The body of the record reserved at `at` ([`try_reserve_record`]
+    /// (Self::try_reserve_record)): its `max_len` bytes, for the owner to write before
+    /// [`commit_record`](Self::commit_record).
+    ///
+    /// # Safety
+    /// `at` and `max_len` are those of a reservation of this ring made since the last
+    /// write, and the slice is dropped before any other write or the commit.
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn record_body(&self, at: u64, max_len: usize) -> &mut [u8] {
+        // SAFETY: (A4) the reservation holds `2 + ceil(max_len / 8)` words from `at`, inside
+        // the ring without wrapping and inside `[wpos, limit)`, which only the owner writes
+        // and the writer does not read until wpos says so; ring pages are initialised
+        // (zeroed when mapped), so any byte of them is a valid `u8`.
+        unsafe {
+            let p = self.head.base.add(((at + 2 * W) & self.head.mask) as usize);
+            std::slice::from_raw_parts_mut(p, max_len)
+        }
+    }
+
+    /// Publishes the record reserved at `at` whose first `len` body bytes are written,
+    /// with the timestamp `ts()` read last (as the ELT fast path reads its clock last,
+    /// the read overlaps what comes after the hook instead of delaying the encoding).
+    ///
+    /// # Safety
+    /// `at` is a reservation of this ring made since the last write, for at least `len`
+    /// bytes.
+    #[inline]
+    pub unsafe fn commit_record(&self, at: u64, len: usize, ts: impl FnOnce() -> u64) {
+        let words = compact::words_for_record(len) as u64;
+        // SAFETY: (A4) both words lie at the start of the reservation (caller's contract),
+        // 8-aligned, unpublished until the wpos store below.
+        unsafe {
+            self.put_word(at, word(TAG_OTHER | len as u32, 0));
+            self.put_word(at + W, ts());
+        }
+        self.head.wpos.store(at + words * W, Ordering::Release);
+    }
+
     /// # Safety
     /// `pos & mask` must be owned by the producer (between wpos and limit).
     #[inline(always)]

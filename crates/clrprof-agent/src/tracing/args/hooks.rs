@@ -98,10 +98,9 @@ fn on_fast_enter(id: usize, sp: usize, block: usize) {
     // SAFETY: (A1) the trampoline calls this for args client IDs only, addresses of leaked
     // ArgsFn (client_id), never freed.
     let f = unsafe { &*(id as *const ArgsFn) };
-    let ts = clock::ticks();
     // Planned by the FunctionIDMapper (`prepare`): never here, outside a callback.
     let (Some(s), Some(Some(plan))) = (STATE.get(), f.plan.get()) else {
-        return buffers::emit_elt_at(ts, EltKind::Enter, f.index, sp as u64);
+        return buffers::emit_elt(EltKind::Enter, f.index, sp as u64);
     };
     let frame = StubFrame {
         saved: block,
@@ -128,15 +127,14 @@ fn on_fast_enter(id: usize, sp: usize, block: usize) {
     // SysV convention assigns the argument (`plan::place`), the caller's stack argument
     // area above `sp` at its offset, or our copy of a struct's registers (16 bytes, the
     // struct at most that).
-    unsafe { write_args(s, f, plan, ts, sp as u64, start, "not placed") }
+    unsafe { write_args(s, f, plan, sp as u64, start, "not placed") }
 }
 
 fn on_fast_leave(id: usize, sp: usize, block: usize, kind: EltKind) {
     // SAFETY: (A1) as in on_fast_enter.
     let f = unsafe { &*(id as *const ArgsFn) };
-    let ts = clock::ticks();
     let (Some(s), Some(Some(plan))) = (STATE.get(), f.plan.get()) else {
-        return buffers::emit_elt_at(ts, kind, f.index, sp as u64);
+        return buffers::emit_elt(kind, f.index, sp as u64);
     };
     let frame = StubFrame {
         saved: block,
@@ -171,7 +169,6 @@ fn on_fast_leave(id: usize, sp: usize, block: usize, kind: EltKind) {
                 }
             }
         },
-        ts,
         Record {
             kind,
             function: f.index,
@@ -214,10 +211,8 @@ fn on_enter(id: usize, elt: usize) {
     }
     // SAFETY: (A1) args client IDs are addresses of leaked ArgsFn (client_id), never freed.
     let f = unsafe { &*(id as *const ArgsFn) };
-    // One timestamp for the Enter and its values (a TSC read costs ~11 ns on a VM).
-    let ts = clock::ticks();
     let Some((s, plan)) = plan_of(f) else {
-        return buffers::emit_elt_at(ts, EltKind::Enter, f.index, sp);
+        return buffers::emit_elt(EltKind::Enter, f.index, sp);
     };
     if let (Ok(frame), Some(slots)) = (frame, f.enter_slots.trusted()) {
         // Structs passed in registers are copied together first, as the runtime would.
@@ -237,7 +232,7 @@ fn on_enter(id: usize, elt: usize) {
         // stack where the runtime's answers for this function agreed its argument lies
         // (`arg_slots::CHECKS` of them, every slot compared), or our copy of the registers
         // those answers placed a struct in (16 bytes, the struct at most that).
-        return unsafe { write_args(s, f, plan, ts, sp, start, "no argument range") };
+        return unsafe { write_args(s, f, plan, sp, start, "no argument range") };
     }
     // Up to 16 ranges without allocating; more (rare) through the allocating call.
     let mut inline = [corprof::ArgumentRange::default(); 16];
@@ -274,7 +269,6 @@ fn on_enter(id: usize, elt: usize) {
                 s,
                 f,
                 plan,
-                ts,
                 sp,
                 |i| ranges.get(i).map(|r| r.start),
                 "no argument range",
@@ -286,7 +280,6 @@ fn on_enter(id: usize, elt: usize) {
                 w.item("?", Some("?"));
                 w.unreadable(&format!("GetFunctionEnter3Info: {e}"));
             },
-            ts,
             Record {
                 kind: EltKind::Enter,
                 function: f.index,
@@ -306,7 +299,6 @@ unsafe fn write_args(
     s: &State,
     f: &ArgsFn,
     plan: &FnPlan,
-    ts: u64,
     sp: u64,
     start: impl Fn(usize) -> Option<usize>,
     missing: &str,
@@ -323,7 +315,6 @@ unsafe fn write_args(
                 }
             }
         },
-        ts,
         Record {
             kind: EltKind::Enter,
             function: f.index,
@@ -377,7 +368,6 @@ fn on_leave(id: usize, elt: usize, kind: EltKind) {
     }
     // SAFETY: (A1) as in on_enter.
     let f = unsafe { &*(id as *const ArgsFn) };
-    let ts = clock::ticks();
     if let Some(s) = STATE.get()
         && let Some(Some(plan)) = f.plan.get()
     {
@@ -402,7 +392,6 @@ fn on_leave(id: usize, elt: usize, kind: EltKind) {
                     }
                 }
             },
-            ts,
             Record {
                 kind,
                 function: f.index,
@@ -410,7 +399,7 @@ fn on_leave(id: usize, elt: usize, kind: EltKind) {
             },
         );
     } else {
-        buffers::emit_elt_at(ts, kind, f.index, sp);
+        buffers::emit_elt(kind, f.index, sp);
     }
 }
 
@@ -444,12 +433,36 @@ fn return_value(
     Ok(start)
 }
 
-/// Encodes values with `write` and emits the record `event` makes of them. The values
-/// are written into a small stack buffer first (most calls need a few dozen bytes, and
-/// clearing the full bound on every call would cost more than the rest); only if that
-/// was cut and the bound is larger are they written again into a buffer of the bound.
-fn write_bounded(s: &State, write: impl Fn(&mut ValueWriter<'_>), ts: u64, record: Record) {
+/// Encodes values with `write` and emits the record `record` makes of them, timestamped
+/// as it is written: in the thread's ring as they are encoded
+/// ([`buffers::emit_elt_with_values_in_place`]), else (a tail call, the thread's first
+/// event, a re-entered ring, a ring smaller than the bound) through a buffer.
+#[inline(always)]
+fn write_bounded(s: &State, write: impl Fn(&mut ValueWriter<'_>), record: Record) {
     let bound = s.limits.bytes as usize;
+    match buffers::emit_elt_with_values_in_place(
+        record.kind,
+        record.function,
+        record.sp,
+        bound,
+        &write,
+    ) {
+        Some(false) => {}
+        Some(true) => {
+            s.cut.fetch_add(1, Ordering::Relaxed);
+        }
+        None => write_buffered(s, write, record, bound),
+    }
+}
+
+/// [`write_bounded`] through a buffer: the values are written into a small stack buffer
+/// first (most calls need a few dozen bytes, and clearing the full bound on every call
+/// would cost more than the rest); only if that was cut and the bound is larger are they
+/// written again into a buffer of the bound.
+#[cold]
+#[inline(never)]
+fn write_buffered(s: &State, write: impl Fn(&mut ValueWriter<'_>), record: Record, bound: usize) {
+    let ts = clock::ticks();
     // Most calls need a few bytes: clear 64 first, 256 or the bound only when cut.
     let mut tiny = [0u8; 64];
     let mut w = ValueWriter::new(&mut tiny[..bound.min(64)]);
@@ -460,7 +473,7 @@ fn write_bounded(s: &State, write: impl Fn(&mut ValueWriter<'_>), ts: u64, recor
     write_larger(s, write, ts, record, bound);
 }
 
-/// [`write_bounded`]'s values that did not fit 64 bytes: in a frame of their own, so that
+/// [`write_buffered`]'s values that did not fit 64 bytes: in a frame of their own, so that
 /// the common call's frame holds no 8 KiB buffer (whose stack probe every call paid).
 #[cold]
 #[inline(never)]
