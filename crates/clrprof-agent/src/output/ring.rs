@@ -194,41 +194,14 @@ impl Ring {
         tail: &[u8],
     ) -> Result<(), Full> {
         let len = head.len() + tail.len();
-        let words = compact::words_for_record(len) as u64;
-        if words * W > self.size / 2 || len as u64 >= u64::from(compact::RECORD_LEN_LIMIT) {
-            return Err(Full::TooLarge);
-        }
-        let pos = self.head.wpos.load(Ordering::Relaxed);
-        let off = pos & self.head.mask;
-        let pad = if off + words * W > self.size {
-            self.size - off
-        } else {
-            0
-        };
-        let need = pad + words * W;
-        if pos + need > *limit {
-            *limit = self.refreshed_limit(pos + need);
-            if pos + need > *limit {
-                return Err(Full::NoRoom);
-            }
-        }
-        let mut at = pos;
-        if pad > 0 {
-            // SAFETY: (A4) as in try_write_elt; the padding lies inside the reserved room.
-            unsafe { self.put_word(at, word(TAG_OTHER | PAD, 0)) };
-            at += pad;
-        }
-        // SAFETY: (A4) as above; `at` is now at the ring's start or leaves room for `words`.
-        unsafe {
-            self.put_word(at, word(TAG_OTHER | len as u32, 0));
-            self.put_word(at + W, ts);
-            let dst = self.head.base.add(((at + 2 * W) & self.head.mask) as usize);
-            std::ptr::copy_nonoverlapping(head.as_ptr(), dst, head.len());
-            if !tail.is_empty() {
-                std::ptr::copy_nonoverlapping(tail.as_ptr(), dst.add(head.len()), tail.len());
-            }
-        }
-        self.head.wpos.store(pos + need, Ordering::Release);
+        let at = self.try_reserve_record(limit, len)?;
+        // SAFETY: (A4) the reservation just made, for `len` bytes; the slice is dropped
+        // before the commit.
+        let body = unsafe { self.record_body(at, len) };
+        body[..head.len()].copy_from_slice(head);
+        body[head.len()..].copy_from_slice(tail);
+        // SAFETY: (A4) the same reservation, `len` bytes written.
+        unsafe { self.commit_record(at, len, || ts) };
         Ok(())
     }
 
