@@ -884,11 +884,12 @@ impl Guard {
             .retain(|(b, _), _| modules.iter().any(|m| m.0 == *b));
         self.dropped.clear();
         self.modules = modules;
-        // A composite none of whose components is loaded any more went with them (an
-        // unloaded context's): what was known of it must not judge another image there.
+        // Kept: composites with a component loaded. One whose components all went (an
+        // unloaded context's) must not judge another image there, and an image that was
+        // no composite is read again if met again (it must not hold a place meanwhile).
         self.composites.retain(|_, image| match image {
             Image::ReadyToRun(r) => r.resolve(&names),
-            _ => true,
+            _ => false,
         });
         self.names = names;
     }
@@ -1183,6 +1184,46 @@ pub(crate) mod tests {
         assert_eq!(Image::read(pid, outside.as_ptr() as u64), Image::Opaque);
         // Unmapped memory: nothing to read, not an image.
         assert_eq!(Image::read(pid, 0x1000), Image::Other);
+    }
+
+    /// An image without a CLI header whose ReadyToRun header is exported as `RTR_HEADER`
+    /// (a composite's way): read through the export; with a `ComponentAssemblies` section
+    /// but no readable manifest, opaque (nothing asked); under another export name, not
+    /// ReadyToRun.
+    #[test]
+    fn an_exported_header_is_found_and_a_composite_needs_its_manifest() {
+        let pid = crate::os::process::pid();
+        let put32 = |img: &mut Vec<u8>, at: usize, v: u32| {
+            img[at..at + 4].copy_from_slice(&v.to_le_bytes())
+        };
+        let mut img = fake_image(&[(0x1000, 0x1040), (0x1040, 0x1100)], false);
+        let opt = 0x80 + 24;
+        // No CLI header; the export directory at 0x600 names RTR_HEADER → RVA 0x300.
+        put32(&mut img, opt + 112 + 14 * 8, 0);
+        put32(&mut img, opt + 112, 0x600);
+        put32(&mut img, opt + 116, 0x100);
+        put32(&mut img, 0x600 + 20, 1);
+        put32(&mut img, 0x600 + 24, 1);
+        put32(&mut img, 0x600 + 28, 0x640);
+        put32(&mut img, 0x600 + 32, 0x650);
+        put32(&mut img, 0x600 + 36, 0x660);
+        put32(&mut img, 0x640, 0x300);
+        put32(&mut img, 0x650, 0x670);
+        img[0x670..0x67B].copy_from_slice(b"RTR_HEADER\0");
+        let Image::ReadyToRun(r) = Image::read(pid, img.as_ptr() as u64) else {
+            panic!("the exported header was not read");
+        };
+        assert_eq!((r.count, r.components.len()), (2, 0));
+        // A composite's section list, without the manifest its names come from.
+        let mut composite = img.clone();
+        put32(&mut composite, 0x300 + 12, 2);
+        put32(&mut composite, 0x300 + 28, SECTION_COMPONENT_ASSEMBLIES);
+        put32(&mut composite, 0x300 + 32, 0x700);
+        put32(&mut composite, 0x300 + 36, 16);
+        assert_eq!(Image::read(pid, composite.as_ptr() as u64), Image::Opaque);
+        // Another name exported: no ReadyToRun header here.
+        img[0x670] = b'X';
+        assert_eq!(Image::read(pid, img.as_ptr() as u64), Image::Other);
     }
 
     /// `NativeFormat`'s unsigned integers and a NativeArray of 20 elements (two blocks of
