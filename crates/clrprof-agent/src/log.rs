@@ -17,10 +17,42 @@ static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// stderr into a build error, so there the log goes to its file or nowhere.
 static NEVER_STDERR: AtomicBool = AtomicBool::new(false);
 
+/// Whether the running session was started by an attach: its target's stderr is a
+/// running service's own log, which [`detail`] lines stay out of.
+static ATTACHED: AtomicBool = AtomicBool::new(false);
+
 /// At a session's start: a log file refused by the last session is tried (and, if
 /// refused again, said) again. `NEVER_STDERR` stays: a process of the SDK remains one.
 pub fn reset_for_session() {
     REFUSED.store(false, Ordering::Relaxed);
+}
+
+/// At a session's start: whether it was started by an attach (see [`detail`]).
+pub fn set_attached(attached: bool) {
+    ATTACHED.store(attached, Ordering::Relaxed);
+}
+
+/// A line of detail: the statistics a recording's end reports (what the sampler, the
+/// ReadyToRun guard, the source positions and the name lookups did). Written as
+/// [`line`] writes, except in a session started by an attach with the log on stderr:
+/// there stderr belongs to a running app (often a service whose log it is), which gets
+/// the session's start, its end and its problems, a few lines a session, not a dozen
+/// lines of figures each time someone runs `clrprof dump`. The sampler's figures stay
+/// in the trace (`clrprof report` prints its ticks and why any were missed); a session
+/// started with the app (the environment variables) writes them all, as does a log file.
+pub fn detail(msg: &str) {
+    if ATTACHED.load(Ordering::Relaxed) && current_target() == LogTarget::Stderr {
+        return;
+    }
+    line(msg);
+}
+
+fn current_target() -> LogTarget {
+    TARGET
+        .lock()
+        .ok()
+        .and_then(|g| g.clone())
+        .unwrap_or(LogTarget::Stderr)
 }
 
 /// From now on, no line goes to stderr (not even when the log file cannot be opened).
@@ -38,11 +70,7 @@ pub fn set_target(t: LogTarget) {
 /// except in the SDK's processes: [`never_stderr`]).
 pub fn line(msg: &str) {
     let text = format!("clrprof[{}]: {msg}\n", std::process::id());
-    let target = TARGET
-        .lock()
-        .ok()
-        .and_then(|g| g.clone())
-        .unwrap_or(LogTarget::Stderr);
+    let target = current_target();
     let stderr_ok = !NEVER_STDERR.load(Ordering::Relaxed);
     match target {
         LogTarget::Off => {}
@@ -102,4 +130,10 @@ fn to_stderr(text: &str) {
 #[macro_export]
 macro_rules! log {
     ($($arg:tt)*) => { $crate::log::line(&format!($($arg)*)) };
+}
+
+/// A [`detail`](crate::log::detail) line.
+#[macro_export]
+macro_rules! log_detail {
+    ($($arg:tt)*) => { $crate::log::detail(&format!($($arg)*)) };
 }

@@ -700,3 +700,66 @@ fn sessions_of_different_modes_share_nothing() {
     t.ask("result", "RESULT");
     t.quit();
 }
+
+/// An attached session writes its start, its end and its problems on the target's
+/// stderr (a running service's own log), not the dozen lines of figures a session
+/// started with the app ends with; the trace still holds the sampler's.
+#[test]
+fn an_attached_session_keeps_its_figures_out_of_the_target_s_stderr() {
+    let dir = scratch("attach-quiet-log");
+    let trace = dir.join("t.clrprof");
+    let t = Serve::start(&scenarios(), &[]);
+    let out = attach_record(t.pid, &trace, &["--duration", "1"]);
+    assert_ok(&out);
+    let dump = clrprof()
+        .args(["dump", "--pid", &t.pid.to_string()])
+        .output()
+        .unwrap();
+    assert_ok(&dump);
+    // Both sessions' lines, up to the second one's last.
+    let pid = t.pid;
+    let mut lines = Vec::new();
+    let end = std::time::Instant::now() + Duration::from_secs(30);
+    while lines
+        .iter()
+        .filter(|l: &&String| l.contains("detached;"))
+        .count()
+        < 2
+    {
+        assert!(
+            std::time::Instant::now() < end,
+            "two sessions did not say they detached: {lines:#?}"
+        );
+        if let Ok(l) = t.err.recv_timeout(Duration::from_millis(200)) {
+            lines.push(l);
+        }
+    }
+    t.quit();
+    for figure in [
+        "sampler (",
+        "sampler timing:",
+        "stack copies:",
+        "ReadyToRun guard:",
+        "source positions:",
+        "dynamic code:",
+        "names: metadata read",
+    ] {
+        assert!(
+            !lines.iter().any(|l| l.contains(figure)),
+            "{figure:?} on the target's stderr: {lines:#?}"
+        );
+    }
+    let ours: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.starts_with(&format!("clrprof[{pid}]")))
+        .collect();
+    // Each session: what it records and where, what it wrote, that it detached.
+    assert_eq!(ours.len(), 6, "{ours:#?}");
+    // The figures of the sampler are in the trace.
+    let r = report_json(&trace);
+    assert!(
+        r["sampler"]["timing"]["due_ticks"].as_u64() > Some(0),
+        "{:#}",
+        r["sampler"]
+    );
+}

@@ -217,10 +217,10 @@ impl SignalCapture {
     /// The ReadyToRun guard's counts, for the agent's log at the end.
     pub(super) fn log_checks(&self) {
         for line in &self.symbols.guard.read_log {
-            crate::log!("{line}");
+            crate::log_detail!("{line}");
         }
         let r = self.symbols.guard.stats;
-        crate::log!(
+        crate::log_detail!(
             "ReadyToRun guard: {} answered from method-def tables, {} asked above a method that ran; dropped: {} outside methods' code, {} in methods that never ran, {} unproven, {} unverified; checked against GetFunctionFromIP: {} compared, {} disagreed",
             r.answered,
             r.asked,
@@ -232,7 +232,7 @@ impl SignalCapture {
             r.disagreed
         );
         let d = crate::stackwalk::dyncode::TABLE.stats();
-        crate::log!(
+        crate::log_detail!(
             "dynamic code: {} ranges compiled, {} methods unloaded; {} sampled addresses named from the table, {} dropped (freed dynamic code, table busy); {} dynamic methods asked of the runtime (compiled before the callbacks); {} not in the full table, {} pages not marked (page set full); unloads waited for a lookup {} times, {} timed out",
             d.compiled,
             d.unloaded,

@@ -231,7 +231,7 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
     // The last tick's last batch of signal captures.
     collect_and_record(info, seen, stats, interval_ns, &mut capture, &mut scratch);
     let il = scratch.ilmaps.stats;
-    crate::log!(
+    crate::log_detail!(
         "source positions: {} code addresses mapped to IL, {} not; {} code maps read",
         il.mapped,
         il.unmapped,

@@ -35,6 +35,7 @@ pub fn prepare(
     attached: bool,
 ) -> Result<Prepared, String> {
     log::set_target(settings.log.clone());
+    log::set_attached(attached);
     let tsc = clock::init();
     if !buffers::init(
         settings.buffer_bytes,
@@ -158,7 +159,7 @@ impl Running for TraceWriter {
             return;
         }
         for line in crate::names::summary() {
-            log!("{line}");
+            log::detail(&line);
         }
         emit(&Event::Shutdown {});
         let stats = writer.stop();

@@ -10,7 +10,7 @@ use crate::sampling::SamplerStats;
 pub(super) fn log_sampler(st: &SamplerStats) {
     let get = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
     let ticks = get(&st.ticks).max(1);
-    log!(
+    log_detail!(
         "sampler ({}): {} ticks, {} samples, {} ticks missed, {} suspend failures, {} empty walks, \
          {} rejected walks, {} signal timeouts, {} truncated stacks, {} idle reuses, {} OSR frames walked, {} OSR frames merged; per tick {:.0} µs capturing, {:.0} µs busy",
         if st.signal.load(std::sync::atomic::Ordering::Relaxed) {
@@ -34,7 +34,7 @@ pub(super) fn log_sampler(st: &SamplerStats) {
     );
     let copies = get(&st.copies);
     if copies > 0 {
-        log!(
+        log_detail!(
             "stack copies: {} ({:.1} KiB on average, largest {:.1} KiB; the walks read {:.1} KiB of them on average), {} with process_vm_readv, {} cut short at a learnt top",
             copies,
             get(&st.copied_bytes) as f64 / copies as f64 / 1024.0,
@@ -47,7 +47,7 @@ pub(super) fn log_sampler(st: &SamplerStats) {
     let (interval, run) = (get(&st.interval_ns), get(&st.run_ns));
     if interval > 0 && run > 0 {
         let expected = run / interval;
-        log!(
+        log_detail!(
             "sampler timing: {:.1} Hz asked, {:.1} Hz achieved over {:.2} s ({} ticks taken of {} due); \
              {} missed because ticks' own work ran past the next deadlines (longest tick {:.2} ms), \
              {} because the sampler thread was not scheduled in time (longest wake-up delay {:.2} ms); \
