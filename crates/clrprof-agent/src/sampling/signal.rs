@@ -50,6 +50,46 @@ pub(super) struct SignalCapture {
     rotation: usize,
     slots: Vec<usize>,
     addrs: Vec<u64>,
+    /// The last ticks' timestamps: a capture is stamped with the last tick before its
+    /// handler ran, so a tick's samples share one instant as in suspend mode.
+    recent_ticks: TickRing,
+}
+
+/// The timestamps of the last [`TickRing::LEN`] ticks.
+struct TickRing {
+    ts: [u64; TickRing::LEN],
+    next: usize,
+}
+
+impl Default for TickRing {
+    fn default() -> TickRing {
+        TickRing {
+            ts: [0; TickRing::LEN],
+            next: 0,
+        }
+    }
+}
+
+impl TickRing {
+    const LEN: usize = 64;
+
+    fn push(&mut self, ts: u64) {
+        self.ts[self.next % Self::LEN] = ts;
+        self.next = self.next.wrapping_add(1);
+    }
+
+    /// The last tick at or before `at`; the oldest known when all came after it (a
+    /// handler older than the ring: armed more than 64 ticks ago); `at` when none.
+    fn stamp(&self, at: u64) -> u64 {
+        let known = &self.ts[..self.next.min(Self::LEN)];
+        known
+            .iter()
+            .copied()
+            .filter(|&t| t <= at)
+            .max()
+            .or_else(|| known.iter().copied().min())
+            .unwrap_or(at)
+    }
 }
 
 impl SignalCapture {
@@ -65,6 +105,7 @@ impl SignalCapture {
             rotation: 0,
             slots: Vec::with_capacity(sigprof::SLOT_COUNT),
             addrs: Vec::with_capacity(max_depth()),
+            recent_ticks: TickRing::default(),
         }
     }
 
@@ -86,6 +127,7 @@ impl SignalCapture {
         walked: &mut Vec<Walked>,
     ) {
         let tick_start = clock::monotonic_ns();
+        self.recent_ticks.push(ts);
         self.collect_done(info, stats, frames, at, walked);
         // A slot armed for 4 intervals (at least 20 ms): is its signal still pending?
         let stale_ns = (4 * interval_ns).clamp(20_000_000, 1_000_000_000);
@@ -341,6 +383,7 @@ impl SignalCapture {
             last,
             addrs,
             bounds,
+            recent_ticks,
             ..
         } = self;
         let (thread, os_tid) = (owner.thread, owner.os_tid);
@@ -463,7 +506,30 @@ impl SignalCapture {
             os_tid: u64::from(os_tid),
             start: begin,
             len: frames.len() - begin,
-            at: Some((taken, cpu_after)),
+            at: Some((recent_ticks.stamp(taken), cpu_after)),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TickRing;
+
+    #[test]
+    fn a_capture_is_stamped_with_the_last_tick_before_its_handler_ran() {
+        let mut r = TickRing::default();
+        assert_eq!(r.stamp(50), 50, "no tick yet");
+        for t in [100, 200, 300] {
+            r.push(t);
+        }
+        assert_eq!(r.stamp(250), 200);
+        assert_eq!(r.stamp(300), 300);
+        assert_eq!(r.stamp(10_000), 300);
+        assert_eq!(r.stamp(50), 100, "older than every tick known: the oldest");
+        for t in 0..200u64 {
+            r.push(1000 + t);
+        }
+        assert_eq!(r.stamp(1150), 1150, "in the ring");
+        assert_eq!(r.stamp(500), 1000 + 200 - 64, "the oldest of the last 64");
     }
 }
