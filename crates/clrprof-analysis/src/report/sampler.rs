@@ -68,7 +68,7 @@ pub struct SamplerTiming {
     pub longest_tick_ns: u64,
     pub longest_wake_delay_ns: u64,
     /// Per tick taken: its work, and the part stopping threads and copying their stacks
-    /// (signal mode: waiting for each thread's handler to run).
+    /// (signal mode: signalling the threads and collecting the captures that came).
     pub tick_ns: u64,
     pub capture_ns: u64,
 }

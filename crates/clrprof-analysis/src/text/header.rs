@@ -127,8 +127,8 @@ fn rate(o: &mut String, t: &SamplerTiming) {
         why.push(format!(
             "{} ticks missed because the ticks' own work ran past the next deadlines: a tick \
              took {} on average against an interval of {} (longest {}), {} of it stopping the \
-             threads and copying their stacks (in signal mode, waiting for each thread's \
-             handler to run, which needs a free core)",
+             threads and copying their stacks (in signal mode, signalling the threads and \
+             collecting the captures whose handlers had run)",
             t.missed_own_work,
             ns(t.tick_ns),
             ns((1e9 / t.asked_hz) as u64),
