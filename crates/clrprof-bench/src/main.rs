@@ -4,6 +4,7 @@
 //!
 //!   cargo run --release -p clrprof-bench -- events      # events-mode overhead on the demo
 //!   cargo run --release -p clrprof-bench -- sample      # sampling overhead at 99 and 999 Hz (+ dotnet-trace)
+//!   cargo run --release -p clrprof-bench -- sample --busy  # ticks kept on a busy server, and why not
 //!   cargo run --release -p clrprof-bench -- trace       # ns per traced call (enter+leave)
 //!   cargo run --release -p clrprof-bench -- args        # ns per call with arguments recorded
 //!   cargo run --release -p clrprof-bench -- attach      # attach and detach latency
@@ -19,6 +20,7 @@
 //!   cargo run --release -p clrprof-bench -- read        # `report`/`convert` events/s on one core and on two
 
 mod alloc;
+mod busy;
 mod coverage;
 mod push_soak;
 mod soak;
@@ -61,6 +63,10 @@ enum What {
         /// rows, for a before/after comparison under the same load
         #[arg(long)]
         compare_with: Option<PathBuf>,
+        /// Instead: the ticks kept at 999 and 99 Hz on a busy server (more CPU-bound app
+        /// threads than cores, beside a `yes` hog), by reason of the ticks and threads missed
+        #[arg(long)]
+        busy: bool,
     },
     /// ELT tracing on a call-dense workload (recursive Fib)
     Trace,
@@ -196,7 +202,17 @@ fn main() -> Result<()> {
     println!("{}", machine::describe(clrprof().ok().as_deref()));
     match args.what {
         What::Events => events(args.runs),
-        What::Sample { only, compare_with } => sample(args.runs, &only, compare_with.as_deref()),
+        What::Sample {
+            only,
+            compare_with,
+            busy,
+        } => {
+            if busy {
+                busy::run(&clrprof()?, args.runs, compare_with.as_deref())
+            } else {
+                sample(args.runs, &only, compare_with.as_deref())
+            }
+        }
         What::Trace => trace(args.runs),
         What::Read {
             trace,

@@ -536,7 +536,28 @@ fn missed_ticks_are_counted_by_reason_on_a_busy_app() {
         (t["asked_hz"].as_f64().unwrap() - 999.0).abs() < 0.5,
         "{t:#}"
     );
+    // Threads left out of ticks, by reason: the log's figures are the trace's, and the
+    // report's sampler line names them.
+    let skips = stderr
+        .lines()
+        .find(|l| l.contains("signal sampler skips:"))
+        .unwrap_or_else(|| panic!("no signal sampler skips line:\n{stderr}"));
+    let k = &j["sampler"]["skipped"];
+    for (key, after) in [
+        ("handler_pending", " threads left out of a tick"),
+        ("no_free_slot", " for want of a free capture slot"),
+        ("signals_lost", " signals lost"),
+    ] {
+        assert_eq!(k[key], number_before(skips, after), "{key}: {k:#}\n{skips}");
+    }
     let text = report_text(&trace);
+    if k["handler_pending"].as_u64().unwrap() > 0 {
+        let said = format!(
+            "threads left out of a tick: {} whose previous signal's handler had not run yet",
+            k["handler_pending"]
+        );
+        assert!(text.contains(&said), "{said:?} in\n{text}");
+    }
     let ratio = t["achieved_ratio"].as_f64().unwrap();
     if ratio < 0.99 || missed > 0 {
         let line = text

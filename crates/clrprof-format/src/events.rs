@@ -221,7 +221,7 @@ events! {
         max_tick_ns: u64,
         max_wake_delay_ns: u64,
         /// All ticks' work, and the part of it spent stopping the threads and copying their
-        /// stacks (signal mode: waiting for each thread's handler to run).
+        /// stacks (signal mode: signalling the threads and collecting the captures that came).
         busy_ns: u64,
         capture_ns: u64,
         /// Signal mode: walks that met a frame record whose return address no call

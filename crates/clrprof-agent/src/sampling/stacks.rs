@@ -14,8 +14,9 @@ pub(super) struct Walked {
     pub(super) os_tid: u64,
     pub(super) start: usize,
     pub(super) len: usize,
-    /// Signal mode: the timestamp of the tick that sampled the thread and its CPU clock
-    /// read then (the capture may be collected a tick later); None: now, read after the
+    /// Signal mode: the timestamp of the last tick before the thread's handler ran (the
+    /// capture may be collected ticks later) and its CPU clock at the end of the handler
+    /// (a reused stack: the tick's and the clock read then); None: now, read after the
     /// runtime resumed (suspend mode).
     pub(super) at: Option<(u64, u64)>,
 }

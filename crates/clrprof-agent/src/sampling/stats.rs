@@ -11,8 +11,19 @@ pub struct SamplerStats {
     pub samples: AtomicU64,
     pub suspend_failures: AtomicU64,
     pub walk_failures: AtomicU64,
-    /// Signal mode: threads whose handler did not run within the timeout.
+    /// Signal mode: captures that never came: slots still armed when the sampler stopped
+    /// (or, for a lock owner's stack, after its timeout) and slots taken back because
+    /// their signal could no longer arrive ([`SamplerStats::signals_lost`]).
     pub signal_timeouts: AtomicU64,
+    /// Signal mode: threads not signalled at a tick because their previous signal was
+    /// still outstanding (its handler had not run: no core since, or SIGPROF blocked);
+    /// that capture is collected when it runs.
+    pub skipped_pending: AtomicU64,
+    /// Signal mode: threads not signalled at a tick because every slot was outstanding.
+    pub skipped_no_slot: AtomicU64,
+    /// Signal mode: slots taken back because their signal could no longer arrive (the
+    /// thread exited, or the signal was merged into another SIGPROF pending for it).
+    pub signals_lost: AtomicU64,
     /// Stacks cut at the depth limit or at the end of the largest stack copy.
     pub truncated: AtomicU64,
     /// Signal mode: samples of threads that had not run since their previous capture,

@@ -139,7 +139,15 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
                     break;
                 }
                 if ondemand::pending() {
-                    collect_and_record(info, seen, stats, interval_ns, &mut capture, &mut scratch);
+                    collect_and_record(
+                        info,
+                        seen,
+                        stats,
+                        interval_ns,
+                        &mut capture,
+                        &mut scratch,
+                        false,
+                    );
                     owners.serve(info, seen, &mut capture);
                     continue;
                 }
@@ -228,8 +236,16 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
     if serve {
         ondemand::serving(false);
     }
-    // The last tick's last batch of signal captures.
-    collect_and_record(info, seen, stats, interval_ns, &mut capture, &mut scratch);
+    // The signal captures still outstanding (waited for briefly; the rest are counted).
+    collect_and_record(
+        info,
+        seen,
+        stats,
+        interval_ns,
+        &mut capture,
+        &mut scratch,
+        true,
+    );
     let il = scratch.ilmaps.stats;
     crate::log_detail!(
         "source positions: {} code addresses mapped to IL, {} not; {} code maps read",
@@ -260,6 +276,19 @@ fn run(info: &ProfilerInfo, plan: Plan, stop: &AtomicBool, stats: &SamplerStats,
         capture_ns: get(&stats.suspended_ns),
         rejected_walks: get(&stats.rejected_walks),
     });
+    if stats.signal.load(Ordering::Relaxed) {
+        // The signal sampler's skips by reason (a Meta record: no format change).
+        let json = serde_json::json!({
+            "handler_pending": get(&stats.skipped_pending),
+            "no_free_slot": get(&stats.skipped_no_slot),
+            "signals_lost": get(&stats.signals_lost),
+        })
+        .to_string();
+        crate::output::buffers::emit(&Event::Meta {
+            key: "sampler_skips".into(),
+            json: json.into(),
+        });
+    }
 }
 
 /// The sampler thread's buffers, reused from tick to tick: one batch of captured stacks
@@ -294,9 +323,9 @@ impl Scratch {
     }
 }
 
-/// Collects the captures still outstanding (signal mode: the last batch sent) and
-/// records them, stamped now: between ticks before serving lock owners' stacks, and
-/// once after the last tick.
+/// Collects the signal captures whose handlers have run and records them: between ticks
+/// before serving lock owners' stacks, and once after the last tick (`stopping`: waiting
+/// briefly for those still outstanding).
 fn collect_and_record(
     info: &ProfilerInfo,
     seen: &Seen,
@@ -304,11 +333,13 @@ fn collect_and_record(
     interval_ns: u64,
     capture: &mut Capture,
     scratch: &mut Scratch,
+    stopping: bool,
 ) {
     scratch.clear_batch();
     capture.collect(
         info,
         stats,
+        stopping,
         &mut scratch.frames,
         &mut scratch.at,
         &mut scratch.walked,
@@ -538,21 +569,23 @@ impl Capture {
         !matches!(self, Capture::Suspend)
     }
 
-    /// Collects captures still outstanding (signal mode: the last batch sent).
+    /// Collects the signal captures whose handlers have run (`stopping`: waits briefly
+    /// for the others first, and counts those that never came).
     fn collect(
         &mut self,
         info: &ProfilerInfo,
         stats: &SamplerStats,
+        stopping: bool,
         frames: &mut Vec<u64>,
         at: &mut Vec<u64>,
         walked: &mut Vec<Walked>,
     ) {
         match self {
             Capture::Suspend => {
-                let _ = (info, stats, frames, at, walked);
+                let _ = (info, stats, stopping, frames, at, walked);
             }
             #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-            Capture::Signal(s) => s.collect(info, stats, frames, at, walked),
+            Capture::Signal(s) => s.collect(info, stats, stopping, frames, at, walked),
         }
     }
 

@@ -21,6 +21,32 @@ pub struct SamplerStats {
     /// Traces of format 2.3 on: the rate kept and why ticks were missed or late.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timing: Option<SamplerTiming>,
+    /// Signal mode (the `sampler_skips` Meta record): threads left out of a tick, by reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<SamplerSkips>,
+}
+
+/// The `Meta` key of the signal sampler's skips.
+pub const SKIPS_KEY: &str = "sampler_skips";
+
+/// Threads the signal sampler left out of a tick, by reason (summed over its runs).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct SamplerSkips {
+    /// The thread's previous signal was still outstanding: its handler had not run (no
+    /// free core since, or SIGPROF blocked); that capture came when it ran.
+    pub handler_pending: u64,
+    /// Every capture slot was outstanding.
+    pub no_free_slot: u64,
+    /// Signals that could no longer arrive (the thread exited first, or the signal was
+    /// merged into another SIGPROF): their slots were taken back (also in
+    /// `signal_timeouts`).
+    pub signals_lost: u64,
+}
+
+impl SamplerSkips {
+    pub fn any(&self) -> bool {
+        self.handler_pending + self.no_free_slot + self.signals_lost > 0
+    }
 }
 
 /// The sampler's timing (`SamplerTiming` records, summed over its runs).
@@ -42,7 +68,7 @@ pub struct SamplerTiming {
     pub longest_tick_ns: u64,
     pub longest_wake_delay_ns: u64,
     /// Per tick taken: its work, and the part stopping threads and copying their stacks
-    /// (signal mode: waiting for each thread's handler to run).
+    /// (signal mode: signalling the threads and collecting the captures that came).
     pub tick_ns: u64,
     pub capture_ns: u64,
 }
@@ -68,10 +94,19 @@ struct TimingSum {
 
 /// The sum of the trace's `SamplerStats` (and `SamplerTiming`) records, none if it has none.
 #[derive(Debug, Default)]
-pub struct Sampler(Option<SamplerStats>, TimingSum);
+pub struct Sampler(Option<SamplerStats>, TimingSum, Option<SamplerSkips>);
 
 impl Sampler {
     pub fn observe(&mut self, event: &Event<'_>) {
+        if let Event::Meta { key, json } = event
+            && key == SKIPS_KEY
+            && let Ok(k) = serde_json::from_str::<SamplerSkips>(json)
+        {
+            let s = self.2.get_or_insert_with(SamplerSkips::default);
+            s.handler_pending += k.handler_pending;
+            s.no_free_slot += k.no_free_slot;
+            s.signals_lost += k.signals_lost;
+        }
         if let Event::SamplerStats {
             ticks,
             samples,
@@ -122,7 +157,10 @@ impl Sampler {
     }
 
     pub fn finish(self) -> Option<SamplerStats> {
-        let Sampler(mut stats, t) = self;
+        let Sampler(mut stats, t, skips) = self;
+        if let Some(s) = stats.as_mut() {
+            s.skipped = skips;
+        }
         if let Some(s) = stats.as_mut()
             && t.seen
             && t.interval_ns > 0
@@ -188,6 +226,28 @@ mod tests {
             (15, 30, 2, 0, 6, 128)
         );
         assert!(st.timing.is_none(), "no SamplerTiming record: no timing");
+    }
+
+    #[test]
+    fn the_signal_samplers_skips_add_up_over_runs() {
+        let skips = |p: u64, n: u64, l: u64| Event::Meta {
+            key: SKIPS_KEY.into(),
+            json: format!(r#"{{"handler_pending":{p},"no_free_slot":{n},"signals_lost":{l}}}"#)
+                .into(),
+        };
+        let mut s = Sampler::default();
+        s.observe(&run(10, 64));
+        s.observe(&skips(5, 1, 0));
+        s.observe(&run(5, 64));
+        s.observe(&skips(2, 0, 3));
+        let k = s.finish().unwrap().skipped.unwrap();
+        assert_eq!(
+            (k.handler_pending, k.no_free_slot, k.signals_lost),
+            (7, 1, 3)
+        );
+        let mut s = Sampler::default();
+        s.observe(&run(10, 64));
+        assert!(s.finish().unwrap().skipped.is_none());
     }
 
     #[test]

@@ -69,7 +69,8 @@ pub fn sampler(o: &mut String, s: Option<&SamplerStats>) {
         && (s.truncated_stacks > 0
             || s.missed_ticks > 0
             || s.signal_timeouts > 0
-            || s.rejected_walks.unwrap_or(0) > 0)
+            || s.rejected_walks.unwrap_or(0) > 0
+            || s.skipped.is_some_and(|k| k.any()))
     {
         let _ = write!(
             o,
@@ -85,6 +86,15 @@ pub fn sampler(o: &mut String, s: Option<&SamplerStats>) {
                 ", {} walks met a frame record whose return address follows no call (that \
                  frame is shown as native code, not as a method)",
                 n
+            );
+        }
+        if let Some(k) = s.skipped.filter(|k| k.any()) {
+            let _ = write!(
+                o,
+                "; threads left out of a tick: {} whose previous signal's handler had not run yet \
+                 (no free core since, or SIGPROF blocked; that sample came when it ran), {} for \
+                 want of a free capture slot, {} signals lost (the thread exited first)",
+                k.handler_pending, k.no_free_slot, k.signals_lost
             );
         }
         let _ = writeln!(o);
@@ -117,8 +127,8 @@ fn rate(o: &mut String, t: &SamplerTiming) {
         why.push(format!(
             "{} ticks missed because the ticks' own work ran past the next deadlines: a tick \
              took {} on average against an interval of {} (longest {}), {} of it stopping the \
-             threads and copying their stacks (in signal mode, waiting for each thread's \
-             handler to run, which needs a free core)",
+             threads and copying their stacks (in signal mode, signalling the threads and \
+             collecting the captures whose handlers had run)",
             t.missed_own_work,
             ns(t.tick_ns),
             ns((1e9 / t.asked_hz) as u64),
