@@ -738,6 +738,7 @@ fn an_attached_session_keeps_its_figures_out_of_the_target_s_stderr() {
     for figure in [
         "sampler (",
         "sampler timing:",
+        "signal sampler skips:",
         "stack copies:",
         "ReadyToRun guard:",
         "source positions:",

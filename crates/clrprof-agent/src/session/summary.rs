@@ -33,7 +33,7 @@ pub(super) fn log_sampler(st: &SamplerStats) {
         get(&st.busy_ns) as f64 / ticks as f64 / 1e3
     );
     if st.signal.load(std::sync::atomic::Ordering::Relaxed) {
-        log!(
+        log_detail!(
             "signal sampler skips: {} threads left out of a tick because their previous signal's handler had not run yet (no free core since, or SIGPROF blocked; collected when it ran), {} for want of a free capture slot, {} signals lost (thread exited first, or merged into another SIGPROF), {} captures still outstanding at stop",
             get(&st.skipped_pending),
             get(&st.skipped_no_slot),
