@@ -19,6 +19,10 @@
 //!         | BOXED type:str id:uleb value
 //!         | ARRAY element_type:str rank:uleb length:uleb value* END
 //!         | STRUCT type:str fields
+//!         | CLASS_STRUCT class:uleb value* END         (a struct of a `ValueClass` record:
+//!                                                       its name and its fields' names
+//!                                                       there, the values in their order;
+//!                                                       since 2.6)
 //!         | ADDRESS kind:str address:uleb               (ptr, fnptr, byref, …)
 //!         | BYREF address:uleb value                    (a managed pointer and its target)
 //!         | TYPEDREF type:str address:uleb
@@ -27,7 +31,10 @@
 //! fields := (ITEM name:str value)* END
 //! str    := uleb length, UTF-8 bytes
 //! names  := (name:str type:str)*                      (an `ArgNames` record's pairs)
+//! fnames := name:str*                                 (a `ValueClass` record's fields)
 //! ```
+
+use std::collections::HashMap;
 
 use crate::leb128;
 
@@ -49,6 +56,7 @@ pub const ADDRESS: u8 = 14;
 pub const BYREF: u8 = 15;
 pub const TYPEDREF: u8 = 16;
 pub const UNREADABLE: u8 = 17;
+pub const CLASS_STRUCT: u8 = 18;
 pub const ITEM: u8 = 0x40;
 pub const PARAM: u8 = 0x41;
 pub const END: u8 = 0x7e;
@@ -316,6 +324,16 @@ impl<'b> ValueWriter<'b> {
         self.str(ty);
         self.open();
     }
+    /// Opens the field values of a value type whose name and field names the
+    /// [`ValueClass`](crate::Event::ValueClass) record numbered `class` gives: each field
+    /// is its value alone (no [`item`](Self::item)), in the record's order; close it with
+    /// [`end`](Self::end).
+    #[inline]
+    pub fn structure_of(&mut self, class: u32) {
+        self.byte(CLASS_STRUCT);
+        self.uleb(u64::from(class));
+        self.open();
+    }
     #[inline]
     pub fn address(&mut self, kind: &str, address: u64) {
         self.byte(ADDRESS);
@@ -468,6 +486,17 @@ pub enum Value {
     Cut,
 }
 
+/// A value type described once by a [`ValueClass`](crate::Event::ValueClass) record: its
+/// name and its fields' names, which `CLASS_STRUCT` values refer to by its number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValueClass {
+    pub name: String,
+    pub fields: Vec<String>,
+}
+
+/// A trace's [`ValueClass`]es by number.
+pub type ValueClasses = HashMap<u64, ValueClass>;
+
 /// One argument (or the return value).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Item {
@@ -481,6 +510,8 @@ struct R<'a> {
     pos: usize,
     /// A CUT marker was read somewhere.
     cut: bool,
+    /// The classes `CLASS_STRUCT` values name.
+    classes: Option<&'a ValueClasses>,
 }
 
 type Res<T> = Result<T, String>;
@@ -534,6 +565,34 @@ impl R<'_> {
                     v.push((name, value));
                 }
                 t => return Err(format!("unexpected tag {t:#x} in a field list")),
+            }
+        }
+    }
+
+    /// A `CLASS_STRUCT`'s values up to its END, each named by the field of its place.
+    fn field_values(&mut self, depth: u32, names: &[String]) -> Res<(Vec<(String, Value)>, bool)> {
+        let mut v = Vec::new();
+        let mut cut = false;
+        loop {
+            match self.peek() {
+                Some(END) => {
+                    self.pos += 1;
+                    return Ok((v, cut));
+                }
+                Some(CUT) => {
+                    self.pos += 1;
+                    cut = true;
+                    self.cut = true;
+                }
+                _ => {
+                    let name = names
+                        .get(v.len())
+                        .ok_or("a struct holds more values than its class has fields")?
+                        .clone();
+                    let value = self.value(depth + 1)?;
+                    cut |= value == Value::Cut;
+                    v.push((name, value));
+                }
             }
         }
     }
@@ -622,6 +681,19 @@ impl R<'_> {
                     truncated,
                 }
             }
+            CLASS_STRUCT => {
+                let class = self.uleb()?;
+                let c = self
+                    .classes
+                    .and_then(|m| m.get(&class))
+                    .ok_or_else(|| format!("struct class {class} is not in the trace's classes"))?;
+                let (fields, truncated) = self.field_values(depth, &c.fields)?;
+                Value::Struct {
+                    ty: c.name.clone(),
+                    fields,
+                    truncated,
+                }
+            }
             ADDRESS => Value::Address {
                 kind: self.str()?,
                 address: self.uleb()?,
@@ -656,10 +728,21 @@ pub fn decode_items_named(
     bytes: &[u8],
     names: &[(String, String)],
 ) -> Result<(Vec<Item>, bool), String> {
+    decode_items_with(bytes, names, None)
+}
+
+/// [`decode_items_named`] for a list whose `CLASS_STRUCT` values name `classes` (the
+/// trace's [`ValueClass`] records, see [`decode_field_names`]).
+pub fn decode_items_with(
+    bytes: &[u8],
+    names: &[(String, String)],
+    classes: Option<&ValueClasses>,
+) -> Result<(Vec<Item>, bool), String> {
     let mut r = R {
         b: bytes,
         pos: 0,
         cut: false,
+        classes,
     };
     let mut items = Vec::new();
     let mut cut = false;
@@ -705,12 +788,40 @@ pub fn encode_names<'n>(pairs: impl IntoIterator<Item = (&'n str, &'n str)>) -> 
     out
 }
 
+/// Encodes a `ValueClass` record's field names.
+pub fn encode_field_names<'n>(names: impl IntoIterator<Item = &'n str>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for s in names {
+        let mut tmp = [0u8; leb128::MAX_LEN];
+        let n = leb128::write_u64(&mut tmp, s.len() as u64);
+        out.extend_from_slice(&tmp[..n]);
+        out.extend_from_slice(s.as_bytes());
+    }
+    out
+}
+
+/// Decodes a `ValueClass` record's field names.
+pub fn decode_field_names(bytes: &[u8]) -> Result<Vec<String>, String> {
+    let mut r = R {
+        b: bytes,
+        pos: 0,
+        cut: false,
+        classes: None,
+    };
+    let mut names = Vec::new();
+    while r.pos < bytes.len() {
+        names.push(r.str()?);
+    }
+    Ok(names)
+}
+
 /// Decodes an `ArgNames` record's pairs.
 pub fn decode_names(bytes: &[u8]) -> Result<Vec<(String, String)>, String> {
     let mut r = R {
         b: bytes,
         pos: 0,
         cut: false,
+        classes: None,
     };
     let mut pairs = Vec::new();
     while r.pos < bytes.len() {
@@ -785,6 +896,80 @@ mod tests {
             }]
         );
         assert!(decode_items(bytes).is_err(), "a PARAM needs the names");
+    }
+
+    /// A struct of a numbered class decodes as the struct named in full did, in fewer
+    /// bytes; cut inside, it keeps the fields written before the cut.
+    #[test]
+    fn class_structs_decode_as_named_structs() {
+        let classes: ValueClasses = [(
+            3,
+            ValueClass {
+                name: "Scenarios.ID".into(),
+                fields: decode_field_names(&encode_field_names(["I", "D"])).unwrap(),
+            },
+        )]
+        .into();
+        let write = |w: &mut ValueWriter<'_>, indexed: bool| {
+            w.param(0);
+            if indexed {
+                w.structure_of(3);
+            } else {
+                w.structure("Scenarios.ID");
+                w.item("I", None);
+            }
+            w.int(7);
+            if !indexed {
+                w.item("D", None);
+            }
+            w.f64(0.5);
+            w.end();
+        };
+        let names = [("v".to_string(), "Scenarios.ID".to_string())];
+        let (mut a, mut b) = ([0u8; 64], [0u8; 64]);
+        let mut wa = ValueWriter::new(&mut a);
+        write(&mut wa, false);
+        let mut wb = ValueWriter::new(&mut b);
+        write(&mut wb, true);
+        let (named, _) = wa.finish();
+        let (indexed, _) = wb.finish();
+        assert_eq!(indexed.len(), 16, "{indexed:?}");
+        assert!(named.len() > indexed.len() + 12);
+        let want = decode_items_named(named, &names).unwrap();
+        assert_eq!(
+            decode_items_with(indexed, &names, Some(&classes)).unwrap(),
+            want
+        );
+        assert!(
+            decode_items_named(indexed, &names).is_err(),
+            "needs the classes"
+        );
+        // Cut after the first field: the struct keeps it, marked truncated.
+        let mut c = [0u8; 32];
+        let mut w = ValueWriter::new(&mut c[..RESERVE + 8]);
+        write(&mut w, true);
+        let (cut_bytes, cut) = w.finish();
+        assert!(cut);
+        let (items, was_cut) = decode_items_with(cut_bytes, &names, Some(&classes)).unwrap();
+        assert!(was_cut);
+        assert_eq!(
+            items[0].value,
+            Value::Struct {
+                ty: "Scenarios.ID".into(),
+                fields: vec![("I".into(), Value::Int(7))],
+                truncated: true,
+            }
+        );
+        // More values than the class has fields: damaged.
+        let mut d = [0u8; 64];
+        let mut w = ValueWriter::new(&mut d);
+        w.param(0);
+        w.structure_of(3);
+        for _ in 0..3 {
+            w.int(1);
+        }
+        w.end();
+        assert!(decode_items_with(w.finish().0, &names, Some(&classes)).is_err());
     }
 
     #[test]
