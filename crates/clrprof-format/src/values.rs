@@ -71,6 +71,10 @@ const RESERVE: usize = MAX_NESTING as usize + 2;
 pub struct ValueWriter<'b> {
     buf: &'b mut [u8],
     pos: usize,
+    /// `n` more bytes fit while `pos + n < end`: the buffer's length less the reserve,
+    /// plus one; 0 once cut (and for a buffer no larger than the reserve), so that one
+    /// compare answers.
+    end: usize,
     depth: u32,
     /// Position and depth after the last complete value or container opening.
     safe: (usize, u32),
@@ -82,9 +86,11 @@ impl<'b> ValueWriter<'b> {
     /// hold anything).
     #[inline]
     pub fn new(buf: &'b mut [u8]) -> ValueWriter<'b> {
+        let end = (buf.len() + 1).saturating_sub(RESERVE);
         ValueWriter {
             buf,
             pos: 0,
+            end,
             depth: 0,
             safe: (0, 0),
             cut: false,
@@ -103,9 +109,31 @@ impl<'b> ValueWriter<'b> {
         self.depth
     }
 
-    #[inline]
+    #[inline(always)]
     fn room(&self, n: usize) -> bool {
-        !self.cut && self.pos + n + RESERVE <= self.buf.len()
+        self.pos + n < self.end
+    }
+
+    /// Nothing more is written (the bound, or the nesting limit, was reached).
+    #[inline]
+    fn cut_here(&mut self) {
+        self.cut = true;
+        self.end = 0;
+    }
+
+    /// `tag` then `v` as LEB128, in one room check when `v` takes at most 5 bytes (the
+    /// same bytes as [`byte`](Self::byte) then [`uleb`](Self::uleb)).
+    #[inline(always)]
+    fn tagged_uleb(&mut self, tag: u8, v: u64) {
+        if v < 1 << 35 && self.room(6) {
+            // The reserve leaves the wide store's 8 bytes after the tag inside the buffer.
+            let p = self.pos;
+            self.buf[p] = tag;
+            self.pos = p + 1 + leb128::put_u35_wide(&mut self.buf[p + 1..p + 9], v);
+            return;
+        }
+        self.byte(tag);
+        self.uleb(v);
     }
 
     #[inline]
@@ -114,7 +142,7 @@ impl<'b> ValueWriter<'b> {
             copy_short(&mut self.buf[self.pos..self.pos + b.len()], b);
             self.pos += b.len();
         } else {
-            self.cut = true;
+            self.cut_here();
         }
     }
 
@@ -124,15 +152,22 @@ impl<'b> ValueWriter<'b> {
             self.buf[self.pos] = b;
             self.pos += 1;
         } else {
-            self.cut = true;
+            self.cut_here();
         }
     }
 
     #[inline(always)]
     fn uleb(&mut self, v: u64) {
-        // One byte (small ints, indices, lengths) inline, without the copy below.
+        // One byte (small ints, indices, lengths) inline, without the copy below; up to 5
+        // in one store.
         if v < 0x80 {
             return self.byte(v as u8);
+        }
+        if v < 1 << 35 && self.room(5) {
+            // The reserve leaves the wide store's 8 bytes inside the buffer.
+            let p = self.pos;
+            self.pos = p + leb128::put_u35_wide(&mut self.buf[p..p + 8], v);
+            return;
         }
         self.uleb_long(v);
     }
@@ -140,7 +175,7 @@ impl<'b> ValueWriter<'b> {
     #[inline(never)]
     fn uleb_long(&mut self, v: u64) {
         if !self.room(leb128::len_u64(v)) {
-            self.cut = true;
+            self.cut_here();
             return;
         }
         self.pos += leb128::write_u64(&mut self.buf[self.pos..], v);
@@ -162,7 +197,7 @@ impl<'b> ValueWriter<'b> {
     #[inline]
     fn open(&mut self) {
         if self.depth >= MAX_NESTING {
-            self.cut = true;
+            self.cut_here();
         }
         self.depth += 1;
         self.done();
@@ -182,8 +217,7 @@ impl<'b> ValueWriter<'b> {
     /// [`ArgNames`](crate::Event::ArgNames) pair: the value must follow.
     #[inline]
     pub fn param(&mut self, index: u32) {
-        self.byte(PARAM);
-        self.uleb(u64::from(index));
+        self.tagged_uleb(PARAM, u64::from(index));
     }
 
     #[inline]
@@ -198,20 +232,17 @@ impl<'b> ValueWriter<'b> {
     }
     #[inline]
     pub fn char(&mut self, v: u16) {
-        self.byte(CHAR);
-        self.uleb(u64::from(v));
+        self.tagged_uleb(CHAR, u64::from(v));
         self.done();
     }
     #[inline]
     pub fn int(&mut self, v: i64) {
-        self.byte(INT);
-        self.uleb(zigzag(v));
+        self.tagged_uleb(INT, zigzag(v));
         self.done();
     }
     #[inline]
     pub fn uint(&mut self, v: u64) {
-        self.byte(UINT);
-        self.uleb(v);
+        self.tagged_uleb(UINT, v);
         self.done();
     }
     #[inline]
@@ -238,7 +269,7 @@ impl<'b> ValueWriter<'b> {
             .sum();
         self.uleb(utf8_len as u64);
         if !self.room(utf8_len) {
-            self.cut = true;
+            self.cut_here();
             return;
         }
         for c in char::decode_utf16(units) {
@@ -252,23 +283,23 @@ impl<'b> ValueWriter<'b> {
     /// strings an app passes) is copied a unit per byte in one pass, the same bytes.
     #[inline]
     pub fn string_utf16_units(&mut self, full_len: u64, units: &[u16]) {
-        if !units.iter().all(|u| *u < 0x80) {
+        // One pass without an early exit (so it vectorises): ASCII if no unit has a bit
+        // above the seventh.
+        if units.iter().fold(0u16, |a, u| a | u) >= 0x80 {
             return self.string_utf16(full_len, units.iter().copied());
         }
-        self.byte(STR);
-        self.uleb(full_len);
+        self.tagged_uleb(STR, full_len);
         self.uleb(units.len() as u64);
-        if !self.room(units.len()) {
-            self.cut = true;
+        let n = units.len();
+        if !self.room(n) {
+            self.cut_here();
             return;
         }
-        for (b, u) in self.buf[self.pos..self.pos + units.len()]
-            .iter_mut()
-            .zip(units)
-        {
+        let p = self.pos;
+        for (b, u) in self.buf[p..p + n].iter_mut().zip(&units[..n]) {
             *b = *u as u8;
         }
-        self.pos += units.len();
+        self.pos = p + n;
         self.done();
     }
     #[inline]
@@ -330,8 +361,7 @@ impl<'b> ValueWriter<'b> {
     /// [`end`](Self::end).
     #[inline]
     pub fn structure_of(&mut self, class: u32) {
-        self.byte(CLASS_STRUCT);
-        self.uleb(u64::from(class));
+        self.tagged_uleb(CLASS_STRUCT, u64::from(class));
         self.open();
     }
     #[inline]
@@ -970,6 +1000,63 @@ mod tests {
         }
         w.end();
         assert!(decode_items_with(w.finish().0, &names, Some(&classes)).is_err());
+    }
+
+    /// Whatever the bound, a list is the unbounded list's bytes up to a complete value,
+    /// then the cut marker and the ENDs of the containers open there: the one-store paths
+    /// (integers of up to 5 LEB128 bytes, tags with them, ASCII strings) cut where the
+    /// byte-by-byte ones would.
+    #[test]
+    fn bounded_lists_are_prefixes_of_the_whole_list() {
+        let write = |w: &mut ValueWriter<'_>| {
+            for (i, v) in [
+                0i64,
+                63,
+                -64,
+                64,
+                8191,
+                1 << 20,
+                -(1 << 33),
+                1 << 40,
+                i64::MIN,
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                w.param(i as u32 * 40);
+                w.int(v);
+                w.uint(v as u64);
+                w.char(v as u16);
+                w.structure_of(i as u32 * 300);
+                w.string_utf16_units(1 << (i * 4), &[0x6f, 0x72, 0x64, 0x65, 0x72]);
+                w.f64(0.5);
+                w.end();
+            }
+        };
+        let mut big = [0u8; 1024];
+        let mut w = ValueWriter::new(&mut big);
+        write(&mut w);
+        let (whole, cut) = w.finish();
+        assert!(!cut);
+        let whole = whole.to_vec();
+        for size in RESERVE + 1..whole.len() + RESERVE + 2 {
+            let mut buf = vec![0u8; size];
+            let mut w = ValueWriter::new(&mut buf);
+            write(&mut w);
+            let (bytes, cut) = w.finish();
+            if !cut {
+                assert_eq!(bytes, &whole[..], "{size}");
+                continue;
+            }
+            let ends = bytes.iter().rev().take_while(|b| **b == END).count();
+            let kept = bytes.len() - ends - 1;
+            assert_eq!(bytes[kept], CUT, "{size}");
+            assert_eq!(&bytes[..kept], &whole[..kept], "{size}");
+            assert!(
+                kept + RESERVE >= size.saturating_sub(20),
+                "{size}: kept {kept}"
+            );
+        }
     }
 
     #[test]
