@@ -125,6 +125,14 @@ impl<'b> ValueWriter<'b> {
     /// same bytes as [`byte`](Self::byte) then [`uleb`](Self::uleb)).
     #[inline(always)]
     fn tagged_uleb(&mut self, tag: u8, v: u64) {
+        if v < 0x80 && self.room(2) {
+            // Most indices, lengths and small integers: two plain stores.
+            let p = self.pos;
+            self.buf[p] = tag;
+            self.buf[p + 1] = v as u8;
+            self.pos = p + 2;
+            return;
+        }
         if v < 1 << 35 && self.room(6) {
             // The reserve leaves the wide store's 8 bytes after the tag inside the buffer.
             let p = self.pos;
