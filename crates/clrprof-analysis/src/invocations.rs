@@ -13,7 +13,9 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use clrprof_format::Event;
-use clrprof_format::values::{Item, Value, decode_items_named, decode_names};
+use clrprof_format::values::{
+    Item, Value, ValueClass, ValueClasses, decode_field_names, decode_items_with, decode_names,
+};
 use serde::Serialize;
 use serde_json::json;
 
@@ -78,6 +80,9 @@ pub fn collect(trace: &Trace<'_>) -> (Vec<Invocation>, u64) {
             }
         }
     }
+    // Struct names and field names, once per class (`ValueClass`, format 2.6).
+    let (classes, damaged) = value_classes(trace);
+    problems += damaged;
     // The throws are not on the timeline: read them from the file, and apply each before
     // the first timeline event of its time or later.
     let mut thrown: Vec<(u64, u64, String)> = Vec::new();
@@ -111,10 +116,11 @@ pub fn collect(trace: &Trace<'_>) -> (Vec<Invocation>, u64) {
                     }
                 }
                 let value_names = arg_names.get(function).unwrap_or(&no_names);
-                let (args, cut) = decode_items_named(values, value_names).unwrap_or_else(|_| {
-                    problems += 1;
-                    (Vec::new(), true)
-                });
+                let (args, cut) = decode_items_with(values, value_names, Some(&classes))
+                    .unwrap_or_else(|_| {
+                        problems += 1;
+                        (Vec::new(), true)
+                    });
                 stack.push(Open {
                     function: *function,
                     sp,
@@ -151,7 +157,7 @@ pub fn collect(trace: &Trace<'_>) -> (Vec<Invocation>, u64) {
                 let mut inv = o.inv;
                 inv.duration_ns = Some(e.ns.saturating_sub(inv.start_ns));
                 let value_names = arg_names.get(function).unwrap_or(&no_names);
-                match decode_items_named(values, value_names) {
+                match decode_items_with(values, value_names, Some(&classes)) {
                     Ok((mut items, cut)) => {
                         inv.cut |= cut;
                         inv.ret = items.pop();
@@ -179,12 +185,43 @@ pub fn collect(trace: &Trace<'_>) -> (Vec<Invocation>, u64) {
     (done, problems)
 }
 
+/// The trace's `ValueClass` records (struct and field names the value lists refer to by
+/// number), and how many could not be decoded.
+fn value_classes(trace: &Trace<'_>) -> (ValueClasses, u64) {
+    let mut classes = ValueClasses::new();
+    let mut damaged = 0;
+    for e in &trace.events {
+        if let Event::ValueClass {
+            class,
+            name,
+            fields,
+        } = &e.event
+        {
+            match decode_field_names(fields) {
+                Ok(fields) => {
+                    classes.insert(
+                        *class,
+                        ValueClass {
+                            name: name.to_string(),
+                            fields,
+                        },
+                    );
+                }
+                Err(_) => damaged += 1,
+            }
+        }
+    }
+    (classes, damaged)
+}
+
 /// Decodes the values `--args` recorded for the calls the call-tree rebuild kept
 /// ([`crate::calltree::CallValues`], attached to their own calls as the trace went) into
 /// what [`invocation_json`] shows of an invocation, for the exporters' timelines.
 pub struct CallValuesDecoder {
     /// Value names and types per function (`ArgNames`).
     arg_names: HashMap<u64, Vec<(String, String)>>,
+    /// Struct classes by number (`ValueClass`).
+    classes: ValueClasses,
     /// Per thread, the exceptions thrown (time, type), in time order.
     thrown: HashMap<u64, Vec<(u64, String)>>,
 }
@@ -213,7 +250,11 @@ impl CallValuesDecoder {
         for t in thrown.values_mut() {
             t.sort_by_key(|t| t.0);
         }
-        CallValuesDecoder { arg_names, thrown }
+        CallValuesDecoder {
+            arg_names,
+            classes: value_classes(trace).0,
+            thrown,
+        }
     }
 
     /// The `this`, `args`, `return`, `exception` and `truncated` of one call on `os_tid`
@@ -227,10 +268,12 @@ impl CallValuesDecoder {
     ) -> serde_json::Map<String, serde_json::Value> {
         let no_names = Vec::new();
         let names = self.arg_names.get(&v.function).unwrap_or(&no_names);
-        let (args, mut cut) = decode_items_named(&v.args, names).unwrap_or((Vec::new(), true));
+        let classes = Some(&self.classes);
+        let (args, mut cut) =
+            decode_items_with(&v.args, names, classes).unwrap_or((Vec::new(), true));
         let mut ret = None;
         if let Some(r) = &v.ret {
-            match decode_items_named(r, names) {
+            match decode_items_with(r, names, classes) {
                 Ok((mut items, c)) => {
                     cut |= c;
                     ret = items.pop();

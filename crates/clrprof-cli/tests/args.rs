@@ -609,6 +609,35 @@ fn values_read_in_the_assembly_hooks_equal_what_the_app_printed() {
             "round {r}: {inv:#}"
         );
     }
+    // A struct's type and field names are in the trace once per class (`ValueClass`);
+    // the calls' values hold its number.
+    let bytes = std::fs::read(&trace).unwrap();
+    let mut reader = clrprof_format::TraceReader::new(&bytes).unwrap();
+    let mut classes = BTreeMap::new();
+    let mut lists_naming_id = 0;
+    for e in reader.events() {
+        match e.event {
+            clrprof_format::Event::ValueClass {
+                class,
+                name,
+                fields,
+            } => {
+                let fields = clrprof_format::values::decode_field_names(&fields).unwrap();
+                let before = classes.insert(name.to_string(), (class, fields));
+                assert!(before.is_none(), "{name} described twice");
+            }
+            clrprof_format::Event::CallArgs { values, .. }
+            | clrprof_format::Event::CallReturn { values, .. }
+                if values.windows(12).any(|w| w == b"Scenarios.ID") =>
+            {
+                lists_naming_id += 1;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(classes["Scenarios.ID"].1, ["I", "D"], "{classes:?}");
+    assert_eq!(classes["Scenarios.S24"].1, ["A", "B", "C"], "{classes:?}");
+    assert_eq!(lists_naming_id, 0);
     // Struct results: in RAX and RDX, through the buffer, in XMM0 and RAX, in XMM0 and XMM1.
     for r in 0..rounds {
         let swap = ret(&calls["Scenarios.Abi.SwapS16"][r]);

@@ -254,6 +254,11 @@ events! {
     /// `--args` (2.5): a call's `CallReturn` and its Leave in one record, returned by the
     /// reader as those two events.
     45 ReturnLeave { function: u64, sp: u64, values: Cow<'a, [u8]> }
+    /// `--args` (2.6): a value type's name and its fields' names, once per class, numbered
+    /// `class` (from 1, per trace); value lists then write such a struct as `CLASS_STRUCT`,
+    /// the number and the fields' values only ([`values`](crate::values),
+    /// [`values::encode_field_names`](crate::values::encode_field_names)).
+    46 ValueClass { class: u64, name: Cow<'a, str>, fields: Cow<'a, [u8]> }
     /// A class's name, written once per class id by events that refer to classes the
     /// runtime did not announce with `ClassLoaded` (allocations). Since 1.2; before, a
     /// `Meta` record with key `class_name` and JSON `{"id", "name"}` said the same.

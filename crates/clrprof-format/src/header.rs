@@ -24,7 +24,7 @@ pub const FILE_MAGIC: [u8; 8] = *b"CLRPROF\0";
 /// sequence numbers and whose header has no CRC).
 pub const FORMAT_MAJOR: u16 = 2;
 /// Format minor version this crate writes; readers accept any minor of their major.
-pub const FORMAT_MINOR: u16 = 5;
+pub const FORMAT_MINOR: u16 = 6;
 /// The last minor version of format 1.
 pub const FORMAT_1_LAST_MINOR: u16 = 3;
 /// Bytes before the JSON document (format 2: magic, version, length, CRC).

@@ -40,6 +40,25 @@ pub fn write_u64(buf: &mut [u8], mut v: u64) -> usize {
     n
 }
 
+/// Writes `v` (below 2^35) as LEB128 at the start of `out` without a loop: its five
+/// 7-bit groups spread into one little-endian word, continuation bits on all but the last
+/// byte used, stored whole into `out`'s 8 bytes (those after the encoding are left for
+/// the caller to overwrite). Returns the bytes the encoding takes: those [`write_u64`]
+/// writes.
+#[inline(always)]
+pub fn put_u35_wide(out: &mut [u8], v: u64) -> usize {
+    debug_assert!(v < 1 << 35);
+    let n = len_u64(v);
+    let groups = (v & 0x7f)
+        | ((v << 1) & 0x7f00)
+        | ((v << 2) & 0x7f_0000)
+        | ((v << 3) & 0x7f00_0000)
+        | ((v << 4) & 0x7f_0000_0000);
+    let more = 0x80_8080_8080u64 & ((1u64 << (8 * (n - 1))) - 1);
+    out[..8].copy_from_slice(&(groups | more).to_le_bytes());
+    n
+}
+
 /// Appends `v` to `out`. Does not allocate when `out` has room for [`MAX_LEN`] more bytes.
 #[inline]
 pub fn put_u64(out: &mut Vec<u8>, v: u64) {
@@ -86,6 +105,22 @@ pub fn read_u32(bytes: &[u8], pos: &mut usize) -> Result<u32, LebError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wide_stores_encode_as_write_u64() {
+        let mut v = 0u64;
+        while v < 1 << 35 {
+            for x in [v, v.saturating_sub(1), v | 0x55] {
+                let x = x.min((1 << 35) - 1);
+                let mut a = [0xAAu8; 8];
+                let mut b = [0xAAu8; 10];
+                let n = put_u35_wide(&mut a, x);
+                let m = write_u64(&mut b, x);
+                assert_eq!((n, &a[..n]), (m, &b[..m]), "{x}");
+            }
+            v = (v << 1) | 1;
+        }
+    }
 
     #[test]
     fn known_encodings() {

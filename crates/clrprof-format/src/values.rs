@@ -19,6 +19,10 @@
 //!         | BOXED type:str id:uleb value
 //!         | ARRAY element_type:str rank:uleb length:uleb value* END
 //!         | STRUCT type:str fields
+//!         | CLASS_STRUCT class:uleb value* END         (a struct of a `ValueClass` record:
+//!                                                       its name and its fields' names
+//!                                                       there, the values in their order;
+//!                                                       since 2.6)
 //!         | ADDRESS kind:str address:uleb               (ptr, fnptr, byref, …)
 //!         | BYREF address:uleb value                    (a managed pointer and its target)
 //!         | TYPEDREF type:str address:uleb
@@ -27,7 +31,10 @@
 //! fields := (ITEM name:str value)* END
 //! str    := uleb length, UTF-8 bytes
 //! names  := (name:str type:str)*                      (an `ArgNames` record's pairs)
+//! fnames := name:str*                                 (a `ValueClass` record's fields)
 //! ```
+
+use std::collections::HashMap;
 
 use crate::leb128;
 
@@ -49,6 +56,7 @@ pub const ADDRESS: u8 = 14;
 pub const BYREF: u8 = 15;
 pub const TYPEDREF: u8 = 16;
 pub const UNREADABLE: u8 = 17;
+pub const CLASS_STRUCT: u8 = 18;
 pub const ITEM: u8 = 0x40;
 pub const PARAM: u8 = 0x41;
 pub const END: u8 = 0x7e;
@@ -63,6 +71,10 @@ const RESERVE: usize = MAX_NESTING as usize + 2;
 pub struct ValueWriter<'b> {
     buf: &'b mut [u8],
     pos: usize,
+    /// `n` more bytes fit while `pos + n < end`: the buffer's length less the reserve,
+    /// plus one; 0 once cut (and for a buffer no larger than the reserve), so that one
+    /// compare answers.
+    end: usize,
     depth: u32,
     /// Position and depth after the last complete value or container opening.
     safe: (usize, u32),
@@ -74,9 +86,11 @@ impl<'b> ValueWriter<'b> {
     /// hold anything).
     #[inline]
     pub fn new(buf: &'b mut [u8]) -> ValueWriter<'b> {
+        let end = (buf.len() + 1).saturating_sub(RESERVE);
         ValueWriter {
             buf,
             pos: 0,
+            end,
             depth: 0,
             safe: (0, 0),
             cut: false,
@@ -95,9 +109,39 @@ impl<'b> ValueWriter<'b> {
         self.depth
     }
 
-    #[inline]
+    #[inline(always)]
     fn room(&self, n: usize) -> bool {
-        !self.cut && self.pos + n + RESERVE <= self.buf.len()
+        self.pos + n < self.end
+    }
+
+    /// Nothing more is written (the bound, or the nesting limit, was reached).
+    #[inline]
+    fn cut_here(&mut self) {
+        self.cut = true;
+        self.end = 0;
+    }
+
+    /// `tag` then `v` as LEB128, in one room check when `v` takes at most 5 bytes (the
+    /// same bytes as [`byte`](Self::byte) then [`uleb`](Self::uleb)).
+    #[inline(always)]
+    fn tagged_uleb(&mut self, tag: u8, v: u64) {
+        if v < 0x80 && self.room(2) {
+            // Most indices, lengths and small integers: two plain stores.
+            let p = self.pos;
+            self.buf[p] = tag;
+            self.buf[p + 1] = v as u8;
+            self.pos = p + 2;
+            return;
+        }
+        if v < 1 << 35 && self.room(6) {
+            // The reserve leaves the wide store's 8 bytes after the tag inside the buffer.
+            let p = self.pos;
+            self.buf[p] = tag;
+            self.pos = p + 1 + leb128::put_u35_wide(&mut self.buf[p + 1..p + 9], v);
+            return;
+        }
+        self.byte(tag);
+        self.uleb(v);
     }
 
     #[inline]
@@ -106,7 +150,7 @@ impl<'b> ValueWriter<'b> {
             copy_short(&mut self.buf[self.pos..self.pos + b.len()], b);
             self.pos += b.len();
         } else {
-            self.cut = true;
+            self.cut_here();
         }
     }
 
@@ -116,15 +160,22 @@ impl<'b> ValueWriter<'b> {
             self.buf[self.pos] = b;
             self.pos += 1;
         } else {
-            self.cut = true;
+            self.cut_here();
         }
     }
 
     #[inline(always)]
     fn uleb(&mut self, v: u64) {
-        // One byte (small ints, indices, lengths) inline, without the copy below.
+        // One byte (small ints, indices, lengths) inline, without the copy below; up to 5
+        // in one store.
         if v < 0x80 {
             return self.byte(v as u8);
+        }
+        if v < 1 << 35 && self.room(5) {
+            // The reserve leaves the wide store's 8 bytes inside the buffer.
+            let p = self.pos;
+            self.pos = p + leb128::put_u35_wide(&mut self.buf[p..p + 8], v);
+            return;
         }
         self.uleb_long(v);
     }
@@ -132,7 +183,7 @@ impl<'b> ValueWriter<'b> {
     #[inline(never)]
     fn uleb_long(&mut self, v: u64) {
         if !self.room(leb128::len_u64(v)) {
-            self.cut = true;
+            self.cut_here();
             return;
         }
         self.pos += leb128::write_u64(&mut self.buf[self.pos..], v);
@@ -154,7 +205,7 @@ impl<'b> ValueWriter<'b> {
     #[inline]
     fn open(&mut self) {
         if self.depth >= MAX_NESTING {
-            self.cut = true;
+            self.cut_here();
         }
         self.depth += 1;
         self.done();
@@ -174,8 +225,7 @@ impl<'b> ValueWriter<'b> {
     /// [`ArgNames`](crate::Event::ArgNames) pair: the value must follow.
     #[inline]
     pub fn param(&mut self, index: u32) {
-        self.byte(PARAM);
-        self.uleb(u64::from(index));
+        self.tagged_uleb(PARAM, u64::from(index));
     }
 
     #[inline]
@@ -190,20 +240,17 @@ impl<'b> ValueWriter<'b> {
     }
     #[inline]
     pub fn char(&mut self, v: u16) {
-        self.byte(CHAR);
-        self.uleb(u64::from(v));
+        self.tagged_uleb(CHAR, u64::from(v));
         self.done();
     }
     #[inline]
     pub fn int(&mut self, v: i64) {
-        self.byte(INT);
-        self.uleb(zigzag(v));
+        self.tagged_uleb(INT, zigzag(v));
         self.done();
     }
     #[inline]
     pub fn uint(&mut self, v: u64) {
-        self.byte(UINT);
-        self.uleb(v);
+        self.tagged_uleb(UINT, v);
         self.done();
     }
     #[inline]
@@ -230,7 +277,7 @@ impl<'b> ValueWriter<'b> {
             .sum();
         self.uleb(utf8_len as u64);
         if !self.room(utf8_len) {
-            self.cut = true;
+            self.cut_here();
             return;
         }
         for c in char::decode_utf16(units) {
@@ -244,23 +291,23 @@ impl<'b> ValueWriter<'b> {
     /// strings an app passes) is copied a unit per byte in one pass, the same bytes.
     #[inline]
     pub fn string_utf16_units(&mut self, full_len: u64, units: &[u16]) {
-        if !units.iter().all(|u| *u < 0x80) {
+        // One pass without an early exit (so it vectorises): ASCII if no unit has a bit
+        // above the seventh.
+        if units.iter().fold(0u16, |a, u| a | u) >= 0x80 {
             return self.string_utf16(full_len, units.iter().copied());
         }
-        self.byte(STR);
-        self.uleb(full_len);
+        self.tagged_uleb(STR, full_len);
         self.uleb(units.len() as u64);
-        if !self.room(units.len()) {
-            self.cut = true;
+        let n = units.len();
+        if !self.room(n) {
+            self.cut_here();
             return;
         }
-        for (b, u) in self.buf[self.pos..self.pos + units.len()]
-            .iter_mut()
-            .zip(units)
-        {
+        let p = self.pos;
+        for (b, u) in self.buf[p..p + n].iter_mut().zip(&units[..n]) {
             *b = *u as u8;
         }
-        self.pos += units.len();
+        self.pos = p + n;
         self.done();
     }
     #[inline]
@@ -314,6 +361,15 @@ impl<'b> ValueWriter<'b> {
     pub fn structure(&mut self, ty: &str) {
         self.byte(STRUCT);
         self.str(ty);
+        self.open();
+    }
+    /// Opens the field values of a value type whose name and field names the
+    /// [`ValueClass`](crate::Event::ValueClass) record numbered `class` gives: each field
+    /// is its value alone (no [`item`](Self::item)), in the record's order; close it with
+    /// [`end`](Self::end).
+    #[inline]
+    pub fn structure_of(&mut self, class: u32) {
+        self.tagged_uleb(CLASS_STRUCT, u64::from(class));
         self.open();
     }
     #[inline]
@@ -468,6 +524,17 @@ pub enum Value {
     Cut,
 }
 
+/// A value type described once by a [`ValueClass`](crate::Event::ValueClass) record: its
+/// name and its fields' names, which `CLASS_STRUCT` values refer to by its number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValueClass {
+    pub name: String,
+    pub fields: Vec<String>,
+}
+
+/// A trace's [`ValueClass`]es by number.
+pub type ValueClasses = HashMap<u64, ValueClass>;
+
 /// One argument (or the return value).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Item {
@@ -481,6 +548,8 @@ struct R<'a> {
     pos: usize,
     /// A CUT marker was read somewhere.
     cut: bool,
+    /// The classes `CLASS_STRUCT` values name.
+    classes: Option<&'a ValueClasses>,
 }
 
 type Res<T> = Result<T, String>;
@@ -534,6 +603,34 @@ impl R<'_> {
                     v.push((name, value));
                 }
                 t => return Err(format!("unexpected tag {t:#x} in a field list")),
+            }
+        }
+    }
+
+    /// A `CLASS_STRUCT`'s values up to its END, each named by the field of its place.
+    fn field_values(&mut self, depth: u32, names: &[String]) -> Res<(Vec<(String, Value)>, bool)> {
+        let mut v = Vec::new();
+        let mut cut = false;
+        loop {
+            match self.peek() {
+                Some(END) => {
+                    self.pos += 1;
+                    return Ok((v, cut));
+                }
+                Some(CUT) => {
+                    self.pos += 1;
+                    cut = true;
+                    self.cut = true;
+                }
+                _ => {
+                    let name = names
+                        .get(v.len())
+                        .ok_or("a struct holds more values than its class has fields")?
+                        .clone();
+                    let value = self.value(depth + 1)?;
+                    cut |= value == Value::Cut;
+                    v.push((name, value));
+                }
             }
         }
     }
@@ -622,6 +719,19 @@ impl R<'_> {
                     truncated,
                 }
             }
+            CLASS_STRUCT => {
+                let class = self.uleb()?;
+                let c = self
+                    .classes
+                    .and_then(|m| m.get(&class))
+                    .ok_or_else(|| format!("struct class {class} is not in the trace's classes"))?;
+                let (fields, truncated) = self.field_values(depth, &c.fields)?;
+                Value::Struct {
+                    ty: c.name.clone(),
+                    fields,
+                    truncated,
+                }
+            }
             ADDRESS => Value::Address {
                 kind: self.str()?,
                 address: self.uleb()?,
@@ -656,10 +766,21 @@ pub fn decode_items_named(
     bytes: &[u8],
     names: &[(String, String)],
 ) -> Result<(Vec<Item>, bool), String> {
+    decode_items_with(bytes, names, None)
+}
+
+/// [`decode_items_named`] for a list whose `CLASS_STRUCT` values name `classes` (the
+/// trace's [`ValueClass`] records, see [`decode_field_names`]).
+pub fn decode_items_with(
+    bytes: &[u8],
+    names: &[(String, String)],
+    classes: Option<&ValueClasses>,
+) -> Result<(Vec<Item>, bool), String> {
     let mut r = R {
         b: bytes,
         pos: 0,
         cut: false,
+        classes,
     };
     let mut items = Vec::new();
     let mut cut = false;
@@ -705,12 +826,40 @@ pub fn encode_names<'n>(pairs: impl IntoIterator<Item = (&'n str, &'n str)>) -> 
     out
 }
 
+/// Encodes a `ValueClass` record's field names.
+pub fn encode_field_names<'n>(names: impl IntoIterator<Item = &'n str>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for s in names {
+        let mut tmp = [0u8; leb128::MAX_LEN];
+        let n = leb128::write_u64(&mut tmp, s.len() as u64);
+        out.extend_from_slice(&tmp[..n]);
+        out.extend_from_slice(s.as_bytes());
+    }
+    out
+}
+
+/// Decodes a `ValueClass` record's field names.
+pub fn decode_field_names(bytes: &[u8]) -> Result<Vec<String>, String> {
+    let mut r = R {
+        b: bytes,
+        pos: 0,
+        cut: false,
+        classes: None,
+    };
+    let mut names = Vec::new();
+    while r.pos < bytes.len() {
+        names.push(r.str()?);
+    }
+    Ok(names)
+}
+
 /// Decodes an `ArgNames` record's pairs.
 pub fn decode_names(bytes: &[u8]) -> Result<Vec<(String, String)>, String> {
     let mut r = R {
         b: bytes,
         pos: 0,
         cut: false,
+        classes: None,
     };
     let mut pairs = Vec::new();
     while r.pos < bytes.len() {
@@ -785,6 +934,137 @@ mod tests {
             }]
         );
         assert!(decode_items(bytes).is_err(), "a PARAM needs the names");
+    }
+
+    /// A struct of a numbered class decodes as the struct named in full did, in fewer
+    /// bytes; cut inside, it keeps the fields written before the cut.
+    #[test]
+    fn class_structs_decode_as_named_structs() {
+        let classes: ValueClasses = [(
+            3,
+            ValueClass {
+                name: "Scenarios.ID".into(),
+                fields: decode_field_names(&encode_field_names(["I", "D"])).unwrap(),
+            },
+        )]
+        .into();
+        let write = |w: &mut ValueWriter<'_>, indexed: bool| {
+            w.param(0);
+            if indexed {
+                w.structure_of(3);
+            } else {
+                w.structure("Scenarios.ID");
+                w.item("I", None);
+            }
+            w.int(7);
+            if !indexed {
+                w.item("D", None);
+            }
+            w.f64(0.5);
+            w.end();
+        };
+        let names = [("v".to_string(), "Scenarios.ID".to_string())];
+        let (mut a, mut b) = ([0u8; 64], [0u8; 64]);
+        let mut wa = ValueWriter::new(&mut a);
+        write(&mut wa, false);
+        let mut wb = ValueWriter::new(&mut b);
+        write(&mut wb, true);
+        let (named, _) = wa.finish();
+        let (indexed, _) = wb.finish();
+        assert_eq!(indexed.len(), 16, "{indexed:?}");
+        assert!(named.len() > indexed.len() + 12);
+        let want = decode_items_named(named, &names).unwrap();
+        assert_eq!(
+            decode_items_with(indexed, &names, Some(&classes)).unwrap(),
+            want
+        );
+        assert!(
+            decode_items_named(indexed, &names).is_err(),
+            "needs the classes"
+        );
+        // Cut after the first field: the struct keeps it, marked truncated.
+        let mut c = [0u8; 32];
+        let mut w = ValueWriter::new(&mut c[..RESERVE + 8]);
+        write(&mut w, true);
+        let (cut_bytes, cut) = w.finish();
+        assert!(cut);
+        let (items, was_cut) = decode_items_with(cut_bytes, &names, Some(&classes)).unwrap();
+        assert!(was_cut);
+        assert_eq!(
+            items[0].value,
+            Value::Struct {
+                ty: "Scenarios.ID".into(),
+                fields: vec![("I".into(), Value::Int(7))],
+                truncated: true,
+            }
+        );
+        // More values than the class has fields: damaged.
+        let mut d = [0u8; 64];
+        let mut w = ValueWriter::new(&mut d);
+        w.param(0);
+        w.structure_of(3);
+        for _ in 0..3 {
+            w.int(1);
+        }
+        w.end();
+        assert!(decode_items_with(w.finish().0, &names, Some(&classes)).is_err());
+    }
+
+    /// Whatever the bound, a list is the unbounded list's bytes up to a complete value,
+    /// then the cut marker and the ENDs of the containers open there: the one-store paths
+    /// (integers of up to 5 LEB128 bytes, tags with them, ASCII strings) cut where the
+    /// byte-by-byte ones would.
+    #[test]
+    fn bounded_lists_are_prefixes_of_the_whole_list() {
+        let write = |w: &mut ValueWriter<'_>| {
+            for (i, v) in [
+                0i64,
+                63,
+                -64,
+                64,
+                8191,
+                1 << 20,
+                -(1 << 33),
+                1 << 40,
+                i64::MIN,
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                w.param(i as u32 * 40);
+                w.int(v);
+                w.uint(v as u64);
+                w.char(v as u16);
+                w.structure_of(i as u32 * 300);
+                w.string_utf16_units(1 << (i * 4), &[0x6f, 0x72, 0x64, 0x65, 0x72]);
+                w.f64(0.5);
+                w.end();
+            }
+        };
+        let mut big = [0u8; 1024];
+        let mut w = ValueWriter::new(&mut big);
+        write(&mut w);
+        let (whole, cut) = w.finish();
+        assert!(!cut);
+        let whole = whole.to_vec();
+        for size in RESERVE + 1..whole.len() + RESERVE + 2 {
+            let mut buf = vec![0u8; size];
+            let mut w = ValueWriter::new(&mut buf);
+            write(&mut w);
+            let (bytes, cut) = w.finish();
+            if !cut {
+                assert_eq!(bytes, &whole[..], "{size}");
+                continue;
+            }
+            let ends = bytes.iter().rev().take_while(|b| **b == END).count();
+            let kept = bytes.len() - ends - 1;
+            assert_eq!(bytes[kept], CUT, "{size}");
+            assert_eq!(&bytes[..kept], &whole[..kept], "{size}");
+            assert!(
+                kept + RESERVE >= size.saturating_sub(20),
+                "{size}: kept {kept}"
+            );
+        }
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Golden files: small traces committed under tests/fixtures/. The encoder must still
-//! produce `golden-v2.5.bin` byte for byte (so any format change is deliberate), and the
+//! produce `golden-v2.6.bin` byte for byte (so any format change is deliberate), and the
 //! reader must still read every file, 1.0 included (so old traces stay readable).
 //!
 //! After a deliberate format change, regenerate with
@@ -23,6 +23,9 @@ fn fixture(name: &str) -> PathBuf {
 /// Whether version `major.minor` has kind `id`: older golden files hold only those.
 fn has_kind(id: u8, major: u16, minor: u16) -> bool {
     if matches!(id, 44 | 45) && (major, minor) < (2, 5) {
+        return false;
+    }
+    if id == 46 && (major, minor) < (2, 6) {
         return false;
     }
     match (major, minor) {
@@ -194,9 +197,9 @@ fn check_or_update(name: &str, bytes: &[u8], compare: bool) {
 
 #[test]
 fn encoder_reproduces_the_golden_file() {
-    check_or_update("golden-v2.5.bin", &golden_bytes(false), true);
+    check_or_update("golden-v2.6.bin", &golden_bytes(false), true);
     // Compressed output depends on the LZ4 implementation: only its decoding is checked.
-    check_or_update("golden-v2.5-lz4.bin", &golden_bytes(true), false);
+    check_or_update("golden-v2.6-lz4.bin", &golden_bytes(true), false);
 }
 
 #[test]
@@ -222,6 +225,8 @@ fn golden_files_still_decode() {
         ("golden-v2.4-lz4.bin", true, 2, 4),
         ("golden-v2.5.bin", false, 2, 5),
         ("golden-v2.5-lz4.bin", true, 2, 5),
+        ("golden-v2.6.bin", false, 2, 6),
+        ("golden-v2.6-lz4.bin", true, 2, 6),
     ] {
         let bytes = std::fs::read(fixture(name)).unwrap();
         let (header, events, warnings) = read_all(&bytes).unwrap();

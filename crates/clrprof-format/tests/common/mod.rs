@@ -378,6 +378,12 @@ pub fn every_kind() -> Vec<Event<'static>> {
             sp: 0x7ffe_1230,
             values: Cow::Borrowed(&[0x40, 2, 3, 100]),
         },
+        // 2.6
+        Event::ValueClass {
+            class: 1,
+            name: "Scenarios.ID".into(),
+            fields: Cow::Borrowed(&[1, b'I', 1, b'D']),
+        },
     ]
 }
 
@@ -875,6 +881,11 @@ pub fn arb_event() -> impl Strategy<Value = Event<'static>> {
                     function: a,
                     sp: c,
                     values: Cow::Owned(s2.as_bytes().to_vec()),
+                },
+                46 => Event::ValueClass {
+                    class: a,
+                    name: s1,
+                    fields: Cow::Owned(s2.as_bytes().to_vec()),
                 },
                 _ => unreachable!(),
             }

@@ -10,7 +10,7 @@ use clrprof_format::Event;
 use clrprof_format::values::ValueWriter;
 use corprof_sys::{COR_PRF_ELT_INFO, FunctionIDOrClientID};
 
-use super::plan::{FnPlan, Kind, Prim, build_plan};
+use super::plan::{FnPlan, Kind, Prim, announce_plan, build_plan};
 use super::read::write_value;
 use super::{ArgsFn, STATE, State, is_args_client};
 use crate::os::clock;
@@ -88,6 +88,7 @@ pub(super) fn plan_of(f: &ArgsFn) -> Option<(&'static State, &FnPlan)> {
         let plan = build_plan(s, f.function);
         if let Some(plan) = &plan {
             write_names(f.index, plan);
+            announce_plan(plan);
         }
         plan
     });

@@ -2,8 +2,10 @@
 //! [`Kind`] per argument, a loaded class a [`ClassDesc`] (its fields' offsets and kinds),
 //! and a struct passed in registers the SysV registers predicted for it.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use corprof::sig::{self, Type};
 use corprof::{ClassId, FunctionId, MetaDataImport, MetadataRead, ModuleId};
@@ -171,6 +173,10 @@ pub(super) enum Shape {
     Struct {
         fields: Vec<FieldDesc>,
         box_offset: u32,
+        /// The number of its `ValueClass` record once written ([`announce_plan`]): its
+        /// values then write the number and the fields' values only; 0 before (they
+        /// write its name and its fields' names).
+        number: AtomicU32,
     },
     Enum {
         underlying: Prim,
@@ -384,7 +390,54 @@ pub(super) fn build_class(s: &State, class: ClassId, depth: u32) -> ClassDesc {
         shape: Shape::Struct {
             fields: own_fields(s, class, depth),
             box_offset,
+            number: AtomicU32::new(0),
         },
+    }
+}
+
+/// The next `ValueClass` number (per process: `--args` records one session).
+static NEXT_NUMBER: AtomicU32 = AtomicU32::new(1);
+
+/// Writes a `ValueClass` record for each struct the plan's values hold inline (their
+/// own inline fields' first) that has none yet, and numbers it, so that the hooks write
+/// its values by number: the struct's name and its fields' names once per class instead
+/// of in every call. Once per function, outside the hooks (the FunctionIDMapper, or the
+/// slow path's first call before its record); a class whose record could not be written
+/// keeps writing its names.
+pub(super) fn announce_plan(plan: &FnPlan) {
+    for p in plan.args.iter().chain(&plan.ret) {
+        announce_kind(&p.kind, 0);
+    }
+}
+
+fn announce_kind(k: &Kind, level: u32) {
+    match k {
+        Kind::Inline(d) => announce(d, level),
+        Kind::ByRef(inner) => announce_kind(inner, level),
+        _ => {}
+    }
+}
+
+fn announce(d: &ClassDesc, level: u32) {
+    let Shape::Struct { fields, number, .. } = &d.shape else {
+        return;
+    };
+    if level > 16 || number.load(Ordering::Relaxed) != 0 {
+        return;
+    }
+    for f in fields {
+        announce_kind(&f.kind, level + 1);
+    }
+    let n = NEXT_NUMBER.fetch_add(1, Ordering::Relaxed);
+    let names = clrprof_format::values::encode_field_names(fields.iter().map(|f| &*f.name));
+    let written = crate::output::buffers::emit_waiting(&clrprof_format::Event::ValueClass {
+        class: u64::from(n),
+        name: Cow::Borrowed(&d.name),
+        fields: Cow::Owned(names),
+    });
+    if written {
+        // Another thread may have numbered it meanwhile: either record names it.
+        let _ = number.compare_exchange(0, n, Ordering::Relaxed, Ordering::Relaxed);
     }
 }
 
@@ -992,6 +1045,7 @@ mod tests {
                     })
                     .collect(),
                 box_offset: 8,
+                number: AtomicU32::new(0),
             },
         }))
     }

@@ -4,6 +4,7 @@
 use clrprof_format::values::ValueWriter;
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use corprof::ClassId;
 
@@ -141,10 +142,22 @@ pub(super) unsafe fn write_value(
 /// bytes, its fields at their offsets, an enum's or primitive's value at `addr`).
 unsafe fn write_inline(s: &State, w: &mut ValueWriter<'_>, d: &ClassDesc, addr: usize, level: u32) {
     match &d.shape {
-        Shape::Struct { fields, .. } => {
-            w.structure(&d.name);
-            // SAFETY: (A7) the struct's fields lie at their offsets from `addr` (contract).
-            unsafe { write_fields(s, w, fields, addr, level) };
+        Shape::Struct { fields, number, .. } => {
+            let n = number.load(Ordering::Relaxed);
+            if n != 0 {
+                // Its name and its fields' names are in its `ValueClass` record.
+                w.structure_of(n);
+                for f in fields {
+                    // SAFETY: (A7) the field's offset is the runtime's (GetClassLayout),
+                    // its kind from its signature (contract).
+                    unsafe { write_value(s, w, &f.kind, addr + f.offset as usize, level + 1) };
+                }
+            } else {
+                w.structure(&d.name);
+                // SAFETY: (A7) the struct's fields lie at their offsets from `addr`
+                // (contract).
+                unsafe { write_fields(s, w, fields, addr, level) };
+            }
             w.end();
         }
         Shape::Enum {
