@@ -16,7 +16,7 @@ use crate::warning::{Warning, Warnings};
 mod ahead;
 mod events;
 mod incremental;
-pub use ahead::{READ_THREADS_ENV, decode_ahead};
+pub use ahead::{READ_THREADS_ENV, decode_ahead, read_workers};
 pub use events::{Events, SplitSink};
 
 pub use incremental::{IncrementalReader, SEEN_WINDOW};
@@ -50,15 +50,26 @@ pub struct TraceReader<'a> {
 }
 
 /// Compact blocks whose structure a pass checked (`compact::validate`, a walk over every
-/// word before the block's first event is handed out): their file offsets and record
-/// counts, in file order; 16 bytes per block. See [`TraceReader::checked_blocks`].
+/// word before the block's first event is handed out): their file offsets, record
+/// counts and threads, in file order; 24 bytes per block. See
+/// [`TraceReader::checked_blocks`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CheckedBlocks(Vec<(u64, u32)>);
+pub struct CheckedBlocks(Vec<(u64, u32, u64)>);
 
 impl CheckedBlocks {
     fn count_at(&self, offset: u64) -> Option<u32> {
         let i = self.0.binary_search_by_key(&offset, |b| b.0).ok()?;
         Some(self.0[i].1)
+    }
+
+    /// Records of the checked blocks per OS thread (trace mode's calls are most of
+    /// them), by thread id: how a pass can share the threads out among workers.
+    pub fn records_by_thread(&self) -> Vec<(u64, u64)> {
+        let mut per: std::collections::BTreeMap<u64, u64> = Default::default();
+        for &(_, count, os_tid) in &self.0 {
+            *per.entry(os_tid).or_default() += u64::from(count);
+        }
+        per.into_iter().collect()
     }
 }
 
@@ -190,7 +201,9 @@ impl<'a> TraceReader<'a> {
     pub fn events(&mut self) -> Events<'_, 'a> {
         self.reset();
         let major = self.header.major;
-        Events::new(Scanner::new(self.bytes, self.body_offset, major), self)
+        let scanner = Scanner::new(self.bytes, self.body_offset, major)
+            .trusting(self.trusted.0.iter().map(|b| b.0).collect());
+        Events::new(scanner, self)
     }
 
     /// [`events`](Self::events) without the Enter, Leave and Tailcall units of trace
@@ -208,7 +221,8 @@ impl<'a> TraceReader<'a> {
 
     /// Takes `blocks`, what [`checked_blocks`](Self::checked_blocks) said after a pass
     /// over these same bytes, as checked: a later pass does not walk their words twice
-    /// (trace mode's second pass over tens of millions of calls).
+    /// (trace mode's second pass over tens of millions of calls), nor compute their
+    /// CRCs again.
     pub fn trust(&mut self, blocks: CheckedBlocks) {
         self.trusted = blocks;
     }
@@ -313,7 +327,9 @@ impl<'a> TraceReader<'a> {
                         Some(count) => count,
                         None => crate::compact::validate(words)?,
                     };
-                    self.checked.0.push((at, header.record_count));
+                    self.checked
+                        .0
+                        .push((at, header.record_count, header.os_tid));
                     header.records_len = words.len() as u32;
                     return Ok(inflated);
                 }
