@@ -51,10 +51,11 @@ pub struct TraceReader<'a> {
 
 /// Compact blocks whose structure a pass checked (`compact::validate`, a walk over every
 /// word before the block's first event is handed out): their file offsets, record
-/// counts and threads, in file order; 24 bytes per block. See
+/// counts and threads, in file order; 24 bytes per block, shared by its clones (the
+/// workers of a pass and their scanners hold one list). See
 /// [`TraceReader::checked_blocks`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CheckedBlocks(Vec<(u64, u32, u64)>);
+pub struct CheckedBlocks(pub(crate) std::sync::Arc<Vec<(u64, u32, u64)>>);
 
 impl CheckedBlocks {
     fn count_at(&self, offset: u64) -> Option<u32> {
@@ -66,7 +67,7 @@ impl CheckedBlocks {
     /// them), by thread id: how a pass can share the threads out among workers.
     pub fn records_by_thread(&self) -> Vec<(u64, u64)> {
         let mut per: std::collections::BTreeMap<u64, u64> = Default::default();
-        for &(_, count, os_tid) in &self.0 {
+        for &(_, count, os_tid) in self.0.iter() {
             *per.entry(os_tid).or_default() += u64::from(count);
         }
         per.into_iter().collect()
@@ -201,8 +202,8 @@ impl<'a> TraceReader<'a> {
     pub fn events(&mut self) -> Events<'_, 'a> {
         self.reset();
         let major = self.header.major;
-        let scanner = Scanner::new(self.bytes, self.body_offset, major)
-            .trusting(self.trusted.0.iter().map(|b| b.0).collect());
+        let scanner =
+            Scanner::new(self.bytes, self.body_offset, major).trusting(self.trusted.clone());
         Events::new(scanner, self)
     }
 
@@ -214,7 +215,8 @@ impl<'a> TraceReader<'a> {
         self.events().skipping_calls()
     }
 
-    /// The compact blocks the last pass found well-formed.
+    /// The compact blocks the last pass found well-formed (but for those it
+    /// [trusted](Self::trust)).
     pub fn checked_blocks(&self) -> &CheckedBlocks {
         &self.checked
     }
@@ -249,7 +251,7 @@ impl<'a> TraceReader<'a> {
         self.seen_seqs.clear();
         self.end = EndCheck::default();
         self.stopped_at = self.body_offset;
-        self.checked.0.clear();
+        self.checked = CheckedBlocks::default();
         let known = if self.header.major == FORMAT_MAJOR {
             FORMAT_MINOR
         } else {
@@ -323,13 +325,19 @@ impl<'a> TraceReader<'a> {
                 let words = if inflated { &buf[..] } else { payload };
                 if keep_units {
                     let at = offset as u64;
+                    // A block an earlier pass checked is not listed again.
                     header.record_count = match self.trusted.count_at(at) {
                         Some(count) => count,
-                        None => crate::compact::validate(words)?,
+                        None => {
+                            let count = crate::compact::validate(words)?;
+                            std::sync::Arc::make_mut(&mut self.checked.0).push((
+                                at,
+                                count,
+                                header.os_tid,
+                            ));
+                            count
+                        }
                     };
-                    self.checked
-                        .0
-                        .push((at, header.record_count, header.os_tid));
                     header.records_len = words.len() as u32;
                     return Ok(inflated);
                 }

@@ -45,9 +45,9 @@ pub(crate) struct Scanner<'a> {
     /// The bytes are what has been written of a file so far: a block the bytes end inside
     /// is not damage but the next read's (see [`partial`](Self::partial)).
     partial: bool,
-    /// Offsets of blocks an earlier pass over the same bytes found intact, in order:
-    /// their CRCs are not computed again ([`trusting`](Self::trusting)).
-    trusted: Vec<u64>,
+    /// Blocks an earlier pass over the same bytes found intact: their CRCs are not
+    /// computed again ([`trusting`](Self::trusting)).
+    trusted: crate::CheckedBlocks,
 }
 
 /// Payloads shorter than this are always hashed directly.
@@ -70,14 +70,14 @@ impl<'a> Scanner<'a> {
             hashed: 0,
             ranges: None,
             partial: false,
-            trusted: Vec::new(),
+            trusted: crate::CheckedBlocks::default(),
         }
     }
 
-    /// Takes the blocks at `offsets` (ascending), which an earlier pass over these same
-    /// bytes found intact, as intact: their CRCs are not computed again.
-    pub fn trusting(mut self, offsets: Vec<u64>) -> Scanner<'a> {
-        self.trusted = offsets;
+    /// Takes `blocks`, which an earlier pass over these same bytes found intact, as
+    /// intact: their CRCs are not computed again.
+    pub fn trusting(mut self, blocks: crate::CheckedBlocks) -> Scanner<'a> {
+        self.trusted = blocks;
         self
     }
 
@@ -211,7 +211,13 @@ impl<'a> Scanner<'a> {
     /// Whether the block at `at` with header `h` (its payload within the file) matches
     /// its CRC.
     fn crc_ok(&mut self, at: usize, h: &BlockHeader) -> bool {
-        if !self.trusted.is_empty() && self.trusted.binary_search(&(at as u64)).is_ok() {
+        if !self.trusted.0.is_empty()
+            && self
+                .trusted
+                .0
+                .binary_search_by_key(&(at as u64), |b| b.0)
+                .is_ok()
+        {
             return true;
         }
         let bytes = self.bytes;
