@@ -1308,4 +1308,61 @@ mod tests {
         assert_eq!(paths.iter().map(|p| p.calls).sum::<u64>(), n);
         assert_eq!(stats(&t, "A").calls, n);
     }
+
+    #[test]
+    fn threads_built_apart_and_joined_give_what_one_builder_gives() {
+        // Three threads interleaved, each calling in its own order (so the functions
+        // first appear in different orders), one with a frame unwound and one left open.
+        let on = |tid: u64, e: TimedEvent<'static>| TimedEvent { os_tid: tid, ..e };
+        let mut events = Vec::new();
+        for round in 0..50u64 {
+            let t = round * 100;
+            for (tid, f, g) in [(1u64, 2u64, 3u64), (2, 3, 4), (3, 4, 2)] {
+                events.push(on(tid, enter(t, 1, 1000)));
+                events.push(on(tid, enter(t + 10, f, 900)));
+                events.push(on(tid, enter(t + 20, g, 800)));
+                if tid == 2 && round % 7 == 0 {
+                    // `g` unwound: the next Leave closes it too.
+                    events.push(on(tid, leave(t + 40, f, 900)));
+                } else {
+                    events.push(on(tid, leave(t + 30, g, 800)));
+                    events.push(on(tid, leave(t + 40 + tid, f, 900)));
+                }
+                events.push(on(tid, leave(t + 60, 1, 1000)));
+            }
+        }
+        events.push(on(3, enter(9_000, 5, 700)));
+        let built = |split: bool| {
+            let whole = Builder::new(false).with_paths();
+            if !split {
+                let mut b = whole;
+                for e in &events {
+                    b.push(e);
+                }
+                return b.finish(&names(), &ThreadNames::default(), 64);
+            }
+            let mut parts: Vec<Builder> = (0..2).map(|_| whole.fork().unwrap()).collect();
+            for e in &events {
+                parts[usize::from(e.os_tid == 2)].push(e);
+            }
+            let mut b = whole;
+            for p in parts {
+                b.join(p);
+            }
+            b.finish(&names(), &ThreadNames::default(), 64)
+        };
+        let (one, joined) = (built(false), built(true));
+        let functions = |t: &CallTrees| format!("{:?}", t.functions);
+        assert_eq!(functions(&one), functions(&joined));
+        assert_eq!(format!("{:?}", one.merged), format!("{:?}", joined.merged));
+        assert_eq!(
+            format!("{:?}", one.threads),
+            format!("{:?}", joined.threads)
+        );
+        assert_eq!(format!("{:?}", one.stats), format!("{:?}", joined.stats));
+        assert_eq!(one.paths, joined.paths);
+        assert!(one.stats.unwound_frames > 0 && one.stats.open_at_end > 0);
+        // A builder that keeps intervals reads on one thread.
+        assert!(Builder::new(true).fork().is_none());
+    }
 }

@@ -311,6 +311,12 @@ impl<'a> Trace<'a> {
             load[w] += n;
             owner.insert(tid, w);
         }
+        // One thread with nearly all the calls (the others' few records): not worth a
+        // worker of its own.
+        let (total, most) = (load.iter().sum::<u64>(), load.iter().max().copied());
+        if most.is_none_or(|m| (total - m) * 20 < total) {
+            return None;
+        }
         let owner = &owner;
         let make = &make;
         let which = Streamed {
