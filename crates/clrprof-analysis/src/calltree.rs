@@ -549,6 +549,75 @@ impl Builder {
         }
     }
 
+    /// A builder like this one (the same options), empty: for another worker of
+    /// [`Trace::calls_on_workers`](crate::Trace::calls_on_workers), whose threads are
+    /// none of this one's. `None` when this one keeps intervals (their bound and the
+    /// recorded values are shared by all threads: such a pass reads on one thread).
+    pub fn fork(&self) -> Option<Builder> {
+        if self.keep_intervals {
+            return None;
+        }
+        let mut b = Builder::new(false);
+        b.keep_paths = self.keep_paths;
+        Some(b)
+    }
+
+    /// Takes in what `other` built from other threads ([`fork`](Self::fork)): the same
+    /// figures as one builder given every thread's records. A thread both built is
+    /// counted twice (it cannot be rebuilt from two halves: keep the threads apart).
+    pub fn join(&mut self, other: Builder) {
+        let Builder {
+            states,
+            index,
+            counted,
+            shared,
+            ..
+        } = other;
+        // The other's accumulator indices, renumbered into this one's.
+        let ids: Vec<u32> = shared
+            .accs
+            .iter()
+            .map(|(f, _)| self.shared.id(*f))
+            .collect();
+        for (i, (_, a)) in shared.accs.into_iter().enumerate() {
+            let acc = &mut self.shared.accs[ids[i] as usize].1;
+            acc.calls += a.calls;
+            acc.inclusive += a.inclusive;
+            acc.self_ns += a.self_ns;
+        }
+        let renumber = |acc: u32| ids.get(acc as usize).copied().unwrap_or(acc);
+        let mut taken: Vec<Option<ThreadState>> = states.into_iter().map(Some).collect();
+        for (tid, i) in index {
+            let Some(mut st) = taken.get_mut(i).and_then(Option::take) else {
+                continue;
+            };
+            for n in st.nodes.iter_mut().skip(1) {
+                n.acc = renumber(n.acc);
+            }
+            for f in &mut st.stack {
+                f.acc = renumber(f.acc);
+            }
+            let mut active = vec![0u32; self.shared.accs.len()];
+            for (i, &n) in st.active.iter().enumerate() {
+                if n > 0 {
+                    active[renumber(i as u32) as usize] = n;
+                }
+            }
+            st.active = active;
+            self.states.push(st);
+            self.index.insert(tid, self.states.len() - 1);
+        }
+        self.last_thread = None;
+        self.counted.extend(counted);
+        let (a, b) = (&mut self.shared.stats, shared.stats);
+        a.calls += b.calls;
+        a.unwound_frames += b.unwound_frames;
+        a.unmatched_leaves += b.unmatched_leaves;
+        a.open_at_end += b.open_at_end;
+        a.counts_missed += b.counts_missed;
+        a.counts_deep += b.counts_deep;
+    }
+
     /// The innermost open call of `func` on `os_tid` (with stack pointer `sp`, if given).
     fn open_call(&mut self, os_tid: u64, func: u64, sp: Option<u32>) -> Option<&mut Frame> {
         let &i = self.index.get(&os_tid)?;
@@ -629,6 +698,11 @@ impl Builder {
             values,
             ..
         } = shared;
+        // In function id order: which function a thread called first must not change the
+        // order of functions with the same figures and name (nor one built on several
+        // workers, `join`).
+        let mut accs = accs;
+        accs.sort_unstable_by_key(|a| a.0);
         for (func, a) in accs {
             let f = funcs.entry(func).or_default();
             f.calls += a.calls;
@@ -1233,5 +1307,62 @@ mod tests {
         assert_eq!(last.calls, n - MAX_PATH_DEPTH as u64);
         assert_eq!(paths.iter().map(|p| p.calls).sum::<u64>(), n);
         assert_eq!(stats(&t, "A").calls, n);
+    }
+
+    #[test]
+    fn threads_built_apart_and_joined_give_what_one_builder_gives() {
+        // Three threads interleaved, each calling in its own order (so the functions
+        // first appear in different orders), one with a frame unwound and one left open.
+        let on = |tid: u64, e: TimedEvent<'static>| TimedEvent { os_tid: tid, ..e };
+        let mut events = Vec::new();
+        for round in 0..50u64 {
+            let t = round * 100;
+            for (tid, f, g) in [(1u64, 2u64, 3u64), (2, 3, 4), (3, 4, 2)] {
+                events.push(on(tid, enter(t, 1, 1000)));
+                events.push(on(tid, enter(t + 10, f, 900)));
+                events.push(on(tid, enter(t + 20, g, 800)));
+                if tid == 2 && round % 7 == 0 {
+                    // `g` unwound: the next Leave closes it too.
+                    events.push(on(tid, leave(t + 40, f, 900)));
+                } else {
+                    events.push(on(tid, leave(t + 30, g, 800)));
+                    events.push(on(tid, leave(t + 40 + tid, f, 900)));
+                }
+                events.push(on(tid, leave(t + 60, 1, 1000)));
+            }
+        }
+        events.push(on(3, enter(9_000, 5, 700)));
+        let built = |split: bool| {
+            let whole = Builder::new(false).with_paths();
+            if !split {
+                let mut b = whole;
+                for e in &events {
+                    b.push(e);
+                }
+                return b.finish(&names(), &ThreadNames::default(), 64);
+            }
+            let mut parts: Vec<Builder> = (0..2).map(|_| whole.fork().unwrap()).collect();
+            for e in &events {
+                parts[usize::from(e.os_tid == 2)].push(e);
+            }
+            let mut b = whole;
+            for p in parts {
+                b.join(p);
+            }
+            b.finish(&names(), &ThreadNames::default(), 64)
+        };
+        let (one, joined) = (built(false), built(true));
+        let functions = |t: &CallTrees| format!("{:?}", t.functions);
+        assert_eq!(functions(&one), functions(&joined));
+        assert_eq!(format!("{:?}", one.merged), format!("{:?}", joined.merged));
+        assert_eq!(
+            format!("{:?}", one.threads),
+            format!("{:?}", joined.threads)
+        );
+        assert_eq!(format!("{:?}", one.stats), format!("{:?}", joined.stats));
+        assert_eq!(one.paths, joined.paths);
+        assert!(one.stats.unwound_frames > 0 && one.stats.open_at_end > 0);
+        // A builder that keeps intervals reads on one thread.
+        assert!(Builder::new(true).fork().is_none());
     }
 }

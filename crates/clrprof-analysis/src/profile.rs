@@ -393,7 +393,20 @@ pub fn build_with_lines(
             exceptions: false,
             call_values: wanted.timeline,
         };
-        trace.for_each_streamed_into(which, &mut b);
+        // Without a timeline, each trace thread's calls on one of several threads.
+        let parts = b.fork().and_then(|_| {
+            trace.calls_on_workers(which, || {
+                b.fork().unwrap_or_else(|| calltree::Builder::new(false))
+            })
+        });
+        match parts {
+            Some(parts) => {
+                for part in parts {
+                    b.join(part);
+                }
+            }
+            None => trace.for_each_streamed_into(which, &mut b),
+        }
         let trees = b.finish(&names, &threads, 0);
         let decoder =
             (!trees.values.is_empty()).then(|| crate::invocations::CallValuesDecoder::new(trace));

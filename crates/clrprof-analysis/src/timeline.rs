@@ -7,6 +7,8 @@
 //! [`Trace::for_each_exception`] decodes them again, and the report counts them in the
 //! same pass as the calls.
 
+use rustc_hash::FxHashMap as HashMap;
+
 use clrprof_format::{
     CheckedBlocks, ClockConverter, DecodedCall, DecodedEvent, EltKind, Event, ExceptionPhase,
     FormatError, Header, SplitSink, TraceReader,
@@ -129,6 +131,19 @@ pub struct Streamed {
     pub call_values: bool,
 }
 
+/// Files this large have their pages mapped ahead of the first pass ([`map_ahead`]).
+const MAP_AHEAD_MIN: usize = 32 << 20;
+
+/// Reads a byte of every page of `bytes`, in order: a mapped file's page faults taken on
+/// this thread instead of the one that reads the file.
+fn map_ahead(bytes: &[u8]) {
+    let mut x = 0u8;
+    for i in (0..bytes.len()).step_by(4096) {
+        x ^= bytes[i];
+    }
+    std::hint::black_box(x);
+}
+
 impl<'a> Trace<'a> {
     /// Decodes `bytes`; fails only when the file is not a readable clrprof trace at all.
     pub fn load(bytes: &'a [u8]) -> Result<Trace<'a>, FormatError> {
@@ -141,26 +156,35 @@ impl<'a> Trace<'a> {
         let mut exception_records = 0u64;
         // Trace mode's call units are only counted here (with their first and last
         // timestamps); `for_each_call` decodes them in a pass of their own.
-        for d in reader.events_without_calls() {
-            first = first.min(d.ts);
-            last = last.max(d.ts);
-            if is_call(&d.event) {
-                call_records += 1;
-                continue;
+        std::thread::scope(|s| {
+            // With a CPU to spare, another thread maps the file's pages ahead of this pass
+            // (the page faults of a mapped file; the later passes find them mapped).
+            if bytes.len() >= MAP_AHEAD_MIN && clrprof_format::read_workers() >= 2 {
+                let _ = std::thread::Builder::new()
+                    .name("clrprof-map".into())
+                    .spawn_scoped(s, || map_ahead(bytes));
             }
-            if is_exception(&d.event) {
-                exception_records += 1;
-                continue;
+            for d in reader.events_without_calls() {
+                first = first.min(d.ts);
+                last = last.max(d.ts);
+                if is_call(&d.event) {
+                    call_records += 1;
+                    continue;
+                }
+                if is_exception(&d.event) {
+                    exception_records += 1;
+                    continue;
+                }
+                // Heap snapshot batches are read on their own (`heap::snapshot::load`).
+                if matches!(d.event, Event::HeapObjects { .. } | Event::HeapRoots { .. }) {
+                    continue;
+                }
+                if let Event::ClockSync { mono_ns, .. } = &d.event {
+                    syncs.push((d.ts, *mono_ns));
+                }
+                kept.push(d);
             }
-            // Heap snapshot batches are read on their own (`heap::snapshot::load`).
-            if matches!(d.event, Event::HeapObjects { .. } | Event::HeapRoots { .. }) {
-                continue;
-            }
-            if let Event::ClockSync { mono_ns, .. } = &d.event {
-                syncs.push((d.ts, *mono_ns));
-            }
-            kept.push(d);
-        }
+        });
         let st = reader.stats();
         call_records += st.skipped_calls;
         if st.skipped_calls > 0 {
@@ -267,6 +291,108 @@ impl<'a> Trace<'a> {
         if !calls && !exceptions {
             return;
         }
+        self.stream(which, sink, None);
+    }
+
+    /// The calls and the exception catches (what [`for_each_call`](Self::for_each_call)
+    /// hands over) on up to [`read_workers`](clrprof_format::read_workers) threads: the
+    /// trace's threads are shared out among them by their call records (the heaviest
+    /// first, each to the worker with the fewest so far), and each worker reads only its
+    /// threads' blocks into a sink `make` made for it, in each thread's recorded order.
+    /// Returns the workers' sinks; the threads of one are none of another's, and the
+    /// records of threads that hold no call blocks (the writer's `CallCounts`) all go to
+    /// the first. `None`, with nothing read, where one thread does it all: one worker,
+    /// fewer than two threads with calls, or a pass that needs the records of all
+    /// threads in file order (the exceptions, in a trace that has some; the values of
+    /// `--args`).
+    pub fn calls_on_workers<S, F>(&self, which: Streamed, make: F) -> Option<Vec<S>>
+    where
+        S: StreamSink<'a> + Send,
+        F: Fn() -> S + Sync,
+    {
+        if !which.calls
+            || self.call_records == 0
+            || which.call_values
+            || (which.exceptions && self.exception_records > 0)
+        {
+            return None;
+        }
+        let workers = clrprof_format::read_workers();
+        let threads = self.checked.records_by_thread();
+        if workers < 2 || threads.iter().filter(|t| t.1 > 0).count() < 2 {
+            return None;
+        }
+        let workers = workers.min(threads.len());
+        // Longest first, each to the least loaded worker.
+        let mut heaviest: Vec<(u64, u64)> = threads;
+        heaviest.sort_by_key(|&(tid, n)| (std::cmp::Reverse(n), tid));
+        let mut load = vec![0u64; workers];
+        let mut owner: HashMap<u64, usize> = HashMap::default();
+        for (tid, n) in heaviest {
+            let w = (0..workers).min_by_key(|&w| (load[w], w)).unwrap_or(0);
+            load[w] += n;
+            owner.insert(tid, w);
+        }
+        // One thread with nearly all the calls (the others' few records): not worth a
+        // worker of its own.
+        let (total, most) = (load.iter().sum::<u64>(), load.iter().max().copied());
+        if most.is_none_or(|m| (total - m) * 20 < total) {
+            return None;
+        }
+        let owner = &owner;
+        let make = &make;
+        let which = Streamed {
+            exceptions: false,
+            ..which
+        };
+        let sinks = std::thread::scope(|s| {
+            let handles: Vec<_> = (1..workers)
+                .map(|w| {
+                    std::thread::Builder::new()
+                        .name("clrprof-read".into())
+                        .spawn_scoped(s, move || {
+                            let keep = move |tid: u64| owner.get(&tid).copied().unwrap_or(0) == w;
+                            let mut sink = make();
+                            self.stream(which, &mut sink, Some(&keep));
+                            sink
+                        })
+                })
+                .collect();
+            // Threads that could not be started: their share is read here.
+            let here: Vec<usize> = handles
+                .iter()
+                .enumerate()
+                .filter(|(_, h)| h.is_err())
+                .map(|(i, _)| i + 1)
+                .chain([0])
+                .collect();
+            let keep = |tid: u64| here.contains(&owner.get(&tid).copied().unwrap_or(0));
+            let mut first = make();
+            self.stream(which, &mut first, Some(&keep));
+            let mut sinks = vec![first];
+            for h in handles.into_iter().flatten() {
+                // A worker that panicked: the caller's thread panics with it, as a pass on
+                // one thread would have.
+                match h.join() {
+                    Ok(sink) => sinks.push(sink),
+                    Err(p) => std::panic::resume_unwind(p),
+                }
+            }
+            sinks
+        });
+        Some(sinks)
+    }
+
+    /// One pass over the file into `sink`, of the blocks of the threads `threads` keeps
+    /// (all without it).
+    fn stream(
+        &self,
+        which: Streamed,
+        sink: &mut impl StreamSink<'a>,
+        threads: Option<&(dyn Fn(u64) -> bool + Sync)>,
+    ) {
+        let calls = which.calls && self.call_records > 0;
+        let exceptions = which.exceptions && self.exception_records > 0;
         let Ok(mut reader) = TraceReader::new(self.bytes) else {
             return;
         };
@@ -341,6 +467,9 @@ impl<'a> Trace<'a> {
         } else {
             reader.events_without_calls()
         };
-        events.for_each_split_ahead(&mut split);
+        match threads {
+            Some(keep) => events.of_threads(keep).for_each_split(&mut split),
+            None => events.for_each_split_ahead(&mut split),
+        }
     }
 }

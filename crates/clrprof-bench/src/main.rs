@@ -71,14 +71,16 @@ enum What {
     /// ELT tracing on a call-dense workload (recursive Fib)
     Trace,
     /// `report` and `convert -f folded` of the two-thread trace of `trace` (or of FILE),
-    /// pinned to one CPU (`taskset -c 0`: the reader decodes on the caller's thread) and
-    /// on two (it decodes on a second one), alternated: events per second and the ratio
+    /// pinned to one CPU (`taskset -c 0`: the reader reads on the caller's thread) and
+    /// on two (each trace thread's calls on one of two workers), alternated: events per
+    /// second and the ratio
     Read {
         /// A trace to read instead of recording `fib 32 threads=2`
         #[arg(long)]
         trace: Option<PathBuf>,
-        /// Another build's `clrprof`: adds its one-CPU rows, interleaved with these, and
-        /// the paired ratios of CPU and wall time (this build's over it)
+        /// Another build's `clrprof`: adds its one- and two-CPU rows (as it reads by
+        /// default), interleaved with these, and the paired ratios of CPU and wall time
+        /// (this build's over it)
         #[arg(long)]
         compare_with: Option<PathBuf>,
     },
@@ -888,11 +890,13 @@ fn read_bench(runs: usize, given: Option<PathBuf>, other: Option<PathBuf>) -> Re
         bytes as f64 / 1e6,
     );
     let folded = scratch().join("read.folded");
-    // The two-CPU rows ask for the second decoding thread (`CLRPROF_READ_THREADS=2`);
-    // pinned to one CPU it is not started whatever the variable says.
+    // Both builds as they read by default: on two CPUs this one shares the trace's
+    // threads out among two workers; pinned to one CPU it reads on one thread.
     let report = || {
         let mut c = Command::new(&clrprof);
-        c.arg("report").arg(&trace).env("CLRPROF_READ_THREADS", "2");
+        c.arg("report")
+            .arg(&trace)
+            .env_remove("CLRPROF_READ_THREADS");
         c
     };
     let convert = || {
@@ -900,29 +904,36 @@ fn read_bench(runs: usize, given: Option<PathBuf>, other: Option<PathBuf>) -> Re
         c.args(["convert", "-f", "folded", "-o"])
             .arg(&folded)
             .arg(&trace)
-            .env("CLRPROF_READ_THREADS", "2");
+            .env_remove("CLRPROF_READ_THREADS");
         c
     };
     let (report1, convert1) = (
         || rounds::pinned(&report(), "0"),
         || rounds::pinned(&convert(), "0"),
     );
-    // The other build's one-CPU rows (its own output file: the two run in turn).
+    // The other build's rows (its own output file: the two run in turn).
     let other = other.unwrap_or_default();
     let other_folded = scratch().join("read-other.folded");
     let (report_other, convert_other) = (
         || {
             let mut c = Command::new(&other);
-            c.arg("report").arg(&trace);
-            rounds::pinned(&c, "0")
+            c.arg("report")
+                .arg(&trace)
+                .env_remove("CLRPROF_READ_THREADS");
+            c
         },
         || {
             let mut c = Command::new(&other);
             c.args(["convert", "-f", "folded", "-o"])
                 .arg(&other_folded)
-                .arg(&trace);
-            rounds::pinned(&c, "0")
+                .arg(&trace)
+                .env_remove("CLRPROF_READ_THREADS");
+            c
         },
+    );
+    let (report_other1, convert_other1) = (
+        || rounds::pinned(&report_other(), "0"),
+        || rounds::pinned(&convert_other(), "0"),
     );
     let mut configs: Vec<(&str, &dyn Fn() -> Command)> = vec![
         ("report, one CPU", &report1),
@@ -933,8 +944,10 @@ fn read_bench(runs: usize, given: Option<PathBuf>, other: Option<PathBuf>) -> Re
     let compared = !other.as_os_str().is_empty();
     if compared {
         println!("compared with {}", other.display());
-        configs.push(("report, one CPU, other", &report_other));
-        configs.push(("convert, one CPU, other", &convert_other));
+        configs.push(("report, one CPU, other", &report_other1));
+        configs.push(("convert, one CPU, other", &convert_other1));
+        configs.push(("report, two CPUs, other", &report_other));
+        configs.push(("convert, two CPUs, other", &convert_other));
     }
     let runs = rounds::interleaved(runs, &configs, None)?;
     let wall = |i: usize| -> Vec<f64> { runs[i].iter().map(|r| r.wall.as_secs_f64()).collect() };
@@ -963,11 +976,16 @@ fn read_bench(runs: usize, given: Option<PathBuf>, other: Option<PathBuf>) -> Re
     }
     if compared {
         let cpu = |i: usize| -> Vec<f64> { runs[i].iter().map(|r| r.cpu.as_secs_f64()).collect() };
-        for (this, that, what) in [(0, 4, "report"), (2, 5, "convert -f folded")] {
+        for (this, that, what) in [
+            (0, 4, "report, one CPU"),
+            (2, 5, "convert -f folded, one CPU"),
+            (1, 6, "report, two CPUs"),
+            (3, 7, "convert -f folded, two CPUs"),
+        ] {
             let (c, clo, chi) = rounds::spread(&rounds::paired(&cpu(this), &cpu(that)));
             let (w, wlo, whi) = rounds::spread(&rounds::paired(&wall(this), &wall(that)));
             println!(
-                "{what}, one CPU: this build over the other, paired round by round: CPU {c:.3} \
+                "{what}: this build over the other, paired round by round: CPU {c:.3} \
                  (p25–p75 {clo:.3}–{chi:.3}), wall {w:.3} ({wlo:.3}–{whi:.3})"
             );
         }

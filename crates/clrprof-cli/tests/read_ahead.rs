@@ -1,8 +1,9 @@
-//! Reading on two cores (#35 item 3; `CLRPROF_READ_THREADS=2`): `report` and `convert` decode the trace's blocks on
-//! a second thread while the first builds the report. What they print must not change:
-//! every golden trace and a trace of many blocks from three threads (compact call chains
-//! carried from block to block, some blocks compressed, one damaged) read the same with
-//! and without it. No app runs: about a second in all.
+//! Reading on two cores (#35 item 3): `report` and `convert` build each trace thread's
+//! calls on one of the machine's CPUs (by default; `CLRPROF_READ_THREADS=1` reads on one
+//! thread, `=2` also decodes ahead on a second thread where the work cannot be shared out
+//! by thread). What they print must not change: every golden trace and a trace of many
+//! blocks from three threads (compact call chains carried from block to block, some blocks
+//! compressed, one damaged) read the same every way. No app runs: about a second in all.
 
 use crate::common;
 

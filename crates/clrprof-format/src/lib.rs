@@ -79,7 +79,7 @@ pub use header::{
 pub use phases::{EltKind, ExceptionPhase, HeapReason, SuspendPhase};
 pub use reader::{
     Block, Blocks, CheckedBlocks, Events, IncrementalReader, READ_THREADS_ENV, ReadStats,
-    SEEN_WINDOW, SplitSink, TraceReader, decode_ahead, read_all,
+    SEEN_WINDOW, SplitSink, TraceReader, decode_ahead, read_all, read_workers,
 };
 pub use records::{Record, RecordError, Records};
 pub use warning::{DamageCause, Warning};

@@ -16,7 +16,7 @@ use crate::warning::{Warning, Warnings};
 mod ahead;
 mod events;
 mod incremental;
-pub use ahead::{READ_THREADS_ENV, decode_ahead};
+pub use ahead::{READ_THREADS_ENV, decode_ahead, read_workers};
 pub use events::{Events, SplitSink};
 
 pub use incremental::{IncrementalReader, SEEN_WINDOW};
@@ -50,15 +50,27 @@ pub struct TraceReader<'a> {
 }
 
 /// Compact blocks whose structure a pass checked (`compact::validate`, a walk over every
-/// word before the block's first event is handed out): their file offsets and record
-/// counts, in file order; 16 bytes per block. See [`TraceReader::checked_blocks`].
+/// word before the block's first event is handed out): their file offsets, record
+/// counts and threads, in file order; 24 bytes per block, shared by its clones (the
+/// workers of a pass and their scanners hold one list). See
+/// [`TraceReader::checked_blocks`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CheckedBlocks(Vec<(u64, u32)>);
+pub struct CheckedBlocks(pub(crate) std::sync::Arc<Vec<(u64, u32, u64)>>);
 
 impl CheckedBlocks {
     fn count_at(&self, offset: u64) -> Option<u32> {
         let i = self.0.binary_search_by_key(&offset, |b| b.0).ok()?;
         Some(self.0[i].1)
+    }
+
+    /// Records of the checked blocks per OS thread (trace mode's calls are most of
+    /// them), by thread id: how a pass can share the threads out among workers.
+    pub fn records_by_thread(&self) -> Vec<(u64, u64)> {
+        let mut per: std::collections::BTreeMap<u64, u64> = Default::default();
+        for &(_, count, os_tid) in self.0.iter() {
+            *per.entry(os_tid).or_default() += u64::from(count);
+        }
+        per.into_iter().collect()
     }
 }
 
@@ -190,7 +202,9 @@ impl<'a> TraceReader<'a> {
     pub fn events(&mut self) -> Events<'_, 'a> {
         self.reset();
         let major = self.header.major;
-        Events::new(Scanner::new(self.bytes, self.body_offset, major), self)
+        let scanner =
+            Scanner::new(self.bytes, self.body_offset, major).trusting(self.trusted.clone());
+        Events::new(scanner, self)
     }
 
     /// [`events`](Self::events) without the Enter, Leave and Tailcall units of trace
@@ -201,14 +215,16 @@ impl<'a> TraceReader<'a> {
         self.events().skipping_calls()
     }
 
-    /// The compact blocks the last pass found well-formed.
+    /// The compact blocks the last pass found well-formed (but for those it
+    /// [trusted](Self::trust)).
     pub fn checked_blocks(&self) -> &CheckedBlocks {
         &self.checked
     }
 
     /// Takes `blocks`, what [`checked_blocks`](Self::checked_blocks) said after a pass
     /// over these same bytes, as checked: a later pass does not walk their words twice
-    /// (trace mode's second pass over tens of millions of calls).
+    /// (trace mode's second pass over tens of millions of calls), nor compute their
+    /// CRCs again.
     pub fn trust(&mut self, blocks: CheckedBlocks) {
         self.trusted = blocks;
     }
@@ -235,7 +251,7 @@ impl<'a> TraceReader<'a> {
         self.seen_seqs.clear();
         self.end = EndCheck::default();
         self.stopped_at = self.body_offset;
-        self.checked.0.clear();
+        self.checked = CheckedBlocks::default();
         let known = if self.header.major == FORMAT_MAJOR {
             FORMAT_MINOR
         } else {
@@ -309,11 +325,19 @@ impl<'a> TraceReader<'a> {
                 let words = if inflated { &buf[..] } else { payload };
                 if keep_units {
                     let at = offset as u64;
+                    // A block an earlier pass checked is not listed again.
                     header.record_count = match self.trusted.count_at(at) {
                         Some(count) => count,
-                        None => crate::compact::validate(words)?,
+                        None => {
+                            let count = crate::compact::validate(words)?;
+                            std::sync::Arc::make_mut(&mut self.checked.0).push((
+                                at,
+                                count,
+                                header.os_tid,
+                            ));
+                            count
+                        }
                     };
-                    self.checked.0.push((at, header.record_count));
                     header.records_len = words.len() as u32;
                     return Ok(inflated);
                 }

@@ -41,6 +41,22 @@ impl Calls {
         self.builder.push_call(e);
     }
 
+    /// An empty collector for another worker's threads
+    /// ([`Trace::calls_on_workers`](crate::Trace::calls_on_workers)).
+    pub fn fork(&self) -> Calls {
+        Calls {
+            builder: self
+                .builder
+                .fork()
+                .unwrap_or_else(|| calltree::Builder::new(false)),
+        }
+    }
+
+    /// Takes in what `other` collected from other threads.
+    pub fn join(&mut self, other: Calls) {
+        self.builder.join(other.builder);
+    }
+
     /// The trees go `depth` calls deep at most.
     pub fn finish(self, names: &Names, threads: &ThreadNames, depth: usize) -> CallsSection {
         // The trees are built and dropped recursively: bound their depth.

@@ -301,16 +301,59 @@ pub fn build_with(trace: &Trace<'_>, opts: Options) -> Report {
             }
         }
     }
-    trace.for_each_streamed_into(
-        which,
-        &mut Streaming {
-            c: &mut c,
-            calls: &mut calls,
+    // The calls alone (no exceptions in the trace): on several threads, each trace
+    // thread's calls on one of them.
+    struct ThreadCalls<'s> {
+        calls: Calls,
+        filter: &'s Filter,
+        thread_names: &'s ThreadNames,
+        all: bool,
+    }
+    impl<'a> StreamSink<'a> for ThreadCalls<'_> {
+        #[inline(always)]
+        fn call(&mut self, e: &TimedCall) {
+            if self.all
+                || (self.filter.keeps_time(e.ns)
+                    && self.filter.keeps_thread(e.os_tid, self.thread_names))
+            {
+                self.calls.observe_call(e);
+            }
+        }
+        fn event(&mut self, e: &TimedEvent<'a>) {
+            if self.all
+                || (self.filter.keeps_time(e.ns)
+                    && self.filter.keeps_thread(e.os_tid, self.thread_names))
+            {
+                self.calls.observe(e);
+            }
+        }
+    }
+    let on_workers = calls.as_ref().and_then(|first| {
+        trace.calls_on_workers(which, || ThreadCalls {
+            calls: first.fork(),
             filter,
             thread_names: &thread_names,
             all: filter.is_empty(),
-        },
-    );
+        })
+    });
+    if let Some(parts) = on_workers {
+        if let Some(calls) = calls.as_mut() {
+            for part in parts {
+                calls.join(part.calls);
+            }
+        }
+    } else {
+        trace.for_each_streamed_into(
+            which,
+            &mut Streaming {
+                c: &mut c,
+                calls: &mut calls,
+                filter,
+                thread_names: &thread_names,
+                all: filter.is_empty(),
+            },
+        );
+    }
     let calls = calls.map(|calls| {
         // The butterfly needs the whole tree; the report's trees are cut after.
         let depth = if opts.function.is_some() {

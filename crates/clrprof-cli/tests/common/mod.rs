@@ -410,18 +410,19 @@ pub fn coverage_app(
     (out, json)
 }
 
-/// `report --json` and `convert -f folded` of `trace`, decoding on a second thread
-/// (`CLRPROF_READ_THREADS=2`, when the machine has two CPUs) and on the caller's thread
-/// only (the default): the two must be the same, byte for byte. Returns the report's JSON.
+/// `report --json` and `convert -f folded` of `trace` read on the caller's thread only
+/// (`CLRPROF_READ_THREADS=1`), as they read by default (each trace thread's calls on one
+/// of the machine's CPUs) and with `CLRPROF_READ_THREADS=2` (two workers, or decoding
+/// ahead on a second thread where the work cannot be shared out by thread): the three
+/// must be the same, byte for byte. Returns the report's JSON.
 pub fn reads_the_same_on_one_and_two_threads(trace: &Path) -> serde_json::Value {
-    let run = |args: &[&str], one: bool| -> Vec<u8> {
+    let run = |args: &[&str], threads: Option<&str>| -> Vec<u8> {
         let mut cmd = clrprof();
         cmd.args(args).arg(trace);
-        if one {
-            cmd.env_remove(clrprof_format::READ_THREADS_ENV);
-        } else {
-            cmd.env(clrprof_format::READ_THREADS_ENV, "2");
-        }
+        match threads {
+            Some(n) => cmd.env(clrprof_format::READ_THREADS_ENV, n),
+            None => cmd.env_remove(clrprof_format::READ_THREADS_ENV),
+        };
         let out = cmd.output().unwrap();
         assert!(
             out.status.success(),
@@ -434,18 +435,20 @@ pub fn reads_the_same_on_one_and_two_threads(trace: &Path) -> serde_json::Value 
         bytes.extend_from_slice(&out.stderr);
         bytes
     };
-    let report = run(&["report", "--json"], false);
-    assert!(
-        report == run(&["report", "--json"], true),
-        "report --json of {} differs with {}=2",
-        trace.display(),
-        clrprof_format::READ_THREADS_ENV
-    );
-    let folded = |one: bool| {
-        let out = trace.with_extension(if one { "one.folded" } else { "two.folded" });
+    let report = run(&["report", "--json"], Some("1"));
+    for threads in [None, Some("2")] {
+        assert!(
+            report == run(&["report", "--json"], threads),
+            "report --json of {} differs with {}={threads:?}",
+            trace.display(),
+            clrprof_format::READ_THREADS_ENV
+        );
+    }
+    let folded = |threads: Option<&str>| {
+        let out = trace.with_extension(format!("{}.folded", threads.unwrap_or("default")));
         let stderr = run(
             &["convert", "-f", "folded", "-o", out.to_str().unwrap()],
-            one,
+            threads,
         );
         let bytes = std::fs::read(&out).unwrap();
         let _ = std::fs::remove_file(&out);
@@ -454,12 +457,15 @@ pub fn reads_the_same_on_one_and_two_threads(trace: &Path) -> serde_json::Value 
             String::from_utf8_lossy(&stderr).replace(out.to_str().unwrap(), "OUT"),
         )
     };
-    assert!(
-        folded(false) == folded(true),
-        "convert -f folded of {} differs with {}=2",
-        trace.display(),
-        clrprof_format::READ_THREADS_ENV
-    );
+    let one = folded(Some("1"));
+    for threads in [None, Some("2")] {
+        assert!(
+            one == folded(threads),
+            "convert -f folded of {} differs with {}={threads:?}",
+            trace.display(),
+            clrprof_format::READ_THREADS_ENV
+        );
+    }
     let end = report
         .windows(16)
         .position(|w| w == b"\n--- stderr ---\n")

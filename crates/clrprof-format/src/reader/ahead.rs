@@ -20,8 +20,26 @@ pub const BATCH: usize = 4096;
 /// Decoded batches waiting for the caller's thread, at most.
 pub const QUEUE: usize = 4;
 
-/// Set to `2` to decode on a second thread (when this process may run on two CPUs).
+/// The threads a pass may read on: `1` for the caller's only; `N` for up to N (never
+/// more than this process may run on); unset, as many as it may run on. `2` also decodes
+/// ahead on a second thread where a pass cannot share its work out by thread.
 pub const READ_THREADS_ENV: &str = "CLRPROF_READ_THREADS";
+
+/// Workers at most, whatever the machine.
+const MAX_WORKERS: usize = 8;
+
+/// How many threads a pass that shares its work out by trace thread may use: what
+/// [`READ_THREADS_ENV`] asks (by default, every CPU), never more than the CPUs this
+/// process may run on (its affinity mask and cgroup quota: under `taskset -c 0`, one) nor
+/// [`MAX_WORKERS`].
+pub fn read_workers() -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let asked = std::env::var(READ_THREADS_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(usize::MAX);
+    asked.min(cpus).clamp(1, MAX_WORKERS)
+}
 
 /// Whether a pass decodes on a second thread: only when `CLRPROF_READ_THREADS=2` asks and
 /// this process may run on two CPUs or more (its affinity mask and cgroup quota: under

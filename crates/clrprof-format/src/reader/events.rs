@@ -21,6 +21,8 @@ pub struct Events<'r, 'a> {
     /// The second event of a record that holds two (`EnterArgs`, `ReturnLeave`), returned
     /// next.
     pending: Option<DecodedEvent<'a>>,
+    /// Only the blocks of the OS threads this keeps are read ([`Events::of_threads`]).
+    threads: Option<&'r (dyn Fn(u64) -> bool + Sync)>,
 }
 
 struct OpenBlock<'a> {
@@ -52,7 +54,17 @@ impl<'r, 'a> Events<'r, 'a> {
             skip_calls: false,
             finished: false,
             pending: None,
+            threads: None,
         }
+    }
+
+    /// Reads only the blocks of the OS threads `keep` keeps, and skips the others without
+    /// opening them: a worker's share of a pass that shares the threads out. Each kept
+    /// thread's events come as [`Iterator::for_each`] gives them; the warnings and
+    /// counters then describe the kept blocks only.
+    pub fn of_threads(mut self, keep: &'r (dyn Fn(u64) -> bool + Sync)) -> Self {
+        self.threads = Some(keep);
+        self
     }
 
     /// Notes what the end-of-file check needs from an event about to be returned.
@@ -116,6 +128,9 @@ impl<'r, 'a> Events<'r, 'a> {
                     mut header,
                     payload,
                 } => {
+                    if self.threads.is_some_and(|keep| !keep(header.os_tid)) {
+                        continue;
+                    }
                     if let Ok(inflated) =
                         self.reader
                             .open_block(offset, &mut header, payload, &mut self.buf, true)
