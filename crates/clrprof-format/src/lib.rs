@@ -32,6 +32,7 @@
 
 mod block;
 mod block_writer;
+mod checked;
 mod clock;
 pub mod compact;
 mod crc_range;
@@ -58,6 +59,7 @@ pub use block_writer::{
     BlockStart, BlockWriter, write_block, write_block_with_scratch, write_compact_block,
     write_units_block,
 };
+pub use checked::CheckedBlocks;
 pub use clock::ClockConverter;
 pub use decoded::{DecodedCall, DecodedEvent};
 pub use encode::{
@@ -78,8 +80,8 @@ pub use header::{
 };
 pub use phases::{EltKind, ExceptionPhase, HeapReason, SuspendPhase};
 pub use reader::{
-    Block, Blocks, CheckedBlocks, Events, IncrementalReader, READ_THREADS_ENV, ReadStats,
-    SEEN_WINDOW, SplitSink, TraceReader, decode_ahead, read_all, read_workers,
+    Block, Blocks, Events, IncrementalReader, READ_THREADS_ENV, ReadStats, SEEN_WINDOW, SplitSink,
+    TraceReader, decode_ahead, read_all, read_workers,
 };
 pub use records::{Record, RecordError, Records};
 pub use warning::{DamageCause, Warning};

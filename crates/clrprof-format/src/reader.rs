@@ -1,6 +1,7 @@
 //! The sans-IO trace reader: works on the file's bytes, never panics, and turns every
 //! problem after the header into a [`Warning`] while reading on.
 
+use crate::checked::CheckedBlocks;
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
@@ -47,31 +48,6 @@ pub struct TraceReader<'a> {
     /// pass over the same bytes did ([`trust`](Self::trust)), which are not checked again.
     checked: CheckedBlocks,
     trusted: CheckedBlocks,
-}
-
-/// Compact blocks whose structure a pass checked (`compact::validate`, a walk over every
-/// word before the block's first event is handed out): their file offsets, record
-/// counts and threads, in file order; 24 bytes per block, shared by its clones (the
-/// workers of a pass and their scanners hold one list). See
-/// [`TraceReader::checked_blocks`].
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CheckedBlocks(pub(crate) std::sync::Arc<Vec<(u64, u32, u64)>>);
-
-impl CheckedBlocks {
-    fn count_at(&self, offset: u64) -> Option<u32> {
-        let i = self.0.binary_search_by_key(&offset, |b| b.0).ok()?;
-        Some(self.0[i].1)
-    }
-
-    /// Records of the checked blocks per OS thread (trace mode's calls are most of
-    /// them), by thread id: how a pass can share the threads out among workers.
-    pub fn records_by_thread(&self) -> Vec<(u64, u64)> {
-        let mut per: std::collections::BTreeMap<u64, u64> = Default::default();
-        for &(_, count, os_tid) in self.0.iter() {
-            *per.entry(os_tid).or_default() += u64::from(count);
-        }
-        per.into_iter().collect()
-    }
 }
 
 /// For the end-of-file check: a `TraceEnd` was read; the last timestamp read; the first

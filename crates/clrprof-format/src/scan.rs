@@ -47,7 +47,7 @@ pub(crate) struct Scanner<'a> {
     partial: bool,
     /// Blocks an earlier pass over the same bytes found intact: their CRCs are not
     /// computed again ([`trusting`](Self::trusting)).
-    trusted: crate::CheckedBlocks,
+    trusted: crate::checked::CheckedBlocks,
 }
 
 /// Payloads shorter than this are always hashed directly.
@@ -70,13 +70,13 @@ impl<'a> Scanner<'a> {
             hashed: 0,
             ranges: None,
             partial: false,
-            trusted: crate::CheckedBlocks::default(),
+            trusted: crate::checked::CheckedBlocks::default(),
         }
     }
 
     /// Takes `blocks`, which an earlier pass over these same bytes found intact, as
     /// intact: their CRCs are not computed again.
-    pub fn trusting(mut self, blocks: crate::CheckedBlocks) -> Scanner<'a> {
+    pub fn trusting(mut self, blocks: crate::checked::CheckedBlocks) -> Scanner<'a> {
         self.trusted = blocks;
         self
     }
