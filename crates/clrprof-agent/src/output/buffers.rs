@@ -557,8 +557,8 @@ fn call_values_in_place(
     let narrow = function < 1 << 35 && sp < 1 << 35;
     if narrow {
         body[2] = 0;
-        let lf = put_leb_u35(&mut body[3..], function);
-        put_leb_u35(&mut body[3 + lf..], sp);
+        let lf = clrprof_format::leb128::put_u35_wide(&mut body[3..], function);
+        clrprof_format::leb128::put_u35_wide(&mut body[3 + lf..], sp);
     }
     let mut w = clrprof_format::values::ValueWriter::new(&mut body[start..start + cap]);
     write(&mut w);
@@ -588,24 +588,6 @@ fn call_values_in_place(
     p += write_u64(&mut body[p..], n as u64);
     debug_assert_eq!(p, start + shift);
     (p + n, cut)
-}
-
-/// Writes `v` (below 2^35) as LEB128 at the start of `out` without a loop: its five
-/// 7-bit groups spread into one little-endian word, continuation bits on all but the
-/// last byte used, stored whole (`out` holds at least 8 bytes; those after the encoding
-/// are left for the caller to overwrite). Returns the bytes the encoding takes.
-#[inline(always)]
-fn put_leb_u35(out: &mut [u8], v: u64) -> usize {
-    debug_assert!(v < 1 << 35);
-    let n = clrprof_format::leb128::len_u64(v);
-    let groups = (v & 0x7f)
-        | ((v << 1) & 0x7f00)
-        | ((v << 2) & 0x7f_0000)
-        | ((v << 3) & 0x7f00_0000)
-        | ((v << 4) & 0x7f_0000_0000);
-    let more = 0x80_8080_8080u64 & ((1u64 << (8 * (n - 1))) - 1);
-    out[..8].copy_from_slice(&(groups | more).to_le_bytes());
-    n
 }
 
 /// Where [`call_values_in_place`] writes the values: after the kind, a one-byte body
@@ -791,7 +773,7 @@ mod tests {
         values.extend([0, 0x1234_5678, 0x7_ffff_ffff, 0x5_5555_5555]);
         for v in values {
             let mut got = [0xAAu8; 12];
-            let n = put_leb_u35(&mut got, v);
+            let n = clrprof_format::leb128::put_u35_wide(&mut got, v);
             let mut want = [0u8; 10];
             let m = clrprof_format::leb128::write_u64(&mut want, v);
             assert_eq!(&got[..n], &want[..m], "{v:#x}");
