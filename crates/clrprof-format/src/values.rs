@@ -435,6 +435,61 @@ impl<'b> ValueWriter<'b> {
     }
 }
 
+/// A primitive value for [`put_param_prim`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PrimValue {
+    Bool(bool),
+    Char(u16),
+    Int(i64),
+    UInt(u64),
+    F32(f32),
+    F64(f64),
+}
+
+/// The room [`put_param_prim`] needs after its start: a parameter tag and a one-byte
+/// index, a value tag, a 10-byte LEB128 (its short form stores 8 bytes).
+pub const PARAM_PRIM_ROOM: usize = 13;
+
+/// Writes a top-level value `index` (below 128) holding `v` at the start of `out`, which
+/// has [`PARAM_PRIM_ROOM`] bytes or more: the bytes [`ValueWriter::param`] then the
+/// value's method write, without the writer's room checks (the `--args` hooks' short path
+/// for methods taking and returning only primitives). Returns how many it wrote.
+#[inline(always)]
+pub fn put_param_prim(out: &mut [u8], index: u8, v: PrimValue) -> usize {
+    debug_assert!(index < 0x80);
+    let out = &mut out[..PARAM_PRIM_ROOM];
+    out[0] = PARAM;
+    out[1] = index;
+    let tagged = |out: &mut [u8], tag: u8, v: u64| {
+        out[2] = tag;
+        if v < 1 << 35 {
+            3 + leb128::put_u35_wide(&mut out[3..11], v)
+        } else {
+            3 + leb128::write_u64(&mut out[3..13], v)
+        }
+    };
+    match v {
+        PrimValue::Bool(b) => {
+            out[2] = BOOL;
+            out[3] = u8::from(b);
+            4
+        }
+        PrimValue::Char(c) => tagged(out, CHAR, u64::from(c)),
+        PrimValue::Int(i) => tagged(out, INT, zigzag(i)),
+        PrimValue::UInt(u) => tagged(out, UINT, u),
+        PrimValue::F32(f) => {
+            out[2] = F32;
+            out[3..7].copy_from_slice(&f.to_le_bytes());
+            7
+        }
+        PrimValue::F64(f) => {
+            out[2] = F64;
+            out[3..11].copy_from_slice(&f.to_le_bytes());
+            11
+        }
+    }
+}
+
 /// `dst.copy_from_slice(src)` (equal lengths) without a call to `memcpy` for the short
 /// names and values most lists hold: two overlapping 8- or 4-byte moves, or bytes.
 #[inline(always)]
@@ -872,6 +927,52 @@ pub fn decode_names(bytes: &[u8]) -> Result<Vec<(String, String)>, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::{PARAM_PRIM_ROOM, PrimValue, ValueWriter, put_param_prim};
+    use proptest::prelude::*;
+
+    fn prim_value() -> impl Strategy<Value = PrimValue> {
+        prop_oneof![
+            any::<bool>().prop_map(PrimValue::Bool),
+            any::<u16>().prop_map(PrimValue::Char),
+            any::<i64>().prop_map(PrimValue::Int),
+            (-300i64..300).prop_map(PrimValue::Int),
+            any::<u64>().prop_map(PrimValue::UInt),
+            (0u64..1 << 36).prop_map(PrimValue::UInt),
+            any::<f32>().prop_map(PrimValue::F32),
+            any::<f64>().prop_map(PrimValue::F64),
+        ]
+    }
+
+    proptest! {
+        /// The hooks' short path writes what the value writer writes.
+        #[test]
+        fn param_prims_encode_as_the_value_writer_does(
+            values in proptest::collection::vec((0u8..0x80, prim_value()), 0..8)
+        ) {
+            let mut want = [0u8; 256];
+            let mut w = ValueWriter::new(&mut want);
+            for &(i, v) in &values {
+                w.param(u32::from(i));
+                match v {
+                    PrimValue::Bool(b) => w.bool(b),
+                    PrimValue::Char(c) => w.char(c),
+                    PrimValue::Int(x) => w.int(x),
+                    PrimValue::UInt(x) => w.uint(x),
+                    PrimValue::F32(x) => w.f32(x),
+                    PrimValue::F64(x) => w.f64(x),
+                }
+            }
+            let (want, cut) = w.finish();
+            prop_assert!(!cut);
+            let mut got = [0xa5u8; 8 * PARAM_PRIM_ROOM];
+            let mut n = 0;
+            for &(i, v) in &values {
+                n += put_param_prim(&mut got[n..], i, v);
+            }
+            prop_assert_eq!(&got[..n], want);
+        }
+    }
+
     #[test]
     fn short_copies_copy_every_length() {
         let src: Vec<u8> = (1..=40).collect();

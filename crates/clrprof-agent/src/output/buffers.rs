@@ -476,14 +476,17 @@ pub fn emit_elt_with_values(
 /// `--args`, the common path of every `--args` Enter and Leave: the record
 /// [`emit_elt_with_values`] writes (`EnterArgs`, `ReturnLeave`), with the values written
 /// by `write` (within `bound` bytes, at most 8192) straight into the thread's ring, the
-/// header around them, and the clock read last. `None`, with nothing written, when it
+/// header around them, stamped `ts` (which the hook read first). `None`, with nothing written, when it
 /// cannot: not accepting, the thread not yet in the thread-pointer table (its first
 /// event), re-entered, or a ring too small for the bound; the caller then encodes into a
 /// buffer of its own and calls [`emit_elt_with_values`], which counts or keeps the
 /// events. Otherwise whether the values were cut (also when the record was dropped, full
 /// in `--on-full drop` mode, and counted lost).
-#[inline]
+// Inlined into each hook: the record kind is then a constant, and the hot path has no
+// call of its own.
+#[inline(always)]
 pub fn emit_elt_with_values_in_place(
+    ts: u64,
     kind: clrprof_format::EltKind,
     function: u64,
     caller_sp: u64,
@@ -528,10 +531,71 @@ pub fn emit_elt_with_values_in_place(
         let len;
         (len, cut) = call_values_in_place(body, record, function, sp, cap, write);
         // SAFETY: (A4) the reservation made above, for `max_len >= len` bytes.
-        unsafe { slot.ring.commit_record(at, len, clock::ticks) };
+        unsafe { slot.ring.commit_record(at, len, ts) };
     }
     slot.ring.leave(limit);
     Some(cut)
+}
+
+/// `--args`, the short path of a method whose values are all primitives: the record
+/// [`emit_elt_with_values_in_place`] writes, its values (`values` of them, below 8) written
+/// by `write` into a slice of [`PARAM_PRIM_ROOM`](clrprof_format::values::PARAM_PRIM_ROOM)
+/// bytes each, which returns their length. So short a record has one-byte lengths, and no
+/// bound can cut it. `false`, with nothing written, where the general path must go (as
+/// there: not accepting, the thread's first event, re-entered, a ring too small).
+#[inline(always)]
+pub fn emit_prims_in_place(
+    ts: u64,
+    kind: clrprof_format::EltKind,
+    function: u64,
+    caller_sp: u64,
+    values: usize,
+    write: impl FnOnce(&mut [u8]) -> usize,
+) -> bool {
+    let record = match kind {
+        clrprof_format::EltKind::Enter => 44,
+        clrprof_format::EltKind::Leave => 45,
+        clrprof_format::EltKind::Tailcall => return false,
+    };
+    let sp = caller_sp & 0xffff_ffff;
+    if values >= 8 || function >= 1 << 35 || !ACCEPTING.load(Ordering::Acquire) {
+        return false;
+    }
+    let published = super::tpmap::lookup();
+    if published.is_null() {
+        return false;
+    }
+    // SAFETY: (A3) as in emit_elt_with_values_in_place.
+    let slot = unsafe { &*published };
+    let start = call_values_start(function, sp);
+    // Below 128 bytes written: 4 + 5 + 5 header bytes, 7 values of 13 at most; and 8
+    // more reserved for the SP's wide store when there are no values.
+    let max_len = start + values * clrprof_format::values::PARAM_PRIM_ROOM + 8;
+    if !slot.ring.fits_record(max_len) {
+        return false;
+    }
+    let Some(mut limit) = slot.ring.enter() else {
+        return false;
+    };
+    let reserved = match slot.ring.try_reserve_record(&mut limit, max_len) {
+        Ok(at) => Some(at),
+        Err(_) => reserve_waiting(slot, &mut limit, max_len),
+    };
+    if let Some(at) = reserved {
+        // SAFETY: (A4) as in emit_elt_with_values_in_place: the reservation just made.
+        let body = unsafe { slot.ring.record_body(at, max_len) };
+        body[0] = record;
+        body[2] = 0;
+        let lf = clrprof_format::leb128::put_u35_wide(&mut body[3..], function);
+        clrprof_format::leb128::put_u35_wide(&mut body[3 + lf..], sp);
+        let n = write(&mut body[start..]);
+        body[1] = (start - 2 + n) as u8;
+        body[start - 1] = n as u8;
+        // SAFETY: (A4) the reservation made above, for `max_len >= start + n` bytes.
+        unsafe { slot.ring.commit_record(at, start + n, ts) };
+    }
+    slot.ring.leave(limit);
+    true
 }
 
 /// Encodes the record `record` (`EnterArgs` or `ReturnLeave`, a zero timestamp) of

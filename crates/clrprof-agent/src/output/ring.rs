@@ -201,7 +201,7 @@ impl Ring {
         body[..head.len()].copy_from_slice(head);
         body[head.len()..].copy_from_slice(tail);
         // SAFETY: (A4) the same reservation, `len` bytes written.
-        unsafe { self.commit_record(at, len, || ts) };
+        unsafe { self.commit_record(at, len, ts) };
         Ok(())
     }
 
@@ -267,20 +267,21 @@ impl Ring {
     }
 
     /// Publishes the record reserved at `at` whose first `len` body bytes are written,
-    /// with the timestamp `ts()` read last (as the ELT fast path reads its clock last,
-    /// the read overlaps what comes after the hook instead of delaying the encoding).
+    /// with the timestamp `ts` (read by the caller before it encoded the record, as the
+    /// ELT fast path reads its clock first: the read's latency then overlaps the
+    /// encoding instead of adding to it).
     ///
     /// # Safety
     /// `at` is a reservation of this ring made since the last write, for at least `len`
     /// bytes.
     #[inline]
-    pub unsafe fn commit_record(&self, at: u64, len: usize, ts: impl FnOnce() -> u64) {
+    pub unsafe fn commit_record(&self, at: u64, len: usize, ts: u64) {
         let words = compact::words_for_record(len) as u64;
         // SAFETY: (A4) both words lie at the start of the reservation (caller's contract),
         // 8-aligned, unpublished until the wpos store below.
         unsafe {
             self.put_word(at, word(TAG_OTHER | len as u32, 0));
-            self.put_word(at + W, ts());
+            self.put_word(at + W, ts);
         }
         self.head.wpos.store(at + words * W, Ordering::Release);
     }

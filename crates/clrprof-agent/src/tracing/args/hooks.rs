@@ -7,11 +7,11 @@
 use std::sync::atomic::Ordering;
 
 use clrprof_format::Event;
-use clrprof_format::values::ValueWriter;
+use clrprof_format::values::{ValueWriter, put_param_prim};
 use corprof_sys::{COR_PRF_ELT_INFO, FunctionIDOrClientID};
 
 use super::plan::{FnPlan, Kind, Prim, announce_plan, build_plan};
-use super::read::write_value;
+use super::read::{read_prim, write_prim, write_value};
 use super::{ArgsFn, STATE, State, is_args_client};
 use crate::os::clock;
 use crate::output::buffers;
@@ -96,6 +96,8 @@ pub(super) fn plan_of(f: &ArgsFn) -> Option<(&'static State, &FnPlan)> {
 }
 
 fn on_fast_enter(id: usize, sp: usize, block: usize) {
+    // The clock first, as the ELT fast path reads it: its latency overlaps the work below.
+    let ts = clock::ticks();
     // SAFETY: (A1) the trampoline calls this for args client IDs only, addresses of leaked
     // ArgsFn (client_id), never freed.
     let f = unsafe { &*(id as *const ArgsFn) };
@@ -107,6 +109,15 @@ fn on_fast_enter(id: usize, sp: usize, block: usize) {
         saved: block,
         profiled_sp: sp,
     };
+    let record = Record {
+        ts,
+        kind: EltKind::Enter,
+        function: f.index,
+        sp: sp as u64,
+    };
+    if let Some(p) = &plan.prims {
+        return write_prims(s, frame, &p.args, 0, record);
+    }
     // Structs passed in registers are copied together first.
     let mut copies = [[0u64; 2]; arg_slots::MAX_STRUCTS];
     for slot in plan.places.iter().flatten() {
@@ -128,10 +139,12 @@ fn on_fast_enter(id: usize, sp: usize, block: usize) {
     // SysV convention assigns the argument (`plan::place`), the caller's stack argument
     // area above `sp` at its offset, or our copy of a struct's registers (16 bytes, the
     // struct at most that).
-    unsafe { write_args(s, f, plan, sp as u64, start, "not placed") }
+    unsafe { write_args(s, f, plan, ts, sp as u64, start, "not placed") }
 }
 
 fn on_fast_leave(id: usize, sp: usize, block: usize, kind: EltKind) {
+    // The clock first (as in on_fast_enter).
+    let ts = clock::ticks();
     // SAFETY: (A1) as in on_fast_enter.
     let f = unsafe { &*(id as *const ArgsFn) };
     let (Some(s), Some(Some(plan))) = (STATE.get(), f.plan.get()) else {
@@ -141,6 +154,16 @@ fn on_fast_leave(id: usize, sp: usize, block: usize, kind: EltKind) {
         saved: block,
         profiled_sp: sp,
     };
+    if let (EltKind::Leave, Some(p)) = (kind, &plan.prims) {
+        let record = Record {
+            ts,
+            kind,
+            function: f.index,
+            sp: sp as u64,
+        };
+        let first = plan.args.len() as u32;
+        return write_prims(s, frame, p.ret.as_slice(), first, record);
+    }
     // A struct returned in registers is copied together first.
     let copy = match plan.ret_place {
         Some(ReturnSlot::At(Slot::Struct { regs, count, .. })) => frame.gather(regs, count),
@@ -171,6 +194,7 @@ fn on_fast_leave(id: usize, sp: usize, block: usize, kind: EltKind) {
             }
         },
         Record {
+            ts,
             kind,
             function: f.index,
             sp: sp as u64,
@@ -204,6 +228,7 @@ pub unsafe extern "system" fn tailcall(id: FunctionIDOrClientID, elt: COR_PRF_EL
 }
 
 fn on_enter(id: usize, elt: usize) {
+    let ts = clock::ticks();
     let frame = stub_frame(elt);
     let sp = frame_sp(frame) as u64;
     if !is_args_client(id) {
@@ -233,7 +258,7 @@ fn on_enter(id: usize, elt: usize) {
         // stack where the runtime's answers for this function agreed its argument lies
         // (`arg_slots::CHECKS` of them, every slot compared), or our copy of the registers
         // those answers placed a struct in (16 bytes, the struct at most that).
-        return unsafe { write_args(s, f, plan, sp, start, "no argument range") };
+        return unsafe { write_args(s, f, plan, ts, sp, start, "no argument range") };
     }
     // Up to 16 ranges without allocating; more (rare) through the allocating call.
     let mut inline = [corprof::ArgumentRange::default(); 16];
@@ -270,6 +295,7 @@ fn on_enter(id: usize, elt: usize) {
                 s,
                 f,
                 plan,
+                ts,
                 sp,
                 |i| ranges.get(i).map(|r| r.start),
                 "no argument range",
@@ -282,12 +308,59 @@ fn on_enter(id: usize, elt: usize) {
                 w.unreadable(&format!("GetFunctionEnter3Info: {e}"));
             },
             Record {
+                ts,
                 kind: EltKind::Enter,
                 function: f.index,
                 sp,
             },
         ),
     }
+}
+
+/// Records the primitives `values` (numbered from `first`: the arguments from 0, the
+/// return value after them) of a [`PrimPlan`](super::plan::PrimPlan), read from the
+/// slots the assembly hook's `frame` saved.
+#[inline(always)]
+fn write_prims(s: &State, frame: StubFrame, values: &[(Slot, Prim)], first: u32, record: Record) {
+    let short = buffers::emit_prims_in_place(
+        record.ts,
+        record.kind,
+        record.function,
+        record.sp,
+        values.len(),
+        |out| {
+            let mut n = 0;
+            for (i, &(slot, prim)) in values.iter().enumerate() {
+                // A slot the plan made is always an address (`PrimPlan::of`).
+                let Some(addr) = frame.address(slot) else {
+                    continue;
+                };
+                // SAFETY: (A7) inside the hook; the plan placed a primitive of this kind in
+                // that saved register or caller stack slot (`PrimPlan::of`).
+                let v = unsafe { read_prim(prim, addr) };
+                n += put_param_prim(&mut out[n..], (first + i as u32) as u8, v);
+            }
+            n
+        },
+    );
+    if short {
+        return;
+    }
+    write_bounded(
+        s,
+        |w| {
+            for (i, &(slot, prim)) in values.iter().enumerate() {
+                w.param(first + i as u32);
+                match frame.address(slot) {
+                    // SAFETY: (A7) inside the hook; the plan placed a primitive of this
+                    // kind in that saved register or caller stack slot (`PrimPlan::of`).
+                    Some(addr) => unsafe { write_prim(w, prim, addr) },
+                    None => w.unreadable("not placed"),
+                }
+            }
+        },
+        record,
+    );
 }
 
 /// Records a call's arguments; `start(i)` is the address of argument `i` (`None` or 0:
@@ -300,6 +373,7 @@ unsafe fn write_args(
     s: &State,
     f: &ArgsFn,
     plan: &FnPlan,
+    ts: u64,
     sp: u64,
     start: impl Fn(usize) -> Option<usize>,
     missing: &str,
@@ -317,6 +391,7 @@ unsafe fn write_args(
             }
         },
         Record {
+            ts,
             kind: EltKind::Enter,
             function: f.index,
             sp,
@@ -361,6 +436,7 @@ fn ask_enter_ranges<'a>(
 }
 
 fn on_leave(id: usize, elt: usize, kind: EltKind) {
+    let ts = clock::ticks();
     let frame = stub_frame(elt);
     let sp = frame_sp(frame) as u64;
     if !is_args_client(id) {
@@ -394,6 +470,7 @@ fn on_leave(id: usize, elt: usize, kind: EltKind) {
                 }
             },
             Record {
+                ts,
                 kind,
                 function: f.index,
                 sp,
@@ -434,14 +511,15 @@ fn return_value(
     Ok(start)
 }
 
-/// Encodes values with `write` and emits the record `record` makes of them, timestamped
-/// as it is written: in the thread's ring as they are encoded
+/// Encodes values with `write` and emits the record `record` makes of them, stamped
+/// with the time its hook began (`record.ts`): in the thread's ring as they are encoded
 /// ([`buffers::emit_elt_with_values_in_place`]), else (a tail call, the thread's first
 /// event, a re-entered ring, a ring smaller than the bound) through a buffer.
 #[inline(always)]
 fn write_bounded(s: &State, write: impl Fn(&mut ValueWriter<'_>), record: Record) {
     let bound = s.limits.bytes as usize;
     match buffers::emit_elt_with_values_in_place(
+        record.ts,
         record.kind,
         record.function,
         record.sp,
@@ -463,7 +541,7 @@ fn write_bounded(s: &State, write: impl Fn(&mut ValueWriter<'_>), record: Record
 #[cold]
 #[inline(never)]
 fn write_buffered(s: &State, write: impl Fn(&mut ValueWriter<'_>), record: Record, bound: usize) {
-    let ts = clock::ticks();
+    let ts = record.ts;
     // Most calls need a few bytes: clear 64 first, 256 or the bound only when cut.
     let mut tiny = [0u8; 64];
     let mut w = ValueWriter::new(&mut tiny[..bound.min(64)]);
@@ -501,6 +579,8 @@ fn write_larger(
 /// Leave or Tailcall.
 #[derive(Clone, Copy)]
 struct Record {
+    /// When the hook began (its first instruction of note: the clock read).
+    ts: u64,
     kind: EltKind,
     function: u64,
     /// The caller SP (the value record keeps its low 32 bits).

@@ -22,6 +22,49 @@ pub(super) struct FnPlan {
     pub(super) places: Vec<Option<Slot>>,
     /// Where the return value lies when the assembly leave hook runs.
     pub(super) ret_place: Option<ReturnSlot>,
+    /// When every argument and the return value are primitives the assembly hooks find
+    /// in a saved register or a stack slot (`int Fib(int)`, `double Dot(double, double)`):
+    /// those slots and kinds, for the hooks' short path ([`PrimPlan`]).
+    pub(super) prims: Option<PrimPlan>,
+}
+
+/// A [`FnPlan`] whose values are all primitives in known slots: the assembly hooks write
+/// them without the general value writer's dispatch on kinds and places (the same
+/// bytes).
+pub(super) struct PrimPlan {
+    pub(super) args: Box<[(Slot, Prim)]>,
+    pub(super) ret: Option<(Slot, Prim)>,
+}
+
+impl PrimPlan {
+    /// The short plan of `args`/`ret` placed at `places`/`ret_place`, if every value is a
+    /// primitive in a saved register or on the stack, and there are at most seven
+    /// arguments (so that every value's number takes a byte, and a record's lengths too).
+    pub(super) fn of(
+        args: &[Param],
+        ret: Option<&Param>,
+        places: &[Option<Slot>],
+        ret_place: Option<ReturnSlot>,
+    ) -> Option<PrimPlan> {
+        if args.len() > 7 || places.len() != args.len() {
+            return None;
+        }
+        let simple = |slot: Slot| matches!(slot, Slot::Saved(_) | Slot::Stack(_));
+        let args = args
+            .iter()
+            .zip(places)
+            .map(|(a, place)| match (&a.kind, *place) {
+                (Kind::Prim(p), Some(slot)) if simple(slot) => Some((slot, *p)),
+                _ => None,
+            })
+            .collect::<Option<Box<[_]>>>()?;
+        let ret = match (ret.map(|r| &r.kind), ret_place) {
+            (None, _) => None,
+            (Some(Kind::Prim(p)), Some(ReturnSlot::At(slot))) if simple(slot) => Some((slot, *p)),
+            _ => return None,
+        };
+        Some(PrimPlan { args, ret })
+    }
 }
 
 pub(super) struct Param {
@@ -820,11 +863,13 @@ pub(super) fn build_plan(s: &State, function: FunctionId) -> Option<FnPlan> {
         matches!(args.first().map(|p| &p.kind), Some(Kind::ByRef(_)) if has_this);
     let context = shared && (!fi.type_args.is_empty() || !has_this || value_type_method);
     let (places, ret_place) = place(&args, ret.as_ref(), has_this, context);
+    let prims = PrimPlan::of(&args, ret.as_ref(), &places, ret_place);
     Some(FnPlan {
         args,
         ret,
         places,
         ret_place,
+        prims,
     })
 }
 
@@ -1048,6 +1093,34 @@ mod tests {
                 number: AtomicU32::new(0),
             },
         }))
+    }
+
+    /// The hooks' short path takes methods whose values are all primitives the convention
+    /// places, seven arguments at most; anything else keeps the general path.
+    #[test]
+    fn only_placed_primitives_take_the_short_path() {
+        let short = |args: &[Kind], ret: Option<Kind>| {
+            let args: Vec<Param> = args.iter().cloned().map(param).collect();
+            let ret = ret.map(param);
+            let (places, ret_place) = place(&args, ret.as_ref(), false, false);
+            PrimPlan::of(&args, ret.as_ref(), &places, ret_place)
+        };
+        let p = short(&[Kind::Prim(Prim::I4)], Some(Kind::Prim(Prim::I4))).unwrap();
+        assert_eq!(p.args.len(), 1);
+        assert!(matches!(p.ret, Some((Slot::Saved(_), Prim::I4))));
+        // Seven integers: the seventh on the stack.
+        let p = short(&vec![Kind::Prim(Prim::I8); 7], Some(Kind::Prim(Prim::R8))).unwrap();
+        assert!(
+            matches!(p.args[6], (Slot::Stack(_), Prim::I8)),
+            "{:?}",
+            p.args[6]
+        );
+        assert!(short(&[], None).is_some_and(|p| p.args.is_empty() && p.ret.is_none()));
+        // Eight values and more, a string, a struct, a struct result: the general path.
+        assert!(short(&vec![Kind::Prim(Prim::I4); 8], None).is_none());
+        assert!(short(&[Kind::Str], Some(Kind::Prim(Prim::I4))).is_none());
+        assert!(short(&[longs("S16", 2)], None).is_none());
+        assert!(short(&[Kind::Prim(Prim::I4)], Some(longs("S16", 2))).is_none());
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Reading values (inside the hook only): the argument and return ranges, and the objects
 //! they reference, decoded by the plan's [`Kind`]s into a [`ValueWriter`].
 
-use clrprof_format::values::ValueWriter;
+use clrprof_format::values::{PrimValue, ValueWriter};
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -28,7 +28,7 @@ unsafe fn read<T: Copy>(addr: usize) -> T {
 /// range the runtime gave for this hook (or our copy of it), or a field or element of an
 /// object that is live during it, whose declared type is `p`. (Any bit pattern of those
 /// bytes is a valid `p`: a `bool` is read as a byte.)
-unsafe fn write_prim(w: &mut ValueWriter<'_>, p: Prim, addr: usize) {
+pub(super) unsafe fn write_prim(w: &mut ValueWriter<'_>, p: Prim, addr: usize) {
     // SAFETY: (A7) each read is of `p.size()` bytes at `addr`, readable per the contract.
     unsafe {
         match p {
@@ -44,6 +44,32 @@ unsafe fn write_prim(w: &mut ValueWriter<'_>, p: Prim, addr: usize) {
             Prim::U8 | Prim::U => w.uint(read::<u64>(addr)),
             Prim::R4 => w.f32(read::<f32>(addr)),
             Prim::R8 => w.f64(read::<f64>(addr)),
+        }
+    }
+}
+
+/// The primitive `p` stored at `addr`, for [`put_param_prim`]
+/// (clrprof_format::values::put_param_prim): what [`write_prim`] writes.
+///
+/// # Safety
+/// As for [`write_prim`].
+#[inline(always)]
+pub(super) unsafe fn read_prim(p: Prim, addr: usize) -> PrimValue {
+    // SAFETY: (A7) each read is of `p.size()` bytes at `addr`, readable per the contract.
+    unsafe {
+        match p {
+            Prim::Bool => PrimValue::Bool(read::<u8>(addr) != 0),
+            Prim::Char => PrimValue::Char(read::<u16>(addr)),
+            Prim::I1 => PrimValue::Int(i64::from(read::<i8>(addr))),
+            Prim::U1 => PrimValue::UInt(u64::from(read::<u8>(addr))),
+            Prim::I2 => PrimValue::Int(i64::from(read::<i16>(addr))),
+            Prim::U2 => PrimValue::UInt(u64::from(read::<u16>(addr))),
+            Prim::I4 => PrimValue::Int(i64::from(read::<i32>(addr))),
+            Prim::U4 => PrimValue::UInt(u64::from(read::<u32>(addr))),
+            Prim::I8 | Prim::I => PrimValue::Int(read::<i64>(addr)),
+            Prim::U8 | Prim::U => PrimValue::UInt(read::<u64>(addr)),
+            Prim::R4 => PrimValue::F32(read::<f32>(addr)),
+            Prim::R8 => PrimValue::F64(read::<f64>(addr)),
         }
     }
 }
