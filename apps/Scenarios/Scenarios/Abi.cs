@@ -73,6 +73,10 @@ public static class Abi
         int described = Describe("order-" + r, new ID(7 + r, 0.25 * (r + 1)));
         Add("abi_describe", described, (ulong)described);
 
+        // Seven primitives of as many kinds: six in registers, the seventh on the stack.
+        long sevenPrims = SevenPrims((byte)(200 + r), -3, 'x', true, 4_000_000_000u, 1UL << 40, -(5L + r));
+        Add("abi_seven_prims", sevenPrims, (ulong)sevenPrims);
+
         long manyInts = ManyInts(1 + r, 2, 3, 4, 5, 6, 7, 8, 9, 10 + r);
         Add("abi_many_ints", manyInts, (ulong)manyInts);
         double manyDoubles = ManyDoubles(0.1 + r, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0 + r);
@@ -143,6 +147,10 @@ public static class Abi
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     public static SF4 AddSF4(SF4 a, SF4 b) => new(a.X + b.X, a.Y + b.Y, a.Z + b.Z, a.W + b.W);
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static long SevenPrims(byte a, short b, char c, bool d, uint e, ulong f, long g) =>
+        a + b + c + (d ? 1 : 0) + e + (long)(f >> 20) + g;
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     public static long ManyInts(int a, int b, int c, int d, int e, int f, int g, int h, int i, int j) =>

@@ -549,6 +549,7 @@ fn values_read_in_the_assembly_hooks_equal_what_the_app_printed() {
         ("SumS16", "abi_s16_sum"),
         ("SumS24", "abi_s24_sum"),
         ("ManyInts", "abi_many_ints"),
+        ("SevenPrims", "abi_seven_prims"),
         ("ManyDoubles", "abi_many_doubles"),
         ("ManyMixed", "abi_many_mixed"),
         ("Describe", "abi_describe"),
@@ -568,6 +569,20 @@ fn values_read_in_the_assembly_hooks_equal_what_the_app_printed() {
         assert_eq!(arg(inv, "a"), &json!(1 + r), "round {r}");
         assert_eq!(arg(inv, "g"), &json!(7), "round {r}");
         assert_eq!(arg(inv, "j"), &json!(10 + r), "round {r}");
+    }
+    for (r, inv) in calls["Scenarios.Abi.SevenPrims"].iter().enumerate() {
+        // Seven primitives of as many kinds (the hooks' short path for methods taking and
+        // returning primitives only): six in registers, `g` on the stack.
+        assert_eq!(arg(inv, "a"), &json!(200 + r), "round {r}: {inv:#}");
+        assert_eq!(arg(inv, "b"), &json!(-3), "round {r}: {inv:#}");
+        assert_eq!(arg(inv, "d"), &json!(true), "round {r}: {inv:#}");
+        assert_eq!(
+            arg(inv, "e"),
+            &json!(4_000_000_000u64),
+            "round {r}: {inv:#}"
+        );
+        assert_eq!(arg(inv, "f"), &json!(1u64 << 40), "round {r}: {inv:#}");
+        assert_eq!(arg(inv, "g"), &json!(-5 - r as i64), "round {r}: {inv:#}");
     }
     for (r, inv) in calls["Scenarios.Abi.ManyDoubles"].iter().enumerate() {
         // Eight in XMM registers, two on the stack.
@@ -740,6 +755,7 @@ fn values_read_from_learned_slots_equal_what_the_app_printed() {
         ("SumS16", "abi_s16_sum"),
         ("SumS24", "abi_s24_sum"),
         ("ManyInts", "abi_many_ints"),
+        ("SevenPrims", "abi_seven_prims"),
         ("ManyDoubles", "abi_many_doubles"),
         ("ManyMixed", "abi_many_mixed"),
         ("Describe", "abi_describe"),

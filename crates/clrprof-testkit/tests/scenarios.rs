@@ -111,6 +111,7 @@ fn abi_is_deterministic() {
     assert_eq!(ra["abi_int"], "42");
     assert_eq!(ra["abi_s24"], "20,30,100");
     assert_eq!(ra["abi_many_ints"], "385");
+    assert_eq!(ra["abi_seven_prims"], "4001048889");
     assert_eq!(ra["abi_many_mixed"], "67.5");
 }
 
