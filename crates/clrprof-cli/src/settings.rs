@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use anyhow::{Result, anyhow, bail};
-use clrprof_settings::{EventGroup, Mode, Settings, var};
+use clrprof_settings::{EventGroup, LogTarget, Mode, Settings, var};
 
 use crate::cli::RecordArgs;
 use crate::setting_args::DEFAULT_ALLOC_INTERVAL;
@@ -83,6 +83,13 @@ pub fn from_args(args: &RecordArgs, output: &Path) -> Result<(Settings, Vec<&'st
                 decided.push(k);
             }
         }
+    }
+    // `--agent-log FILE` names a file from here: an attached app's working directory is
+    // its own.
+    if let LogTarget::File(p) = &s.log
+        && p.is_relative()
+    {
+        s.log = LogTarget::File(std::env::current_dir()?.join(p));
     }
     // The options are checked as they are parsed; this catches a rule they missed, with
     // the agent's own message, before anything starts.

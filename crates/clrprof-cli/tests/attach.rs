@@ -734,7 +734,43 @@ fn an_attached_session_keeps_its_figures_out_of_the_target_s_stderr() {
             lines.push(l);
         }
     }
+    // A third session asks for its log in a file (`--agent-log`, relative to clrprof's
+    // directory, not the app's): every line goes there, figures included, none to stderr.
+    let agent_log = dir.join("agent.log");
+    let third = clrprof()
+        .current_dir(&dir)
+        .args(["record", "--pid", &t.pid.to_string(), "-o", "t3.clrprof"])
+        .args(["--duration", "1", "--agent-log", "agent.log"])
+        .output()
+        .unwrap();
+    assert_ok(&third);
+    let end = std::time::Instant::now() + Duration::from_secs(30);
+    let logged = loop {
+        let text = std::fs::read_to_string(&agent_log).unwrap_or_default();
+        if text.contains("detached;") {
+            break text;
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "the third session did not log its detach in {}: {text}",
+            agent_log.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut late = Vec::new();
+    while let Ok(l) = t.err.recv_timeout(Duration::from_millis(500)) {
+        late.push(l);
+    }
     t.quit();
+    for figure in ["recording", "sampler timing:", "names: metadata read"] {
+        assert!(logged.contains(figure), "{figure:?} not in {logged}");
+    }
+    assert!(
+        !late
+            .iter()
+            .any(|l| l.starts_with(&format!("clrprof[{pid}]"))),
+        "the third session wrote to the app's stderr: {late:#?}"
+    );
     for figure in [
         "sampler (",
         "sampler timing:",

@@ -300,7 +300,7 @@ variables! {
             Ok(())
         },
         write |s| Some(bit(s.compress));
-    LOG = "CLRPROF_LOG", flag None,
+    LOG = "CLRPROF_LOG", flag Some(Flag::new("agent-log", "AGENT_LOG", "Where the profiler inside the app writes its own log: stderr (the app's), off, or a file (appended). A session attached with --pid leaves its figures (sampler, stack copies, names) off the app's stderr; a file gets them all [default: stderr]")),
         default |s, _| s.log = LogTarget::Stderr,
         "stderr | off | a file path for the agent's own log (default stderr)",
         read |s, v| {
