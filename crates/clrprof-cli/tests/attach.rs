@@ -257,6 +257,10 @@ fn every_option_reaches_the_attached_agent() {
         "--app-name",
         "--labels",
         "--no-trace",
+        // The agent's log target is not in the trace's header: the third session of
+        // `an_attached_session_keeps_its_figures_out_of_the_target_s_stderr` logs to a
+        // file with it.
+        "--agent-log",
     ];
     let help = clrprof().args(["record", "--help"]).output().unwrap();
     let help = String::from_utf8_lossy(&help.stdout);
