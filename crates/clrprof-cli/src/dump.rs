@@ -47,8 +47,11 @@ pub struct ThreadStack {
     /// `running` when the kernel saw it running in at least half of its readings, else
     /// `waiting`.
     pub state: DumpState,
-    /// The share of the kernel's readings that saw it running (0..1).
+    /// The share of the kernel's readings that saw it running or runnable (0..1).
     pub running_share: f64,
+    /// The share of the capture it spent on a CPU (0..1), from the kernel's count of its
+    /// run time (`schedstat`); `null` where the kernel keeps none.
+    pub on_cpu_share: Option<f64>,
     /// The blocking call it sits in, when its stack shows one.
     pub waiting_in: Option<WaitingIn>,
     /// Leaf first.
@@ -217,6 +220,7 @@ pub fn build(pid: u32, events: &[TimedEvent<'_>], tally: &StateTally, elapsed: D
                     DumpState::Waiting
                 },
                 running_share,
+                on_cpu_share: tally.on_cpu_share(s.os_tid),
                 waiting_in: waiting,
                 frames,
             }
@@ -265,13 +269,13 @@ pub fn text(d: &Dump) -> String {
             t.state.as_str()
         );
         // A thread that both ran and waited during the capture (work, then a short
-        // sleep) says how much it ran; its stack is from one instant of it.
-        if t.running_share > 0.0 && t.running_share < 1.0 {
-            let _ = write!(
-                out,
-                " (on CPU in {:.0} % of the capture)",
-                t.running_share * 100.0
-            );
+        // sleep), or ran on a machine short of cores, says how much it ran; its stack is
+        // from one instant of it. The kernel's count of its run time, not how often it
+        // was seen runnable: the sampler's own signal wakes a waiting thread for a few
+        // microseconds, which on a busy machine it may spend runnable, waiting for a core.
+        let share = t.on_cpu_share.unwrap_or(t.running_share);
+        if (0.005..0.995).contains(&share) {
+            let _ = write!(out, " (on CPU in {:.0} % of the capture)", share * 100.0);
         }
         if let Some(w) = &t.waiting_in {
             let last = if t.state == DumpState::Running {

@@ -11,6 +11,16 @@ pub struct Task {
     pub comm: String,
     /// `R` running or runnable, `S` sleeping, `D` uninterruptible (disk), `T` stopped…
     pub state: char,
+    /// Its time on a CPU so far, in ns (`schedstat`'s first field), where the kernel
+    /// keeps it.
+    pub on_cpu_ns: Option<u64>,
+}
+
+/// The calling thread's kernel id (tests): `/proc/thread-self` links to `PID/task/TID`.
+#[cfg(test)]
+fn own_tid() -> u64 {
+    let link = std::fs::read_link("/proc/thread-self").unwrap();
+    link.file_name().unwrap().to_string_lossy().parse().unwrap()
 }
 
 /// Every thread of `pid` now (empty when the process is gone or unreadable).
@@ -24,8 +34,11 @@ pub fn tasks(pid: u32) -> Vec<Task> {
             continue;
         };
         if let Ok(text) = std::fs::read_to_string(e.path().join("stat"))
-            && let Some(t) = parse_stat(tid, &text)
+            && let Some(mut t) = parse_stat(tid, &text)
         {
+            t.on_cpu_ns = std::fs::read_to_string(e.path().join("schedstat"))
+                .ok()
+                .and_then(|s| s.split_whitespace().next()?.parse().ok());
             v.push(t);
         }
     }
@@ -44,41 +57,109 @@ fn parse_stat(tid: u64, text: &str) -> Option<Task> {
         .next()?
         .chars()
         .next()?;
-    Some(Task { tid, comm, state })
+    Some(Task {
+        tid,
+        comm,
+        state,
+        on_cpu_ns: None,
+    })
 }
 
-/// Readings of the threads over a while: how often each was seen running.
+/// Readings of the threads over a while: how often each was seen running, and how long
+/// it ran.
 #[derive(Debug, Default)]
 pub struct StateTally {
     readings: u32,
-    by_tid: BTreeMap<u64, (Task, u32)>,
+    by_tid: BTreeMap<u64, (Task, u32, Option<OnCpu>)>,
+}
+
+/// A thread's time on a CPU at its first reading and at its last.
+#[derive(Debug, Clone, Copy)]
+struct OnCpu {
+    first: (std::time::Instant, u64),
+    last: (std::time::Instant, u64),
 }
 
 impl StateTally {
     pub fn read(&mut self, pid: u32) {
         self.readings += 1;
+        let now = std::time::Instant::now();
         for t in tasks(pid) {
             let running = u32::from(t.state == 'R');
-            let e = self.by_tid.entry(t.tid).or_insert((t.clone(), 0));
+            let e = self.by_tid.entry(t.tid).or_insert((t.clone(), 0, None));
             e.1 += running;
+            if let Some(ns) = t.on_cpu_ns {
+                let first = e.2.map_or((now, ns), |c| c.first);
+                e.2 = Some(OnCpu {
+                    first,
+                    last: (now, ns),
+                });
+            }
             e.0 = t;
         }
     }
 
-    /// The thread's last reading, and the share of readings it was running in.
+    /// The thread's last reading, and the share of readings it was running in (or
+    /// runnable: a thread the kernel has not given a core yet counts as running).
     pub fn get(&self, tid: u64) -> Option<(&Task, f64)> {
-        let (t, r) = self.by_tid.get(&tid)?;
+        let (t, r, _) = self.by_tid.get(&tid)?;
         Some((t, f64::from(*r) / f64::from(self.readings.max(1))))
     }
 
+    /// The share of the time between the thread's first and last readings it spent on a
+    /// CPU (0..1), where the kernel keeps the figure and the readings span 50 ms or more.
+    /// Unlike [`get`](Self::get)'s share it does not count a thread woken for a moment
+    /// (by the sampler's own signal, say) that waited for a core on a busy machine.
+    pub fn on_cpu_share(&self, tid: u64) -> Option<f64> {
+        let c = self.by_tid.get(&tid)?.2?;
+        let wall = c.last.0.duration_since(c.first.0).as_nanos() as f64;
+        (wall >= 50e6).then(|| (c.last.1.saturating_sub(c.first.1) as f64 / wall).min(1.0))
+    }
+
     pub fn all(&self) -> impl Iterator<Item = &Task> {
-        self.by_tid.values().map(|(t, _)| t)
+        self.by_tid.values().map(|(t, _, _)| t)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// This thread's own CPU time: a spin of 80 ms is most of the 80 ms it spans on an
+    /// idle core, and more than a sleep's on any.
+    #[test]
+    fn a_spinning_thread_is_on_cpu_and_a_sleeping_one_is_not() {
+        let pid = std::process::id();
+        let measure = |spin: bool| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let (go, wait) = std::sync::mpsc::channel::<()>();
+            let h = std::thread::spawn(move || {
+                tx.send(crate::live::tasks::own_tid()).unwrap();
+                wait.recv().unwrap();
+                let end = std::time::Instant::now() + std::time::Duration::from_millis(80);
+                while std::time::Instant::now() < end {
+                    if !spin {
+                        std::thread::sleep(std::time::Duration::from_millis(5));
+                    }
+                }
+                wait.recv().unwrap();
+            });
+            let tid = rx.recv().unwrap();
+            let mut tally = StateTally::default();
+            tally.read(pid);
+            go.send(()).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(80));
+            tally.read(pid);
+            go.send(()).unwrap();
+            h.join().unwrap();
+            tally.on_cpu_share(tid)
+        };
+        let (spun, slept) = (measure(true), measure(false));
+        if let (Some(spun), Some(slept)) = (spun, slept) {
+            assert!(spun > slept, "{spun} vs {slept}");
+            assert!(slept < 0.2, "{slept}");
+        }
+    }
 
     #[test]
     fn names_with_spaces_and_parentheses() {
