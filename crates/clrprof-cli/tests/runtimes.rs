@@ -288,7 +288,11 @@ fn waits(rt: Runtime) {
         .find(|l| l["type"] == "Scenarios.Ledger")
         .unwrap_or_else(|| panic!("no Scenarios.Ledger lock: {c:#}"));
     let (count, want) = (ledger["count"].as_f64().unwrap(), fact("contentions"));
-    assert!(want >= 4.0, "the scenario barely contended: {want}");
+    // Four threads start together on one lock: the three that do not get it first wait at
+    // least once. More depends on the scheduler: with a core kept busy beside the app, one
+    // .NET 8 run's first owner took all its rounds in a row while the others stayed
+    // blocked from their first wait, and the runtime counted 3 contentions.
+    assert!(want >= 3.0, "the scenario barely contended: {want}");
     assert!(
         (count - want).abs() <= want * 0.10,
         "{count} vs {want}: {c:#}"
