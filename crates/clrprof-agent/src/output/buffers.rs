@@ -537,6 +537,30 @@ pub fn emit_elt_with_values_in_place(
     Some(cut)
 }
 
+/// A number below 2^35 with its LEB128 bytes encoded once, as
+/// [`put_u35_wide`](clrprof_format::leb128::put_u35_wide) stores them: an `--args`
+/// function's index, which its records repeat at every call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Leb35 {
+    pub value: u64,
+    bytes: u64,
+    len: usize,
+}
+
+impl Leb35 {
+    pub fn new(value: u64) -> Option<Leb35> {
+        (value < 1 << 35).then(|| {
+            let mut b = [0u8; 8];
+            let len = clrprof_format::leb128::put_u35_wide(&mut b, value);
+            Leb35 {
+                value,
+                bytes: u64::from_le_bytes(b),
+                len,
+            }
+        })
+    }
+}
+
 /// `--args`, the short path of a method whose values are all primitives: the record
 /// [`emit_elt_with_values_in_place`] writes, its values (`values` of them, below 8) written
 /// by `write` into a slice of [`PARAM_PRIM_ROOM`](clrprof_format::values::PARAM_PRIM_ROOM)
@@ -547,7 +571,7 @@ pub fn emit_elt_with_values_in_place(
 pub fn emit_prims_in_place(
     ts: u64,
     kind: clrprof_format::EltKind,
-    function: u64,
+    function: Leb35,
     caller_sp: u64,
     values: usize,
     write: impl FnOnce(&mut [u8]) -> usize,
@@ -558,7 +582,7 @@ pub fn emit_prims_in_place(
         clrprof_format::EltKind::Tailcall => return false,
     };
     let sp = caller_sp & 0xffff_ffff;
-    if values >= 8 || function >= 1 << 35 || !ACCEPTING.load(Ordering::Acquire) {
+    if values >= 8 || !ACCEPTING.load(Ordering::Acquire) {
         return false;
     }
     let published = super::tpmap::lookup();
@@ -567,7 +591,7 @@ pub fn emit_prims_in_place(
     }
     // SAFETY: (A3) as in emit_elt_with_values_in_place.
     let slot = unsafe { &*published };
-    let start = call_values_start(function, sp);
+    let start = 4 + function.len + clrprof_format::leb128::len_u64(sp);
     // Below 128 bytes written: 4 + 5 + 5 header bytes, 7 values of 13 at most; and 8
     // more reserved for the SP's wide store when there are no values.
     let max_len = start + values * clrprof_format::values::PARAM_PRIM_ROOM + 8;
@@ -586,8 +610,8 @@ pub fn emit_prims_in_place(
         let body = unsafe { slot.ring.record_body(at, max_len) };
         body[0] = record;
         body[2] = 0;
-        let lf = clrprof_format::leb128::put_u35_wide(&mut body[3..], function);
-        clrprof_format::leb128::put_u35_wide(&mut body[3 + lf..], sp);
+        body[3..11].copy_from_slice(&function.bytes.to_le_bytes());
+        clrprof_format::leb128::put_u35_wide(&mut body[3 + function.len..], sp);
         let n = write(&mut body[start..]);
         body[1] = (start - 2 + n) as u8;
         body[start - 1] = n as u8;
@@ -829,6 +853,17 @@ fn emit_fallback(ts: u64, ev: &Event<'_>) -> bool {
 mod tests {
     use super::*;
     use std::borrow::Cow;
+
+    #[test]
+    fn a_function_index_encoded_once_stores_as_put_u35_wide() {
+        for v in [0u64, 1, 0x7f, 0x80, 0x3fff, 0x4000, 0x3_ffff, 0x7_ffff_ffff] {
+            let l = Leb35::new(v).unwrap();
+            let mut want = [0u8; 8];
+            let n = clrprof_format::leb128::put_u35_wide(&mut want, v);
+            assert_eq!((l.bytes.to_le_bytes(), l.len, l.value), (want, n, v));
+        }
+        assert_eq!(Leb35::new(1 << 35), None);
+    }
 
     #[test]
     fn wide_leb_stores_encode_as_leb128() {

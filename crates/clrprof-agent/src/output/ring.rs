@@ -218,7 +218,7 @@ impl Ring {
     /// [`commit_record`](Self::commit_record), if `*limit` allows. Returns the record's
     /// position. Nothing is published until the commit: a reservation not committed is
     /// simply written over by the next record.
-    #[inline]
+    #[inline(always)]
     pub fn try_reserve_record(&self, limit: &mut u64, max_len: usize) -> Result<u64, Full> {
         if !self.fits_record(max_len) {
             return Err(Full::TooLarge);
@@ -274,7 +274,7 @@ impl Ring {
     /// # Safety
     /// `at` is a reservation of this ring made since the last write, for at least `len`
     /// bytes.
-    #[inline]
+    #[inline(always)]
     pub unsafe fn commit_record(&self, at: u64, len: usize, ts: u64) {
         let words = compact::words_for_record(len) as u64;
         // SAFETY: (A4) both words lie at the start of the reservation (caller's contract),

@@ -115,8 +115,8 @@ fn on_fast_enter(id: usize, sp: usize, block: usize) {
         function: f.index,
         sp: sp as u64,
     };
-    if let Some(p) = &plan.prims {
-        return write_prims(s, frame, &p.args, 0, record);
+    if let (Some(p), Some(leb)) = (&plan.prims, f.leb) {
+        return write_prims(s, frame, &p.args, 0, leb, record);
     }
     // Structs passed in registers are copied together first.
     let mut copies = [[0u64; 2]; arg_slots::MAX_STRUCTS];
@@ -154,7 +154,7 @@ fn on_fast_leave(id: usize, sp: usize, block: usize, kind: EltKind) {
         saved: block,
         profiled_sp: sp,
     };
-    if let (EltKind::Leave, Some(p)) = (kind, &plan.prims) {
+    if let (EltKind::Leave, Some(p), Some(leb)) = (kind, &plan.prims, f.leb) {
         let record = Record {
             ts,
             kind,
@@ -162,7 +162,7 @@ fn on_fast_leave(id: usize, sp: usize, block: usize, kind: EltKind) {
             sp: sp as u64,
         };
         let first = plan.args.len() as u32;
-        return write_prims(s, frame, p.ret.as_slice(), first, record);
+        return write_prims(s, frame, p.ret.as_slice(), first, leb, record);
     }
     // A struct returned in registers is copied together first.
     let copy = match plan.ret_place {
@@ -321,11 +321,18 @@ fn on_enter(id: usize, elt: usize) {
 /// return value after them) of a [`PrimPlan`](super::plan::PrimPlan), read from the
 /// slots the assembly hook's `frame` saved.
 #[inline(always)]
-fn write_prims(s: &State, frame: StubFrame, values: &[(Slot, Prim)], first: u32, record: Record) {
+fn write_prims(
+    s: &State,
+    frame: StubFrame,
+    values: &[(Slot, Prim)],
+    first: u32,
+    function: buffers::Leb35,
+    record: Record,
+) {
     let short = buffers::emit_prims_in_place(
         record.ts,
         record.kind,
-        record.function,
+        function,
         record.sp,
         values.len(),
         |out| {

@@ -102,6 +102,8 @@ pub fn prepare(client: u64) {
 /// One `--args` function; its address is the client ID the JIT passes to the hooks.
 pub struct ArgsFn {
     index: u64,
+    /// `index`'s LEB128 bytes, for the short path of primitives-only methods.
+    leb: Option<crate::output::buffers::Leb35>,
     function: FunctionId,
     /// Its name, for the closing log line.
     name: String,
@@ -290,6 +292,7 @@ pub fn stats() -> ArgStats {
 pub fn client_id(index: u64, function: FunctionId, name: &str) -> Option<u64> {
     let f = Box::new(ArgsFn {
         index,
+        leb: crate::output::buffers::Leb35::new(index),
         function,
         name: name.to_string(),
         plan: OnceLock::new(),
