@@ -564,8 +564,8 @@ impl Leb35 {
 /// `--args`, the short path of a method whose values are all primitives: the record
 /// [`emit_elt_with_values_in_place`] writes, its values (`values` of them, below 8) written
 /// by `write` into a slice of [`PARAM_PRIM_ROOM`](clrprof_format::values::PARAM_PRIM_ROOM)
-/// bytes each, which returns their length. So short a record has one-byte lengths, and no
-/// bound can cut it. `false`, with nothing written, where the general path must go (as
+/// bytes each, which returns their length. So short a record has one-byte lengths; it is
+/// never cut (the caller checks the per-call bound holds it). `false`, with nothing written, where the general path must go (as
 /// there: not accepting, the thread's first event, re-entered, a ring too small).
 #[inline(always)]
 pub fn emit_prims_in_place(

@@ -329,27 +329,32 @@ fn write_prims(
     function: buffers::Leb35,
     record: Record,
 ) {
-    let short = buffers::emit_prims_in_place(
-        record.ts,
-        record.kind,
-        function,
-        record.sp,
-        values.len(),
-        |out| {
-            let mut n = 0;
-            for (i, &(slot, prim)) in values.iter().enumerate() {
-                // A slot the plan made is always an address (`PrimPlan::of`).
-                let Some(addr) = frame.address(slot) else {
-                    continue;
-                };
-                // SAFETY: (A7) inside the hook; the plan placed a primitive of this kind in
-                // that saved register or caller stack slot (`PrimPlan::of`).
-                let v = unsafe { read_prim(prim, addr) };
-                n += put_param_prim(&mut out[n..], (first + i as u32) as u8, v);
-            }
-            n
-        },
-    );
+    // The short path writes 13 bytes a value at most, uncut: within the per-call bound
+    // (64 bytes or more) for up to four values; more, under a bound set that low, take
+    // the general path, which cuts.
+    let fits = values.len() * clrprof_format::values::PARAM_PRIM_ROOM <= s.limits.bytes as usize;
+    let short = fits
+        && buffers::emit_prims_in_place(
+            record.ts,
+            record.kind,
+            function,
+            record.sp,
+            values.len(),
+            |out| {
+                let mut n = 0;
+                for (i, &(slot, prim)) in values.iter().enumerate() {
+                    // A slot the plan made is always an address (`PrimPlan::of`).
+                    let Some(addr) = frame.address(slot) else {
+                        continue;
+                    };
+                    // SAFETY: (A7) inside the hook; the plan placed a primitive of this kind in
+                    // that saved register or caller stack slot (`PrimPlan::of`).
+                    let v = unsafe { read_prim(prim, addr) };
+                    n += put_param_prim(&mut out[n..], (first + i as u32) as u8, v);
+                }
+                n
+            },
+        );
     if short {
         return;
     }
