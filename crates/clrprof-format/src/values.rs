@@ -267,6 +267,18 @@ impl<'b> ValueWriter<'b> {
         self.bytes(&b);
         self.done();
     }
+    /// The primitive `v`, by its kind's method.
+    #[inline]
+    pub fn prim(&mut self, v: PrimValue) {
+        match v {
+            PrimValue::Bool(b) => self.bool(b),
+            PrimValue::Char(c) => self.char(c),
+            PrimValue::Int(x) => self.int(x),
+            PrimValue::UInt(x) => self.uint(x),
+            PrimValue::F32(x) => self.f32(x),
+            PrimValue::F64(x) => self.f64(x),
+        }
+    }
     /// A string of `full_len` UTF-16 units of which `units` (a prefix) are given.
     #[inline]
     pub fn string_utf16(&mut self, full_len: u64, units: impl Iterator<Item = u16> + Clone) {
@@ -953,14 +965,7 @@ mod tests {
             let mut w = ValueWriter::new(&mut want);
             for &(i, v) in &values {
                 w.param(u32::from(i));
-                match v {
-                    PrimValue::Bool(b) => w.bool(b),
-                    PrimValue::Char(c) => w.char(c),
-                    PrimValue::Int(x) => w.int(x),
-                    PrimValue::UInt(x) => w.uint(x),
-                    PrimValue::F32(x) => w.f32(x),
-                    PrimValue::F64(x) => w.f64(x),
-                }
+                w.prim(v);
             }
             let (want, cut) = w.finish();
             prop_assert!(!cut);

@@ -29,23 +29,8 @@ unsafe fn read<T: Copy>(addr: usize) -> T {
 /// object that is live during it, whose declared type is `p`. (Any bit pattern of those
 /// bytes is a valid `p`: a `bool` is read as a byte.)
 pub(super) unsafe fn write_prim(w: &mut ValueWriter<'_>, p: Prim, addr: usize) {
-    // SAFETY: (A7) each read is of `p.size()` bytes at `addr`, readable per the contract.
-    unsafe {
-        match p {
-            Prim::Bool => w.bool(read::<u8>(addr) != 0),
-            Prim::Char => w.char(read::<u16>(addr)),
-            Prim::I1 => w.int(i64::from(read::<i8>(addr))),
-            Prim::U1 => w.uint(u64::from(read::<u8>(addr))),
-            Prim::I2 => w.int(i64::from(read::<i16>(addr))),
-            Prim::U2 => w.uint(u64::from(read::<u16>(addr))),
-            Prim::I4 => w.int(i64::from(read::<i32>(addr))),
-            Prim::U4 => w.uint(u64::from(read::<u32>(addr))),
-            Prim::I8 | Prim::I => w.int(read::<i64>(addr)),
-            Prim::U8 | Prim::U => w.uint(read::<u64>(addr)),
-            Prim::R4 => w.f32(read::<f32>(addr)),
-            Prim::R8 => w.f64(read::<f64>(addr)),
-        }
-    }
+    // SAFETY: (A7) `addr` holds a `p` (this function's contract is read_prim's).
+    w.prim(unsafe { read_prim(p, addr) });
 }
 
 /// The primitive `p` stored at `addr`, for [`put_param_prim`]
