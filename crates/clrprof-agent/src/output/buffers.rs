@@ -542,7 +542,6 @@ pub fn emit_elt_with_values_in_place(
 /// function's index, which its records repeat at every call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Leb35 {
-    pub value: u64,
     bytes: u64,
     len: usize,
 }
@@ -553,7 +552,6 @@ impl Leb35 {
             let mut b = [0u8; 8];
             let len = clrprof_format::leb128::put_u35_wide(&mut b, value);
             Leb35 {
-                value,
                 bytes: u64::from_le_bytes(b),
                 len,
             }
@@ -860,7 +858,7 @@ mod tests {
             let l = Leb35::new(v).unwrap();
             let mut want = [0u8; 8];
             let n = clrprof_format::leb128::put_u35_wide(&mut want, v);
-            assert_eq!((l.bytes.to_le_bytes(), l.len, l.value), (want, n, v));
+            assert_eq!((l.bytes.to_le_bytes(), l.len), (want, n));
         }
         assert_eq!(Leb35::new(1 << 35), None);
     }
