@@ -86,10 +86,21 @@ pub fn from_args(args: &RecordArgs, output: &Path) -> Result<(Settings, Vec<&'st
     }
     // `--agent-log FILE` names a file from here: an attached app's working directory is
     // its own.
-    if let LogTarget::File(p) = &s.log
-        && p.is_relative()
-    {
-        s.log = LogTarget::File(std::env::current_dir()?.join(p));
+    if let LogTarget::File(p) = &s.log {
+        let p = std::env::current_dir()?.join(p);
+        // The agent falls back to the app's stderr when it cannot open the file, where an
+        // attaching user would not see why: a missing directory is said here, before
+        // anything starts.
+        if let Some(dir) = p.parent()
+            && !dir.is_dir()
+        {
+            bail!(
+                "--agent-log {}: {} is not a directory; give a file in one that exists",
+                p.display(),
+                dir.display()
+            );
+        }
+        s.log = LogTarget::File(p);
     }
     // The options are checked as they are parsed; this catches a rule they missed, with
     // the agent's own message, before anything starts.

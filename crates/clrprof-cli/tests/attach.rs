@@ -708,6 +708,34 @@ fn sessions_of_different_modes_share_nothing() {
 /// An attached session writes its start, its end and its problems on the target's
 /// stderr (a running service's own log), not the dozen lines of figures a session
 /// started with the app ends with; the trace still holds the sampler's.
+/// `--agent-log` in a directory that does not exist is refused before the attach: the
+/// agent would fall back to the app's stderr, where the attaching user would not see why.
+#[test]
+fn an_agent_log_in_a_missing_directory_is_refused_before_attaching() {
+    let t = Serve::start(&scenarios(), &[]);
+    let out = clrprof()
+        .args(["record", "--pid", &t.pid.to_string(), "--duration", "1"])
+        .args(["--agent-log", "/nonexistent-clrprof-dir/agent.log"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--agent-log /nonexistent-clrprof-dir/agent.log: /nonexistent-clrprof-dir is not a directory"),
+        "{err}"
+    );
+    // Nothing reached the app: no session started, so no line of ours on its stderr.
+    let mut lines = Vec::new();
+    while let Ok(l) = t.err.recv_timeout(Duration::from_millis(300)) {
+        lines.push(l);
+    }
+    t.quit();
+    assert!(
+        !lines.iter().any(|l| l.starts_with("clrprof[")),
+        "{lines:#?}"
+    );
+}
+
 #[test]
 fn an_attached_session_keeps_its_figures_out_of_the_target_s_stderr() {
     let dir = scratch("attach-quiet-log");
