@@ -26,8 +26,12 @@ const MIN_COPY_BYTES: usize = 8 * 1024;
 /// return from our own signal handler (measured after the capture) stays below it.
 const IDLE_CPU_NS: u64 = 20_000;
 
-/// How long the sampler waits for a lock owner's handler (`take_now`).
-const OWNER_TIMEOUT_NS: u64 = 10_000_000;
+/// How long the sampler waits for a lock owner's handler (`take_now`). The owner is
+/// runnable but may wait for a core behind other runnable threads for a scheduling period
+/// (CFS's is 12 ms on two cores and grows with the runnable count): with a core kept busy
+/// beside the app, 10 ms let every request of a `--waits` run time out once. Only an
+/// overloaded machine waits this long, and there the sampler's tick is late anyway.
+const OWNER_TIMEOUT_NS: u64 = 40_000_000;
 
 /// At stop: how long the sampler waits for the handlers still outstanding.
 const STOP_TIMEOUT_NS: u64 = 20_000_000;
