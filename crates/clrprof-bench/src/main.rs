@@ -1124,7 +1124,7 @@ fn ms_after(stderr: &str, marker: &str, sep: &str) -> Option<f64> {
         .find_map(|l| l.split(sep).nth(1)?.split(" ms").next()?.parse().ok())
 }
 
-/// `args`: what `--args` costs. Six configurations, alternated run by run, on two
+/// `args`: what `--args` costs. Seven configurations, alternated run by run, on two
 /// workloads: `fib 27` (635,621 calls of `int Fib(int)`) and `args bench=N` (N calls of
 /// `int Describe(string, ID)`, a string and a struct split across an integer and a float
 /// register); the figures are the app's own stopwatch around the calls and its thread's CPU
@@ -1194,6 +1194,23 @@ fn args_bench(runs: usize) -> Result<()> {
                 c
             }
         };
+        // The same without the trampolines' short path of primitives-only methods
+        // (`CLRPROF_ARGS_ASM=0`: the Rust hooks write every record), for its gain.
+        let rust_args = {
+            let with_args = make(vec![
+                "--mode",
+                "trace",
+                "--include",
+                "Scenarios.*",
+                "--args",
+                function,
+            ]);
+            move || {
+                let mut c = with_args();
+                c.env("CLRPROF_ARGS_ASM", "0");
+                c
+            }
+        };
         let slow_none = {
             let slow = make(vec![
                 "--mode",
@@ -1209,12 +1226,13 @@ fn args_bench(runs: usize) -> Result<()> {
                 c
             }
         };
-        let configs: [(&str, &dyn Fn() -> Command); 6] = [
+        let configs: [(&str, &dyn Fn() -> Command); 7] = [
             ("events, inlining off", &base),
             ("trace (fast path)", &fast),
             ("trace --args (none match)", &slow),
             ("  the same, ARGS_FAST=0", &slow_none),
             ("trace --args (this one)", &with_args),
+            ("  the same, ARGS_ASM=0", &rust_args),
             ("  the same, ARGS_FAST=0", &slow_args),
         ];
         println!(

@@ -557,6 +557,17 @@ impl Leb35 {
             }
         })
     }
+
+    /// The LEB128 bytes, little-endian in a word (those past [`len`](Self::len) are 0).
+    pub fn bytes(self) -> u64 {
+        self.bytes
+    }
+
+    /// How many of [`bytes`](Self::bytes) the number takes (1 to 5).
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(self) -> usize {
+        self.len
+    }
 }
 
 /// `--args`, the short path of a method whose values are all primitives: the record

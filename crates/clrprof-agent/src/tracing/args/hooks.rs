@@ -89,6 +89,10 @@ pub(super) fn plan_of(f: &ArgsFn) -> Option<(&'static State, &FnPlan)> {
         if let Some(plan) = &plan {
             write_names(f.index, plan);
             announce_plan(plan);
+            // Last: from here the trampolines may write the function's records.
+            if let (true, Some(p), Some(leb)) = (super::fast_path(), &plan.prims, f.leb) {
+                f.fast.publish(p, leb, s.limits.bytes);
+            }
         }
         plan
     });

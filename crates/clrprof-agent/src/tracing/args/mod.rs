@@ -50,6 +50,7 @@
 //! turns signatures and loaded classes into [`plan::Kind`]s and places; `read` reads
 //! values at the addresses the hooks hand it, the one place that dereferences them.
 
+pub(crate) mod fast;
 mod hooks;
 mod plan;
 mod read;
@@ -100,7 +101,10 @@ pub fn prepare(client: u64) {
 }
 
 /// One `--args` function; its address is the client ID the JIT passes to the hooks.
+#[repr(C)]
 pub struct ArgsFn {
+    /// First, at the client ID's address: what the trampolines' short path reads.
+    fast: fast::FastPrims,
     index: u64,
     /// `index`'s LEB128 bytes, for the short path of primitives-only methods.
     leb: Option<crate::output::buffers::Leb35>,
@@ -291,6 +295,7 @@ pub fn stats() -> ArgStats {
 /// [`ArgsFn`]. `None` if the address could be mistaken for an index.
 pub fn client_id(index: u64, function: FunctionId, name: &str) -> Option<u64> {
     let f = Box::new(ArgsFn {
+        fast: fast::FastPrims::new(),
         index,
         leb: crate::output::buffers::Leb35::new(index),
         function,
