@@ -623,8 +623,9 @@ macro_rules! args_leave {
     };
 }
 
-/// The short path of a primitives-only `--args` function (`args/fast.rs`), between a
-/// trampoline's saving of the registers and its call into Rust: R8 holds the function's
+/// The short path of an `--args` entry or return of primitives (`args/fast.rs`), between
+/// a trampoline's saving of the registers and its call into Rust, taken when `flag` is
+/// set in byte 3 of the words' `meta`: R8 holds the function's
 /// `ArgsFn` (whose `FastPrims` words say where each value lies and how it is encoded), R9
 /// the caller SP, RSP the saved register block, whose first 40 bytes it keeps its own
 /// values in (the timestamp, the write position, the ring, the record, the values'
@@ -636,7 +637,7 @@ macro_rules! args_leave {
 /// (the Rust hooks, which handle every other case) when not. Trashes RAX, RCX, RDX, RSI,
 /// RDI, R10, R11 (the trampolines restore what the JIT's convention keeps).
 macro_rules! args_prims {
-    ($kind:literal, $count:literal, $need:literal, $first:literal) => {
+    ($kind:literal, $count:literal, $flag:literal, $need:literal, $first:literal) => {
         concat!(
             "rdtsc\n",
             "shl rdx, 32\n",
@@ -645,7 +646,9 @@ macro_rules! args_prims {
             "cmp byte ptr [rip + {accepting}], 0\n",
             "je 29f\n",
             "mov ecx, dword ptr [r8 + {meta}]\n",
-            "test ecx, ecx\n",
+            "test byte ptr [r8 + {meta} + 3], ",
+            $flag,
+            "\n",
             "jz 29f\n",
             "mov r10, qword ptr fs:[0]\n",
             "imul rdx, r10, -1640531535\n",
@@ -828,7 +831,7 @@ macro_rules! args_enter_short {
             "movq qword ptr [rsp + 112], xmm7\n",
             "mov r8, r14\n",
             "mov r9, r15\n",
-            args_prims!("44", "0", "{need_enter}", "{args}"),
+            args_prims!("44", "0", "{enter_on}", "{need_enter}", "{args}"),
             "28:\n",
             "mov rdi, [rsp + 120]\n",
             "mov rsi, [rsp + 128]\n",
@@ -896,7 +899,7 @@ macro_rules! args_leave_short {
             "movq qword ptr [rsp + 64], xmm1\n",
             "mov r8, rdi\n",
             "mov r9, rsi\n",
-            args_prims!("45", "1", "{need_leave}", "{ret}"),
+            args_prims!("45", "1", "{leave_on}", "{need_leave}", "{ret}"),
             "28:\n",
             "mov rax, [rsp + 40]\n",
             "mov rdx, [rsp + 136]\n",
@@ -941,6 +944,8 @@ global_asm!(
     need_enter = const crate::tracing::args::fast::NEED_ENTER,
     need_leave = const crate::tracing::args::fast::NEED_LEAVE,
     args = const crate::tracing::args::fast::ARGS,
+    enter_on = const crate::tracing::args::fast::ENTER,
+    leave_on = const crate::tracing::args::fast::LEAVE,
     ret = const crate::tracing::args::fast::RET,
     tag_other = const clrprof_format::compact::TAG_OTHER,
     enter = sym crate::tracing::args::fast_enter,

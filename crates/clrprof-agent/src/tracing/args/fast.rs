@@ -1,12 +1,15 @@
-//! The assembly short path of primitives-only methods (`x64.rs`, `args_prims!`): a
-//! [`PrimPlan`] laid out as words the `--args` trampolines read before they would call
-//! Rust. Each value is one word saying where it lies (a saved register or a caller stack
-//! slot), how to widen it and how to encode it; the trampoline writes the same record
-//! bytes as [`emit_prims_in_place`](crate::output::buffers::emit_prims_in_place) (the
-//! values as [`put_param_prim`](clrprof_format::values::put_param_prim) writes them),
-//! with no call, no dispatch on kinds in Rust and no register but the general ones
-//! touched. Anything else (not recording, the thread's first event, a ring full, busy or
-//! about to wrap) takes the Rust hooks as before.
+//! The assembly short paths of `--args` (`x64.rs`, `args_prims!`): the parts of a
+//! [`PrimPlan`] laid out as words the enter and leave trampolines read before they would
+//! call Rust — the entry of a method whose arguments are all primitives in registers or
+//! stack slots (`int Fib(int)`), the return of one that returns such a primitive or
+//! nothing (`int Describe(string, ID)`'s `int`), each on its own. Each value is one word
+//! saying where it lies (a saved register or a caller stack slot), how to widen it and how
+//! to encode it; the trampoline writes the same record bytes as
+//! [`emit_prims_in_place`](crate::output::buffers::emit_prims_in_place) (the values as
+//! [`put_param_prim`](clrprof_format::values::put_param_prim) writes them), with no call,
+//! no dispatch on kinds in Rust and no register but the general ones touched. Anything
+//! else (not recording, the thread's first event, a ring full, busy or about to wrap, the
+//! other parts) takes the Rust hooks as before.
 //!
 //! [`encode`] is what the assembly does, in Rust, for the tests.
 
@@ -41,8 +44,8 @@ enum Form {
 #[repr(C)]
 pub(super) struct FastPrims {
     /// 0: no short path (the Rust hooks). Else the argument count (byte 0), the return
-    /// value count (byte 1, 0 or 1), the function index's LEB128 length (byte 2) and 1
-    /// (byte 3).
+    /// value count (byte 1, 0 or 1), the function index's LEB128 length (byte 2) and
+    /// which short paths are on (byte 3: [`ENTER`], [`LEAVE`]).
     meta: AtomicU32,
     _pad: u32,
     /// The function index's LEB128 bytes ([`Leb35`]).
@@ -53,6 +56,10 @@ pub(super) struct FastPrims {
     /// The arguments' words ([`word`]), then at [`RET_SLOT`] the return value's.
     values: [AtomicU64; 8],
 }
+
+/// `meta`'s byte 3: the entry's short path is on, the return's.
+pub const ENTER: u32 = 1;
+pub const LEAVE: u32 = 2;
 
 /// Where the trampolines find the fields.
 pub const META: usize = offset_of!(FastPrims, meta);
@@ -74,43 +81,60 @@ impl FastPrims {
         }
     }
 
-    /// Turns the short path on for `plan` (once, before the function's first call), if
-    /// every value has a word and the records fit the per-call bound `bytes` uncut.
-    pub(super) fn publish(&self, plan: &PrimPlan, function: Leb35, bytes: u32) {
-        if !enabled() || plan.args.len() > RET_SLOT {
-            return;
-        }
-        let most = plan.args.len().max(usize::from(plan.ret.is_some()));
-        if most * PARAM_PRIM_ROOM > bytes as usize {
+    /// Turns the short paths on for the parts of `plan` that have one (once, before the
+    /// function's first call): the entry when every argument has a word and the record
+    /// fits the per-call bound `bytes` uncut, the return (value number `nargs`) when it
+    /// has a word or there is none.
+    pub(super) fn publish(&self, plan: &PrimPlan, nargs: usize, function: Leb35, bytes: u32) {
+        if !enabled() {
             return;
         }
         let mut words = [0u64; 8];
-        for (i, &(slot, prim)) in plan.args.iter().enumerate() {
-            let Some(w) = word(i as u8, slot, prim) else {
-                return;
-            };
-            words[i] = w;
+        let mut flags = 0u32;
+        let mut count = 0usize;
+        if let Some(args) = plan
+            .args
+            .as_deref()
+            .filter(|a| a.len() <= RET_SLOT && a.len() * PARAM_PRIM_ROOM <= bytes as usize)
+        {
+            let each = args
+                .iter()
+                .enumerate()
+                .map(|(i, &(slot, prim))| word(i as u8, slot, prim));
+            if let Some(each) = each.collect::<Option<Vec<u64>>>() {
+                words[..each.len()].copy_from_slice(&each);
+                count = each.len();
+                flags |= ENTER;
+            }
         }
-        if let Some((slot, prim)) = plan.ret {
-            let Some(w) = word(plan.args.len() as u8, slot, prim) else {
-                return;
-            };
-            words[RET_SLOT] = w;
+        let mut nret = 0;
+        match plan.ret {
+            Some(None) => flags |= LEAVE,
+            Some(Some((slot, prim))) if nargs < 0x80 => {
+                if let Some(w) = word(nargs as u8, slot, prim) {
+                    words[RET_SLOT] = w;
+                    nret = 1;
+                    flags |= LEAVE;
+                }
+            }
+            _ => {}
+        }
+        if flags == 0 {
+            return;
         }
         for (v, w) in self.values.iter().zip(words) {
             v.store(w, Ordering::Relaxed);
         }
         self.leb.store(function.bytes(), Ordering::Relaxed);
-        let nret = usize::from(plan.ret.is_some());
-        self.need[0].store(room(function.len(), plan.args.len()), Ordering::Relaxed);
+        self.need[0].store(room(function.len(), count), Ordering::Relaxed);
         self.need[1].store(room(function.len(), nret), Ordering::Relaxed);
-        let meta = plan.args.len() as u32 | (nret as u32) << 8 | (function.len() as u32) << 16;
-        self.meta.store(meta | 1 << 24, Ordering::Release);
+        let meta = count as u32 | (nret as u32) << 8 | (function.len() as u32) << 16;
+        self.meta.store(meta | flags << 24, Ordering::Release);
     }
 
     #[cfg(test)]
-    fn is_on(&self) -> bool {
-        self.meta.load(Ordering::Acquire) != 0
+    fn flags(&self) -> u32 {
+        self.meta.load(Ordering::Acquire) >> 24
     }
 }
 
@@ -263,22 +287,36 @@ mod tests {
             ),
             None
         );
-        let f = FastPrims::new();
-        let many = PrimPlan {
-            args: vec![(Slot::Saved(120), Prim::I4); 8].into(),
-            ret: None,
+        let leb = Leb35::new(5).unwrap();
+        let int = (Slot::Saved(120), Prim::I4);
+        let ret = Some((Slot::Saved(40), Prim::I4));
+        let published = |args: Option<Vec<(Slot, Prim)>>, ret, nargs, bytes| {
+            let f = FastPrims::new();
+            let plan = PrimPlan {
+                args: args.map(Into::into),
+                ret,
+            };
+            f.publish(&plan, nargs, leb, bytes);
+            f.flags()
         };
-        f.publish(&many, Leb35::new(5).unwrap(), 4096);
-        assert!(!f.is_on());
-        let one = PrimPlan {
-            args: vec![(Slot::Saved(120), Prim::I4); 5].into(),
-            ret: Some((Slot::Saved(40), Prim::I4)),
-        };
-        // Five values of 13 bytes do not fit a 64-byte bound uncut.
-        f.publish(&one, Leb35::new(5).unwrap(), 64);
-        assert!(!f.is_on());
-        f.publish(&one, Leb35::new(5).unwrap(), 65);
-        assert!(f.is_on());
+        assert_eq!(
+            published(Some(vec![int; 1]), Some(ret), 1, 64),
+            ENTER | LEAVE
+        );
+        // Eight arguments: the entry keeps the Rust hooks, the return takes the short path.
+        assert_eq!(published(Some(vec![int; 8]), Some(ret), 8, 4096), LEAVE);
+        // Five values of 13 bytes do not fit a 64-byte bound uncut; 65 bytes hold them.
+        assert_eq!(published(Some(vec![int; 5]), Some(ret), 5, 64), LEAVE);
+        assert_eq!(
+            published(Some(vec![int; 5]), Some(ret), 5, 65),
+            ENTER | LEAVE
+        );
+        // A string argument (no words for the entry) returning an int; a struct result.
+        assert_eq!(published(None, Some(ret), 2, 64), LEAVE);
+        assert_eq!(published(Some(vec![int; 1]), None, 1, 64), ENTER);
+        assert_eq!(published(None, None, 1, 64), 0);
+        // A void method: an empty return record.
+        assert_eq!(published(None, Some(None), 3, 64), LEAVE);
     }
 
     #[test]

@@ -90,8 +90,9 @@ pub(super) fn plan_of(f: &ArgsFn) -> Option<(&'static State, &FnPlan)> {
             write_names(f.index, plan);
             announce_plan(plan);
             // Last: from here the trampolines may write the function's records.
-            if let (true, Some(p), Some(leb)) = (super::fast_path(), &plan.prims, f.leb) {
-                f.fast.publish(p, leb, s.limits.bytes);
+            if let (true, Some(leb)) = (super::fast_path(), f.leb) {
+                f.fast
+                    .publish(&plan.prims, plan.args.len(), leb, s.limits.bytes);
             }
         }
         plan
@@ -119,8 +120,8 @@ fn on_fast_enter(id: usize, sp: usize, block: usize) {
         function: f.index,
         sp: sp as u64,
     };
-    if let (Some(p), Some(leb)) = (&plan.prims, f.leb) {
-        return write_prims(s, frame, &p.args, 0, leb, record);
+    if let (Some(args), Some(leb)) = (&plan.prims.args, f.leb) {
+        return write_prims(s, frame, args, 0, leb, record);
     }
     // Structs passed in registers are copied together first.
     let mut copies = [[0u64; 2]; arg_slots::MAX_STRUCTS];
@@ -158,7 +159,7 @@ fn on_fast_leave(id: usize, sp: usize, block: usize, kind: EltKind) {
         saved: block,
         profiled_sp: sp,
     };
-    if let (EltKind::Leave, Some(p), Some(leb)) = (kind, &plan.prims, f.leb) {
+    if let (EltKind::Leave, Some(ret), Some(leb)) = (kind, &plan.prims.ret, f.leb) {
         let record = Record {
             ts,
             kind,
@@ -166,7 +167,7 @@ fn on_fast_leave(id: usize, sp: usize, block: usize, kind: EltKind) {
             sp: sp as u64,
         };
         let first = plan.args.len() as u32;
-        return write_prims(s, frame, p.ret.as_slice(), first, leb, record);
+        return write_prims(s, frame, ret.as_slice(), first, leb, record);
     }
     // A struct returned in registers is copied together first.
     let copy = match plan.ret_place {

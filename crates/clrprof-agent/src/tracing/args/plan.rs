@@ -22,48 +22,57 @@ pub(super) struct FnPlan {
     pub(super) places: Vec<Option<Slot>>,
     /// Where the return value lies when the assembly leave hook runs.
     pub(super) ret_place: Option<ReturnSlot>,
-    /// When every argument and the return value are primitives the assembly hooks find
-    /// in a saved register or a stack slot (`int Fib(int)`, `double Dot(double, double)`):
-    /// those slots and kinds, for the hooks' short path ([`PrimPlan`]).
-    pub(super) prims: Option<PrimPlan>,
+    /// The arguments, and apart from them the return value, when they are primitives the
+    /// assembly hooks find in a saved register or a stack slot (`int Fib(int)`, the
+    /// `int` of `int Describe(string, ID)`): those slots and kinds, for the hooks' short
+    /// paths ([`PrimPlan`]).
+    pub(super) prims: PrimPlan,
 }
 
-/// A [`FnPlan`] whose values are all primitives in known slots: the assembly hooks write
-/// them without the general value writer's dispatch on kinds and places (the same
-/// bytes).
+/// The values of a [`FnPlan`] that are primitives in known slots, entry and return apart:
+/// the hooks write them without the general value writer's dispatch on kinds and places
+/// (the same bytes).
 pub(super) struct PrimPlan {
-    pub(super) args: Box<[(Slot, Prim)]>,
-    pub(super) ret: Option<(Slot, Prim)>,
+    /// Every argument, when each is such a primitive and there are at most seven (so that
+    /// every value's number takes a byte, and a record's lengths too).
+    pub(super) args: Option<Box<[(Slot, Prim)]>>,
+    /// The return value when it is such a primitive (`Some(Some(..))`) or there is none
+    /// (`Some(None)`), for at most 127 arguments (its number takes a byte).
+    pub(super) ret: Option<Option<(Slot, Prim)>>,
 }
 
 impl PrimPlan {
-    /// The short plan of `args`/`ret` placed at `places`/`ret_place`, if every value is a
-    /// primitive in a saved register or on the stack, and there are at most seven
-    /// arguments (so that every value's number takes a byte, and a record's lengths too).
+    /// The short plans of `args`/`ret` placed at `places`/`ret_place`.
     pub(super) fn of(
         args: &[Param],
         ret: Option<&Param>,
         places: &[Option<Slot>],
         ret_place: Option<ReturnSlot>,
-    ) -> Option<PrimPlan> {
-        if args.len() > 7 || places.len() != args.len() {
-            return None;
-        }
+    ) -> PrimPlan {
         let simple = |slot: Slot| matches!(slot, Slot::Saved(_) | Slot::Stack(_));
-        let args = args
-            .iter()
-            .zip(places)
-            .map(|(a, place)| match (&a.kind, *place) {
-                (Kind::Prim(p), Some(slot)) if simple(slot) => Some((slot, *p)),
-                _ => None,
+        let all_args = (args.len() <= 7 && places.len() == args.len())
+            .then(|| {
+                args.iter()
+                    .zip(places)
+                    .map(|(a, place)| match (&a.kind, *place) {
+                        (Kind::Prim(p), Some(slot)) if simple(slot) => Some((slot, *p)),
+                        _ => None,
+                    })
+                    .collect::<Option<Box<[_]>>>()
             })
-            .collect::<Option<Box<[_]>>>()?;
+            .flatten();
         let ret = match (ret.map(|r| &r.kind), ret_place) {
-            (None, _) => None,
-            (Some(Kind::Prim(p)), Some(ReturnSlot::At(slot))) if simple(slot) => Some((slot, *p)),
-            _ => return None,
+            _ if args.len() >= 0x80 => None,
+            (None, _) => Some(None),
+            (Some(Kind::Prim(p)), Some(ReturnSlot::At(slot))) if simple(slot) => {
+                Some(Some((slot, *p)))
+            }
+            _ => None,
         };
-        Some(PrimPlan { args, ret })
+        PrimPlan {
+            args: all_args,
+            ret,
+        }
     }
 }
 
@@ -1095,8 +1104,9 @@ mod tests {
         }))
     }
 
-    /// The hooks' short path takes methods whose values are all primitives the convention
-    /// places, seven arguments at most; anything else keeps the general path.
+    /// The hooks' short paths take an entry whose arguments are all primitives the
+    /// convention places, seven at most, and a return of such a primitive (or none);
+    /// anything else keeps the general path.
     #[test]
     fn only_placed_primitives_take_the_short_path() {
         let short = |args: &[Kind], ret: Option<Kind>| {
@@ -1105,22 +1115,35 @@ mod tests {
             let (places, ret_place) = place(&args, ret.as_ref(), false, false);
             PrimPlan::of(&args, ret.as_ref(), &places, ret_place)
         };
-        let p = short(&[Kind::Prim(Prim::I4)], Some(Kind::Prim(Prim::I4))).unwrap();
-        assert_eq!(p.args.len(), 1);
-        assert!(matches!(p.ret, Some((Slot::Saved(_), Prim::I4))));
+        let p = short(&[Kind::Prim(Prim::I4)], Some(Kind::Prim(Prim::I4)));
+        assert_eq!(p.args.unwrap().len(), 1);
+        assert!(matches!(p.ret, Some(Some((Slot::Saved(_), Prim::I4)))));
         // Seven integers: the seventh on the stack.
-        let p = short(&vec![Kind::Prim(Prim::I8); 7], Some(Kind::Prim(Prim::R8))).unwrap();
+        let p = short(&vec![Kind::Prim(Prim::I8); 7], Some(Kind::Prim(Prim::R8)));
+        let args = p.args.unwrap();
         assert!(
-            matches!(p.args[6], (Slot::Stack(_), Prim::I8)),
+            matches!(args[6], (Slot::Stack(_), Prim::I8)),
             "{:?}",
-            p.args[6]
+            args[6]
         );
-        assert!(short(&[], None).is_some_and(|p| p.args.is_empty() && p.ret.is_none()));
-        // Eight values and more, a string, a struct, a struct result: the general path.
-        assert!(short(&vec![Kind::Prim(Prim::I4); 8], None).is_none());
-        assert!(short(&[Kind::Str], Some(Kind::Prim(Prim::I4))).is_none());
-        assert!(short(&[longs("S16", 2)], None).is_none());
-        assert!(short(&[Kind::Prim(Prim::I4)], Some(longs("S16", 2))).is_none());
+        let p = short(&[], None);
+        assert!(p.args.is_some_and(|a| a.is_empty()) && p.ret == Some(None));
+        // Eight arguments and more, a string, a struct: the general path for the entry,
+        // the return value apart.
+        let p = short(&vec![Kind::Prim(Prim::I4); 8], Some(Kind::Prim(Prim::U1)));
+        assert!(p.args.is_none() && matches!(p.ret, Some(Some((_, Prim::U1)))));
+        let p = short(&[Kind::Str], Some(Kind::Prim(Prim::I4)));
+        assert!(p.args.is_none() && matches!(p.ret, Some(Some((_, Prim::I4)))));
+        assert!(short(&[longs("S16", 2)], None).args.is_none());
+        // A struct result: the general path for the return.
+        let p = short(&[Kind::Prim(Prim::I4)], Some(longs("S16", 2)));
+        assert!(p.args.is_some() && p.ret.is_none());
+        // A return value numbered 128 or more does not take a byte.
+        assert!(
+            short(&vec![Kind::Prim(Prim::I4); 128], Some(Kind::Prim(Prim::I4)))
+                .ret
+                .is_none()
+        );
     }
 
     #[test]
