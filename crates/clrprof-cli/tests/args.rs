@@ -509,6 +509,52 @@ fn every_call_of_64_threads_pairs_its_argument_with_its_return_value() {
 /// struct on the stack between two register arguments, structs split across an integer
 /// and an XMM register, float-only structs, struct results in registers and through a
 /// buffer — and every recorded value is the app's, the app's output unchanged.
+/// The trampolines' own path (primitives-only entries, primitive returns: docs/tracing.md)
+/// against the Rust hooks (`CLRPROF_ARGS_ASM=0`) on the same rounds of the `abi` set:
+/// every value of every call that could take it reads the same, down to the JSON, and the
+/// app computes the same either way.
+#[test]
+fn the_trampolines_record_what_the_rust_hooks_record() {
+    let dir = scratch("args-trampolines");
+    let flags = ["--mode", "trace", "--args", "Scenarios.Abi.*"];
+    let app_args = ["abi", "rounds=4"];
+    let run = |name: &str, env: &[(&str, &str)]| {
+        let trace = dir.join(name);
+        let out = record_app_env(&scenarios(), &trace, &flags, &app_args, env);
+        (out, invocations(&trace, "Scenarios.Abi.*"))
+    };
+    let (asm_out, asm) = run("asm.clrprof", &[]);
+    let (rust_out, rust) = run("rust.clrprof", &[("CLRPROF_ARGS_ASM", "0")]);
+    assert_eq!(
+        String::from_utf8_lossy(&asm_out.stdout),
+        String::from_utf8_lossy(&rust_out.stdout)
+    );
+    // Entries and returns in the trampoline (AddInt … SevenPrims), returns only (ManyInts
+    // and ManyDoubles: over seven arguments; Describe: a string and a struct), a method
+    // returning nothing (Mix).
+    for function in [
+        "AddInt",
+        "MulLong",
+        "MixFloat",
+        "MixDouble",
+        "Mixed",
+        "SevenPrims",
+        "ManyInts",
+        "ManyDoubles",
+        "Describe",
+        "Mix",
+    ] {
+        let name = format!("Scenarios.Abi.{function}");
+        let (a, r) = (&asm[&name], &rust[&name]);
+        assert!(!a.is_empty(), "{function}: no calls");
+        assert_eq!(a.len(), r.len(), "{function}");
+        for (x, y) in a.iter().zip(r) {
+            assert_eq!(x["args"], y["args"], "{function}: {x:#} against {y:#}");
+            assert_eq!(x["return"], y["return"], "{function}: {x:#} against {y:#}");
+        }
+    }
+}
+
 #[test]
 fn values_read_in_the_assembly_hooks_equal_what_the_app_printed() {
     let rounds = 6;
