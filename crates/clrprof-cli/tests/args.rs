@@ -503,16 +503,10 @@ fn every_call_of_64_threads_pairs_its_argument_with_its_return_value() {
     }
 }
 
-/// The agent's assembly hooks (the default) read every value where the SysV convention
-/// put it, with no runtime call (an object's class from the class table). Six rounds of the `abi` set with changing
-/// inputs — integers and floating-point values in registers and on the stack, a 24-byte
-/// struct on the stack between two register arguments, structs split across an integer
-/// and an XMM register, float-only structs, struct results in registers and through a
-/// buffer — and every recorded value is the app's, the app's output unchanged.
-/// The trampolines' own path (primitives-only entries, primitive returns: docs/tracing.md)
-/// against the Rust hooks (`CLRPROF_ARGS_ASM=0`) on the same rounds of the `abi` set:
-/// every value of every call that could take it reads the same, down to the JSON, and the
-/// app computes the same either way.
+/// The trampolines' own path (entries of primitives, strings and structs of primitives;
+/// primitive returns: docs/tracing.md) against the Rust hooks (`CLRPROF_ARGS_ASM=0`) on
+/// the same runs of the `abi` and `args` sets: every value of every call that could take
+/// it reads the same, down to the JSON, and the app computes the same either way.
 #[test]
 fn the_trampolines_record_what_the_rust_hooks_record() {
     let dir = scratch("args-trampolines");
@@ -529,9 +523,9 @@ fn the_trampolines_record_what_the_rust_hooks_record() {
         String::from_utf8_lossy(&asm_out.stdout),
         String::from_utf8_lossy(&rust_out.stdout)
     );
-    // Entries and returns in the trampoline (AddInt … SevenPrims), returns only (ManyInts
-    // and ManyDoubles: over seven arguments; Describe: a string and a struct), a method
-    // returning nothing (Mix).
+    // Primitives in registers and on the stack, a string, structs of primitives in
+    // general and float registers (two floats to an eightbyte) and on the stack, struct
+    // results (the Rust hooks), a method returning nothing.
     for function in [
         "AddInt",
         "MulLong",
@@ -542,19 +536,75 @@ fn the_trampolines_record_what_the_rust_hooks_record() {
         "ManyInts",
         "ManyDoubles",
         "Describe",
+        "SumS16",
+        "SwapS16",
+        "SumS24",
+        "RotateS24",
+        "ScaleMix",
+        "AddSF4",
+        "ManyMixed",
+        "MakeS16",
         "Mix",
     ] {
         let name = format!("Scenarios.Abi.{function}");
-        let (a, r) = (&asm[&name], &rust[&name]);
-        assert!(!a.is_empty(), "{function}: no calls");
-        assert_eq!(a.len(), r.len(), "{function}");
-        for (x, y) in a.iter().zip(r) {
-            assert_eq!(x["args"], y["args"], "{function}: {x:#} against {y:#}");
-            assert_eq!(x["return"], y["return"], "{function}: {x:#} against {y:#}");
-        }
+        same_calls(&asm, &rust, &name);
+    }
+    // The `args` set: a short string, one longer than the trampoline writes (96
+    // characters), null, a string beside an int, structs on the stack and in float
+    // registers, an enum and a struct holding a string (the Rust hooks).
+    let flags = ["--mode", "trace", "--args", "Scenarios.ArgTargets.*"];
+    let run = |name: &str, env: &[(&str, &str)]| {
+        let trace = dir.join(name);
+        let out = record_app_env(&scenarios(), &trace, &flags, &["args"], env);
+        (out, invocations(&trace, "Scenarios.ArgTargets.*"))
+    };
+    let (asm_out, asm) = run("asm-args.clrprof", &[]);
+    let (rust_out, rust) = run("rust-args.clrprof", &[("CLRPROF_ARGS_ASM", "0")]);
+    assert_eq!(
+        String::from_utf8_lossy(&asm_out.stdout),
+        String::from_utf8_lossy(&rust_out.stdout)
+    );
+    for function in [
+        "AddInt",
+        "MulLong",
+        "Half",
+        "Scale",
+        "Not",
+        "Next",
+        "Shift",
+        "Greet",
+        "Length",
+        "Echo",
+        "Flip",
+        "MakeFFD",
+        "SumFFD",
+        "Bump",
+        "MakeBig",
+        "SumBig",
+        "MakePair",
+        "PairFirst",
+    ] {
+        same_calls(&asm, &rust, &format!("Scenarios.ArgTargets.{function}"));
     }
 }
 
+/// `function`'s calls in `a` and `b` have the same arguments and return values.
+fn same_calls(a: &BTreeMap<String, Vec<Value>>, b: &BTreeMap<String, Vec<Value>>, function: &str) {
+    let (a, b) = (&a[function], &b[function]);
+    assert!(!a.is_empty(), "{function}: no calls");
+    assert_eq!(a.len(), b.len(), "{function}");
+    for (x, y) in a.iter().zip(b) {
+        assert_eq!(x["args"], y["args"], "{function}: {x:#} against {y:#}");
+        assert_eq!(x["return"], y["return"], "{function}: {x:#} against {y:#}");
+    }
+}
+
+/// The agent's assembly hooks (the default) read every value where the SysV convention
+/// put it, with no runtime call (an object's class from the class table). Six rounds of the `abi` set with changing
+/// inputs — integers and floating-point values in registers and on the stack, a 24-byte
+/// struct on the stack between two register arguments, structs split across an integer
+/// and an XMM register, float-only structs, struct results in registers and through a
+/// buffer — and every recorded value is the app's, the app's output unchanged.
 #[test]
 fn values_read_in_the_assembly_hooks_equal_what_the_app_printed() {
     let rounds = 6;

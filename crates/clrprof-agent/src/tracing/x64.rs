@@ -623,19 +623,22 @@ macro_rules! args_leave {
     };
 }
 
-/// The short path of an `--args` entry or return of primitives (`args/fast.rs`), between
-/// a trampoline's saving of the registers and its call into Rust, taken when `flag` is
-/// set in byte 3 of the words' `meta`: R8 holds the function's
-/// `ArgsFn` (whose `FastPrims` words say where each value lies and how it is encoded), R9
-/// the caller SP, RSP the saved register block, whose first 40 bytes it keeps its own
-/// values in (the timestamp, the write position, the ring, the record, the values'
-/// length byte). `rdtsc` first, as in the ELT hooks; then the thread's ring as they find
-/// it; room for the function's longest record below the bound and before the ring's end;
-/// the record `emit_prims_in_place` writes (header word, timestamp word, body: kind,
-/// body length, zero timestamp, function index, SP, the values' length, the values),
-/// published by one store of the write position. Jumps to `28f` when written; to `29f`
-/// (the Rust hooks, which handle every other case) when not. Trashes RAX, RCX, RDX, RSI,
-/// RDI, R10, R11 (the trampolines restore what the JIT's convention keeps).
+/// The short path of an `--args` entry or return (`args/fast.rs`), between a
+/// trampoline's saving of the registers and its call into Rust, taken when `flag` is set
+/// in byte 3 of the words' `meta`: R8 holds the function's `ArgsFn` (whose `FastPrims`
+/// words say what to write for each value), R9 the caller SP, RSP the saved register
+/// block, whose bytes 0–39 and 48–55 it keeps its own values in (the timestamp, the write
+/// position, the ring, the record, the values' length byte, a string's kept length).
+/// `rdtsc` first, as in the ELT hooks; then the thread's ring as they find it; room for
+/// the longest record the words can produce, below the bound and before the ring's end;
+/// the record the Rust hooks write (header word, timestamp word, body: kind, body
+/// length, zero timestamp, function index, SP, the values' length, the values: each
+/// word's constant bytes, then nothing, a primitive, or a string), published by one
+/// store of the write position. Jumps to `28f` when written; to `29f` (the Rust hooks,
+/// which handle every other case, the record unpublished) when not: a string that is
+/// not a plausible object, is longer than `str_most` or is not ASCII, or lengths that
+/// would take more than a byte. Trashes RAX, RCX, RDX, RSI, RDI, R10, R11 (the
+/// trampolines restore what the JIT's convention keeps).
 macro_rules! args_prims {
     ($kind:literal, $count:literal, $flag:literal, $need:literal, $first:literal) => {
         concat!(
@@ -716,7 +719,14 @@ macro_rules! args_prims {
             "22:\n",
             "mov r11, qword ptr [r10]\n",
             "mov dword ptr [rdi], r11d\n",
-            "add rdi, 3\n",
+            "mov rax, r11\n",
+            "shr rax, 49\n",
+            "and eax, 3\n",
+            "add rdi, rax\n",
+            "mov rcx, r11\n",
+            "shr rcx, 56\n",
+            "cmp ecx, 5\n",
+            "je 43f\n",
             "mov rax, r11\n",
             "shr rax, 32\n",
             "movzx eax, ax\n",
@@ -727,6 +737,8 @@ macro_rules! args_prims {
             "23:\n",
             "mov rax, qword ptr [r9 + rax]\n",
             "24:\n",
+            "cmp ecx, 6\n",
+            "je 50f\n",
             "mov rcx, r11\n",
             "shr rcx, 24\n",
             "shl rax, cl\n",
@@ -779,11 +791,16 @@ macro_rules! args_prims {
             "mov rcx, rdi\n",
             "sub rcx, rax\n",
             "dec rcx\n",
+            // Both lengths must take one LEB128 byte (else Rust writes the call).
+            "cmp rcx, 127\n",
+            "ja 29f\n",
             "mov byte ptr [rax], cl\n",
             "mov rax, rdi\n",
             "sub rax, rdx\n",
             "sub rax, 16\n",
             "lea ecx, [rax - 2]\n",
+            "cmp ecx, 127\n",
+            "ja 29f\n",
             "mov byte ptr [rdx + 17], cl\n",
             "mov ecx, eax\n",
             "or ecx, {tag_other}\n",
@@ -798,6 +815,79 @@ macro_rules! args_prims {
             "mov r10, [rsp + 16]\n",
             "mov qword ptr [r10], rax\n",
             "jmp 28f\n",
+            // A string (RAX: the reference): null; or a plausible object (as
+            // `read::plausible_object`) whose kept characters (at most `str_most`) are all
+            // ASCII: STR, the full length, the length kept, a byte a character.
+            "50:\n",
+            "test rax, rax\n",
+            "jnz 51f\n",
+            "mov byte ptr [rdi], {null_tag}\n",
+            "inc rdi\n",
+            "jmp 43b\n",
+            "51:\n",
+            "test al, 7\n",
+            "jnz 29f\n",
+            "cmp rax, 65536\n",
+            "jb 29f\n",
+            "mov rcx, rax\n",
+            "shr rcx, 47\n",
+            "jnz 29f\n",
+            "mov rsi, qword ptr [r8 + {strings}]\n",
+            "movzx ecx, si\n",
+            "movsxd r11, dword ptr [rax + rcx]\n",
+            "test r11, r11\n",
+            "jns 52f\n",
+            "xor r11d, r11d\n",
+            "52:\n",
+            "mov rcx, rsi\n",
+            "shr rcx, 32\n",
+            "cmp r11, rcx\n",
+            "jae 53f\n",
+            "mov rcx, r11\n",
+            "53:\n",
+            "cmp rcx, {str_most}\n",
+            "ja 29f\n",
+            "mov [rsp + 48], rcx\n",
+            "shr esi, 16\n",
+            "add rsi, rax\n",
+            "xor eax, eax\n",
+            "test rcx, rcx\n",
+            "jz 55f\n",
+            "54:\n",
+            "or ax, word ptr [rsi + rcx * 2 - 2]\n",
+            "dec rcx\n",
+            "jnz 54b\n",
+            "55:\n",
+            "test eax, 0xff80\n",
+            "jnz 29f\n",
+            "mov byte ptr [rdi], {str_tag}\n",
+            "inc rdi\n",
+            "mov rax, r11\n",
+            "56:\n",
+            "mov rcx, rax\n",
+            "and ecx, 127\n",
+            "shr rax, 7\n",
+            "jz 57f\n",
+            "or ecx, 128\n",
+            "mov byte ptr [rdi], cl\n",
+            "inc rdi\n",
+            "jmp 56b\n",
+            "57:\n",
+            "mov byte ptr [rdi], cl\n",
+            "inc rdi\n",
+            "mov rcx, [rsp + 48]\n",
+            "mov byte ptr [rdi], cl\n",
+            "inc rdi\n",
+            "test rcx, rcx\n",
+            "jz 43b\n",
+            "58:\n",
+            "movzx eax, word ptr [rsi]\n",
+            "mov byte ptr [rdi], al\n",
+            "add rsi, 2\n",
+            "inc rdi\n",
+            "dec rcx\n",
+            "jnz 58b\n",
+            "jmp 43b\n",
         )
     };
 }
@@ -944,6 +1034,10 @@ global_asm!(
     need_enter = const crate::tracing::args::fast::NEED_ENTER,
     need_leave = const crate::tracing::args::fast::NEED_LEAVE,
     args = const crate::tracing::args::fast::ARGS,
+    strings = const crate::tracing::args::fast::STRINGS,
+    str_most = const crate::tracing::args::fast::STR_MOST,
+    str_tag = const clrprof_format::values::STR,
+    null_tag = const clrprof_format::values::NULL,
     enter_on = const crate::tracing::args::fast::ENTER,
     leave_on = const crate::tracing::args::fast::LEAVE,
     ret = const crate::tracing::args::fast::RET,

@@ -91,8 +91,7 @@ pub(super) fn plan_of(f: &ArgsFn) -> Option<(&'static State, &FnPlan)> {
             announce_plan(plan);
             // Last: from here the trampolines may write the function's records.
             if let (true, Some(leb)) = (super::fast_path(), f.leb) {
-                f.fast
-                    .publish(&plan.prims, plan.args.len(), leb, s.limits.bytes);
+                f.fast.publish(plan, leb, &s.limits, s.string_layout);
             }
         }
         plan
