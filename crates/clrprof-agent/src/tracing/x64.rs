@@ -627,8 +627,9 @@ macro_rules! args_leave {
 /// trampoline's saving of the registers and its call into Rust, taken when `flag` is set
 /// in byte 3 of the words' `meta`: R8 holds the function's `ArgsFn` (whose `FastPrims`
 /// words say what to write for each value), R9 the caller SP, RSP the saved register
-/// block, whose bytes 0–39 and 48–55 it keeps its own values in (the timestamp, the write
-/// position, the ring, the record, the values' length byte, a string's kept length).
+/// block, whose first 56 bytes it keeps its own values in (the timestamp, the write
+/// position, the ring, the record, the values' length byte; for a string, which only an
+/// entry has, the word count and the string's kept length).
 /// `rdtsc` first, as in the ELT hooks; then the thread's ring as they find it; room for
 /// the longest record the words can produce, below the bound and before the ring's end;
 /// the record the Rust hooks write (header word, timestamp word, body: kind, body
@@ -850,16 +851,6 @@ macro_rules! args_prims {
             "mov [rsp + 48], rcx\n",
             "shr esi, 16\n",
             "add rsi, rax\n",
-            "xor eax, eax\n",
-            "test rcx, rcx\n",
-            "jz 55f\n",
-            "54:\n",
-            "or ax, word ptr [rsi + rcx * 2 - 2]\n",
-            "dec rcx\n",
-            "jnz 54b\n",
-            "55:\n",
-            "test eax, 0xff80\n",
-            "jnz 29f\n",
             "mov byte ptr [rdi], {str_tag}\n",
             "inc rdi\n",
             "mov rax, r11\n",
@@ -878,15 +869,46 @@ macro_rules! args_prims {
             "mov rcx, [rsp + 48]\n",
             "mov byte ptr [rdi], cl\n",
             "inc rdi\n",
+            // The characters, four at a time then one at a time, a byte each (their
+            // low halves), every unit OR-ed into R11 to check they were all ASCII.
+            // RDX (the word count) is kept in the block meanwhile.
+            "mov [rsp + 40], rdx\n",
+            "xor r11d, r11d\n",
+            "cmp rcx, 4\n",
+            "jb 61f\n",
+            "60:\n",
+            "mov rax, qword ptr [rsi]\n",
+            "or r11, rax\n",
+            "mov rdx, rax\n",
+            "shr rdx, 8\n",
+            "or rax, rdx\n",
+            "mov rdx, rax\n",
+            "shr rdx, 16\n",
+            "and edx, 0xffff0000\n",
+            "movzx eax, ax\n",
+            "or eax, edx\n",
+            "mov dword ptr [rdi], eax\n",
+            "add rsi, 8\n",
+            "add rdi, 4\n",
+            "sub rcx, 4\n",
+            "cmp rcx, 4\n",
+            "jae 60b\n",
+            "61:\n",
             "test rcx, rcx\n",
-            "jz 43b\n",
-            "58:\n",
+            "jz 63f\n",
+            "62:\n",
             "movzx eax, word ptr [rsi]\n",
+            "or r11d, eax\n",
             "mov byte ptr [rdi], al\n",
             "add rsi, 2\n",
             "inc rdi\n",
             "dec rcx\n",
-            "jnz 58b\n",
+            "jnz 62b\n",
+            "63:\n",
+            "mov rax, 0xff80ff80ff80ff80\n",
+            "test r11, rax\n",
+            "jnz 29f\n",
+            "mov rdx, [rsp + 40]\n",
             "jmp 43b\n",
         )
     };
