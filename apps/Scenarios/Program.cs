@@ -28,6 +28,7 @@ public static class Program
         ("deep", "deep [depth=1000] [seconds=1]", Deep.Run),
         ("args", "args", ArgsScenario.Run),
         ("args-recursive", "args-recursive [depth=6] [rounds=20]", ArgsRecursive.Run),
+        ("args-text", "args-text", ArgsText.Run),
         ("hostile-args", "hostile-args", HostileArgs.Run),
         ("heap", "heap [n=1000]", Heap.Run),
         ("alloc-sites", "alloc-sites [mb=400]", AllocSites.Run),

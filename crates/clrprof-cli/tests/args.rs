@@ -588,6 +588,47 @@ fn the_trampolines_record_what_the_rust_hooks_record() {
     }
 }
 
+/// Strings through the trampoline's string step and past it (`args-text`: empty, short,
+/// 96 and 97 characters, a character past ASCII among the first four and in the tail, an
+/// astral character, null): each call's text, number and result are the app's, with the
+/// trampolines' path and without it.
+#[test]
+fn strings_read_the_same_in_the_trampolines_and_the_rust_hooks() {
+    let dir = scratch("args-text");
+    let flags = ["--mode", "trace", "--args", "Scenarios.ArgsText.Measure"];
+    let texts: [Option<String>; 8] = [
+        Some(String::new()),
+        Some("abc".into()),
+        Some("x".repeat(96)),
+        Some("y".repeat(97)),
+        Some("h\u{e9}llo".into()),
+        Some("abcdefgh\u{e9}".into()),
+        Some("ab\u{1F600}cd".into()),
+        None,
+    ];
+    let mut seen = Vec::new();
+    for (name, env) in [("asm", vec![]), ("rust", vec![("CLRPROF_ARGS_ASM", "0")])] {
+        let trace = dir.join(format!("{name}.clrprof"));
+        let out = record_app_env(&scenarios(), &trace, &flags, &["args-text"], &env);
+        let app = results(&out);
+        let calls = invocations(&trace, "Scenarios.ArgsText.Measure");
+        let list = &calls["Scenarios.ArgsText.Measure"];
+        assert_eq!(list.len(), texts.len(), "{name}");
+        for (k, (inv, text)) in list.iter().zip(&texts).enumerate() {
+            let want = text.as_ref().map_or(Value::Null, |t| json!(t));
+            assert_eq!(arg(inv, "s"), &want, "{name} call {k}: {inv:#}");
+            assert_eq!(arg(inv, "k"), &json!(k), "{name} call {k}: {inv:#}");
+            assert_eq!(
+                ret(inv).as_f64(),
+                Some(num(&app, &format!("text_{k}"))),
+                "{name} call {k}: {inv:#}"
+            );
+        }
+        seen.push(calls);
+    }
+    same_calls(&seen[0], &seen[1], "Scenarios.ArgsText.Measure");
+}
+
 /// `function`'s calls in `a` and `b` have the same arguments and return values.
 fn same_calls(a: &BTreeMap<String, Vec<Value>>, b: &BTreeMap<String, Vec<Value>>, function: &str) {
     let (a, b) = (&a[function], &b[function]);

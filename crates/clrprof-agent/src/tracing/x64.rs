@@ -898,7 +898,9 @@ macro_rules! args_prims {
             "jz 63f\n",
             "62:\n",
             "movzx eax, word ptr [rsi]\n",
-            "or r11d, eax\n",
+            // 64-bit: a 32-bit OR would clear the units the four-at-a-time steps kept
+            // in R11's upper half.
+            "or r11, rax\n",
             "mov byte ptr [rdi], al\n",
             "add rsi, 2\n",
             "inc rdi\n",
