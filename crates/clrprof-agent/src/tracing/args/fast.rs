@@ -65,7 +65,8 @@ pub(super) struct FastPrims {
     /// For [`Form::Str`]: the runtime's string layout (the length's offset in bits 0–15,
     /// the characters' in 16–31) and the characters kept (`--arg-max-len`, bits 32–63).
     strings: AtomicU64,
-    /// The entry's words ([`word`]), then at [`RET_SLOT`] the return value's.
+    /// The entry's words ([`value_word`], [`constant`], a string's), then at [`RET_SLOT`] the
+    /// return value's.
     values: [AtomicU64; 32],
 }
 
