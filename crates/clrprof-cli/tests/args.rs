@@ -510,19 +510,7 @@ fn every_call_of_64_threads_pairs_its_argument_with_its_return_value() {
 #[test]
 fn the_trampolines_record_what_the_rust_hooks_record() {
     let dir = scratch("args-trampolines");
-    let flags = ["--mode", "trace", "--args", "Scenarios.Abi.*"];
-    let app_args = ["abi", "rounds=4"];
-    let run = |name: &str, env: &[(&str, &str)]| {
-        let trace = dir.join(name);
-        let out = record_app_env(&scenarios(), &trace, &flags, &app_args, env);
-        (out, invocations(&trace, "Scenarios.Abi.*"))
-    };
-    let (asm_out, asm) = run("asm.clrprof", &[]);
-    let (rust_out, rust) = run("rust.clrprof", &[("CLRPROF_ARGS_ASM", "0")]);
-    assert_eq!(
-        String::from_utf8_lossy(&asm_out.stdout),
-        String::from_utf8_lossy(&rust_out.stdout)
-    );
+    let (asm, rust) = both_ways(&dir, "Scenarios.Abi.*", &["abi", "rounds=4"], (23, 17));
     // Primitives in registers and on the stack, a string, structs of primitives in
     // general and float registers (two floats to an eightbyte) and on the stack, struct
     // results (the Rust hooks), a method returning nothing.
@@ -552,18 +540,7 @@ fn the_trampolines_record_what_the_rust_hooks_record() {
     // The `args` set: a short string, one longer than the trampoline writes (96
     // characters), null, a string beside an int, structs on the stack and in float
     // registers, an enum and a struct holding a string (the Rust hooks).
-    let flags = ["--mode", "trace", "--args", "Scenarios.ArgTargets.*"];
-    let run = |name: &str, env: &[(&str, &str)]| {
-        let trace = dir.join(name);
-        let out = record_app_env(&scenarios(), &trace, &flags, &["args"], env);
-        (out, invocations(&trace, "Scenarios.ArgTargets.*"))
-    };
-    let (asm_out, asm) = run("asm-args.clrprof", &[]);
-    let (rust_out, rust) = run("rust-args.clrprof", &[("CLRPROF_ARGS_ASM", "0")]);
-    assert_eq!(
-        String::from_utf8_lossy(&asm_out.stdout),
-        String::from_utf8_lossy(&rust_out.stdout)
-    );
+    let (asm, rust) = both_ways(&dir, "Scenarios.ArgTargets.*", &["args"], ARG_TARGETS);
     for function in [
         "AddInt",
         "MulLong",
@@ -610,6 +587,13 @@ fn strings_read_the_same_in_the_trampolines_and_the_rust_hooks() {
     for (name, env) in [("asm", vec![]), ("rust", vec![("CLRPROF_ARGS_ASM", "0")])] {
         let trace = dir.join(format!("{name}.clrprof"));
         let out = record_app_env(&scenarios(), &trace, &flags, &["args-text"], &env);
+        // The one function's entry and return take the trampolines' path, unless turned off.
+        let log = String::from_utf8_lossy(&out.stderr);
+        let took = if env.is_empty() { 1 } else { 0 };
+        let said = format!(
+            "written by the trampolines for the entries of {took} function(s) and the returns of {took};"
+        );
+        assert!(log.contains(&said), "{name}: {log}");
         let app = results(&out);
         let calls = invocations(&trace, "Scenarios.ArgsText.Measure");
         let list = &calls["Scenarios.ArgsText.Measure"];
@@ -627,6 +611,43 @@ fn strings_read_the_same_in_the_trampolines_and_the_rust_hooks() {
         seen.push(calls);
     }
     same_calls(&seen[0], &seen[1], "Scenarios.ArgsText.Measure");
+}
+
+/// The functions of the `args` set whose entries and returns the trampolines write.
+const ARG_TARGETS: (u32, u32) = (17, 16);
+
+/// Records `app_args` with `--args pattern` twice, with the trampolines' path and with
+/// `CLRPROF_ARGS_ASM=0`: the app prints the same, the agent's log says the trampolines
+/// wrote the entries and returns of `took` functions (none the second time), and the
+/// recorded calls of each come back.
+fn both_ways(
+    dir: &std::path::Path,
+    pattern: &str,
+    app_args: &[&str],
+    took: (u32, u32),
+) -> (Calls, Calls) {
+    let flags = ["--mode", "trace", "--args", pattern];
+    let mut runs = Vec::new();
+    for (name, env, (entries, returns)) in [
+        ("asm", vec![], took),
+        ("rust", vec![("CLRPROF_ARGS_ASM", "0")], (0, 0)),
+    ] {
+        let trace = dir.join(format!("{name}-{}.clrprof", app_args[0]));
+        let out = record_app_env(&scenarios(), &trace, &flags, app_args, &env);
+        let log = String::from_utf8_lossy(&out.stderr);
+        let said = format!(
+            "written by the trampolines for the entries of {entries} function(s) and the returns of {returns};"
+        );
+        assert!(log.contains(&said), "{name}: {log}");
+        runs.push((out.stdout, invocations(&trace, pattern)));
+    }
+    let (rust_out, rust) = runs.pop().unwrap();
+    let (asm_out, asm) = runs.pop().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&asm_out),
+        String::from_utf8_lossy(&rust_out)
+    );
+    (asm, rust)
 }
 
 /// `function`'s calls in `a` and `b` have the same arguments and return values.

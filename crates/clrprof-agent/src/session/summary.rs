@@ -129,10 +129,13 @@ pub(super) fn log_writer(why: &str, output: &Path, stats: &writer::Stats, args: 
         } else {
             log!(
                 "args: {} value lists cut at the per-call bound (CLRPROF_ARG_BYTES); values \
-                 read in the assembly hooks; {} object(s) whose class was not described yet, \
+                 read in the assembly hooks, written by the trampolines for the entries of {} \
+                 function(s) and the returns of {}; {} object(s) whose class was not described yet, \
                  {} class(es) the class table had no room for (or past its limit of descriptions); {} class load(s) described \
                  for it in {:.1} ms of thread CPU",
                 args.cut,
+                args.trampoline_entries,
+                args.trampoline_returns,
                 args.undescribed,
                 args.table_full,
                 args.described,

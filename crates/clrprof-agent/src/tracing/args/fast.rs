@@ -164,8 +164,8 @@ impl FastPrims {
         self.meta.store(meta | flags << 24, Ordering::Release);
     }
 
-    #[cfg(test)]
-    fn flags(&self) -> u32 {
+    /// Which short paths are on ([`ENTER`], [`LEAVE`]).
+    pub(super) fn flags(&self) -> u32 {
         self.meta.load(Ordering::Acquire) >> 24
     }
 }

@@ -255,6 +255,10 @@ pub struct ArgStats {
     /// (ns) the describing took in ClassLoadFinished.
     pub described: u64,
     pub describing_ns: u64,
+    /// Assembly hooks: functions whose entries, and whose returns, the trampolines write
+    /// themselves (`fast.rs`; the rest go to the Rust hooks).
+    pub trampoline_entries: u64,
+    pub trampoline_returns: u64,
 }
 
 pub fn stats() -> ArgStats {
@@ -262,7 +266,11 @@ pub fn stats() -> ArgStats {
         let functions = s.functions.lock().unwrap_or_else(|p| p.into_inner());
         let mut asking = Vec::new();
         let mut unplaced = Vec::new();
+        let (mut trampoline_entries, mut trampoline_returns) = (0, 0);
         for f in functions.iter() {
+            let flags = f.fast.flags();
+            trampoline_entries += u64::from(flags & fast::ENTER != 0);
+            trampoline_returns += u64::from(flags & fast::LEAVE != 0);
             if let Some(Some(plan)) = f.plan.get()
                 && (plan.places.iter().any(Option::is_none)
                     || (plan.ret.is_some() && plan.ret_place.is_none()))
@@ -287,6 +295,8 @@ pub fn stats() -> ArgStats {
             table_full: table::existing().map_or(0, |t| t.full()),
             described: s.described.load(Ordering::Relaxed),
             describing_ns: s.describing_ns.load(Ordering::Relaxed),
+            trampoline_entries,
+            trampoline_returns,
         }
     })
 }
