@@ -1177,55 +1177,24 @@ fn args_bench(runs: usize) -> Result<()> {
             "--args",
             function,
         ]);
+        // A configuration with one environment variable set for the agent.
+        let with_env = |flags: Vec<&'static str>, key: &'static str| {
+            let make = make(flags);
+            move || {
+                let mut c = make();
+                c.env(key, "0");
+                c
+            }
+        };
+        let args_of =
+            |f: &'static str| vec!["--mode", "trace", "--include", "Scenarios.*", "--args", f];
         // The same through the runtime's slow path (`CLRPROF_ARGS_FAST=0`), for the
         // assembly hooks' gain over it.
-        let slow_args = {
-            let with_args = make(vec![
-                "--mode",
-                "trace",
-                "--include",
-                "Scenarios.*",
-                "--args",
-                function,
-            ]);
-            move || {
-                let mut c = with_args();
-                c.env("CLRPROF_ARGS_FAST", "0");
-                c
-            }
-        };
-        // The same without the trampolines' short path of primitives-only methods
-        // (`CLRPROF_ARGS_ASM=0`: the Rust hooks write every record), for its gain.
-        let rust_args = {
-            let with_args = make(vec![
-                "--mode",
-                "trace",
-                "--include",
-                "Scenarios.*",
-                "--args",
-                function,
-            ]);
-            move || {
-                let mut c = with_args();
-                c.env("CLRPROF_ARGS_ASM", "0");
-                c
-            }
-        };
-        let slow_none = {
-            let slow = make(vec![
-                "--mode",
-                "trace",
-                "--include",
-                "Scenarios.*",
-                "--args",
-                "Scenarios.NoSuchMethod",
-            ]);
-            move || {
-                let mut c = slow();
-                c.env("CLRPROF_ARGS_FAST", "0");
-                c
-            }
-        };
+        let slow_args = with_env(args_of(function), "CLRPROF_ARGS_FAST");
+        // The same without the trampolines' own path (`CLRPROF_ARGS_ASM=0`: the Rust
+        // hooks write every record), for its gain.
+        let rust_args = with_env(args_of(function), "CLRPROF_ARGS_ASM");
+        let slow_none = with_env(args_of("Scenarios.NoSuchMethod"), "CLRPROF_ARGS_FAST");
         let configs: [(&str, &dyn Fn() -> Command); 7] = [
             ("events, inlining off", &base),
             ("trace (fast path)", &fast),
