@@ -529,7 +529,8 @@ fn target_exiting_during_the_recording_leaves_a_readable_trace() {
     let _ = t.child.wait();
     let out = rec.join().unwrap();
     assert_ok(&out);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("exited during the recording"));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("exited during the recording"), "{said}");
     let r = report_json(&trace);
     assert!(r["samples"]["total"].as_u64().unwrap_or(0) > 0);
 }
