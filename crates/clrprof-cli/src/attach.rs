@@ -369,6 +369,13 @@ pub fn alive(pid: u32) -> bool {
         && process_state(pid).is_none_or(|s| s != 'Z' && s != 'X')
 }
 
+/// Whether `pid` is gone without the agent having detached: the runtime's shutdown closes
+/// the control socket too, a moment before the process is gone, and a loaded machine can
+/// show the CLI that moment; a detach leaves its note, an exit does not.
+fn exited_undetached(pid: u32) -> bool {
+    !alive(pid) && !detached_note(pid).exists()
+}
+
 /// Where a detached agent that stays mapped says it has finished (the agent's
 /// `control::socket::detached_note_path`): the agent keeps its library loaded
 /// (`RTLD_NODELETE`) for the next attach to the process (docs/attach.md).
@@ -538,6 +545,13 @@ pub fn record(args: RecordArgs, pid: u32, while_attached: WhileAttached<'_>) -> 
             if !control.exists() {
                 // Another `clrprof detach`, or the agent's own stop: the trace is whole.
                 wait_unloaded(pid, &library, Duration::from_secs(15));
+                if exited_undetached(pid) {
+                    eprintln!(
+                        "clrprof: pid {pid} exited during the recording; the trace up to its end is in {}",
+                        output.display()
+                    );
+                    return Ok(0);
+                }
                 eprintln!(
                     "clrprof: the profiler in pid {pid} was detached by another request; the trace is complete in {}",
                     output.display()
@@ -561,7 +575,11 @@ pub fn record(args: RecordArgs, pid: u32, while_attached: WhileAttached<'_>) -> 
         // process could not act in time, or another `clrprof detach`).
         wait_unloaded(pid, &library, Duration::from_secs(15));
         if !args.quiet {
-            eprintln!("clrprof: the profiler in pid {pid} had already detached");
+            if exited_undetached(pid) {
+                eprintln!("clrprof: pid {pid} exited at the end of the recording");
+            } else {
+                eprintln!("clrprof: the profiler in pid {pid} had already detached");
+            }
         }
     }
     // A disk full at the end: the trace could not record its loss; the note beside it did.
