@@ -600,6 +600,9 @@ fn ps_lists_the_running_app_with_its_runtime_version() {
 /// recording starts, and its contention is recorded with the waiter and the lock's type.
 #[test]
 fn attach_records_waits() {
+    // The CLI (and the profiler library it names) first: on a fresh build that builds the
+    // library, which can take longer than the app's lock phase on a loaded machine.
+    let mut record = clrprof();
     let mut child = scenarios()
         .command(&["waits", "rounds=60"])
         .stdout(Stdio::null())
@@ -608,7 +611,7 @@ fn attach_records_waits() {
         .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
     let trace = scratch("attach-waits").join("t.clrprof");
-    let out = clrprof()
+    let out = record
         .args(["record", "--waits", "--duration", "1.5", "--pid"])
         .arg(child.id().to_string())
         .arg("-o")
