@@ -1132,7 +1132,10 @@ fn ms_after(stderr: &str, marker: &str, sep: &str) -> Option<f64> {
 fn args_bench(runs: usize) -> Result<()> {
     let clrprof = clrprof()?;
     let app = clrprof_testkit::app("Scenarios");
-    let out = scratch().join("args.clrprof");
+    // A new file for every run, kept until the workload's end, as in the trace bench: a
+    // user's first run writes new page cache.
+    let fresh = std::cell::Cell::new(0usize);
+    let fresh_path = |n: usize| scratch().join(format!("args-new-{n}.clrprof"));
     let workloads: [(&str, &'static [&'static str], &str, &str, f64); 2] = [
         (
             "Fib(int) -> int",
@@ -1151,8 +1154,15 @@ fn args_bench(runs: usize) -> Result<()> {
     ];
     for (label, app_args, key, function, calls) in workloads {
         let make = |flags: Vec<&'static str>| {
-            let (clrprof, app, out) = (clrprof.clone(), app.clone(), out.clone());
-            move || recorded(&clrprof, &flags, &out, &app, app_args)
+            let (clrprof, app) = (clrprof.clone(), app.clone());
+            let (fresh, fresh_path) = (&fresh, &fresh_path);
+            move || {
+                let n = fresh.get() + 1;
+                fresh.set(n);
+                let out = fresh_path(n);
+                let _ = std::fs::remove_file(&out);
+                recorded(&clrprof, &flags, &out, &app, app_args)
+            }
         };
         let base = make(vec!["--mode", "events", "--events", "none"]);
         let base = move || {
@@ -1177,6 +1187,28 @@ fn args_bench(runs: usize) -> Result<()> {
             "--args",
             function,
         ]);
+        // The same overwriting one file: pages the page cache already holds, the hooks'
+        // own cost with the writer's work at its least.
+        let overwriting = {
+            let (clrprof, app) = (clrprof.clone(), app.clone());
+            let out = scratch().join("args-overwritten.clrprof");
+            move || {
+                recorded(
+                    &clrprof,
+                    &[
+                        "--mode",
+                        "trace",
+                        "--include",
+                        "Scenarios.*",
+                        "--args",
+                        function,
+                    ],
+                    &out,
+                    &app,
+                    app_args,
+                )
+            }
+        };
         // A configuration with one environment variable set for the agent.
         let with_env = |flags: Vec<&'static str>, key: &'static str| {
             let make = make(flags);
@@ -1195,24 +1227,28 @@ fn args_bench(runs: usize) -> Result<()> {
         // hooks write every record), for its gain.
         let rust_args = with_env(args_of(function), "CLRPROF_ARGS_ASM");
         let slow_none = with_env(args_of("Scenarios.NoSuchMethod"), "CLRPROF_ARGS_FAST");
-        let configs: [(&str, &dyn Fn() -> Command); 7] = [
+        let configs: [(&str, &dyn Fn() -> Command); 8] = [
             ("events, inlining off", &base),
             ("trace (fast path)", &fast),
             ("trace --args (none match)", &slow),
             ("  the same, ARGS_FAST=0", &slow_none),
             ("trace --args (this one)", &with_args),
+            ("  the same, overwriting", &overwriting),
             ("  the same, ARGS_ASM=0", &rust_args),
             ("  the same, ARGS_FAST=0", &slow_args),
         ];
         println!(
-            "\n{label}: {calls} calls, {runs} runs each (app's stopwatch around the calls, and its \
-             thread's CPU time, which waiting for a core does not inflate)"
+            "\n{label}: {calls} calls, {runs} runs each, each recording to a new file but the \
+             one marked overwriting (app's stopwatch around the calls, and its thread's CPU time, \
+             which waiting for a core does not inflate)"
         );
         let cpu_key = key.replace("_us", "_cpu_us");
         // [config][run] = (stopwatch ns/call, thread CPU ns/call)
         let mut t: Vec<Vec<(f64, f64)>> = vec![Vec::new(); configs.len()];
         for round in 0..=runs {
             for (i, (_, make)) in configs.iter().enumerate() {
+                // As every bench: one run's writeback is not charged to the next.
+                let _ = Command::new("sync").status();
                 let (us, cpu_us) = app_figures(make(), key, &cpu_key)?;
                 if round > 0 {
                     t[i].push((us * 1e3 / calls, cpu_us * 1e3 / calls));
@@ -1265,8 +1301,11 @@ fn args_bench(runs: usize) -> Result<()> {
                 "--limit",
                 "100000000",
             ])
-            .arg(&out)
+            .arg(fresh_path(fresh.get()))
             .output()?;
+        for n in 1..=fresh.get() {
+            let _ = std::fs::remove_file(fresh_path(n));
+        }
         let inv: Vec<serde_json::Value> = serde_json::from_slice(&rep.stdout).unwrap_or_default();
         let with_ret = inv.iter().filter(|i| !i["return"].is_null()).count();
         println!(
