@@ -5,6 +5,7 @@ use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
+use std::time::Duration;
 
 use clrprof_export::pprof::proto;
 use common::pyroscope::*;
@@ -27,6 +28,19 @@ fn record_pushing_app(
     env: &[(&str, &str)],
     scenario: &[&str],
 ) -> std::process::Output {
+    pushing_command(dir, url, flags, env, scenario)
+        .output()
+        .expect("run clrprof record --push")
+}
+
+/// `clrprof record --push URL … -- Scenarios SCENARIO`, ready to run.
+fn pushing_command(
+    dir: &std::path::Path,
+    url: &str,
+    flags: &[&str],
+    env: &[(&str, &str)],
+    scenario: &[&str],
+) -> std::process::Command {
     let app = scenarios();
     let mut cmd = clrprof();
     cmd.arg("record");
@@ -41,7 +55,24 @@ fn record_pushing_app(
         .args(scenario)
         .envs(env.iter().copied());
     app.env(&mut cmd);
-    cmd.output().expect("run clrprof record --push")
+    cmd
+}
+
+/// The processes whose parent is `pid` (from `/proc/*/stat`).
+fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|stat| {
+                // The fields after the command's closing parenthesis: state, ppid, ….
+                stat.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+                    == Some(pid)
+            })
+        })
+        .collect()
 }
 
 #[test]
@@ -294,7 +325,7 @@ fn a_failing_server_costs_uploads_not_the_recording() {
 
 #[test]
 fn a_server_that_hangs_delays_the_end_boundedly() {
-    let _serial = timing_lock();
+    let serial = timing_lock();
     let dir = scratch("push-hang");
     // Accepts connections and never answers.
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -307,7 +338,33 @@ fn a_server_that_hangs_delays_the_end_boundedly() {
     });
     build_first();
     let started = std::time::Instant::now();
-    let out = record_pushing(&dir, &format!("http://127.0.0.1:{port}"), &[], &[]);
+    let mut cli = pushing_command(
+        &dir,
+        &format!("http://127.0.0.1:{port}"),
+        &[],
+        &[],
+        &["hot", "4"],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .expect("run clrprof record --push");
+    // The app's 4 s of CPU are what the other timing tests must not share; the CLI's wait
+    // for the hung uploads after it (up to 15 s) is idle, and the lock goes with the app.
+    let mut seen = false;
+    while started.elapsed() < Duration::from_secs(60) {
+        let running = !children_of(cli.id()).is_empty();
+        if (seen && !running) || cli.try_wait().ok().flatten().is_some() {
+            break;
+        }
+        seen |= running;
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(serial);
+    eprintln!("the app ended {:?} into the recording", started.elapsed());
+    let out = cli
+        .wait_with_output()
+        .expect("wait for clrprof record --push");
     let took = started.elapsed();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{}\n{stderr}", out.status);
