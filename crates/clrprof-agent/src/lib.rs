@@ -92,7 +92,7 @@ pub mod for_tests {
         pub use crate::os::clock::init;
     }
     pub mod tpmap {
-        pub use crate::output::tpmap::{enable, lookup};
+        pub use crate::output::tpmap::{COUNTS, enable, index, lookup, thread_pointer};
     }
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     pub mod elt_x64 {

@@ -51,6 +51,14 @@ fn count_hooks_keep_the_jit_registers_and_count_every_edge() {
     // SAFETY: (A3) the entry's slot stays alive while this thread runs (the table holds a
     // reference).
     let slot = unsafe { &*tpmap::lookup() };
+    // The fast path finds the thread's table beside its map entry.
+    let table = slot.counts.get().expect("a table");
+    assert_eq!(
+        tpmap::COUNTS[tpmap::index(tpmap::thread_pointer())]
+            .table
+            .load(std::sync::atomic::Ordering::Relaxed) as *const u8,
+        &**table as *const _ as *const u8
+    );
     let mut v = Vec::new();
     let (missed, deep) = slot.counts.get().expect("a table").snapshot(&mut v);
     let mut edges: Vec<(u64, u64, u64)> = v.chunks(3).map(|e| (e[0], e[1], e[2])).collect();

@@ -777,11 +777,8 @@ pub fn with_counts(f: impl FnOnce(&super::counts::CountTable)) {
     let slot = unsafe { &*slot };
     let table = slot.counts.get_or_init(|| {
         let t = Box::new(super::counts::CountTable::new());
-        // The assembly fast path finds the table through the ring's head.
-        slot.ring
-            .head
-            .counts
-            .set(&*t as *const super::counts::CountTable as *const u8);
+        // The assembly fast path finds the table beside the thread's map entry.
+        super::tpmap::set_counts(&*t as *const super::counts::CountTable as *const u8);
         t
     });
     f(table);

@@ -47,9 +47,6 @@ pub struct RingHead {
     pub hi: Cell<u32>,
     /// Offset 36, owner-only: the caller SP of the thread's last ELT event (low half).
     pub sp: Cell<u32>,
-    /// Offset 40, owner-only: `--counts`: the thread's call-count table
-    /// (`output/counts.rs`), null until its first counted call.
-    pub counts: Cell<*const u8>,
 }
 
 /// The writer's read position, on its own cache line so that draining does not steal
@@ -94,7 +91,6 @@ impl Ring {
                 base,
                 hi: Cell::new(u32::MAX),
                 sp: Cell::new(0),
-                counts: Cell::new(std::ptr::null()),
             },
             size: size as u64,
             rpos: ReadPos(AtomicU64::new(0)),
@@ -370,7 +366,6 @@ mod tests {
         assert_eq!(offset_of!(RingHead, base), OFF_BASE);
         assert_eq!(offset_of!(RingHead, hi), OFF_HI);
         assert_eq!(offset_of!(RingHead, sp), OFF_SP);
-        assert_eq!(offset_of!(RingHead, counts), 40);
         assert_eq!(offset_of!(Ring, head), 0);
         assert_eq!(offset_of!(crate::output::slot::Slot, ring), 0);
     }

@@ -39,6 +39,26 @@ const FREE: Entry = Entry {
 /// Read by the assembly as `TABLE + (hash(tp) << 4)`.
 pub static TABLE: [Entry; 1 << BITS] = [FREE; 1 << BITS];
 
+/// `--counts`: the call-count table (`output/counts.rs`) of the thread whose key is in
+/// the same index of [`TABLE`], null until its first counted call. A table of its own
+/// with the same 16-byte stride, so that the count hooks load it beside the key check
+/// (`COUNTS + (hash(tp) << 4)`) instead of through the slot, one dependent load less.
+/// Set and cleared by the entry's owner, as the entry itself.
+#[repr(C)]
+pub struct CountsEntry {
+    pub table: AtomicPtr<u8>,
+    _stride: u64,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const NO_COUNTS: CountsEntry = CountsEntry {
+    table: AtomicPtr::new(std::ptr::null_mut()),
+    _stride: 0,
+};
+
+/// Read by the count hooks as `COUNTS + (hash(tp) << 4)`.
+pub static COUNTS: [CountsEntry; 1 << BITS] = [NO_COUNTS; 1 << BITS];
+
 static ENABLED: AtomicBool = AtomicBool::new(false);
 static COLLISIONS: AtomicU64 = AtomicU64::new(0);
 
@@ -60,11 +80,12 @@ pub fn release_at_detach() {
     if !ENABLED.swap(false, Ordering::AcqRel) {
         return;
     }
-    for e in &TABLE {
+    for (e, c) in TABLE.iter().zip(&COUNTS) {
         if e.key.load(Ordering::Acquire) == 0 {
             continue;
         }
         e.key.store(usize::MAX, Ordering::Release);
+        c.table.store(std::ptr::null_mut(), Ordering::Release);
         let raw = e.slot.swap(std::ptr::null_mut(), Ordering::AcqRel);
         e.key.store(0, Ordering::Release);
         if !raw.is_null() {
@@ -127,6 +148,12 @@ pub fn insert(slot: &Arc<Slot>) {
         .is_ok()
     {
         e.slot.store(raw, Ordering::Release);
+        // A table made before the slot was published (the map turned on later).
+        let counts = slot
+            .counts
+            .get()
+            .map_or(std::ptr::null_mut(), |t| &**t as *const _ as *mut u8);
+        COUNTS[index(tp)].table.store(counts, Ordering::Release);
         e.key.store(tp, Ordering::Release);
     } else {
         COLLISIONS.fetch_add(1, Ordering::Relaxed);
@@ -147,12 +174,28 @@ pub fn remove() {
     }
     // Unmatch first, then release the reference the table held.
     e.key.store(usize::MAX, Ordering::Release);
+    COUNTS[index(tp)]
+        .table
+        .store(std::ptr::null_mut(), Ordering::Release);
     let raw = e.slot.swap(std::ptr::null_mut(), Ordering::AcqRel);
     e.key.store(0, Ordering::Release);
     if !raw.is_null() {
         // SAFETY: (A3) `raw` was stored by `insert` from Arc::into_raw and is released once
         // (swapped out above).
         drop(unsafe { Arc::from_raw(raw) });
+    }
+}
+
+/// `--counts`: publishes the calling thread's new call-count table beside its entry, if
+/// the entry is its own (else the count hooks keep taking the slow path).
+pub fn set_counts(table: *const u8) {
+    let tp = thread_pointer();
+    if tp == 0 {
+        return;
+    }
+    let i = index(tp);
+    if TABLE[i].key.load(Ordering::Acquire) == tp {
+        COUNTS[i].table.store(table as *mut u8, Ordering::Release);
     }
 }
 

@@ -301,7 +301,8 @@ global_asm!(
 );
 
 // `--counts`: the fast paths update the thread's call-count table (`output/counts.rs`,
-// reached through the ring head's `counts` pointer) in the common case: an enter below
+// loaded from `tpmap::COUNTS` at the thread's index, beside its key check) in the common
+// case: an enter below
 // the top frame whose edge sits in its first hash slot, a leave of the top frame.
 // Anything else (the thread's first call, frames to close, a new edge, a collision)
 // takes the slow path, which calls the Rust table update with every register kept (a
@@ -321,8 +322,8 @@ macro_rules! count_leave_fast {
             "lea r11, [rip + {table}]\n",
             "cmp qword ptr [r11 + rcx], r10\n",
             "jne 8f\n",
-            "mov r10, qword ptr [r11 + rcx + 8]\n",
-            "mov r10, qword ptr [r10 + 40]\n",
+            "lea r11, [rip + {counts}]\n",
+            "mov r10, qword ptr [r11 + rcx]\n",
             "test r10, r10\n",
             "jz 8f\n",
             "mov rax, qword ptr [r10]\n",
@@ -370,8 +371,8 @@ global_asm!(
     "lea r11, [rip + {table}]",
     "cmp qword ptr [r11 + rcx], r10",
     "jne 8f",
-    "mov r10, qword ptr [r11 + rcx + 8]",
-    "mov r10, qword ptr [r10 + 40]",
+    "lea r11, [rip + {counts}]",
+    "mov r10, qword ptr [r11 + rcx]",
     "test r10, r10",
     "jz 8f",
     // 1 <= depth < DEPTH: there is a caller and room for one more frame.
@@ -432,6 +433,7 @@ global_asm!(
     count_leave_fast!("clrprof_count_leave"),
     count_leave_fast!("clrprof_count_tailcall"),
     table = sym crate::output::tpmap::TABLE,
+    counts = sym crate::output::tpmap::COUNTS,
     accepting = sym crate::output::buffers::ACCEPTING,
     depth_max = const crate::output::counts::DEPTH - 1,
     edge_mask = const crate::output::counts::EDGES - 1,
