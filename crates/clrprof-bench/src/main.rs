@@ -1171,43 +1171,17 @@ fn args_bench(runs: usize) -> Result<()> {
             c
         };
         let fast = make(vec!["--mode", "trace", "--include", "Scenarios.*"]);
-        let slow = make(vec![
-            "--mode",
-            "trace",
-            "--include",
-            "Scenarios.*",
-            "--args",
-            "Scenarios.NoSuchMethod",
-        ]);
-        let with_args = make(vec![
-            "--mode",
-            "trace",
-            "--include",
-            "Scenarios.*",
-            "--args",
-            function,
-        ]);
+        let args_of =
+            |f: &'static str| vec!["--mode", "trace", "--include", "Scenarios.*", "--args", f];
+        let slow = make(args_of("Scenarios.NoSuchMethod"));
+        let with_args = make(args_of(function));
         // The same overwriting one file: pages the page cache already holds, the hooks'
         // own cost with the writer's work at its least.
         let overwriting = {
             let (clrprof, app) = (clrprof.clone(), app.clone());
             let out = scratch().join("args-overwritten.clrprof");
-            move || {
-                recorded(
-                    &clrprof,
-                    &[
-                        "--mode",
-                        "trace",
-                        "--include",
-                        "Scenarios.*",
-                        "--args",
-                        function,
-                    ],
-                    &out,
-                    &app,
-                    app_args,
-                )
-            }
+            let flags = args_of(function);
+            move || recorded(&clrprof, &flags, &out, &app, app_args)
         };
         // A configuration with one environment variable set for the agent.
         let with_env = |flags: Vec<&'static str>, key: &'static str| {
@@ -1218,8 +1192,6 @@ fn args_bench(runs: usize) -> Result<()> {
                 c
             }
         };
-        let args_of =
-            |f: &'static str| vec!["--mode", "trace", "--include", "Scenarios.*", "--args", f];
         // The same through the runtime's slow path (`CLRPROF_ARGS_FAST=0`), for the
         // assembly hooks' gain over it.
         let slow_args = with_env(args_of(function), "CLRPROF_ARGS_FAST");
